@@ -1,0 +1,1 @@
+"""Users, passwords, sessions, auth cookies, nonces and the REST cookie check."""

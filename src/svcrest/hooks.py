@@ -1,0 +1,114 @@
+"""Actions and filters with priorities, one registry per App (no module globals).
+
+A filter passes a value through every callback registered under a name, lowest priority first
+and, within one priority, in the order the callbacks were added; each callback receives the
+current value followed by every extra argument and returns the new value. An action is a filter
+whose return values are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["Hooks"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Hooks:
+    """A registry of named actions and filters.
+
+    PERF: the ordered callback list of each hook is rebuilt only when the hook changes, so
+    ``apply_filters`` on a hook without callbacks is one dict lookup.
+    """
+
+    __slots__ = ("_callbacks", "_did", "_ordered")
+
+    def __init__(self) -> None:
+        # name -> priority -> callbacks in insertion order
+        self._callbacks: dict[str, dict[int, list[Callable[..., Any]]]] = {}
+        # name -> flattened callbacks in run order (cache, rebuilt on change)
+        self._ordered: dict[str, tuple[Callable[..., Any], ...]] = {}
+        self._did: dict[str, int] = {}
+
+    def add_filter(self, name: str, callback: F, priority: int = 10) -> F:
+        """Register ``callback`` on filter ``name``; returns the callback (decorator-friendly)."""
+        self._callbacks.setdefault(name, {}).setdefault(priority, []).append(callback)
+        self._reorder(name)
+        return callback
+
+    add_action = add_filter
+
+    def remove_filter(self, name: str, callback: Callable[..., Any], priority: int = 10) -> bool:
+        """Remove one registration of ``callback`` at ``priority``; True when one was removed."""
+        by_priority = self._callbacks.get(name)
+        if not by_priority or priority not in by_priority:
+            return False
+        callbacks = by_priority[priority]
+        for index, registered in enumerate(callbacks):
+            if registered == callback:
+                del callbacks[index]
+                if not callbacks:
+                    del by_priority[priority]
+                self._reorder(name)
+                return True
+        return False
+
+    remove_action = remove_filter
+
+    def remove_all_filters(self, name: str) -> None:
+        """Remove every callback of ``name``."""
+        self._callbacks.pop(name, None)
+        self._ordered.pop(name, None)
+
+    remove_all_actions = remove_all_filters
+
+    def has_filter(self, name: str, callback: Callable[..., Any] | None = None) -> bool | int:
+        """Without ``callback``: whether ``name`` has any callback.
+
+        With ``callback``: the priority it is registered at (WordPress semantics), or False.
+        """
+        by_priority = self._callbacks.get(name)
+        if not by_priority:
+            return False
+        if callback is None:
+            return True
+        for priority in sorted(by_priority):
+            if any(registered == callback for registered in by_priority[priority]):
+                return priority
+        return False
+
+    has_action = has_filter
+
+    def apply_filters(self, name: str, value: Any, *args: Any) -> Any:
+        """Pass ``value`` through the callbacks of ``name`` and return the result."""
+        callbacks = self._ordered.get(name)
+        if callbacks is None:
+            return value
+        for callback in callbacks:
+            value = callback(value, *args)
+        return value
+
+    def do_action(self, name: str, *args: Any) -> None:
+        """Run every callback of ``name`` with ``args``; counts the run for ``did_action``."""
+        self._did[name] = self._did.get(name, 0) + 1
+        callbacks = self._ordered.get(name)
+        if callbacks is None:
+            return
+        for callback in callbacks:
+            callback(*args)
+
+    def did_action(self, name: str) -> int:
+        """How many times ``do_action(name)`` has run."""
+        return self._did.get(name, 0)
+
+    def _reorder(self, name: str) -> None:
+        by_priority = self._callbacks.get(name)
+        if not by_priority:
+            self._callbacks.pop(name, None)
+            self._ordered.pop(name, None)
+            return
+        self._ordered[name] = tuple(
+            callback for priority in sorted(by_priority) for callback in by_priority[priority]
+        )

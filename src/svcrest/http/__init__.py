@@ -1,0 +1,1 @@
+"""HTTP building blocks: sans-I/O requests, responses, errors and headers."""

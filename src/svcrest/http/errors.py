@@ -1,0 +1,38 @@
+"""RestError: one exception that is also a value, converted to the body shape in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["RestError"]
+
+
+class RestError(Exception):
+    """A REST error: ``code``, ``message`` and ``data`` (whose ``status`` is the HTTP status).
+
+    Return it from a callback or raise it; both become the response
+    ``{"code": ..., "message": ..., "data": {...}}`` with status ``data["status"]`` (500 when
+    absent).
+    """
+
+    def __init__(self, code: str, message: str = "", data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data: Any = data
+
+    @property
+    def status(self) -> int:
+        """The HTTP status taken from ``data["status"]``, 500 when there is none."""
+        if isinstance(self.data, dict):
+            status = self.data.get("status")
+            if isinstance(status, int) and not isinstance(status, bool) and 100 <= status <= 599:
+                return status
+        return 500
+
+    def to_dict(self) -> dict[str, Any]:
+        """The response body shape."""
+        return {"code": self.code, "message": self.message, "data": self.data}
+
+    def __repr__(self) -> str:
+        return f"RestError({self.code!r}, {self.message!r}, {self.data!r})"

@@ -1,0 +1,1 @@
+"""Route registration, normalisation and the compiled matcher."""

@@ -1,0 +1,1 @@
+"""Persistence: the embedded SQLite store."""

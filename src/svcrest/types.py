@@ -1,0 +1,12 @@
+"""Shared type aliases."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+__all__ = ["JSON", "JSONObject"]
+
+#: Any value orjson can encode: the shape of request and response data.
+JSON: TypeAlias = Any
+#: A decoded JSON object.
+JSONObject: TypeAlias = dict[str, Any]
