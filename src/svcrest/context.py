@@ -1,0 +1,53 @@
+"""Per-request state, kept in a ContextVar so concurrent requests never see each other's.
+
+The HTTP layer opens a :class:`RequestContext` for every request it serves; code running inside
+that request (callbacks, hooks, internal ``rest_do_request`` calls) reads it with
+:func:`current_context`. Plain code outside any HTTP request sees ``None``.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from svcrest.auth.user import ANONYMOUS, User
+
+__all__ = ["RequestContext", "current_context", "is_rest_request"]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """State of one HTTP request being served.
+
+    ``is_rest``: the request is under the REST prefix or carries ``rest_route`` (REST_REQUEST).
+    ``user``: the current user (``ANONYMOUS`` until authentication says otherwise).
+    ``cookie_status``: spec 5.2 — True after ``auth_cookie_valid``, else the action name without
+    its first 12 characters (``"malformed"``, ``"expired"``, …), None when no cookie was checked.
+    ``session_token``: the token of the valid auth cookie ("" otherwise).
+    ``pending_headers``: headers to add to the response being built (deprecation notices…).
+    ``secure`` / ``host``: whether the request came over TLS and the host it named.
+    """
+
+    is_rest: bool = False
+    user: User = ANONYMOUS
+    cookie_status: bool | str | None = None
+    session_token: str = ""
+    pending_headers: list[tuple[str, str]] = field(default_factory=list)
+    secure: bool = False
+    host: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_current: ContextVar[RequestContext | None] = ContextVar("svcrest_request_context", default=None)
+
+
+def current_context() -> RequestContext | None:
+    """The context of the HTTP request being served, or None outside one."""
+    return _current.get()
+
+
+def is_rest_request() -> bool:
+    """True while serving an HTTP request under the REST prefix (the spec's REST_REQUEST)."""
+    ctx = _current.get()
+    return ctx is not None and ctx.is_rest
