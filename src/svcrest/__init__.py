@@ -1,3 +1,32 @@
-"""svcrest: WordPress-style namespaced, self-describing REST APIs."""
+"""svcrest: WordPress-style namespaced, self-describing REST APIs on a typed Python stack.
 
-REST_API_VERSION = "2.0"
+The names below are the public contract (DESIGN.md §2); everything else may change.
+"""
+
+from __future__ import annotations
+
+from svcrest.app import App, DoingItWrong
+from svcrest.constants import REST_API_REL, REST_API_VERSION
+from svcrest.context import is_rest_request
+from svcrest.dates import rest_get_date_with_gmt, rest_parse_date
+from svcrest.hooks import Hooks
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+from svcrest.http.response import Response, rest_ensure_response
+from svcrest.server import RestServer
+
+__all__ = [
+    "REST_API_REL",
+    "REST_API_VERSION",
+    "App",
+    "DoingItWrong",
+    "Hooks",
+    "Request",
+    "Response",
+    "RestError",
+    "RestServer",
+    "is_rest_request",
+    "rest_ensure_response",
+    "rest_get_date_with_gmt",
+    "rest_parse_date",
+]

@@ -8,8 +8,9 @@ whose return values are ignored.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 __all__ = ["Hooks"]
 
@@ -32,8 +33,27 @@ class Hooks:
         self._ordered: dict[str, tuple[Callable[..., Any], ...]] = {}
         self._did: dict[str, int] = {}
 
-    def add_filter(self, name: str, callback: F, priority: int = 10) -> F:
-        """Register ``callback`` on filter ``name``; returns the callback (decorator-friendly)."""
+    @overload
+    def add_filter(self, name: str, callback: F, priority: int = 10) -> F: ...
+
+    @overload
+    def add_filter(
+        self, name: str, callback: None = None, priority: int = 10
+    ) -> Callable[[F], F]: ...
+
+    def add_filter(
+        self, name: str, callback: F | None = None, priority: int = 10
+    ) -> F | Callable[[F], F]:
+        """Register ``callback`` on filter ``name`` and return it.
+
+        Without a callback, returns a decorator: ``@hooks.add_filter("name", priority=5)``.
+        """
+        if callback is None:
+
+            def decorate(function: F) -> F:
+                return self.add_filter(name, function, priority)
+
+            return decorate
         self._callbacks.setdefault(name, {}).setdefault(priority, []).append(callback)
         self._reorder(name)
         return callback
@@ -88,6 +108,17 @@ class Hooks:
             return value
         for callback in callbacks:
             value = callback(value, *args)
+        return value
+
+    async def apply_filters_async(self, name: str, value: Any, *args: Any) -> Any:
+        """``apply_filters`` for the dispatch pipeline: a callback may be ``async``."""
+        callbacks = self._ordered.get(name)
+        if callbacks is None:
+            return value
+        for callback in callbacks:
+            value = callback(value, *args)
+            if inspect.isawaitable(value):
+                value = await value
         return value
 
     def do_action(self, name: str, *args: Any) -> None:

@@ -7,20 +7,61 @@ from dataclasses import dataclass
 __all__ = ["ANONYMOUS", "ROLE_CAPABILITIES", "User", "capabilities_for"]
 
 _READ = frozenset({"read"})
-_AUTHOR = _READ | {"upload_files", "edit_posts", "edit_published_posts", "publish_posts",
-                   "delete_posts", "delete_published_posts"}
-_EDITOR = _AUTHOR | {"moderate_comments", "manage_categories", "edit_others_posts",
-                     "edit_pages", "edit_others_pages", "edit_published_pages", "publish_pages",
-                     "delete_pages", "delete_others_pages", "delete_published_pages",
-                     "delete_others_posts", "delete_private_posts", "edit_private_posts",
-                     "read_private_posts", "delete_private_pages", "edit_private_pages",
-                     "read_private_pages", "unfiltered_html", "edit_notes"}
-_ADMIN = _EDITOR | {"switch_themes", "edit_themes", "activate_plugins", "edit_plugins",
-                    "edit_users", "edit_files", "manage_options", "import", "list_users",
-                    "remove_users", "add_users", "promote_users", "edit_theme_options",
-                    "delete_themes", "export", "create_users", "delete_users", "install_plugins",
-                    "update_plugins", "delete_plugins", "install_themes", "update_themes",
-                    "update_core", "edit_dashboard"}
+_AUTHOR = _READ | {
+    "upload_files",
+    "edit_posts",
+    "edit_published_posts",
+    "publish_posts",
+    "delete_posts",
+    "delete_published_posts",
+}
+_EDITOR = _AUTHOR | {
+    "moderate_comments",
+    "manage_categories",
+    "edit_others_posts",
+    "edit_pages",
+    "edit_others_pages",
+    "edit_published_pages",
+    "publish_pages",
+    "delete_pages",
+    "delete_others_pages",
+    "delete_published_pages",
+    "delete_others_posts",
+    "delete_private_posts",
+    "edit_private_posts",
+    "read_private_posts",
+    "delete_private_pages",
+    "edit_private_pages",
+    "read_private_pages",
+    "unfiltered_html",
+    "edit_notes",
+}
+_ADMIN = _EDITOR | {
+    "switch_themes",
+    "edit_themes",
+    "activate_plugins",
+    "edit_plugins",
+    "edit_users",
+    "edit_files",
+    "manage_options",
+    "import",
+    "list_users",
+    "remove_users",
+    "add_users",
+    "promote_users",
+    "edit_theme_options",
+    "delete_themes",
+    "export",
+    "create_users",
+    "delete_users",
+    "install_plugins",
+    "update_plugins",
+    "delete_plugins",
+    "install_themes",
+    "update_themes",
+    "update_core",
+    "edit_dashboard",
+}
 
 #: Capabilities of each role, as in WordPress; ``edit_notes`` is the demo plugin's.
 ROLE_CAPABILITIES: dict[str, frozenset[str]] = {

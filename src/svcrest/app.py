@@ -1,0 +1,412 @@
+"""App: one site — its settings, hooks, lazily created server, URLs, users and auth."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import datetime as dt
+import functools
+import threading
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from svcrest import discovery
+from svcrest.context import current_context
+from svcrest.dates import resolve_timezone
+from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
+from svcrest.defaults import register_default_filters
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+from svcrest.routing.definitions import RouteDefinitionError, build_full_route
+from svcrest.server import RestServer
+from svcrest.urls import DEFAULT_PREFIX, Site, get_rest_url
+
+if TYPE_CHECKING:
+    from svcrest.asgi import ASGIReceive, ASGIScope, ASGISend
+    from svcrest.auth.service import AuthService
+    from svcrest.auth.users import UserStore
+    from svcrest.store.sqlite import SqliteStore
+    from svcrest.wsgi import WSGIAdapter
+
+__all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
+
+
+class DoingItWrong(UserWarning):
+    """A developer notice: the API was called in a way that cannot work (spec 4.8)."""
+
+
+class _LoopHolder:
+    """Owns one thread's private event loop and closes it when the thread ends."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        if not self.loop.is_closed():
+            self.loop.close()
+
+
+_loops = threading.local()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    """This thread's private event loop for running the async pipeline from sync code.
+
+    PERF: reusing one loop per thread costs ~10 µs a call; ``asyncio.run`` costs ~40 µs.
+    """
+    holder: _LoopHolder | None = getattr(_loops, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _LoopHolder()
+        _loops.holder = holder
+    return holder.loop
+
+
+def run_sync(coroutine_factory: Callable[[], Any]) -> Any:
+    """Run ``coroutine_factory()`` to completion from sync code, also when this thread is
+    already running an event loop (then in a helper thread, with the caller's context)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _thread_loop().run_until_complete(coroutine_factory())
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        future = pool.submit(context.run, lambda: asyncio.run(coroutine_factory()))
+        return future.result()
+
+
+class App:
+    """A svcrest site: register routes, then serve it (``app`` is an ASGI application,
+    ``app.wsgi`` the same site over WSGI) or dispatch internally with ``rest_do_request``."""
+
+    def __init__(
+        self,
+        home: str = "http://127.0.0.1:8000",
+        *,
+        pretty_permalinks: bool = True,
+        timezone: str = "UTC",
+        name: str = "svcrest",
+        description: str = "",
+        secret_key: str | bytes | None = None,
+        store: Any = None,
+        site: Any = None,
+        blog_id: int = 1,
+        clock: Callable[[], float] | None = None,
+        max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+    ) -> None:
+        from svcrest.hooks import Hooks
+
+        parts = urlsplit(home)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"home must be an absolute http(s) URL, not {home!r}")
+        self.hooks = Hooks()
+        self.name = name
+        self.description = description
+        self.timezone = timezone
+        self._tzinfo = resolve_timezone(timezone)
+        self.blog_id = blog_id
+        self.sites: dict[int, Site] = {blog_id: Site(blog_id, home.rstrip("/"), pretty_permalinks)}
+        self.site = site
+        self.clock: Callable[[], float] = clock or time.time
+        self.max_body_size = max_body_size
+        self._secret_key = secret_key.encode() if isinstance(secret_key, str) else secret_key
+        self._store_spec = store
+        self._store: SqliteStore | None = None
+        self._users: UserStore | None = None
+        self._auth: AuthService | None = None
+        self._server: RestServer | None = None
+        self._lock = threading.RLock()
+        self._wsgi: WSGIAdapter | None = None
+        self.hooks.add_action("rest_api_init", register_default_filters)
+        from svcrest.pages import Page, install_core_pages
+
+        #: Site pages outside the REST prefix: path (relative to home) → Page.
+        self.pages: dict[str, Page] = {}
+        install_core_pages(self)
+        from svcrest.auth.rest_cookie import install_cookie_auth
+        from svcrest.auth.site_pages import install_auth_pages
+
+        install_cookie_auth(self)
+        install_auth_pages(self)
+
+    # -- site settings ----------------------------------------------------------------------
+
+    @property
+    def home(self) -> str:
+        """The current site's home address, without a trailing slash."""
+        return self.sites[self.blog_id].home
+
+    @property
+    def pretty_permalinks(self) -> bool:
+        """Whether the current site uses ``/<prefix>/…`` URLs (else ``?rest_route=``)."""
+        return self.sites[self.blog_id].pretty_permalinks
+
+    @property
+    def timezone_string(self) -> str:
+        """The IANA timezone name, or "" for a fixed offset (as WordPress reports it)."""
+        tz = self.timezone
+        return "" if tz[:1] in "+-" else tz
+
+    def gmt_offset(self) -> float | int:
+        """The site's current UTC offset in hours (5.5 for +05:30)."""
+        now = dt.datetime.fromtimestamp(self.clock(), dt.UTC).astimezone(self._tzinfo)
+        offset = now.utcoffset() or dt.timedelta()
+        hours = offset.total_seconds() / 3600
+        return int(hours) if hours.is_integer() else hours
+
+    def add_site(self, blog_id: int, home: str, *, pretty_permalinks: bool = True) -> None:
+        """Add a site of a multisite install, for URL building."""
+        self.sites[blog_id] = Site(blog_id, home.rstrip("/"), pretty_permalinks)
+
+    def get_site(self, blog_id: int | None = None) -> Site:
+        """The site ``blog_id`` (None: the current one); ValueError for an unknown id."""
+        key = self.blog_id if blog_id is None else blog_id
+        try:
+            return self.sites[key]
+        except KeyError:
+            raise ValueError(f"unknown blog id {blog_id!r}; add it with App.add_site") from None
+
+    # -- URLs and discovery -----------------------------------------------------------------
+
+    def rest_get_url_prefix(self) -> str:
+        """The URL prefix (default ``svc-json``), through the ``rest_url_prefix`` filter."""
+        prefix = self.hooks.apply_filters("rest_url_prefix", DEFAULT_PREFIX)
+        return str(prefix).strip("/")
+
+    def rest_base_path(self) -> str:
+        """The URL path REST requests live under: the home's path + ``/`` + the prefix."""
+        return urlsplit(self.home).path.rstrip("/") + "/" + self.rest_get_url_prefix()
+
+    def get_rest_url(
+        self, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
+    ) -> str:
+        """Spec 4.3 ``get_rest_url``."""
+        return get_rest_url(self, blog_id, path, scheme)
+
+    def rest_url(self, path: str = "", scheme: str = "json") -> str:
+        """Spec 4.3 ``rest_url``: ``get_rest_url`` for the current site."""
+        return get_rest_url(self, None, path, scheme)
+
+    def rest_output_rsd(self) -> str:
+        """The RSD ``api`` line (spec 4.7)."""
+        return discovery.rest_output_rsd(self)
+
+    def rest_output_link_wp_head(self) -> str:
+        """The HTML head ``link`` tag (spec 4.7)."""
+        return discovery.rest_output_link_wp_head(self)
+
+    def rest_output_link_header(self) -> str | None:
+        """The ``Link`` header value (spec 4.7), None when not sent."""
+        return discovery.rest_output_link_header(self)
+
+    # -- dates ------------------------------------------------------------------------------
+
+    def rest_get_date_with_gmt(self, date: str, force_utc: bool = False) -> tuple[str, str] | None:
+        """Spec 9.1 in the site's timezone: ``(local, utc)`` or None."""
+        return _date_with_gmt(date, force_utc, self.timezone)
+
+    # -- deprecation ------------------------------------------------------------------------
+
+    def deprecated_function(
+        self, function: str, version: str, replacement: str | None = None
+    ) -> None:
+        """Report a call of a deprecated function (spec 6)."""
+        self.hooks.do_action("deprecated_function_run", function, replacement, version)
+        if self.hooks.apply_filters("deprecated_function_trigger_error", True):
+            use = f" Use {replacement} instead." if replacement else " No alternative available."
+            warnings.warn(
+                f"{function} is deprecated since version {version}.{use}",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+
+    def deprecated_argument(self, function: str, version: str, message: str | None = None) -> None:
+        """Report the use of a deprecated argument (spec 6)."""
+        self.hooks.do_action("deprecated_argument_run", function, message, version)
+        if self.hooks.apply_filters("deprecated_argument_trigger_error", True):
+            extra = f" {message}" if message else " No alternative available."
+            warnings.warn(
+                f"{function} was called with an argument that is deprecated since version "
+                f"{version}.{extra}",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+
+    def deprecated(self, version: str, replacement: str | None = None) -> Callable[[F], F]:
+        """Decorator: each call of the function reports it as deprecated."""
+
+        def decorate(function: F) -> F:
+            @functools.wraps(function)
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                self.deprecated_function(function.__qualname__, version, replacement)
+                return function(*args, **kwargs)
+
+            return wrapper  # type: ignore[return-value]
+
+        return decorate
+
+    # -- server and routes ------------------------------------------------------------------
+
+    def rest_get_server(self) -> RestServer:
+        """The REST server, created on first use (class from ``svc_rest_server_class``);
+        ``rest_api_init`` fires once, with the server, when it is created."""
+        server = self._server
+        if server is not None:
+            return server
+        with self._lock:
+            if self._server is None:
+                server_class = self.hooks.apply_filters("svc_rest_server_class", RestServer)
+                created = server_class(self)
+                self._server = created
+                self.hooks.do_action("rest_api_init", created)
+            return self._server
+
+    def register_rest_route(
+        self, namespace: str, route: str, args: Any = None, override: bool = False
+    ) -> bool:
+        """Spec 4.8: register ``route`` under ``namespace``; False (with a ``DoingItWrong``
+        warning) for an empty namespace or route or a definition that cannot work."""
+        if not namespace:
+            warnings.warn(
+                "Routes must be namespaced with plugin or theme name and version.",
+                DoingItWrong,
+                stacklevel=2,
+            )
+            return False
+        if not route:
+            warnings.warn("Route must be specified.", DoingItWrong, stacklevel=2)
+            return False
+        full_route = build_full_route(namespace, route)
+        try:
+            return self.rest_get_server().register_route(
+                namespace.strip("/"), full_route, args, override
+            )
+        except RouteDefinitionError as exc:
+            warnings.warn(str(exc), DoingItWrong, stacklevel=2)
+            return False
+
+    def route(
+        self,
+        namespace: str,
+        route: str,
+        *,
+        methods: Any = "GET",
+        args: Mapping[str, Any] | None = None,
+        permission_callback: Callable[..., Any] | None = None,
+        **options: Any,
+    ) -> Callable[[F], F]:
+        """Decorator form of ``register_rest_route`` for one handler; returns the function."""
+
+        def decorate(callback: F) -> F:
+            handler: dict[str, Any] = {
+                "methods": methods,
+                "callback": callback,
+                "args": dict(args or {}),
+                **options,
+            }
+            if permission_callback is not None:
+                handler["permission_callback"] = permission_callback
+            self.register_rest_route(namespace, route, handler)
+            return callback
+
+        return decorate
+
+    # -- internal requests ------------------------------------------------------------------
+
+    @staticmethod
+    def rest_ensure_request(value: Any) -> Request:
+        """A Request as it is; a mapping → GET with empty route and those query params;
+        a string → GET of that route."""
+        if isinstance(value, Request):
+            return value
+        if isinstance(value, Mapping):
+            return Request("GET", "", query=value)
+        if isinstance(value, str):
+            return Request("GET", value)
+        raise TypeError(f"cannot make a request of {type(value).__name__}")
+
+    async def rest_do_request_async(self, request: Any) -> Response:
+        """Dispatch ``request`` internally (no authentication run); always a Response."""
+        req = self.rest_ensure_request(request)
+        ctx = current_context()
+        if ctx is not None:
+            req.user = ctx.user
+        return await self.rest_get_server().dispatch(req)
+
+    def rest_do_request(self, request: Any) -> Response:
+        """The sync form of ``rest_do_request_async``."""
+        result: Response = run_sync(lambda: self.rest_do_request_async(request))
+        return result
+
+    # -- storage, users and auth --------------------------------------------------------------
+
+    @property
+    def store(self) -> SqliteStore:
+        """The app's store, opened on first use."""
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    from svcrest.store.sqlite import open_store
+
+                    self._store = open_store(self._store_spec)
+        return self._store
+
+    @property
+    def secret_key(self) -> bytes:
+        """The site secret: given, or generated once and kept in the store."""
+        if self._secret_key is None:
+            from svcrest.auth.service import ensure_secret_key
+
+            self._secret_key = ensure_secret_key(self.store)
+        return self._secret_key
+
+    @property
+    def users(self) -> UserStore:
+        """The site's users."""
+        if self._users is None:
+            with self._lock:
+                if self._users is None:
+                    from svcrest.auth.users import UserStore
+
+                    self._users = UserStore(self.store, self.hooks, clock=self.clock)
+        return self._users
+
+    @property
+    def auth(self) -> AuthService:
+        """Nonces, auth cookies and sessions."""
+        if self._auth is None:
+            with self._lock:
+                if self._auth is None:
+                    from svcrest.auth.service import AuthService
+
+                    self._auth = AuthService(
+                        self.store, self.hooks, self.users, self.secret_key, self.clock
+                    )
+        return self._auth
+
+    # -- serving ----------------------------------------------------------------------------
+
+    async def __call__(self, scope: ASGIScope, receive: ASGIReceive, send: ASGISend) -> None:
+        from svcrest.asgi import handle_asgi
+
+        await handle_asgi(self, scope, receive, send)
+
+    @property
+    def wsgi(self) -> WSGIAdapter:
+        """The same site as a WSGI application."""
+        if self._wsgi is None:
+            from svcrest.wsgi import WSGIAdapter
+
+            self._wsgi = WSGIAdapter(self)
+        return self._wsgi
+
+    def __repr__(self) -> str:
+        return f"<App {self.home!r}>"

@@ -1,0 +1,94 @@
+"""Nonces: short-lived HMAC tokens proving that a request was made from the site's own pages.
+
+A nonce is bound to an action name, a user id and a session token, and to a *tick*: time is cut
+into half-lifetimes, ``tick = ceil(now / (lifetime / 2))``. A nonce verifies as 1 during the tick
+that made it, as 2 during the next one, and never afterwards, so it lives between half a
+lifetime and a whole one (12 to 24 hours by default).
+
+Value: ``HMAC-SHA256(nonce_key, f"{tick}|{action}|{user_id}|{token}")`` in lower-case hex, its
+first 32 characters, where ``nonce_key = HMAC-SHA256(secret, b"nonce")`` so that no nonce is ever
+computed with the key material of the auth cookies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+from collections.abc import Callable
+from typing import Literal
+
+__all__ = ["NONCE_LENGTH", "NONCE_LIFETIME", "NonceManager", "derive_key"]
+
+#: Default lifetime in seconds (one day).
+NONCE_LIFETIME = 86400
+#: Length of a nonce: 32 lower-case hex characters.
+NONCE_LENGTH = 32
+
+
+def derive_key(secret: bytes, purpose: bytes) -> bytes:
+    """A sub-key of ``secret`` for one ``purpose`` (HMAC-SHA256(secret, purpose))."""
+    return hmac.new(secret, purpose, hashlib.sha256).digest()
+
+
+def _text(value: str) -> bytes:
+    # surrogatepass: any Python str encodes, so creating and checking never fail on input.
+    return value.encode("utf-8", "surrogatepass")
+
+
+class NonceManager:
+    """Creates and verifies nonces with a key derived from the site ``secret``.
+
+    ``clock`` returns Unix seconds (tests inject their own).
+    """
+
+    def __init__(
+        self, secret: bytes, clock: Callable[[], float], lifetime: int = NONCE_LIFETIME
+    ) -> None:
+        if not isinstance(secret, bytes) or not secret:
+            raise ValueError("the nonce secret must be non-empty bytes")
+        if not isinstance(lifetime, int) or isinstance(lifetime, bool) or lifetime < 2:
+            raise ValueError("the nonce lifetime must be an integer of at least 2 seconds")
+        self._key = derive_key(secret, b"nonce")
+        self._clock = clock
+        self.lifetime = lifetime
+
+    def tick(self) -> int:
+        """The current tick: ``ceil(now / (lifetime / 2))``."""
+        return math.ceil(self._clock() / (self.lifetime / 2))
+
+    def _value(self, tick: int, action: str, user_id: int, token: str) -> bytes:
+        message = _text(f"{tick}|{action}|{user_id}|{token}")
+        digest = hmac.new(self._key, message, hashlib.sha256).hexdigest()
+        return digest[:NONCE_LENGTH].encode("ascii")
+
+    def create(self, action: str, user_id: int = 0, token: str = "") -> str:
+        """The nonce for ``action``, ``user_id`` and session ``token`` at the current tick."""
+        if not isinstance(action, str) or not isinstance(token, str):
+            raise TypeError("action and token must be str")
+        if not isinstance(user_id, int) or isinstance(user_id, bool):
+            raise TypeError("user_id must be an int")
+        return self._value(self.tick(), action, user_id, token).decode("ascii")
+
+    def verify(
+        self, nonce: object, action: str, user_id: int = 0, token: str = ""
+    ) -> Literal[1, 2, False]:
+        """1 when ``nonce`` is from the current tick, 2 from the previous one, else False.
+
+        Never raises: a non-str, non-ASCII, wrong-length or binary ``nonce`` (or arguments of
+        the wrong type) is simply False. SECURITY: compared with ``hmac.compare_digest`` on
+        bytes, so timing does not reveal how much of a guess was right.
+        """
+        if not isinstance(nonce, str) or len(nonce) != NONCE_LENGTH or not nonce.isascii():
+            return False
+        if not isinstance(action, str) or not isinstance(token, str):
+            return False
+        if not isinstance(user_id, int) or isinstance(user_id, bool):
+            return False
+        given = nonce.encode("ascii")
+        tick = self.tick()
+        if hmac.compare_digest(given, self._value(tick, action, user_id, token)):
+            return 1
+        if hmac.compare_digest(given, self._value(tick - 1, action, user_id, token)):
+            return 2
+        return False

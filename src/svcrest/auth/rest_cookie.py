@@ -1,0 +1,125 @@
+"""The REST cookie check (spec 5.1, 5.2): who the cookie says the user is, and the nonce.
+
+- ``determine_current_user`` reads the ``svc_logged_in`` cookie (only when one is sent);
+- ``rest_cookie_collect_status`` keeps spec 5.2's cookie status on the request context;
+- ``rest_cookie_check_errors`` (``rest_authentication_errors``, priority 100) applies spec
+  5.1's table: without a nonce the request is anonymous; an invalid nonce is a 403 before
+  any handler runs; a valid one earns a fresh nonce in ``X-SVC-Nonce``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from svcrest.auth.cookies import COOKIE_NAME, parse_cookie_header
+from svcrest.auth.user import ANONYMOUS, User
+from svcrest.context import current_context
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+
+__all__ = [
+    "COOKIE_ACTIONS",
+    "NONCE_ACTION",
+    "CookieAuth",
+    "install_cookie_auth",
+    "nonce_from_request",
+    "rest_cookie_collect_status",
+]
+
+#: The nonce action of REST requests (spec 5.1).
+NONCE_ACTION = "svc_rest"
+COOKIE_ACTIONS = (
+    "auth_cookie_malformed",
+    "auth_cookie_expired",
+    "auth_cookie_bad_username",
+    "auth_cookie_bad_hash",
+    "auth_cookie_bad_session_token",
+    "auth_cookie_valid",
+)
+
+
+def rest_cookie_collect_status(action: str) -> None:
+    """Spec 5.2: True for ``auth_cookie_valid``, else the action name without its first 12
+    characters; kept on the current request's context."""
+    ctx = current_context()
+    if ctx is not None:
+        ctx.cookie_status = True if action == "auth_cookie_valid" else action[12:]
+
+
+def nonce_from_request(request: Request) -> Any:
+    """Spec 5.1's nonce inputs: ``_wpnonce`` (query or form body) first, then
+    ``X-SVC-Nonce``; None when neither is sent."""
+    for bucket in (request.query_params, request.body_params):
+        if "_wpnonce" in bucket:
+            return bucket["_wpnonce"]
+    return request.get_header("X-SVC-Nonce")
+
+
+class CookieAuth:
+    """Cookie authentication and the REST cookie check of one App."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def cookie_user(self, user: User, request: Request) -> User:
+        """``determine_current_user``: the user of a valid ``svc_logged_in`` cookie."""
+        header = request.get_header("Cookie")
+        # PERF: nothing is parsed, and the store is not touched, without our cookie.
+        if not header or COOKIE_NAME not in header:
+            return user
+        value = parse_cookie_header(header).get(COOKIE_NAME)
+        if not value:
+            return user
+        found = self.app.auth.validate_cookie(value)
+        if found is None:
+            return user
+        ctx = current_context()
+        if ctx is not None:
+            ctx.session_token = found[1]
+        return found[0]
+
+    def check_errors(self, result: Any, request: Request) -> Any:
+        """``rest_authentication_errors`` at priority 100: spec 5.1's table, row by row."""
+        if result is not None and result is not False and result != "":  # row 1
+            return result
+        ctx = current_context()
+        if ctx is None:
+            return result
+        if ctx.cookie_status is not True and ctx.user.is_logged_in:  # row 2
+            return result
+        nonce = nonce_from_request(request)
+        if nonce is None:  # row 3
+            ctx.user = ANONYMOUS
+            return True
+        auth = self.app.auth
+        token = ctx.session_token
+        if not isinstance(nonce, str) or not auth.verify_nonce(
+            nonce, NONCE_ACTION, ctx.user.id, token
+        ):  # row 4
+            return RestError(
+                "rest_cookie_invalid_nonce", "Cookie nonce is invalid", {"status": 403}
+            )
+        fresh = auth.create_nonce(NONCE_ACTION, ctx.user.id, token)  # row 5
+        ctx.pending_headers.append(("X-SVC-Nonce", fresh))
+        return True
+
+
+def _status_collector(action: str) -> Callable[..., None]:
+    def collect(*args: Any) -> None:
+        rest_cookie_collect_status(action)
+
+    return collect
+
+
+def install_cookie_auth(app: App) -> None:
+    """Attach cookie authentication and the REST cookie check to ``app``'s hooks."""
+    cookie_auth = CookieAuth(app)
+    hooks = app.hooks
+    hooks.add_filter("determine_current_user", cookie_auth.cookie_user)
+    for action in COOKIE_ACTIONS:
+        hooks.add_action(action, _status_collector(action))
+    hooks.add_filter("rest_authentication_errors", cookie_auth.check_errors, 100)

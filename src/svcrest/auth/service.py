@@ -1,0 +1,222 @@
+"""AuthService: logging in and out, the auth cookie check and nonces, for one site.
+
+The HTTP layer reads the ``svc_logged_in`` cookie (:func:`parse_cookie_header`), asks
+:meth:`AuthService.validate_cookie` who the user is, and sends the headers of
+:meth:`AuthService.log_in` / :meth:`AuthService.clear_cookie_header`. The REST cookie check
+(spec 5.1/5.2) listens to the ``auth_cookie_*`` actions fired here.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Literal
+
+from svcrest.auth.cookies import (
+    COOKIE_NAME,
+    COOKIE_SCHEME,
+    cookie_hmac,
+    format_auth_cookie,
+    parse_auth_cookie,
+    parse_cookie_header,
+)
+from svcrest.auth.nonces import NonceManager
+from svcrest.auth.passwords import password_fragment
+from svcrest.auth.sessions import SessionManager
+from svcrest.auth.user import User
+from svcrest.auth.users import UserStore
+from svcrest.hooks import Hooks
+from svcrest.store.sqlite import SqliteStore
+
+__all__ = [
+    "COOKIE_NAME",
+    "REMEMBER_LIFETIME",
+    "SECRET_KEY_OPTION",
+    "SESSION_LIFETIME",
+    "AuthService",
+    "IssuedCookie",
+    "ensure_secret_key",
+    "parse_cookie_header",
+]
+
+#: Server-side lifetime of a login without "remember me": 2 days.
+SESSION_LIFETIME = 2 * 86400
+#: Lifetime of a login with "remember me": 14 days (also the cookie's Max-Age).
+REMEMBER_LIFETIME = 14 * 86400
+#: The option holding the generated site secret.
+SECRET_KEY_OPTION = "svc_secret_key"
+
+_ATTRIBUTES = "Path=/; HttpOnly; SameSite=Lax"
+
+
+def ensure_secret_key(store: SqliteStore, secret_key: str | bytes | None = None) -> bytes:
+    """The site secret: ``secret_key`` when given, else the one persisted in ``store``.
+
+    The persisted secret is generated once (``secrets.token_urlsafe(48)``, 384 bits) and stored
+    with ``add_option``, so every process sharing the store ends up with the same secret.
+    """
+    if isinstance(secret_key, str):
+        secret_key = secret_key.encode("utf-8")
+    if secret_key:
+        return secret_key
+    return store.add_option(SECRET_KEY_OPTION, secrets.token_urlsafe(48)).encode("ascii")
+
+
+def _set_cookie(value: str, secure: bool, expiry: str) -> str:
+    return f"{COOKIE_NAME}={value}; {_ATTRIBUTES}{'; Secure' if secure else ''}{expiry}"
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedCookie:
+    """An auth cookie just issued by :meth:`AuthService.log_in`.
+
+    ``expiration`` is the server-side end of the session (Unix seconds), always set;
+    ``max_age`` is the browser lifetime in seconds for a "remember me" login and None for a
+    session cookie (dropped when the browser closes).
+    """
+
+    value: str
+    token: str
+    expiration: int
+    user: User
+    max_age: int | None
+    secure: bool
+
+    def set_cookie_header(self) -> str:
+        """The value of the ``Set-Cookie`` response header for this cookie.
+
+        ``svc_logged_in=<value>; Path=/; HttpOnly; SameSite=Lax`` plus ``; Secure`` under
+        https, plus ``; Expires=<RFC 1123 GMT>; Max-Age=<seconds>`` for a remembered login.
+        """
+        expiry = ""
+        if self.max_age is not None:
+            expires = formatdate(self.expiration, usegmt=True)
+            expiry = f"; Expires={expires}; Max-Age={self.max_age}"
+        return _set_cookie(self.value, self.secure, expiry)
+
+
+class AuthService:
+    """Cookie authentication and nonces for one site.
+
+    ``secret_key``: the site secret (see :func:`ensure_secret_key`); ``clock``: Unix seconds.
+    Actions fired on ``hooks``: exactly one ``auth_cookie_*`` action per
+    :meth:`validate_cookie` call with a non-empty value, ``svc_login`` (login, user) after
+    :meth:`log_in` and ``svc_logout`` (user id) after :meth:`log_out`.
+    """
+
+    def __init__(
+        self,
+        store: SqliteStore,
+        hooks: Hooks,
+        users: UserStore,
+        secret_key: bytes,
+        clock: Callable[[], float],
+    ) -> None:
+        if not isinstance(secret_key, bytes) or not secret_key:
+            raise ValueError("secret_key must be non-empty bytes")
+        self.store = store
+        self.hooks = hooks
+        self.users = users
+        self.clock = clock
+        self.sessions = SessionManager(store, clock)
+        self.nonces = NonceManager(secret_key, clock)
+        self._secret = secret_key
+
+    # -- nonces ----------------------------------------------------------------------------------
+
+    def create_nonce(self, action: str, user_id: int = 0, token: str = "") -> str:
+        """A nonce for ``action``, ``user_id`` and session ``token`` (DESIGN §3)."""
+        return self.nonces.create(action, user_id, token)
+
+    def verify_nonce(
+        self, nonce: object, action: str, user_id: int = 0, token: str = ""
+    ) -> Literal[1, 2, False]:
+        """1 (this tick), 2 (previous tick) or False; never raises."""
+        return self.nonces.verify(nonce, action, user_id, token)
+
+    # -- cookies ---------------------------------------------------------------------------------
+
+    def log_in(
+        self, user: User, *, remember: bool, ip: str, user_agent: str, secure: bool
+    ) -> IssuedCookie:
+        """Start a server-side session for ``user`` and sign its cookie.
+
+        Lifetime: 14 days with ``remember`` (a persistent cookie), else 2 days (a browser
+        session cookie; the server-side expiration still applies). Raises ValueError for the
+        anonymous user or a user not in the store.
+        """
+        encoded = self.users.password_hash(user.id) if user.is_logged_in else None
+        if encoded is None:
+            raise ValueError(f"cannot log in user {user.id!r}: no such user")
+        lifetime = REMEMBER_LIFETIME if remember else SESSION_LIFETIME
+        expiration = int(self.clock()) + lifetime
+        token = self.sessions.create(user.id, expiration, ip, user_agent)
+        value = format_auth_cookie(
+            self._secret, user.login, expiration, token, password_fragment(encoded)
+        )
+        cookie = IssuedCookie(
+            value=value,
+            token=token,
+            expiration=expiration,
+            user=user,
+            max_age=lifetime if remember else None,
+            secure=secure,
+        )
+        self.hooks.do_action("svc_login", user.login, user)
+        return cookie
+
+    def log_out(self, user_id: int, token: str) -> None:
+        """End the session ``token`` of ``user_id`` (the cookie's third field)."""
+        self.sessions.destroy(user_id, token)
+        self.hooks.do_action("svc_logout", user_id)
+
+    def clear_cookie_header(self, secure: bool) -> str:
+        """A ``Set-Cookie`` header value that makes the browser drop the auth cookie."""
+        return _set_cookie("", secure, "; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0")
+
+    def validate_cookie(self, value: str | None) -> tuple[User, str] | None:
+        """The (user, session token) of a valid auth cookie value, else None; never raises on
+        any value (store errors propagate).
+
+        An absent or empty value fires nothing. Otherwise exactly one action fires, the first
+        that applies of: ``auth_cookie_malformed`` (value, ``"logged_in"``),
+        ``auth_cookie_expired`` (elements), ``auth_cookie_bad_username`` (elements),
+        ``auth_cookie_bad_hash`` (elements), ``auth_cookie_bad_session_token`` (elements),
+        ``auth_cookie_valid`` (elements, user). ``elements`` is a dict with ``username``,
+        ``expiration``, ``token``, ``hmac`` and ``scheme``.
+        """
+        if value is None or value == "":
+            return None
+        elements = parse_auth_cookie(value)
+        if elements is None:
+            self.hooks.do_action("auth_cookie_malformed", value, COOKIE_SCHEME)
+            return None
+        info = elements.as_dict()
+        # WordPress's rule: the cookie is good up to and including its expiration second.
+        if elements.expiration < self.clock():
+            self.hooks.do_action("auth_cookie_expired", info)
+            return None
+        record = self.users.get_auth_record(elements.login)
+        if record is None:
+            self.hooks.do_action("auth_cookie_bad_username", info)
+            return None
+        user, encoded = record
+        expected = cookie_hmac(
+            self._secret,
+            elements.login_field,
+            elements.expiration_field,
+            elements.token,
+            password_fragment(encoded),
+        )
+        # SECURITY: constant-time comparison on bytes (both are ASCII hex by now).
+        if not hmac.compare_digest(expected.encode("ascii"), elements.hmac.encode("ascii")):
+            self.hooks.do_action("auth_cookie_bad_hash", info)
+            return None
+        if not self.sessions.verify(user.id, elements.token):
+            self.hooks.do_action("auth_cookie_bad_session_token", info)
+            return None
+        self.hooks.do_action("auth_cookie_valid", info, user)
+        return user, elements.token

@@ -1,0 +1,148 @@
+"""The default filters (spec 6), attached by one function on ``rest_api_init``.
+
+- OPTIONS answered with route help data (spec 4.4) on ``rest_pre_dispatch``;
+- the Allow header (spec 4.5) and ``_fields`` filtering on ``rest_post_dispatch``;
+- CORS headers (spec 4.6) on ``rest_pre_serve_request``;
+- deprecation headers (spec 6) on ``deprecated_function_run`` / ``deprecated_argument_run``,
+  with the ``deprecated_*_trigger_error`` filters answering False during REST requests.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from svcrest.context import current_context, is_rest_request
+from svcrest.fields import filter_response_fields
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+
+if TYPE_CHECKING:
+    from svcrest.server import RestServer
+
+__all__ = [
+    "CORS_ALLOW_METHODS",
+    "register_default_filters",
+    "rest_handle_deprecated_argument",
+    "rest_handle_deprecated_function",
+    "rest_handle_options_request",
+    "rest_send_allow_header",
+    "rest_send_cors_headers",
+    "sanitize_origin",
+]
+
+CORS_ALLOW_METHODS = "POST, GET, OPTIONS, PUT, DELETE"
+_ORIGIN = re.compile(
+    r"https?://(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*"
+    r"[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?",
+    re.IGNORECASE,
+)
+
+
+def rest_handle_options_request(result: Any, server: RestServer, request: Request) -> Any:
+    """Spec 4.4: answer OPTIONS with the help data of the first matching route."""
+    if result is not None or request.method != "OPTIONS":
+        return result
+    response = Response([])
+    match = server.table.first_match(request.route)
+    if match is not None:
+        entry, _params = match
+        response.matched_route = entry.route
+        data = server.get_data_for_route(entry.route, entry.handlers, "help")
+        response.data = data if data is not None else []
+    return response
+
+
+async def rest_send_allow_header(response: Any, server: RestServer, request: Request) -> Any:
+    """Spec 4.5: the methods the caller may use on the matched route, as ``Allow``."""
+    if not isinstance(response, Response) or not response.matched_route:
+        return response
+    entry = server.table.get(response.matched_route)
+    if entry is None:
+        return response
+    allowed = await server.allowed_methods(entry, request)
+    if allowed:
+        response.headers["Allow"] = ", ".join(allowed)
+    return response
+
+
+def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
+    """``_fields``: keep only the requested (possibly nested, dotted) fields."""
+    if not isinstance(response, Response) or response.is_error():
+        return response
+    fields = request.query_params.get("_fields")
+    if fields is None:
+        return response
+    response.data = filter_response_fields(response.data, fields)
+    return response
+
+
+def sanitize_origin(origin: str) -> str | None:
+    """The Origin to echo, or None. SECURITY: only ``http``/``https`` origins made of a host
+    and an optional port, or the literal ``null``; anything with control characters, a path,
+    credentials or non-ASCII characters is refused (never echoed, never split a header)."""
+    if origin == "null":
+        return origin
+    if len(origin) > 2048 or not origin.isascii():
+        return None
+    return origin if _ORIGIN.fullmatch(origin) else None
+
+
+def rest_send_cors_headers(served: Any, response: Any, request: Request, server: Any) -> Any:
+    """Spec 4.6: with an Origin, allow it, the CORS methods and credentials."""
+    origin = request.get_header("Origin")
+    if origin is not None and isinstance(response, Response):
+        allowed = sanitize_origin(origin)
+        if allowed is not None:
+            response.headers["Access-Control-Allow-Origin"] = allowed
+            response.headers["Access-Control-Allow-Methods"] = CORS_ALLOW_METHODS
+            response.headers["Access-Control-Allow-Credentials"] = "true"
+    return served
+
+
+def _header_safe(text: str) -> str:
+    """ASCII without control characters (header values must not be split)."""
+    ascii_text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return "".join(char if 0x20 <= ord(char) < 0x7F else " " for char in ascii_text)
+
+
+def _add_pending_header(name: str, value: str) -> None:
+    ctx = current_context()
+    if ctx is not None and ctx.is_rest:
+        ctx.pending_headers.append((name, _header_safe(value)))
+
+
+def rest_handle_deprecated_function(function: str, replacement: str | None, version: str) -> None:
+    """Spec 6: record ``X-SVC-DeprecatedFunction`` on the current REST response."""
+    if replacement:
+        value = f"{function} (since {version}; use {replacement} instead)"
+    else:
+        value = f"{function} (since {version}; no alternative available)"
+    _add_pending_header("X-SVC-DeprecatedFunction", value)
+
+
+def rest_handle_deprecated_argument(function: str, message: str | None, version: str) -> None:
+    """Spec 6: record ``X-SVC-DeprecatedParam`` on the current REST response."""
+    if message:
+        value = f"{function} (since {version}; {message})"
+    else:
+        value = f"{function} (since {version}; no alternative available)"
+    _add_pending_header("X-SVC-DeprecatedParam", value)
+
+
+def rest_deprecated_trigger_error(flag: Any) -> Any:
+    """No PHP-style notice during a REST request (spec 6): False there, unchanged elsewhere."""
+    return False if is_rest_request() else flag
+
+
+def register_default_filters(server: RestServer) -> None:
+    """Attach every default handler of spec 6 to the server's hooks (on ``rest_api_init``)."""
+    hooks = server.hooks
+    hooks.add_filter("rest_pre_dispatch", rest_handle_options_request)
+    hooks.add_filter("rest_post_dispatch", rest_send_allow_header)
+    hooks.add_filter("rest_post_dispatch", rest_filter_response_fields)
+    hooks.add_filter("rest_pre_serve_request", rest_send_cors_headers)
+    hooks.add_action("deprecated_function_run", rest_handle_deprecated_function)
+    hooks.add_action("deprecated_argument_run", rest_handle_deprecated_argument)
+    hooks.add_filter("deprecated_function_trigger_error", rest_deprecated_trigger_error)
+    hooks.add_filter("deprecated_argument_trigger_error", rest_deprecated_trigger_error)

@@ -1,0 +1,67 @@
+"""Discovery (spec 4.7): the RSD entry, the HTML head link and the HTTP Link header."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+from svcrest.constants import REST_API_REL
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+
+__all__ = ["rest_output_link_header", "rest_output_link_wp_head", "rest_output_rsd", "rsd_document"]
+
+
+def _root(app: App) -> str:
+    return app.get_rest_url()
+
+
+def rest_output_rsd(app: App) -> str:
+    """The RSD ``api`` element line, or "" when the root URL is empty."""
+    root = _root(app)
+    if not root:
+        return ""
+    link = html.escape(root, quote=True)
+    return f'\t<api name="SVC-API" blogID="1" preferred="false" apiLink="{link}" />\n'
+
+
+def rest_output_link_wp_head(app: App) -> str:
+    """The HTML head link tag, or "" when the root URL is empty."""
+    root = _root(app)
+    if not root:
+        return ""
+    return f"<link rel='{REST_API_REL}' href='{html.escape(root, quote=True)}' />\n"
+
+
+def rest_output_link_header(app: App) -> str | None:
+    """The Link header value, or None when the root URL is empty.
+
+    SECURITY: control characters, ``<`` and ``>`` are percent-encoded so a filtered root URL
+    can neither split the header nor break out of the angle brackets.
+    """
+    root = _root(app)
+    if not root:
+        return None
+    safe = "".join(
+        f"%{ord(char):02X}" if ord(char) < 0x21 or char in "<>\x7f" or ord(char) > 0x7E else char
+        for char in root
+    )
+    return f'<{safe}>; rel="{REST_API_REL}"'
+
+
+def rsd_document(app: App) -> str:
+    """A full RSD 1.0 document listing the API (served at ``/rsd.xml``)."""
+    home = html.escape(app.home, quote=True)
+    api = rest_output_rsd(app)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<rsd version="1.0" xmlns="http://archipelago.phrasewise.com/rsd">\n'
+        "\t<service>\n"
+        "\t\t<engineName>svcrest</engineName>\n"
+        f"\t\t<engineLink>{home}</engineLink>\n"
+        f"\t\t<homePageLink>{home}</homePageLink>\n"
+        "\t\t<apis>\n" + (f"\t\t{api}" if api else "") + "\t\t</apis>\n"
+        "\t</service>\n"
+        "</rsd>\n"
+    )

@@ -1,0 +1,97 @@
+"""Case-insensitive, multi-valued HTTP headers that keep their order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+
+__all__ = ["Headers", "HeadersInit"]
+
+HeadersInit = Mapping[str, str] | Iterable[tuple[str, str]] | None
+
+
+class Headers(MutableMapping[str, str]):
+    """An ordered list of header lines looked up case-insensitively.
+
+    ``headers[name]`` joins every value of ``name`` with ", " (as httpx does);
+    ``get_list(name)`` returns them separately; ``add`` appends one more line while
+    ``headers[name] = value`` replaces every line of that name.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, init: HeadersInit = None) -> None:
+        self._items: list[tuple[str, str]] = []
+        if init is None:
+            return
+        pairs = init.items() if isinstance(init, Mapping) else init
+        for name, value in pairs:
+            self._items.append((str(name), str(value)))
+
+    def add(self, name: str, value: str) -> None:
+        """Append one header line."""
+        self._items.append((name, value))
+
+    def get_list(self, name: str) -> list[str]:
+        """Every value of ``name`` in order."""
+        key = name.lower()
+        return [value for item_name, value in self._items if item_name.lower() == key]
+
+    def items_list(self) -> list[tuple[str, str]]:
+        """Every header line as (name, value), in order, duplicates included."""
+        return list(self._items)
+
+    def copy(self) -> Headers:
+        """A shallow copy."""
+        return Headers(self._items)
+
+    def __getitem__(self, name: str) -> str:
+        values = self.get_list(name)
+        if not values:
+            raise KeyError(name)
+        return ", ".join(values)
+
+    def __setitem__(self, name: str, value: str) -> None:
+        key = name.lower()
+        kept = [item for item in self._items if item[0].lower() != key]
+        kept.append((name, value))
+        self._items = kept
+
+    def __delitem__(self, name: str) -> None:
+        key = name.lower()
+        kept = [item for item in self._items if item[0].lower() != key]
+        if len(kept) == len(self._items):
+            raise KeyError(name)
+        self._items = kept
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        key = name.lower()
+        return any(item_name.lower() == key for item_name, _ in self._items)
+
+    def __iter__(self) -> Iterator[str]:
+        seen: set[str] = set()
+        for name, _ in self._items:
+            key = name.lower()
+            if key not in seen:
+                seen.add(key)
+                yield name
+
+    def __len__(self) -> int:
+        return len({name.lower() for name, _ in self._items})
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Headers):
+            return sorted((n.lower(), v) for n, v in self._items) == sorted(
+                (n.lower(), v) for n, v in other._items
+            )
+        if isinstance(other, Mapping):
+            return dict(self.items()) == {str(k): str(v) for k, v in other.items()} or {
+                k.lower(): v for k, v in self.items()
+            } == {str(k).lower(): str(v) for k, v in other.items()}
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable mapping
+
+    def __repr__(self) -> str:
+        return f"Headers({self._items!r})"

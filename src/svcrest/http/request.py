@@ -1,0 +1,222 @@
+"""The sans-I/O REST request: method, route, headers and parameter buckets."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from svcrest.auth.user import ANONYMOUS, User
+from svcrest.http.forms import parse_form
+from svcrest.http.headers import Headers, HeadersInit
+from svcrest.http.jsonbody import decode_json_body, is_json_content_type
+
+__all__ = ["Request"]
+
+_UNSET: Any = object()
+
+
+class Request:
+    """A REST request.
+
+    Parameters live in buckets, read with this precedence (deliberate, see DESIGN §3):
+    URL path params > JSON body > form body > query string > defaults. ``get_param`` walks
+    the buckets in that order; ``get_params`` merges them.
+
+    The query string and a form body are parsed on first use; a JSON body is parsed by
+    :meth:`parse_json_body` (the server calls it before validation on every matched route).
+    """
+
+    __slots__ = (
+        "_body_params",
+        "_json_params",
+        "_json_parsed",
+        "_query_params",
+        "_query_string",
+        "default_params",
+        "handler",
+        "headers",
+        "method",
+        "raw_body",
+        "route",
+        "url_params",
+        "user",
+    )
+
+    def __init__(
+        self,
+        method: str = "GET",
+        route: str = "",
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+        json: Any = _UNSET,
+        headers: HeadersInit = None,
+        raw_body: bytes = b"",
+    ) -> None:
+        self.method = method.upper()
+        self.route = route
+        self.headers = headers if isinstance(headers, Headers) else Headers(headers)
+        self.raw_body = raw_body
+        self.url_params: dict[str, Any] = {}
+        self.default_params: dict[str, Any] = {}
+        self._query_string: str | None = None
+        self._query_params: dict[str, Any] | None = dict(query) if query is not None else {}
+        self._body_params: dict[str, Any] | None = dict(body) if body is not None else None
+        self._json_params: Any = None
+        self._json_parsed = json is not _UNSET
+        if self._json_parsed:
+            self._json_params = json
+        #: The current user (the anonymous user, id 0, unless authentication set one).
+        self.user: User = ANONYMOUS
+        #: The handler definition that matched, once dispatch has found it.
+        self.handler: dict[str, Any] | None = None
+
+    @classmethod
+    def from_http(
+        cls, method: str, route: str, query_string: str, headers: Headers, raw_body: bytes
+    ) -> Request:
+        """A request built by the HTTP layer; the query string is parsed on first use."""
+        request = cls(method, route, headers=headers, raw_body=raw_body)
+        request._query_params = None
+        request._query_string = query_string
+        return request
+
+    # -- buckets ----------------------------------------------------------------------------
+
+    @property
+    def query_params(self) -> dict[str, Any]:
+        """Parameters from the query string."""
+        if self._query_params is None:
+            self._query_params = parse_form(self._query_string or "")
+        return self._query_params
+
+    @query_params.setter
+    def query_params(self, value: dict[str, Any]) -> None:
+        self._query_params = value
+
+    @property
+    def body_params(self) -> dict[str, Any]:
+        """Parameters from an ``application/x-www-form-urlencoded`` body."""
+        if self._body_params is None:
+            content_type = self.get_header("content-type") or ""
+            media = content_type.split(";", 1)[0].strip().lower()
+            if self.raw_body and media == "application/x-www-form-urlencoded":
+                self._body_params = parse_form(self.raw_body)
+            else:
+                self._body_params = {}
+        return self._body_params
+
+    @body_params.setter
+    def body_params(self, value: dict[str, Any]) -> None:
+        self._body_params = value
+
+    @property
+    def json_params(self) -> dict[str, Any]:
+        """Parameters from a JSON object body (empty for other JSON values).
+
+        Reading this before :meth:`parse_json_body` parses leniently: an invalid body gives
+        no parameters here (the server refuses such requests before any callback runs).
+        """
+        if not self._json_parsed:
+            try:
+                self.parse_json_body()
+            except Exception:
+                self._json_parsed = True
+                self._json_params = None
+        value = self._json_params
+        return value if isinstance(value, dict) else {}
+
+    @json_params.setter
+    def json_params(self, value: dict[str, Any]) -> None:
+        self._json_params = value
+        self._json_parsed = True
+
+    def is_json_content_type(self) -> bool:
+        """Whether the request declares a JSON body."""
+        return is_json_content_type(self.get_header("content-type") or "")
+
+    def parse_json_body(self) -> None:
+        """Decode a JSON body once; raises ``RestError`` ``rest_invalid_json`` (400)."""
+        if self._json_parsed:
+            return
+        self._json_parsed = True
+        if self.raw_body and self.is_json_content_type():
+            self._json_params = decode_json_body(self.raw_body)
+
+    def get_json_params(self) -> Any:
+        """The decoded JSON body, whatever its type (None when there is none)."""
+        self.json_params  # noqa: B018 - parse on first use
+        return self._json_params
+
+    def _buckets(self) -> tuple[dict[str, Any], ...]:
+        return (
+            self.url_params,
+            self.json_params,
+            self.body_params,
+            self.query_params,
+            self.default_params,
+        )
+
+    # -- parameter access -------------------------------------------------------------------
+
+    def get_param(self, name: str) -> Any:
+        """The value of ``name`` from the highest-precedence bucket holding it, else None."""
+        for bucket in self._buckets():
+            if name in bucket:
+                return bucket[name]
+        return None
+
+    def has_param(self, name: str) -> bool:
+        """Whether any bucket holds ``name``."""
+        return any(name in bucket for bucket in self._buckets())
+
+    def get_params(self) -> dict[str, Any]:
+        """Every parameter, merged with the precedence of the buckets."""
+        merged: dict[str, Any] = {}
+        for bucket in reversed(self._buckets()):
+            merged.update(bucket)
+        return merged
+
+    def set_param(self, name: str, value: Any) -> None:
+        """Set ``name`` where reads will find it.
+
+        The value goes into the highest-precedence bucket that already holds ``name``;
+        a new name goes into the bucket of the request's body (JSON, form) or, for a request
+        without one, into the query bucket.
+        """
+        for bucket in self._buckets():
+            if name in bucket:
+                bucket[name] = value
+                return
+        if self.is_json_content_type() and isinstance(self._json_params, dict):
+            self._json_params[name] = value
+        elif self.method in ("GET", "HEAD", "OPTIONS", "DELETE") and not self.raw_body:
+            self.query_params[name] = value
+        else:
+            self.body_params[name] = value
+
+    def __getitem__(self, name: str) -> Any:
+        return self.get_param(name)
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.set_param(name, value)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.has_param(name)
+
+    # -- headers ----------------------------------------------------------------------------
+
+    def get_header(self, name: str) -> str | None:
+        """A header value, case-insensitively (``-`` and ``_`` are the same); None if absent.
+
+        Several lines of one header are joined with ", ".
+        """
+        values = self.headers.get_list(name.replace("_", "-"))
+        return ", ".join(values) if values else None
+
+    def set_header(self, name: str, value: str) -> None:
+        """Replace every value of a header."""
+        self.headers[name] = value
+
+    def __repr__(self) -> str:
+        return f"<Request {self.method} {self.route!r}>"

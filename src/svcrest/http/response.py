@@ -1,0 +1,66 @@
+"""The sans-I/O REST response."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from svcrest.http.errors import RestError
+from svcrest.http.headers import Headers, HeadersInit
+
+__all__ = ["Response", "rest_ensure_response"]
+
+
+class Response:
+    """Response data, a status, headers, links and the route that produced it."""
+
+    __slots__ = ("data", "headers", "links", "matched_handler", "matched_route", "status")
+
+    def __init__(self, data: Any = None, status: int = 200, headers: HeadersInit = None) -> None:
+        self.data: Any = data
+        self.status = status
+        self.headers = headers if isinstance(headers, Headers) else Headers(headers)
+        self.matched_route = ""
+        self.matched_handler: dict[str, Any] | None = None
+        #: rel → list of link objects ``{"href": ..., **attributes}``.
+        self.links: dict[str, list[dict[str, Any]]] = {}
+
+    def add_link(self, rel: str, href: str, **attributes: Any) -> None:
+        """Add a link, sent in the response body under ``_links`` (WordPress's format)."""
+        self.links.setdefault(rel, []).append({"href": href, **attributes})
+
+    def set_status(self, status: int) -> None:
+        """Change the status."""
+        self.status = status
+
+    def header(self, name: str, value: str, replace: bool = True) -> None:
+        """Set a header, replacing (default) or adding a line."""
+        if replace:
+            self.headers[name] = value
+        else:
+            self.headers.add(name, value)
+
+    def is_error(self) -> bool:
+        """Whether the status is 400 or above."""
+        return self.status >= 400
+
+    def as_error(self) -> RestError | None:
+        """The error this response carries, if its data is an error body."""
+        data = self.data
+        if self.status >= 400 and isinstance(data, dict) and "code" in data:
+            return RestError(str(data["code"]), str(data.get("message", "")), data.get("data"))
+        return None
+
+    @classmethod
+    def from_error(cls, error: RestError) -> Response:
+        """The response for an error: its body shape and status."""
+        return cls(error.to_dict(), error.status)
+
+    def __repr__(self) -> str:
+        return f"<Response {self.status} {self.matched_route!r}>"
+
+
+def rest_ensure_response(value: Any) -> Response | RestError:
+    """A Response or RestError as it is; anything else wrapped in ``Response(value)``."""
+    if isinstance(value, (Response, RestError)):
+        return value
+    return Response(value)

@@ -1,0 +1,195 @@
+"""The site pages served outside the REST prefix when no ``site`` app is given.
+
+Every non-REST response carries the discovery ``Link`` header (node-wpapi discovers with
+``HEAD {home}/``); HEAD is answered like GET without a body; an unknown path gets a short HTML
+404 page, never the REST JSON error.
+"""
+
+from __future__ import annotations
+
+import html
+import mimetypes
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import orjson
+
+from svcrest.context import RequestContext, _current
+from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.request import Request
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+
+__all__ = ["Page", "html_page", "install_core_pages", "serve_page", "site_request_user"]
+
+#: A page handler: gets the app, the HTTP request and its context, returns the response.
+PageHandler = Callable[["App", HttpRequest, RequestContext], Awaitable[HttpResponse]]
+HTML_TYPE = "text/html; charset=UTF-8"
+
+
+class Page:
+    """A page: its handler and the methods it answers (HEAD follows GET)."""
+
+    __slots__ = ("handler", "methods")
+
+    def __init__(self, handler: PageHandler, methods: tuple[str, ...] = ("GET",)) -> None:
+        self.handler = handler
+        self.methods = methods
+
+
+def html_page(title: str, body: str, *, head: str = "", status: int = 200) -> HttpResponse:
+    """A small, self-contained HTML page (``title`` is escaped, ``body``/``head`` are not)."""
+    document = (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n{head}"
+        "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:3rem auto;"
+        "padding:0 1rem;color:#1d2327}a{color:#2271b1}code{background:#f0f0f1;padding:0 .3em}"
+        "</style>\n</head>\n<body>\n"
+        f"{body}\n</body>\n</html>\n"
+    )
+    return HttpResponse(
+        status,
+        [("Content-Type", HTML_TYPE), ("X-Content-Type-Options", "nosniff")],
+        document.encode(),
+    )
+
+
+async def site_request_user(app: App, http: HttpRequest, ctx: RequestContext) -> Request:
+    """Build a Request for a site page and resolve its user (auth cookie) into ``ctx``."""
+    request = Request.from_http(http.method, http.path, http.query_string, http.headers, http.body)
+    user = await app.hooks.apply_filters_async("determine_current_user", ctx.user, request)
+    if user is not None:
+        ctx.user = user
+    request.user = ctx.user
+    return request
+
+
+async def _home(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    await site_request_user(app, http, ctx)
+    head = app.rest_output_link_wp_head()
+    root = app.get_rest_url()
+    if ctx.user.is_logged_in:
+        settings = {
+            "root": root,
+            "nonce": app.auth.create_nonce("svc_rest", ctx.user.id, ctx.session_token),
+        }
+        # SECURITY: orjson escapes nothing HTML-special, so `<` `>` `&` are escaped by hand
+        # to keep the value inside its script element.
+        payload = (
+            orjson.dumps(settings)
+            .decode()
+            .replace("<", "\\u003c")
+            .replace(">", "\\u003e")
+            .replace("&", "\\u0026")
+        )
+        head += f"<script>var svcApiSettings = {payload};</script>\n"
+        from svcrest.auth.site_pages import logout_form
+
+        who = f"Logged in as <strong>{html.escape(ctx.user.login)}</strong>. " + logout_form(
+            app, ctx
+        )
+    else:
+        who = '<a href="login">Log in</a> to write.'
+    page = app.hooks.apply_filters("svc_home_page", None, app, ctx)
+    if page is not None:
+        return page  # type: ignore[no-any-return]
+    body = (
+        f"<h1>{html.escape(app.name)}</h1>\n"
+        f"<p>{html.escape(app.description)}</p>\n"
+        f'<p>The REST API lives at <a href="{html.escape(root)}"><code>'
+        f"{html.escape(root)}</code></a>.</p>\n<p>{who}</p>"
+    )
+    return html_page(app.name, body, head=head)
+
+
+async def _rsd(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    from svcrest.discovery import rsd_document
+
+    return HttpResponse(
+        200, [("Content-Type", "application/rsd+xml; charset=UTF-8")], rsd_document(app).encode()
+    )
+
+
+def _static_page(name: str, data: bytes) -> PageHandler:
+    content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    if name.endswith((".mjs", ".js")):
+        content_type = "text/javascript; charset=UTF-8"
+    elif content_type.startswith("text/"):
+        content_type += "; charset=UTF-8"
+
+    async def serve(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+        return HttpResponse(
+            200,
+            [
+                ("Content-Type", content_type),
+                ("X-Content-Type-Options", "nosniff"),
+                ("Cache-Control", "no-cache"),
+            ],
+            data,
+        )
+
+    return serve
+
+
+def install_core_pages(app: App) -> None:
+    """Register the home page, ``/rsd.xml`` and the files of ``svcrest/static``."""
+    app.pages["/"] = Page(_home)
+    app.pages["/rsd.xml"] = Page(_rsd)
+    static = resources.files("svcrest") / "static"
+    if static.is_dir():
+        for entry in static.iterdir():
+            if entry.is_file() and not entry.name.startswith("."):
+                app.pages["/static/" + entry.name] = Page(
+                    _static_page(entry.name, entry.read_bytes())
+                )
+
+
+def _not_found() -> HttpResponse:
+    return html_page(
+        "Not found", "<h1>Not found</h1>\n<p>There is nothing at this address.</p>", status=404
+    )
+
+
+def _method_not_allowed(methods: tuple[str, ...]) -> HttpResponse:
+    response = html_page("Method not allowed", "<h1>Method not allowed</h1>", status=405)
+    allowed = list(methods) + (["HEAD"] if "GET" in methods else [])
+    response.headers.append(("Allow", ", ".join(allowed)))
+    return response
+
+
+def _too_large() -> HttpResponse:
+    return html_page("Request too large", "<h1>Request too large</h1>", status=413)
+
+
+async def serve_page(app: App, http: HttpRequest) -> HttpResponse:
+    """Serve a non-REST request from the App's pages, with the discovery Link header."""
+    home_path = app.rest_base_path().rsplit("/", 1)[0]
+    path = http.path
+    if home_path and (path == home_path or path.startswith(home_path + "/")):
+        path = path[len(home_path) :] or "/"
+    page = app.pages.get(path)
+    ctx = RequestContext(is_rest=False, secure=http.scheme == "https", host=http.host)
+    token = _current.set(ctx)
+    try:
+        if page is None:
+            response = _not_found()
+        elif http.body_too_large:
+            response = _too_large()
+        else:
+            method = "GET" if http.method == "HEAD" else http.method
+            if method in page.methods:
+                response = await page.handler(app, http, ctx)
+            else:
+                response = _method_not_allowed(page.methods)
+    finally:
+        _current.reset(token)
+    link = app.rest_output_link_header()
+    if link is not None:
+        response.headers.append(("Link", link))
+    if http.method == "HEAD":
+        response.headers.append(("Content-Length", str(len(response.body))))
+        response.body = b""
+    return response

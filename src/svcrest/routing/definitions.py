@@ -1,0 +1,96 @@
+"""Normalising what ``register_rest_route`` is given (spec 2.1-2.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "RouteDefinitionError",
+    "build_full_route",
+    "normalise_handler",
+    "normalise_methods",
+    "split_route_args",
+]
+
+
+class RouteDefinitionError(ValueError):
+    """A route definition that cannot be registered (raised at registration time)."""
+
+
+def normalise_methods(methods: Any) -> dict[str, bool]:
+    """``"GET"``, ``" get , post "``, ``["GET", "POST"]`` or ``{"GET", "POST"}`` →
+    ``{"GET": True, "POST": True}`` (split on commas, stripped, upper-cased, in order)."""
+    if isinstance(methods, Mapping):
+        names: Iterable[Any] = [name for name, enabled in methods.items() if enabled]
+    elif isinstance(methods, str):
+        names = methods.split(",")
+    elif isinstance(methods, (list, tuple, set, frozenset)):
+        names = sorted(methods) if isinstance(methods, (set, frozenset)) else methods
+    else:
+        raise RouteDefinitionError(f"methods must be a string or a set of strings: {methods!r}")
+    result: dict[str, bool] = {}
+    for name in names:
+        if not isinstance(name, str):
+            raise RouteDefinitionError(f"HTTP method names must be strings: {name!r}")
+        for part in name.split(","):
+            method = part.strip().upper()
+            if method:
+                result[method] = True
+    return result
+
+
+def build_full_route(namespace: str, route: str) -> str:
+    """Spec 2.3: ``/`` + namespace without outer slashes + ``/`` + route without outer
+    slashes."""
+    return "/" + namespace.strip("/") + "/" + route.strip("/")
+
+
+def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> dict[str, Any]:
+    """A handler merged over the defaults of spec 2.2 (its own values win)."""
+    if not isinstance(handler, Mapping):
+        raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
+    merged: dict[str, Any] = {"methods": "GET", "callback": None, "args": {}}
+    merged.update(handler)
+    merged["methods"] = normalise_methods(merged["methods"])
+    args = merged["args"]
+    if args is None:
+        args = {}
+    if not isinstance(args, Mapping):
+        raise RouteDefinitionError("a handler's 'args' must be a mapping of argument definitions")
+    merged["args"] = {**common_args, **args}
+    for key in ("callback", "permission_callback"):
+        value: Callable[..., Any] | None = merged.get(key)
+        if value is not None and not callable(value):
+            raise RouteDefinitionError(f"{key} must be callable, not {type(value).__name__}")
+    return merged
+
+
+def split_route_args(args: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Spec 2.1/2.2: the handlers and the route options of a registration.
+
+    - a mapping with ``callback`` is one handler;
+    - a mapping with integer keys holds handlers under those keys and options under string
+      keys (a string key ``args`` holds argument definitions shared by every handler);
+    - a list or tuple holds handlers;
+    - None or an empty mapping registers a route without handlers.
+    """
+    if args is None:
+        return [], {}
+    if isinstance(args, (list, tuple)):
+        return [normalise_handler(handler, {}) for handler in args], {}
+    if not isinstance(args, Mapping):
+        raise RouteDefinitionError(f"route args must be a mapping or a list, not {args!r}")
+    if "callback" in args:
+        return [normalise_handler(args, {})], {}
+    handlers_in: list[Mapping[str, Any]] = []
+    options: dict[str, Any] = {}
+    for key, value in args.items():
+        if isinstance(key, int) and not isinstance(key, bool):
+            handlers_in.append(value)
+        else:
+            options[str(key)] = value
+    common = options.pop("args", None) or {}
+    if not isinstance(common, Mapping):
+        raise RouteDefinitionError("the route option 'args' must be a mapping")
+    return [normalise_handler(handler, common) for handler in handlers_in], options

@@ -1,0 +1,109 @@
+"""The route table: registration in order, options, namespaces and the compiled matcher."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from svcrest.routing.definitions import RouteDefinitionError, split_route_args
+from svcrest.routing.matcher import CompiledMatcher, compile_route_pattern
+
+__all__ = ["RouteEntry", "RouteTable"]
+
+
+@dataclass(slots=True)
+class RouteEntry:
+    """One full route: its pattern, its handlers in order and its route options."""
+
+    route: str
+    namespace: str
+    pattern: re.Pattern[str]
+    handlers: list[dict[str, Any]] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+class RouteTable:
+    """Routes in registration order; compiles its matcher on first use after a change.
+
+    SECURITY/PERF: compiling happens under a lock, once per change of the table, never per
+    request.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, RouteEntry] = {}
+        self._ordered: list[RouteEntry] = []
+        self._namespaces: dict[str, None] = {}
+        self._matcher: CompiledMatcher | None = None
+        self._lock = threading.Lock()
+
+    def add(
+        self, namespace: str, full_route: str, args: Any, *, override: bool = False
+    ) -> RouteEntry:
+        """Register or merge ``full_route``; raises ``RouteDefinitionError`` for a bad
+        definition or an invalid regular expression (nothing is registered then)."""
+        handlers, options = split_route_args(args)
+        try:
+            pattern = compile_route_pattern(full_route)
+        except re.error as exc:
+            raise RouteDefinitionError(f"invalid route pattern {full_route!r}: {exc}") from None
+        options.setdefault("namespace", namespace)
+        with self._lock:
+            entry = self._entries.get(full_route)
+            if entry is None:
+                entry = RouteEntry(full_route, namespace, pattern, handlers, options)
+                self._entries[full_route] = entry
+                self._ordered.append(entry)
+                self._matcher = None
+            elif override:
+                entry.handlers = handlers
+                entry.options = options
+                entry.namespace = namespace
+            else:
+                entry.handlers.extend(handlers)
+                entry.options.update(options)
+            if namespace:
+                self._namespaces.setdefault(namespace, None)
+        return entry
+
+    def get(self, route: str) -> RouteEntry | None:
+        """The entry registered under exactly ``route``."""
+        return self._entries.get(route)
+
+    def __iter__(self) -> Iterator[RouteEntry]:
+        return iter(list(self._ordered))
+
+    def __len__(self) -> int:
+        return len(self._ordered)
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Namespaces in registration order."""
+        return list(self._namespaces)
+
+    def _compiled(self) -> CompiledMatcher:
+        matcher = self._matcher
+        if matcher is None:
+            with self._lock:
+                matcher = self._matcher
+                if matcher is None:
+                    matcher = CompiledMatcher([entry.pattern for entry in self._ordered])
+                    self._matcher = matcher
+        return matcher
+
+    def compile(self) -> None:
+        """Build the matcher now (otherwise the first match does)."""
+        self._compiled()
+
+    def iter_matches(self, path: str) -> Iterator[tuple[RouteEntry, dict[str, str]]]:
+        """Entries whose pattern matches ``path`` fully, in registration order."""
+        matcher = self._compiled()
+        ordered = self._ordered
+        for index, params in matcher.iter_matches(path):
+            yield ordered[index], params
+
+    def first_match(self, path: str) -> tuple[RouteEntry, dict[str, str]] | None:
+        """The first entry matching ``path`` (the OPTIONS rule of spec 4.4)."""
+        return next(self.iter_matches(path), None)

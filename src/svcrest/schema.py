@@ -1,0 +1,842 @@
+"""JSON-schema subset validation and sanitising of request arguments, with WordPress semantics.
+
+``validate_value`` checks a value against an argument schema and returns ``None`` or a
+``RestError`` carrying WordPress's error code and message; ``sanitize_value`` coerces a value
+(often a query-string string) to the declared type. Query-string forms are accepted the way
+WordPress accepts them: ``"5"`` is an integer, ``"1.5"`` a number, ``"true"``/``"false"``/
+``"1"``/``"0"`` booleans, ``"a,b c"`` an array and ``""`` an (empty) object.
+
+Supported keywords: ``type`` (one name or a list, first matching type wins), ``enum``,
+``minimum``/``maximum`` with ``exclusiveMinimum``/``exclusiveMaximum`` (boolean draft-4 or
+numeric draft-6 form), ``multipleOf``, ``minLength``/``maxLength`` (code points), ``pattern``
+(searched, not anchored), ``format`` (``date-time``, ``email``, ``uri``, ``uuid``, ``ip``,
+``hex-color``; others pass), ``items``, ``minItems``, ``maxItems``, ``uniqueItems``,
+``properties`` (with per-property ``required: true``), ``required`` (draft-4 list),
+``additionalProperties``, ``patternProperties``, ``minProperties``, ``maxProperties``,
+``anyOf`` and ``oneOf``.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import json
+import math
+import re
+import urllib.parse
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, TypeAlias, TypeGuard
+
+from svcrest.dates import rest_parse_date
+from svcrest.http.errors import RestError
+
+__all__ = ["sanitize_value", "schema_keywords_for_help", "validate_value"]
+
+_TYPES = ("array", "object", "string", "number", "integer", "boolean", "null")
+
+#: Keywords copied into OPTIONS help data (after ``required``).
+_HELP_KEYWORDS = frozenset(
+    {
+        "type", "description", "default", "enum", "items", "properties", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+        "pattern", "format", "minItems", "maxItems", "uniqueItems", "additionalProperties",
+        "patternProperties", "minProperties", "maxProperties", "context", "readonly", "title",
+        "oneOf", "anyOf",
+    }
+)  # fmt: skip
+
+# PHP's is_numeric() for strings (PHP 8: surrounding whitespace allowed).
+_NUMERIC_RE = re.compile(
+    r"[ \t\n\r\v\f]*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[ \t\n\r\v\f]*"
+)
+_LIST_SEPARATOR_RE = re.compile(r"[ \t\n\r\v\f,]+")
+_HEX_COLOR_RE = re.compile(r"#(?:[0-9A-Fa-f]{3}){1,2}")
+_UUID_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_EMAIL_LOCAL_RE = re.compile(r"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~.-]+")
+_EMAIL_LABEL_RE = re.compile(r"[a-zA-Z0-9-]+")
+_URI_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f]*")
+_URL_DISALLOWED_RE = re.compile(r"[^a-zA-Z0-9\-~+_.?#=!&;,/:%@$|*'()\[\]\x80-\U0010ffff]")
+_URL_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_URL_PROTOCOLS = frozenset(
+    {
+        "http", "https", "ftp", "ftps", "mailto", "news", "irc", "irc6", "ircs", "gopher", "nntp",
+        "feed", "telnet", "mms", "rtsp", "sms", "svn", "tel", "fax", "xmpp", "webcal", "urn",
+    }
+)  # fmt: skip
+_TAG_RE = re.compile(r"<[^>]*>")
+_OCTET_RE = re.compile(r"%[a-fA-F0-9]{2}")
+
+Validator: TypeAlias = Callable[[Any, Mapping[str, Any], str], RestError | None]
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def _error(code: str, message: str, param: str, **extra: Any) -> RestError:
+    return RestError(code, message, {"param": param, **extra})
+
+
+def _type_error(param: str, type_name: str) -> RestError:
+    return _error("rest_invalid_type", f"{param} is not of type {type_name}.", param)
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str] | None:
+    """Compile a schema ``pattern``; ``None`` when it is not a valid regular expression.
+
+    A pattern whose compilation warns (``FutureWarning`` for ``[[``) compiles normally, but
+    counts as invalid where warnings are turned into errors.
+    """
+    try:
+        return re.compile(pattern)
+    except (re.error, OverflowError, RecursionError, ValueError, Warning):
+        return None
+
+
+def _search(pattern: Any, text: str) -> bool:
+    compiled = _compile(pattern) if isinstance(pattern, str) else None
+    return compiled is not None and compiled.search(text) is not None
+
+
+def _is_real(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _format_number(number: Any) -> str:
+    """A schema number for a message: ``5``, ``1.5``, ``1,000`` for counts."""
+    if isinstance(number, float) and number.is_integer() and abs(number) < 1e16:
+        number = int(number)
+    try:
+        return str(number)
+    except ValueError:  # an integer beyond the int-to-str digit limit
+        return f"(a {number.bit_length()}-bit integer)"
+
+
+def _format_count(count: Any) -> str:
+    return f"{count:,}" if isinstance(count, int) and abs(count) < 10**18 else _format_number(count)
+
+
+def _plural(count: Any, singular: str, plural: str) -> str:
+    return singular if count == 1 else plural
+
+
+def _to_number(value: Any) -> int | float | None:
+    """The finite number ``value`` stands for when PHP's ``is_numeric`` accepts it."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    match = _NUMERIC_RE.fullmatch(value)
+    return None if match is None else _parse_number(match.group(1))
+
+
+def _parse_number(text: str) -> int | float | None:
+    if not any(char in text for char in ".eE"):
+        try:
+            return int(text)
+        except ValueError:  # more digits than int() converts
+            return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def _is_integer(value: Any) -> bool:
+    number = _to_number(value)
+    return isinstance(number, int) or (isinstance(number, float) and number.is_integer())
+
+
+def _is_boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, str):
+        return value.lower() in ("true", "false", "0", "1")
+    return isinstance(value, int) and value in (0, 1)
+
+
+def _php_string(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "1" if value else ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return str(value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float)
+
+
+def _parse_list(value: str | int | float | bool) -> list[Any]:
+    """WordPress's ``wp_parse_list``: split on commas and whitespace, drop empty parts."""
+    return [part for part in _LIST_SEPARATOR_RE.split(_php_string(value)) if part]
+
+
+def _is_array(value: Any) -> bool:
+    return _is_scalar(value) or isinstance(value, list | tuple)
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    if _is_scalar(value):
+        return _parse_list(value)
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return list(value.values())
+    return None
+
+
+def _is_object(value: Any) -> bool:
+    # "" and an empty array (PHP's ambiguous "[]") count as an empty object, as in WordPress.
+    if isinstance(value, Mapping):
+        return True
+    return isinstance(value, str | list | tuple) and len(value) == 0
+
+
+def _as_dict(value: Any) -> dict[Any, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _stable_key(value: Any) -> Hashable:
+    """A hashable key equal for JSON-equal values (object key order ignored, True != 1)."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, str):
+        return ("string", value)
+    if value is None:
+        return ("null",)
+    if isinstance(value, Mapping):
+        return ("object", frozenset((str(key), _stable_key(item)) for key, item in value.items()))
+    if isinstance(value, list | tuple):
+        return ("array", tuple(_stable_key(item) for item in value))
+    return ("other", id(value))
+
+
+def _has_unique_items(items: Sequence[Any]) -> bool:
+    try:
+        return len({_stable_key(item) for item in items}) == len(items)
+    except RecursionError:
+        return False
+
+
+def _values_equal(left: Any, right: Any) -> bool:
+    """WordPress's ``rest_are_values_equal``: strict equality, but ``1 == 1.0``."""
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        return len(left) == len(right) and all(map(_values_equal, left, right))
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return len(left) == len(right) and all(
+            key in right and _values_equal(item, right[key]) for key, item in left.items()
+        )
+    if _is_real(left) and _is_real(right):
+        return bool(left == right)
+    return type(left) is type(right) and isinstance(left, str | bool | None) and left == right
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if _is_real(value):
+        return _format_number(value)
+    try:
+        return json.dumps(value, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return object.__repr__(value)
+
+
+def _join_list(words: list[str]) -> str:
+    """English list: ``a``, ``a and b``, ``a, b, and c`` (WordPress's ``%l``)."""
+    if len(words) < 3:
+        return " and ".join(words)
+    return ", ".join(words[:-1]) + ", and " + words[-1]
+
+
+def _best_type(value: Any, types: Sequence[Any]) -> Any:
+    """The first type in ``types`` that ``value`` satisfies (``""`` prefers string)."""
+    if isinstance(value, str) and value == "" and "string" in types:
+        return "string"
+    for type_name in types:
+        check = _TYPE_CHECKS.get(type_name) if isinstance(type_name, str) else None
+        if check is not None and check(value):
+            return type_name
+    unknown = [type_name for type_name in types if type_name not in _TYPES]
+    return unknown[0] if unknown else None  # WordPress lets unknown types pass
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "array": _is_array,
+    "object": _is_object,
+    "integer": _is_integer,
+    "number": lambda value: _to_number(value) is not None,
+    "boolean": _is_boolean,
+    "string": lambda value: isinstance(value, str),
+    "null": lambda value: value is None,
+}
+
+
+# --------------------------------------------------------------------------- formats
+
+
+def _is_email(text: str) -> bool:
+    """WordPress's ``is_email`` rules."""
+    if len(text) < 6 or text.find("@", 1) == -1:
+        return False
+    local, domain = text.split("@", 1)
+    if _EMAIL_LOCAL_RE.fullmatch(local) is None:
+        return False
+    if ".." in domain or domain.strip(" \t\n\r\0\x0b.") != domain:
+        return False
+    labels = domain.split(".")
+    return len(labels) >= 2 and all(
+        _EMAIL_LABEL_RE.fullmatch(label) is not None and label.strip("-") == label
+        for label in labels
+    )
+
+
+def _is_ip(text: str) -> bool:
+    parts = text.split(".")
+    if len(parts) == 4 and all(
+        0 < len(part) <= 3 and part.isascii() and part.isdigit() and int(part) <= 255
+        for part in parts
+    ):
+        return True
+    if "%" in text:  # no IPv6 zone identifiers
+        return False
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_uri(text: str) -> bool:
+    if _URI_RE.fullmatch(text) is None:
+        return False
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return False
+    return parts.scheme.lower() not in ("http", "https", "ftp", "ws", "wss") or bool(parts.netloc)
+
+
+def _is_date_time(text: str) -> bool:
+    return rest_parse_date(text) is not False
+
+
+def _is_hex_color(text: str) -> bool:
+    return _HEX_COLOR_RE.fullmatch(text) is not None
+
+
+def _is_uuid(text: str) -> bool:
+    return _UUID_RE.fullmatch(text) is not None
+
+
+#: format -> (check, error code, message template).
+_FORMATS: dict[str, tuple[Callable[[str], bool], str, str]] = {
+    "date-time": (_is_date_time, "rest_invalid_date", "Invalid date."),
+    "email": (_is_email, "rest_invalid_email", "Invalid email address."),
+    "hex-color": (_is_hex_color, "rest_invalid_hex_color", "Invalid hex color."),
+    "ip": (_is_ip, "rest_invalid_ip", "{param} is not a valid IP address."),
+    "uri": (_is_uri, "rest_invalid_uri", "{param} is not a valid URI."),
+    "uuid": (_is_uuid, "rest_invalid_uuid", "{param} is not a valid UUID."),
+}
+
+
+def _check_format(value: Any, fmt: Any, param: str) -> RestError | None:
+    entry = _FORMATS.get(fmt) if isinstance(fmt, str) else None
+    if entry is None:
+        return None
+    check, code, message = entry
+    if isinstance(value, str) and check(value):
+        return None
+    return _error(code, message.format(param=param), param)
+
+
+def _sanitize_text_field(text: str, keep_newlines: bool = False) -> str:
+    """A light ``sanitize_text_field``: drop tags and %XX octets, collapse whitespace, trim."""
+    text = _TAG_RE.sub("", text)
+    text = re.sub(r"[\t ]+" if keep_newlines else r"[\r\n\t ]+", " ", text).strip()
+    if _OCTET_RE.search(text):
+        while _OCTET_RE.search(text):
+            text = _OCTET_RE.sub("", text)
+        text = re.sub(r" +", " ", text).strip()
+    return text
+
+
+def _sanitize_url(text: str) -> str:
+    """A light ``esc_url_raw``: allowed characters and protocols only, ``http://`` added."""
+    text = _URL_DISALLOWED_RE.sub("", text.strip().replace(" ", "%20"))
+    if not text:
+        return ""
+    scheme = _URL_SCHEME_RE.match(text)
+    if scheme is not None:
+        return text if scheme.group(1).lower() in _URL_PROTOCOLS else ""
+    if ":" not in text and text[0] not in "/#?" and not re.match(r"[a-z0-9-]+?\.php", text, re.I):
+        return "http://" + text
+    return text
+
+
+_FORMAT_SANITIZERS: dict[str, Callable[[str], str]] = {
+    "hex-color": lambda text: text if _is_hex_color(text) else "",
+    "date-time": _sanitize_text_field,
+    "email": _sanitize_text_field,
+    "ip": _sanitize_text_field,
+    "uuid": _sanitize_text_field,
+    "text-field": _sanitize_text_field,
+    "textarea-field": lambda text: _sanitize_text_field(text, keep_newlines=True),
+    "uri": _sanitize_url,
+}
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _validate_string(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
+    if not isinstance(value, str):
+        return _type_error(param, "string")
+    min_length, max_length = schema.get("minLength"), schema.get("maxLength")
+    if _is_real(min_length) and len(value) < min_length:
+        unit = _plural(min_length, "character", "characters")
+        message = f"{param} must be at least {_format_count(min_length)} {unit} long."
+        return _error("rest_too_short", message, param)
+    if _is_real(max_length) and len(value) > max_length:
+        unit = _plural(max_length, "character", "characters")
+        message = f"{param} must be at most {_format_count(max_length)} {unit} long."
+        return _error("rest_too_long", message, param)
+    pattern = schema.get("pattern")
+    if pattern is not None and not _search(pattern, value):
+        return _error("rest_invalid_pattern", f"{param} does not match pattern {pattern}.", param)
+    return None
+
+
+def _is_multiple(number: int | float, divisor: Any) -> bool:
+    try:
+        exact = Fraction(number) if isinstance(number, int) else Fraction(repr(number))
+        step = Fraction(divisor) if isinstance(divisor, int) else Fraction(repr(divisor))
+        return step != 0 and exact % step == 0
+    except (ValueError, OverflowError, ZeroDivisionError):
+        return False
+
+
+def _bound(schema: Mapping[str, Any], key: str, exclusive_key: str, lower: bool) -> Any:
+    """The effective ``(limit, exclusive)`` bound, merging draft-4 and draft-6 forms."""
+    limit, exclusive = schema.get(key), schema.get(exclusive_key)
+    candidates = []
+    if _is_real(limit):
+        candidates.append((limit, bool(exclusive) and not _is_real(exclusive)))
+    if _is_real(exclusive):
+        candidates.append((exclusive, True))
+    if not candidates:
+        return None
+    # The stricter bound wins; at equal limits the exclusive one is stricter.
+    return max(candidates, key=lambda c: (c[0] if lower else -c[0], c[1]))
+
+
+def _validate_bounds(
+    number: int | float, schema: Mapping[str, Any], param: str
+) -> RestError | None:
+    low = _bound(schema, "minimum", "exclusiveMinimum", lower=True)
+    high = _bound(schema, "maximum", "exclusiveMaximum", lower=False)
+    too_low = low is not None and (number <= low[0] if low[1] else number < low[0])
+    too_high = high is not None and (number >= high[0] if high[1] else number > high[0])
+    if not (too_low or too_high):
+        return None
+    if low is not None and high is not None:
+        low_kind = "exclusive" if low[1] else "inclusive"
+        high_kind = "exclusive" if high[1] else "inclusive"
+        message = (
+            f"{param} must be between {_format_number(low[0])} ({low_kind}) "
+            f"and {_format_number(high[0])} ({high_kind})"
+        )
+    elif low is not None:
+        relation = "greater than" if low[1] else "greater than or equal to"
+        message = f"{param} must be {relation} {_format_number(low[0])}"
+    else:
+        relation = "less than" if high[1] else "less than or equal to"
+        message = f"{param} must be {relation} {_format_number(high[0])}"
+    return _error("rest_out_of_bounds", message, param)
+
+
+def _validate_number(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
+    number = _to_number(value)
+    if number is None:
+        return _type_error(param, "integer" if schema.get("type") == "integer" else "number")
+    divisor = schema.get("multipleOf")
+    if _is_real(divisor) and not _is_multiple(number, divisor):
+        message = f"{param} must be a multiple of {_format_number(divisor)}."
+        return _error("rest_invalid_multiple", message, param)
+    return _validate_bounds(number, schema, param)
+
+
+def _validate_integer(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
+    error = _validate_number(value, schema, param)
+    if error is None and not _is_integer(value):
+        error = _type_error(param, "integer")
+    return error
+
+
+def _count_error(
+    size: int, schema: Mapping[str, Any], param: str, noun: tuple[str, str, str]
+) -> RestError | None:
+    """minItems/maxItems or minProperties/maxProperties; ``noun`` = (keyword part, 1, many)."""
+    part, one, many = noun
+    low, high = schema.get(f"min{part}"), schema.get(f"max{part}")
+    if _is_real(low) and size < low:
+        message = f"{param} must contain at least {_format_count(low)} {_plural(low, one, many)}."
+        return _error(f"rest_too_few_{many}", message, param)
+    if _is_real(high) and size > high:
+        message = f"{param} must contain at most {_format_count(high)} {_plural(high, one, many)}."
+        return _error(f"rest_too_many_{many}", message, param)
+    return None
+
+
+def _validate_array(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
+    items = _as_list(value) if _is_array(value) else None
+    if items is None:
+        return _type_error(param, "array")
+    item_schema = schema.get("items")
+    if isinstance(item_schema, Mapping):
+        for index, item in enumerate(items):
+            error = validate_value(item, item_schema, f"{param}[{index}]")
+            if error is not None:
+                return error
+    error = _count_error(len(items), schema, param, ("Items", "item", "items"))
+    if error is None and schema.get("uniqueItems") and not _has_unique_items(items):
+        error = _error("rest_duplicate_items", f"{param} has duplicate items.", param)
+    return error
+
+
+def _property_schema(schema: Mapping[str, Any], name: Any) -> Any:
+    """The schema for property ``name``: ``properties``, then ``patternProperties``, then
+    ``additionalProperties``; ``False`` when the property is forbidden, ``None`` when free."""
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping) and name in properties:
+        return properties[name]
+    patterns = schema.get("patternProperties")
+    if isinstance(patterns, Mapping):
+        for pattern, sub_schema in patterns.items():
+            if _search(pattern, str(name)):
+                return sub_schema
+    additional = schema.get("additionalProperties")
+    return additional if additional is False or isinstance(additional, Mapping) else None
+
+
+def _missing_property(obj: Mapping[Any, Any], schema: Mapping[str, Any]) -> Any:
+    required = schema.get("required")
+    if isinstance(required, list | tuple):  # draft 4: a list at object level
+        names: list[Any] = [name for name in required if isinstance(name, str)]
+    else:  # draft 3: "required": true inside each property
+        properties = schema.get("properties")
+        names = [
+            name
+            for name, sub in (properties.items() if isinstance(properties, Mapping) else ())
+            if isinstance(sub, Mapping) and sub.get("required") is True
+        ]
+    return next((name for name in names if name not in obj), None)
+
+
+def _validate_object(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
+    if not _is_object(value):
+        return _type_error(param, "object")
+    obj = _as_dict(value)
+    missing = _missing_property(obj, schema)
+    if missing is not None:
+        message = f"{missing} is a required property of {param}."
+        return _error("rest_property_required", message, param)
+    for name, item in obj.items():
+        sub_schema = _property_schema(schema, name)
+        if sub_schema is False:
+            message = f"{name} is not a valid property of Object."
+            return _error("rest_additional_properties_forbidden", message, param)
+        if isinstance(sub_schema, Mapping):
+            error = validate_value(item, sub_schema, f"{param}[{name}]")
+            if error is not None:
+                return error
+    return _count_error(len(obj), schema, param, ("Properties", "property", "properties"))
+
+
+_VALIDATORS: dict[str, Validator] = {
+    "null": lambda value, schema, param: None if value is None else _type_error(param, "null"),
+    "boolean": lambda value, schema, param: (
+        None if _is_boolean(value) else _type_error(param, "boolean")
+    ),
+    "object": _validate_object,
+    "array": _validate_array,
+    "number": _validate_number,
+    "integer": _validate_integer,
+    "string": _validate_string,
+}
+
+
+def _with_parent_type(sub_schema: Any, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    sub = sub_schema if isinstance(sub_schema, Mapping) else {}
+    if "type" not in sub and "type" in schema:
+        return {**sub, "type": schema["type"]}
+    return sub
+
+
+def _combining_error(
+    param: str, failures: list[tuple[int, Mapping[str, Any], RestError]]
+) -> RestError:
+    """WordPress's error for a value that matches none of the ``anyOf``/``oneOf`` schemas."""
+    if len(failures) > 1:  # plain type mismatches of the value itself explain nothing
+        failures = [
+            failure
+            for failure in failures
+            if failure[2].code != "rest_invalid_type"
+            or not isinstance(failure[2].data, dict)
+            or failure[2].data.get("param") != param
+        ]
+    if len(failures) != 1:
+        message = f"{param} does not match any of the expected formats."
+        return _error("rest_no_matching_schema", message, param)
+    position, sub_schema, reason = failures[0]
+    title = sub_schema.get("title")
+    if isinstance(title, str) and title:
+        message = f"{param} is not a valid {title}. Reason: {reason.message}"
+    else:
+        message = f"{param} does not match the expected format. Reason: {reason.message}"
+    return _error("rest_no_matching_schema", message, param, position=position)
+
+
+def _matching_schema(
+    value: Any, schema: Mapping[str, Any], param: str, keyword: str
+) -> Mapping[str, Any] | RestError:
+    """The ``anyOf`` (first match) or ``oneOf`` (only match) sub-schema ``value`` matches."""
+    options = schema[keyword]
+    matches: list[tuple[int, Mapping[str, Any]]] = []
+    failures: list[tuple[int, Mapping[str, Any], RestError]] = []
+    for position, option in enumerate(options if isinstance(options, list | tuple) else ()):
+        sub_schema = _with_parent_type(option, schema)
+        error = validate_value(value, sub_schema, param)
+        if error is not None:
+            failures.append((position, sub_schema, error))
+            continue
+        matches.append((position, sub_schema))
+        if keyword == "anyOf":
+            break
+    if not matches:
+        return _combining_error(param, failures)
+    if len(matches) > 1:
+        titles: list[str] = [
+            title for _, sub in matches if isinstance(title := sub.get("title"), str) and title
+        ]
+        if len(titles) == len(matches):
+            message = f"{param} matches {_join_list(titles)}, but should match only one."
+        else:
+            message = f"{param} matches more than one of the expected formats."
+        positions = [position for position, _ in matches]
+        return _error("rest_one_of_multiple_matches", message, param, positions=positions)
+    return matches[0][1]
+
+
+def _apply_combinations(
+    value: Any, schema: Mapping[str, Any], param: str, sanitize: bool
+) -> tuple[Any, Mapping[str, Any]] | RestError:
+    """Check ``anyOf`` then ``oneOf``; the matched schema supplies a missing ``type`` and, when
+    sanitising, sanitises the value first. Returns ``(value, schema)`` or the error."""
+    for keyword in ("anyOf", "oneOf"):
+        if keyword not in schema:
+            continue
+        matched = _matching_schema(value, schema, param, keyword)
+        if isinstance(matched, RestError):
+            return matched
+        if "type" not in schema and "type" in matched:
+            schema = {**schema, "type": matched["type"]}
+        if sanitize:
+            value = sanitize_value(value, matched, param)
+            if isinstance(value, RestError):
+                return value
+    return value, schema
+
+
+def _resolve_type(
+    value: Any, schema: Mapping[str, Any], param: str
+) -> Mapping[str, Any] | RestError:
+    """Replace a list of types by the first one ``value`` satisfies."""
+    type_name = schema.get("type")
+    if not isinstance(type_name, list | tuple):
+        return schema
+    best = _best_type(value, type_name)
+    if best is None:
+        return _type_error(param, ",".join(str(name) for name in type_name))
+    return {**schema, "type": best}
+
+
+def validate_value(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
+    """Validate ``value`` against an argument ``schema`` (WordPress's semantics).
+
+    Returns ``None`` when the value is valid, otherwise a ``RestError`` with WordPress's error
+    code and message and ``data`` holding at least ``{"param": param}``. Nested values are
+    reported as ``param[key]`` / ``param[index]``. Never raises for JSON-like values.
+    """
+    if not isinstance(schema, Mapping):
+        return None
+    combined = _apply_combinations(value, schema, param, sanitize=False)
+    if isinstance(combined, RestError):
+        return combined
+    resolved = _resolve_type(value, combined[1], param)
+    if isinstance(resolved, RestError):
+        return resolved
+    type_name = resolved.get("type")
+    validator = _VALIDATORS.get(type_name) if isinstance(type_name, str) else None
+    error = None if validator is None else validator(value, resolved, param)
+    enum = resolved.get("enum")
+    if error is None and isinstance(enum, list | tuple) and enum:
+        error = _check_enum(value, resolved, enum, param)
+    # "format" applies to strings, and (for compatibility) when the type is absent or unknown.
+    if (
+        error is None
+        and "format" in resolved
+        and (type_name == "string" or type_name not in _TYPES)
+    ):
+        error = _check_format(value, resolved["format"], param)
+    return error
+
+
+def _check_enum(
+    value: Any, schema: Mapping[str, Any], enum: Sequence[Any], param: str
+) -> RestError | None:
+    sanitized = sanitize_value(value, schema, param)
+    if isinstance(sanitized, RestError):
+        return sanitized
+    try:
+        if any(_values_equal(sanitized, option) for option in enum):
+            return None
+    except RecursionError:
+        pass
+    if len(enum) == 1:
+        return _error("rest_not_in_enum", f"{param} is not {_describe(enum[0])}.", param)
+    choices = _join_list([_describe(option) for option in enum])
+    return _error("rest_not_in_enum", f"{param} is not one of {choices}.", param)
+
+
+# --------------------------------------------------------------------------- sanitising
+
+
+def _sanitize_array(value: Any, schema: Mapping[str, Any], param: str) -> Any:
+    items = _as_list(value)
+    if items is None:
+        return _type_error(param, "array")
+    item_schema = schema.get("items")
+    if isinstance(item_schema, Mapping) and item_schema:
+        for index, item in enumerate(items):
+            items[index] = sanitize_value(item, item_schema, f"{param}[{index}]")
+            if isinstance(items[index], RestError):
+                return items[index]
+    if schema.get("uniqueItems") and not _has_unique_items(items):
+        return _error("rest_duplicate_items", f"{param} has duplicate items.", param)
+    return items
+
+
+def _sanitize_object(value: Any, schema: Mapping[str, Any], param: str) -> Any:
+    if not _is_object(value):
+        return _type_error(param, "object")
+    result: dict[Any, Any] = {}
+    for name, item in _as_dict(value).items():
+        sub_schema = _property_schema(schema, name)
+        if sub_schema is False:
+            continue
+        if isinstance(sub_schema, Mapping):
+            item = sanitize_value(item, sub_schema, f"{param}[{name}]")
+            if isinstance(item, RestError):
+                return item
+        result[name] = item
+    return result
+
+
+def _coerce_number(value: Any) -> int | float | None:
+    return int(value) if isinstance(value, bool) else _to_number(value)
+
+
+def _sanitize_integer(value: Any, schema: Mapping[str, Any], param: str) -> Any:
+    number = _coerce_number(value)
+    return _type_error(param, "integer") if number is None else int(number)
+
+
+def _sanitize_number(value: Any, schema: Mapping[str, Any], param: str) -> Any:
+    number = _coerce_number(value)
+    try:
+        return _type_error(param, "number") if number is None else float(number)
+    except OverflowError:  # an integer too large for a float
+        return _type_error(param, "number")
+
+
+def _sanitize_boolean(value: Any, schema: Mapping[str, Any], param: str) -> Any:
+    if isinstance(value, str):
+        return value.lower() not in ("false", "0", "")
+    if isinstance(value, int | float):
+        return bool(value)
+    return _type_error(param, "boolean")
+
+
+def _sanitize_string(value: Any, schema: Mapping[str, Any], param: str) -> Any:
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif _is_scalar(value):
+        text = str(value)
+    else:
+        return _type_error(param, "string")
+    fmt = schema.get("format")
+    sanitizer = _FORMAT_SANITIZERS.get(fmt) if isinstance(fmt, str) else None
+    return text if sanitizer is None else sanitizer(text)
+
+
+_SANITIZERS: dict[str, Callable[[Any, Mapping[str, Any], str], Any]] = {
+    "array": _sanitize_array,
+    "object": _sanitize_object,
+    "null": lambda value, schema, param: None,
+    "integer": _sanitize_integer,
+    "number": _sanitize_number,
+    "boolean": _sanitize_boolean,
+    "string": _sanitize_string,
+}
+
+
+def sanitize_value(value: Any, schema: Mapping[str, Any], param: str) -> Any:
+    """Coerce ``value`` to the type ``schema`` declares (WordPress's semantics).
+
+    ``"5"`` becomes ``5`` for integers (``"5.7"`` truncates to ``5``), ``"1.5"`` becomes ``1.5``
+    for numbers, ``"true"``/``"1"`` become ``True`` and ``"false"``/``"0"``/``""`` ``False``
+    for booleans, a comma/space separated string becomes a list for arrays (each item sanitised
+    by ``items``), objects are sanitised per ``properties`` (``additionalProperties: false``
+    drops unknown keys), strings pass through their ``format`` sanitiser. Returns a
+    ``RestError`` (check with ``isinstance``) when the value cannot be coerced.
+    """
+    if not isinstance(schema, Mapping):
+        return value
+    combined = _apply_combinations(value, schema, param, sanitize=True)
+    if isinstance(combined, RestError):
+        return combined
+    value = combined[0]
+    resolved = _resolve_type(value, combined[1], param)
+    if isinstance(resolved, RestError):
+        return resolved
+    type_name = resolved.get("type")
+    sanitizer = _SANITIZERS.get(type_name) if isinstance(type_name, str) else None
+    if sanitizer is not None:
+        return sanitizer(value, resolved, param)
+    if "format" in resolved and type_name not in _TYPES:
+        return _sanitize_string(value, resolved, param)
+    return value
+
+
+def schema_keywords_for_help(arg: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of an argument definition shown in OPTIONS help data.
+
+    ``required`` (a bool, default ``False``) first, then the JSON-schema keywords the argument
+    defines, in its own order; callbacks and unknown keys are dropped.
+    """
+    if not isinstance(arg, Mapping):
+        return {"required": False}
+    help_data: dict[str, Any] = {"required": bool(arg.get("required", False))}
+    for key, value in arg.items():
+        if isinstance(key, str) and key in _HELP_KEYWORDS:
+            help_data[key] = value
+    return help_data

@@ -1,0 +1,327 @@
+"""RestServer: the route table and the dispatch pipeline (spec 4.4, 4.9; DESIGN §2-§3)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+from svcrest.http.response import Response, rest_ensure_response
+from svcrest.invoke import call_maybe_async
+from svcrest.routing.table import RouteEntry, RouteTable
+from svcrest.schema import schema_keywords_for_help
+from svcrest.validation import apply_defaults, check_params, sanitize_params
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+
+__all__ = ["INTERNAL_ERROR", "RestServer", "internal_error"]
+
+logger = logging.getLogger("svcrest")
+
+_PLACEHOLDER = re.compile(r"\(\?P<\w+>")
+NO_ROUTE_MESSAGE = "No route was found matching the URL and request method."
+
+
+def internal_error() -> RestError:
+    """The 500 answered for an unexpected exception; it never carries the exception text."""
+    return RestError("rest_internal_error", "Internal server error.", {"status": 500})
+
+
+INTERNAL_ERROR = internal_error
+
+
+def _no_route(status: int) -> RestError:
+    return RestError("rest_no_route", NO_ROUTE_MESSAGE, {"status": status})
+
+
+def _checked_method(method: str, handler: Mapping[str, Any]) -> str:
+    """HEAD is served by a GET handler unless the handler declares HEAD itself."""
+    if method == "HEAD" and not handler["methods"].get("HEAD"):
+        return "GET"
+    return method
+
+
+class RestServer:
+    """Holds the routes of one App and dispatches requests to their handlers."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.hooks = app.hooks
+        self.table = RouteTable()
+        self.table.add(
+            "",
+            "/",
+            {
+                "methods": "GET",
+                "callback": self.get_index,
+                "args": {"context": {"default": "view"}},
+            },
+        )
+
+    # -- registration -----------------------------------------------------------------------
+
+    def register_route(self, namespace: str, route: str, args: Any, override: bool = False) -> bool:
+        """Register handlers for the full route string ``route`` (see ``App.register_rest_route``).
+
+        Adds the namespace index route ``/<namespace>`` the first time a namespace is seen.
+        Raises ``RouteDefinitionError`` for a definition that cannot work.
+        """
+        if namespace and namespace not in self.table.namespaces:
+            index_route = "/" + namespace.strip("/")
+            if self.table.get(index_route) is None:
+                self.table.add(
+                    namespace,
+                    index_route,
+                    {
+                        "methods": "GET",
+                        "callback": self.get_namespace_index,
+                        "args": {
+                            "namespace": {"default": namespace},
+                            "context": {"default": "view"},
+                        },
+                    },
+                )
+        self.table.add(namespace, route, args, override=override)
+        return True
+
+    def get_routes(self, namespace: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Every full route (optionally of one namespace) mapped to its handlers, in order."""
+        return {
+            entry.route: list(entry.handlers)
+            for entry in self.table
+            if namespace is None or entry.namespace == namespace
+        }
+
+    def get_route_options(self, route: str) -> dict[str, Any] | None:
+        """The options registered for ``route`` (``namespace``, ``schema``, …)."""
+        entry = self.table.get(route)
+        return None if entry is None else dict(entry.options)
+
+    def get_namespaces(self) -> list[str]:
+        """Namespaces in registration order."""
+        return self.table.namespaces
+
+    # -- dispatch ---------------------------------------------------------------------------
+
+    async def dispatch(self, request: Request) -> Response:
+        """Run ``rest_pre_dispatch``, match, validate, check permission and call the handler.
+
+        Always returns a Response; errors become their body shape and status.
+        """
+        try:
+            result = await self._dispatch(request)
+        except RestError as error:
+            result = error
+        except Exception:
+            logger.exception(
+                "Unhandled exception while dispatching %s %s", request.method, request.route
+            )
+            result = internal_error()
+        return self.to_response(result)
+
+    @staticmethod
+    def to_response(result: Response | RestError) -> Response:
+        """A Response for ``result`` (errors converted, keeping nothing else)."""
+        if isinstance(result, RestError):
+            return Response.from_error(result)
+        return result
+
+    async def _dispatch(self, request: Request) -> Response | RestError:
+        hooks = self.hooks
+        pre = await hooks.apply_filters_async("rest_pre_dispatch", None, self, request)
+        if pre is not None:
+            return rest_ensure_response(pre)
+        method = request.method
+        first: RouteEntry | None = None
+        for entry, url_params in self.table.iter_matches(request.route):
+            if first is None:
+                first = entry
+            for handler in entry.handlers:
+                if handler["methods"].get(_checked_method(method, handler)):
+                    return await self._respond(request, entry, handler, url_params)
+        if first is None:
+            return _no_route(404)
+        error = _no_route(405)
+        response = Response.from_error(error)
+        response.matched_route = first.route
+        allowed = await self.allowed_methods(first, request)
+        response.headers["Allow"] = ", ".join(allowed)
+        return response
+
+    async def _respond(
+        self,
+        request: Request,
+        entry: RouteEntry,
+        handler: dict[str, Any],
+        url_params: dict[str, str],
+    ) -> Response | RestError:
+        request.url_params = url_params
+        request.handler = handler
+        result = await self._run_handler(request, entry, handler)
+        response = rest_ensure_response(result)
+        if isinstance(response, RestError):
+            response = Response.from_error(response)
+        response.matched_route = entry.route
+        response.matched_handler = handler
+        return response
+
+    async def _run_handler(
+        self, request: Request, entry: RouteEntry, handler: dict[str, Any]
+    ) -> Any:
+        hooks = self.hooks
+        # JSON bodies are parsed on every matched route before anything else runs.
+        error: RestError | None = None
+        try:
+            request.parse_json_body()
+        except RestError as invalid_json:
+            error = invalid_json
+        args = handler["args"]
+        if error is None and args:
+            apply_defaults(request, args)
+            error = await check_params(request, args)
+            if error is None:
+                error = await sanitize_params(request, args)
+        result: Any = await hooks.apply_filters_async(
+            "rest_request_before_callbacks", error, handler, request
+        )
+        if not isinstance(result, RestError):
+            result = await self._permitted_call(request, entry, handler)
+        return await hooks.apply_filters_async(
+            "rest_request_after_callbacks", result, handler, request
+        )
+
+    async def _permitted_call(
+        self, request: Request, entry: RouteEntry, handler: dict[str, Any]
+    ) -> Any:
+        permission = handler.get("permission_callback")
+        if permission is not None:
+            try:
+                allowed = await call_maybe_async(permission, request)
+            except RestError as raised:
+                allowed = raised
+            if isinstance(allowed, RestError):
+                return allowed
+            if allowed is not True:
+                status = 403 if request.user.is_logged_in else 401
+                return RestError(
+                    "rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status}
+                )
+        dispatched = await self.hooks.apply_filters_async(
+            "rest_dispatch_request", None, request, entry.route, handler
+        )
+        if dispatched is not None:
+            return dispatched
+        callback = handler["callback"]
+        if callback is None:
+            return RestError(
+                "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
+            )
+        try:
+            return await call_maybe_async(callback, request)
+        except RestError as raised:
+            return raised
+
+    # -- Allow ------------------------------------------------------------------------------
+
+    async def allowed_methods(self, entry: RouteEntry, request: Request) -> list[str]:
+        """Spec 4.5: the methods of ``entry`` the caller may use, upper case, in order.
+
+        A handler's permission_callback decides for each of its methods (only exactly True
+        allows); a method in several handlers takes the last handler's answer.
+        """
+        allowed: dict[str, bool] = {}
+        for handler in entry.handlers:
+            permission = handler.get("permission_callback")
+            verdict = True
+            if permission is not None:
+                try:
+                    verdict = await call_maybe_async(permission, request) is True
+                except RestError:
+                    verdict = False
+            for method in handler["methods"]:
+                allowed[method.upper()] = verdict
+        return [method for method, ok in allowed.items() if ok]
+
+    # -- help data and indexes --------------------------------------------------------------
+
+    def get_data_for_route(
+        self, route: str, handlers: list[dict[str, Any]], context: str = "view"
+    ) -> dict[str, Any] | None:
+        """WordPress's route data: namespace, methods, endpoints (methods and args help),
+        the schema in the ``help`` context, and ``_links.self`` for routes without
+        placeholders. In ``view`` context, None when no handler is shown (``show_in_index``
+        False)."""
+        options = self.get_route_options(route) or {}
+        data: dict[str, Any] = {
+            "namespace": options.get("namespace", ""),
+            "methods": [],
+            "endpoints": [],
+        }
+        if context == "help" and callable(options.get("schema")):
+            data["schema"] = options["schema"]()
+        methods: dict[str, None] = {}
+        for handler in handlers:
+            if context == "view" and handler.get("show_in_index") is False:
+                continue
+            endpoint_methods = list(handler["methods"])
+            methods.update(dict.fromkeys(endpoint_methods))
+            args = {
+                name: schema_keywords_for_help(definition)
+                for name, definition in handler["args"].items()
+                if isinstance(definition, Mapping)
+            }
+            data["endpoints"].append({"methods": endpoint_methods, "args": args})
+        if not data["endpoints"] and context == "view":
+            return None
+        data["methods"] = list(methods)
+        if not _PLACEHOLDER.search(route):
+            data["_links"] = {"self": [{"href": self.app.rest_url(route)}]}
+        return data
+
+    def get_data_for_routes(
+        self, routes: dict[str, list[dict[str, Any]]], context: str = "view"
+    ) -> dict[str, Any]:
+        """Route data for many routes; routes without shown handlers are left out."""
+        result: dict[str, Any] = {}
+        for route, handlers in routes.items():
+            data = self.get_data_for_route(route, handlers, context)
+            if data is not None:
+                result[route] = data
+        return result
+
+    def get_index(self, request: Request) -> Response:
+        """The root index ``GET /``: site description, namespaces and every route."""
+        app = self.app
+        data = {
+            "name": app.name,
+            "description": app.description,
+            "url": app.home,
+            "home": app.home,
+            "gmt_offset": app.gmt_offset(),
+            "timezone_string": app.timezone_string,
+            "namespaces": self.get_namespaces(),
+            "authentication": {},
+            "routes": self.get_data_for_routes(self.get_routes(), "view"),
+        }
+        response = Response(data)
+        response.add_link("help", "https://developer.wordpress.org/rest-api/")
+        return response
+
+    def get_namespace_index(self, request: Request) -> Response | RestError:
+        """The namespace index ``GET /<namespace>``: its routes."""
+        namespace = request.get_param("namespace")
+        if namespace not in self.get_namespaces():
+            return RestError(
+                "rest_invalid_namespace",
+                "The specified namespace could not be found.",
+                {"status": 404},
+            )
+        routes = self.get_routes(namespace)
+        data = {"namespace": namespace, "routes": self.get_data_for_routes(routes, "view")}
+        response = Response(data)
+        response.add_link("up", self.app.rest_url("/"))
+        return response

@@ -1,0 +1,217 @@
+"""Serving over HTTP: which requests are REST, and WordPress's ``serve_request`` pipeline.
+
+The adapters (``asgi.py``, ``wsgi.py``) turn their protocol into an ``HttpRequest`` and call
+:func:`handle_http`; everything here is protocol-neutral.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from svcrest.context import RequestContext, _current
+from svcrest.http.errors import RestError
+from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.forms import parse_form
+from svcrest.http.request import Request
+from svcrest.http.response import Response, rest_ensure_response
+from svcrest.server import internal_error
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+    from svcrest.server import RestServer
+
+__all__ = ["JSON_CONTENT_TYPE", "encode_json", "handle_http", "rest_route_of"]
+
+logger = logging.getLogger("svcrest")
+
+JSON_CONTENT_TYPE = "application/json; charset=UTF-8"
+_STATIC_REST_HEADERS = (
+    ("Content-Type", JSON_CONTENT_TYPE),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Robots-Tag", "noindex"),
+)
+_CORS_SUPPORT_HEADERS = (
+    ("Vary", "Origin"),
+    ("Access-Control-Expose-Headers", "X-SVC-Total, X-SVC-TotalPages, Link"),
+    (
+        "Access-Control-Allow-Headers",
+        "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type",
+    ),
+)
+_NO_BODY_STATUSES = frozenset({204, 304})
+
+
+def encode_json(data: Any) -> bytes:
+    """Response JSON (orjson; non-string keys allowed, as PHP arrays would be)."""
+    return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+
+
+def rest_route_of(app: App, path: str, query_string: str) -> str | RestError | None:
+    """The REST route a request addresses, None when it is not a REST request.
+
+    The path is REST when it is ``<home path>/<prefix>`` or below it (``/svc-jsonx`` is
+    not); otherwise a non-empty ``rest_route`` query variable makes it one. One trailing
+    slash is ignored; the prefix alone is the root ``/``.
+    """
+    base = app.rest_base_path()
+    if path == base or path.startswith(base + "/"):
+        route = path[len(base) :] or "/"
+    elif "rest_route" in query_string:
+        value = parse_form(query_string).get("rest_route")
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            return RestError(
+                "rest_invalid_route", "The rest_route parameter must be a string.", {"status": 400}
+            )
+        route = "/" + value.lstrip("/")
+    else:
+        return None
+    if len(route) > 1 and route.endswith("/"):
+        route = route[:-1]
+    return route
+
+
+def _method_override(request: Request) -> None:
+    """``X-HTTP-Method-Override`` or ``?_method=`` on POST only."""
+    if request.method != "POST":
+        return
+    override = request.query_params.get("_method")
+    if not isinstance(override, str) or not override:
+        override = request.get_header("X-HTTP-Method-Override")
+    if isinstance(override, str) and override.strip():
+        request.method = override.strip().upper()
+
+
+def _data_with_links(response: Response, request: Request) -> Any:
+    data = response.data
+    if not response.links or not isinstance(data, dict):
+        return data
+    fields = request.query_params.get("_fields")
+    if fields is not None:
+        from svcrest.fields import parse_fields
+
+        if "_links" not in parse_fields(fields):
+            return data
+    return {**data, "_links": response.links}
+
+
+def _envelope(response: Response, request: Request) -> Response:
+    body = {
+        "body": _data_with_links(response, request),
+        "status": response.status,
+        "headers": dict(response.headers.items()),
+    }
+    enveloped = Response(body, 200)
+    enveloped.matched_route = response.matched_route
+    enveloped.matched_handler = response.matched_handler
+    return enveloped
+
+
+async def _authenticate(app: App, request: Request, ctx: RequestContext) -> RestError | None:
+    hooks = app.hooks
+    user = await hooks.apply_filters_async("determine_current_user", ctx.user, request)
+    if user is not None:
+        ctx.user = user
+    result = await hooks.apply_filters_async("rest_authentication_errors", None, request)
+    request.user = ctx.user
+    return result if isinstance(result, RestError) else None
+
+
+async def _serve_request(
+    app: App, server: RestServer, request: Request, ctx: RequestContext
+) -> Response:
+    hooks = app.hooks
+    error = await _authenticate(app, request, ctx)
+    result: Response = (
+        Response.from_error(error) if error is not None else await server.dispatch(request)
+    )
+    posted = await hooks.apply_filters_async("rest_post_dispatch", result, server, request)
+    ensured = rest_ensure_response(posted)
+    result = Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
+    if "_envelope" in request.query_params:
+        result = _envelope(result, request)
+    served = await hooks.apply_filters_async(
+        "rest_pre_serve_request", False, result, request, server
+    )
+    if served:
+        result.data = None
+    return result
+
+
+def _rest_headers(app: App, ctx: RequestContext) -> list[tuple[str, str]]:
+    headers = list(_STATIC_REST_HEADERS)
+    link = app.rest_output_link_header()
+    if link is not None:
+        headers.append(("Link", link))
+    headers.extend(_CORS_SUPPORT_HEADERS)
+    if ctx.user.is_logged_in:
+        headers.append(("Cache-Control", "no-store"))
+    return headers
+
+
+def _finish(
+    app: App, ctx: RequestContext, method: str, response: Response, data: Any
+) -> HttpResponse:
+    headers = _rest_headers(app, ctx)
+    own = response.headers.items_list()
+    if any(name.lower() == "content-type" for name, _ in own):
+        headers = [item for item in headers if item[0] != "Content-Type"]
+    headers.extend(own)
+    headers.extend(ctx.pending_headers)
+    status = response.status
+    body = b"" if data is None or status in _NO_BODY_STATUSES else encode_json(data)
+    if method == "HEAD":
+        headers.append(("Content-Length", str(len(body))))
+        body = b""
+    return HttpResponse(status, headers, body)
+
+
+def _error_http(app: App, ctx: RequestContext, method: str, error: RestError) -> HttpResponse:
+    return _finish(app, ctx, method, Response.from_error(error), error.to_dict())
+
+
+async def serve_rest(app: App, http: HttpRequest, route: str) -> HttpResponse:
+    """Serve one REST request (spec 4.1 "Serving") inside its own request context."""
+    ctx = RequestContext(is_rest=True, secure=http.scheme == "https", host=http.host)
+    token = _current.set(ctx)
+    try:
+        if http.body_too_large:
+            return _error_http(
+                app,
+                ctx,
+                http.method,
+                RestError(
+                    "rest_request_too_large",
+                    "The request body is too large.",
+                    {"status": 413, "max_body_size": app.max_body_size},
+                ),
+            )
+        request = Request.from_http(http.method, route, http.query_string, http.headers, http.body)
+        _method_override(request)
+        server = app.rest_get_server()
+        try:
+            response = await _serve_request(app, server, request, ctx)
+            data = _data_with_links(response, request)
+            return _finish(app, ctx, http.method, response, data)
+        except Exception:
+            logger.exception("Unhandled exception while serving %s %s", http.method, route)
+            return _error_http(app, ctx, http.method, internal_error())
+    finally:
+        _current.reset(token)
+
+
+async def handle_http(app: App, http: HttpRequest) -> HttpResponse:
+    """Serve any request of the site: REST under the prefix, else the App's pages."""
+    route = rest_route_of(app, http.path, http.query_string)
+    if isinstance(route, RestError):
+        ctx = RequestContext(is_rest=True)
+        return _error_http(app, ctx, http.method, route)
+    if route is not None:
+        return await serve_rest(app, http, route)
+    from svcrest.pages import serve_page
+
+    return await serve_page(app, http)

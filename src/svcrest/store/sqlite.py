@@ -1,0 +1,360 @@
+"""The embedded SQLite store: users, sessions, options (the site secret) and plugin tables.
+
+``SqliteStore(None)`` (or ``":memory:"``) is a private in-memory database shared by every thread
+of the process; a path or a ``sqlite:///relative.db`` / ``sqlite:////absolute.db`` URL is a file
+in WAL mode that several worker processes on one host may open at once.
+
+Writes go through :meth:`SqliteStore.transaction` (``BEGIN IMMEDIATE`` … ``COMMIT``), reads
+through :meth:`SqliteStore.read` (one consistent snapshot). Both may be nested in one thread: the
+inner block reuses the outer connection (a nested transaction is a SAVEPOINT). Neither may be
+held across an ``await``: the store is synchronous and a block belongs to the thread that
+opened it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+__all__ = ["SqliteStore", "StoreError", "open_store"]
+
+_MEMORY = ":memory:"
+_URL_PREFIX = "sqlite://"
+_BUSY_TIMEOUT_MS = 5000
+# PERF: idle file connections kept for reuse; more concurrent threads than this still work,
+# their extra connections are closed when released.
+_MAX_IDLE = 16
+
+_BOOTSTRAP = (
+    "CREATE TABLE IF NOT EXISTS schema_versions ("
+    " component TEXT PRIMARY KEY,"
+    " version INTEGER NOT NULL)"
+)
+_STORE_SCHEMA = ("CREATE TABLE options (name TEXT PRIMARY KEY, value TEXT NOT NULL)",)
+
+
+class StoreError(ValueError):
+    """The store cannot be opened or used (bad location, unreadable file, closed store…)."""
+
+
+def _resolve_location(location: str | None) -> str | None:
+    """The file path of ``location``, or None for an in-memory database."""
+    if location is None or location in ("", _MEMORY):
+        return None
+    if not isinstance(location, str):
+        raise StoreError(f"store location must be a string or None, not {type(location).__name__}")
+    path = location
+    if location.startswith("sqlite:") and not location.startswith(_URL_PREFIX):
+        raise StoreError(
+            f"malformed store URL {location!r}"
+            " (use sqlite:///relative/path.db or sqlite:////absolute/path.db)"
+        )
+    if "://" in location:
+        if not location.startswith(_URL_PREFIX):
+            scheme = location.split("://", 1)[0]
+            raise StoreError(f"unsupported store URL scheme {scheme!r} (only sqlite:// is known)")
+        rest = location[len(_URL_PREFIX) :]
+        if rest in ("", "/" + _MEMORY):
+            return None
+        if not rest.startswith("/") or rest == "/":
+            raise StoreError(
+                f"store URL {location!r} has no database path"
+                " (use sqlite:///relative/path.db or sqlite:////absolute/path.db)"
+            )
+        # sqlite:///rel.db -> "rel.db"; sqlite:////abs.db -> "/abs.db" (the SQLAlchemy rule).
+        path = rest[1:]
+    if "\x00" in path:
+        raise StoreError("store path contains a NUL character")
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise StoreError(f"store directory {str(parent)!r} does not exist (for {location!r})")
+    return path
+
+
+def _split_statements(script: str) -> list[str]:
+    """Split a schema step into complete SQL statements (semicolons in literals are kept)."""
+    statements: list[str] = []
+    buffer = ""
+    for piece in script.split(";"):
+        buffer = f"{buffer};{piece}" if buffer else piece
+        if sqlite3.complete_statement(buffer + ";"):
+            if buffer.strip():
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
+
+
+class SqliteStore:
+    """An embedded SQLite database (in memory, or a WAL-mode file).
+
+    PERF: a file store hands each thread its own connection from a small pool instead of
+    serialising every thread on one connection behind a lock: in WAL mode readers on separate
+    connections proceed while a writer commits, and opening a connection (plus its PRAGMAs) per
+    operation would cost more than the queries. An in-memory database exists only inside its
+    one connection, so that connection is shared and guarded by a lock.
+    """
+
+    def __init__(self, location: str | None = None) -> None:
+        self.path: str | None = _resolve_location(location)
+        self._lock = threading.Lock()  # guards the pool and the closed flag
+        self._memory_lock = threading.Lock()  # held while a thread uses the memory connection
+        self._local = threading.local()  # per thread: the checked-out connection and its depth
+        self._idle: list[sqlite3.Connection] = []
+        self._memory: sqlite3.Connection | None = None
+        self._closed = False
+        self._pid = os.getpid()
+        if self.path is None:
+            self._memory = self._connect(_MEMORY)
+        else:
+            first = self._connect(self.path)
+            try:
+                self._enable_wal(first)
+            except sqlite3.Error as exc:
+                first.close()
+                raise StoreError(f"cannot open store {self.path!r}: {exc}") from exc
+            self._idle.append(first)
+        try:
+            self.migrate("store", _STORE_SCHEMA)
+        except sqlite3.Error as exc:
+            self.close()
+            raise StoreError(f"cannot open store {self.path or _MEMORY!r}: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _connect(self, target: str) -> sqlite3.Connection:
+        try:
+            # isolation_level=None: no implicit transactions, we issue BEGIN/COMMIT ourselves.
+            conn = sqlite3.connect(
+                target,
+                timeout=_BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open store {target!r}: {exc}") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if target != _MEMORY:
+                # Durable at every checkpoint, and safe against corruption, in WAL mode.
+                conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise StoreError(f"cannot open store {target!r}: {exc}") from exc
+        return conn
+
+    @staticmethod
+    def _enable_wal(conn: sqlite3.Connection) -> None:
+        # The journal mode is stored in the file: set once, every later connection gets it.
+        row = conn.execute("PRAGMA journal_mode").fetchone()
+        if row is None or str(row[0]).lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+
+    def _take(self) -> sqlite3.Connection:
+        """A connection for this thread (memory: after taking the lock)."""
+        if self._memory is not None:
+            self._memory_lock.acquire()
+            if self._closed:
+                self._memory_lock.release()
+                raise StoreError("the store is closed")
+            return self._memory
+        assert self.path is not None
+        with self._lock:
+            if self._closed:
+                raise StoreError("the store is closed")
+            if os.getpid() != self._pid:
+                # SECURITY: connections opened before a fork must never be used (or closed) in
+                # the child: SQLite's file locks would be shared. Drop them and start afresh.
+                self._idle = []
+                self._pid = os.getpid()
+            if self._idle:
+                return self._idle.pop()
+        return self._connect(self.path)
+
+    def _give_back(self, conn: sqlite3.Connection) -> None:
+        if self._memory is not None:
+            self._memory_lock.release()
+            return
+        with self._lock:
+            if not self._closed and len(self._idle) < _MAX_IDLE and not conn.in_transaction:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    @contextlib.contextmanager
+    def _checkout(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """This thread's connection and the nesting depth (0 for the outermost block)."""
+        local = self._local
+        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        if conn is not None:
+            local.depth += 1
+            try:
+                yield conn, local.depth
+            finally:
+                local.depth -= 1
+            return
+        conn = self._take()
+        local.conn, local.depth = conn, 0
+        try:
+            yield conn, 0
+        finally:
+            local.conn = None
+            self._give_back(conn)
+
+    # -- public API ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on an exception).
+
+        ``BEGIN IMMEDIATE`` takes the write lock up front, so two processes never deadlock
+        upgrading read transactions; a busy database is waited for up to 5 s. Nested in another
+        block of the same thread it is a SAVEPOINT of the outer transaction; it may not be
+        nested in :meth:`read` (StoreError), because a read snapshot cannot safely become a
+        write transaction once another connection has written.
+        """
+        with self._checkout() as (conn, depth):
+            if depth and getattr(self._local, "reading", False):
+                raise StoreError("transaction() inside read(): open the transaction first")
+            if conn.in_transaction:
+                savepoint = f"svc_sp{depth}"
+                conn.execute(f"SAVEPOINT {savepoint}")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO {savepoint}")
+                    conn.execute(f"RELEASE {savepoint}")
+                    raise
+                conn.execute(f"RELEASE {savepoint}")
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                if conn.in_transaction:  # the block may have ended it itself
+                    conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A connection for reads; every query in the block sees one consistent snapshot.
+
+        Writes belong in :meth:`transaction`.
+        """
+        with self._checkout() as (conn, depth):
+            if depth:
+                yield conn
+                return
+            conn.execute("BEGIN")
+            self._local.reading = True
+            try:
+                yield conn
+            finally:
+                self._local.reading = False
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+
+    def migrate(self, component: str, steps: Sequence[str]) -> int:
+        """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.
+
+        Step ``i`` (1-based) moves the component from version ``i - 1`` to ``i``; a step may hold
+        several statements separated by ``;``. The check and the steps run in one write
+        transaction, so two processes starting at once apply each step exactly once. Steps are
+        append-only: never edit or remove a step that has shipped.
+        """
+        if not isinstance(component, str) or not component:
+            raise ValueError("migrate() needs a non-empty component name")
+        with self.transaction() as conn:
+            conn.execute(_BOOTSTRAP)
+            row = conn.execute(
+                "SELECT version FROM schema_versions WHERE component = ?", (component,)
+            ).fetchone()
+            current = int(row[0]) if row is not None else 0
+            if current > len(steps):
+                raise StoreError(
+                    f"schema of {component!r} is at version {current}, newer than the"
+                    f" {len(steps)} steps this code knows"
+                )
+            for version in range(current + 1, len(steps) + 1):
+                for statement in _split_statements(steps[version - 1]):
+                    conn.execute(statement)
+            if len(steps) > current:
+                conn.execute(
+                    "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
+                    " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                    (component, len(steps)),
+                )
+            return max(current, len(steps))
+
+    def get_option(self, name: str) -> str | None:
+        """The stored value of option ``name``, or None."""
+        with self.read() as conn:
+            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def add_option(self, name: str, value: str) -> str:
+        """Store ``value`` under ``name`` unless the option exists; return the stored value.
+
+        Race-safe: when several processes add the same option at once, every one of them gets
+        the value of the first insert (used for the site's secret key).
+        """
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO options (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, value),
+            )
+            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
+        return str(row[0])
+
+    def close(self) -> None:
+        """Close the store's connections; using the store afterwards raises StoreError.
+
+        File connections in use by other threads are closed when those threads release them;
+        an in-memory store waits until the thread using it is done.
+        """
+        if getattr(self._local, "conn", None) is not None:
+            raise StoreError("close() called inside a read() or transaction() block")
+        memory = self._memory
+        if memory is not None:
+            with self._memory_lock, self._lock:
+                if not self._closed:
+                    self._closed = True
+                    memory.close()
+            return
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+        return self._closed
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self.path or _MEMORY!r})"
+
+
+def open_store(spec: str | SqliteStore | None) -> SqliteStore:
+    """The store for ``App(store=...)``: an existing store as is, else ``SqliteStore(spec)``."""
+    if isinstance(spec, SqliteStore):
+        return spec
+    return SqliteStore(spec)

@@ -1,0 +1,80 @@
+"""REST URL building (spec 4.1, 4.3): the prefix, get_rest_url and rest_url."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from svcrest.context import current_context
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+
+__all__ = ["DEFAULT_PREFIX", "Site", "get_rest_url", "normalise_path", "rewrite_rules"]
+
+DEFAULT_PREFIX = "svc-json"
+# Characters left as they are in the ``rest_route`` query value; the rest is percent-encoded
+# so a path can never end the value early (``&``, ``#``) or change its meaning (``+``, ``%``).
+_ROUTE_SAFE = "/:@!$'()*,;=-._~"
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """One site of a (multi)site install: its home address and URL style."""
+
+    blog_id: int
+    home: str
+    pretty_permalinks: bool = True
+
+
+def normalise_path(path: str) -> str:
+    """Exactly one leading ``/``; an empty path is ``/``."""
+    return "/" + path.lstrip("/")
+
+
+def rewrite_rules(prefix: str) -> list[tuple[str, str]]:
+    """Spec 4.1's rewrite rules as data, top priority first."""
+    return [
+        (f"^{prefix}/?$", "index.php?rest_route=/"),
+        (f"^{prefix}/(.*)?", "index.php?rest_route=/$matches[1]"),
+    ]
+
+
+def _with_scheme(url: str, scheme: str) -> str:
+    parts = urlsplit(url)
+    if not parts.scheme:
+        return url
+    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, parts.fragment))
+
+
+def _build(site: Site, prefix: str, path: str) -> str:
+    home = site.home.rstrip("/")
+    if site.pretty_permalinks:
+        return home + "/" + prefix + "/" + path.lstrip("/")
+    route, sep, query = path.partition("?")
+    parts = urlsplit(home + "/")
+    joiner = "&" if parts.query else "?"
+    url = home + "/" + joiner + "rest_route=" + quote(route, safe=_ROUTE_SAFE)
+    return url + ("&" + query if sep and query else "")
+
+
+def get_rest_url(
+    app: App, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
+) -> str:
+    """Spec 4.3: the full (not escaped) URL of ``path`` on site ``blog_id``."""
+    site = app.get_site(blog_id)
+    path = normalise_path(path or "/")
+    url = _build(site, app.rest_get_url_prefix(), path)
+    if scheme in ("http", "https"):
+        url = _with_scheme(url, scheme)
+    elif scheme == "relative":
+        parts = urlsplit(url)
+        url = urlunsplit(("", "", parts.path, parts.query, parts.fragment))
+    ctx = current_context()
+    if ctx is not None and ctx.secure and ctx.host:
+        host = urlsplit(url).hostname
+        if host is not None and host == ctx.host.lower():
+            url = _with_scheme(url, "https")
+    result = app.hooks.apply_filters("rest_url", url, path, site.blog_id, scheme)
+    return str(result) if result is not None else ""

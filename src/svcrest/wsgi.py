@@ -1,0 +1,155 @@
+"""The WSGI adapter: the same site as the ASGI app, for WSGI servers."""
+
+from __future__ import annotations
+
+import http as http_status
+import logging
+from collections.abc import Callable, Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from svcrest.app import run_sync
+from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.headers import Headers
+from svcrest.serving import handle_http, rest_route_of
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+
+__all__ = ["WSGIAdapter"]
+
+logger = logging.getLogger("svcrest")
+
+StartResponse = Callable[..., Any]
+Environ = MutableMapping[str, Any]
+_FORBIDDEN_IN_HEADERS = str.maketrans("", "", "\r\n\x00")
+
+
+def _wsgi_str(value: str) -> str:
+    """WSGI hands bytes over as Latin-1 strings; the URL path is UTF-8."""
+    return value.encode("latin-1").decode("utf-8", "replace")
+
+
+def _headers(environ: Environ) -> Headers:
+    headers = Headers()
+    for key, value in environ.items():
+        if key.startswith("HTTP_"):
+            headers.add(key[5:].replace("_", "-").title(), value)
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH") and value:
+            headers.add(key.replace("_", "-").title(), value)
+    return headers
+
+
+def _status_line(status: int) -> str:
+    try:
+        return f"{status} {http_status.HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"{status} Unknown"
+
+
+class WSGIAdapter:
+    """A WSGI application serving an App (``app.wsgi``).
+
+    The async pipeline runs on a private event loop per server thread.
+    """
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    def _read_body(self, environ: Environ) -> tuple[bytes, bool]:
+        raw_length = environ.get("CONTENT_LENGTH") or ""
+        length = int(raw_length) if raw_length.strip().isdigit() else 0
+        if length > self.app.max_body_size:
+            return b"", True
+        stream = environ.get("wsgi.input")
+        if stream is None or length <= 0:
+            return b"", False
+        return stream.read(length), False
+
+    def _request(self, environ: Environ) -> HttpRequest:
+        headers = _headers(environ)
+        host = headers.get("host") or environ.get("SERVER_NAME", "")
+        host = host[1 : host.find("]")] if host.startswith("[") and "]" in host else host
+        host = host.rsplit(":", 1)[0] if ":" in host else host
+        path = _wsgi_str(environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")) or "/"
+        return HttpRequest(
+            method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
+            path=path,
+            query_string=_wsgi_str(environ.get("QUERY_STRING", "")),
+            headers=headers,
+            scheme=environ.get("wsgi.url_scheme", "http"),
+            host=host.lower(),
+            client=environ.get("REMOTE_ADDR", ""),
+        )
+
+    async def _site_response(self, http: HttpRequest, environ: Environ) -> HttpResponse:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": http.method,
+            "scheme": http.scheme,
+            "path": http.path,
+            "raw_path": http.path.encode(),
+            "query_string": http.query_string.encode(),
+            "root_path": "",
+            "headers": [
+                (name.lower().encode("latin-1"), value.encode("latin-1", "replace"))
+                for name, value in http.headers.items_list()
+            ],
+            "client": (http.client, 0),
+            "server": (environ.get("SERVER_NAME", ""), int(environ.get("SERVER_PORT", 0) or 0)),
+        }
+        sent = False
+        collected = HttpResponse(500)
+        parts: list[bytes] = []
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if sent:
+                return {"type": "http.disconnect"}
+            sent = True
+            return {"type": "http.request", "body": http.body, "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                collected.status = message["status"]
+                collected.headers = [
+                    (n.decode("latin-1"), v.decode("latin-1")) for n, v in message["headers"]
+                ]
+            elif message["type"] == "http.response.body":
+                parts.append(message.get("body", b""))
+
+        await self.app.site(scope, receive, send)
+        collected.body = b"".join(parts)
+        link = self.app.rest_output_link_header()
+        if link is not None:
+            collected.headers.append(("Link", link))
+        return collected
+
+    def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
+        try:
+            http = self._request(environ)
+            http.body, http.body_too_large = self._read_body(environ)
+            if (
+                self.app.site is not None
+                and rest_route_of(self.app, http.path, http.query_string) is None
+            ):
+                response: HttpResponse = run_sync(lambda: self._site_response(http, environ))
+            else:
+                response = run_sync(lambda: handle_http(self.app, http))
+        except Exception:
+            logger.exception("Unhandled exception in the WSGI adapter")
+            response = HttpResponse(
+                500, [("Content-Type", "text/plain; charset=UTF-8")], b"Internal server error."
+            )
+        headers = [
+            (
+                name.translate(_FORBIDDEN_IN_HEADERS),
+                value.translate(_FORBIDDEN_IN_HEADERS)
+                .encode("latin-1", "replace")
+                .decode("latin-1"),
+            )
+            for name, value in response.headers
+        ]
+        start_response(_status_line(response.status), headers)
+        return [response.body]

@@ -1,0 +1,80 @@
+"""Shared fixtures: an in-process HTTP client for the App over ASGI and over WSGI."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from svcrest import App
+
+ADAPTERS = ["asgi", "wsgi"]
+
+
+class SiteClient:
+    """A synchronous httpx client talking to an App in-process, over ASGI or WSGI."""
+
+    def __init__(self, app: App, adapter: str, base_url: str | None = None) -> None:
+        self.adapter = adapter
+        base = base_url or app.home
+        self._loop: asyncio.AbstractEventLoop | None = None
+        if adapter == "asgi":
+            self._loop = asyncio.new_event_loop()
+            self._async = httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url=base, follow_redirects=False
+            )
+        else:
+            self._sync = httpx.Client(
+                transport=httpx.WSGITransport(app=app.wsgi), base_url=base, follow_redirects=False
+            )
+
+    def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        """Send one request."""
+        if self._loop is not None:
+            return self._loop.run_until_complete(self._async.request(method, url, **kwargs))
+        return self._sync.request(method, url, **kwargs)
+
+    def get(self, url: str, **kwargs: Any) -> httpx.Response:
+        """GET."""
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs: Any) -> httpx.Response:
+        """POST."""
+        return self.request("POST", url, **kwargs)
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        """The client's cookie jar."""
+        return self._async.cookies if self._loop is not None else self._sync.cookies
+
+    def close(self) -> None:
+        """Close the client (and its loop)."""
+        if self._loop is not None:
+            self._loop.run_until_complete(self._async.aclose())
+            self._loop.close()
+        else:
+            self._sync.close()
+
+
+@pytest.fixture(params=ADAPTERS)
+def adapter(request: pytest.FixtureRequest) -> str:
+    """Each HTTP-level test runs once per adapter."""
+    return str(request.param)
+
+
+@pytest.fixture
+def client_for(adapter: str) -> Iterator[Callable[..., SiteClient]]:
+    """A factory of SiteClients for the current adapter; all are closed at the end."""
+    made: list[SiteClient] = []
+
+    def make(app: App, base_url: str | None = None) -> SiteClient:
+        client = SiteClient(app, adapter, base_url)
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()

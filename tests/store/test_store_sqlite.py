@@ -1,0 +1,314 @@
+"""SqliteStore: locations, transactions, migrations, options and multi-process safety."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from svcrest.store.sqlite import SqliteStore, StoreError, open_store
+
+
+@pytest.fixture
+def memory_store() -> Iterator[SqliteStore]:
+    store = SqliteStore(None)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def file_store(tmp_path: Path) -> Iterator[SqliteStore]:
+    store = SqliteStore(str(tmp_path / "site.db"))
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "location", [None, "", ":memory:", "sqlite://", "sqlite:///:memory:"], ids=repr
+)
+def test_memory_locations(location: str | None) -> None:
+    with SqliteStore(location) as store:
+        assert store.path is None
+        assert store.add_option("k", "v") == "v"
+
+
+def test_path_and_url_locations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "var").mkdir()
+    with SqliteStore("sqlite:///var/rel.db") as store:
+        assert store.path == "var/rel.db"
+        store.add_option("where", "relative")
+    assert (tmp_path / "var" / "rel.db").is_file()
+    absolute = tmp_path / "abs.db"
+    with SqliteStore(f"sqlite:///{absolute}") as store:
+        assert store.path == str(absolute)
+        store.add_option("where", "absolute")
+    with SqliteStore(str(absolute)) as store:
+        assert store.get_option("where") == "absolute"
+
+
+def test_file_store_pragmas(file_store: SqliteStore) -> None:
+    with file_store.read() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("PRAGMA busy_timeout").fetchone() == (5000,)
+        assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+
+
+@pytest.mark.parametrize(
+    ("location", "message"),
+    [
+        ("/no/such/dir/site.db", "store directory '/no/such/dir' does not exist"),
+        ("sqlite:////no/such/dir/site.db", "store directory '/no/such/dir' does not exist"),
+        ("sqlite:///", "has no database path"),
+        ("sqlite:relative.db", "malformed store URL 'sqlite:relative.db'"),
+        ("postgres://host/db", "unsupported store URL scheme 'postgres'"),
+        ("bad\x00name.db", "NUL character"),
+    ],
+    ids=["missing-dir", "missing-dir-url", "url-without-path", "no-slashes", "scheme", "nul"],
+)
+def test_bad_locations(location: str, message: str) -> None:
+    with pytest.raises(StoreError, match=message.replace("(", r"\(")):
+        SqliteStore(location)
+
+
+def test_open_errors_are_store_errors(tmp_path: Path) -> None:
+    not_a_db = tmp_path / "garbage.db"
+    not_a_db.write_bytes(b"this is not a database file, just text" * 100)
+    with pytest.raises(StoreError, match="cannot open store"):
+        SqliteStore(str(not_a_db))
+    with pytest.raises(StoreError, match="cannot open store"):
+        SqliteStore(str(tmp_path))  # a directory
+    assert issubclass(StoreError, ValueError)
+
+
+def test_sqlite_errors_while_opening_are_store_errors(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_versions (unrelated TEXT)")  # another program's table
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match=r"cannot open store .*no such column: version"):
+        SqliteStore(str(path))
+
+
+def test_open_store_passes_stores_through(tmp_path: Path) -> None:
+    with SqliteStore(None) as store:
+        assert open_store(store) is store
+    with open_store(str(tmp_path / "x.db")) as store:
+        assert store.path == str(tmp_path / "x.db")
+    with open_store(None) as store:
+        assert store.path is None
+
+
+def test_transaction_commits_and_rolls_back(memory_store: SqliteStore) -> None:
+    memory_store.migrate("t", ["CREATE TABLE items (name TEXT)"])
+    with memory_store.transaction() as conn:
+        conn.execute("INSERT INTO items VALUES ('kept')")
+    with pytest.raises(RuntimeError, match="boom"), memory_store.transaction() as conn:
+        conn.execute("INSERT INTO items VALUES ('lost')")
+        raise RuntimeError("boom")
+    with memory_store.read() as conn:
+        assert conn.execute("SELECT name FROM items").fetchall() == [("kept",)]
+
+
+def test_nested_transaction_is_a_savepoint(file_store: SqliteStore) -> None:
+    file_store.migrate("t", ["CREATE TABLE items (name TEXT)"])
+    with file_store.transaction() as outer:
+        outer.execute("INSERT INTO items VALUES ('outer')")
+        with pytest.raises(KeyError), file_store.transaction() as inner:
+            assert inner is outer
+            inner.execute("INSERT INTO items VALUES ('inner')")
+            raise KeyError("undo inner only")
+        with file_store.read() as reader:
+            assert reader is outer
+            assert reader.execute("SELECT COUNT(*) FROM items").fetchone() == (1,)
+    with file_store.read() as conn:
+        assert conn.execute("SELECT name FROM items").fetchall() == [("outer",)]
+
+
+def test_transaction_inside_read_is_refused(file_store: SqliteStore) -> None:
+    with (
+        file_store.read(),
+        pytest.raises(StoreError, match=r"transaction\(\) inside read\(\)"),
+        file_store.transaction(),
+    ):
+        pass  # pragma: no cover - never entered
+    with file_store.transaction() as conn:  # the thread is usable afterwards
+        conn.execute("SELECT 1")
+
+
+def test_migrate_applies_each_step_once(file_store: SqliteStore) -> None:
+    steps = [
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT);"
+        " INSERT INTO notes (title) VALUES ('semi;colon')",
+        "ALTER TABLE notes ADD COLUMN body TEXT NOT NULL DEFAULT ''",
+    ]
+    assert file_store.migrate("notes", steps[:1]) == 1
+    assert file_store.migrate("notes", steps[:1]) == 1
+    assert file_store.migrate("notes", steps) == 2
+    assert file_store.migrate("notes", steps) == 2
+    with file_store.read() as conn:
+        assert conn.execute("SELECT id, title, body FROM notes").fetchall() == [
+            (1, "semi;colon", "")
+        ]
+        versions = conn.execute(
+            "SELECT component, version FROM schema_versions ORDER BY component"
+        ).fetchall()
+    assert versions == [("notes", 2), ("store", 1)]
+
+
+def test_migrate_failed_step_changes_nothing(memory_store: SqliteStore) -> None:
+    with pytest.raises(sqlite3.OperationalError):
+        memory_store.migrate("bad", ["CREATE TABLE ok (x)", "CREATE TABLE ok (x)"])
+    with memory_store.read() as conn:
+        tables = conn.execute("SELECT name FROM sqlite_master WHERE name = 'ok'").fetchall()
+        version = conn.execute(
+            "SELECT version FROM schema_versions WHERE component = 'bad'"
+        ).fetchone()
+    assert tables == []
+    assert version is None
+
+
+def test_migrate_refuses_newer_schema(memory_store: SqliteStore) -> None:
+    memory_store.migrate("c", ["CREATE TABLE a (x)", "CREATE TABLE b (x)"])
+    with pytest.raises(StoreError, match="'c' is at version 2, newer than the 1 steps"):
+        memory_store.migrate("c", ["CREATE TABLE a (x)"])
+    with pytest.raises(ValueError, match="non-empty component"):
+        memory_store.migrate("", [])
+
+
+def test_options(memory_store: SqliteStore) -> None:
+    assert memory_store.get_option("color") is None
+    assert memory_store.add_option("color", "blue") == "blue"
+    assert memory_store.add_option("color", "red") == "blue"
+    assert memory_store.get_option("color") == "blue"
+
+
+def test_two_instances_on_one_file_agree(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.db")
+    stores = [SqliteStore(path) for _ in range(8)]
+    barrier = threading.Barrier(len(stores))
+    results: list[str] = []
+
+    def race(index: int) -> None:
+        barrier.wait()
+        results.append(stores[index].add_option("secret", f"candidate-{index}"))
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(len(stores))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in stores:
+        store.close()
+    assert len(results) == 8
+    assert len(set(results)) == 1
+    assert results[0].startswith("candidate-")
+
+
+_CHILD = """
+import sys
+from svcrest.store.sqlite import SqliteStore
+store = SqliteStore(sys.argv[1])
+store.migrate("race", ["CREATE TABLE hits (n INTEGER)", "INSERT INTO hits VALUES (1)"])
+print(store.add_option("secret", sys.argv[2]))
+store.close()
+"""
+
+
+def test_processes_starting_at_once_migrate_once_and_share_the_secret(tmp_path: Path) -> None:
+    path = str(tmp_path / "multi.db")
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, path, f"secret-{i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(4)
+    ]
+    outputs = [child.communicate(timeout=60) for child in children]
+    assert [child.returncode for child in children] == [0, 0, 0, 0], outputs
+    secrets = {out.strip() for out, _err in outputs}
+    assert len(secrets) == 1
+    with SqliteStore(path) as store:
+        assert store.get_option("secret") in secrets
+        with store.read() as conn:
+            assert conn.execute("SELECT COUNT(*) FROM hits").fetchone() == (1,)
+
+
+def test_threads_share_one_memory_database(memory_store: SqliteStore) -> None:
+    memory_store.migrate("t", ["CREATE TABLE n (v INTEGER)"])
+
+    def insert(value: int) -> None:
+        for _ in range(20):
+            with memory_store.transaction() as conn:
+                conn.execute("INSERT INTO n VALUES (?)", (value,))
+
+    threads = [threading.Thread(target=insert, args=(i,)) for i in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    with memory_store.read() as conn:
+        assert conn.execute("SELECT COUNT(*), SUM(v) FROM n").fetchone() == (100, 200)
+
+
+def test_threads_on_a_file_store(file_store: SqliteStore) -> None:
+    file_store.migrate("t", ["CREATE TABLE n (v INTEGER)"])
+    errors: list[BaseException] = []
+
+    def work(value: int) -> None:
+        try:
+            for _ in range(20):
+                with file_store.transaction() as conn:
+                    conn.execute("INSERT INTO n VALUES (?)", (value,))
+                with file_store.read() as conn:
+                    conn.execute("SELECT COUNT(*) FROM n").fetchone()
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    with file_store.read() as conn:
+        assert conn.execute("SELECT COUNT(*), SUM(v) FROM n").fetchone() == (120, 300)
+
+
+def test_foreign_keys_enforced(memory_store: SqliteStore) -> None:
+    memory_store.migrate(
+        "fk",
+        [
+            "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+            "CREATE TABLE child (parent_id INTEGER REFERENCES parent (id))"
+        ],
+    )
+    with pytest.raises(sqlite3.IntegrityError), memory_store.transaction() as conn:
+        conn.execute("INSERT INTO child VALUES (42)")
+
+
+def test_closed_store_refuses_use(tmp_path: Path) -> None:
+    for store in (SqliteStore(None), SqliteStore(str(tmp_path / "c.db"))):
+        assert store.closed is False
+        store.close()
+        store.close()  # idempotent
+        assert store.closed is True
+        with pytest.raises(StoreError, match="the store is closed"):
+            store.get_option("x")
+
+
+def test_close_inside_a_block_is_refused(memory_store: SqliteStore) -> None:
+    with (
+        memory_store.read(),
+        pytest.raises(StoreError, match=r"close\(\) called inside a read\(\)"),
+    ):
+        memory_store.close()
+    assert memory_store.closed is False

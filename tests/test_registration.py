@@ -1,0 +1,209 @@
+"""Route registration (spec 2.1-2.3, 4.8, 4.9) and the server's route table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from svcrest import App, DoingItWrong, Request, RestServer
+
+
+def cb(request: Request) -> str:
+    return "ok"
+
+
+def other(request: Request) -> str:
+    return "other"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "route", "message"),
+    [
+        ("", "/items", "Routes must be namespaced with plugin or theme name and version."),
+        ("demo/v1", "", "Route must be specified."),
+    ],
+    ids=["empty-namespace", "empty-route"],
+)
+def test_empty_namespace_or_route_fails_with_notice(
+    namespace: str, route: str, message: str
+) -> None:
+    app = App()
+    with pytest.warns(DoingItWrong, match=message):
+        assert app.register_rest_route(namespace, route, {"callback": cb}) is False
+    assert "/demo/v1/items" not in app.rest_get_server().get_routes()
+
+
+@pytest.mark.parametrize(
+    ("namespace", "route", "full"),
+    [
+        ("demo/v1", "/items", "/demo/v1/items"),
+        ("/demo/v1/", "items/", "/demo/v1/items"),
+        ("demo/v1", "//items//", "/demo/v1/items"),
+        ("demo", "/items/(?P<id>\\d+)", "/demo/items/(?P<id>\\d+)"),
+    ],
+)
+def test_full_route_string(namespace: str, route: str, full: str) -> None:
+    app = App()
+    assert app.register_rest_route(namespace, route, {"callback": cb}) is True
+    assert full in app.rest_get_server().get_routes()
+
+
+@pytest.mark.parametrize(
+    ("methods", "expected"),
+    [
+        ("GET", {"GET": True}),
+        (" get , post ", {"GET": True, "POST": True}),
+        (["GET", "POST"], {"GET": True, "POST": True}),
+        ({"GET", "POST"}, {"GET": True, "POST": True}),
+        ("put,PATCH", {"PUT": True, "PATCH": True}),
+    ],
+    ids=["string", "spaced-lowercase", "list", "set", "mixed-case"],
+)
+def test_methods_normalised(methods: Any, expected: dict[str, bool]) -> None:
+    app = App()
+    app.register_rest_route("demo/v1", "/items", {"methods": methods, "callback": cb})
+    (handler,) = app.rest_get_server().get_routes()["/demo/v1/items"]
+    assert handler["methods"] == expected
+
+
+def test_single_handler_gets_defaults_and_keeps_its_keys() -> None:
+    app = App()
+    app.register_rest_route("demo/v1", "/items", {"callback": cb, "show_in_index": False})
+    (handler,) = app.rest_get_server().get_routes()["/demo/v1/items"]
+    assert handler == {
+        "methods": {"GET": True},
+        "callback": cb,
+        "args": {},
+        "show_in_index": False,
+    }
+
+
+def test_list_of_handlers() -> None:
+    app = App()
+    app.register_rest_route(
+        "demo/v1",
+        "/items",
+        [{"methods": "GET", "callback": cb}, {"methods": "POST", "callback": other}],
+    )
+    handlers = app.rest_get_server().get_routes()["/demo/v1/items"]
+    assert [h["methods"] for h in handlers] == [{"GET": True}, {"POST": True}]
+    assert [h["callback"] for h in handlers] == [cb, other]
+
+
+def test_integer_keyed_mapping_with_route_options() -> None:
+    app = App()
+    schema = lambda: {"title": "item"}  # noqa: E731
+    app.register_rest_route(
+        "demo/v1",
+        "/items",
+        {
+            0: {"methods": "GET", "callback": cb},
+            1: {"methods": "POST", "callback": other, "args": {"b": {"type": "string"}}},
+            "schema": schema,
+            "args": {"a": {"type": "integer"}},
+        },
+    )
+    server = app.rest_get_server()
+    handlers = server.get_routes()["/demo/v1/items"]
+    assert len(handlers) == 2
+    assert handlers[0]["args"] == {"a": {"type": "integer"}}
+    assert handlers[1]["args"] == {"a": {"type": "integer"}, "b": {"type": "string"}}
+    options = server.get_route_options("/demo/v1/items")
+    assert options is not None
+    assert options["schema"] is schema
+    assert options["namespace"] == "demo/v1"
+
+
+def test_merge_appends_handlers_and_newer_options_win() -> None:
+    app = App()
+    app.register_rest_route("demo/v1", "/items", {0: {"callback": cb}, "schema": "old", "x": 1})
+    app.register_rest_route(
+        "demo/v1", "/items", {0: {"methods": "POST", "callback": other}, "schema": "new"}
+    )
+    server = app.rest_get_server()
+    assert [h["callback"] for h in server.get_routes()["/demo/v1/items"]] == [cb, other]
+    options = server.get_route_options("/demo/v1/items")
+    assert options is not None
+    assert (options["schema"], options["x"]) == ("new", 1)
+
+
+def test_override_replaces() -> None:
+    app = App()
+    app.register_rest_route("demo/v1", "/items", {0: {"callback": cb}, "x": 1})
+    app.register_rest_route("demo/v1", "/items", {"methods": "POST", "callback": other}, True)
+    server = app.rest_get_server()
+    (handler,) = server.get_routes()["/demo/v1/items"]
+    assert handler["callback"] is other
+    options = server.get_route_options("/demo/v1/items")
+    assert options is not None
+    assert "x" not in options
+
+
+def test_get_routes_in_registration_order_and_namespaces() -> None:
+    app = App()
+    app.register_rest_route("b/v1", "/one", {"callback": cb})
+    app.register_rest_route("a/v1", "/two", {"callback": cb})
+    app.register_rest_route("b/v1", "/three", {"callback": cb})
+    server = app.rest_get_server()
+    own = [r for r in server.get_routes() if r not in ("/", "/a/v1", "/b/v1")]
+    assert own == ["/b/v1/one", "/a/v1/two", "/b/v1/three"]
+    assert server.get_namespaces() == ["b/v1", "a/v1"]
+
+
+def test_invalid_regex_is_refused_at_registration() -> None:
+    app = App()
+    with pytest.warns(DoingItWrong, match="invalid route pattern"):
+        assert app.register_rest_route("demo/v1", "/items/(?P<id", {"callback": cb}) is False
+    assert "/demo/v1/items/(?P<id" not in app.rest_get_server().get_routes()
+
+
+def test_non_callable_callback_is_refused() -> None:
+    app = App()
+    with pytest.warns(DoingItWrong, match="callback must be callable"):
+        assert app.register_rest_route("demo/v1", "/x", {"callback": "nope"}) is False
+
+
+def test_route_decorator_registers_and_returns_function() -> None:
+    app = App()
+
+    @app.route("demo/v1", "/items", methods="GET,POST", args={"q": {"type": "string"}})
+    def items(request: Request) -> dict[str, str]:
+        return {"q": request["q"]}
+
+    (handler,) = app.rest_get_server().get_routes()["/demo/v1/items"]
+    assert handler["callback"] is items
+    assert handler["methods"] == {"GET": True, "POST": True}
+    assert handler["args"] == {"q": {"type": "string"}}
+    assert items(Request()) == {"q": None}
+
+
+def test_server_is_created_once_and_rest_api_init_fires_once_with_it() -> None:
+    app = App()
+    seen: list[RestServer] = []
+    app.hooks.add_action("rest_api_init", seen.append)
+    server = app.rest_get_server()
+    assert app.rest_get_server() is server
+    app.rest_do_request("/")
+    assert seen == [server]
+    assert app.hooks.did_action("rest_api_init") == 1
+
+
+def test_server_class_filter() -> None:
+    class MyServer(RestServer):
+        pass
+
+    app = App()
+    app.hooks.add_filter("svc_rest_server_class", lambda cls: MyServer)
+    assert type(app.rest_get_server()) is MyServer
+
+
+def test_routes_registered_in_rest_api_init_are_served() -> None:
+    app = App()
+
+    def init(server: RestServer) -> None:
+        app.register_rest_route("demo/v1", "/hello", {"callback": lambda r: "hi"})
+
+    app.hooks.add_action("rest_api_init", init)
+    response = app.rest_do_request("/demo/v1/hello")
+    assert (response.status, response.data) == (200, "hi")
