@@ -17,8 +17,8 @@ run: $(STAMP)
 	$(BIN)/svcrest serve --host 127.0.0.1 --port 8000 --db var/svcrest.db
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests $(wildcard bench)
+	$(BIN)/ruff format --check src tests $(wildcard bench)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -16,11 +16,11 @@ from svcrest.http.response import Response, rest_ensure_response
 from svcrest.server import RestServer
 
 __all__ = [
-    "REST_API_REL",
-    "REST_API_VERSION",
     "App",
     "DoingItWrong",
     "Hooks",
+    "REST_API_REL",
+    "REST_API_VERSION",
     "Request",
     "Response",
     "RestError",

@@ -1,0 +1,356 @@
+// Tests of src/svcrest/static/svc-rest.mjs: the shared URL vectors and the fetch helper.
+// Run with `node --test tests/js/` (tests/test_js_module.py runs it under pytest).
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { afterEach, describe, test } from "node:test";
+
+import {
+  INVALID_NONCE_CODE,
+  ProxyError,
+  RestClient,
+  RestProxy,
+  isValidId,
+} from "../../src/svcrest/static/svc-rest.mjs";
+
+const vectorsUrl = new URL("../vectors/proxy_urls.json", import.meta.url);
+const { vectors } = JSON.parse(readFileSync(vectorsUrl, "utf8"));
+
+const SITE = "http://example.test";
+const ROOT = `${SITE}/svc-json/`;
+const URL_ = `${ROOT}demo/v1/notes`;
+const CLOCK = 1700000000000;
+const DC = `_dc=${CLOCK}`;
+
+/** The RestProxy a vector describes, with its fixed clock. */
+function proxyFor(vector) {
+  const { clock, ...options } = vector.options;
+  return new RestProxy(vector.proxyUrl, { ...options, clock: () => clock });
+}
+
+describe("shared vectors (tests/vectors/proxy_urls.json)", () => {
+  test("the file holds at least 40 uniquely named vectors", () => {
+    assert.ok(vectors.length >= 40);
+    assert.equal(new Set(vectors.map((vector) => vector.name)).size, vectors.length);
+  });
+
+  for (const vector of vectors) {
+    test(vector.name, () => {
+      const proxy = proxyFor(vector);
+      assert.equal(proxy.getMethod(vector.operation), vector.method);
+      assert.equal(proxy.buildUrl(vector.operation), vector.url);
+    });
+  }
+});
+
+describe("RestProxy", () => {
+  const proxy = (options = {}, url = URL_) => new RestProxy(url, { clock: () => CLOCK, ...options });
+
+  test("isValidId: truthy or the number 0, never a boolean", () => {
+    const cases = [
+      [0, true],
+      ["0", true],
+      [5, true],
+      ["a/b c", true],
+      ["", false],
+      [null, false],
+      [undefined, false],
+      [false, false],
+      [true, false],
+      [Number.NaN, false],
+    ];
+    for (const [id, valid] of cases) assert.equal(isValidId(id), valid, String(id));
+  });
+
+  test("an undefined id is invalid", () => {
+    assert.equal(proxy().buildUrl({ action: "read", id: undefined }), `${URL_}?${DC}`);
+  });
+
+  test("a subclass can override getMethod", () => {
+    class PatchingProxy extends RestProxy {
+      getMethod(operation) {
+        if (operation.action === "update" && operation.records.length > 1) return "PATCH";
+        return super.getMethod(operation);
+      }
+    }
+    const patching = new PatchingProxy(URL_);
+    assert.equal(patching.getMethod({ action: "update", records: [{ id: 1 }] }), "PUT");
+    assert.equal(patching.getMethod({ action: "update", records: [{ id: 1 }, { id: 2 }] }), "PATCH");
+  });
+
+  test("records may be Maps or class instances", () => {
+    class Note {
+      constructor(id) {
+        this.id = id;
+      }
+    }
+    assert.equal(proxy().buildUrl({ action: "update", records: [new Map([["id", 4]])] }), `${URL_}/4?${DC}`);
+    assert.equal(proxy().buildUrl({ action: "update", records: [new Note(0)] }), `${URL_}/0?${DC}`);
+  });
+
+  test("a Map keeps the order of integer-like parameter names", () => {
+    const params = new Map([
+      ["b", "1"],
+      ["2", "x"],
+    ]);
+    assert.equal(proxy().buildUrl({ action: "read", params }), `${URL_}?${DC}&b=1&2=x`);
+    assert.equal(proxy().buildUrl({ action: "read", params: { b: "1", 2: "x" } }), `${URL_}?${DC}&2=x&b=1`);
+  });
+
+  test("the default clock gives Date.now() milliseconds", () => {
+    const before = Date.now();
+    const url = new RestProxy(URL_).buildUrl({ action: "read" });
+    const after = Date.now();
+    const stamp = Number(url.slice(`${URL_}?_dc=`.length));
+    assert.ok(before <= stamp && stamp <= after);
+  });
+
+  test("unknown actions and action method keys are refused", () => {
+    assert.throws(() => proxy().getMethod({ action: "list" }), TypeError);
+    assert.throws(() => proxy().buildUrl({ action: "list" }), TypeError);
+    assert.throws(() => proxy({ actionMethods: { list: "GET" } }), /unknown action: list/);
+  });
+
+  test("invalid sorters, filters and groupers are refused", () => {
+    const bad = [
+      { sorters: [{ direction: "ASC" }] },
+      { sorters: [{ property: "a", dir: "ASC" }] },
+      { sorters: [{ property: "a", direction: 1 }] },
+      { sorters: [3] },
+      { filters: ["title"] },
+      { filters: [{ property: "a", op: "=" }] },
+      { filters: [{ property: "a", operator: 1 }] },
+      { grouper: { property: "a", root: "x" } },
+      { grouper: 3 },
+      { sorters: 3 },
+      { filters: 3 },
+    ];
+    for (const fields of bad) {
+      assert.throws(() => proxy().buildUrl({ action: "read", ...fields }), TypeError, JSON.stringify(fields));
+    }
+  });
+
+  test("requestBody: records for create/update, a list for a batch, none for read", () => {
+    const p = proxy();
+    assert.deepEqual(p.requestBody({ action: "create", records: [{ t: 1 }] }), { t: 1 });
+    assert.deepEqual(p.requestBody({ action: "update", records: [{ id: 1 }, { id: 2 }] }), [{ id: 1 }, { id: 2 }]);
+    assert.deepEqual(p.requestBody({ action: "destroy", records: [{ id: 1 }, { id: 2 }] }), [{ id: 1 }, { id: 2 }]);
+    assert.equal(p.requestBody({ action: "destroy", records: [{ id: 1 }] }), undefined);
+    assert.equal(p.requestBody({ action: "read", id: 1 }), undefined);
+  });
+});
+
+// -- the fetch helper ------------------------------------------------------------------------
+
+/** A scripted fetch: each call is checked against the next step and answered by it. */
+function scriptFetch(steps) {
+  const calls = [];
+  const fetch = async (url, init = {}) => {
+    assert.ok(calls.length < steps.length, `unexpected request ${init.method} ${url}`);
+    const step = steps[calls.length];
+    calls.push({ url, init });
+    assert.equal(`${init.method} ${url}`, `${step.method} ${step.url}`);
+    assert.equal(init.credentials, step.credentials ?? "same-origin");
+    const headers = new Headers(init.headers);
+    for (const [name, value] of Object.entries(step.headers ?? {})) {
+      assert.equal(headers.get(name), value, name);
+    }
+    for (const name of step.absent ?? []) assert.equal(headers.has(name), false, name);
+    if (step.body === undefined) {
+      assert.equal(init.body, undefined);
+    } else {
+      assert.equal(headers.get("Content-Type"), "application/json");
+      assert.deepEqual(JSON.parse(init.body), step.body);
+    }
+    return step.response();
+  };
+  fetch.calls = calls;
+  fetch.finished = () => calls.length === steps.length;
+  return fetch;
+}
+
+const json = (status, data, headers = {}) => () =>
+  new Response(data === undefined ? null : JSON.stringify(data), {
+    status,
+    headers: { "Content-Type": "application/json; charset=UTF-8", ...headers },
+  });
+const restError = (code, message, status) => json(status, { code, message, data: { status } });
+const invalidNonce = restError(INVALID_NONCE_CODE, "Cookie check failed", 403);
+
+describe("RestClient", () => {
+  afterEach(() => {
+    delete globalThis.window;
+  });
+
+  test("reads window.svcApiSettings and sends the nonce with same-origin credentials", async () => {
+    globalThis.window = { svcApiSettings: { root: ROOT, nonce: "n1" } };
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}/5?${DC}`, headers: { "X-SVC-Nonce": "n1", Accept: "application/json" }, response: json(200, { id: 5 }) },
+    ]);
+    const client = new RestClient({ fetch });
+    assert.equal(client.root, ROOT);
+    const notes = client.proxy("/demo/v1/notes", { clock: () => CLOCK });
+    assert.equal(notes.url, URL_);
+    assert.deepEqual(await client.read(notes, 5), { id: 5 });
+    assert.ok(fetch.finished());
+  });
+
+  test("explicit options win over svcApiSettings; no nonce means no header", async () => {
+    globalThis.window = { svcApiSettings: { root: "http://other.test/", nonce: "n1" } };
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}?${DC}&page=2`, absent: ["X-SVC-Nonce"], credentials: "include", response: json(200, []) },
+    ]);
+    const client = new RestClient({ root: ROOT, nonce: null, fetch, credentials: "include" });
+    assert.equal(client.nonce, null);
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK });
+    assert.deepEqual(await client.read(notes, undefined, { page: 2 }), []);
+  });
+
+  test("adopts a fresh nonce from the X-SVC-Nonce response header", async () => {
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}?${DC}`, headers: { "X-SVC-Nonce": "n1" }, response: json(200, [], { "X-SVC-Nonce": "n2" }) },
+      { method: "GET", url: `${URL_}?${DC}`, headers: { "X-SVC-Nonce": "n2" }, response: json(200, []) },
+    ]);
+    const client = new RestClient({ root: ROOT, nonce: "n1", fetch });
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK });
+    await client.read(notes);
+    assert.equal(client.nonce, "n2");
+    await client.read(notes);
+    assert.ok(fetch.finished());
+  });
+
+  test("refreshes the nonce once from /auth/nonce and retries once", async () => {
+    const fetch = scriptFetch([
+      { method: "PUT", url: `${URL_}/3?${DC}`, headers: { "X-SVC-Nonce": "forged" }, body: { id: 3 }, response: invalidNonce },
+      { method: "GET", url: `${SITE}/auth/nonce`, response: json(200, { nonce: "fresh" }) },
+      { method: "PUT", url: `${URL_}/3?${DC}`, headers: { "X-SVC-Nonce": "fresh" }, body: { id: 3 }, response: json(200, { id: 3, ok: true }) },
+    ]);
+    const client = new RestClient({ root: ROOT, nonce: "forged", fetch });
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK });
+    assert.deepEqual(await client.update(notes, { id: 3 }), [{ id: 3, ok: true }]);
+    assert.equal(client.nonce, "fresh");
+    assert.ok(fetch.finished());
+  });
+
+  test("a second invalid nonce throws ProxyError without a loop", async () => {
+    const fetch = scriptFetch([
+      { method: "DELETE", url: `${URL_}/3?${DC}`, response: invalidNonce },
+      { method: "GET", url: `${SITE}/auth/nonce`, response: json(200, { nonce: "still-bad" }) },
+      { method: "DELETE", url: `${URL_}/3?${DC}`, headers: { "X-SVC-Nonce": "still-bad" }, response: invalidNonce },
+    ]);
+    const client = new RestClient({ root: ROOT, nonce: "bad", fetch });
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK });
+    await assert.rejects(client.destroy(notes, { id: 3 }), (error) => {
+      assert.ok(error instanceof ProxyError);
+      assert.equal(error.code, INVALID_NONCE_CODE);
+      assert.equal(error.status, 403);
+      assert.equal(error.message, "Cookie check failed");
+      return true;
+    });
+    assert.equal(fetch.calls.length, 3);
+  });
+
+  test("a failed refresh throws the original error with the failure as cause", async () => {
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}?${DC}`, response: invalidNonce },
+      { method: "GET", url: "http://example.test/custom/nonce", response: () => new Response("Forbidden", { status: 403, statusText: "Forbidden" }) },
+    ]);
+    const client = new RestClient({ root: ROOT, nonce: "bad", nonceUrl: "http://example.test/custom/nonce", fetch });
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK });
+    await assert.rejects(client.read(notes), (error) => {
+      assert.equal(error.code, INVALID_NONCE_CODE);
+      assert.equal(error.cause.code, "http_error");
+      assert.equal(error.cause.message, "Forbidden");
+      return true;
+    });
+    assert.ok(fetch.finished());
+  });
+
+  test("the nonce URL is /auth/nonce at the root's origin, or the page's", () => {
+    assert.equal(new RestClient({ root: "http://example.test:8000/svc-json/" }).getNonceUrl(), "http://example.test:8000/auth/nonce");
+    assert.equal(new RestClient({ root: "/svc-json/" }).getNonceUrl(), "/auth/nonce");
+    globalThis.location = { href: "http://page.test/notes/" };
+    try {
+      assert.equal(new RestClient({ root: "/svc-json/" }).getNonceUrl(), "http://page.test/auth/nonce");
+    } finally {
+      delete globalThis.location;
+    }
+  });
+
+  test("methodOverride sends PUT, PATCH and DELETE as POST", async () => {
+    const fetch = scriptFetch([
+      { method: "POST", url: `${URL_}/3?${DC}`, headers: { "X-HTTP-Method-Override": "PUT" }, body: { id: 3 }, response: json(200, { id: 3 }) },
+      { method: "POST", url: `${URL_}/3?${DC}`, headers: { "X-HTTP-Method-Override": "PATCH" }, body: { id: 3 }, response: json(200, { id: 3 }) },
+      { method: "POST", url: `${URL_}/3?${DC}`, headers: { "X-HTTP-Method-Override": "DELETE" }, response: json(200, { deleted: true }) },
+      { method: "POST", url: `${URL_}?${DC}`, absent: ["X-HTTP-Method-Override"], body: { t: 1 }, response: json(201, { id: 4 }) },
+      { method: "GET", url: `${URL_}/4?${DC}`, absent: ["X-HTTP-Method-Override"], response: json(200, { id: 4 }) },
+    ]);
+    const client = new RestClient({ root: ROOT, methodOverride: true, fetch });
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK });
+    const patching = client.proxy("demo/v1/notes", { clock: () => CLOCK, actionMethods: { update: "PATCH" } });
+    await client.update(notes, { id: 3 });
+    await client.update(patching, { id: 3 });
+    await client.destroy(notes, { id: 3 });
+    await client.create(notes, { t: 1 });
+    await client.read(notes, 4);
+    assert.ok(fetch.finished());
+  });
+
+  test("create, batch create, sync and the error shapes", async () => {
+    const fetch = scriptFetch([
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: json(201, { id: 1, t: 1 }) },
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 2 }, response: json(201, { id: 2, t: 2 }) },
+      { method: "POST", url: `${URL_}?${DC}`, body: [{ t: 3 }, { t: 4 }], response: json(201, [{ id: 3 }, { id: 4 }]) },
+      { method: "POST", url: `${URL_}?${DC}`, body: [{ t: 5 }, { t: 6 }], response: json(201, [{ id: 5 }, { id: 6 }]) },
+      { method: "PUT", url: `${URL_}/1?${DC}`, body: { id: 1 }, response: json(200, { id: 1 }) },
+      { method: "DELETE", url: `${URL_}/2?${DC}`, body: [{ id: 2 }, { id: 3 }], response: json(200, { deleted: true }) },
+      { method: "GET", url: `${URL_}/9?${DC}`, response: restError("rest_not_found", "Gone.", 404) },
+      { method: "GET", url: `${URL_}/9?${DC}`, response: () => new Response("<html>", { status: 502, statusText: "Bad Gateway" }) },
+      { method: "GET", url: `${URL_}?${DC}`, response: () => new Response("<html>", { status: 200 }) },
+    ]);
+    const client = new RestClient({ root: ROOT, fetch });
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK });
+    const batched = client.proxy("demo/v1/notes", { clock: () => CLOCK, batchActions: true });
+    assert.deepEqual(await client.create(notes, { t: 1 }, { t: 2 }), [
+      { id: 1, t: 1 },
+      { id: 2, t: 2 },
+    ]);
+    assert.deepEqual(await client.create(batched, { t: 3 }, { t: 4 }), [{ id: 3 }, { id: 4 }]);
+    assert.deepEqual(
+      await client.sync(batched, { create: [{ t: 5 }, { t: 6 }], update: [{ id: 1 }], destroy: [{ id: 2 }, { id: 3 }] }),
+      { create: [{ id: 5 }, { id: 6 }], update: [{ id: 1 }] },
+    );
+    await assert.rejects(client.read(notes, 9), { name: "ProxyError", code: "rest_not_found", status: 404, message: "Gone." });
+    await assert.rejects(client.read(notes, 9), { code: "http_error", status: 502, message: "Bad Gateway" });
+    await assert.rejects(client.read(notes), { code: "invalid_json", status: 200 });
+    assert.ok(fetch.finished());
+  });
+
+  test("execute() sends an operation and returns the whole response", async () => {
+    const fetch = scriptFetch([
+      {
+        method: "GET",
+        url: `${URL_}?${DC}&page=2&limit=5&sort=title&dir=DESC`,
+        response: json(200, [{ id: 6 }], { "X-SVC-Total": "7", "X-SVC-TotalPages": "2" }),
+      },
+    ]);
+    const client = new RestClient({ root: ROOT, fetch });
+    const notes = client.proxy("demo/v1/notes", { clock: () => CLOCK, simpleSortMode: true });
+    const operation = { action: "read", page: 2, limit: 5, sorters: [{ property: "title", direction: "DESC" }] };
+    const { data, status, headers } = await client.execute(notes, operation);
+    assert.deepEqual(data, [{ id: 6 }]);
+    assert.equal(status, 200);
+    assert.equal(headers.get("X-SVC-TotalPages"), "2");
+  });
+
+  test("request() returns the data, status and headers", async () => {
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}?per_page=1`, response: json(200, [{ id: 1 }], { "X-SVC-Total": "7" }) },
+    ]);
+    const client = new RestClient({ root: ROOT, fetch });
+    const { data, status, headers } = await client.request("GET", `${URL_}?per_page=1`);
+    assert.deepEqual(data, [{ id: 1 }]);
+    assert.equal(status, 200);
+    assert.equal(headers.get("X-SVC-Total"), "7");
+  });
+});
