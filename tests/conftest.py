@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
 import httpx
@@ -78,3 +78,52 @@ def client_for(adapter: str) -> Iterator[Callable[..., SiteClient]]:
     yield make
     for client in made:
         client.close()
+
+
+def raw_request(
+    app: App, adapter: str, method: str, path: str, headers: list[tuple[bytes, bytes]]
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Send header bytes no HTTP client would (binary, non-ASCII) straight to an adapter."""
+    if adapter == "asgi":
+        sent: list[MutableMapping[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "method": method,
+            "path": path,
+            "query_string": b"",
+            "headers": [(b"host", b"127.0.0.1:8000"), *headers],
+            "scheme": "http",
+            "server": ("127.0.0.1", 8000),
+            "client": ("127.0.0.1", 5000),
+        }
+        asyncio.run(app(scope, receive, send))
+        start, body = sent[0], sent[1]
+        lines = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in start["headers"]]
+        return start["status"], lines, body["body"]
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "wsgi.url_scheme": "http",
+        "HTTP_HOST": "127.0.0.1:8000",
+    }
+    for name, value in headers:
+        environ["HTTP_" + name.decode().upper().replace("-", "_")] = value.decode("latin-1")
+    status: list[str] = []
+    result: list[tuple[str, str]] = []
+
+    def start_response(line: str, header_list: list[tuple[str, str]]) -> None:
+        status.append(line)
+        result.extend(header_list)
+
+    body_parts = app.wsgi(environ, start_response)
+    return int(status[0].split()[0]), result, b"".join(body_parts)

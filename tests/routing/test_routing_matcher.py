@@ -1,0 +1,122 @@
+"""The compiled matcher gives exactly the answers of a naive in-order regex scan."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from svcrest.routing.matcher import CompiledMatcher, compile_route_pattern, literal_prefix
+
+
+def naive(patterns: list[str], path: str) -> tuple[int, dict[str, str]] | None:
+    for index, pattern in enumerate(patterns):
+        match = re.fullmatch(pattern, path, re.IGNORECASE)
+        if match is not None:
+            return index, {k: v for k, v in match.groupdict().items() if v is not None}
+    return None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "prefix"),
+    [
+        ("/demo/v1/items/(?P<id>\\d+)", ("demo", "v1", "items")),
+        ("/demo/v1/items", ("demo", "v1", "items")),
+        ("/Demo/V1", ("demo", "v1")),
+        ("/", ("",)),
+        ("/demo/v1/?(?P<x>.*)", ("demo",)),
+        ("/demo/v1/*", ("demo",)),
+        ("/demo/v1|/other", ()),
+        ("/demo/(a|b)/c", ("demo",)),
+        ("/de.mo/v1", ()),
+        ("(?i)/demo", ()),
+        ("demo/v1", ()),
+        ("/d\u00e9mo/v1", ()),
+        ("/demo/v1/items\\/x", ("demo", "v1")),
+        ("/demo/[/]x", ("demo",)),
+    ],
+)
+def test_literal_prefix(pattern: str, prefix: tuple[str, ...]) -> None:
+    assert literal_prefix(pattern) == prefix
+
+
+SEGMENTS = st.sampled_from(["demo", "DEMO", "v1", "V2", "items", "a", "b", "", "x1", "\u212a"])
+PATTERN_PARTS = st.sampled_from(
+    [
+        "demo",
+        "v1",
+        "V2",
+        "items",
+        "a",
+        "b",
+        "x1",
+        "k",
+        "(?P<id>\\d+)",
+        "(?P<slug>[a-z]+)",
+        "(a|b)",
+        "a?",
+        "[ab]",
+        ".*",
+        "(?:x1)?",
+        "d.mo",
+        "\\d",
+        "items(?P<n>\\d*)",
+    ]
+)
+
+
+@st.composite
+def patterns(draw: st.DrawFn) -> str:
+    parts = draw(st.lists(PATTERN_PARTS, min_size=0, max_size=4))
+    pattern = "/" + "/".join(parts)
+    tail = draw(st.sampled_from(["", "/?", "|/b", "/(?P<rest>.*)"]))
+    for candidate in (pattern + tail, pattern, "/"):
+        try:
+            re.compile(candidate)
+        except re.error:
+            continue
+        return candidate
+    raise AssertionError("unreachable: '/' compiles")
+
+
+@st.composite
+def paths(draw: st.DrawFn) -> str:
+    segments = draw(
+        st.lists(
+            st.one_of(SEGMENTS, st.from_regex(r"[0-9]{1,3}", fullmatch=True)),
+            min_size=0,
+            max_size=5,
+        )
+    )
+    return "/" + "/".join(segments)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(patterns(), min_size=1, max_size=25), st.lists(paths(), min_size=1, max_size=8))
+def test_compiled_matcher_equals_naive_scan(table: list[str], requests: list[str]) -> None:
+    matcher = CompiledMatcher([compile_route_pattern(p) for p in table])
+    for path in [*requests, *table]:
+        assert matcher.first_match(path) == naive(table, path), path
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(patterns(), min_size=1, max_size=15), paths())
+def test_every_match_in_order(table: list[str], path: str) -> None:
+    matcher = CompiledMatcher([compile_route_pattern(p) for p in table])
+    expected = [i for i, p in enumerate(table) if re.fullmatch(p, path, re.IGNORECASE)]
+    assert [index for index, _ in matcher.iter_matches(path)] == expected
+
+
+def test_unicode_case_folding_falls_back_to_the_regex_engine() -> None:
+    matcher = CompiledMatcher([compile_route_pattern("/key")])
+    assert matcher.first_match("/\u212aey") == (0, {})  # KELVIN SIGN folds to k
+
+
+def test_many_routes_only_walks_candidates() -> None:
+    table = [f"/ns{n}/v1/items{r}/(?P<id>\\d+)" for n in range(100) for r in range(100)]
+    matcher = CompiledMatcher([compile_route_pattern(p) for p in table])
+    assert matcher.first_match("/ns99/v1/items99/42") == (9999, {"id": "42"})
+    assert list(matcher._candidates("/ns99/v1/items99/42")) == [9999]
+    assert matcher.first_match("/ns99/v1/nothing") is None
