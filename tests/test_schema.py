@@ -18,9 +18,9 @@ OBJECT_AB = {
 }
 
 
-def case(schema: dict[str, Any], value: Any, code: str | None, id: str) -> Any:
+def case(schema: dict[str, Any], value: Any, code: str | None, name: str) -> Any:
     """One row of the validation table."""
-    return pytest.param(schema, value, code, id=id)
+    return pytest.param(schema, value, code, id=name)
 
 
 VALIDATION_CASES = [
@@ -662,9 +662,9 @@ def test_validate_value_deeply_nested_unique_items() -> None:
     assert validate_value([value, 1], {"type": "array", "uniqueItems": True}, "p") is None
 
 
-def sanitize_case(schema: dict[str, Any], value: Any, expected: Any, id: str) -> Any:
+def sanitize_case(schema: dict[str, Any], value: Any, expected: Any, name: str) -> Any:
     """One row of the sanitising table."""
-    return pytest.param(schema, value, expected, id=id)
+    return pytest.param(schema, value, expected, id=name)
 
 
 SANITIZE_CASES = [

@@ -106,7 +106,7 @@ def _is_real(value: Any) -> TypeGuard[int | float]:
 
 
 def _format_number(number: Any) -> str:
-    """A schema number for a message: ``5``, ``1.5``, ``1,000`` for counts."""
+    """A schema number for a message: ``5`` (also for ``5.0``), ``1.5``."""
     if isinstance(number, float) and number.is_integer() and abs(number) < 1e16:
         number = int(number)
     try:
@@ -116,6 +116,7 @@ def _format_number(number: Any) -> str:
 
 
 def _format_count(count: Any) -> str:
+    """A count for a message, with thousands separators as WordPress shows them: ``1,000``."""
     return f"{count:,}" if isinstance(count, int) and abs(count) < 10**18 else _format_number(count)
 
 
@@ -138,7 +139,7 @@ def _to_number(value: Any) -> int | float | None:
 
 
 def _parse_number(text: str) -> int | float | None:
-    if not any(char in text for char in ".eE"):
+    if "." not in text and "e" not in text and "E" not in text:
         try:
             return int(text)
         except ValueError:  # more digits than int() converts
@@ -426,6 +427,8 @@ def _is_multiple(number: int | float, divisor: Any) -> bool:
 
 def _bound(schema: Mapping[str, Any], key: str, exclusive_key: str, lower: bool) -> Any:
     """The effective ``(limit, exclusive)`` bound, merging draft-4 and draft-6 forms."""
+    if key not in schema and exclusive_key not in schema:
+        return None
     limit, exclusive = schema.get(key), schema.get(exclusive_key)
     candidates = []
     if _is_real(limit):
