@@ -1,0 +1,499 @@
+"""The ``svcrest`` command line (DESIGN §5): ``serve``, ``routes``, ``request`` and ``user add``.
+
+Every command builds the same site with :func:`make_app`: the demo plugin, the plugins of the
+entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given. Errors are
+one line on standard error (``svcrest: error: …``) with exit status 2 for bad arguments and an
+unusable environment (port in use, database that cannot be opened, broken plugin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import importlib
+import os
+import re
+import secrets
+import socket
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from http import HTTPStatus
+from importlib.metadata import entry_points
+from typing import Any, Final, NoReturn
+
+import orjson
+
+from svcrest.app import App
+from svcrest.auth.user import ROLE_CAPABILITIES
+from svcrest.auth.users import DuplicateUserError
+from svcrest.http.forms import parse_form
+from svcrest.http.request import Request
+from svcrest.store.sqlite import StoreError
+
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "DEMO_PLUGIN",
+    "ENV_DB",
+    "ENV_HOME",
+    "ENV_PLUGINS",
+    "PLUGIN_GROUP",
+    "CliError",
+    "app_from_env",
+    "build_parser",
+    "check_port",
+    "generate_password",
+    "load_plugin",
+    "main",
+    "make_app",
+]
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8000
+DEFAULT_DB: Final = "var/svcrest.db"
+DEFAULT_HOME: Final = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
+#: The plugin every site of the command line gets.
+DEMO_PLUGIN: Final = "svcrest.demo:register"
+#: The entry-point group whose entries (``module:function``) are loaded as plugins.
+PLUGIN_GROUP: Final = "svcrest.plugins"
+#: Settings of :func:`app_from_env` (the uvicorn factory used with several workers).
+ENV_DB: Final = "SVCREST_DB"
+ENV_HOME: Final = "SVCREST_HOME"
+ENV_PLUGINS: Final = "SVCREST_PLUGINS"
+ADMIN_LOGIN: Final = "admin"
+
+_PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+_METHOD = re.compile(r"[A-Za-z]+")
+_STORE_ERRORS = (StoreError, sqlite3.Error, OSError)
+
+Plugin = Callable[[App], object]
+
+
+class CliError(Exception):
+    """A failure reported as one line on standard error, with an exit status."""
+
+    def __init__(self, message: str, status: int = 2, prog: str = "svcrest") -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.prog = prog
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (raised as CliError, status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')", 2, self.prog)
+
+
+# -- plugins and the site --------------------------------------------------------------------
+
+
+def load_plugin(spec: str) -> Plugin:
+    """The callable named by ``module:function`` (the function may be a dotted attribute
+    path); CliError when it cannot be loaded."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or _PLUGIN_SPEC.fullmatch(spec.strip()) is None:
+        raise CliError(f"invalid plugin {spec!r}: expected module:function")
+    try:
+        target: Any = importlib.import_module(module_name.strip())
+    except Exception as exc:  # a plugin may fail to import in any way
+        raise CliError(f"cannot load plugin {spec!r}: {type(exc).__name__}: {exc}") from exc
+    for part in attribute.strip().split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise CliError(
+                f"cannot load plugin {spec!r}: {module_name!r} has no attribute {attribute!r}"
+            ) from None
+    if not callable(target):
+        raise CliError(f"cannot load plugin {spec!r}: {attribute!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _entry_point_plugins() -> Iterator[tuple[str, Callable[[], Plugin]]]:
+    for entry in entry_points(group=PLUGIN_GROUP):
+        spec = entry.value.split("[", 1)[0].replace(" ", "")
+
+        def load(entry: Any = entry, spec: str = spec) -> Plugin:
+            try:
+                loaded = entry.load()
+            except Exception as exc:  # a plugin may fail to import in any way
+                raise CliError(
+                    f"cannot load plugin {spec!r} (entry point {entry.name!r} in"
+                    f" {PLUGIN_GROUP}): {type(exc).__name__}: {exc}"
+                ) from exc
+            if not callable(loaded):
+                raise CliError(f"cannot load plugin {spec!r}: it is not callable")
+            return loaded  # type: ignore[no-any-return]
+
+        yield spec, load
+
+
+def _plugins(specs: Sequence[str]) -> list[tuple[str, Callable[[], Plugin]]]:
+    """The demo, the entry points, then ``specs``; each spec once, first place kept."""
+    found: dict[str, Callable[[], Plugin]] = {DEMO_PLUGIN: _loader(DEMO_PLUGIN)}
+    for spec, load in _entry_point_plugins():
+        found.setdefault(spec, load)
+    for spec in specs:
+        found.setdefault(spec.strip(), _loader(spec.strip()))
+    return list(found.items())
+
+
+def _loader(spec: str) -> Callable[[], Plugin]:
+    return lambda: load_plugin(spec)
+
+
+def make_app(
+    db: str | None = DEFAULT_DB, home: str = DEFAULT_HOME, plugins: Sequence[str] = ()
+) -> App:
+    """The site the command line serves: an App on the store ``db`` (a path, a
+    ``sqlite:///`` URL, or None / ``:memory:``) with the demo plugin, the entry-point plugins
+    and ``plugins`` registered. The store is opened on first use. Raises CliError for a bad
+    home or a plugin that cannot be loaded or fails."""
+    try:
+        app = App(home, store=db)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    for spec, load in _plugins(plugins):
+        register = load()
+        try:
+            register(app)
+        except CliError:
+            raise
+        except Exception as exc:  # report a broken plugin in one line
+            raise CliError(f"plugin {spec!r} failed: {type(exc).__name__}: {exc}") from exc
+    return app
+
+
+def _split_plugins(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def app_from_env() -> App:
+    """The uvicorn factory (``svcrest.cli:app_from_env``, ``factory=True``): :func:`make_app`
+    with ``SVCREST_DB``, ``SVCREST_HOME`` and ``SVCREST_PLUGINS`` (comma-separated)."""
+    return make_app(
+        os.environ.get(ENV_DB, DEFAULT_DB),
+        os.environ.get(ENV_HOME, DEFAULT_HOME),
+        _split_plugins(os.environ.get(ENV_PLUGINS, "")),
+    )
+
+
+def _open_store(app: App, db: str | None) -> None:
+    """Open the store and the user tables now, so a bad database fails in one line."""
+    try:
+        app.users  # noqa: B018 - opens the store and migrates the user tables
+    except _STORE_ERRORS as exc:
+        raise CliError(f"cannot open the database {db!r}: {exc}") from exc
+
+
+def generate_password() -> str:
+    """A random password (24 URL-safe characters)."""
+    return secrets.token_urlsafe(18)
+
+
+def _ensure_admin(app: App) -> str | None:
+    """Create ``admin`` (administrator) when there is no user yet; its password, else None."""
+    with app.store.read() as conn:
+        if conn.execute("SELECT 1 FROM users LIMIT 1").fetchone() is not None:
+            return None
+    password = generate_password()
+    try:
+        app.users.create(ADMIN_LOGIN, password, roles=("administrator",))
+    except DuplicateUserError:  # another process created it first
+        return None
+    return password
+
+
+# -- serve -----------------------------------------------------------------------------------
+
+
+def check_port(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, or None when it can (bound and released at
+    once, with SO_REUSEADDR as uvicorn binds)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot resolve host {host!r}: {exc.strerror}"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is already in use"
+            return f"cannot listen on {host} port {port}: {exc.strerror or exc}"
+    return None
+
+
+def _default_home(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def _is_memory(db: str | None) -> bool:
+    return db in (None, "", ":memory:", "sqlite://", "sqlite:///:memory:")
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        raise CliError("serve needs uvicorn: pip install 'svcrest[server]'") from None
+    if args.workers > 1 and _is_memory(args.db):
+        raise CliError("an in-memory database cannot be shared by several workers")
+    problem = check_port(args.host, args.port)
+    if problem is not None:
+        raise CliError(problem)
+    home = args.home or _default_home(args.host, args.port)
+    app = make_app(args.db, home, args.plugin)
+    _open_store(app, args.db)
+    password = _ensure_admin(app)
+    if password is not None:
+        print(f"Created user {ADMIN_LOGIN} with password: {password}")
+    print(f"Serving {app.home}/ (REST API at {app.get_rest_url()})")
+    print(
+        f"Log in at {app.home}/login as {ADMIN_LOGIN} (its password was printed on first"
+        " start); add users with: svcrest user add LOGIN --role ROLE",
+        flush=True,
+    )
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "access_log": True,
+        "proxy_headers": False,
+        "log_level": "info",
+    }
+    try:
+        if args.workers == 1:
+            uvicorn.run(app, **options)
+        else:
+            app.store.close()
+            os.environ[ENV_DB] = args.db
+            os.environ[ENV_HOME] = home
+            os.environ[ENV_PLUGINS] = ",".join(args.plugin)
+            uvicorn.run("svcrest.cli:app_from_env", factory=True, workers=args.workers, **options)
+    except SystemExit as exc:  # uvicorn exits when it could not start
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+# -- routes and request ----------------------------------------------------------------------
+
+
+def _cmd_routes(args: argparse.Namespace) -> int:
+    app = make_app(args.db, args.home, args.plugin)
+    for route, handlers in app.rest_get_server().get_routes().items():
+        methods = dict.fromkeys(method for handler in handlers for method in handler["methods"])
+        print(f"{route} {', '.join(methods)}".rstrip())
+    return 0
+
+
+def _status_line(status: int) -> str:
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def _build_request(app: App, args: argparse.Namespace) -> Request:
+    path, _, query = args.route.partition("?")
+    if not path.startswith("/"):
+        path = "/" + path
+    options: dict[str, Any] = {"query": parse_form(query) if query else None}
+    if args.json is not None:
+        try:
+            options["json"] = orjson.loads(args.json)
+        except orjson.JSONDecodeError as exc:
+            raise CliError(f"--json is not valid JSON: {exc}") from exc
+        options["headers"] = {"Content-Type": "application/json"}
+    request = Request(args.method, path, **options)
+    if args.user is not None:
+        user = app.users.get_by_login(args.user)
+        if user is None:
+            raise CliError(f"no user with the login {args.user!r}")
+        request.user = user
+    return request
+
+
+def _cmd_request(args: argparse.Namespace) -> int:
+    app = make_app(args.db, args.home, args.plugin)
+    _open_store(app, args.db)
+    try:
+        response = app.rest_do_request(_build_request(app, args))
+    finally:
+        app.store.close()
+    data = response.data
+    if response.links and isinstance(data, dict):
+        data = {**data, "_links": response.links}
+    print(_status_line(response.status))
+    if args.include:
+        for name, value in response.headers.items_list():
+            print(f"{name}: {value}")
+        print()
+    if data is not None:
+        option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+        print(orjson.dumps(data, option=option, default=str).decode())
+    return 0 if response.status < 400 else 1
+
+
+# -- user add --------------------------------------------------------------------------------
+
+
+def _read_password() -> str:
+    line = sys.stdin.readline()
+    password = line.removesuffix("\n").removesuffix("\r")
+    if not password:
+        raise CliError("no password on standard input (--password-stdin reads its first line)")
+    return password
+
+
+def _cmd_user_add(args: argparse.Namespace) -> int:
+    password = _read_password() if args.password_stdin else generate_password()
+    app = App(DEFAULT_HOME, store=args.db)
+    _open_store(app, args.db)
+    try:
+        user = app.users.create(args.login, password, roles=args.role)
+    except DuplicateUserError as exc:
+        raise CliError(str(exc), 1) from exc
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        app.store.close()
+    roles = ", ".join(user.roles)
+    if args.password_stdin:
+        print(f"Created user {user.login} ({roles}).")
+    else:
+        print(f"Created user {user.login} ({roles}) with password: {password}")
+    return 0
+
+
+# -- the parser ------------------------------------------------------------------------------
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {value!r} (1-65535)")
+    return int(value)
+
+
+def _workers(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 1024:
+        raise argparse.ArgumentTypeError(f"invalid worker count {value!r} (1-1024)")
+    return int(value)
+
+
+def _plugin_spec(value: str) -> str:
+    if _PLUGIN_SPEC.fullmatch(value.strip()) is None:
+        raise argparse.ArgumentTypeError(f"invalid plugin {value!r} (expected module:function)")
+    return value.strip()
+
+
+def _role(value: str) -> str:
+    if value not in ROLE_CAPABILITIES:
+        known = ", ".join(sorted(ROLE_CAPABILITIES))
+        raise argparse.ArgumentTypeError(f"unknown role {value!r} (known roles: {known})")
+    return value
+
+
+def _method(value: str) -> str:
+    if _METHOD.fullmatch(value) is None:
+        raise argparse.ArgumentTypeError(f"invalid HTTP method {value!r}")
+    return value.upper()
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        metavar="PATH",
+        help=f"SQLite database: a path, sqlite:///URL or :memory: (default {DEFAULT_DB})",
+    )
+
+
+def _add_site_options(parser: argparse.ArgumentParser, home_default: str | None) -> None:
+    _add_db(parser)
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        type=_plugin_spec,
+        metavar="MODULE:FUNCTION",
+        help="register a plugin (repeatable); the demo and svcrest.plugins entry points are"
+        " always loaded",
+    )
+    parser.add_argument(
+        "--home",
+        default=home_default,
+        metavar="URL",
+        help="the site's home address"
+        + (" (default http://HOST:PORT)" if home_default is None else f" (default {home_default})"),
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``svcrest`` argument parser."""
+    parser = _Parser(prog="svcrest", description="Serve and inspect a svcrest site.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser("serve", help="serve the site with uvicorn")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"(default {DEFAULT_HOST})")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"(default {DEFAULT_PORT})")
+    serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
+    _add_site_options(serve, None)
+    serve.set_defaults(handler=_cmd_serve)
+
+    routes = commands.add_parser("routes", help="print the route table, one route a line")
+    _add_site_options(routes, DEFAULT_HOME)
+    routes.set_defaults(handler=_cmd_routes)
+
+    request = commands.add_parser("request", help="dispatch one request internally")
+    request.add_argument("method", type=_method, metavar="METHOD")
+    request.add_argument("route", metavar="ROUTE", help="e.g. /demo/v1/notes?per_page=5")
+    request.add_argument("--json", metavar="DATA", help="a JSON request body")
+    request.add_argument("--user", metavar="LOGIN", help="act as this user (default: anonymous)")
+    request.add_argument(
+        "-i", "--include", action="store_true", help="print the response headers too"
+    )
+    _add_site_options(request, DEFAULT_HOME)
+    request.set_defaults(handler=_cmd_request)
+
+    user = commands.add_parser("user", help="manage users")
+    user_commands = user.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = user_commands.add_parser("add", help="create a user")
+    add.add_argument("login", metavar="LOGIN")
+    add.add_argument(
+        "--role",
+        action="append",
+        required=True,
+        type=_role,
+        metavar="ROLE",
+        help=f"the user's role, one of {', '.join(sorted(ROLE_CAPABILITIES))} (repeatable)",
+    )
+    add.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from the first line of standard input (else one is generated)",
+    )
+    _add_db(add)
+    add.set_defaults(handler=_cmd_user_add)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except CliError as exc:
+        print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
+        return exc.status
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,451 @@
+"""The demo notes plugin: ``/demo/v1/notes`` and ``/demo/v1/notes/<id>`` (DESIGN §5).
+
+A note is ``{"id", "title", "content", "author", "date", "date_gmt"}``; dates use the WordPress
+REST shape ``YYYY-MM-DDTHH:MM:SS`` (``date`` in the site's timezone, ``date_gmt`` in UTC).
+Reads are public; writes need the ``edit_notes`` capability (administrators and editors).
+The list pages with ``page``/``per_page`` or the client proxy's ``start``/``limit`` (which win
+when given), sorts and filters with the proxy's ``sort``/``filter`` JSON, searches title and
+content with ``search``, and sends ``X-SVC-Total`` and ``X-SVC-TotalPages``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlencode
+
+from svcrest.demo.criteria import parse_filters, parse_sorters
+from svcrest.demo.storage import (
+    EXACT_FILTER_PROPERTIES,
+    SORT_PROPERTIES,
+    TEXT_FILTER_PROPERTIES,
+    NoteQuery,
+    NoteStore,
+)
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+
+if TYPE_CHECKING:
+    from svcrest.app import App
+
+__all__ = [
+    "DEFAULT_PER_PAGE",
+    "EDIT_CAPABILITY",
+    "MAX_PER_PAGE",
+    "NAMESPACE",
+    "REST_BASE",
+    "NotesController",
+]
+
+NAMESPACE: Final = "demo/v1"
+REST_BASE: Final = "notes"
+#: The capability every write needs.
+EDIT_CAPABILITY: Final = "edit_notes"
+DEFAULT_PER_PAGE: Final = 10
+MAX_PER_PAGE: Final = 100
+_TITLE_MAX_LENGTH: Final = 255
+_CONTEXTS: Final = ("view", "edit", "embed")
+_SCHEMA_ONLY_KEYS: Final = frozenset({"context", "readonly"})
+
+
+def _invalid_id() -> RestError:
+    return RestError("rest_note_invalid_id", "Invalid note ID.", {"status": 404})
+
+
+def _not_allowed(request: Request, code: str, message: str) -> RestError:
+    """WordPress's answer to a refused write: 401 for the anonymous user, else 403."""
+    return RestError(code, message, {"status": 403 if request.user.is_logged_in else 401})
+
+
+def _rest_date(stored: str) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` → ``YYYY-MM-DDTHH:MM:SS``."""
+    return stored.replace(" ", "T", 1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Paging:
+    offset: int
+    size: int
+    page: int | None  # None when the proxy's start/limit chose the window
+
+
+class NotesController:
+    """The routes, permission checks and item preparation of the notes of one App."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self.notes = NoteStore(lambda: app.store)
+
+    # -- registration -----------------------------------------------------------------------
+
+    def register_routes(self) -> None:
+        """Register ``/demo/v1/notes`` and ``/demo/v1/notes/(?P<id>\\d+)``."""
+        self.app.register_rest_route(
+            NAMESPACE,
+            "/" + REST_BASE,
+            {
+                0: {
+                    "methods": "GET",
+                    "callback": self.get_items,
+                    "args": self.collection_args(),
+                },
+                1: {
+                    "methods": "POST",
+                    "callback": self.create_item,
+                    "permission_callback": self.create_item_permissions_check,
+                    "args": self.create_args(),
+                },
+                "schema": self.get_item_schema,
+            },
+        )
+        self.app.register_rest_route(
+            NAMESPACE,
+            "/" + REST_BASE + r"/(?P<id>\d+)",
+            {
+                "args": {
+                    "id": {"description": "Unique identifier for the note.", "type": "integer"}
+                },
+                0: {"methods": "GET", "callback": self.get_item},
+                1: {
+                    "methods": "PUT, PATCH",
+                    "callback": self.update_item,
+                    "permission_callback": self.update_item_permissions_check,
+                    "args": self.update_args(),
+                },
+                2: {
+                    "methods": "DELETE",
+                    "callback": self.delete_item,
+                    "permission_callback": self.delete_item_permissions_check,
+                },
+                "schema": self.get_item_schema,
+            },
+        )
+
+    # -- schema and arguments -----------------------------------------------------------------
+
+    def get_item_schema(self) -> dict[str, Any]:
+        """The JSON Schema (draft-04) of a note; a fresh dict on every call."""
+        contexts = list(_CONTEXTS)
+        return {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "title": "note",
+            "type": "object",
+            "properties": {
+                "id": {
+                    "description": "Unique identifier for the note.",
+                    "type": "integer",
+                    "context": contexts,
+                    "readonly": True,
+                },
+                "title": {
+                    "description": "The title of the note.",
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": _TITLE_MAX_LENGTH,
+                    "context": contexts,
+                },
+                "content": {
+                    "description": "The content of the note, as plain text.",
+                    "type": "string",
+                    "context": contexts,
+                },
+                "author": {
+                    "description": "The id of the user who created the note.",
+                    "type": "integer",
+                    "context": contexts,
+                    "readonly": True,
+                },
+                "date": {
+                    "description": "The date the note was published, in the site's timezone.",
+                    "type": "string",
+                    "format": "date-time",
+                    "context": contexts,
+                },
+                "date_gmt": {
+                    "description": "The date the note was published, as GMT.",
+                    "type": "string",
+                    "format": "date-time",
+                    "context": contexts,
+                    "readonly": True,
+                },
+            },
+        }
+
+    def _property_arg(self, name: str) -> dict[str, Any]:
+        definition = self.get_item_schema()["properties"][name]
+        return {key: value for key, value in definition.items() if key not in _SCHEMA_ONLY_KEYS}
+
+    def _writable_args(self) -> dict[str, dict[str, Any]]:
+        args = {name: self._property_arg(name) for name in ("title", "content", "date")}
+        args["date"]["validate_callback"] = self._validate_date
+        return args
+
+    def create_args(self) -> dict[str, dict[str, Any]]:
+        """Arguments of POST: ``title`` required, ``content`` defaults to "", ``date``."""
+        args = self._writable_args()
+        args["title"]["required"] = True
+        args["content"]["default"] = ""
+        return args
+
+    def update_args(self) -> dict[str, dict[str, Any]]:
+        """Arguments of PUT/PATCH: every writable field, none required, no defaults."""
+        return self._writable_args()
+
+    def collection_args(self) -> dict[str, dict[str, Any]]:
+        """Arguments of the list: paging, search, sort and filter."""
+        return {
+            "page": {
+                "description": "Current page of the collection.",
+                "type": "integer",
+                "default": 1,
+                "minimum": 1,
+            },
+            "per_page": {
+                "description": "Maximum number of notes to be returned in result set.",
+                "type": "integer",
+                "default": DEFAULT_PER_PAGE,
+                "minimum": 1,
+                "maximum": MAX_PER_PAGE,
+            },
+            "start": {
+                "description": "Offset of the first note to return (wins over page).",
+                "type": "integer",
+                "minimum": 0,
+            },
+            "limit": {
+                "description": "Maximum number of notes to return (wins over per_page).",
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_PER_PAGE,
+            },
+            "search": {
+                "description": "Limit results to notes whose title or content contains a string.",
+                "type": "string",
+            },
+            "sort": {
+                "description": (
+                    'Sorters as JSON, e.g. [{"property":"title","direction":"ASC"}], or one '
+                    "property name with dir. Properties: " + ", ".join(SORT_PROPERTIES) + "."
+                ),
+                "type": ["string", "array"],
+                "validate_callback": _validate_sort,
+            },
+            "dir": {
+                "description": "Direction of a sort given as one property name.",
+                "type": "string",
+                "enum": ["ASC", "DESC"],
+            },
+            "filter": {
+                "description": (
+                    'Filters as JSON, e.g. [{"property":"title","value":"abc"}]: substring on '
+                    + ", ".join(TEXT_FILTER_PROPERTIES)
+                    + ", exact on "
+                    + ", ".join(EXACT_FILTER_PROPERTIES)
+                    + "."
+                ),
+                "type": ["string", "array"],
+                "validate_callback": _validate_filter,
+            },
+        }
+
+    def _validate_date(self, value: Any, request: Request, key: str) -> RestError | bool:
+        if self.app.rest_get_date_with_gmt(value) is None:
+            return RestError("rest_invalid_date", "Invalid date.", {"param": key})
+        return True
+
+    # -- permissions ------------------------------------------------------------------------
+
+    def create_item_permissions_check(self, request: Request) -> RestError | bool:
+        """Writers only: ``edit_notes``."""
+        if request.user.can(EDIT_CAPABILITY):
+            return True
+        return _not_allowed(
+            request, "rest_cannot_create", "Sorry, you are not allowed to create notes."
+        )
+
+    def update_item_permissions_check(self, request: Request) -> RestError | bool:
+        """404 for an unknown note (as WordPress), then ``edit_notes``."""
+        if self.notes.get(int(request.get_param("id"))) is None:
+            return _invalid_id()
+        if request.user.can(EDIT_CAPABILITY):
+            return True
+        return _not_allowed(
+            request, "rest_cannot_edit", "Sorry, you are not allowed to edit this note."
+        )
+
+    def delete_item_permissions_check(self, request: Request) -> RestError | bool:
+        """404 for an unknown note (as WordPress), then ``edit_notes``."""
+        if self.notes.get(int(request.get_param("id"))) is None:
+            return _invalid_id()
+        if request.user.can(EDIT_CAPABILITY):
+            return True
+        return _not_allowed(
+            request, "rest_cannot_delete", "Sorry, you are not allowed to delete this note."
+        )
+
+    # -- items ------------------------------------------------------------------------------
+
+    def collection_url(self) -> str:
+        """The URL of the notes collection."""
+        return self.app.rest_url(f"/{NAMESPACE}/{REST_BASE}")
+
+    def item_url(self, note_id: int) -> str:
+        """The URL of one note."""
+        return self.app.rest_url(f"/{NAMESPACE}/{REST_BASE}/{note_id}")
+
+    @staticmethod
+    def prepare_item(note: dict[str, Any]) -> dict[str, Any]:
+        """A stored note in its REST shape (without links)."""
+        return {
+            "id": note["id"],
+            "title": note["title"],
+            "content": note["content"],
+            "author": note["author"],
+            "date": _rest_date(note["date"]),
+            "date_gmt": _rest_date(note["date_gmt"]),
+        }
+
+    def _links(self, note_id: int) -> dict[str, list[dict[str, Any]]]:
+        return {
+            "self": [{"href": self.item_url(note_id)}],
+            "collection": [{"href": self.collection_url()}],
+        }
+
+    def _item_response(self, note: dict[str, Any], status: int = 200) -> Response:
+        response = Response(self.prepare_item(note), status)
+        for rel, links in self._links(note["id"]).items():
+            for link in links:
+                response.add_link(rel, **link)
+        return response
+
+    def _dates(self, value: Any) -> tuple[str, str] | RestError:
+        if value is None:
+            now = dt.datetime.fromtimestamp(int(self.app.clock()), dt.UTC)
+            value = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        dates = self.app.rest_get_date_with_gmt(value)
+        if dates is None:
+            return RestError("rest_invalid_date", "Invalid date.", {"status": 400})
+        return dates
+
+    # -- callbacks --------------------------------------------------------------------------
+
+    def get_items(self, request: Request) -> Response | RestError:
+        """GET ``/notes``: one page of notes, with the total counts in headers."""
+        sorters = parse_sorters(request.get_param("sort"), request.get_param("dir"))
+        filters = parse_filters(request.get_param("filter"))
+        if isinstance(sorters, str) or isinstance(filters, str):  # validated already
+            message = sorters if isinstance(sorters, str) else str(filters)
+            return RestError("rest_invalid_param", message, {"status": 400})
+        paging = _paging(request)
+        search = request.get_param("search")
+        query = NoteQuery(
+            offset=paging.offset,
+            limit=paging.size,
+            sorters=sorters,
+            filters=filters,
+            search=search if isinstance(search, str) and search else None,
+        )
+        notes, total = self.notes.list(query)
+        pages = -(-total // paging.size)
+        if paging.page is not None and paging.page > pages and total > 0:
+            return RestError(
+                "rest_invalid_page_number",
+                "The page number requested is larger than the number of pages available.",
+                {"status": 400},
+            )
+        data = [{**self.prepare_item(note), "_links": self._links(note["id"])} for note in notes]
+        response = Response(data)
+        response.header("X-SVC-Total", str(total))
+        response.header("X-SVC-TotalPages", str(pages))
+        if paging.page is not None:
+            self._add_page_links(response, request, paging.page, pages)
+        return response
+
+    def _add_page_links(self, response: Response, request: Request, page: int, pages: int) -> None:
+        """WordPress's ``Link`` headers to the previous and next pages."""
+        params = {
+            name: str(value)
+            for name, value in request.query_params.items()
+            if isinstance(value, str | int) and not isinstance(value, bool)
+        }
+        base = self.collection_url()
+        joiner = "&" if "?" in base else "?"
+        if page > 1:
+            params["page"] = str(min(page - 1, pages) if pages else 1)
+            response.header("Link", f'<{base}{joiner}{urlencode(params)}>; rel="prev"', False)
+        if page < pages:
+            params["page"] = str(page + 1)
+            response.header("Link", f'<{base}{joiner}{urlencode(params)}>; rel="next"', False)
+
+    def create_item(self, request: Request) -> Response | RestError:
+        """POST ``/notes``: create a note by the current user; 201 with ``Location``."""
+        dates = self._dates(request.get_param("date"))
+        if isinstance(dates, RestError):
+            return dates
+        content = request.get_param("content")
+        note = self.notes.create(
+            title=str(request.get_param("title")),
+            content="" if content is None else str(content),
+            author=request.user.id,
+            date=dates[0],
+            date_gmt=dates[1],
+        )
+        response = self._item_response(note, 201)
+        response.header("Location", self.item_url(note["id"]))
+        return response
+
+    def get_item(self, request: Request) -> Response | RestError:
+        """GET ``/notes/<id>``."""
+        note = self.notes.get(int(request.get_param("id")))
+        return _invalid_id() if note is None else self._item_response(note)
+
+    def update_item(self, request: Request) -> Response | RestError:
+        """PUT or PATCH ``/notes/<id>``: update only the fields sent (a null is not sent)."""
+        changes: dict[str, Any] = {}
+        for name in ("title", "content"):
+            value = request.get_param(name)
+            if value is not None:
+                changes[name] = str(value)
+        date = request.get_param("date")
+        if date is not None:
+            dates = self._dates(date)
+            if isinstance(dates, RestError):
+                return dates
+            changes["date"], changes["date_gmt"] = dates
+        note = self.notes.update(int(request.get_param("id")), changes)
+        return _invalid_id() if note is None else self._item_response(note)
+
+    def delete_item(self, request: Request) -> Response | RestError:
+        """DELETE ``/notes/<id>``: ``{"deleted": true, "previous": note}``."""
+        previous = self.notes.delete(int(request.get_param("id")))
+        if previous is None:
+            return _invalid_id()
+        return Response({"deleted": True, "previous": self.prepare_item(previous)})
+
+
+def _paging(request: Request) -> _Paging:
+    """The window of the list: ``start``/``limit`` when given, else ``page``/``per_page``."""
+    start, limit = request.get_param("start"), request.get_param("limit")
+    size = (
+        int(limit) if limit is not None else int(request.get_param("per_page") or DEFAULT_PER_PAGE)
+    )
+    if start is not None:
+        return _Paging(offset=int(start), size=size, page=None)
+    page = int(request.get_param("page") or 1)
+    return _Paging(offset=(page - 1) * size, size=size, page=page)
+
+
+def _validate_sort(value: Any, request: Request, key: str) -> RestError | bool:
+    parsed = parse_sorters(value, request.get_param("dir"))
+    if isinstance(parsed, str):
+        return RestError("rest_invalid_sort", parsed, {"param": key})
+    return True
+
+
+def _validate_filter(value: Any, request: Request, key: str) -> RestError | bool:
+    parsed = parse_filters(value)
+    if isinstance(parsed, str):
+        return RestError("rest_invalid_filter", parsed, {"param": key})
+    return True

@@ -1,0 +1,595 @@
+"""The svcrest command line: routes, request, user add, serve and its errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Iterator
+from importlib.metadata import EntryPoint
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from svcrest import App, cli
+from svcrest.auth.user import User
+from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
+
+PLUGIN = "svcrest_cli_test_plugin"
+MISSING_DB = "/nonexistent/dir/x.db"
+MISSING_DB_ERROR = (
+    f"svcrest: error: cannot open the database '{MISSING_DB}': store directory"
+    f" '/nonexistent/dir' does not exist (for '{MISSING_DB}')\n"
+)
+DEMO_ROUTES = [
+    "/ GET",
+    "/demo/v1 GET",
+    "/demo/v1/notes GET, POST",
+    r"/demo/v1/notes/(?P<id>\d+) GET, PUT, PATCH, DELETE",
+]
+EXTRA_ROUTES = ["/extra/v1 GET", "/extra/v1/ping GET, POST"]
+
+
+def _register(app: App) -> None:
+    app.register_rest_route(
+        "extra/v1", "/ping", {"methods": "GET, POST", "callback": lambda request: {"pong": True}}
+    )
+
+
+def _broken(app: App) -> None:
+    raise RuntimeError("boom")
+
+
+@pytest.fixture(autouse=True)
+def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    module = types.ModuleType(PLUGIN)
+    vars(module).update(register=_register, broken=_broken, value=42)
+    monkeypatch.setitem(sys.modules, PLUGIN, module)
+    monkeypatch.setattr(cli, "entry_points", lambda group: [])
+    for name in (ENV_DB, ENV_HOME, ENV_PLUGINS):
+        monkeypatch.delenv(name, raising=False)
+    yield
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "site.db")
+
+
+def authenticate(db: str, login: str, password: str) -> User | None:
+    app = App(store=db)
+    try:
+        return app.users.authenticate(login, password)
+    finally:
+        app.store.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def add_user(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    db: str,
+    login: str,
+    role: str,
+    password: str = "pw",
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(password + "\n"))
+    assert run(capsys, "user", "add", login, "--role", role, "--password-stdin", "--db", db)[0] == 0
+
+
+# -- routes ------------------------------------------------------------------------------------
+
+
+def test_routes(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "routes", "--db", ":memory:")
+    assert (status, err) == (0, "")
+    assert out.splitlines() == DEMO_ROUTES
+
+
+def test_routes_with_plugins_each_loaded_once(capsys: pytest.CaptureFixture[str]) -> None:
+    spec = f"{PLUGIN}:register"
+    status, out, _ = run(capsys, "routes", "--plugin", spec, "--plugin", spec)
+    assert status == 0
+    assert out.splitlines() == DEMO_ROUTES + EXTRA_ROUTES
+
+
+def test_routes_with_entry_point_plugins(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = [
+        EntryPoint("demo", "svcrest.demo:register", "svcrest.plugins"),
+        EntryPoint("extra", f"{PLUGIN}:register", "svcrest.plugins"),
+    ]
+    seen: list[str] = []
+
+    def fake_entry_points(group: str) -> list[EntryPoint]:
+        seen.append(group)
+        return found
+
+    monkeypatch.setattr(cli, "entry_points", fake_entry_points)
+    status, out, _ = run(capsys, "routes", "--plugin", f"{PLUGIN}:register")
+    assert status == 0
+    assert out.splitlines() == DEMO_ROUTES + EXTRA_ROUTES
+    assert seen == ["svcrest.plugins"]
+
+
+def test_broken_entry_point(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = [EntryPoint("gone", "svcrest_no_such_module:register", "svcrest.plugins")]
+    monkeypatch.setattr(cli, "entry_points", lambda group: found)
+    status, out, err = run(capsys, "routes")
+    assert (status, out) == (2, "")
+    assert err == (
+        "svcrest: error: cannot load plugin 'svcrest_no_such_module:register' (entry point"
+        " 'gone' in svcrest.plugins): ModuleNotFoundError: No module named"
+        " 'svcrest_no_such_module'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (f"{PLUGIN}:broken", f"plugin '{PLUGIN}:broken' failed: RuntimeError: boom"),
+        (
+            "svcrest_no_such_module:register",
+            "cannot load plugin 'svcrest_no_such_module:register': ModuleNotFoundError:"
+            " No module named 'svcrest_no_such_module'",
+        ),
+        (
+            f"{PLUGIN}:missing",
+            f"cannot load plugin '{PLUGIN}:missing': '{PLUGIN}' has no attribute 'missing'",
+        ),
+        (f"{PLUGIN}:value", f"cannot load plugin '{PLUGIN}:value': 'value' is not callable"),
+    ],
+    ids=["raises", "no-module", "no-attribute", "not-callable"],
+)
+def test_bad_plugins(capsys: pytest.CaptureFixture[str], spec: str, message: str) -> None:
+    status, out, err = run(capsys, "routes", "--plugin", spec)
+    assert (status, out) == (2, "")
+    assert err == f"svcrest: error: {message}\n"
+
+
+# -- request -----------------------------------------------------------------------------------
+
+
+def test_request_get(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    assert run(capsys, "request", "GET", "/demo/v1/notes", "--db", db) == (0, "200 OK\n[]\n", "")
+
+
+def test_request_anonymous_write_fails(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    status, out, err = run(
+        capsys, "request", "post", "/demo/v1/notes", "--json", '{"title": "x"}', "--db", db
+    )
+    assert (status, err) == (1, "")
+    status_line, _, body = out.partition("\n")
+    assert status_line == "401 Unauthorized"
+    assert json.loads(body) == {
+        "code": "rest_cannot_create",
+        "message": "Sorry, you are not allowed to create notes.",
+        "data": {"status": 401},
+    }
+
+
+def test_request_as_user(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    add_user(capsys, monkeypatch, db, "ed", "editor")
+    body = '{"title": "From the shell", "date": "2024-05-06T07:08:09Z"}'
+    status, out, _ = run(
+        capsys, "request", "POST", "demo/v1/notes", "--json", body, "--user", "ed", "--db", db
+    )
+    assert status == 0
+    status_line, _, data = out.partition("\n")
+    assert status_line == "201 Created"
+    assert json.loads(data) == {
+        "id": 1,
+        "title": "From the shell",
+        "content": "",
+        "author": 1,
+        "date": "2024-05-06T07:08:09",
+        "date_gmt": "2024-05-06T07:08:09",
+        "_links": {
+            "self": [{"href": "http://127.0.0.1:8000/svc-json/demo/v1/notes/1"}],
+            "collection": [{"href": "http://127.0.0.1:8000/svc-json/demo/v1/notes"}],
+        },
+    }
+    status, out, _ = run(
+        capsys, "request", "GET", "/demo/v1/notes?per_page=1&page=1", "-i", "--db", db
+    )
+    assert status == 0
+    head, _, data = out.partition("\n\n")
+    assert head.splitlines() == ["200 OK", "X-SVC-Total: 1", "X-SVC-TotalPages: 1"]
+    assert [note["title"] for note in json.loads(data)] == ["From the shell"]
+
+
+def test_request_with_home(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "request", "GET", "/", "--db", ":memory:", "--home", "https://example.test/blog"
+    )
+    assert status == 0
+    assert json.loads(out.partition("\n")[2])["home"] == "https://example.test/blog"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--json", "{"],
+            "--json is not valid JSON: unexpected end of data: line 1 column 2 (char 1)",
+        ),
+        (["--user", "ghost"], "no user with the login 'ghost'"),
+    ],
+    ids=["bad-json", "unknown-user"],
+)
+def test_request_errors(
+    capsys: pytest.CaptureFixture[str], db: str, argv: list[str], message: str
+) -> None:
+    status, out, err = run(capsys, "request", "POST", "/demo/v1/notes", "--db", db, *argv)
+    assert (status, out, err) == (2, "", f"svcrest: error: {message}\n")
+
+
+# -- user add ----------------------------------------------------------------------------------
+
+
+def test_user_add_password_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("s3cret pw\r\nsecond line\n"))
+    status, out, err = run(
+        capsys, "user", "add", "ed", "--role", "editor", "--role", "author", "--password-stdin",
+        "--db", db,
+    )  # fmt: skip
+    assert (status, out, err) == (0, "Created user ed (editor, author).\n", "")
+    user = authenticate(db, "ed", "s3cret pw")
+    assert user is not None
+    assert user.roles == ("editor", "author")
+    assert authenticate(db, "ed", "s3cret pw\r") is None
+
+
+def test_user_add_generates_a_password(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    status, out, err = run(capsys, "user", "add", "ann", "--role", "subscriber", "--db", db)
+    assert (status, err) == (0, "")
+    match = re.fullmatch(r"Created user ann \(subscriber\) with password: ([\w-]{24})\n", out)
+    assert match is not None
+    assert authenticate(db, "ann", match.group(1)) is not None
+
+
+@pytest.mark.parametrize(
+    ("stdin", "login", "status", "message"),
+    [
+        ("\n", "bob", 2, "no password on standard input (--password-stdin reads its first line)"),
+        ("", "bob", 2, "no password on standard input (--password-stdin reads its first line)"),
+        ("pw\n", "a|b", 2, "login must not contain '|'"),
+        ("pw\n", "ED", 1, "a user with the login 'ED' already exists"),
+    ],
+    ids=["empty-line", "no-input", "bad-login", "duplicate"],
+)
+def test_user_add_errors(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    db: str,
+    stdin: str,
+    login: str,
+    status: int,
+    message: str,
+) -> None:
+    add_user(capsys, monkeypatch, db, "ed", "editor")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    argv = ["user", "add", login, "--role", "editor", "--password-stdin", "--db", db]
+    assert run(capsys, *argv) == (status, "", f"svcrest: error: {message}\n")
+
+
+# -- argument and environment errors -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            [],
+            "svcrest: error: the following arguments are required: COMMAND (see 'svcrest --help')",
+        ),
+        (
+            ["serve", "--port", "0"],
+            "svcrest serve: error: argument --port: invalid port '0' (1-65535)"
+            " (see 'svcrest serve --help')",
+        ),
+        (
+            ["serve", "--port", "http"],
+            "svcrest serve: error: argument --port: invalid port 'http' (1-65535)"
+            " (see 'svcrest serve --help')",
+        ),
+        (
+            ["serve", "--workers", "0"],
+            "svcrest serve: error: argument --workers: invalid worker count '0' (1-1024)"
+            " (see 'svcrest serve --help')",
+        ),
+        (
+            ["routes", "--plugin", "no-colon"],
+            "svcrest routes: error: argument --plugin: invalid plugin 'no-colon'"
+            " (expected module:function) (see 'svcrest routes --help')",
+        ),
+        (
+            ["request", "GET"],
+            "svcrest request: error: the following arguments are required: ROUTE"
+            " (see 'svcrest request --help')",
+        ),
+        (
+            ["request", "G3T", "/"],
+            "svcrest request: error: argument METHOD: invalid HTTP method 'G3T'"
+            " (see 'svcrest request --help')",
+        ),
+        (
+            ["user"],
+            "svcrest user: error: the following arguments are required: ACTION"
+            " (see 'svcrest user --help')",
+        ),
+        (
+            ["user", "add", "ed"],
+            "svcrest user add: error: the following arguments are required: --role"
+            " (see 'svcrest user add --help')",
+        ),
+        (
+            ["user", "add", "ed", "--role", "king"],
+            "svcrest user add: error: argument --role: unknown role 'king' (known roles:"
+            " administrator, author, editor, subscriber) (see 'svcrest user add --help')",
+        ),
+        (
+            ["routes", "--home", "nope"],
+            "svcrest: error: home must be an absolute http(s) URL, not 'nope'",
+        ),
+        (
+            ["serve", "--workers", "2", "--db", ":memory:"],
+            "svcrest: error: an in-memory database cannot be shared by several workers",
+        ),
+    ],
+    ids=[
+        "no-command",
+        "port-zero",
+        "port-not-number",
+        "no-workers",
+        "bad-plugin-spec",
+        "missing-route",
+        "bad-method",
+        "user-without-action",
+        "missing-role",
+        "unknown-role",
+        "bad-home",
+        "memory-db-workers",
+    ],
+)
+def test_bad_arguments(capsys: pytest.CaptureFixture[str], argv: list[str], message: str) -> None:
+    assert run(capsys, *argv) == (2, "", message + "\n")
+
+
+def test_unknown_host(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "serve", "--host", "no-such-host.invalid")
+    assert (status, out) == (2, "")
+    # The reason is the resolver's ("Name or service not known", "No address associated…").
+    assert err.startswith("svcrest: error: cannot resolve host 'no-such-host.invalid': ")
+    assert err.count("\n") == 1
+
+
+def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
+    # argparse quotes the choices since Python 3.12.8 / 3.13.1.
+    choices = ("serve, routes, request, user", "'serve', 'routes', 'request', 'user'")
+    assert run(capsys, "frobnicate") in [
+        (
+            2,
+            "",
+            f"svcrest: error: argument COMMAND: invalid choice: 'frobnicate' (choose from"
+            f" {listed}) (see 'svcrest --help')\n",
+        )
+        for listed in choices
+    ]
+
+
+def test_help(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "serve", "--help")
+    assert status == 0
+    assert out.startswith("usage: svcrest serve [-h] [--host HOST] [--port PORT] [--workers N]")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["request", "GET", "/demo/v1/notes"],
+        ["user", "add", "ed", "--role", "editor"],
+        ["serve", "--port", "{port}"],
+    ],
+    ids=["request", "user-add", "serve"],
+)
+def test_database_that_cannot_be_opened(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    port = str(free_port())
+    argv = [part.replace("{port}", port) for part in argv]
+    assert run(capsys, *argv, "--db", MISSING_DB) == (2, "", MISSING_DB_ERROR)
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [(b"", "unable to open database file"), (b"x" * 200, "file is not a database")],
+    ids=["directory", "not-a-database"],
+)
+def test_unusable_database_files(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, reason: str
+) -> None:
+    path = tmp_path / "site.db"
+    if content:
+        path.write_bytes(content)
+    else:
+        path.mkdir()
+    status, out, err = run(capsys, "request", "GET", "/demo/v1/notes", "--db", str(path))
+    assert (status, out) == (2, "")
+    prefix = f"svcrest: error: cannot open the database '{path}'"
+    assert err == f"{prefix}: cannot open store '{path}': {reason}\n"
+
+
+def test_port_in_use(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        status, out, err = run(capsys, "serve", "--port", str(port), "--db", db)
+    assert (status, out) == (2, "")
+    assert err == f"svcrest: error: port {port} on 127.0.0.1 is already in use\n"
+    assert not Path(db).exists()
+
+
+# -- serve (uvicorn replaced) ------------------------------------------------------------------
+
+
+@pytest.fixture
+def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, dict[str, Any]]]:
+    calls: list[tuple[Any, dict[str, Any]]] = []
+
+    def fake_run(app: Any, **options: Any) -> None:
+        calls.append((app, options))
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    return calls
+
+
+def test_serve_creates_admin_once(
+    capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
+) -> None:
+    port = free_port()
+    status, out, err = run(capsys, "serve", "--port", str(port), "--db", db)
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    match = re.fullmatch(r"Created user admin with password: ([\w-]{24})", lines[0])
+    assert match is not None
+    home = f"http://127.0.0.1:{port}"
+    assert lines[1:] == [
+        f"Serving {home}/ (REST API at {home}/svc-json/)",
+        f"Log in at {home}/login as admin (its password was printed on first start); add users"
+        " with: svcrest user add LOGIN --role ROLE",
+    ]
+    app, options = uvicorn_calls[0]
+    assert isinstance(app, App)
+    assert app.home == home
+    assert options == {
+        "host": "127.0.0.1",
+        "port": port,
+        "access_log": True,
+        "proxy_headers": False,
+        "log_level": "info",
+    }
+    admin = authenticate(db, "admin", match.group(1))
+    assert admin is not None
+    assert admin.roles == ("administrator",)
+    app.store.close()
+
+    status, out, _ = run(capsys, "serve", "--port", str(port), "--db", db)
+    assert status == 0
+    assert not out.startswith("Created user")
+    uvicorn_calls[1][0].store.close()
+
+
+def test_serve_with_workers_uses_the_env_factory(
+    capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
+) -> None:
+    port = free_port()
+    argv = ["serve", "--port", str(port), "--db", db, "--workers", "3"]
+    argv += ["--plugin", f"{PLUGIN}:register", "--home", "http://example.test/site/"]
+    status, out, _ = run(capsys, *argv)
+    assert status == 0
+    assert (
+        "Serving http://example.test/site/ (REST API at http://example.test/site/svc-json/)" in out
+    )
+    target, options = uvicorn_calls[0]
+    assert target == "svcrest.cli:app_from_env"
+    assert options == {
+        "host": "127.0.0.1",
+        "port": port,
+        "access_log": True,
+        "proxy_headers": False,
+        "log_level": "info",
+        "factory": True,
+        "workers": 3,
+    }
+    assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, "http://example.test/site/")
+    assert os.environ[ENV_PLUGINS] == f"{PLUGIN}:register"
+    app = app_from_env()
+    assert app.home == "http://example.test/site"
+    assert list(app.rest_get_server().get_routes()) == [
+        "/",
+        "/demo/v1",
+        "/demo/v1/notes",
+        r"/demo/v1/notes/(?P<id>\d+)",
+        "/extra/v1",
+        "/extra/v1/ping",
+    ]
+    assert app.users.get_by_login("admin") is not None
+    app.store.close()
+
+
+def test_serve_reports_uvicorn_startup_failure(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing_run(app: Any, **options: Any) -> None:
+        raise SystemExit(3)
+
+    monkeypatch.setattr(uvicorn, "run", failing_run)
+    assert main(["serve", "--port", str(free_port()), "--db", ":memory:"]) == 3
+
+
+# -- serve for real ----------------------------------------------------------------------------
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[0]
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"svcrest serve did not listen on port {port} in {timeout} s")
+
+
+def test_serve_subprocess(tmp_path: Path) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "svcrest", "serve", "--port", str(port)]
+    command += ["--db", str(tmp_path / "site.db")]
+    process = subprocess.Popen(
+        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        _wait_for_port(port, process, timeout=10)
+        response = httpx.get(f"http://127.0.0.1:{port}/svc-json/demo/v1/notes", timeout=5)
+        assert response.status_code == 200
+        assert response.headers["X-SVC-Total"] == "0"
+        assert response.json() == []
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=10)[0]
+    # uvicorn shuts down gracefully, then re-raises the signal it caught.
+    assert process.returncode == -signal.SIGTERM
+    assert "Application shutdown complete." in output
+    assert output.count("Created user admin with password: ") == 1
+    assert f"Serving http://127.0.0.1:{port}/" in output
