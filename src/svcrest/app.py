@@ -23,7 +23,7 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.routing.definitions import RouteDefinitionError, build_full_route
 from svcrest.server import RestServer
-from svcrest.urls import DEFAULT_PREFIX, Site, get_rest_url
+from svcrest.urls import DEFAULT_PREFIX, Site, get_rest_url, https_forced
 
 if TYPE_CHECKING:
     from svcrest.asgi import ASGIReceive, ASGIScope, ASGISend
@@ -115,6 +115,8 @@ class App:
         self.blog_id = blog_id
         self.sites: dict[int, Site] = {blog_id: Site(blog_id, home.rstrip("/"), pretty_permalinks)}
         self.site = site
+        self._home_path = parts.path.rstrip("/")
+        self._link_cache: dict[bool, str | None] = {}
         self.clock: Callable[[], float] = clock or time.time
         self.max_body_size = max_body_size
         self._secret_key = secret_key.encode() if isinstance(secret_key, str) else secret_key
@@ -165,6 +167,8 @@ class App:
     def add_site(self, blog_id: int, home: str, *, pretty_permalinks: bool = True) -> None:
         """Add a site of a multisite install, for URL building."""
         self.sites[blog_id] = Site(blog_id, home.rstrip("/"), pretty_permalinks)
+        self._link_cache.clear()
+        self._home_path = urlsplit(self.home).path.rstrip("/")
 
     def get_site(self, blog_id: int | None = None) -> Site:
         """The site ``blog_id`` (None: the current one); ValueError for an unknown id."""
@@ -178,12 +182,14 @@ class App:
 
     def rest_get_url_prefix(self) -> str:
         """The URL prefix (default ``svc-json``), through the ``rest_url_prefix`` filter."""
+        if not self.hooks.has_callbacks("rest_url_prefix"):
+            return DEFAULT_PREFIX
         prefix = self.hooks.apply_filters("rest_url_prefix", DEFAULT_PREFIX)
         return str(prefix).strip("/")
 
     def rest_base_path(self) -> str:
         """The URL path REST requests live under: the home's path + ``/`` + the prefix."""
-        return urlsplit(self.home).path.rstrip("/") + "/" + self.rest_get_url_prefix()
+        return self._home_path + "/" + self.rest_get_url_prefix()
 
     def get_rest_url(
         self, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
@@ -205,7 +211,14 @@ class App:
 
     def rest_output_link_header(self) -> str | None:
         """The ``Link`` header value (spec 4.7), None when not sent."""
-        return discovery.rest_output_link_header(self)
+        hooks = self.hooks
+        if hooks.has_callbacks("rest_url") or hooks.has_callbacks("rest_url_prefix"):
+            return discovery.rest_output_link_header(self)
+        # PERF: without URL filters the value depends only on whether https is forced.
+        key = https_forced(self.home)
+        if key not in self._link_cache:
+            self._link_cache[key] = discovery.rest_output_link_header(self)
+        return self._link_cache[key]
 
     # -- dates ------------------------------------------------------------------------------
 

@@ -27,16 +27,33 @@ ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _FORBIDDEN_IN_HEADERS = str.maketrans("", "", "\r\n\x00")
 
 
+def _encode_line(name: str, value: str) -> tuple[bytes, bytes]:
+    return (
+        name.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace"),
+        value.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace"),
+    )
+
+
+# PERF: most header lines (the default REST headers, the Link header) repeat on every
+# response; memoising their encoding saved ~12 µs a request (bench/micro.py). Bounded.
+_ENCODED: dict[tuple[str, str], tuple[bytes, bytes]] = {}
+_ENCODED_MAX = 4096
+
+
 def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     """Encode header lines for the wire. SECURITY: CR, LF and NUL are removed so no value
     can split a header; characters outside Latin-1 become ``?``."""
-    return [
-        (
-            name.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace"),
-            value.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace"),
-        )
-        for name, value in headers
-    ]
+    encoded: list[tuple[bytes, bytes]] = []
+    cache = _ENCODED
+    for line in headers:
+        wire = cache.get(line)
+        if wire is None:
+            wire = _encode_line(*line)
+            if len(cache) >= _ENCODED_MAX:
+                cache.clear()
+            cache[line] = wire
+        encoded.append(wire)
+    return encoded
 
 
 async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from types import CoroutineType
 from typing import Any, TypeVar, overload
 
 __all__ = ["Hooks"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_PLAIN = (bool, int, str, dict, list, tuple)
 
 
 class Hooks:
@@ -117,9 +119,16 @@ class Hooks:
             return value
         for callback in callbacks:
             value = callback(value, *args)
-            if inspect.isawaitable(value):
+            # PERF: an exact type check first; inspect's protocol test only for the rest.
+            if type(value) is CoroutineType or (
+                value is not None and not isinstance(value, _PLAIN) and inspect.isawaitable(value)
+            ):
                 value = await value
         return value
+
+    def has_callbacks(self, name: str) -> bool:
+        """Whether any callback is registered on ``name`` (one dict lookup)."""
+        return name in self._ordered
 
     def do_action(self, name: str, *args: Any) -> None:
         """Run every callback of ``name`` with ``args``; counts the run for ``did_action``."""

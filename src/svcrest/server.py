@@ -132,9 +132,10 @@ class RestServer:
 
     async def _dispatch(self, request: Request) -> Response | RestError:
         hooks = self.hooks
-        pre = await hooks.apply_filters_async("rest_pre_dispatch", None, self, request)
-        if pre is not None:
-            return rest_ensure_response(pre)
+        if hooks.has_callbacks("rest_pre_dispatch"):
+            pre = await hooks.apply_filters_async("rest_pre_dispatch", None, self, request)
+            if pre is not None:
+                return rest_ensure_response(pre)
         method = request.method
         first: RouteEntry | None = None
         for entry, url_params in self.table.iter_matches(request.route):
@@ -185,14 +186,18 @@ class RestServer:
             error = await check_params(request, args)
             if error is None:
                 error = await sanitize_params(request, args)
-        result: Any = await hooks.apply_filters_async(
-            "rest_request_before_callbacks", error, handler, request
-        )
+        result: Any = error
+        if hooks.has_callbacks("rest_request_before_callbacks"):
+            result = await hooks.apply_filters_async(
+                "rest_request_before_callbacks", error, handler, request
+            )
         if not isinstance(result, RestError):
             result = await self._permitted_call(request, entry, handler)
-        return await hooks.apply_filters_async(
-            "rest_request_after_callbacks", result, handler, request
-        )
+        if hooks.has_callbacks("rest_request_after_callbacks"):
+            result = await hooks.apply_filters_async(
+                "rest_request_after_callbacks", result, handler, request
+            )
+        return result
 
     async def _permitted_call(
         self, request: Request, entry: RouteEntry, handler: dict[str, Any]
@@ -210,11 +215,12 @@ class RestServer:
                 return RestError(
                     "rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status}
                 )
-        dispatched = await self.hooks.apply_filters_async(
-            "rest_dispatch_request", None, request, entry.route, handler
-        )
-        if dispatched is not None:
-            return dispatched
+        if self.hooks.has_callbacks("rest_dispatch_request"):
+            dispatched = await self.hooks.apply_filters_async(
+                "rest_dispatch_request", None, request, entry.route, handler
+            )
+            if dispatched is not None:
+                return dispatched
         callback = handler["callback"]
         if callback is None:
             return RestError(

@@ -11,7 +11,14 @@ from svcrest.context import current_context
 if TYPE_CHECKING:
     from svcrest.app import App
 
-__all__ = ["DEFAULT_PREFIX", "Site", "get_rest_url", "normalise_path", "rewrite_rules"]
+__all__ = [
+    "DEFAULT_PREFIX",
+    "Site",
+    "get_rest_url",
+    "https_forced",
+    "normalise_path",
+    "rewrite_rules",
+]
 
 DEFAULT_PREFIX = "svc-json"
 # Characters left as they are in the ``rest_route`` query value; the rest is percent-encoded
@@ -59,6 +66,15 @@ def _build(site: Site, prefix: str, path: str) -> str:
     return url + ("&" + query if sep and query else "")
 
 
+def https_forced(url: str) -> bool:
+    """Spec 4.3 rule 4: the current request came over TLS to the host of ``url``."""
+    ctx = current_context()
+    if ctx is None or not ctx.secure or not ctx.host:
+        return False
+    host = urlsplit(url).hostname
+    return host is not None and host == ctx.host.lower()
+
+
 def get_rest_url(
     app: App, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
 ) -> str:
@@ -71,10 +87,7 @@ def get_rest_url(
     elif scheme == "relative":
         parts = urlsplit(url)
         url = urlunsplit(("", "", parts.path, parts.query, parts.fragment))
-    ctx = current_context()
-    if ctx is not None and ctx.secure and ctx.host:
-        host = urlsplit(url).hostname
-        if host is not None and host == ctx.host.lower():
-            url = _with_scheme(url, "https")
+    if https_forced(url):
+        url = _with_scheme(url, "https")
     result = app.hooks.apply_filters("rest_url", url, path, site.blog_id, scheme)
     return str(result) if result is not None else ""

@@ -195,11 +195,12 @@ def test_anonymous_nonce_rules(site: Site, client_for: ClientFor) -> None:
 def _cookie_variants(value: str) -> dict[str, str]:
     login_, expiration, token, mac = value.split("|")
     flipped = mac[:-1] + ("0" if mac[-1] != "0" else "1")
+    other_token = token[:-1] + ("A" if token[-1] != "A" else "B")
     return {
         "tampered-hmac": f"{login_}|{expiration}|{token}|{flipped}",
         "tampered-login": f"bob|{expiration}|{token}|{mac}",
         "tampered-expiration": f"{login_}|{int(expiration) + 1}|{token}|{mac}",
-        "tampered-token": f"{login_}|{expiration}|{token[:-1]}A|{mac}",
+        "tampered-token": f"{login_}|{expiration}|{other_token}|{mac}",
         "truncated": value[:-5],
         "extra-field": value + "|x",
         "three-fields": f"{login_}|{expiration}|{mac}",

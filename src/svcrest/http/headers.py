@@ -17,10 +17,13 @@ class Headers(MutableMapping[str, str]):
     ``headers[name] = value`` replaces every line of that name.
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ("_index", "_items")
 
     def __init__(self, init: HeadersInit = None) -> None:
         self._items: list[tuple[str, str]] = []
+        # PERF: lower-cased name → values, built on the first lookup and dropped on change;
+        # a request's headers are read many times and written rarely.
+        self._index: dict[str, list[str]] | None = None
         if init is None:
             return
         pairs = init.items() if isinstance(init, Mapping) else init
@@ -30,11 +33,25 @@ class Headers(MutableMapping[str, str]):
     def add(self, name: str, value: str) -> None:
         """Append one header line."""
         self._items.append((name, value))
+        self._index = None
+
+    def _lookup(self) -> dict[str, list[str]]:
+        index = self._index
+        if index is None:
+            index = {}
+            for name, value in self._items:
+                index.setdefault(name.lower(), []).append(value)
+            self._index = index
+        return index
 
     def get_list(self, name: str) -> list[str]:
         """Every value of ``name`` in order."""
-        key = name.lower()
-        return [value for item_name, value in self._items if item_name.lower() == key]
+        return list(self._lookup().get(name.lower(), ()))
+
+    def get_first(self, name: str) -> str | None:
+        """The first value of ``name``, or None."""
+        values = self._lookup().get(name.lower())
+        return values[0] if values else None
 
     def items_list(self) -> list[tuple[str, str]]:
         """Every header line as (name, value), in order, duplicates included."""
@@ -45,16 +62,17 @@ class Headers(MutableMapping[str, str]):
         return Headers(self._items)
 
     def __getitem__(self, name: str) -> str:
-        values = self.get_list(name)
+        values = self._lookup().get(name.lower())
         if not values:
             raise KeyError(name)
-        return ", ".join(values)
+        return values[0] if len(values) == 1 else ", ".join(values)
 
     def __setitem__(self, name: str, value: str) -> None:
         key = name.lower()
-        kept = [item for item in self._items if item[0].lower() != key]
-        kept.append((name, value))
-        self._items = kept
+        if key in self._lookup():
+            self._items = [item for item in self._items if item[0].lower() != key]
+        self._items.append((name, value))
+        self._index = None
 
     def __delitem__(self, name: str) -> None:
         key = name.lower()
@@ -62,12 +80,12 @@ class Headers(MutableMapping[str, str]):
         if len(kept) == len(self._items):
             raise KeyError(name)
         self._items = kept
+        self._index = None
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        key = name.lower()
-        return any(item_name.lower() == key for item_name, _ in self._items)
+        return name.lower() in self._lookup()
 
     def __iter__(self) -> Iterator[str]:
         seen: set[str] = set()
@@ -78,7 +96,7 @@ class Headers(MutableMapping[str, str]):
                 yield name
 
     def __len__(self) -> int:
-        return len({name.lower() for name, _ in self._items})
+        return len(self._lookup())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Headers):

@@ -212,7 +212,9 @@ class Request:
         Several lines of one header are joined with ", ".
         """
         values = self.headers.get_list(name.replace("_", "-"))
-        return ", ".join(values) if values else None
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else ", ".join(values)
 
     def set_header(self, name: str, value: str) -> None:
         """Replace every value of a header."""
