@@ -220,6 +220,7 @@ def test_no_content_bodies_are_empty(client_for: ClientFor, status: int) -> None
     response = client_for(app).get("/svc-json/demo/v1/empty")
     assert response.status_code == status
     assert response.content == b""
+    assert response.headers.get("content-length") == (None if status == 204 else "0")
 
 
 def test_json_body_reaches_params(client_for: ClientFor) -> None:

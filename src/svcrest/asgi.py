@@ -106,7 +106,7 @@ async def _send(send: ASGISend, response: HttpResponse) -> None:
         {
             "type": "http.response.start",
             "status": response.status,
-            "headers": header_bytes(response.headers),
+            "headers": header_bytes([*response.headers, *response.length_header()]),
         }
     )
     await send({"type": "http.response.body", "body": response.body})

@@ -190,6 +190,5 @@ async def serve_page(app: App, http: HttpRequest) -> HttpResponse:
     if link is not None:
         response.headers.append(("Link", link))
     if http.method == "HEAD":
-        response.headers.append(("Content-Length", str(len(response.body))))
-        response.body = b""
+        response.strip_body_for_head()
     return response

@@ -164,10 +164,10 @@ def _finish(
     headers.extend(ctx.pending_headers)
     status = response.status
     body = b"" if data is None or status in _NO_BODY_STATUSES else encode_json(data)
+    response_out = HttpResponse(status, headers, body)
     if method == "HEAD":
-        headers.append(("Content-Length", str(len(body))))
-        body = b""
-    return HttpResponse(status, headers, body)
+        response_out.strip_body_for_head()
+    return response_out
 
 
 def _error_http(app: App, ctx: RequestContext, method: str, error: RestError) -> HttpResponse:

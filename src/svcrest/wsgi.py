@@ -114,7 +114,9 @@ class WSGIAdapter:
             if message["type"] == "http.response.start":
                 collected.status = message["status"]
                 collected.headers = [
-                    (n.decode("latin-1"), v.decode("latin-1")) for n, v in message["headers"]
+                    (n.decode("latin-1"), v.decode("latin-1"))
+                    for n, v in message["headers"]
+                    if n.lower() != b"content-length"  # the adapter sends its own
                 ]
             elif message["type"] == "http.response.body":
                 parts.append(message.get("body", b""))
@@ -149,7 +151,7 @@ class WSGIAdapter:
                 .encode("latin-1", "replace")
                 .decode("latin-1"),
             )
-            for name, value in response.headers
+            for name, value in [*response.headers, *response.length_header()]
         ]
         start_response(_status_line(response.status), headers)
         return [response.body]

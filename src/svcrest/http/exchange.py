@@ -32,3 +32,18 @@ class HttpResponse:
     status: int
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    #: The Content-Length to announce when it is not ``len(body)`` (HEAD: the GET length).
+    content_length: int | None = None
+
+    def strip_body_for_head(self) -> None:
+        """Answer HEAD: keep the length the GET body would have, send no body."""
+        self.content_length = len(self.body)
+        self.body = b""
+
+    def length_header(self) -> list[tuple[str, str]]:
+        """The ``Content-Length`` line the adapters add (none for 1xx, 204 and 304, which
+        RFC 9110 forbids it on)."""
+        if self.status < 200 or self.status in (204, 304):
+            return []
+        length = len(self.body) if self.content_length is None else self.content_length
+        return [("Content-Length", str(length))]
