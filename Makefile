@@ -4,7 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck bench clean
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: run test lint typecheck bench clean chromium
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,7 +25,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+# The browser tests need Debian's Chromium (no browser download); install it when missing.
+chromium:
+	test -x $(CHROMIUM) || { apt-get update -qq && apt-get install -y -qq chromium; }
+
+test: lint typecheck chromium
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -304,3 +304,27 @@ def test_trigger_error_filters_can_be_overridden() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         app.deprecated_function("quiet", "1.0")
+
+
+def test_options_sets_url_params_for_permission_callbacks(client_for: ClientFor) -> None:
+    app = App()
+    seen: list[Any] = []
+
+    def permission(request: Request) -> bool:
+        seen.append(request.url_params)
+        return int(request.get_param("id")) < 10
+
+    app.register_rest_route(
+        "demo/v1",
+        r"/things/(?P<id>\d+)",
+        [
+            {"methods": "GET", "callback": lambda r: "x"},
+            {"methods": "DELETE", "callback": lambda r: "x", "permission_callback": permission},
+        ],
+    )
+    client = client_for(app)
+    assert client.request("OPTIONS", "/svc-json/demo/v1/things/3").headers["allow"] == (
+        "GET, DELETE"
+    )
+    assert client.request("OPTIONS", "/svc-json/demo/v1/things/30").headers["allow"] == "GET"
+    assert seen == [{"id": "3"}, {"id": "30"}]

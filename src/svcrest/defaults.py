@@ -46,7 +46,10 @@ def rest_handle_options_request(result: Any, server: RestServer, request: Reques
     response = Response([])
     match = server.table.first_match(request.route)
     if match is not None:
-        entry, _params = match
+        entry, url_params = match
+        # The URL captures are the request's params, as in a normal dispatch, so permission
+        # callbacks asked for the Allow header can read them.
+        request.url_params = url_params
         response.matched_route = entry.route
         data = server.get_data_for_route(entry.route, entry.handlers, "help")
         response.data = data if data is not None else []

@@ -22,7 +22,15 @@ from svcrest.http.request import Request
 if TYPE_CHECKING:
     from svcrest.app import App
 
-__all__ = ["Page", "html_page", "install_core_pages", "serve_page", "site_request_user"]
+__all__ = [
+    "Page",
+    "api_settings_script",
+    "html_page",
+    "install_core_pages",
+    "script_json",
+    "serve_page",
+    "site_request_user",
+]
 
 #: A page handler: gets the app, the HTTP request and its context, returns the response.
 PageHandler = Callable[["App", HttpRequest, RequestContext], Awaitable[HttpResponse]]
@@ -67,25 +75,40 @@ async def site_request_user(app: App, http: HttpRequest, ctx: RequestContext) ->
     return request
 
 
+def script_json(value: object) -> str:
+    """JSON safe inside a ``<script>`` element.
+
+    SECURITY: orjson escapes nothing HTML-special, so ``<``, ``>`` and ``&`` are escaped by
+    hand to keep the value inside its script element.
+    """
+    return (
+        orjson.dumps(value)
+        .decode()
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+    )
+
+
+def api_settings_script(app: App, ctx: RequestContext) -> str:
+    """``var svcApiSettings = {root, nonce}`` for a logged-in user ("" otherwise)."""
+    if not ctx.user.is_logged_in:
+        return ""
+    settings = {
+        "root": app.get_rest_url(),
+        "nonce": app.auth.create_nonce("svc_rest", ctx.user.id, ctx.session_token),
+    }
+    return f"<script>var svcApiSettings = {script_json(settings)};</script>\n"
+
+
 async def _home(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     await site_request_user(app, http, ctx)
-    head = app.rest_output_link_wp_head()
+    page = app.hooks.apply_filters("svc_home_page", None, app, ctx, http)
+    if page is not None:
+        return page  # type: ignore[no-any-return]
     root = app.get_rest_url()
+    head = app.rest_output_link_wp_head() + api_settings_script(app, ctx)
     if ctx.user.is_logged_in:
-        settings = {
-            "root": root,
-            "nonce": app.auth.create_nonce("svc_rest", ctx.user.id, ctx.session_token),
-        }
-        # SECURITY: orjson escapes nothing HTML-special, so `<` `>` `&` are escaped by hand
-        # to keep the value inside its script element.
-        payload = (
-            orjson.dumps(settings)
-            .decode()
-            .replace("<", "\\u003c")
-            .replace(">", "\\u003e")
-            .replace("&", "\\u0026")
-        )
-        head += f"<script>var svcApiSettings = {payload};</script>\n"
         from svcrest.auth.site_pages import logout_form
 
         who = f"Logged in as <strong>{html.escape(ctx.user.login)}</strong>. " + logout_form(
@@ -93,16 +116,17 @@ async def _home(app: App, http: HttpRequest, ctx: RequestContext) -> HttpRespons
         )
     else:
         who = '<a href="login">Log in</a> to write.'
-    page = app.hooks.apply_filters("svc_home_page", None, app, ctx)
-    if page is not None:
-        return page  # type: ignore[no-any-return]
     body = (
         f"<h1>{html.escape(app.name)}</h1>\n"
         f"<p>{html.escape(app.description)}</p>\n"
         f'<p>The REST API lives at <a href="{html.escape(root)}"><code>'
         f"{html.escape(root)}</code></a>.</p>\n<p>{who}</p>"
     )
-    return html_page(app.name, body, head=head)
+    response = html_page(app.name, body, head=head)
+    if ctx.user.is_logged_in:
+        # SECURITY: the page carries nonces; no cache may keep it.
+        response.headers.append(("Cache-Control", "no-store"))
+    return response
 
 
 async def _rsd(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:

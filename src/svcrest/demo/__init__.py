@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from svcrest.demo.home import install_home_page
 from svcrest.demo.notes import NotesController
 
 if TYPE_CHECKING:
@@ -16,5 +17,6 @@ __all__ = ["NotesController", "register"]
 
 
 def register(app: App) -> None:
-    """Add the ``demo/v1`` namespace (the notes routes) to ``app``."""
+    """Add the ``demo/v1`` namespace (the notes routes) and the notes UI home page."""
     NotesController(app).register_routes()
+    install_home_page(app)
