@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from svcrest import discovery
+from svcrest.asgi import handle_asgi
 from svcrest.context import current_context
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
@@ -408,8 +409,6 @@ class App:
     # -- serving ----------------------------------------------------------------------------
 
     async def __call__(self, scope: ASGIScope, receive: ASGIReceive, send: ASGISend) -> None:
-        from svcrest.asgi import handle_asgi
-
         await handle_asgi(self, scope, receive, send)
 
     @property

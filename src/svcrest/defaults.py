@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from svcrest.context import current_context, is_rest_request
@@ -56,17 +58,30 @@ def rest_handle_options_request(result: Any, server: RestServer, request: Reques
     return response
 
 
-async def rest_send_allow_header(response: Any, server: RestServer, request: Request) -> Any:
-    """Spec 4.5: the methods the caller may use on the matched route, as ``Allow``."""
+def _set_allow(response: Response, allowed: list[str]) -> Response:
+    if allowed:
+        response.headers["Allow"] = ", ".join(allowed)
+    return response
+
+
+def rest_send_allow_header(response: Any, server: RestServer, request: Request) -> Any:
+    """Spec 4.5: the methods the caller may use on the matched route, as ``Allow``.
+
+    Returns the response, or a coroutine of it when a permission callback is async.
+    """
     if not isinstance(response, Response) or not response.matched_route:
         return response
     entry = server.table.get(response.matched_route)
     if entry is None:
         return response
-    allowed = await server.allowed_methods(entry, request)
-    if allowed:
-        response.headers["Allow"] = ", ".join(allowed)
-    return response
+    allowed = server.allowed_methods_eager(entry, request)
+    if isinstance(allowed, list):
+        return _set_allow(response, allowed)
+
+    async def finish(pending: Coroutine[Any, Any, list[str]]) -> Response:
+        return _set_allow(response, await pending)
+
+    return finish(allowed)
 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
@@ -80,6 +95,7 @@ def rest_filter_response_fields(response: Any, server: RestServer, request: Requ
     return response
 
 
+@functools.lru_cache(maxsize=512)
 def sanitize_origin(origin: str) -> str | None:
     """The Origin to echo, or None. SECURITY: only ``http``/``https`` origins made of a host
     and an optional port, or the literal ``null``; anything with control characters, a path,

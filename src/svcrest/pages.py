@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from svcrest.context import RequestContext, _current
+from svcrest.hooks import Pending
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.request import Request
 
@@ -68,7 +69,9 @@ def html_page(title: str, body: str, *, head: str = "", status: int = 200) -> Ht
 async def site_request_user(app: App, http: HttpRequest, ctx: RequestContext) -> Request:
     """Build a Request for a site page and resolve its user (auth cookie) into ``ctx``."""
     request = Request.from_http(http.method, http.path, http.query_string, http.headers, http.body)
-    user = await app.hooks.apply_filters_async("determine_current_user", ctx.user, request)
+    user = app.hooks.apply_filters_eager("determine_current_user", ctx.user, request)
+    if type(user) is Pending:
+        user = await user.awaitable
     if user is not None:
         ctx.user = user
     request.user = ctx.user

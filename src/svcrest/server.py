@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
+from svcrest.hooks import Pending, is_awaitable
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
@@ -133,7 +134,9 @@ class RestServer:
     async def _dispatch(self, request: Request) -> Response | RestError:
         hooks = self.hooks
         if hooks.has_callbacks("rest_pre_dispatch"):
-            pre = await hooks.apply_filters_async("rest_pre_dispatch", None, self, request)
+            pre = hooks.apply_filters_eager("rest_pre_dispatch", None, self, request)
+            if type(pre) is Pending:
+                pre = await pre.awaitable
             if pre is not None:
                 return rest_ensure_response(pre)
         method = request.method
@@ -188,15 +191,19 @@ class RestServer:
                 error = await sanitize_params(request, args)
         result: Any = error
         if hooks.has_callbacks("rest_request_before_callbacks"):
-            result = await hooks.apply_filters_async(
+            result = hooks.apply_filters_eager(
                 "rest_request_before_callbacks", error, handler, request
             )
+            if type(result) is Pending:
+                result = await result.awaitable
         if not isinstance(result, RestError):
             result = await self._permitted_call(request, entry, handler)
         if hooks.has_callbacks("rest_request_after_callbacks"):
-            result = await hooks.apply_filters_async(
+            result = hooks.apply_filters_eager(
                 "rest_request_after_callbacks", result, handler, request
             )
+            if type(result) is Pending:
+                result = await result.awaitable
         return result
 
     async def _permitted_call(
@@ -216,9 +223,11 @@ class RestServer:
                     "rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status}
                 )
         if self.hooks.has_callbacks("rest_dispatch_request"):
-            dispatched = await self.hooks.apply_filters_async(
+            dispatched = self.hooks.apply_filters_eager(
                 "rest_dispatch_request", None, request, entry.route, handler
             )
+            if type(dispatched) is Pending:
+                dispatched = await dispatched.awaitable
             if dispatched is not None:
                 return dispatched
         callback = handler["callback"]
@@ -239,17 +248,53 @@ class RestServer:
         A handler's permission_callback decides for each of its methods (only exactly True
         allows); a method in several handlers takes the last handler's answer.
         """
+        result = self.allowed_methods_eager(entry, request)
+        return result if isinstance(result, list) else await result
+
+    def allowed_methods_eager(
+        self, entry: RouteEntry, request: Request
+    ) -> list[str] | Coroutine[Any, Any, list[str]]:
+        """``allowed_methods`` run synchronously while the permission callbacks are plain;
+        from the first awaitable answer on, a coroutine finishes the work."""
         allowed: dict[str, bool] = {}
-        for handler in entry.handlers:
+        handlers = entry.handlers
+        for position, handler in enumerate(handlers):
+            verdict: Any = True
             permission = handler.get("permission_callback")
-            verdict = True
             if permission is not None:
                 try:
-                    verdict = await call_maybe_async(permission, request) is True
+                    verdict = permission(request)
                 except RestError:
                     verdict = False
+                if is_awaitable(verdict):
+                    return self._allowed_rest(handlers, position, verdict, allowed, request)
             for method in handler["methods"]:
-                allowed[method.upper()] = verdict
+                allowed[method] = verdict is True
+        return [method for method, ok in allowed.items() if ok]
+
+    @staticmethod
+    async def _allowed_rest(
+        handlers: list[dict[str, Any]],
+        position: int,
+        pending: Any,
+        allowed: dict[str, bool],
+        request: Request,
+    ) -> list[str]:
+        for index in range(position, len(handlers)):
+            handler = handlers[index]
+            permission = handler.get("permission_callback")
+            verdict: Any = True
+            if index == position:
+                verdict = pending
+            elif permission is not None:
+                verdict = permission(request)
+            try:
+                if is_awaitable(verdict):
+                    verdict = await verdict
+            except RestError:
+                verdict = False
+            for method in handler["methods"]:
+                allowed[method] = verdict is True
         return [method for method, ok in allowed.items() if ok]
 
     # -- help data and indexes --------------------------------------------------------------

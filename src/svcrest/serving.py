@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from svcrest.context import RequestContext, _current
+from svcrest.hooks import Pending
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
@@ -113,10 +114,14 @@ def _envelope(response: Response, request: Request) -> Response:
 
 async def _authenticate(app: App, request: Request, ctx: RequestContext) -> RestError | None:
     hooks = app.hooks
-    user = await hooks.apply_filters_async("determine_current_user", ctx.user, request)
+    user = hooks.apply_filters_eager("determine_current_user", ctx.user, request)
+    if type(user) is Pending:
+        user = await user.awaitable
     if user is not None:
         ctx.user = user
-    result = await hooks.apply_filters_async("rest_authentication_errors", None, request)
+    result = hooks.apply_filters_eager("rest_authentication_errors", None, request)
+    if type(result) is Pending:
+        result = await result.awaitable
     request.user = ctx.user
     return result if isinstance(result, RestError) else None
 
@@ -129,14 +134,16 @@ async def _serve_request(
     result: Response = (
         Response.from_error(error) if error is not None else await server.dispatch(request)
     )
-    posted = await hooks.apply_filters_async("rest_post_dispatch", result, server, request)
+    posted = hooks.apply_filters_eager("rest_post_dispatch", result, server, request)
+    if type(posted) is Pending:
+        posted = await posted.awaitable
     ensured = rest_ensure_response(posted)
     result = Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
     if "_envelope" in request.query_params:
         result = _envelope(result, request)
-    served = await hooks.apply_filters_async(
-        "rest_pre_serve_request", False, result, request, server
-    )
+    served = hooks.apply_filters_eager("rest_pre_serve_request", False, result, request, server)
+    if type(served) is Pending:
+        served = await served.awaitable
     if served:
         result.data = None
     return result
