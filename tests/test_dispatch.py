@@ -488,3 +488,42 @@ def test_no_callback_is_invalid_handler(app: App) -> None:
     response = app.rest_do_request("/demo/v1/n")
     assert response.status == 500
     assert response.data["code"] == "rest_invalid_handler"
+
+
+def test_sync_dispatch_of_callbacks_that_really_wait(app: App) -> None:
+    async def slow(request: Request) -> dict[str, Any]:
+        await asyncio.sleep(0.001)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        loop.call_soon(future.set_result, 5)
+        return {"value": await future}
+
+    async def failing(request: Request) -> None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        loop.call_soon(future.set_exception, RestError("late", "Late.", {"status": 409}))
+        await future
+
+    app.register_rest_route("demo/v1", "/slow", {"callback": slow})
+    app.register_rest_route("demo/v1", "/failing", {"callback": failing})
+    for _ in range(3):  # the thread's loop is reused between calls
+        assert app.rest_do_request("/demo/v1/slow").data == {"value": 5}
+        failed = app.rest_do_request("/demo/v1/failing")
+        assert (failed.status, failed.data["code"]) == (409, "late")
+
+
+def test_waiting_http_request_over_wsgi_leaks_no_context() -> None:
+    from svcrest.context import current_context
+
+    app = App()
+
+    async def slow(request: Request) -> str:
+        await asyncio.sleep(0.001)
+        return "done"
+
+    app.register_rest_route("demo/v1", "/slow", {"callback": slow})
+    import httpx
+
+    with httpx.Client(transport=httpx.WSGITransport(app=app.wsgi), base_url=app.home) as client:
+        assert client.get("/svc-json/demo/v1/slow").json() == "done"
+    assert current_context() is None

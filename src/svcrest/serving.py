@@ -18,6 +18,7 @@ from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
+from svcrest.pages import serve_page
 from svcrest.server import internal_error
 
 if TYPE_CHECKING:
@@ -219,6 +220,4 @@ async def handle_http(app: App, http: HttpRequest) -> HttpResponse:
         return _error_http(app, ctx, http.method, route)
     if route is not None:
         return await serve_rest(app, http, route)
-    from svcrest.pages import serve_page
-
     return await serve_page(app, http)

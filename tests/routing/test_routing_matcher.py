@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from svcrest.routing.matcher import CompiledMatcher, compile_route_pattern, literal_prefix
+from svcrest.routing.matcher import CompiledMatcher, RoutePattern, literal_prefix
 
 
 def naive(patterns: list[str], path: str) -> tuple[int, dict[str, str]] | None:
@@ -96,7 +96,7 @@ def paths(draw: st.DrawFn) -> str:
 @settings(max_examples=400, deadline=None)
 @given(st.lists(patterns(), min_size=1, max_size=25), st.lists(paths(), min_size=1, max_size=8))
 def test_compiled_matcher_equals_naive_scan(table: list[str], requests: list[str]) -> None:
-    matcher = CompiledMatcher([compile_route_pattern(p) for p in table])
+    matcher = CompiledMatcher([RoutePattern(p) for p in table])
     for path in [*requests, *table]:
         assert matcher.first_match(path) == naive(table, path), path
 
@@ -104,19 +104,46 @@ def test_compiled_matcher_equals_naive_scan(table: list[str], requests: list[str
 @settings(max_examples=200, deadline=None)
 @given(st.lists(patterns(), min_size=1, max_size=15), paths())
 def test_every_match_in_order(table: list[str], path: str) -> None:
-    matcher = CompiledMatcher([compile_route_pattern(p) for p in table])
+    matcher = CompiledMatcher([RoutePattern(p) for p in table])
     expected = [i for i, p in enumerate(table) if re.fullmatch(p, path, re.IGNORECASE)]
     assert [index for index, _ in matcher.iter_matches(path)] == expected
 
 
 def test_unicode_case_folding_falls_back_to_the_regex_engine() -> None:
-    matcher = CompiledMatcher([compile_route_pattern("/key")])
+    matcher = CompiledMatcher([RoutePattern("/key")])
     assert matcher.first_match("/\u212aey") == (0, {})  # KELVIN SIGN folds to k
+
+
+@pytest.mark.parametrize(
+    ("route", "path", "expected"),
+    [
+        ("/ns/v1/^x", "/ns/v1/x", None),
+        ("/ns/v1/(?<=v1/)x", "/ns/v1/x", (0, {})),
+        ("/ns/v1/(?<=v2/)x", "/ns/v1/x", None),
+        ("/ns/v1/\\bx", "/ns/v1/x", (0, {})),
+        ("/NS/v1/(?P<id>\\d+)", "/ns/V1/7", (0, {"id": "7"})),
+        ("/ns/v1", "/ns/v1", (0, {})),
+        ("/ns/v1", "/ns/v1x", None),
+        ("/ns/v1/(?P<rest>.*)", "/ns/v1", None),
+        ("//(?P<rest>.*)", "/", None),
+    ],
+)
+def test_tail_matching_keeps_full_pattern_semantics(
+    route: str, path: str, expected: tuple[int, dict[str, str]] | None
+) -> None:
+    assert CompiledMatcher([RoutePattern(route)]).first_match(path) == expected
+    assert naive([route], path) == expected
+
+
+def test_routes_share_compiled_tails() -> None:
+    one, two = RoutePattern("/a/v1/x/(?P<id>\\d+)"), RoutePattern("/b/v2/y/(?P<id>\\d+)")
+    assert one.tail is two.tail
+    assert (one.offset, two.offset) == (len("/a/v1/x/"), len("/b/v2/y/"))
 
 
 def test_many_routes_only_walks_candidates() -> None:
     table = [f"/ns{n}/v1/items{r}/(?P<id>\\d+)" for n in range(100) for r in range(100)]
-    matcher = CompiledMatcher([compile_route_pattern(p) for p in table])
+    matcher = CompiledMatcher([RoutePattern(p) for p in table])
     assert matcher.first_match("/ns99/v1/items99/42") == (9999, {"id": "42"})
     assert list(matcher._candidates("/ns99/v1/items99/42")) == [9999]
     assert matcher.first_match("/ns99/v1/nothing") is None

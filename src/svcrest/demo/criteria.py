@@ -12,7 +12,8 @@ against whitelists, so they can safely choose SQL fragments.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 import orjson
 
@@ -68,16 +69,24 @@ def parse_sorters(value: Any, direction: Any = None) -> tuple[NoteSorter, ...] |
     property name), or an error message."""
     if isinstance(value, str) and value.strip() and not _is_json_text(value):
         value = [{"property": value.strip(), "direction": direction or "ASC"}]
-    items = _load_list(value, "sort")
+    return _parse_each(value, "sort", _parse_sorter)
+
+
+T = TypeVar("T")
+
+
+def _parse_each(value: Any, name: str, parse: Callable[[Any, str], T | str]) -> tuple[T, ...] | str:
+    """Parse every item of a JSON list parameter; the first error message wins."""
+    items = _load_list(value, name)
     if isinstance(items, str):
         return items
-    sorters: list[NoteSorter] = []
+    parsed: list[T] = []
     for index, item in enumerate(items):
-        sorter = _parse_sorter(item, f"sort[{index}]")
-        if isinstance(sorter, str):
-            return sorter
-        sorters.append(sorter)
-    return tuple(sorters)
+        one = parse(item, f"{name}[{index}]")
+        if isinstance(one, str):
+            return one
+        parsed.append(one)
+    return tuple(parsed)
 
 
 def _parse_sorter(item: Any, name: str) -> NoteSorter | str:
@@ -96,16 +105,7 @@ def _parse_sorter(item: Any, name: str) -> NoteSorter | str:
 
 def parse_filters(value: Any) -> tuple[NoteFilter, ...] | str:
     """The filters of a ``filter`` value, or an error message."""
-    items = _load_list(value, "filter")
-    if isinstance(items, str):
-        return items
-    filters: list[NoteFilter] = []
-    for index, item in enumerate(items):
-        parsed = _parse_filter(item, f"filter[{index}]")
-        if isinstance(parsed, str):
-            return parsed
-        filters.append(parsed)
-    return tuple(filters)
+    return _parse_each(value, "filter", _parse_filter)
 
 
 def _parse_filter(item: Any, name: str) -> NoteFilter | str:

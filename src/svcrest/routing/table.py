@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svcrest.routing.definitions import RouteDefinitionError, split_route_args
-from svcrest.routing.matcher import CompiledMatcher, compile_route_pattern
+from svcrest.routing.matcher import CompiledMatcher, RoutePattern
 
 __all__ = ["RouteEntry", "RouteTable"]
 
@@ -20,7 +20,7 @@ class RouteEntry:
 
     route: str
     namespace: str
-    pattern: re.Pattern[str]
+    pattern: RoutePattern
     handlers: list[dict[str, Any]] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -46,7 +46,7 @@ class RouteTable:
         definition or an invalid regular expression (nothing is registered then)."""
         handlers, options = split_route_args(args)
         try:
-            pattern = compile_route_pattern(full_route)
+            pattern = RoutePattern(full_route)
         except re.error as exc:
             raise RouteDefinitionError(f"invalid route pattern {full_route!r}: {exc}") from None
         options.setdefault("namespace", namespace)
