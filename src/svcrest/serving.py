@@ -165,10 +165,9 @@ def _finish(
     app: App, ctx: RequestContext, method: str, response: Response, data: Any
 ) -> HttpResponse:
     headers = _rest_headers(app, ctx)
-    own = response.headers.items_list()
-    if any(name.lower() == "content-type" for name, _ in own):
+    if "content-type" in response.headers:
         headers = [item for item in headers if item[0] != "Content-Type"]
-    headers.extend(own)
+    headers.extend(response.headers.items_list())
     headers.extend(ctx.pending_headers)
     status = response.status
     body = b"" if data is None or status in _NO_BODY_STATUSES else encode_json(data)

@@ -48,6 +48,17 @@ class Headers(MutableMapping[str, str]):
         """Every value of ``name`` in order."""
         return list(self._lookup().get(name.lower(), ()))
 
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        """The value of ``name`` (lines joined with ", "), or ``default``.
+
+        PERF: answered from the index; the Mapping mixin would raise and catch a KeyError for
+        every absent header.
+        """
+        values = self._lookup().get(name.lower())
+        if not values:
+            return default
+        return values[0] if len(values) == 1 else ", ".join(values)
+
     def get_first(self, name: str) -> str | None:
         """The first value of ``name``, or None."""
         values = self._lookup().get(name.lower())
