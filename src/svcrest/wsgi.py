@@ -7,10 +7,10 @@ import logging
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.app import run_sync
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.headers import Headers
 from svcrest.serving import handle_http, rest_route_of
+from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
     from svcrest.app import App

@@ -1,0 +1,257 @@
+"""Benchmark svcrest against a raw ASGI callable and its peers, over HTTP with wrk.
+
+Usage::
+
+    python bench/run.py [--quick] [--duration S] [--warmup S] [--rounds N] [--only NAME[,NAME]]
+
+The script creates (or reuses) its own venv in ``bench/.env`` with Starlette, Falcon, FastAPI,
+uvicorn[standard] and svcrest from this repository (editable), installs ``wrk`` with apt-get
+when it is missing, and re-executes itself inside that venv. Each target in ``bench/targets/``
+is started under uvicorn (one worker, httptools, uvloop, no access log) pinned to one CPU and
+loaded by wrk pinned to another. All targets are measured in one run, interleaved
+(A B C ... A B C), and the best round of each is reported with its p50/p99 latency and its
+ratio to the raw ASGI callable. The route-table scaling benchmark (``scaling.py``) and the
+internal dispatch benchmark (``internal.py``) follow. The Markdown report is printed and
+written to ``bench/out/latest.md``.
+
+``--only`` takes target names (see ``--help``), ``scaling`` or ``internal``; without it
+everything runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import harness
+
+ITEM_PATH = "/svc-json/demo/v1/items/42"
+MISS_PATH = "/svc-json/demo/v1/nothing/42"
+ITEM = {"id": 42, "title": "item"}
+ORIGIN = {"Origin": "http://example.com"}
+# The administrator that targets/svcrest_auth.py creates.
+AUTH_LOGIN = "bench"
+AUTH_PASSWORD = "bench-password-0123"
+COOKIE_NAME = "svc_logged_in"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One server to measure: its module in ``bench/targets`` and the request wrk sends."""
+
+    name: str
+    module: str
+    path: str = ITEM_PATH
+    status: int = 200
+    svcrest: bool = False
+    auth: bool = False
+    goal: float | None = None  # the issue's target ratio to raw ASGI
+
+    @property
+    def expect(self) -> Mapping[str, object]:
+        return ITEM if self.status == 200 else {"code": "rest_no_route"}
+
+
+TARGETS = (
+    Target("raw-asgi", "raw_asgi"),
+    Target("starlette", "starlette_app"),
+    Target("falcon", "falcon_app"),
+    Target("fastapi", "fastapi_app"),
+    Target("svcrest", "svcrest_plain", svcrest=True, goal=0.70),
+    Target("svcrest-auth", "svcrest_auth", svcrest=True, auth=True, goal=0.55),
+    Target("svcrest-404", "svcrest_plain", MISS_PATH, status=404, svcrest=True),
+)
+SECTIONS = ("scaling", "internal")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="svcrest vs raw ASGI, Starlette, Falcon and FastAPI over HTTP (wrk)."
+    )
+    parser.add_argument("--quick", action="store_true", help="2 s runs (default 5 s)")
+    parser.add_argument("--duration", type=int, help="seconds measured per run (default 5)")
+    parser.add_argument("--warmup", type=int, default=1, help="warm-up seconds (default 1)")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
+    parser.add_argument("--connections", type=int, default=64, help="wrk -c (default 64)")
+    names = [t.name for t in TARGETS] + list(SECTIONS)
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help=f"run only these (repeat or comma-separate): {', '.join(names)}",
+    )
+    args = parser.parse_args(argv)
+    if args.duration is None:
+        args.duration = 2 if args.quick else 5
+    only = {n.strip() for item in args.only or [] for n in item.split(",") if n.strip()}
+    unknown = only - set(names)
+    if unknown:
+        parser.error(f"unknown --only name(s): {', '.join(sorted(unknown))}")
+    args.only = only
+    return args
+
+
+def _selected(args: argparse.Namespace, name: str) -> bool:
+    return not args.only or name in args.only
+
+
+def login(base_url: str) -> dict[str, str]:
+    """Log in through the running server; the headers that make wrk's requests authenticated."""
+    import httpx
+
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        resp = client.post("/login", data={"log": AUTH_LOGIN, "pwd": AUTH_PASSWORD})
+        if resp.status_code >= 400:
+            raise harness.ServerError(f"POST /login answered {resp.status_code}")
+        cookies = {cookie.name: cookie.value for cookie in client.cookies.jar}
+        if COOKIE_NAME not in cookies:
+            raise harness.ServerError(f"POST /login set no {COOKIE_NAME} cookie")
+        resp = client.get("/auth/nonce")
+        if resp.status_code != 200:
+            raise harness.ServerError(f"GET /auth/nonce answered {resp.status_code}")
+        nonce = resp.json().get("nonce")
+        if not isinstance(nonce, str):
+            raise harness.ServerError(f"GET /auth/nonce gave no nonce: {resp.text[:200]}")
+    cookie = "; ".join(f"{name}={value}" for name, value in cookies.items())
+    return {"Cookie": cookie, "X-SVC-Nonce": nonce}
+
+
+def measure_target(
+    target: Target, result: harness.Measured, args: argparse.Namespace, cpus: harness.Cpus
+) -> None:
+    """Start the target's server, check its answer, run wrk; record the run in ``result``."""
+    settings = harness.WrkSettings(args.duration, args.warmup, args.connections)
+    label = f"{target.name}-r{len(result.runs) + 1}"
+    with harness.uvicorn_server(target.module, label=label, cpus=cpus) as server:
+        url = server.url + target.path
+        headers = dict(ORIGIN) if target.svcrest else {}
+        if target.auth:
+            # Without the cookie the route must refuse, or the figure measures no auth at all.
+            harness.check_response(url, headers=headers, status=401)
+            headers.update(login(server.url))
+        harness.check_response(
+            url, headers=headers, status=target.status, json_subset=target.expect
+        )
+        run = harness.run_wrk(
+            url, settings=settings, cpus=cpus, headers=headers, server_pid=server.pid
+        )
+    result.runs.append(run)
+    cpu = harness.cpu_cells(run)[0]
+    print(
+        f"  {target.name:<14} {harness.fmt_rps(run.rps):>9} req/s  "
+        f"p50 {harness.fmt_ms(run.p50_ms)}  p99 {harness.fmt_ms(run.p99_ms)}  "
+        f"server CPU {cpu}",
+        flush=True,
+    )
+
+
+def run_targets(
+    targets: list[Target], args: argparse.Namespace, cpus: harness.Cpus, svcrest_error: str | None
+) -> dict[str, harness.Measured]:
+    results = {t.name: harness.Measured(t.name, expected_non_2xx=t.status >= 400) for t in targets}
+    for target in targets:
+        if target.svcrest and svcrest_error:
+            results[target.name].skipped = "svcrest does not import (see above)"
+    for round_no in range(1, args.rounds + 1):
+        print(f"round {round_no}/{args.rounds}", flush=True)
+        for target in targets:
+            result = results[target.name]
+            if result.skipped:
+                continue
+            try:
+                measure_target(target, result, args, cpus)
+            except harness.ServerError as exc:
+                result.skipped = str(exc)
+                print(f"  {target.name:<14} skipped: {exc}", flush=True)
+    return results
+
+
+def _per_cpu_ratio(run: harness.WrkResult, raw: harness.WrkResult | None) -> float | None:
+    if raw is None or run.per_cpu_second is None or raw.per_cpu_second is None:
+        return None
+    return run.per_cpu_second / raw.per_cpu_second
+
+
+def targets_table(targets: list[Target], results: dict[str, harness.Measured]) -> str:
+    raw = results.get("raw-asgi")
+    raw_best = raw.best if raw else None
+    rows = []
+    for target in targets:
+        result = results[target.name]
+        best = result.best
+        if best is None:
+            rows.append([target.name, *["-"] * 9, result.notes()])
+            continue
+        ratio = best.rps / raw_best.rps if raw_best else None
+        goal = ""
+        if target.goal is not None:
+            verdict = "-" if ratio is None else ("met" if ratio >= target.goal else "missed")
+            goal = f"≥ {target.goal:.2f}: {verdict}"
+        rows.append(
+            [
+                target.name,
+                harness.fmt_rps(best.rps),
+                " / ".join(harness.fmt_rps(r.rps) for r in result.runs),
+                harness.fmt_ms(best.p50_ms),
+                harness.fmt_ms(best.p99_ms),
+                *harness.cpu_cells(best),
+                harness.fmt_ratio(ratio),
+                harness.fmt_ratio(_per_cpu_ratio(best, raw_best)),
+                goal,
+                result.notes(),
+            ]
+        )
+    header = ["target", "req/s (best)", "each round", "p50", "p99", "server CPU", "req/CPU-s"]
+    header += ["vs raw ASGI", "vs raw (per CPU-s)", "goal", "notes"]
+    return harness.markdown_table(header, rows, left=("goal", "notes"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    targets = [t for t in TARGETS if _selected(args, t.name)]
+    harness.ensure_env(__file__, need_wrk=bool(targets) or _selected(args, "scaling"))
+
+    import internal
+    import scaling
+
+    cpus = harness.pick_cpus()
+    settings = harness.WrkSettings(args.duration, args.warmup, args.connections)
+    svcrest_error = harness.svcrest_import_error()
+    if svcrest_error:
+        print(f"bench: svcrest does not import ({svcrest_error}); its targets are skipped")
+    sections = [
+        "# svcrest benchmark",
+        harness.machine_info(cpus, settings, args.rounds),
+    ]
+    if svcrest_error:
+        sections.append(f"**svcrest does not import**, its figures are skipped: `{svcrest_error}`")
+    if targets:
+        results = run_targets(targets, args, cpus, svcrest_error)
+        sections += [
+            f"## Against the peers: `GET {ITEM_PATH}`",
+            "req/s is the best of the interleaved rounds (each round's figure beside it); p50, "
+            "p99 and the server's CPU use are that round's; req/CPU-s is req/s per CPU second "
+            "the server used (steadier when something else shares its CPU); the goals apply to "
+            "`vs raw ASGI`. svcrest targets send "
+            f"`Origin: {ORIGIN['Origin']}`; `svcrest-404` requests `{MISS_PATH}`.",
+            targets_table(targets, results),
+        ]
+    if _selected(args, "scaling"):
+        sections.append(scaling.report(settings, args.rounds, cpus, svcrest_error))
+    if _selected(args, "internal"):
+        sections.append(internal.report(cpus, svcrest_error))
+    text = "\n\n".join(sections) + "\n"
+    harness.OUT_DIR.mkdir(parents=True, exist_ok=True)
+    out = harness.OUT_DIR / "latest.md"
+    out.write_text(text)
+    print()
+    print(text)
+    print(f"written to {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""svcrest: a GET route for logged-in users, reached with a session cookie and a nonce.
+
+The app keeps its users and sessions in the default in-memory store and creates one
+administrator at import. ``run.py`` logs in through ``POST /login`` (``log``/``pwd``), fetches
+a nonce from ``GET /auth/nonce`` and gives wrk the ``Cookie`` and ``X-SVC-Nonce`` headers.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from svcrest import App
+
+LOGIN = "bench"
+PASSWORD = "bench-password-0123"
+
+app = App(os.environ.get("SVCREST_BENCH_HOME", "http://127.0.0.1:8000"))
+app.users.create(LOGIN, PASSWORD, roles=("administrator",))
+
+
+def get_item(request: Any) -> dict[str, Any]:
+    """Return the item named by the URL parameter."""
+    return {"id": int(request["id"]), "title": "item"}
+
+
+def logged_in(request: Any) -> bool:
+    """Only a logged-in user (not the anonymous user 0) may read."""
+    return bool(getattr(request.user, "id", 0))
+
+
+app.register_rest_route(
+    "demo/v1",
+    r"/items/(?P<id>\d+)",
+    {"methods": "GET", "callback": get_item, "permission_callback": logged_in},
+)
