@@ -372,3 +372,80 @@ def test_concurrent_users_never_mix(site: Site) -> None:
             await client.aclose()
 
     asyncio.run(main())
+
+
+def test_spec_5_1_row_1_earlier_result_is_returned_unchanged(
+    site: Site, client_for: ClientFor
+) -> None:
+    seen: list[Any] = []
+
+    def earlier(result: Any, request: Request) -> Any:
+        return "authenticated elsewhere"
+
+    def later(result: Any, request: Request) -> Any:
+        seen.append(result)
+        return result
+
+    site.app.hooks.add_filter("rest_authentication_errors", earlier, 50)
+    site.app.hooks.add_filter("rest_authentication_errors", later, 200)
+    client = client_for(site.app)
+    response = client.get(ME, headers={"X-SVC-Nonce": "not checked"})
+    assert response.status_code == 200
+    assert seen == ["authenticated elsewhere"]
+
+
+def test_spec_5_1_row_2_other_authentication_needs_no_nonce(
+    site: Site, client_for: ClientFor
+) -> None:
+    def token_auth(user: Any, request: Request) -> Any:
+        if request.get_header("Authorization") == "Bearer bob-token":
+            return site.bob
+        return user
+
+    site.app.hooks.add_filter("determine_current_user", token_auth, 20)
+    client = client_for(site.app)
+    response = client.get(ME, headers={"Authorization": "Bearer bob-token"})
+    assert response.json() == {"id": site.bob.id, "login": "bob"}
+    assert "x-svc-nonce" not in response.headers
+
+
+@pytest.mark.parametrize(
+    ("variant", "status"),
+    [
+        ("valid", True),
+        ("garbage", "malformed"),
+        ("bad-hash", "bad_hash"),
+        ("unknown-user", "bad_username"),
+        ("expired", "expired"),
+        ("logged-out", "bad_session_token"),
+    ],
+)
+def test_spec_5_2_cookie_status_collection(
+    site: Site, client_for: ClientFor, variant: str, status: Any
+) -> None:
+    from svcrest.context import current_context
+
+    seen: list[Any] = []
+
+    def record(result: Any, request: Request) -> Any:
+        ctx = current_context()
+        seen.append(ctx.cookie_status if ctx else None)
+        return result
+
+    site.app.hooks.add_filter("rest_authentication_errors", record, 5)
+    client = client_for(site.app)
+    value = login(client, "alice", "alice-pw").headers["set-cookie"].split(";")[0].split("=", 1)
+    cookie = value[1]
+    login_, expiration, token, mac = cookie.split("|")
+    if variant == "garbage":
+        cookie = "garbage"
+    elif variant == "bad-hash":
+        cookie = f"{login_}|{expiration}|{token}|{'0' * 64}"
+    elif variant == "unknown-user":
+        cookie = f"nobody|{expiration}|{token}|{mac}"
+    elif variant == "expired":
+        site.now[0] += 3 * 86400
+    elif variant == "logged-out":
+        site.app.auth.log_out(site.alice.id, token)
+    client_for(site.app).get(ME, headers={"Cookie": f"svc_logged_in={cookie}"})
+    assert seen == [status]
