@@ -1,401 +1,41 @@
-"""JSON-schema subset validation and sanitising of request arguments, with WordPress semantics.
-
-``validate_value`` checks a value against an argument schema and returns ``None`` or a
-``RestError`` carrying WordPress's error code and message; ``sanitize_value`` coerces a value
-(often a query-string string) to the declared type. Query-string forms are accepted the way
-WordPress accepts them: ``"5"`` is an integer, ``"1.5"`` a number, ``"true"``/``"false"``/
-``"1"``/``"0"`` booleans, ``"a,b c"`` an array and ``""`` an (empty) object.
-
-Supported keywords: ``type`` (one name or a list, first matching type wins), ``enum``,
-``minimum``/``maximum`` with ``exclusiveMinimum``/``exclusiveMaximum`` (boolean draft-4 or
-numeric draft-6 form), ``multipleOf``, ``minLength``/``maxLength`` (code points), ``pattern``
-(searched, not anchored), ``format`` (``date-time``, ``email``, ``uri``, ``uuid``, ``ip``,
-``hex-color``; others pass), ``items``, ``minItems``, ``maxItems``, ``uniqueItems``,
-``properties`` (with per-property ``required: true``), ``required`` (draft-4 list),
-``additionalProperties``, ``patternProperties``, ``minProperties``, ``maxProperties``,
-``anyOf`` and ``oneOf``.
-"""
+"""``validate_value`` (a value against an argument schema, with WordPress's codes and
+messages) and ``sanitize_value`` (a value coerced to its schema's type, query strings
+included). They call each other for ``anyOf``/``oneOf`` and ``enum``."""
 
 from __future__ import annotations
 
-import functools
-import ipaddress
-import json
-import math
-import re
-import urllib.parse
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
-from typing import Any, TypeAlias, TypeGuard
+from typing import Any
 
-from svcrest.dates import rest_parse_date
 from svcrest.http.errors import RestError
-
-__all__ = ["sanitize_value", "schema_keywords_for_help", "validate_value"]
-
-_TYPES = ("array", "object", "string", "number", "integer", "boolean", "null")
-
-#: Keywords copied into OPTIONS help data (after ``required``).
-_HELP_KEYWORDS = frozenset(
-    {
-        "type", "description", "default", "enum", "items", "properties", "minimum", "maximum",
-        "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
-        "pattern", "format", "minItems", "maxItems", "uniqueItems", "additionalProperties",
-        "patternProperties", "minProperties", "maxProperties", "context", "readonly", "title",
-        "oneOf", "anyOf",
-    }
-)  # fmt: skip
-
-# PHP's is_numeric() for strings (PHP 8: surrounding whitespace allowed).
-_NUMERIC_RE = re.compile(
-    r"[ \t\n\r\v\f]*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[ \t\n\r\v\f]*"
+from svcrest.schema._common import (
+    _TYPES,
+    Validator,
+    _as_dict,
+    _as_list,
+    _best_type,
+    _describe,
+    _error,
+    _format_count,
+    _format_number,
+    _has_unique_items,
+    _is_array,
+    _is_boolean,
+    _is_integer,
+    _is_object,
+    _is_real,
+    _is_scalar,
+    _join_list,
+    _plural,
+    _search,
+    _to_number,
+    _type_error,
+    _values_equal,
 )
-_LIST_SEPARATOR_RE = re.compile(r"[ \t\n\r\v\f,]+")
-_HEX_COLOR_RE = re.compile(r"#(?:[0-9A-Fa-f]{3}){1,2}")
-_UUID_RE = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
-_EMAIL_LOCAL_RE = re.compile(r"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~.-]+")
-_EMAIL_LABEL_RE = re.compile(r"[a-zA-Z0-9-]+")
-_URI_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f]*")
-_URL_DISALLOWED_RE = re.compile(r"[^a-zA-Z0-9\-~+_.?#=!&;,/:%@$|*'()\[\]\x80-\U0010ffff]")
-_URL_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-_URL_PROTOCOLS = frozenset(
-    {
-        "http", "https", "ftp", "ftps", "mailto", "news", "irc", "irc6", "ircs", "gopher", "nntp",
-        "feed", "telnet", "mms", "rtsp", "sms", "svn", "tel", "fax", "xmpp", "webcal", "urn",
-    }
-)  # fmt: skip
-_TAG_RE = re.compile(r"<[^>]*>")
-_OCTET_RE = re.compile(r"%[a-fA-F0-9]{2}")
+from svcrest.schema.formats import _FORMAT_SANITIZERS, _check_format
 
-Validator: TypeAlias = Callable[[Any, Mapping[str, Any], str], RestError | None]
-
-
-# --------------------------------------------------------------------------- small helpers
-
-
-def _error(code: str, message: str, param: str, **extra: Any) -> RestError:
-    return RestError(code, message, {"param": param, **extra})
-
-
-def _type_error(param: str, type_name: str) -> RestError:
-    return _error("rest_invalid_type", f"{param} is not of type {type_name}.", param)
-
-
-@functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str] | None:
-    """Compile a schema ``pattern``; ``None`` when it is not a valid regular expression.
-
-    A pattern whose compilation warns (``FutureWarning`` for ``[[``) compiles normally, but
-    counts as invalid where warnings are turned into errors.
-    """
-    try:
-        return re.compile(pattern)
-    except (re.error, OverflowError, RecursionError, ValueError, Warning):
-        return None
-
-
-def _search(pattern: Any, text: str) -> bool:
-    compiled = _compile(pattern) if isinstance(pattern, str) else None
-    return compiled is not None and compiled.search(text) is not None
-
-
-def _is_real(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _format_number(number: Any) -> str:
-    """A schema number for a message: ``5`` (also for ``5.0``), ``1.5``."""
-    if isinstance(number, float) and number.is_integer() and abs(number) < 1e16:
-        number = int(number)
-    try:
-        return str(number)
-    except ValueError:  # an integer beyond the int-to-str digit limit
-        return f"(a {number.bit_length()}-bit integer)"
-
-
-def _format_count(count: Any) -> str:
-    """A count for a message, with thousands separators as WordPress shows them: ``1,000``."""
-    return f"{count:,}" if isinstance(count, int) and abs(count) < 10**18 else _format_number(count)
-
-
-def _plural(count: Any, singular: str, plural: str) -> str:
-    return singular if count == 1 else plural
-
-
-def _to_number(value: Any) -> int | float | None:
-    """The finite number ``value`` stands for when PHP's ``is_numeric`` accepts it."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if not isinstance(value, str):
-        return None
-    match = _NUMERIC_RE.fullmatch(value)
-    return None if match is None else _parse_number(match.group(1))
-
-
-def _parse_number(text: str) -> int | float | None:
-    if "." not in text and "e" not in text and "E" not in text:
-        try:
-            return int(text)
-        except ValueError:  # more digits than int() converts
-            return None
-    number = float(text)
-    return number if math.isfinite(number) else None
-
-
-def _is_integer(value: Any) -> bool:
-    number = _to_number(value)
-    return isinstance(number, int) or (isinstance(number, float) and number.is_integer())
-
-
-def _is_boolean(value: Any) -> bool:
-    if isinstance(value, bool):
-        return True
-    if isinstance(value, str):
-        return value.lower() in ("true", "false", "0", "1")
-    return isinstance(value, int) and value in (0, 1)
-
-
-def _php_string(value: str | int | float | bool) -> str:
-    if isinstance(value, bool):
-        return "1" if value else ""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    return str(value)
-
-
-def _is_scalar(value: Any) -> bool:
-    return isinstance(value, str | int | float)
-
-
-def _parse_list(value: str | int | float | bool) -> list[Any]:
-    """WordPress's ``wp_parse_list``: split on commas and whitespace, drop empty parts."""
-    return [part for part in _LIST_SEPARATOR_RE.split(_php_string(value)) if part]
-
-
-def _is_array(value: Any) -> bool:
-    return _is_scalar(value) or isinstance(value, list | tuple)
-
-
-def _as_list(value: Any) -> list[Any] | None:
-    if _is_scalar(value):
-        return _parse_list(value)
-    if isinstance(value, list | tuple):
-        return list(value)
-    if isinstance(value, Mapping):
-        return list(value.values())
-    return None
-
-
-def _is_object(value: Any) -> bool:
-    # "" and an empty array (PHP's ambiguous "[]") count as an empty object, as in WordPress.
-    if isinstance(value, Mapping):
-        return True
-    return isinstance(value, str | list | tuple) and len(value) == 0
-
-
-def _as_dict(value: Any) -> dict[Any, Any]:
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
-def _stable_key(value: Any) -> Hashable:
-    """A hashable key equal for JSON-equal values (object key order ignored, True != 1)."""
-    if isinstance(value, bool):
-        return ("bool", value)
-    if isinstance(value, int | float):
-        return ("number", value)
-    if isinstance(value, str):
-        return ("string", value)
-    if value is None:
-        return ("null",)
-    if isinstance(value, Mapping):
-        return ("object", frozenset((str(key), _stable_key(item)) for key, item in value.items()))
-    if isinstance(value, list | tuple):
-        return ("array", tuple(_stable_key(item) for item in value))
-    return ("other", id(value))
-
-
-def _has_unique_items(items: Sequence[Any]) -> bool:
-    try:
-        return len({_stable_key(item) for item in items}) == len(items)
-    except RecursionError:
-        return False
-
-
-def _values_equal(left: Any, right: Any) -> bool:
-    """WordPress's ``rest_are_values_equal``: strict equality, but ``1 == 1.0``."""
-    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
-        return len(left) == len(right) and all(map(_values_equal, left, right))
-    if isinstance(left, Mapping) and isinstance(right, Mapping):
-        return len(left) == len(right) and all(
-            key in right and _values_equal(item, right[key]) for key, item in left.items()
-        )
-    if _is_real(left) and _is_real(right):
-        return bool(left == right)
-    return type(left) is type(right) and isinstance(left, str | bool | None) and left == right
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if _is_real(value):
-        return _format_number(value)
-    try:
-        return json.dumps(value, separators=(",", ":"), default=str)
-    except (TypeError, ValueError, RecursionError):
-        return object.__repr__(value)
-
-
-def _join_list(words: list[str]) -> str:
-    """English list: ``a``, ``a and b``, ``a, b, and c`` (WordPress's ``%l``)."""
-    if len(words) < 3:
-        return " and ".join(words)
-    return ", ".join(words[:-1]) + ", and " + words[-1]
-
-
-def _best_type(value: Any, types: Sequence[Any]) -> Any:
-    """The first type in ``types`` that ``value`` satisfies (``""`` prefers string)."""
-    if isinstance(value, str) and value == "" and "string" in types:
-        return "string"
-    for type_name in types:
-        check = _TYPE_CHECKS.get(type_name) if isinstance(type_name, str) else None
-        if check is not None and check(value):
-            return type_name
-    unknown = [type_name for type_name in types if type_name not in _TYPES]
-    return unknown[0] if unknown else None  # WordPress lets unknown types pass
-
-
-_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "array": _is_array,
-    "object": _is_object,
-    "integer": _is_integer,
-    "number": lambda value: _to_number(value) is not None,
-    "boolean": _is_boolean,
-    "string": lambda value: isinstance(value, str),
-    "null": lambda value: value is None,
-}
-
-
-# --------------------------------------------------------------------------- formats
-
-
-def _is_email(text: str) -> bool:
-    """WordPress's ``is_email`` rules."""
-    if len(text) < 6 or text.find("@", 1) == -1:
-        return False
-    local, domain = text.split("@", 1)
-    if _EMAIL_LOCAL_RE.fullmatch(local) is None:
-        return False
-    if ".." in domain or domain.strip(" \t\n\r\0\x0b.") != domain:
-        return False
-    labels = domain.split(".")
-    return len(labels) >= 2 and all(
-        _EMAIL_LABEL_RE.fullmatch(label) is not None and label.strip("-") == label
-        for label in labels
-    )
-
-
-def _is_ip(text: str) -> bool:
-    parts = text.split(".")
-    if len(parts) == 4 and all(
-        0 < len(part) <= 3 and part.isascii() and part.isdigit() and int(part) <= 255
-        for part in parts
-    ):
-        return True
-    if "%" in text:  # no IPv6 zone identifiers
-        return False
-    try:
-        ipaddress.IPv6Address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_uri(text: str) -> bool:
-    if _URI_RE.fullmatch(text) is None:
-        return False
-    try:
-        parts = urllib.parse.urlsplit(text)
-    except ValueError:
-        return False
-    return parts.scheme.lower() not in ("http", "https", "ftp", "ws", "wss") or bool(parts.netloc)
-
-
-def _is_date_time(text: str) -> bool:
-    return rest_parse_date(text) is not False
-
-
-def _is_hex_color(text: str) -> bool:
-    return _HEX_COLOR_RE.fullmatch(text) is not None
-
-
-def _is_uuid(text: str) -> bool:
-    return _UUID_RE.fullmatch(text) is not None
-
-
-#: format -> (check, error code, message template).
-_FORMATS: dict[str, tuple[Callable[[str], bool], str, str]] = {
-    "date-time": (_is_date_time, "rest_invalid_date", "Invalid date."),
-    "email": (_is_email, "rest_invalid_email", "Invalid email address."),
-    "hex-color": (_is_hex_color, "rest_invalid_hex_color", "Invalid hex color."),
-    "ip": (_is_ip, "rest_invalid_ip", "{param} is not a valid IP address."),
-    "uri": (_is_uri, "rest_invalid_uri", "{param} is not a valid URI."),
-    "uuid": (_is_uuid, "rest_invalid_uuid", "{param} is not a valid UUID."),
-}
-
-
-def _check_format(value: Any, fmt: Any, param: str) -> RestError | None:
-    entry = _FORMATS.get(fmt) if isinstance(fmt, str) else None
-    if entry is None:
-        return None
-    check, code, message = entry
-    if isinstance(value, str) and check(value):
-        return None
-    return _error(code, message.format(param=param), param)
-
-
-def _sanitize_text_field(text: str, keep_newlines: bool = False) -> str:
-    """A light ``sanitize_text_field``: drop tags and %XX octets, collapse whitespace, trim."""
-    text = _TAG_RE.sub("", text)
-    text = re.sub(r"[\t ]+" if keep_newlines else r"[\r\n\t ]+", " ", text).strip()
-    if _OCTET_RE.search(text):
-        while _OCTET_RE.search(text):
-            text = _OCTET_RE.sub("", text)
-        text = re.sub(r" +", " ", text).strip()
-    return text
-
-
-def _sanitize_url(text: str) -> str:
-    """A light ``esc_url_raw``: allowed characters and protocols only, ``http://`` added."""
-    text = _URL_DISALLOWED_RE.sub("", text.strip().replace(" ", "%20"))
-    if not text:
-        return ""
-    scheme = _URL_SCHEME_RE.match(text)
-    if scheme is not None:
-        return text if scheme.group(1).lower() in _URL_PROTOCOLS else ""
-    if ":" not in text and text[0] not in "/#?" and not re.match(r"[a-z0-9-]+?\.php", text, re.I):
-        return "http://" + text
-    return text
-
-
-_FORMAT_SANITIZERS: dict[str, Callable[[str], str]] = {
-    "hex-color": lambda text: text if _is_hex_color(text) else "",
-    "date-time": _sanitize_text_field,
-    "email": _sanitize_text_field,
-    "ip": _sanitize_text_field,
-    "uuid": _sanitize_text_field,
-    "text-field": _sanitize_text_field,
-    "textarea-field": lambda text: _sanitize_text_field(text, keep_newlines=True),
-    "uri": _sanitize_url,
-}
-
-
-# --------------------------------------------------------------------------- validation
+__all__ = ["sanitize_value", "validate_value"]
 
 
 def _validate_string(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
@@ -720,9 +360,6 @@ def _check_enum(
     return _error("rest_not_in_enum", f"{param} is not one of {choices}.", param)
 
 
-# --------------------------------------------------------------------------- sanitising
-
-
 def _sanitize_array(value: Any, schema: Mapping[str, Any], param: str) -> Any:
     items = _as_list(value)
     if items is None:
@@ -828,18 +465,3 @@ def sanitize_value(value: Any, schema: Mapping[str, Any], param: str) -> Any:
     if "format" in resolved and type_name not in _TYPES:
         return _sanitize_string(value, resolved, param)
     return value
-
-
-def schema_keywords_for_help(arg: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of an argument definition shown in OPTIONS help data.
-
-    ``required`` (a bool, default ``False``) first, then the JSON-schema keywords the argument
-    defines, in its own order; callbacks and unknown keys are dropped.
-    """
-    if not isinstance(arg, Mapping):
-        return {"required": False}
-    help_data: dict[str, Any] = {"required": bool(arg.get("required", False))}
-    for key, value in arg.items():
-        if isinstance(key, str) and key in _HELP_KEYWORDS:
-            help_data[key] = value
-    return help_data

@@ -1,0 +1,42 @@
+"""JSON-schema subset validation and sanitising of request arguments, with WordPress semantics.
+
+``validate_value`` checks a value against an argument schema and returns ``None`` or a
+``RestError`` carrying WordPress's error code and message; ``sanitize_value`` coerces a value
+(often a query-string string) to the declared type. Query-string forms are accepted the way
+WordPress accepts them: ``"5"`` is an integer, ``"1.5"`` a number, ``"true"``/``"false"``/
+``"1"``/``"0"`` booleans, ``"a,b c"`` an array and ``""`` an (empty) object.
+
+Supported keywords: ``type`` (one name or a list, first matching type wins), ``enum``,
+``minimum``/``maximum`` with ``exclusiveMinimum``/``exclusiveMaximum`` (boolean draft-4 or
+numeric draft-6 form), ``multipleOf``, ``minLength``/``maxLength`` (code points), ``pattern``
+(searched, not anchored), ``format`` (``date-time``, ``email``, ``uri``, ``uuid``, ``ip``,
+``hex-color``; others pass), ``items``, ``minItems``, ``maxItems``, ``uniqueItems``,
+``properties`` (with per-property ``required: true``), ``required`` (draft-4 list),
+``additionalProperties``, ``patternProperties``, ``minProperties``, ``maxProperties``,
+``anyOf`` and ``oneOf``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from svcrest.schema._common import _HELP_KEYWORDS
+from svcrest.schema.checks import sanitize_value, validate_value
+
+__all__ = ["sanitize_value", "schema_keywords_for_help", "validate_value"]
+
+
+def schema_keywords_for_help(arg: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of an argument definition shown in OPTIONS help data.
+
+    ``required`` (a bool, default ``False``) first, then the JSON-schema keywords the argument
+    defines, in its own order; callbacks and unknown keys are dropped.
+    """
+    if not isinstance(arg, Mapping):
+        return {"required": False}
+    help_data: dict[str, Any] = {"required": bool(arg.get("required", False))}
+    for key, value in arg.items():
+        if isinstance(key, str) and key in _HELP_KEYWORDS:
+            help_data[key] = value
+    return help_data

@@ -1,0 +1,258 @@
+"""Shared pieces of the schema checks: WordPress-style type tests and coercions."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeAlias, TypeGuard
+
+from svcrest.http.errors import RestError
+
+__all__ = ["Validator"]
+
+_TYPES = ("array", "object", "string", "number", "integer", "boolean", "null")
+
+#: Keywords copied into OPTIONS help data (after ``required``).
+_HELP_KEYWORDS = frozenset(
+    {
+        "type", "description", "default", "enum", "items", "properties", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
+        "pattern", "format", "minItems", "maxItems", "uniqueItems", "additionalProperties",
+        "patternProperties", "minProperties", "maxProperties", "context", "readonly", "title",
+        "oneOf", "anyOf",
+    }
+)  # fmt: skip
+
+# PHP's is_numeric() for strings (PHP 8: surrounding whitespace allowed).
+_NUMERIC_RE = re.compile(
+    r"[ \t\n\r\v\f]*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[ \t\n\r\v\f]*"
+)
+_LIST_SEPARATOR_RE = re.compile(r"[ \t\n\r\v\f,]+")
+_HEX_COLOR_RE = re.compile(r"#(?:[0-9A-Fa-f]{3}){1,2}")
+_UUID_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+_EMAIL_LOCAL_RE = re.compile(r"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~.-]+")
+_EMAIL_LABEL_RE = re.compile(r"[a-zA-Z0-9-]+")
+_URI_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f]*")
+_URL_DISALLOWED_RE = re.compile(r"[^a-zA-Z0-9\-~+_.?#=!&;,/:%@$|*'()\[\]\x80-\U0010ffff]")
+_URL_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_URL_PROTOCOLS = frozenset(
+    {
+        "http", "https", "ftp", "ftps", "mailto", "news", "irc", "irc6", "ircs", "gopher", "nntp",
+        "feed", "telnet", "mms", "rtsp", "sms", "svn", "tel", "fax", "xmpp", "webcal", "urn",
+    }
+)  # fmt: skip
+_TAG_RE = re.compile(r"<[^>]*>")
+_OCTET_RE = re.compile(r"%[a-fA-F0-9]{2}")
+
+Validator: TypeAlias = Callable[[Any, Mapping[str, Any], str], RestError | None]
+
+
+def _error(code: str, message: str, param: str, **extra: Any) -> RestError:
+    return RestError(code, message, {"param": param, **extra})
+
+
+def _type_error(param: str, type_name: str) -> RestError:
+    return _error("rest_invalid_type", f"{param} is not of type {type_name}.", param)
+
+
+@functools.lru_cache(maxsize=256)
+def _compile(pattern: str) -> re.Pattern[str] | None:
+    """Compile a schema ``pattern``; ``None`` when it is not a valid regular expression.
+
+    A pattern whose compilation warns (``FutureWarning`` for ``[[``) compiles normally, but
+    counts as invalid where warnings are turned into errors.
+    """
+    try:
+        return re.compile(pattern)
+    except (re.error, OverflowError, RecursionError, ValueError, Warning):
+        return None
+
+
+def _search(pattern: Any, text: str) -> bool:
+    compiled = _compile(pattern) if isinstance(pattern, str) else None
+    return compiled is not None and compiled.search(text) is not None
+
+
+def _is_real(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _format_number(number: Any) -> str:
+    """A schema number for a message: ``5`` (also for ``5.0``), ``1.5``."""
+    if isinstance(number, float) and number.is_integer() and abs(number) < 1e16:
+        number = int(number)
+    try:
+        return str(number)
+    except ValueError:  # an integer beyond the int-to-str digit limit
+        return f"(a {number.bit_length()}-bit integer)"
+
+
+def _format_count(count: Any) -> str:
+    """A count for a message, with thousands separators as WordPress shows them: ``1,000``."""
+    return f"{count:,}" if isinstance(count, int) and abs(count) < 10**18 else _format_number(count)
+
+
+def _plural(count: Any, singular: str, plural: str) -> str:
+    return singular if count == 1 else plural
+
+
+def _to_number(value: Any) -> int | float | None:
+    """The finite number ``value`` stands for when PHP's ``is_numeric`` accepts it."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if not isinstance(value, str):
+        return None
+    match = _NUMERIC_RE.fullmatch(value)
+    return None if match is None else _parse_number(match.group(1))
+
+
+def _parse_number(text: str) -> int | float | None:
+    if "." not in text and "e" not in text and "E" not in text:
+        try:
+            return int(text)
+        except ValueError:  # more digits than int() converts
+            return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def _is_integer(value: Any) -> bool:
+    number = _to_number(value)
+    return isinstance(number, int) or (isinstance(number, float) and number.is_integer())
+
+
+def _is_boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, str):
+        return value.lower() in ("true", "false", "0", "1")
+    return isinstance(value, int) and value in (0, 1)
+
+
+def _php_string(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "1" if value else ""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return str(value)
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float)
+
+
+def _parse_list(value: str | int | float | bool) -> list[Any]:
+    """WordPress's ``wp_parse_list``: split on commas and whitespace, drop empty parts."""
+    return [part for part in _LIST_SEPARATOR_RE.split(_php_string(value)) if part]
+
+
+def _is_array(value: Any) -> bool:
+    return _is_scalar(value) or isinstance(value, list | tuple)
+
+
+def _as_list(value: Any) -> list[Any] | None:
+    if _is_scalar(value):
+        return _parse_list(value)
+    if isinstance(value, list | tuple):
+        return list(value)
+    if isinstance(value, Mapping):
+        return list(value.values())
+    return None
+
+
+def _is_object(value: Any) -> bool:
+    # "" and an empty array (PHP's ambiguous "[]") count as an empty object, as in WordPress.
+    if isinstance(value, Mapping):
+        return True
+    return isinstance(value, str | list | tuple) and len(value) == 0
+
+
+def _as_dict(value: Any) -> dict[Any, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _stable_key(value: Any) -> Hashable:
+    """A hashable key equal for JSON-equal values (object key order ignored, True != 1)."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    if isinstance(value, str):
+        return ("string", value)
+    if value is None:
+        return ("null",)
+    if isinstance(value, Mapping):
+        return ("object", frozenset((str(key), _stable_key(item)) for key, item in value.items()))
+    if isinstance(value, list | tuple):
+        return ("array", tuple(_stable_key(item) for item in value))
+    return ("other", id(value))
+
+
+def _has_unique_items(items: Sequence[Any]) -> bool:
+    try:
+        return len({_stable_key(item) for item in items}) == len(items)
+    except RecursionError:
+        return False
+
+
+def _values_equal(left: Any, right: Any) -> bool:
+    """WordPress's ``rest_are_values_equal``: strict equality, but ``1 == 1.0``."""
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        return len(left) == len(right) and all(map(_values_equal, left, right))
+    if isinstance(left, Mapping) and isinstance(right, Mapping):
+        return len(left) == len(right) and all(
+            key in right and _values_equal(item, right[key]) for key, item in left.items()
+        )
+    if _is_real(left) and _is_real(right):
+        return bool(left == right)
+    return type(left) is type(right) and isinstance(left, str | bool | None) and left == right
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if _is_real(value):
+        return _format_number(value)
+    try:
+        return json.dumps(value, separators=(",", ":"), default=str)
+    except (TypeError, ValueError, RecursionError):
+        return object.__repr__(value)
+
+
+def _join_list(words: list[str]) -> str:
+    """English list: ``a``, ``a and b``, ``a, b, and c`` (WordPress's ``%l``)."""
+    if len(words) < 3:
+        return " and ".join(words)
+    return ", ".join(words[:-1]) + ", and " + words[-1]
+
+
+def _best_type(value: Any, types: Sequence[Any]) -> Any:
+    """The first type in ``types`` that ``value`` satisfies (``""`` prefers string)."""
+    if isinstance(value, str) and value == "" and "string" in types:
+        return "string"
+    for type_name in types:
+        check = _TYPE_CHECKS.get(type_name) if isinstance(type_name, str) else None
+        if check is not None and check(value):
+            return type_name
+    unknown = [type_name for type_name in types if type_name not in _TYPES]
+    return unknown[0] if unknown else None  # WordPress lets unknown types pass
+
+
+_TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "array": _is_array,
+    "object": _is_object,
+    "integer": _is_integer,
+    "number": lambda value: _to_number(value) is not None,
+    "boolean": _is_boolean,
+    "string": lambda value: isinstance(value, str),
+    "null": lambda value: value is None,
+}
