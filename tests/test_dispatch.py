@@ -527,3 +527,20 @@ def test_waiting_http_request_over_wsgi_leaks_no_context() -> None:
     with httpx.Client(transport=httpx.WSGITransport(app=app.wsgi), base_url=app.home) as client:
         assert client.get("/svc-json/demo/v1/slow").json() == "done"
     assert current_context() is None
+
+
+def test_405_allow_sees_url_params(app: App) -> None:
+    seen: list[Any] = []
+
+    def permission(request: Request) -> bool:
+        seen.append(request.get_param("id"))
+        return True
+
+    app.register_rest_route(
+        "demo/v1",
+        r"/things/(?P<id>\d+)",
+        {"methods": "DELETE", "callback": lambda r: "x", "permission_callback": permission},
+    )
+    response = app.rest_do_request(Request("POST", "/demo/v1/things/4"))
+    assert (response.status, response.headers["Allow"]) == (405, "DELETE")
+    assert seen == ["4"]

@@ -141,9 +141,10 @@ class RestServer:
                 return rest_ensure_response(pre)
         method = request.method
         first: RouteEntry | None = None
+        first_params: dict[str, str] = {}
         for entry, url_params in self.table.iter_matches(request.route):
             if first is None:
-                first = entry
+                first, first_params = entry, url_params
             for handler in entry.handlers:
                 if handler["methods"].get(_checked_method(method, handler)):
                     return await self._respond(request, entry, handler, url_params)
@@ -152,6 +153,8 @@ class RestServer:
         error = _no_route(405)
         response = Response.from_error(error)
         response.matched_route = first.route
+        # The permission callbacks asked for Allow see the route's URL params, as in dispatch.
+        request.url_params = first_params
         allowed = await self.allowed_methods(first, request)
         response.headers["Allow"] = ", ".join(allowed)
         return response

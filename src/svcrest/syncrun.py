@@ -50,6 +50,10 @@ def run_sync(coroutine_factory: Callable[[], Any]) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        in_loop = False
+    else:
+        in_loop = True
+    if not in_loop:  # outside the except block, so errors do not chain to this RuntimeError
         return _run_eagerly(coroutine_factory())
     context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:

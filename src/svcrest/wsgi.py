@@ -25,8 +25,13 @@ _FORBIDDEN_IN_HEADERS = str.maketrans("", "", "\r\n\x00")
 
 
 def _wsgi_str(value: str) -> str:
-    """WSGI hands bytes over as Latin-1 strings; the URL path is UTF-8."""
-    return value.encode("latin-1").decode("utf-8", "replace")
+    """WSGI hands bytes over as Latin-1 strings (PEP 3333); the URL path is UTF-8. A server
+    that already decoded the path (characters beyond Latin-1) is taken at its word."""
+    try:
+        raw = value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value
+    return raw.decode("utf-8", "replace")
 
 
 def _headers(environ: Environ) -> Headers:
