@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from svcrest.auth.cookies import format_auth_cookie
 from svcrest.auth.passwords import ScryptParams, password_fragment
+from svcrest.auth.rest_cookie import COOKIE_ACTIONS
 from svcrest.auth.service import (
     REMEMBER_LIFETIME,
     SECRET_KEY_OPTION,
@@ -29,14 +30,6 @@ from svcrest.store.sqlite import SqliteStore
 FAST = ScryptParams(n=16, r=1, p=1)
 SECRET = b"service-test-secret-0123456789"
 NOW = 1_700_000_000.0  # Tue, 14 Nov 2023 22:13:20 GMT
-COOKIE_ACTIONS = (
-    "auth_cookie_malformed",
-    "auth_cookie_expired",
-    "auth_cookie_bad_username",
-    "auth_cookie_bad_hash",
-    "auth_cookie_bad_session_token",
-    "auth_cookie_valid",
-)
 MAC = "0123456789abcdef" * 4
 
 
