@@ -199,7 +199,11 @@ class AuthService:
         if elements.expiration < self.clock():
             self.hooks.do_action("auth_cookie_expired", info)
             return None
-        record = self.users.get_auth_record(elements.login)
+        # One read snapshot for both lookups (PERF: one BEGIN/COMMIT instead of two); the
+        # actions fire after it, so their callbacks may write.
+        with self.store.read():
+            record = self.users.get_auth_record(elements.login)
+            session_ok = record is not None and self.sessions.verify(record[0].id, elements.token)
         if record is None:
             self.hooks.do_action("auth_cookie_bad_username", info)
             return None
@@ -215,7 +219,7 @@ class AuthService:
         if not hmac.compare_digest(expected.encode("ascii"), elements.hmac.encode("ascii")):
             self.hooks.do_action("auth_cookie_bad_hash", info)
             return None
-        if not self.sessions.verify(user.id, elements.token):
+        if not session_ok:
             self.hooks.do_action("auth_cookie_bad_session_token", info)
             return None
         self.hooks.do_action("auth_cookie_valid", info, user)
