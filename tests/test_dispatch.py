@@ -544,3 +544,10 @@ def test_405_allow_sees_url_params(app: App) -> None:
     response = app.rest_do_request(Request("POST", "/demo/v1/things/4"))
     assert (response.status, response.headers["Allow"]) == (405, "DELETE")
     assert seen == ["4"]
+
+
+def test_server_dispatch_sync_and_async(app: App) -> None:
+    app.register_rest_route("demo/v1", "/s", {"callback": lambda r: "sync"})
+    server = app.rest_get_server()
+    assert server.dispatch(Request("GET", "/demo/v1/s")).data == "sync"
+    assert asyncio.run(server.dispatch_async(Request("GET", "/demo/v1/s"))).data == "sync"

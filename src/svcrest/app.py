@@ -310,7 +310,7 @@ class App:
         ctx = current_context()
         if ctx is not None:
             req.user = ctx.user
-        return await self.rest_get_server().dispatch(req)
+        return await self.rest_get_server().dispatch_async(req)
 
     def rest_do_request(self, request: Any) -> Response:
         """The sync form of ``rest_do_request_async``."""

@@ -14,6 +14,7 @@ from svcrest.http.response import Response, rest_ensure_response
 from svcrest.invoke import call_maybe_async
 from svcrest.routing.table import RouteEntry, RouteTable
 from svcrest.schema import schema_keywords_for_help
+from svcrest.syncrun import run_sync
 from svcrest.validation import apply_defaults, check_params, sanitize_params
 
 if TYPE_CHECKING:
@@ -108,7 +109,12 @@ class RestServer:
 
     # -- dispatch ---------------------------------------------------------------------------
 
-    async def dispatch(self, request: Request) -> Response:
+    def dispatch(self, request: Request) -> Response:
+        """Dispatch ``request`` from sync code (see :meth:`dispatch_async`)."""
+        result: Response = run_sync(lambda: self.dispatch_async(request))
+        return result
+
+    async def dispatch_async(self, request: Request) -> Response:
         """Run ``rest_pre_dispatch``, match, validate, check permission and call the handler.
 
         Always returns a Response; errors become their body shape and status.

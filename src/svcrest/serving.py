@@ -133,7 +133,7 @@ async def _serve_request(
     hooks = app.hooks
     error = await _authenticate(app, request, ctx)
     result: Response = (
-        Response.from_error(error) if error is not None else await server.dispatch(request)
+        Response.from_error(error) if error is not None else await server.dispatch_async(request)
     )
     posted = hooks.apply_filters_eager("rest_post_dispatch", result, server, request)
     if type(posted) is Pending:

@@ -12,9 +12,6 @@ from svcrest.http.jsonbody import decode_json_body, is_json_content_type
 
 __all__ = ["Request"]
 
-_UNSET: Any = object()
-
-
 class Request:
     """A REST request.
 
@@ -49,7 +46,7 @@ class Request:
         *,
         query: Mapping[str, Any] | None = None,
         body: Mapping[str, Any] | None = None,
-        json: Any = _UNSET,
+        json: Any = None,
         headers: HeadersInit = None,
         raw_body: bytes = b"",
     ) -> None:
@@ -63,7 +60,8 @@ class Request:
         self._query_params: dict[str, Any] | None = dict(query) if query is not None else {}
         self._body_params: dict[str, Any] | None = dict(body) if body is not None else None
         self._json_params: Any = None
-        self._json_parsed = json is not _UNSET
+        # ``json`` given: the decoded body; None: decode ``raw_body`` when it is JSON.
+        self._json_parsed = json is not None
         if self._json_parsed:
             self._json_params = json
         #: The current user (the anonymous user, id 0, unless authentication set one).
