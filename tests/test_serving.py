@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from svcrest import App, Request, Response, RestError, is_rest_request
@@ -414,3 +415,27 @@ def test_lifespan_is_answered() -> None:
 
     asyncio.run(app({"type": "lifespan"}, receive, send))
     assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
+
+
+@pytest.mark.parametrize(("size", "status"), [(100, 200), (2048, 413)])
+def test_wsgi_chunked_body_without_length(size: int, status: int) -> None:
+    import io
+
+    app = make_app(max_body_size=1024)
+    body = b'{"a": "' + b"x" * (size - 9) + b'"}'
+    environ = {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": "/svc-json/demo/v1/echo",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "wsgi.url_scheme": "http",
+        "CONTENT_TYPE": "application/json",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.input_terminated": True,
+    }
+    statuses: list[str] = []
+    chunks = app.wsgi(environ, lambda line, headers: statuses.append(line))
+    assert statuses[0].startswith(str(status))
+    if status == 200:
+        assert orjson.loads(b"".join(chunks))["params"] == {"a": "x" * (size - 9)}

@@ -61,14 +61,21 @@ class WSGIAdapter:
         self.app = app
 
     def _read_body(self, environ: Environ) -> tuple[bytes, bool]:
-        raw_length = environ.get("CONTENT_LENGTH") or ""
-        length = int(raw_length) if raw_length.strip().isdigit() else 0
-        if length > self.app.max_body_size:
-            return b"", True
+        """The body, or (b"", True) past the App's limit. A body without Content-Length is
+        read only when the server says the stream ends on its own (``wsgi.input_terminated``,
+        as for chunked uploads); SECURITY: never more than the limit plus one byte."""
+        limit = self.app.max_body_size
         stream = environ.get("wsgi.input")
-        if stream is None or length <= 0:
+        raw_length = str(environ.get("CONTENT_LENGTH") or "").strip()
+        if raw_length.isdigit():
+            length = int(raw_length)
+            if length > limit:
+                return b"", True
+            return (stream.read(length) if stream is not None and length else b""), False
+        if stream is None or not environ.get("wsgi.input_terminated"):
             return b"", False
-        return stream.read(length), False
+        body = stream.read(limit + 1)
+        return (b"", True) if len(body) > limit else (body, False)
 
     def _request(self, environ: Environ) -> HttpRequest:
         headers = _headers(environ)
