@@ -439,3 +439,12 @@ def test_wsgi_chunked_body_without_length(size: int, status: int) -> None:
     assert statuses[0].startswith(str(status))
     if status == 200:
         assert orjson.loads(b"".join(chunks))["params"] == {"a": "x" * (size - 9)}
+
+
+def test_multi_segment_prefix_keeps_site_pages(client_for: ClientFor) -> None:
+    app = make_app(home="http://127.0.0.1:8000/blog")
+    app.hooks.add_filter("rest_url_prefix", lambda prefix: "api/v2")
+    client = client_for(app, "http://127.0.0.1:8000")
+    assert client.get("/blog/api/v2/demo/v1/items/3").json() == {"id": 3, "title": "item"}
+    assert client.get("/blog/rsd.xml").status_code == 200
+    assert client.get("/blog/api/rsd.xml").status_code == 404

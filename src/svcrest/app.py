@@ -145,6 +145,11 @@ class App:
         prefix = self.hooks.apply_filters("rest_url_prefix", DEFAULT_PREFIX)
         return str(prefix).strip("/")
 
+    @property
+    def home_path(self) -> str:
+        """The URL path of the current site's home, without a trailing slash ("" at the root)."""
+        return self._home_path
+
     def rest_base_path(self) -> str:
         """The URL path REST requests live under: the home's path + ``/`` + the prefix."""
         return self._home_path + "/" + self.rest_get_url_prefix()

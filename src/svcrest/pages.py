@@ -193,7 +193,7 @@ def _too_large() -> HttpResponse:
 
 async def serve_page(app: App, http: HttpRequest) -> HttpResponse:
     """Serve a non-REST request from the App's pages, with the discovery Link header."""
-    home_path = app.rest_base_path().rsplit("/", 1)[0]
+    home_path = app.home_path
     path = http.path
     if home_path and (path == home_path or path.startswith(home_path + "/")):
         path = path[len(home_path) :] or "/"
