@@ -114,3 +114,42 @@ def test_hooks_are_per_instance() -> None:
     one, two = Hooks(), Hooks()
     one.add_filter("f", lambda v: v + 1)
     assert two.apply_filters("f", 0) == 0
+
+
+def test_callbacks_get_only_the_arguments_they_accept() -> None:
+    hooks = Hooks()
+    seen: list[tuple[Any, ...]] = []
+
+    def two(value: int, first: str) -> int:
+        seen.append((value, first))
+        return value + 1
+
+    def every(*args: Any) -> Any:
+        seen.append(args)
+        return args[0]
+
+    def with_default(value: int, first: str = "", second: str = "") -> int:
+        seen.append((value, first, second))
+        return value
+
+    hooks.add_filter("f", lambda value: value * 10)
+    hooks.add_filter("f", two)
+    hooks.add_filter("f", every)
+    hooks.add_filter("f", with_default)
+    assert hooks.apply_filters("f", 1, "a", "b", "c") == 11
+    assert seen == [(10, "a"), (11, "a", "b", "c"), (11, "a", "b")]
+    hooks.add_action("act", lambda: seen.append(("no args",)))
+    hooks.do_action("act", 1, 2)
+    assert seen[-1] == ("no args",)
+
+
+def test_fitted_callbacks_are_still_removable() -> None:
+    hooks = Hooks()
+
+    def one(value: int) -> int:
+        return value + 1
+
+    hooks.add_filter("f", one)
+    assert hooks.apply_filters("f", 1, "extra") == 2
+    assert hooks.remove_filter("f", one) is True
+    assert hooks.apply_filters("f", 1, "extra") == 1

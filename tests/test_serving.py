@@ -448,3 +448,21 @@ def test_multi_segment_prefix_keeps_site_pages(client_for: ClientFor) -> None:
     assert client.get("/blog/api/v2/demo/v1/items/3").json() == {"id": 3, "title": "item"}
     assert client.get("/blog/rsd.xml").status_code == 200
     assert client.get("/blog/api/rsd.xml").status_code == 404
+
+
+def test_spec_shaped_one_argument_filters_work(client_for: ClientFor) -> None:
+    app = make_app()
+    seen: list[Any] = []
+
+    def served(value: Any) -> Any:
+        seen.append(value)
+        return value
+
+    app.hooks.add_filter("rest_pre_serve_request", served)
+    app.hooks.add_filter("rest_authentication_errors", lambda result: result)
+    app.hooks.add_filter("rest_post_dispatch", lambda response: response)
+    app.hooks.add_filter("rest_pre_dispatch", lambda response: response)
+    response = client_for(app).get("/svc-json/demo/v1/items/5", headers={"Origin": "http://a.b"})
+    assert response.json() == {"id": 5, "title": "item"}
+    assert response.headers["access-control-allow-origin"] == "http://a.b"
+    assert seen == [False]

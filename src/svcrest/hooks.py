@@ -4,10 +4,15 @@ A filter passes a value through every callback registered under a name, lowest p
 and, within one priority, in the order the callbacks were added; each callback receives the
 current value followed by every extra argument and returns the new value. An action is a filter
 whose return values are ignored.
+
+A callback whose signature takes fewer positional parameters gets only that many leading
+arguments (WordPress's ``accepted_args``, read from the signature): ``lambda value: value``
+works on a filter that passes four arguments, and ``*args`` receives them all.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from types import CoroutineType
 from typing import Any, TypeVar, overload
@@ -16,6 +21,34 @@ __all__ = ["Hooks", "Pending", "is_awaitable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PLAIN = (bool, int, str, dict, list, tuple)
+
+
+def _positional_capacity(callback: Callable[..., Any]) -> int | None:
+    """How many positional arguments ``callback`` takes; None for ``*args`` or when its
+    signature cannot be read."""
+    try:
+        signature = inspect.signature(callback)
+    except (TypeError, ValueError):
+        return None
+    count = 0
+    for parameter in signature.parameters.values():
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            return None
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+def _fitted(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """``callback``, or a wrapper passing it only the leading arguments it accepts."""
+    capacity = _positional_capacity(callback)
+    if capacity is None:
+        return callback
+
+    def fitted(*args: Any) -> Any:
+        return callback(*args[:capacity])
+
+    return fitted
 
 
 def is_awaitable(value: Any) -> bool:
@@ -188,5 +221,7 @@ class Hooks:
             self._ordered.pop(name, None)
             return
         self._ordered[name] = tuple(
-            callback for priority in sorted(by_priority) for callback in by_priority[priority]
+            _fitted(callback)
+            for priority in sorted(by_priority)
+            for callback in by_priority[priority]
         )

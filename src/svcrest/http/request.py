@@ -12,6 +12,7 @@ from svcrest.http.jsonbody import decode_json_body, is_json_content_type
 
 __all__ = ["Request"]
 
+
 class Request:
     """A REST request.
 
