@@ -551,3 +551,25 @@ def test_server_dispatch_sync_and_async(app: App) -> None:
     server = app.rest_get_server()
     assert server.dispatch(Request("GET", "/demo/v1/s")).data == "sync"
     assert asyncio.run(server.dispatch_async(Request("GET", "/demo/v1/s"))).data == "sync"
+
+
+def test_callbacks_may_take_fewer_arguments(app: App) -> None:
+    app.register_rest_route(
+        "demo/v1",
+        "/few",
+        {
+            "callback": lambda: "no request needed",
+            "permission_callback": lambda: True,
+            "args": {
+                "n": {
+                    "validate_callback": lambda value: value != "bad",
+                    "sanitize_callback": lambda value: value.upper(),
+                }
+            },
+        },
+    )
+    ok = app.rest_do_request(Request("GET", "/demo/v1/few", query={"n": "x"}))
+    assert (ok.status, ok.data) == (200, "no request needed")
+    assert app.rest_do_request(Request("DELETE", "/demo/v1/few")).headers["Allow"] == "GET"
+    refused = app.rest_do_request(Request("GET", "/demo/v1/few", query={"n": "bad"}))
+    assert refused.status == 400

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any, TypeVar, overload
 
-__all__ = ["Hooks", "Pending", "is_awaitable"]
+__all__ = ["Hooks", "Pending", "fit_arguments", "is_awaitable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PLAIN = (bool, int, str, dict, list, tuple)
@@ -39,7 +39,7 @@ def _positional_capacity(callback: Callable[..., Any]) -> int | None:
     return count
 
 
-def _fitted(callback: Callable[..., Any]) -> Callable[..., Any]:
+def fit_arguments(callback: Callable[..., Any]) -> Callable[..., Any]:
     """``callback``, or a wrapper passing it only the leading arguments it accepts."""
     capacity = _positional_capacity(callback)
     if capacity is None:
@@ -221,7 +221,7 @@ class Hooks:
             self._ordered.pop(name, None)
             return
         self._ordered[name] = tuple(
-            _fitted(callback)
+            fit_arguments(callback)
             for priority in sorted(by_priority)
             for callback in by_priority[priority]
         )

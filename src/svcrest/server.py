@@ -11,7 +11,7 @@ from svcrest.hooks import Pending, is_awaitable
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
-from svcrest.invoke import call_maybe_async
+from svcrest.invoke import call_maybe_async, fitted
 from svcrest.routing.table import RouteEntry, RouteTable
 from svcrest.schema import schema_keywords_for_help
 from svcrest.syncrun import run_sync
@@ -272,7 +272,7 @@ class RestServer:
             permission = handler.get("permission_callback")
             if permission is not None:
                 try:
-                    verdict = permission(request)
+                    verdict = fitted(permission)(request)
                 except RestError:
                     verdict = False
                 if is_awaitable(verdict):
@@ -296,7 +296,7 @@ class RestServer:
             if index == position:
                 verdict = pending
             elif permission is not None:
-                verdict = permission(request)
+                verdict = fitted(permission)(request)
             try:
                 if is_awaitable(verdict):
                     verdict = await verdict
