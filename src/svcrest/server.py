@@ -20,7 +20,7 @@ from svcrest.validation import apply_defaults, check_params, sanitize_params
 if TYPE_CHECKING:
     from svcrest.app import App
 
-__all__ = ["INTERNAL_ERROR", "RestServer", "internal_error"]
+__all__ = ["RestServer", "internal_error"]
 
 logger = logging.getLogger("svcrest")
 
@@ -31,9 +31,6 @@ NO_ROUTE_MESSAGE = "No route was found matching the URL and request method."
 def internal_error() -> RestError:
     """The 500 answered for an unexpected exception; it never carries the exception text."""
     return RestError("rest_internal_error", "Internal server error.", {"status": 500})
-
-
-INTERNAL_ERROR = internal_error
 
 
 def _no_route(status: int) -> RestError:

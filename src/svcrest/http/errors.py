@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from svcrest.types import JSON
+
 __all__ = ["RestError"]
 
 
@@ -15,11 +17,11 @@ class RestError(Exception):
     absent).
     """
 
-    def __init__(self, code: str, message: str = "", data: Any = None) -> None:
+    def __init__(self, code: str, message: str = "", data: JSON = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.data: Any = data
+        self.data: JSON = data
 
     @property
     def status(self) -> int:

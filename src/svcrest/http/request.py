@@ -9,6 +9,7 @@ from svcrest.auth.user import ANONYMOUS, User
 from svcrest.http.forms import parse_form
 from svcrest.http.headers import Headers, HeadersInit
 from svcrest.http.jsonbody import decode_json_body, is_json_content_type
+from svcrest.types import JSON
 
 __all__ = ["Request"]
 
@@ -47,7 +48,7 @@ class Request:
         *,
         query: Mapping[str, Any] | None = None,
         body: Mapping[str, Any] | None = None,
-        json: Any = None,
+        json: JSON = None,
         headers: HeadersInit = None,
         raw_body: bytes = b"",
     ) -> None:

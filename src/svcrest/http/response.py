@@ -6,6 +6,7 @@ from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.http.headers import Headers, HeadersInit
+from svcrest.types import JSON
 
 __all__ = ["Response", "rest_ensure_response"]
 
@@ -15,8 +16,8 @@ class Response:
 
     __slots__ = ("data", "headers", "links", "matched_handler", "matched_route", "status")
 
-    def __init__(self, data: Any = None, status: int = 200, headers: HeadersInit = None) -> None:
-        self.data: Any = data
+    def __init__(self, data: JSON = None, status: int = 200, headers: HeadersInit = None) -> None:
+        self.data: JSON = data
         self.status = status
         self.headers = headers if isinstance(headers, Headers) else Headers(headers)
         self.matched_route = ""
