@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.exchange import HttpRequest, HttpResponse, host_name, safe_header_line
 from svcrest.http.headers import Headers
 from svcrest.serving import handle_http, rest_route_of
 
@@ -24,14 +24,10 @@ ASGIScope = MutableMapping[str, Any]
 ASGIReceive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
-_FORBIDDEN_IN_HEADERS = str.maketrans("", "", "\r\n\x00")
-
 
 def _encode_line(name: str, value: str) -> tuple[bytes, bytes]:
-    return (
-        name.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace"),
-        value.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace"),
-    )
+    safe_name, safe_value = safe_header_line(name, value)
+    return safe_name.encode("latin-1"), safe_value.encode("latin-1")
 
 
 # PERF: most header lines (the default REST headers, the Link header) repeat on every
@@ -41,8 +37,7 @@ _ENCODED_MAX = 4096
 
 
 def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
-    """Encode header lines for the wire. SECURITY: CR, LF and NUL are removed so no value
-    can split a header; characters outside Latin-1 become ``?``."""
+    """Encode header lines for the wire (made safe by ``safe_header_line``)."""
     encoded: list[tuple[bytes, bytes]] = []
     cache = _ENCODED
     for line in headers:
@@ -70,9 +65,7 @@ async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
 def _host_of(headers: Headers, scope: ASGIScope) -> str:
     host = headers.get("host")
     if host:
-        if host.startswith("["):
-            return host[1 : host.find("]")].lower() if "]" in host else host.lower()
-        return host.rsplit(":", 1)[0].lower() if ":" in host else host.lower()
+        return host_name(host)
     server = scope.get("server")
     return str(server[0]).lower() if server else ""
 

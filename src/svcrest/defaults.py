@@ -141,22 +141,20 @@ def _add_pending_header(name: str, value: str) -> None:
         ctx.pending_headers.append((name, _header_safe(value)))
 
 
+def _deprecation_value(function: str, version: str, detail: str | None) -> str:
+    """Spec 6's header value: ``<function> (since <version>; <detail>)``."""
+    return f"{function} (since {version}; {detail or 'no alternative available'})"
+
+
 def rest_handle_deprecated_function(function: str, replacement: str | None, version: str) -> None:
     """Spec 6: record ``X-SVC-DeprecatedFunction`` on the current REST response."""
-    if replacement:
-        value = f"{function} (since {version}; use {replacement} instead)"
-    else:
-        value = f"{function} (since {version}; no alternative available)"
-    _add_pending_header("X-SVC-DeprecatedFunction", value)
+    detail = f"use {replacement} instead" if replacement else None
+    _add_pending_header("X-SVC-DeprecatedFunction", _deprecation_value(function, version, detail))
 
 
 def rest_handle_deprecated_argument(function: str, message: str | None, version: str) -> None:
     """Spec 6: record ``X-SVC-DeprecatedParam`` on the current REST response."""
-    if message:
-        value = f"{function} (since {version}; {message})"
-    else:
-        value = f"{function} (since {version}; no alternative available)"
-    _add_pending_header("X-SVC-DeprecatedParam", value)
+    _add_pending_header("X-SVC-DeprecatedParam", _deprecation_value(function, version, message))
 
 
 def rest_deprecated_trigger_error(flag: Any) -> Any:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from svcrest.auth.current_user import resolve_current_user
 from svcrest.context import RequestContext, _current
-from svcrest.hooks import Pending
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.request import Request
 
@@ -69,12 +69,7 @@ def html_page(title: str, body: str, *, head: str = "", status: int = 200) -> Ht
 async def site_request_user(app: App, http: HttpRequest, ctx: RequestContext) -> Request:
     """Build a Request for a site page and resolve its user (auth cookie) into ``ctx``."""
     request = Request.from_http(http.method, http.path, http.query_string, http.headers, http.body)
-    user = app.hooks.apply_filters_eager("determine_current_user", ctx.user, request)
-    if type(user) is Pending:
-        user = await user.awaitable
-    if user is not None:
-        ctx.user = user
-    request.user = ctx.user
+    await resolve_current_user(app, request, ctx)
     return request
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from svcrest.auth.current_user import resolve_current_user
 from svcrest.context import RequestContext, _current
 from svcrest.hooks import Pending
 from svcrest.http.errors import RestError
@@ -115,11 +116,7 @@ def _envelope(response: Response, request: Request) -> Response:
 
 async def _authenticate(app: App, request: Request, ctx: RequestContext) -> RestError | None:
     hooks = app.hooks
-    user = hooks.apply_filters_eager("determine_current_user", ctx.user, request)
-    if type(user) is Pending:
-        user = await user.awaitable
-    if user is not None:
-        ctx.user = user
+    await resolve_current_user(app, request, ctx)
     result = hooks.apply_filters_eager("rest_authentication_errors", None, request)
     if type(result) is Pending:
         result = await result.awaitable

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-__all__ = ["JSON", "JSONObject"]
+__all__ = ["JSON"]
 
 #: Any value orjson can encode: the shape of request and response data.
 JSON: TypeAlias = Any
-#: A decoded JSON object.
-JSONObject: TypeAlias = dict[str, Any]

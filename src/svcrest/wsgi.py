@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.exchange import HttpRequest, HttpResponse, host_name, safe_header_line
 from svcrest.http.headers import Headers
 from svcrest.serving import handle_http, rest_route_of
 from svcrest.syncrun import run_sync
@@ -21,7 +21,6 @@ logger = logging.getLogger("svcrest")
 
 StartResponse = Callable[..., Any]
 Environ = MutableMapping[str, Any]
-_FORBIDDEN_IN_HEADERS = str.maketrans("", "", "\r\n\x00")
 
 
 def _wsgi_str(value: str) -> str:
@@ -79,9 +78,7 @@ class WSGIAdapter:
 
     def _request(self, environ: Environ) -> HttpRequest:
         headers = _headers(environ)
-        host = headers.get("host") or environ.get("SERVER_NAME", "")
-        host = host[1 : host.find("]")] if host.startswith("[") and "]" in host else host
-        host = host.rsplit(":", 1)[0] if ":" in host else host
+        host = host_name(headers.get("host") or environ.get("SERVER_NAME", ""))
         path = _wsgi_str(environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")) or "/"
         return HttpRequest(
             method=str(environ.get("REQUEST_METHOD", "GET")).upper(),
@@ -89,7 +86,7 @@ class WSGIAdapter:
             query_string=_wsgi_str(environ.get("QUERY_STRING", "")),
             headers=headers,
             scheme=environ.get("wsgi.url_scheme", "http"),
-            host=host.lower(),
+            host=host,
             client=environ.get("REMOTE_ADDR", ""),
         )
 
@@ -157,12 +154,7 @@ class WSGIAdapter:
                 500, [("Content-Type", "text/plain; charset=UTF-8")], b"Internal server error."
             )
         headers = [
-            (
-                name.translate(_FORBIDDEN_IN_HEADERS),
-                value.translate(_FORBIDDEN_IN_HEADERS)
-                .encode("latin-1", "replace")
-                .decode("latin-1"),
-            )
+            safe_header_line(name, value)
             for name, value in [*response.headers, *response.length_header()]
         ]
         start_response(_status_line(response.status), headers)

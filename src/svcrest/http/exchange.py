@@ -6,7 +6,25 @@ from dataclasses import dataclass, field
 
 from svcrest.http.headers import Headers
 
-__all__ = ["HttpRequest", "HttpResponse"]
+__all__ = ["HttpRequest", "HttpResponse", "host_name", "safe_header_line"]
+
+_FORBIDDEN_IN_HEADERS = str.maketrans("", "", "\r\n\x00")
+
+
+def safe_header_line(name: str, value: str) -> tuple[str, str]:
+    """A header line both adapters can send. SECURITY: CR, LF and NUL are removed so no
+    value can split a header; characters outside Latin-1 become ``?``."""
+    return (
+        name.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace").decode("latin-1"),
+        value.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace").decode("latin-1"),
+    )
+
+
+def host_name(host: str) -> str:
+    """The lower-case host of a ``Host`` header value: no port, no IPv6 brackets."""
+    if host.startswith("[") and "]" in host:
+        return host[1 : host.find("]")].lower()
+    return (host.rsplit(":", 1)[0] if ":" in host else host).lower()
 
 
 @dataclass(slots=True)

@@ -59,11 +59,6 @@ class Headers(MutableMapping[str, str]):
             return default
         return values[0] if len(values) == 1 else ", ".join(values)
 
-    def get_first(self, name: str) -> str | None:
-        """The first value of ``name``, or None."""
-        values = self._lookup().get(name.lower())
-        return values[0] if values else None
-
     def items_list(self) -> list[tuple[str, str]]:
         """Every header line as (name, value), in order, duplicates included."""
         return list(self._items)

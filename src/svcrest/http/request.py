@@ -217,8 +217,8 @@ class Request:
         return values[0] if len(values) == 1 else ", ".join(values)
 
     def set_header(self, name: str, value: str) -> None:
-        """Replace every value of a header."""
-        self.headers[name] = value
+        """Replace every value of a header (``-`` and ``_`` are the same, as in get_header)."""
+        self.headers[name.replace("_", "-")] = value
 
     def __repr__(self) -> str:
         return f"<Request {self.method} {self.route!r}>"

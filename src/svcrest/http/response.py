@@ -44,13 +44,6 @@ class Response:
         """Whether the status is 400 or above."""
         return self.status >= 400
 
-    def as_error(self) -> RestError | None:
-        """The error this response carries, if its data is an error body."""
-        data = self.data
-        if self.status >= 400 and isinstance(data, dict) and "code" in data:
-            return RestError(str(data["code"]), str(data.get("message", "")), data.get("data"))
-        return None
-
     @classmethod
     def from_error(cls, error: RestError) -> Response:
         """The response for an error: its body shape and status."""
