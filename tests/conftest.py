@@ -127,3 +127,13 @@ def raw_request(
 
     body_parts = app.wsgi(environ, start_response)
     return int(status[0].split()[0]), result, b"".join(body_parts)
+
+
+class Clock:
+    """A settable clock (Unix seconds) for ``App(clock=...)`` and the auth services."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

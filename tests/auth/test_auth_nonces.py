@@ -11,20 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from svcrest.auth.nonces import NonceManager, derive_key
+from tests.conftest import Clock
 
 SECRET = b"test-secret-key-0123456789abcdef"
 HALF = 43200
 START = HALF * 40_000 + 1.5  # inside tick 40_001
-
-
-class Clock:
-    """A settable clock (Unix seconds)."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make(now: float = START) -> tuple[NonceManager, Clock]:

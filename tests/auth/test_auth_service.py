@@ -26,21 +26,12 @@ from svcrest.auth.user import ANONYMOUS, User
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
 from svcrest.store.sqlite import SqliteStore
+from tests.conftest import Clock
 
 FAST = ScryptParams(n=16, r=1, p=1)
 SECRET = b"service-test-secret-0123456789"
 NOW = 1_700_000_000.0  # Tue, 14 Nov 2023 22:13:20 GMT
 MAC = "0123456789abcdef" * 4
-
-
-class Clock:
-    """A settable clock (Unix seconds)."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Env:

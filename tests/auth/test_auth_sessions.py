@@ -14,18 +14,9 @@ from svcrest.auth.sessions import SessionManager, hash_token, new_token
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
 from svcrest.store.sqlite import SqliteStore
+from tests.conftest import Clock
 
 FAST = ScryptParams(n=16, r=1, p=1)
-
-
-class Clock:
-    """A settable clock (Unix seconds)."""
-
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Env:
