@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from svcrest.asgi import ASGIReceive, ASGIScope, ASGISend
     from svcrest.auth.service import AuthService
     from svcrest.auth.users import UserStore
+    from svcrest.express import ExpressLane
     from svcrest.store.sqlite import SqliteStore
     from svcrest.wsgi import WSGIAdapter
 
@@ -85,6 +86,7 @@ class App:
         self._server: RestServer | None = None
         self._lock = threading.RLock()
         self._wsgi: WSGIAdapter | None = None
+        self._express: ExpressLane | None = None
         self.hooks.add_action("rest_api_init", register_default_filters)
         from svcrest.pages import Page, install_core_pages
 
@@ -369,6 +371,16 @@ class App:
         return self._auth
 
     # -- serving ----------------------------------------------------------------------------
+
+    @property
+    def express(self) -> ExpressLane:
+        """Whether this App's requests may take the express lane (see ``svcrest.express``)."""
+        lane = self._express
+        if lane is None:
+            from svcrest.express import ExpressLane
+
+            lane = self._express = ExpressLane(self)
+        return lane
 
     async def __call__(self, scope: ASGIScope, receive: ASGIReceive, send: ASGISend) -> None:
         await handle_asgi(self, scope, receive, send)

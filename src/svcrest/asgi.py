@@ -9,6 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+from svcrest.express import serve_express
 from svcrest.http.exchange import HttpRequest, HttpResponse, host_name, safe_header_line
 from svcrest.http.headers import Headers
 from svcrest.serving import handle_http, rest_route_of
@@ -49,6 +50,12 @@ def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
             cache[line] = wire
         encoded.append(wire)
     return encoded
+
+
+def _wire_headers(response: HttpResponse) -> list[tuple[bytes, bytes]]:
+    prefix = response.wire_prefix
+    lines = response.headers[len(prefix) :] if prefix else response.headers
+    return [*prefix, *header_bytes([*lines, *response.length_header()])]
 
 
 async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
@@ -99,7 +106,7 @@ async def _send(send: ASGISend, response: HttpResponse) -> None:
         {
             "type": "http.response.start",
             "status": response.status,
-            "headers": header_bytes([*response.headers, *response.length_header()]),
+            "headers": _wire_headers(response),
         }
     )
     await send({"type": "http.response.body", "body": response.body})
@@ -134,6 +141,18 @@ def build_request(scope: ASGIScope, headers: Headers) -> HttpRequest:
     )
 
 
+async def _serve_express(app: App, scope: ASGIScope, headers: Headers) -> HttpResponse | None:
+    """The express lane's answer (see ``svcrest.express``), None for the general way."""
+    method = scope["method"]
+    if (method != "GET" and method != "HEAD") or scope.get("query_string"):
+        return None
+    route = rest_route_of(app, scope["path"], "")
+    if not isinstance(route, str):
+        return None
+    secure = scope.get("scheme") == "https"
+    return await serve_express(app, method, route, headers, secure, _host_of(headers, scope))
+
+
 async def handle_asgi(app: App, scope: ASGIScope, receive: ASGIReceive, send: ASGISend) -> None:
     """Serve one ASGI connection scope for ``app``."""
     kind = scope["type"]
@@ -144,18 +163,20 @@ async def handle_asgi(app: App, scope: ASGIScope, receive: ASGIReceive, send: AS
         if kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
         return
-    headers = Headers(
-        (name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]
+    headers = Headers.from_lines(
+        [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
     )
-    http = build_request(scope, headers)
     try:
-        if app.site is not None and rest_route_of(app, http.path, http.query_string) is None:
-            await _forward_to_site(app, scope, receive, send)
-            return
-        http.body, http.body_too_large = await _read_body(app, headers, receive)
-        response = await handle_http(app, http)
+        response = await _serve_express(app, scope, headers)
+        if response is None:
+            http = build_request(scope, headers)
+            if app.site is not None and rest_route_of(app, http.path, http.query_string) is None:
+                await _forward_to_site(app, scope, receive, send)
+                return
+            http.body, http.body_too_large = await _read_body(app, headers, receive)
+            response = await handle_http(app, http)
     except Exception:
-        logger.exception("Unhandled exception serving %s %s", http.method, http.path)
+        logger.exception("Unhandled exception serving %s %s", scope["method"], scope["path"])
         response = HttpResponse(
             500,
             [("Content-Type", "text/plain; charset=UTF-8")],

@@ -77,14 +77,18 @@ class Hooks:
     ``apply_filters`` on a hook without callbacks is one dict lookup.
     """
 
-    __slots__ = ("_callbacks", "_did", "_ordered")
+    __slots__ = ("_callbacks", "_did", "_ordered", "_registered", "version")
 
     def __init__(self) -> None:
         # name -> priority -> callbacks in insertion order
         self._callbacks: dict[str, dict[int, list[Callable[..., Any]]]] = {}
         # name -> flattened callbacks in run order (cache, rebuilt on change)
         self._ordered: dict[str, tuple[Callable[..., Any], ...]] = {}
+        # name -> the callbacks as registered (not fitted), in run order
+        self._registered: dict[str, tuple[Callable[..., Any], ...]] = {}
         self._did: dict[str, int] = {}
+        #: Counts changes to the registry; caches derived from the callbacks compare it.
+        self.version = 0
 
     @overload
     def add_filter(self, name: str, callback: F, priority: int = 10) -> F: ...
@@ -133,7 +137,7 @@ class Hooks:
     def remove_all_filters(self, name: str) -> None:
         """Remove every callback of ``name``."""
         self._callbacks.pop(name, None)
-        self._ordered.pop(name, None)
+        self._reorder(name)
 
     remove_all_actions = remove_all_filters
 
@@ -214,14 +218,20 @@ class Hooks:
         """How many times ``do_action(name)`` has run."""
         return self._did.get(name, 0)
 
+    def registered(self, name: str) -> tuple[Callable[..., Any], ...]:
+        """The callbacks of ``name`` as they were registered, in run order."""
+        return self._registered.get(name, ())
+
     def _reorder(self, name: str) -> None:
+        self.version += 1
         by_priority = self._callbacks.get(name)
         if not by_priority:
             self._callbacks.pop(name, None)
             self._ordered.pop(name, None)
+            self._registered.pop(name, None)
             return
-        self._ordered[name] = tuple(
-            fit_arguments(callback)
-            for priority in sorted(by_priority)
-            for callback in by_priority[priority]
+        registered = tuple(
+            callback for priority in sorted(by_priority) for callback in by_priority[priority]
         )
+        self._registered[name] = registered
+        self._ordered[name] = tuple(fit_arguments(callback) for callback in registered)

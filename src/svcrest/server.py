@@ -20,7 +20,7 @@ from svcrest.validation import apply_defaults, check_params, sanitize_params
 if TYPE_CHECKING:
     from svcrest.app import App
 
-__all__ = ["RestServer", "internal_error"]
+__all__ = ["RestServer", "internal_error", "select_handler"]
 
 logger = logging.getLogger("svcrest")
 
@@ -37,11 +37,22 @@ def _no_route(status: int) -> RestError:
     return RestError("rest_no_route", NO_ROUTE_MESSAGE, {"status": status})
 
 
-def _checked_method(method: str, handler: Mapping[str, Any]) -> str:
-    """HEAD is served by a GET handler unless the handler declares HEAD itself."""
-    if method == "HEAD" and not handler["methods"].get("HEAD"):
-        return "GET"
-    return method
+def select_handler(
+    matches: tuple[tuple[RouteEntry, dict[str, str]], ...], method: str
+) -> tuple[RouteEntry, dict[str, Any], dict[str, str]] | None:
+    """The first handler, over the matching routes in order, that serves ``method``, with its
+    route and URL params (shared: copy before changing); None when there is none (a 405).
+
+    HEAD is served by a GET handler unless the handler declares HEAD itself.
+    """
+    for entry, url_params in matches:
+        for handler in entry.handlers:
+            allowed = handler["methods"]
+            if allowed.get(method) or (
+                method == "HEAD" and allowed.get("GET") and not allowed.get("HEAD")
+            ):
+                return entry, handler, url_params
+    return None
 
 
 class RestServer:
@@ -121,11 +132,32 @@ class RestServer:
         except RestError as error:
             result = error
         except Exception:
-            logger.exception(
-                "Unhandled exception while dispatching %s %s", request.method, request.route
-            )
-            result = internal_error()
+            result = self._unexpected(request)
         return self.to_response(result)
+
+    async def dispatch_matched(
+        self,
+        request: Request,
+        entry: RouteEntry,
+        handler: dict[str, Any],
+        url_params: dict[str, str],
+    ) -> Response:
+        """``dispatch_async`` for a request whose route and handler are already known and
+        whose ``rest_pre_dispatch`` filters answered None (the express lane)."""
+        try:
+            result = await self._respond(request, entry, handler, url_params)
+        except RestError as error:
+            result = error
+        except Exception:
+            result = self._unexpected(request)
+        return self.to_response(result)
+
+    @staticmethod
+    def _unexpected(request: Request) -> RestError:
+        logger.exception(
+            "Unhandled exception while dispatching %s %s", request.method, request.route
+        )
+        return internal_error()
 
     @staticmethod
     def to_response(result: Response | RestError) -> Response:
@@ -142,22 +174,19 @@ class RestServer:
                 pre = await pre.awaitable
             if pre is not None:
                 return rest_ensure_response(pre)
-        method = request.method
-        first: RouteEntry | None = None
-        first_params: dict[str, str] = {}
-        for entry, url_params in self.table.iter_matches(request.route):
-            if first is None:
-                first, first_params = entry, url_params
-            for handler in entry.handlers:
-                if handler["methods"].get(_checked_method(method, handler)):
-                    return await self._respond(request, entry, handler, url_params)
-        if first is None:
+        matches = self.table.matches(request.route)
+        if not matches:
             return _no_route(404)
+        chosen = select_handler(matches, request.method)
+        if chosen is not None:
+            entry, handler, url_params = chosen
+            return await self._respond(request, entry, handler, dict(url_params))
+        first, first_params = matches[0]
         error = _no_route(405)
         response = Response.from_error(error)
         response.matched_route = first.route
         # The permission callbacks asked for Allow see the route's URL params, as in dispatch.
-        request.url_params = first_params
+        request.url_params = dict(first_params)
         allowed = await self.allowed_methods(first, request)
         response.headers["Allow"] = ", ".join(allowed)
         return response
@@ -172,6 +201,11 @@ class RestServer:
         request.url_params = url_params
         request.handler = handler
         result = await self._run_handler(request, entry, handler)
+        return self.matched_response(result, entry, handler)
+
+    @staticmethod
+    def matched_response(result: Any, entry: RouteEntry, handler: dict[str, Any]) -> Response:
+        """A handler's result as the Response of its route and handler."""
         response = rest_ensure_response(result)
         if isinstance(response, RestError):
             response = Response.from_error(response)

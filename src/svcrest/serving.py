@@ -15,7 +15,7 @@ from svcrest.auth.current_user import resolve_current_user
 from svcrest.context import RequestContext, _current
 from svcrest.hooks import Pending
 from svcrest.http.errors import RestError
-from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.exchange import HttpRequest, HttpResponse, safe_header_line
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
@@ -147,28 +147,51 @@ async def _serve_request(
     return result
 
 
-def _rest_headers(app: App, ctx: RequestContext) -> list[tuple[str, str]]:
-    headers = list(_STATIC_REST_HEADERS)
-    link = app.rest_output_link_header()
-    if link is not None:
-        headers.append(("Link", link))
-    headers.extend(_CORS_SUPPORT_HEADERS)
-    if ctx.user.is_logged_in:
-        headers.append(("Cache-Control", "no-store"))
-    return headers
+# PERF: (Link value, logged in, the response sets its own Content-Type) → the REST header
+# lines every response starts with, and their wire encoding. Bounded: Link values are few.
+_HEADER_BLOCKS: dict[
+    tuple[str | None, bool, bool],
+    tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]],
+] = {}
+
+
+def _header_block(
+    link: str | None, logged_in: bool, own_content_type: bool
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
+    key = (link, logged_in, own_content_type)
+    block = _HEADER_BLOCKS.get(key)
+    if block is None:
+        lines = [
+            item
+            for item in _STATIC_REST_HEADERS
+            if not own_content_type or item[0] != "Content-Type"
+        ]
+        if link is not None:
+            lines.append(("Link", link))
+        lines.extend(_CORS_SUPPORT_HEADERS)
+        if logged_in:
+            lines.append(("Cache-Control", "no-store"))
+        wire = tuple(
+            (name.encode("latin-1"), value.encode("latin-1"))
+            for name, value in (safe_header_line(*line) for line in lines)
+        )
+        if len(_HEADER_BLOCKS) >= 64:
+            _HEADER_BLOCKS.clear()
+        block = _HEADER_BLOCKS[key] = (tuple(lines), wire)
+    return block
 
 
 def _finish(
     app: App, ctx: RequestContext, method: str, response: Response, data: Any
 ) -> HttpResponse:
-    headers = _rest_headers(app, ctx)
-    if "content-type" in response.headers:
-        headers = [item for item in headers if item[0] != "Content-Type"]
-    headers.extend(response.headers.items_list())
-    headers.extend(ctx.pending_headers)
+    own_headers = response.headers
+    lines, wire = _header_block(
+        app.rest_output_link_header(), ctx.user.is_logged_in, "content-type" in own_headers
+    )
+    headers = [*lines, *own_headers.items_list(), *ctx.pending_headers]
     status = response.status
     body = b"" if data is None or status in _NO_BODY_STATUSES else encode_json(data)
-    response_out = HttpResponse(status, headers, body)
+    response_out = HttpResponse(status, headers, body, wire_prefix=wire)
     if method == "HEAD":
         response_out.strip_body_for_head()
     return response_out

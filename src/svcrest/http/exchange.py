@@ -52,6 +52,9 @@ class HttpResponse:
     body: bytes = b""
     #: The Content-Length to announce when it is not ``len(body)`` (HEAD: the GET length).
     content_length: int | None = None
+    #: The first ``len(wire_prefix)`` lines of ``headers`` already encoded for the wire
+    #: (made safe by ``safe_header_line``); PERF: constant blocks are encoded once.
+    wire_prefix: tuple[tuple[bytes, bytes], ...] = ()
 
     def strip_body_for_head(self) -> None:
         """Answer HEAD: keep the length the GET body would have, send no body."""

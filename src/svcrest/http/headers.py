@@ -30,6 +30,13 @@ class Headers(MutableMapping[str, str]):
         pairs = init.items() if hasattr(init, "items") else init
         self._items = [(str(name), str(value)) for name, value in pairs]
 
+    @classmethod
+    def from_lines(cls, lines: list[tuple[str, str]]) -> Headers:
+        """Headers holding ``lines`` (a list of str pairs, taken as it is, not copied)."""
+        headers = cls()
+        headers._items = lines
+        return headers
+
     def add(self, name: str, value: str) -> None:
         """Append one header line."""
         self._items.append((name, value))
@@ -47,6 +54,13 @@ class Headers(MutableMapping[str, str]):
     def get_list(self, name: str) -> list[str]:
         """Every value of ``name`` in order."""
         return list(self._lookup().get(name.lower(), ()))
+
+    def get_joined(self, name: str) -> str | None:
+        """The value of ``name`` (lines joined with ", "), or None; ``name`` is lower case."""
+        values = self._lookup().get(name)
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else ", ".join(values)
 
     def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
         """The value of ``name`` (lines joined with ", "), or ``default``.
@@ -92,7 +106,13 @@ class Headers(MutableMapping[str, str]):
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        return name.lower() in self._lookup()
+        key = name.lower()
+        index = self._index
+        if index is None and len(self._items) <= 8:
+            # PERF: a response's few lines change between reads; scanning them beats
+            # rebuilding the index each time.
+            return any(item[0].lower() == key for item in self._items)
+        return key in self._lookup()
 
     def __iter__(self) -> Iterator[str]:
         seen: set[str] = set()

@@ -161,6 +161,10 @@ class Request:
 
     def get_param(self, name: str) -> Any:
         """The value of ``name`` from the highest-precedence bucket holding it, else None."""
+        # PERF: most reads are of URL params; the other buckets are parsed only when needed.
+        url_params = self.url_params
+        if name in url_params:
+            return url_params[name]
         for bucket in self._buckets():
             if name in bucket:
                 return bucket[name]
@@ -211,10 +215,7 @@ class Request:
 
         Several lines of one header are joined with ", ".
         """
-        values = self.headers.get_list(name.replace("_", "-"))
-        if not values:
-            return None
-        return values[0] if len(values) == 1 else ", ".join(values)
+        return self.headers.get_joined(name.replace("_", "-").lower())
 
     def set_header(self, name: str, value: str) -> None:
         """Replace every value of a header (``-`` and ``_`` are the same, as in get_header)."""

@@ -104,6 +104,11 @@ class RouteTable:
         for index, params in matcher.iter_matches(path):
             yield ordered[index], params
 
+    def matches(self, path: str) -> tuple[tuple[RouteEntry, dict[str, str]], ...]:
+        """``iter_matches`` at once; the params dicts are shared (copy before changing)."""
+        ordered = self._ordered
+        return tuple((ordered[index], params) for index, params in self._compiled().matches(path))
+
     def first_match(self, path: str) -> tuple[RouteEntry, dict[str, str]] | None:
         """The first entry matching ``path`` (the OPTIONS rule of spec 4.4)."""
         return next(self.iter_matches(path), None)

@@ -1,0 +1,354 @@
+"""The express lane answers exactly as the general pipeline does.
+
+Two Apps get the same routes; on the second a filter that changes nothing turns the lane off.
+Every request goes to both over ASGI, and status, header lines (in order) and body must be
+identical, byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from svcrest import App, RestError
+from svcrest import asgi as asgi_module
+from svcrest.express import serve_express
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+async def _async_item(request: Request) -> dict[str, Any]:
+    return {"id": request["id"], "async": True}
+
+
+async def _async_allowed(request: Request) -> bool:
+    return True
+
+
+def _with_links(request: Request) -> Response:
+    response = Response({"id": 1}, 201, {"X-Custom": "yes"})
+    response.add_link("self", "http://example.org/1")
+    return response
+
+
+def _own_content_type(request: Request) -> Response:
+    return Response({"text": "t"}, 200, {"Content-Type": "application/vnd.x+json"})
+
+
+def _sets_fields(request: Request) -> dict[str, Any]:
+    request["_fields"] = "a"
+    return {"a": 1, "b": 2}
+
+
+def _sets_envelope(request: Request) -> dict[str, Any]:
+    request["_envelope"] = "1"
+    return {"a": 1}
+
+
+def _fails(request: Request) -> Any:
+    raise ValueError("boom")
+
+
+def _raises_rest_error(request: Request) -> Any:
+    raise RestError("nope", "Not here.", {"status": 409})
+
+
+def _counting_permission(calls: list[str]) -> Callable[[Request], bool]:
+    def permission(request: Request) -> bool:
+        calls.append(request.route)
+        return True
+
+    return permission
+
+
+def build_app(calls: list[str]) -> App:
+    """An App whose routes exercise every kind of answer."""
+    app = App("http://example.org")
+
+    def deprecated(request: Request) -> dict[str, Any]:
+        app.deprecated_function("old_thing", "1.0", "new_thing")
+        return {"old": True}
+
+    def read(request: Request) -> dict[str, Any]:
+        return {"id": int(request["id"]), "title": "item", "user": request.user.id}
+
+    routes: dict[str, Any] = {
+        r"/items/(?P<id>\d+)": [
+            {"methods": "GET", "callback": read},
+            {"methods": "POST", "callback": read, "permission_callback": lambda r: False},
+        ],
+        "/list": {"methods": "GET", "callback": lambda request: [1, 2, {"three": 3}]},
+        "/scalar": {"methods": "GET", "callback": lambda request: "text"},
+        "/none": {"methods": "GET", "callback": lambda request: None},
+        "/async/(?P<id>\\d+)": {
+            "methods": "GET",
+            "callback": _async_item,
+            "permission_callback": _async_allowed,
+        },
+        "/links": {"methods": "GET", "callback": _with_links},
+        "/ctype": {"methods": "GET", "callback": _own_content_type},
+        "/fields": {"methods": "GET", "callback": _sets_fields},
+        "/envelope": {"methods": "GET", "callback": _sets_envelope},
+        "/fails": {"methods": "GET", "callback": _fails},
+        "/raises": {"methods": "GET", "callback": _raises_rest_error},
+        "/returns-error": {
+            "methods": "GET",
+            "callback": lambda request: RestError("gone", "Gone.", {"status": 410}),
+        },
+        "/denied": {"methods": "GET", "callback": read, "permission_callback": lambda r: False},
+        "/denied-error": {
+            "methods": "GET",
+            "callback": read,
+            "permission_callback": lambda r: RestError("custom", "Custom.", {"status": 418}),
+        },
+        "/counted": {
+            "methods": "GET",
+            "callback": lambda request: {"ok": True},
+            "permission_callback": _counting_permission(calls),
+        },
+        "/deprecated": {"methods": "GET", "callback": deprecated},
+        "/head-own": [
+            {"methods": "HEAD", "callback": lambda request: {"head": True}},
+            {"methods": "GET", "callback": lambda request: {"get": True}},
+        ],
+        "/args": {
+            "methods": "GET",
+            "callback": lambda request: {"page": request["page"]},
+            "args": {"page": {"type": "integer", "default": 1}},
+        },
+        "/no-callback": {"methods": "GET", "callback": None},
+        "/post-only": {"methods": "POST", "callback": read},
+    }
+    for route, handlers in routes.items():
+        app.register_rest_route("test/v1", route, handlers)
+    return app
+
+
+def run_asgi(app: App, method: str, path: str, headers: list[tuple[bytes, bytes]]) -> Answer:
+    """One request through the ASGI callable; the answer as sent."""
+    sent: list[MutableMapping[str, Any]] = []
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "server": ("example.org", 80),
+        "client": ("127.0.0.1", 5000),
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start, body = sent
+    return start["status"], list(start["headers"]), body["body"]
+
+
+class Pair:
+    """The same site twice: the express lane on (``fast``) and off (``general``)."""
+
+    def __init__(self) -> None:
+        self.fast_calls: list[str] = []
+        self.general_calls: list[str] = []
+        self.fast = build_app(self.fast_calls)
+        self.general = build_app(self.general_calls)
+        # Passes the value through unchanged, and turns the lane off for this App.
+        self.general.hooks.add_filter("rest_pre_serve_request", lambda served: served, 999)
+
+    def both(
+        self, method: str, path: str, headers: list[tuple[bytes, bytes]]
+    ) -> tuple[Answer, Answer]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return run_asgi(self.fast, method, path, headers), run_asgi(
+                self.general, method, path, headers
+            )
+
+
+@pytest.fixture(scope="module")
+def pair() -> Pair:
+    return Pair()
+
+
+@pytest.fixture
+def lane_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records, per request to an App whose lane is on, whether the lane answered it."""
+    answered: list[bool] = []
+    original = serve_express
+
+    async def spy(app: App, *args: Any) -> Any:
+        answer = await original(app, *args)
+        if app.express.usable(app.rest_get_server()):
+            answered.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(asgi_module, "serve_express", spy)  # the name the adapter calls
+    return answered
+
+
+PATHS = [
+    "/svc-json/test/v1/items/42",
+    "/svc-json/test/v1/items/42/",
+    "/svc-json/TEST/v1/Items/7",
+    "/svc-json/test/v1/list",
+    "/svc-json/test/v1/scalar",
+    "/svc-json/test/v1/none",
+    "/svc-json/test/v1/async/5",
+    "/svc-json/test/v1/links",
+    "/svc-json/test/v1/ctype",
+    "/svc-json/test/v1/fields",
+    "/svc-json/test/v1/envelope",
+    "/svc-json/test/v1/fails",
+    "/svc-json/test/v1/raises",
+    "/svc-json/test/v1/returns-error",
+    "/svc-json/test/v1/denied",
+    "/svc-json/test/v1/denied-error",
+    "/svc-json/test/v1/counted",
+    "/svc-json/test/v1/deprecated",
+    "/svc-json/test/v1/head-own",
+    "/svc-json/test/v1/args",
+    "/svc-json/test/v1/no-callback",
+    "/svc-json/test/v1/post-only",
+    "/svc-json/test/v1/nothing",
+    "/svc-json/test/v1",
+    "/svc-json/",
+    "/svc-json",
+]
+ORIGINS = [
+    None,
+    b"http://example.com",
+    b"https://a.example.org:8443",
+    b"null",
+    b"http://evil.example/path",
+    b"javascript:alert(1)",
+]
+
+
+def _headers(origin: bytes | None, extra: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    headers = [(b"host", b"example.org")]
+    if origin is not None:
+        headers.append((b"origin", origin))
+    return headers + extra
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD"])
+@pytest.mark.parametrize("path", PATHS)
+def test_every_route_answers_the_same(
+    pair: Pair, lane_answers: list[bool], method: str, path: str
+) -> None:
+    for origin in ORIGINS:
+        fast, general = pair.both(method, path, _headers(origin, []))
+        assert fast == general
+
+
+def test_the_lane_serves_plain_reads(pair: Pair, lane_answers: list[bool]) -> None:
+    status, headers, body = run_asgi(
+        pair.fast, "GET", "/svc-json/test/v1/items/42", _headers(b"http://example.com", [])
+    )
+    assert lane_answers == [True]
+    assert status == 200
+    assert body == b'{"id":42,"title":"item","user":0}'
+    assert headers == [
+        (b"Content-Type", b"application/json; charset=UTF-8"),
+        (b"X-Content-Type-Options", b"nosniff"),
+        (b"X-Robots-Tag", b"noindex"),
+        (b"Link", b'<http://example.org/svc-json/>; rel="https://api.w.org/"'),
+        (b"Vary", b"Origin"),
+        (b"Access-Control-Expose-Headers", b"X-SVC-Total, X-SVC-TotalPages, Link"),
+        (
+            b"Access-Control-Allow-Headers",
+            b"Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type",
+        ),
+        (b"Allow", b"GET"),
+        (b"Access-Control-Allow-Origin", b"http://example.com"),
+        (b"Access-Control-Allow-Methods", b"POST, GET, OPTIONS, PUT, DELETE"),
+        (b"Access-Control-Allow-Credentials", b"true"),
+        (b"Content-Length", b"33"),
+    ]
+
+
+def test_permission_callbacks_run_once_per_answer_and_for_allow(pair: Pair) -> None:
+    pair.fast_calls.clear()
+    pair.general_calls.clear()
+    fast, general = pair.both("GET", "/svc-json/test/v1/counted", _headers(None, []))
+    assert fast == general
+    # Once before the callback, once for the Allow header; the same on both paths.
+    assert pair.fast_calls == ["/test/v1/counted", "/test/v1/counted"]
+    assert pair.general_calls == pair.fast_calls
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [(b"cookie", b"svc_logged_in=forged")],
+        [(b"cookie", b"other=1")],
+        [(b"x-svc-nonce", b"0123456789abcdef0123456789abcdef")],
+        [(b"content-length", b"2"), (b"content-type", b"application/json")],
+        [(b"transfer-encoding", b"chunked")],
+        [(b"Cookie", b"svc_logged_in=forged")],
+    ],
+)
+def test_cookies_nonces_and_bodies_take_the_general_way(
+    pair: Pair, lane_answers: list[bool], extra: list[tuple[bytes, bytes]]
+) -> None:
+    fast, general = pair.both("GET", "/svc-json/test/v1/items/42", _headers(None, extra))
+    assert fast == general
+    assert lane_answers == [False]
+
+
+def test_any_change_to_the_pipeline_hooks_turns_the_lane_off(lane_answers: list[bool]) -> None:
+    app = build_app([])
+    path, headers = "/svc-json/test/v1/items/1", _headers(None, [])
+    run_asgi(app, "GET", path, headers)
+    assert app.express.usable(app.rest_get_server())
+    app.hooks.add_filter("rest_post_dispatch", lambda response: response, 5)
+    assert not app.express.usable(app.rest_get_server())
+    run_asgi(app, "GET", path, headers)
+    app.hooks.remove_all_filters("rest_post_dispatch")
+    assert not app.express.usable(app.rest_get_server())
+    status, sent_headers, _ = run_asgi(app, "GET", path, headers)
+    assert lane_answers == [True]
+    # With the default Allow filter removed, no Allow header is sent.
+    assert status == 200
+    assert b"Allow" not in [name for name, _ in sent_headers]
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    method=st.sampled_from(["GET", "HEAD"]),
+    path=st.sampled_from(PATHS)
+    | st.builds(
+        lambda segment, tail: f"/svc-json/test/v1/{segment}{tail}",
+        st.sampled_from(["items", "ITEMS", "async", "list", "args", "x"]),
+        st.sampled_from(["", "/", "/1", "/01", "/-1", "/1/2", "/%", "/é", "/9" * 3]),
+    ),
+    origin=st.sampled_from(ORIGINS) | st.binary(max_size=30),
+    duplicate_origin=st.booleans(),
+)
+def test_generated_reads_answer_the_same(
+    pair: Pair, method: str, path: str, origin: bytes | None, duplicate_origin: bool
+) -> None:
+    extra = [(b"origin", b"http://second.example")] if duplicate_origin else []
+    fast, general = pair.both(method, path, _headers(origin, extra))
+    assert fast == general
