@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from svcrest import App, RestError
 from svcrest import asgi as asgi_module
+from svcrest.auth.nonces import NonceManager
 from svcrest.express import serve_express
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -69,9 +70,13 @@ def _counting_permission(calls: list[str]) -> Callable[[Request], bool]:
     return permission
 
 
-def build_app(calls: list[str]) -> App:
+NOW = 1_800_000_000.0
+SECRET = "express-test-secret"
+
+
+def build_app(calls: list[str], store: str | None = None) -> App:
     """An App whose routes exercise every kind of answer."""
-    app = App("http://example.org")
+    app = App("http://example.org", store=store, secret_key=SECRET, clock=lambda: NOW)
 
     def deprecated(request: Request) -> dict[str, Any]:
         app.deprecated_function("old_thing", "1.0", "new_thing")
@@ -79,6 +84,9 @@ def build_app(calls: list[str]) -> App:
 
     def read(request: Request) -> dict[str, Any]:
         return {"id": int(request["id"]), "title": "item", "user": request.user.id}
+
+    def read_private(request: Request) -> dict[str, Any]:
+        return {"login": request.user.login}
 
     routes: dict[str, Any] = {
         r"/items/(?P<id>\d+)": [
@@ -104,6 +112,11 @@ def build_app(calls: list[str]) -> App:
             "callback": lambda request: RestError("gone", "Gone.", {"status": 410}),
         },
         "/denied": {"methods": "GET", "callback": read, "permission_callback": lambda r: False},
+        "/private": {
+            "methods": "GET",
+            "callback": read_private,
+            "permission_callback": lambda request: request.user.is_logged_in,
+        },
         "/denied-error": {
             "methods": "GET",
             "callback": read,
@@ -162,15 +175,25 @@ def run_asgi(app: App, method: str, path: str, headers: list[tuple[bytes, bytes]
 
 
 class Pair:
-    """The same site twice: the express lane on (``fast``) and off (``general``)."""
+    """The same site twice, sharing one store: the express lane on (``fast``) and off
+    (``general``). ``cookie``, ``nonce`` and ``old_nonce`` (of the previous tick) belong to
+    a logged-in editor."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: str) -> None:
         self.fast_calls: list[str] = []
         self.general_calls: list[str] = []
-        self.fast = build_app(self.fast_calls)
-        self.general = build_app(self.general_calls)
+        self.fast = build_app(self.fast_calls, store)
+        self.general = build_app(self.general_calls, store)
         # Passes the value through unchanged, and turns the lane off for this App.
         self.general.hooks.add_filter("rest_pre_serve_request", lambda served: served, 999)
+        auth = self.fast.auth
+        user = self.fast.users.create("editor", "editor-password-123", roles=("editor",))
+        issued = auth.log_in(user, remember=False, ip="", user_agent="", secure=False)
+        self.cookie = f"svc_logged_in={issued.value}".encode()
+        self.nonce = auth.create_nonce("svc_rest", user.id, issued.token).encode()
+        earlier = NonceManager(SECRET.encode(), lambda: NOW - 43_200)
+        self.old_nonce = earlier.create("svc_rest", user.id, issued.token).encode()
+        self.anonymous_nonce = auth.create_nonce("svc_rest", 0, "").encode()
 
     def both(
         self, method: str, path: str, headers: list[tuple[bytes, bytes]]
@@ -181,10 +204,38 @@ class Pair:
                 self.general, method, path, headers
             )
 
+    def credentials(self, which: str) -> list[tuple[bytes, bytes]]:
+        """Request headers for one authentication situation."""
+        forged = self.cookie[:-4] + b"0000"
+        return {
+            "none": [],
+            "cookie": [(b"cookie", self.cookie)],
+            "cookie+nonce": [(b"cookie", b"a=1; " + self.cookie), (b"x-svc-nonce", self.nonce)],
+            "cookie+old nonce": [(b"cookie", self.cookie), (b"x-svc-nonce", self.old_nonce)],
+            "cookie+bad nonce": [(b"cookie", self.cookie), (b"x-svc-nonce", b"0" * 10)],
+            "forged cookie+nonce": [(b"cookie", forged), (b"x-svc-nonce", self.nonce)],
+            "anonymous nonce": [(b"x-svc-nonce", self.anonymous_nonce)],
+            "other cookie": [(b"Cookie", b"other=1")],
+            "malformed cookie": [(b"cookie", b"svc_logged_in=x|y")],
+        }[which]
+
+
+CREDENTIALS = [
+    "none",
+    "cookie",
+    "cookie+nonce",
+    "cookie+old nonce",
+    "cookie+bad nonce",
+    "forged cookie+nonce",
+    "anonymous nonce",
+    "other cookie",
+    "malformed cookie",
+]
+
 
 @pytest.fixture(scope="module")
-def pair() -> Pair:
-    return Pair()
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Pair:
+    return Pair(str(tmp_path_factory.mktemp("express") / "site.db"))
 
 
 @pytest.fixture
@@ -219,6 +270,7 @@ PATHS = [
     "/svc-json/test/v1/raises",
     "/svc-json/test/v1/returns-error",
     "/svc-json/test/v1/denied",
+    "/svc-json/test/v1/private",
     "/svc-json/test/v1/denied-error",
     "/svc-json/test/v1/counted",
     "/svc-json/test/v1/deprecated",
@@ -294,18 +346,45 @@ def test_permission_callbacks_run_once_per_answer_and_for_allow(pair: Pair) -> N
     assert pair.general_calls == pair.fast_calls
 
 
+@pytest.mark.parametrize("which", CREDENTIALS)
+@pytest.mark.parametrize(
+    "path", ["/svc-json/test/v1/items/42", "/svc-json/test/v1/private", "/svc-json/test/v1/list"]
+)
+def test_authenticated_reads_answer_the_same(
+    pair: Pair, lane_answers: list[bool], which: str, path: str
+) -> None:
+    fast, general = pair.both("GET", path, _headers(b"http://example.com", pair.credentials(which)))
+    assert fast == general
+    assert lane_answers == [True]
+
+
+def test_a_valid_cookie_and_nonce_log_the_editor_in(pair: Pair) -> None:
+    fast, general = pair.both(
+        "GET", "/svc-json/test/v1/private", _headers(None, pair.credentials("cookie+nonce"))
+    )
+    assert fast == general
+    status, headers, body = fast
+    assert (status, body) == (200, b'{"login":"editor"}')
+    assert (b"Cache-Control", b"no-store") in headers
+    refreshed = run_asgi(
+        pair.fast, "GET", "/svc-json/test/v1/private", pair.credentials("cookie+old nonce")
+    )
+    assert (b"X-SVC-Nonce", pair.nonce) in refreshed[1]
+    denied = run_asgi(
+        pair.fast, "GET", "/svc-json/test/v1/private", pair.credentials("cookie+bad nonce")
+    )
+    assert denied[0] == 403
+    assert b'"code":"rest_cookie_invalid_nonce"' in denied[2]
+
+
 @pytest.mark.parametrize(
     "extra",
     [
-        [(b"cookie", b"svc_logged_in=forged")],
-        [(b"cookie", b"other=1")],
-        [(b"x-svc-nonce", b"0123456789abcdef0123456789abcdef")],
         [(b"content-length", b"2"), (b"content-type", b"application/json")],
         [(b"transfer-encoding", b"chunked")],
-        [(b"Cookie", b"svc_logged_in=forged")],
     ],
 )
-def test_cookies_nonces_and_bodies_take_the_general_way(
+def test_requests_with_a_body_take_the_general_way(
     pair: Pair, lane_answers: list[bool], extra: list[tuple[bytes, bytes]]
 ) -> None:
     fast, general = pair.both("GET", "/svc-json/test/v1/items/42", _headers(None, extra))
@@ -314,7 +393,7 @@ def test_cookies_nonces_and_bodies_take_the_general_way(
 
 
 def test_any_change_to_the_pipeline_hooks_turns_the_lane_off(lane_answers: list[bool]) -> None:
-    app = build_app([])
+    app = build_app([], ":memory:")
     path, headers = "/svc-json/test/v1/items/1", _headers(None, [])
     run_asgi(app, "GET", path, headers)
     assert app.express.usable(app.rest_get_server())
@@ -345,10 +424,11 @@ def test_any_change_to_the_pipeline_hooks_turns_the_lane_off(lane_answers: list[
     ),
     origin=st.sampled_from(ORIGINS) | st.binary(max_size=30),
     duplicate_origin=st.booleans(),
+    which=st.sampled_from(CREDENTIALS),
 )
 def test_generated_reads_answer_the_same(
-    pair: Pair, method: str, path: str, origin: bytes | None, duplicate_origin: bool
+    pair: Pair, method: str, path: str, origin: bytes | None, duplicate_origin: bool, which: str
 ) -> None:
     extra = [(b"origin", b"http://second.example")] if duplicate_origin else []
-    fast, general = pair.both(method, path, _headers(origin, extra))
+    fast, general = pair.both(method, path, _headers(origin, extra + pair.credentials(which)))
     assert fast == general

@@ -25,7 +25,7 @@ from svcrest.auth.cookies import (
 )
 from svcrest.auth.nonces import NonceManager
 from svcrest.auth.passwords import password_fragment
-from svcrest.auth.sessions import SessionManager
+from svcrest.auth.sessions import SessionManager, hash_token
 from svcrest.auth.user import User
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
@@ -199,15 +199,15 @@ class AuthService:
         if elements.expiration < self.clock():
             self.hooks.do_action("auth_cookie_expired", info)
             return None
-        # One read snapshot for both lookups (PERF: one BEGIN/COMMIT instead of two); the
-        # actions fire after it, so their callbacks may write.
-        with self.store.read():
-            record = self.users.get_auth_record(elements.login)
-            session_ok = record is not None and self.sessions.verify(record[0].id, elements.token)
+        # The user and the session in one statement; the actions fire after it, so their
+        # callbacks may write.
+        record = self.users.get_auth_record_with_session(
+            elements.login, hash_token(elements.token), float(self.clock())
+        )
         if record is None:
             self.hooks.do_action("auth_cookie_bad_username", info)
             return None
-        user, encoded = record
+        user, encoded, session_ok = record
         expected = cookie_hmac(
             self._secret,
             elements.login_field,

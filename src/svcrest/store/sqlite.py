@@ -19,6 +19,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["SqliteStore", "StoreError", "open_store"]
 
@@ -245,6 +246,16 @@ class SqliteStore:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
+
+    def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one statement (None when there is none).
+
+        A single statement reads one consistent snapshot by itself; inside a :meth:`read` or
+        :meth:`transaction` block of this thread it reads that block's. PERF: no
+        ``BEGIN``/``COMMIT`` round for a one-query read.
+        """
+        with self._checkout() as (conn, _depth):
+            return conn.execute(sql, params).fetchone()
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
