@@ -8,6 +8,7 @@ identical, byte for byte.
 from __future__ import annotations
 
 import asyncio
+import io
 import warnings
 from collections.abc import Callable, MutableMapping
 from typing import Any
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from svcrest import App, RestError
 from svcrest import asgi as asgi_module
+from svcrest import wsgi as wsgi_module
 from svcrest.auth.nonces import NonceManager
 from svcrest.express import serve_express
 from svcrest.http.request import Request
@@ -174,6 +176,40 @@ def run_asgi(app: App, method: str, path: str, headers: list[tuple[bytes, bytes]
     return start["status"], list(start["headers"]), body["body"]
 
 
+def run_wsgi(app: App, method: str, path: str, headers: list[tuple[bytes, bytes]]) -> Answer:
+    """One request through the WSGI callable; the answer as sent, in ASGI's shape."""
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": path.encode().decode("latin-1"),
+        "QUERY_STRING": "",
+        "SERVER_NAME": "example.org",
+        "SERVER_PORT": "80",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+    }
+    for name, value in headers:
+        key = name.decode("latin-1").upper().replace("-", "_")
+        if key not in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            key = "HTTP_" + key
+        text = value.decode("latin-1")
+        # A WSGI server joins repeated header lines with a comma.
+        environ[key] = environ[key] + "," + text if key in environ else text
+    started: list[Any] = []
+
+    def start_response(status: str, response_headers: list[tuple[str, str]]) -> None:
+        started.extend([status, response_headers])
+
+    body = b"".join(app.wsgi(environ, start_response))
+    status, response_headers = started
+    wire = [(n.encode("latin-1"), v.encode("latin-1")) for n, v in response_headers]
+    return int(status.split()[0]), wire, body
+
+
+RUNNERS = {"asgi": run_asgi, "wsgi": run_wsgi}
+
+
 class Pair:
     """The same site twice, sharing one store: the express lane on (``fast``) and off
     (``general``). ``cookie``, ``nonce`` and ``old_nonce`` (of the previous tick) belong to
@@ -196,13 +232,12 @@ class Pair:
         self.anonymous_nonce = auth.create_nonce("svc_rest", 0, "").encode()
 
     def both(
-        self, method: str, path: str, headers: list[tuple[bytes, bytes]]
+        self, method: str, path: str, headers: list[tuple[bytes, bytes]], adapter: str = "asgi"
     ) -> tuple[Answer, Answer]:
+        run = RUNNERS[adapter]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return run_asgi(self.fast, method, path, headers), run_asgi(
-                self.general, method, path, headers
-            )
+            return run(self.fast, method, path, headers), run(self.general, method, path, headers)
 
     def credentials(self, which: str) -> list[tuple[bytes, bytes]]:
         """Request headers for one authentication situation."""
@@ -250,7 +285,9 @@ def lane_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
             answered.append(answer is not None)
         return answer
 
-    monkeypatch.setattr(asgi_module, "serve_express", spy)  # the name the adapter calls
+    # The names the adapters call.
+    monkeypatch.setattr(asgi_module, "serve_express", spy)
+    monkeypatch.setattr(wsgi_module, "serve_express", spy)
     return answered
 
 
@@ -303,10 +340,10 @@ def _headers(origin: bytes | None, extra: list[tuple[bytes, bytes]]) -> list[tup
 @pytest.mark.parametrize("method", ["GET", "HEAD"])
 @pytest.mark.parametrize("path", PATHS)
 def test_every_route_answers_the_same(
-    pair: Pair, lane_answers: list[bool], method: str, path: str
+    pair: Pair, lane_answers: list[bool], adapter: str, method: str, path: str
 ) -> None:
     for origin in ORIGINS:
-        fast, general = pair.both(method, path, _headers(origin, []))
+        fast, general = pair.both(method, path, _headers(origin, []), adapter)
         assert fast == general
 
 
@@ -351,9 +388,10 @@ def test_permission_callbacks_run_once_per_answer_and_for_allow(pair: Pair) -> N
     "path", ["/svc-json/test/v1/items/42", "/svc-json/test/v1/private", "/svc-json/test/v1/list"]
 )
 def test_authenticated_reads_answer_the_same(
-    pair: Pair, lane_answers: list[bool], which: str, path: str
+    pair: Pair, lane_answers: list[bool], adapter: str, which: str, path: str
 ) -> None:
-    fast, general = pair.both("GET", path, _headers(b"http://example.com", pair.credentials(which)))
+    headers = _headers(b"http://example.com", pair.credentials(which))
+    fast, general = pair.both("GET", path, headers, adapter)
     assert fast == general
     assert lane_answers == [True]
 
@@ -385,9 +423,9 @@ def test_a_valid_cookie_and_nonce_log_the_editor_in(pair: Pair) -> None:
     ],
 )
 def test_requests_with_a_body_take_the_general_way(
-    pair: Pair, lane_answers: list[bool], extra: list[tuple[bytes, bytes]]
+    pair: Pair, lane_answers: list[bool], adapter: str, extra: list[tuple[bytes, bytes]]
 ) -> None:
-    fast, general = pair.both("GET", "/svc-json/test/v1/items/42", _headers(None, extra))
+    fast, general = pair.both("GET", "/svc-json/test/v1/items/42", _headers(None, extra), adapter)
     assert fast == general
     assert lane_answers == [False]
 
@@ -425,10 +463,18 @@ def test_any_change_to_the_pipeline_hooks_turns_the_lane_off(lane_answers: list[
     origin=st.sampled_from(ORIGINS) | st.binary(max_size=30),
     duplicate_origin=st.booleans(),
     which=st.sampled_from(CREDENTIALS),
+    adapter=st.sampled_from(sorted(RUNNERS)),
 )
 def test_generated_reads_answer_the_same(
-    pair: Pair, method: str, path: str, origin: bytes | None, duplicate_origin: bool, which: str
+    pair: Pair,
+    method: str,
+    path: str,
+    origin: bytes | None,
+    duplicate_origin: bool,
+    which: str,
+    adapter: str,
 ) -> None:
     extra = [(b"origin", b"http://second.example")] if duplicate_origin else []
-    fast, general = pair.both(method, path, _headers(origin, extra + pair.credentials(which)))
+    headers = _headers(origin, extra + pair.credentials(which))
+    fast, general = pair.both(method, path, headers, adapter)
     assert fast == general

@@ -141,18 +141,6 @@ def build_request(scope: ASGIScope, headers: Headers) -> HttpRequest:
     )
 
 
-async def _serve_express(app: App, scope: ASGIScope, headers: Headers) -> HttpResponse | None:
-    """The express lane's answer (see ``svcrest.express``), None for the general way."""
-    method = scope["method"]
-    if (method != "GET" and method != "HEAD") or scope.get("query_string"):
-        return None
-    route = rest_route_of(app, scope["path"], "")
-    if not isinstance(route, str):
-        return None
-    secure = scope.get("scheme") == "https"
-    return await serve_express(app, method, route, headers, secure, _host_of(headers, scope))
-
-
 async def handle_asgi(app: App, scope: ASGIScope, receive: ASGIReceive, send: ASGISend) -> None:
     """Serve one ASGI connection scope for ``app``."""
     kind = scope["type"]
@@ -166,8 +154,16 @@ async def handle_asgi(app: App, scope: ASGIScope, receive: ASGIReceive, send: AS
     headers = Headers.from_lines(
         [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
     )
+    method = scope["method"]
     try:
-        response = await _serve_express(app, scope, headers)
+        response = None
+        # A read without a query string may take the express lane (see ``svcrest.express``).
+        if (method == "GET" or method == "HEAD") and not scope.get("query_string"):
+            route = rest_route_of(app, scope["path"], "")
+            if type(route) is str:
+                secure = scope.get("scheme") == "https"
+                host = _host_of(headers, scope)
+                response = await serve_express(app, method, route, headers, secure, host)
         if response is None:
             http = build_request(scope, headers)
             if app.site is not None and rest_route_of(app, http.path, http.query_string) is None:
@@ -176,7 +172,7 @@ async def handle_asgi(app: App, scope: ASGIScope, receive: ASGIReceive, send: AS
             http.body, http.body_too_large = await _read_body(app, headers, receive)
             response = await handle_http(app, http)
     except Exception:
-        logger.exception("Unhandled exception serving %s %s", scope["method"], scope["path"])
+        logger.exception("Unhandled exception serving %s %s", method, scope["path"])
         response = HttpResponse(
             500,
             [("Content-Type", "text/plain; charset=UTF-8")],

@@ -93,20 +93,27 @@ def pipeline_is_default(app: App, hooks: Hooks, server: RestServer) -> bool:
 class ExpressLane:
     """Whether an App's pipeline is still the default one, re-checked when its hooks change."""
 
-    __slots__ = ("_app", "_usable", "_version")
+    __slots__ = ("_app", "_handler_hooks", "_usable", "_version")
 
     def __init__(self, app: App) -> None:
         self._app = app
         self._version = -1
         self._usable = False
+        self._handler_hooks = True
 
     def usable(self, server: RestServer) -> bool:
         """True while the lane gives the same answers as the general pipeline."""
         hooks = self._app.hooks
         if hooks.version != self._version or type(server) is not RestServer:
             self._usable = pipeline_is_default(self._app, hooks, server)
+            self._handler_hooks = any(hooks.has_callbacks(name) for name in _HANDLER_HOOKS)
             self._version = hooks.version
         return self._usable
+
+    @property
+    def handler_hooks(self) -> bool:
+        """Whether a hook around handlers has callbacks (as of the last ``usable`` check)."""
+        return self._handler_hooks
 
 
 def _bodiless(index: dict[str, list[str]]) -> bool:
@@ -136,44 +143,49 @@ _HANDLER_HOOKS = (
     "rest_dispatch_request",
     "rest_request_after_callbacks",
 )
-_CORS_LINES: dict[str, tuple[tuple[str, str], ...]] = {}
-_WIRE: dict[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]] = {}
+#: (Link value, logged in, Allow value, Origin) → the header lines of a plain answer, and
+#: their wire encoding. Bounded: emptied when full.
+_TEMPLATES: dict[
+    tuple[str | None, bool, str, str | None],
+    tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]],
+] = {}
+_TEMPLATES_MAX = 1024
 
 
 def _cors_lines(origin: str | None) -> tuple[tuple[str, str], ...]:
     """The CORS lines ``rest_send_cors_headers`` adds to a response without any."""
-    if origin is None:
+    allowed = None if origin is None else sanitize_origin(origin)
+    if allowed is None:
         return ()
-    lines = _CORS_LINES.get(origin)
-    if lines is None:
-        allowed = sanitize_origin(origin)
-        lines = (
-            ()
-            if allowed is None
-            else (
-                ("Access-Control-Allow-Origin", allowed),
-                ("Access-Control-Allow-Methods", CORS_ALLOW_METHODS),
-                ("Access-Control-Allow-Credentials", "true"),
-            )
-        )
-        if len(_CORS_LINES) >= 256:
-            _CORS_LINES.clear()
-        _CORS_LINES[origin] = lines
-    return lines
+    return (
+        ("Access-Control-Allow-Origin", allowed),
+        ("Access-Control-Allow-Methods", CORS_ALLOW_METHODS),
+        ("Access-Control-Allow-Credentials", "true"),
+    )
 
 
-def _wire(lines: tuple[tuple[str, str], ...]) -> tuple[tuple[bytes, bytes], ...]:
-    """``lines`` encoded for the wire, remembered (the Allow and CORS blocks repeat)."""
-    wire = _WIRE.get(lines)
-    if wire is None:
-        wire = tuple(
+def _template(
+    link: str | None, logged_in: bool, allow: str, origin: str | None
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
+    """The lines ``_finish`` sends before the pending ones for a plain answer: the REST
+    block, Allow when there is a method, the CORS lines; with their wire encoding."""
+    key = (link, logged_in, allow, origin)
+    template = _TEMPLATES.get(key)
+    if template is None:
+        # SECURITY: Origin is the client's; only short values are kept (bounded memory).
+        keep = origin is None or len(origin) <= 256
+        block, block_wire = _header_block(link, logged_in, False)
+        own = ((("Allow", allow),) if allow else ()) + _cors_lines(origin)
+        own_wire = tuple(
             (name.encode("latin-1"), value.encode("latin-1"))
-            for name, value in (safe_header_line(*line) for line in lines)
+            for name, value in (safe_header_line(*line) for line in own)
         )
-        if len(_WIRE) >= 1024:
-            _WIRE.clear()
-        _WIRE[lines] = wire
-    return wire
+        template = (block + own, block_wire + own_wire)
+        if keep:
+            if len(_TEMPLATES) >= _TEMPLATES_MAX:
+                _TEMPLATES.clear()
+            _TEMPLATES[key] = template
+    return template
 
 
 async def _call_handler(request: Request, handler: dict[str, Any]) -> Any:
@@ -210,11 +222,16 @@ def _plain_answer(
 ) -> HttpResponse:
     """The general pipeline's answer for a handler that returned plain data (a dict or a
     list), with ``allowed`` the methods for the Allow header."""
-    allow: tuple[tuple[str, str], ...] = (("Allow", ", ".join(allowed)),) if allowed else ()
-    lines, wire = _header_block(app.rest_output_link_header(), ctx.user.is_logged_in, False)
-    own = allow + _cors_lines(request.headers.get_joined("origin"))
-    headers = [*lines, *own, *ctx.pending_headers]
-    answer = HttpResponse(200, headers, encode_json(data), wire_prefix=wire + _wire(own))
+    lines, wire = _template(
+        app.rest_output_link_header(),
+        ctx.user.is_logged_in,
+        ", ".join(allowed),
+        request.headers.get_joined("origin"),
+    )
+    pending = ctx.pending_headers
+    answer = HttpResponse(
+        200, [*lines, *pending] if pending else list(lines), encode_json(data), wire_prefix=wire
+    )
     if method == "HEAD":
         answer.strip_body_for_head()
     return answer
@@ -235,7 +252,7 @@ async def serve_express(
         return None
     entry, handler, url_params = chosen
     hooks = app.hooks
-    direct = not handler["args"] and not any(hooks.has_callbacks(name) for name in _HANDLER_HOOKS)
+    direct = not handler["args"] and not app.express.handler_hooks
     ctx = RequestContext(is_rest=True, secure=secure, host=host)
     token = _current.set(ctx)
     try:

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
+from svcrest.express import serve_express
 from svcrest.http.exchange import HttpRequest, HttpResponse, host_name, safe_header_line
 from svcrest.http.headers import Headers
 from svcrest.serving import handle_http, rest_route_of
@@ -137,17 +138,34 @@ class WSGIAdapter:
             collected.headers.append(("Link", link))
         return collected
 
+    def _express(self, http: HttpRequest) -> HttpResponse | None:
+        """The express lane's answer to a read without a query string (see
+        ``svcrest.express``), None for the general way."""
+        method = http.method
+        if (method != "GET" and method != "HEAD") or http.query_string:
+            return None
+        route = rest_route_of(self.app, http.path, "")
+        if type(route) is not str:
+            return None
+        secure = http.scheme == "https"
+        answer: HttpResponse | None = run_sync(
+            lambda: serve_express(self.app, method, route, http.headers, secure, http.host)
+        )
+        return answer
+
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         try:
             http = self._request(environ)
-            http.body, http.body_too_large = self._read_body(environ)
-            if (
-                self.app.site is not None
-                and rest_route_of(self.app, http.path, http.query_string) is None
-            ):
-                response: HttpResponse = run_sync(lambda: self._site_response(http, environ))
-            else:
-                response = run_sync(lambda: handle_http(self.app, http))
+            response = self._express(http)
+            if response is None:
+                http.body, http.body_too_large = self._read_body(environ)
+                if (
+                    self.app.site is not None
+                    and rest_route_of(self.app, http.path, http.query_string) is None
+                ):
+                    response = run_sync(lambda: self._site_response(http, environ))
+                else:
+                    response = run_sync(lambda: handle_http(self.app, http))
         except Exception:
             logger.exception("Unhandled exception in the WSGI adapter")
             response = HttpResponse(

@@ -33,8 +33,6 @@ __all__ = [
 _META = frozenset(".^$*+?{}[]\\|()")
 _QUANTIFIERS = frozenset("?*+{")
 _INLINE_FLAG = re.compile(r"\(\?[aiLmsux-]")
-_MEMO_SIZE = 2048
-_MEMO_PATH = 512
 
 
 def compile_route_pattern(route: str) -> re.Pattern[str]:
@@ -151,11 +149,10 @@ class _Node:
 class CompiledMatcher:
     """Matches paths against route patterns given in registration order."""
 
-    __slots__ = ("_memo", "_patterns", "_root")
+    __slots__ = ("_patterns", "_root")
 
     def __init__(self, patterns: Sequence[RoutePattern]) -> None:
         self._patterns = list(patterns)
-        self._memo: dict[str, tuple[tuple[int, dict[str, str]], ...]] = {}
         self._root = _Node()
         for index, pattern in enumerate(self._patterns):
             node = self._root
@@ -184,27 +181,7 @@ class CompiledMatcher:
     def iter_matches(self, path: str) -> Iterator[tuple[int, dict[str, str]]]:
         """Every route (index) whose pattern matches ``path`` fully, in registration order,
         with its named groups (groups that did not take part are left out)."""
-        for index, params in self.matches(path):
-            yield index, dict(params)
-
-    def matches(self, path: str) -> tuple[tuple[int, dict[str, str]], ...]:
-        """``iter_matches`` as one tuple, remembered for recently seen paths.
-
-        The parameter dicts are shared with the cache: callers must copy before changing
-        them. PERF: a site serves the same few paths again and again; a remembered path
-        costs one dict lookup instead of a trie walk and a regex (~2 µs). SECURITY: the
-        memory is bounded (``_MEMO_SIZE`` paths of at most ``_MEMO_PATH`` characters,
-        emptied when full), so unique paths cannot grow it.
-        """
-        memo = self._memo
-        found = memo.get(path)
-        if found is None:
-            found = tuple(self._scan(path))
-            if len(path) <= _MEMO_PATH:
-                if len(memo) >= _MEMO_SIZE:
-                    memo.clear()
-                memo[path] = found
-        return found
+        return self._scan(path)
 
     def _scan(self, path: str) -> Iterator[tuple[int, dict[str, str]]]:
         patterns = self._patterns

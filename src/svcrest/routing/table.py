@@ -11,7 +11,10 @@ from typing import Any
 from svcrest.routing.definitions import RouteDefinitionError, split_route_args
 from svcrest.routing.matcher import CompiledMatcher, RoutePattern
 
-__all__ = ["RouteEntry", "RouteTable"]
+__all__ = ["MEMO_PATH", "MEMO_SIZE", "RouteEntry", "RouteTable"]
+
+MEMO_SIZE = 2048
+MEMO_PATH = 512
 
 
 @dataclass(slots=True)
@@ -37,6 +40,10 @@ class RouteTable:
         self._ordered: list[RouteEntry] = []
         self._namespaces: dict[str, None] = {}
         self._matcher: CompiledMatcher | None = None
+        # The matcher the remembered matches were found with, and path → matches.
+        self._memo: tuple[
+            CompiledMatcher | None, dict[str, tuple[tuple[RouteEntry, dict[str, str]], ...]]
+        ] = (None, {})
         self._lock = threading.Lock()
 
     def add(
@@ -105,9 +112,27 @@ class RouteTable:
             yield ordered[index], params
 
     def matches(self, path: str) -> tuple[tuple[RouteEntry, dict[str, str]], ...]:
-        """``iter_matches`` at once; the params dicts are shared (copy before changing)."""
-        ordered = self._ordered
-        return tuple((ordered[index], params) for index, params in self._compiled().matches(path))
+        """``iter_matches`` at once, remembered for recently seen paths; the params dicts are
+        shared with the memory (copy before changing them).
+
+        PERF: a site serves the same few paths again and again; a remembered path costs one
+        dict lookup instead of a trie walk and a regex (~2 µs). SECURITY: the memory is
+        bounded (``MEMO_SIZE`` paths of at most ``MEMO_PATH`` characters, emptied when
+        full), so unique paths cannot grow it; it is dropped whenever the table changes.
+        """
+        matcher = self._compiled()
+        memo = self._memo
+        if memo[0] is not matcher:
+            memo = self._memo = (matcher, {})
+        found = memo[1].get(path)
+        if found is None:
+            ordered = self._ordered
+            found = tuple((ordered[index], params) for index, params in matcher.iter_matches(path))
+            if len(path) <= MEMO_PATH:
+                if len(memo[1]) >= MEMO_SIZE:
+                    memo[1].clear()
+                memo[1][path] = found
+        return found
 
     def first_match(self, path: str) -> tuple[RouteEntry, dict[str, str]] | None:
         """The first entry matching ``path`` (the OPTIONS rule of spec 4.4)."""

@@ -1,0 +1,58 @@
+"""A raw ASGI callable that sends the header lines of a svcrest response: the ceiling.
+
+DESIGN §3 makes every served REST response carry seven header lines of its own, each on its
+own line; with the Allow line, the three CORS lines of a request with an Origin and
+Content-Length, a svcrest answer to ``GET /svc-json/demo/v1/items/42`` has twelve lines where
+the raw callable has one. uvicorn checks every line with two regexes, so these lines cost
+time whoever sends them. This callable does no work besides sending them (the same bytes as
+the ``svcrest`` target, prepared at import): no framework implementing the contract can be
+faster under uvicorn, and ``run.py`` reports its ratio to raw ASGI next to svcrest's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+PREFIX = "/svc-json/demo/v1/items/"
+HOME = os.environ.get("SVCREST_BENCH_HOME", "http://127.0.0.1:8000")
+HEADERS = [
+    (b"Content-Type", b"application/json; charset=UTF-8"),
+    (b"X-Content-Type-Options", b"nosniff"),
+    (b"X-Robots-Tag", b"noindex"),
+    (b"Link", f'<{HOME}/svc-json/>; rel="https://api.w.org/"'.encode()),
+    (b"Vary", b"Origin"),
+    (b"Access-Control-Expose-Headers", b"X-SVC-Total, X-SVC-TotalPages, Link"),
+    (
+        b"Access-Control-Allow-Headers",
+        b"Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type",
+    ),
+    (b"Allow", b"GET"),
+    (b"Access-Control-Allow-Origin", b"http://example.com"),
+    (b"Access-Control-Allow-Methods", b"POST, GET, OPTIONS, PUT, DELETE"),
+    (b"Access-Control-Allow-Credentials", b"true"),
+]
+NOT_FOUND = b'{"detail":"Not Found"}'
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Serve the one route with svcrest's header lines; lifespan events are acknowledged."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    path: str = scope["path"]
+    tail = path[len(PREFIX) :] if path.startswith(PREFIX) else ""
+    if scope["method"] == "GET" and tail.isdigit():
+        status = 200
+        body = json.dumps({"id": int(tail), "title": "item"}, separators=(",", ":")).encode()
+    else:
+        status, body = 404, NOT_FOUND
+    headers = [*HEADERS, (b"Content-Length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
