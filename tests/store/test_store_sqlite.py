@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from svcrest.store.sqlite import SqliteStore, StoreError, open_store
+from svcrest.store.sqlite import SqliteStore, StoreError, open_store, retry_while_locked
 
 
 @pytest.fixture
@@ -312,3 +312,49 @@ def test_close_inside_a_block_is_refused(memory_store: SqliteStore) -> None:
     ):
         memory_store.close()
     assert memory_store.closed is False
+
+
+class _FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_switching_to_wal_waits_while_another_process_holds_the_lock() -> None:
+    clock = _FakeClock()
+    attempts: list[float] = []
+
+    def switch() -> None:
+        attempts.append(clock.now)
+        if len(attempts) < 4:
+            raise sqlite3.OperationalError("database is locked")
+
+    retry_while_locked(switch, 5.0, clock=clock, sleep=clock.sleep)
+    assert len(attempts) == 4
+    assert attempts[-1] == pytest.approx(0.03)
+
+
+def test_a_lock_held_past_the_timeout_or_another_error_propagates() -> None:
+    clock = _FakeClock()
+    calls: list[int] = []
+
+    def locked() -> None:
+        calls.append(1)
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        retry_while_locked(locked, 0.05, clock=clock, sleep=clock.sleep)
+    assert len(calls) == 6  # at 0, 10, 20, 30, 40 and 50 ms
+
+    def broken() -> None:
+        calls.append(2)
+        raise sqlite3.OperationalError("no such table: x")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        retry_while_locked(broken, 5.0, clock=clock, sleep=clock.sleep)
+    assert calls.count(2) == 1

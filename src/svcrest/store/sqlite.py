@@ -17,11 +17,12 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SqliteStore", "StoreError", "open_store"]
+__all__ = ["SqliteStore", "StoreError", "open_store", "retry_while_locked"]
 
 _MEMORY = ":memory:"
 _URL_PREFIX = "sqlite://"
@@ -156,9 +157,14 @@ class SqliteStore:
     @staticmethod
     def _enable_wal(conn: sqlite3.Connection) -> None:
         # The journal mode is stored in the file: set once, every later connection gets it.
-        row = conn.execute("PRAGMA journal_mode").fetchone()
-        if row is None or str(row[0]).lower() != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
+        # Processes opening a new file at once can get "database is locked" here at once:
+        # SQLite does not always wait on its busy handler for this lock, so we do.
+        def switch() -> None:
+            row = conn.execute("PRAGMA journal_mode").fetchone()
+            if row is None or str(row[0]).lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+
+        retry_while_locked(switch, _BUSY_TIMEOUT_MS / 1000)
 
     def _take(self) -> sqlite3.Connection:
         """A connection for this thread (memory: after taking the lock)."""
@@ -362,6 +368,27 @@ class SqliteStore:
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path or _MEMORY!r})"
+
+
+def retry_while_locked(
+    action: Callable[[], None],
+    timeout: float,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Run ``action``, again every 10 ms while SQLite says the database is locked or busy,
+    for up to ``timeout`` seconds; then the last error propagates."""
+    deadline = clock() + timeout
+    while True:
+        try:
+            action()
+            return
+        except sqlite3.OperationalError as exc:
+            message = str(exc).lower()
+            if ("locked" not in message and "busy" not in message) or clock() >= deadline:
+                raise
+        sleep(0.01)
 
 
 def open_store(spec: str | SqliteStore | None) -> SqliteStore:
