@@ -179,11 +179,14 @@ class App:
         hooks = self.hooks
         if hooks.has_callbacks("rest_url") or hooks.has_callbacks("rest_url_prefix"):
             return discovery.rest_output_link_header(self)
-        # PERF: without URL filters the value depends only on whether https is forced.
-        key = https_forced(self.home)
-        if key not in self._link_cache:
-            self._link_cache[key] = discovery.rest_output_link_header(self)
-        return self._link_cache[key]
+        # PERF: without URL filters the value depends only on whether https is forced, which
+        # needs a request over TLS.
+        ctx = current_context()
+        key = ctx is not None and ctx.secure and https_forced(self.home)
+        cache = self._link_cache
+        if key not in cache:
+            cache[key] = discovery.rest_output_link_header(self)
+        return cache[key]
 
     # -- dates ------------------------------------------------------------------------------
 

@@ -54,8 +54,10 @@ def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
 
 def _wire_headers(response: HttpResponse) -> list[tuple[bytes, bytes]]:
     prefix = response.wire_prefix
-    lines = response.headers[len(prefix) :] if prefix else response.headers
-    return [*prefix, *header_bytes([*lines, *response.length_header()])]
+    headers = response.headers
+    if len(prefix) == len(headers):  # PERF: nothing left to encode but the length
+        return [*prefix, *header_bytes(response.length_header())]
+    return [*prefix, *header_bytes([*headers[len(prefix) :], *response.length_header()])]
 
 
 async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:

@@ -22,6 +22,7 @@ PERF: the lane takes an anonymous GET from ~45 µs to ~15 µs in-process (``benc
 from __future__ import annotations
 
 import logging
+from types import MethodType
 from typing import TYPE_CHECKING, Any
 
 from svcrest.auth.rest_cookie import CookieAuth
@@ -42,7 +43,7 @@ from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.invoke import fitted
-from svcrest.server import RestServer, internal_error, select_handler
+from svcrest.server import RestServer, internal_error, no_route_error, select_handler
 from svcrest.serving import (
     _data_with_links,
     _envelope,
@@ -70,11 +71,9 @@ _DEFAULT_PIPELINE: dict[str, tuple[Any, ...]] = {
 
 
 def _is_default(callback: Any, default: Any, app: App) -> bool:
-    function = getattr(callback, "__func__", callback)
-    if function is not default:
-        return False
-    owner = getattr(callback, "__self__", None)
-    return owner is None or getattr(owner, "app", None) is app
+    if isinstance(callback, MethodType):  # a default bound to this App's CookieAuth
+        return callback.__func__ is default and getattr(callback.__self__, "app", None) is app
+    return callback is default
 
 
 def pipeline_is_default(app: App, hooks: Hooks, server: RestServer) -> bool:
@@ -220,10 +219,16 @@ async def _call_handler(request: Request, handler: dict[str, Any]) -> Any:
 
 
 def _plain_answer(
-    app: App, ctx: RequestContext, method: str, request: Request, data: Any, allowed: list[str]
+    app: App,
+    ctx: RequestContext,
+    method: str,
+    request: Request,
+    data: Any,
+    allowed: list[str],
+    status: int = 200,
 ) -> HttpResponse:
-    """The general pipeline's answer for a handler that returned plain data (a dict or a
-    list), with ``allowed`` the methods for the Allow header."""
+    """The general pipeline's answer for plain data (a dict or a list) a handler returned,
+    with ``allowed`` the methods for the Allow header (or for a 404's error body)."""
     lines, wire = _template(
         app.rest_output_link_header(),
         ctx.user.is_logged_in,
@@ -232,7 +237,7 @@ def _plain_answer(
     )
     pending = ctx.pending_headers
     answer = HttpResponse(
-        200, [*lines, *pending] if pending else list(lines), encode_json(data), wire_prefix=wire
+        status, [*lines, *pending] if pending else list(lines), encode_json(data), wire_prefix=wire
     )
     if method == "HEAD":
         answer.strip_body_for_head()
@@ -275,8 +280,14 @@ async def _dispatch(
     app: App, ctx: RequestContext, server: RestServer, method: str, request: Request
 ) -> HttpResponse:
     """Dispatch and finish an authenticated request (``_serve_request`` after ``_authenticate``)."""
-    chosen = select_handler(server.table.matches(request.route), method)
-    if chosen is None:  # 404 or 405: the general dispatch says which, with its Allow header
+    matches = server.table.matches(request.route)
+    if not matches:
+        # No route: the default ``rest_pre_dispatch`` answers only OPTIONS, so this is the
+        # 404 of the general dispatch, with no Allow header and no callback run.
+        missing = no_route_error(404).to_dict()
+        return _plain_answer(app, ctx, method, request, missing, [], status=404)
+    chosen = select_handler(matches, method)
+    if chosen is None:  # a 405: the general dispatch, with its Allow header
         result = await server.dispatch_async(request)
         return await _finish_general(app, ctx, server, method, request, result)
     entry, handler, url_params = chosen

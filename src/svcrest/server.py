@@ -20,7 +20,7 @@ from svcrest.validation import apply_defaults, check_params, sanitize_params
 if TYPE_CHECKING:
     from svcrest.app import App
 
-__all__ = ["RestServer", "internal_error", "select_handler"]
+__all__ = ["RestServer", "internal_error", "no_route_error", "select_handler"]
 
 logger = logging.getLogger("svcrest")
 
@@ -33,7 +33,8 @@ def internal_error() -> RestError:
     return RestError("rest_internal_error", "Internal server error.", {"status": 500})
 
 
-def _no_route(status: int) -> RestError:
+def no_route_error(status: int) -> RestError:
+    """``rest_no_route`` with ``status`` (404: no route matched; 405: none for the method)."""
     return RestError("rest_no_route", NO_ROUTE_MESSAGE, {"status": status})
 
 
@@ -176,13 +177,13 @@ class RestServer:
                 return rest_ensure_response(pre)
         matches = self.table.matches(request.route)
         if not matches:
-            return _no_route(404)
+            return no_route_error(404)
         chosen = select_handler(matches, request.method)
         if chosen is not None:
             entry, handler, url_params = chosen
             return await self._respond(request, entry, handler, dict(url_params))
         first, first_params = matches[0]
-        error = _no_route(405)
+        error = no_route_error(405)
         response = Response.from_error(error)
         response.matched_route = first.route
         # The permission callbacks asked for Allow see the route's URL params, as in dispatch.
