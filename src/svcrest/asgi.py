@@ -9,7 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.express import serve_express
+from svcrest.express import plain_query, serve_express
 from svcrest.http.exchange import HttpRequest, HttpResponse, host_name, safe_header_line
 from svcrest.http.headers import Headers
 from svcrest.serving import handle_http, rest_route_of
@@ -159,13 +159,14 @@ async def handle_asgi(app: App, scope: ASGIScope, receive: ASGIReceive, send: AS
     method = scope["method"]
     try:
         response = None
-        # A read without a query string may take the express lane (see ``svcrest.express``).
-        if (method == "GET" or method == "HEAD") and not scope.get("query_string"):
-            route = rest_route_of(app, scope["path"], "")
+        # A read may take the express lane (see ``svcrest.express``).
+        if method == "GET" or method == "HEAD":
+            query = scope.get("query_string", b"").decode("utf-8", "replace")
+            route = rest_route_of(app, scope["path"], "") if plain_query(query) else None
             if type(route) is str:
                 secure = scope.get("scheme") == "https"
                 host = _host_of(headers, scope)
-                response = await serve_express(app, method, route, headers, secure, host)
+                response = await serve_express(app, method, route, headers, secure, host, query)
         if response is None:
             http = build_request(scope, headers)
             if app.site is not None and rest_route_of(app, http.path, http.query_string) is None:

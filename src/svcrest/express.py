@@ -1,22 +1,24 @@
 """The express lane: ``serve_rest`` for the common request, with the default filters called
 directly instead of through the hook chains.
 
-Most requests a site serves are reads: a GET or HEAD without a query string or a body,
-anonymous or with the login cookie and a nonce. While the pipeline's filters are exactly the
-defaults svcrest installs (cookie authentication, the OPTIONS answer, Allow, ``_fields``,
-CORS), such a request is answered here by calling those same default callbacks in the
-pipeline's order, without the general machinery around them: no filter chains, no query
-string or empty body to read, no authentication callbacks without a cookie or nonce, and a
-handler without hooks or arguments called directly. The answer is the one ``serve_rest``
-gives, byte for byte; ``tests/test_express.py`` compares the two on generated requests.
+Most requests a site serves are reads: a GET or HEAD without a body, whose query string
+names none of the parameters the pipeline reads itself (``_fields``, ``_envelope``,
+``_wpnonce``…), anonymous or with the login cookie and a nonce. While the pipeline's filters
+are exactly the defaults svcrest installs (cookie authentication, the OPTIONS answer, Allow,
+``_fields``, CORS), such a request is answered here by calling those same default callbacks
+in the pipeline's order, without the general machinery around them: no filter chains, no
+empty body to read, no authentication callbacks without a cookie or nonce, and a handler
+without hooks or arguments called directly. The answer is the one ``serve_rest`` gives,
+byte for byte; ``tests/test_express.py`` compares the two on generated requests.
 
-A path no route serves with the method gets the general dispatch (its 404 or 405), and a
-handler with arguments or hooks around it the general handler call, both inside the lane.
-Anything else (another method, a query string, a body, a filter added or removed anywhere
-on the pipeline's hooks, a replaced server class) goes the general way:
+A path no route matches gets its 404 here; one whose routes lack the method gets the general
+dispatch (its 405 and Allow), and a handler with arguments or hooks around it the general
+handler call, both inside the lane.
+Anything else (another method, a query string with an underscore, a body, a filter added or
+removed anywhere on the pipeline's hooks, a replaced server class) goes the general way:
 :func:`serve_express` returns None before any user code has run.
 
-PERF: the lane takes an anonymous GET from ~45 µs to ~15 µs in-process (``bench/README.md``).
+PERF: the lane takes an anonymous GET from ~45 µs to ~13 µs in-process (``bench/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from svcrest.serving import (
 if TYPE_CHECKING:
     from svcrest.app import App
 
-__all__ = ["ExpressLane", "serve_express"]
+__all__ = ["ExpressLane", "pipeline_is_default", "plain_query", "serve_express"]
 
 logger = logging.getLogger("svcrest")
 
@@ -218,6 +220,13 @@ async def _call_handler(request: Request, handler: dict[str, Any]) -> Any:
         return raised
 
 
+def _no_output_params(request: Request) -> bool:
+    """No ``_fields`` or ``_envelope`` parameter (the query string had none: only a callback
+    can have set one)."""
+    params = request._query_params
+    return not params or ("_fields" not in params and "_envelope" not in params)
+
+
 def _plain_answer(
     app: App,
     ctx: RequestContext,
@@ -244,12 +253,25 @@ def _plain_answer(
     return answer
 
 
+def plain_query(query_string: str) -> bool:
+    """Whether a query string can name none of the parameters the pipeline itself reads
+    (``_fields``, ``_envelope``, ``_wpnonce``, ``_method``, ``rest_route``): every one has an
+    underscore, written as ``_`` or ``%5F``."""
+    return "_" not in query_string and "%5f" not in query_string.lower()
+
+
 async def serve_express(
-    app: App, method: str, route: str, headers: Headers, secure: bool, host: str
+    app: App,
+    method: str,
+    route: str,
+    headers: Headers,
+    secure: bool,
+    host: str,
+    query_string: str = "",
 ) -> HttpResponse | None:
-    """Serve a GET or HEAD of ``route`` (already split from the REST prefix, without a query
-    string or body) the way ``serve_rest`` would; None when the request or the App needs the
-    general pipeline (nothing has run then)."""
+    """Serve a GET or HEAD of ``route`` (already split from the REST prefix, without a body,
+    with a query string that passes :func:`plain_query`) the way ``serve_rest`` would; None
+    when the request or the App needs the general pipeline (nothing has run then)."""
     server = app.rest_get_server()
     index = headers._lookup()
     if not app.express.usable(server) or not _bodiless(index):
@@ -257,7 +279,7 @@ async def serve_express(
     ctx = RequestContext(is_rest=True, secure=secure, host=host)
     token = _current.set(ctx)
     try:
-        request = Request.from_http(method, route, "", headers, b"")
+        request = Request.from_http(method, route, query_string, headers, b"")
         try:
             if "cookie" in index or "x-svc-nonce" in index:
                 error = _authenticate(app.hooks, request, ctx)
@@ -302,8 +324,7 @@ async def _dispatch(
     except Exception:
         result = server.to_response(server._unexpected(request))
     else:
-        # ``_fields`` and ``_envelope`` can only be there if a callback set them.
-        if (type(data) is dict or type(data) is list) and not request._query_params:
+        if (type(data) is dict or type(data) is list) and _no_output_params(request):
             allowed = server.allowed_methods_eager(entry, request)
             if not isinstance(allowed, list):
                 allowed = await allowed

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.express import serve_express
+from svcrest.express import plain_query, serve_express
 from svcrest.http.exchange import HttpRequest, HttpResponse, host_name, safe_header_line
 from svcrest.http.headers import Headers
 from svcrest.serving import handle_http, rest_route_of
@@ -139,17 +139,18 @@ class WSGIAdapter:
         return collected
 
     def _express(self, http: HttpRequest) -> HttpResponse | None:
-        """The express lane's answer to a read without a query string (see
-        ``svcrest.express``), None for the general way."""
+        """The express lane's answer to a read (see ``svcrest.express``), None for the
+        general way."""
         method = http.method
-        if (method != "GET" and method != "HEAD") or http.query_string:
+        query = http.query_string
+        if (method != "GET" and method != "HEAD") or not plain_query(query):
             return None
         route = rest_route_of(self.app, http.path, "")
         if type(route) is not str:
             return None
         secure = http.scheme == "https"
         answer: HttpResponse | None = run_sync(
-            lambda: serve_express(self.app, method, route, http.headers, secure, http.host)
+            lambda: serve_express(self.app, method, route, http.headers, secure, http.host, query)
         )
         return answer
 
