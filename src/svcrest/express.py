@@ -233,15 +233,15 @@ def _plain_answer(
     method: str,
     request: Request,
     data: Any,
-    allowed: list[str],
+    allow: str,
     status: int = 200,
 ) -> HttpResponse:
     """The general pipeline's answer for plain data (a dict or a list) a handler returned,
-    with ``allowed`` the methods for the Allow header (or for a 404's error body)."""
+    with ``allow`` the Allow header's value ("" for none, as for a 404's error body)."""
     lines, wire = _template(
         app.rest_output_link_header(),
         ctx.user.is_logged_in,
-        ", ".join(allowed),
+        allow,
         request.headers.get_joined("origin"),
     )
     pending = ctx.pending_headers
@@ -307,7 +307,7 @@ async def _dispatch(
         # No route: the default ``rest_pre_dispatch`` answers only OPTIONS, so this is the
         # 404 of the general dispatch, with no Allow header and no callback run.
         missing = no_route_error(404).to_dict()
-        return _plain_answer(app, ctx, method, request, missing, [], status=404)
+        return _plain_answer(app, ctx, method, request, missing, "", status=404)
     chosen = select_handler(matches, method)
     if chosen is None:  # a 405: the general dispatch, with its Allow header
         result = await server.dispatch_async(request)
@@ -325,10 +325,13 @@ async def _dispatch(
         result = server.to_response(server._unexpected(request))
     else:
         if (type(data) is dict or type(data) is list) and _no_output_params(request):
-            allowed = server.allowed_methods_eager(entry, request)
-            if not isinstance(allowed, list):
-                allowed = await allowed
-            return _plain_answer(app, ctx, method, request, data, allowed)
+            allow = entry.permissionless_allow()
+            if allow is None:  # permission callbacks decide, as in ``rest_send_allow_header``
+                allowed = server.allowed_methods_eager(entry, request)
+                if not isinstance(allowed, list):
+                    allowed = await allowed
+                allow = ", ".join(allowed)
+            return _plain_answer(app, ctx, method, request, data, allow)
         result = server.matched_response(data, entry, handler)
     return await _finish_general(app, ctx, server, method, request, result)
 

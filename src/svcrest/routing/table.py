@@ -26,6 +26,25 @@ class RouteEntry:
     pattern: RoutePattern
     handlers: list[dict[str, Any]] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    #: ``permissionless_allow``'s answer, dropped by the table whenever handlers change.
+    allow_memo: tuple[str | None] | None = None
+
+    def permissionless_allow(self) -> str | None:
+        """The Allow value (spec 4.5) when no handler has a permission callback: every
+        method in order of first appearance, ", "-joined; None when some handler has one
+        (it must be asked on each request). PERF: remembered until the handlers change."""
+        memo = self.allow_memo
+        if memo is None:
+            handlers = self.handlers
+            if any(handler.get("permission_callback") is not None for handler in handlers):
+                memo = (None,)
+            else:
+                methods = dict.fromkeys(
+                    method for handler in handlers for method in handler["methods"]
+                )
+                memo = (", ".join(methods),)
+            self.allow_memo = memo
+        return memo[0]
 
 
 class RouteTable:
@@ -68,9 +87,11 @@ class RouteTable:
                 entry.handlers = handlers
                 entry.options = options
                 entry.namespace = namespace
+                entry.allow_memo = None
             else:
                 entry.handlers.extend(handlers)
                 entry.options.update(options)
+                entry.allow_memo = None
             if namespace:
                 self._namespaces.setdefault(namespace, None)
         return entry
