@@ -26,25 +26,27 @@ class RouteEntry:
     pattern: RoutePattern
     handlers: list[dict[str, Any]] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
-    #: ``permissionless_allow``'s answer, dropped by the table whenever handlers change.
-    allow_memo: tuple[str | None] | None = None
+    #: ``permissionless_allow``'s answer with the handler list and length it was read from.
+    allow_memo: tuple[list[dict[str, Any]], int, str | None] | None = field(
+        default=None, repr=False, compare=False
+    )
 
     def permissionless_allow(self) -> str | None:
         """The Allow value (spec 4.5) when no handler has a permission callback: every
         method in order of first appearance, ", "-joined; None when some handler has one
-        (it must be asked on each request). PERF: remembered until the handlers change."""
+        (it must be asked on each request). PERF: remembered while the handlers stay the
+        same (the table extends or replaces the list; both are noticed, also mid-request)."""
+        handlers = self.handlers
+        count = len(handlers)
         memo = self.allow_memo
-        if memo is None:
-            handlers = self.handlers
-            if any(handler.get("permission_callback") is not None for handler in handlers):
-                memo = (None,)
-            else:
-                methods = dict.fromkeys(
-                    method for handler in handlers for method in handler["methods"]
-                )
-                memo = (", ".join(methods),)
-            self.allow_memo = memo
-        return memo[0]
+        if memo is None or memo[0] is not handlers or memo[1] != count:
+            read = handlers[:count]  # exactly the handlers the memo will say it read
+            value: str | None = None
+            if all(handler.get("permission_callback") is None for handler in read):
+                methods = (method for handler in read for method in handler["methods"])
+                value = ", ".join(dict.fromkeys(methods))
+            memo = self.allow_memo = (handlers, count, value)
+        return memo[2]
 
 
 class RouteTable:
@@ -87,11 +89,9 @@ class RouteTable:
                 entry.handlers = handlers
                 entry.options = options
                 entry.namespace = namespace
-                entry.allow_memo = None
             else:
                 entry.handlers.extend(handlers)
                 entry.options.update(options)
-                entry.allow_memo = None
             if namespace:
                 self._namespaces.setdefault(namespace, None)
         return entry
