@@ -96,27 +96,31 @@ def pipeline_is_default(app: App, hooks: Hooks, server: RestServer) -> bool:
 class ExpressLane:
     """Whether an App's pipeline is still the default one, re-checked when its hooks change."""
 
-    __slots__ = ("_app", "_handler_hooks", "_usable", "_version")
+    __slots__ = ("_app", "_state")
 
     def __init__(self, app: App) -> None:
         self._app = app
-        self._version = -1
-        self._usable = False
-        self._handler_hooks = True
+        # (hooks version, usable, a hook around handlers has callbacks): one tuple, so a
+        # thread never reads a verdict with another version's.
+        self._state: tuple[int, bool, bool] = (-1, False, True)
 
     def usable(self, server: RestServer) -> bool:
         """True while the lane gives the same answers as the general pipeline."""
         hooks = self._app.hooks
-        if hooks.version != self._version or type(server) is not RestServer:
-            self._usable = pipeline_is_default(self._app, hooks, server)
-            self._handler_hooks = any(hooks.has_callbacks(name) for name in _HANDLER_HOOKS)
-            self._version = hooks.version
-        return self._usable
+        state = self._state
+        if state[0] != hooks.version or type(server) is not RestServer:
+            version = hooks.version  # read first: a change while checking is seen next time
+            state = self._state = (
+                version,
+                pipeline_is_default(self._app, hooks, server),
+                any(hooks.has_callbacks(name) for name in _HANDLER_HOOKS),
+            )
+        return state[1]
 
     @property
     def handler_hooks(self) -> bool:
         """Whether a hook around handlers has callbacks (as of the last ``usable`` check)."""
-        return self._handler_hooks
+        return self._state[2]
 
 
 def _bodiless(index: dict[str, list[str]]) -> bool:
