@@ -36,6 +36,14 @@ async def _async_allowed(request: Request) -> bool:
     return True
 
 
+async def _async_raises(request: Request) -> Any:
+    raise RestError("async_nope", "Not now.", {"status": 423})
+
+
+async def _async_denied(request: Request) -> Any:
+    return False
+
+
 def _with_links(request: Request) -> Response:
     response = Response({"id": 1}, 201, {"X-Custom": "yes"})
     response.add_link("self", "http://example.org/1")
@@ -106,6 +114,18 @@ def build_app(calls: list[str], store: str | None = None) -> App:
             "methods": "GET",
             "callback": _async_item,
             "permission_callback": _async_allowed,
+        },
+        "/async-only": {"methods": "GET", "callback": _async_item},
+        "/async-raises": {"methods": "GET", "callback": _async_raises},
+        "/async-denied": {
+            "methods": "GET",
+            "callback": _async_item,
+            "permission_callback": _async_denied,
+        },
+        "/async-permission-raises": {
+            "methods": "GET",
+            "callback": _async_item,
+            "permission_callback": _async_raises,
         },
         "/links": {"methods": "GET", "callback": _with_links},
         "/ctype": {"methods": "GET", "callback": _own_content_type},
@@ -309,6 +329,10 @@ PATHS = [
     "/svc-json/test/v1/scalar",
     "/svc-json/test/v1/none",
     "/svc-json/test/v1/async/5",
+    "/svc-json/test/v1/async-only",
+    "/svc-json/test/v1/async-raises",
+    "/svc-json/test/v1/async-denied",
+    "/svc-json/test/v1/async-permission-raises",
     "/svc-json/test/v1/links",
     "/svc-json/test/v1/ctype",
     "/svc-json/test/v1/fields",

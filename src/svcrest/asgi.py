@@ -55,8 +55,10 @@ def header_bytes(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
 def _wire_headers(response: HttpResponse) -> list[tuple[bytes, bytes]]:
     prefix = response.wire_prefix
     headers = response.headers
-    if len(prefix) == len(headers):  # PERF: nothing left to encode but the length
-        return [*prefix, *header_bytes(response.length_header())]
+    if len(prefix) == len(headers) and response.status == 200:
+        # PERF: nothing left to encode but the length (always sent with a 200).
+        length = len(response.body) if response.content_length is None else response.content_length
+        return [*prefix, (b"Content-Length", str(length).encode("ascii"))]
     return [*prefix, *header_bytes([*headers[len(prefix) :], *response.length_header()])]
 
 
@@ -161,7 +163,8 @@ async def handle_asgi(app: App, scope: ASGIScope, receive: ASGIReceive, send: AS
         response = None
         # A read may take the express lane (see ``svcrest.express``).
         if method == "GET" or method == "HEAD":
-            query = scope.get("query_string", b"").decode("utf-8", "replace")
+            raw_query = scope.get("query_string")
+            query = raw_query.decode("utf-8", "replace") if raw_query else ""
             route = rest_route_of(app, scope["path"], "") if plain_query(query) else None
             if type(route) is str:
                 secure = scope.get("scheme") == "https"

@@ -38,7 +38,7 @@ from svcrest.defaults import (
     rest_send_cors_headers,
     sanitize_origin,
 )
-from svcrest.hooks import Hooks, is_awaitable
+from svcrest.hooks import Hooks, Pending, is_awaitable
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpResponse, safe_header_line
 from svcrest.http.headers import Headers
@@ -195,31 +195,56 @@ def _template(
     return template
 
 
-async def _call_handler(request: Request, handler: dict[str, Any]) -> Any:
-    """``RestServer._permitted_call`` for a handler without hooks around it; an unexpected
-    exception propagates."""
+def _refusal(request: Request, permitted: Any) -> RestError:
+    """What a permission callback's answer other than True becomes."""
+    if isinstance(permitted, RestError):
+        return permitted
+    status = 403 if request.user.is_logged_in else 401
+    return RestError("rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status})
+
+
+def _call_direct(request: Request, handler: dict[str, Any]) -> Any:
+    """``RestServer._permitted_call`` for a handler without hooks around it: the handler's
+    result (a RestError for a refusal), computed synchronously while its callbacks are plain;
+    from the first awaitable answer on, a :class:`Pending` whose ``awaitable`` finishes.
+    Exceptions other than RestError propagate."""
     try:
         permission = handler.get("permission_callback")
         if permission is not None:
-            allowed = fitted(permission)(request)
-            if is_awaitable(allowed):
-                allowed = await allowed
-            if isinstance(allowed, RestError):
-                return allowed
-            if allowed is not True:
-                status = 403 if request.user.is_logged_in else 401
-                return RestError(
-                    "rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status}
-                )
-        callback = handler["callback"]
-        if callback is None:
-            return RestError(
-                "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
-            )
-        result = fitted(callback)(request)
-        if is_awaitable(result):
-            result = await result
-        return result
+            permitted = fitted(permission)(request)
+            if is_awaitable(permitted):
+                return Pending(_finish_permitted(request, handler, permitted))
+            if permitted is not True:
+                return _refusal(request, permitted)
+        return _call_callback(request, handler)
+    except RestError as raised:
+        return raised
+
+
+def _call_callback(request: Request, handler: dict[str, Any]) -> Any:
+    callback = handler["callback"]
+    if callback is None:
+        return RestError(
+            "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
+        )
+    result = fitted(callback)(request)
+    return Pending(_awaited(result)) if is_awaitable(result) else result
+
+
+async def _finish_permitted(request: Request, handler: dict[str, Any], pending: Any) -> Any:
+    try:
+        permitted = await pending
+        if permitted is not True:
+            return _refusal(request, permitted)
+        result = _call_callback(request, handler)
+        return await result.awaitable if type(result) is Pending else result
+    except RestError as raised:
+        return raised
+
+
+async def _awaited(pending: Any) -> Any:
+    try:
+        return await pending
     except RestError as raised:
         return raised
 
@@ -324,7 +349,9 @@ async def _dispatch(
     request.handler = handler
     request.parse_json_body()
     try:
-        data = await _call_handler(request, handler)
+        data = _call_direct(request, handler)
+        if type(data) is Pending:
+            data = await data.awaitable
     except Exception:
         result = server.to_response(server._unexpected(request))
     else:
