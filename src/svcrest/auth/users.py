@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import time
 import unicodedata
@@ -77,6 +78,14 @@ def lookup_key(login: object) -> str | None:
     """The ``login_key`` to look ``login`` up by, None for a login no user can have."""
     if not isinstance(login, str):
         return None
+    if len(login) > 4 * MAX_LOGIN_LENGTH:  # SECURITY: only short strings are remembered
+        return _lookup_key.__wrapped__(login)
+    return _lookup_key(login)
+
+
+# PERF: every cookie check looks its login up; the Unicode normalisation is the same each time.
+@functools.lru_cache(maxsize=1024)
+def _lookup_key(login: str) -> str | None:
     login = login.strip()
     if not login or len(login) > MAX_LOGIN_LENGTH or _has_control(login):
         return None
