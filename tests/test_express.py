@@ -1,8 +1,8 @@
 """The express lane answers exactly as the general pipeline does.
 
-Two Apps get the same routes; on the second a filter that changes nothing turns the lane off.
-Every request goes to both over ASGI, and status, header lines (in order) and body must be
-identical, byte for byte.
+Two Apps get the same routes (and, in some tests, the same extra filters); the second has its
+lane turned off. Every request goes to both, over ASGI and over WSGI, and status, header lines
+(in order) and body must be identical, byte for byte.
 """
 
 from __future__ import annotations
@@ -247,8 +247,7 @@ class Pair:
         self.general_calls: list[str] = []
         self.fast = build_app(self.fast_calls, store)
         self.general = build_app(self.general_calls, store)
-        # Passes the value through unchanged, and turns the lane off for this App.
-        self.general.hooks.add_filter("rest_pre_serve_request", lambda served: served, 999)
+        self.general.express.enabled = False
         auth = self.fast.auth
         user = self.fast.users.create("editor", "editor-password-123", roles=("editor",))
         issued = auth.log_in(user, remember=False, ip="", user_agent="", secure=False)
@@ -495,21 +494,79 @@ def test_requests_with_a_body_take_the_general_way(
     assert lane_answers == [False]
 
 
-def test_any_change_to_the_pipeline_hooks_turns_the_lane_off(lane_answers: list[bool]) -> None:
+def test_the_lane_can_be_turned_off(lane_answers: list[bool]) -> None:
     app = build_app([], ":memory:")
     path, headers = "/svc-json/test/v1/items/1", _headers(None, [])
-    run_asgi(app, "GET", path, headers)
     assert app.express.usable(app.rest_get_server())
-    app.hooks.add_filter("rest_post_dispatch", lambda response: response, 5)
+    app.express.enabled = False
     assert not app.express.usable(app.rest_get_server())
-    run_asgi(app, "GET", path, headers)
-    app.hooks.remove_all_filters("rest_post_dispatch")
-    assert not app.express.usable(app.rest_get_server())
-    status, sent_headers, _ = run_asgi(app, "GET", path, headers)
-    assert lane_answers == [True]
-    # With the default Allow filter removed, no Allow header is sent.
-    assert status == 200
-    assert b"Allow" not in [name for name, _ in sent_headers]
+    assert run_asgi(app, "GET", path, headers)[0] == 200
+    assert lane_answers == []
+
+
+def _tag(name: str) -> Callable[..., Any]:
+    """A filter that marks the response it sees with a header (or passes other values)."""
+
+    def tag(value: Any, *args: Any) -> Any:
+        if isinstance(value, Response):
+            value.header("X-Tag", name, replace=False)
+        for arg in args:
+            if isinstance(arg, Response):
+                arg.header("X-Tag", name, replace=False)
+        return value
+
+    return tag
+
+
+def _other_user(user: Any, request: Request) -> Any:
+    """``determine_current_user`` answering for a header of its own."""
+    return user
+
+
+def _refuse_on_header(result: Any, request: Request) -> Any:
+    if request.get_header("X-Refuse"):
+        return RestError("refused", "Refused.", {"status": 451})
+    return result
+
+
+def _served_by_filter(served: Any, result: Any, request: Request, server: Any) -> Any:
+    return served or bool(request.get_header("X-Served"))
+
+
+EXTRA_FILTERS: dict[str, list[tuple[str, Callable[..., Any], int]]] = {
+    "determine_current_user": [("determine_current_user", _other_user, 5)],
+    "rest_authentication_errors": [("rest_authentication_errors", _refuse_on_header, 5)],
+    "rest_pre_dispatch": [("rest_pre_dispatch", _tag("pre"), 20)],
+    "rest_post_dispatch": [("rest_post_dispatch", _tag("post"), 5)],
+    "rest_pre_serve_request": [
+        ("rest_pre_serve_request", _tag("serve"), 20),
+        ("rest_pre_serve_request", _served_by_filter, 30),
+    ],
+    "rest_request_before_callbacks": [("rest_request_before_callbacks", _tag("before"), 10)],
+    "rest_request_after_callbacks": [("rest_request_after_callbacks", _tag("after"), 10)],
+}
+
+
+@pytest.mark.parametrize("hook", sorted(EXTRA_FILTERS))
+def test_extra_filters_run_in_the_lane_as_in_the_pipeline(
+    tmp_path: Any, lane_answers: list[bool], adapter: str, hook: str
+) -> None:
+    pair = Pair(str(tmp_path / "site.db"))
+    for app in (pair.fast, pair.general):
+        for name, callback, priority in EXTRA_FILTERS[hook]:
+            app.hooks.add_filter(name, callback, priority)
+    extras: list[list[tuple[bytes, bytes]]] = [
+        [],
+        [(b"x-refuse", b"1")],
+        [(b"x-served", b"1")],
+        pair.credentials("cookie+nonce"),
+    ]
+    for path in PATHS[:12]:
+        for extra in extras:
+            headers = _headers(b"http://example.com", extra)
+            fast, general = pair.both("GET", path, headers, adapter)
+            assert fast == general, (path, extra)
+    assert lane_answers and all(lane_answers)
 
 
 @settings(

@@ -3,22 +3,26 @@ directly instead of through the hook chains.
 
 Most requests a site serves are reads: a GET or HEAD without a body, whose query string
 names none of the parameters the pipeline reads itself (``_fields``, ``_envelope``,
-``_wpnonce``…), anonymous or with the login cookie and a nonce. While the pipeline's filters
-are exactly the defaults svcrest installs (cookie authentication, the OPTIONS answer, Allow,
-``_fields``, CORS), such a request is answered here by calling those same default callbacks
-in the pipeline's order, without the general machinery around them: no filter chains, no
-empty body to read, no authentication callbacks without a cookie or nonce, and a handler
-without hooks or arguments called directly. The answer is the one ``serve_rest`` gives,
-byte for byte; ``tests/test_express.py`` compares the two on generated requests.
+``_wpnonce``…), anonymous or with the login cookie and a nonce. Such a request is answered
+here. Each pipeline hook that still holds exactly the default callbacks svcrest installs
+(cookie authentication, the OPTIONS answer, Allow and ``_fields``, CORS) has those callbacks
+called directly, in the pipeline's order; a hook with any other callbacks has its filter
+chain run as the general pipeline runs it. Around that, the lane skips what such a request
+does not need: reading an empty body, the authentication callbacks without a cookie or
+nonce (while they are the defaults), a coroutine for a plain handler without hooks or
+arguments around it, and, while the finishing hooks are the defaults, assembling a plain
+dict/list answer from a pre-encoded header template. The answer is the one ``serve_rest``
+gives, byte for byte; ``tests/test_express.py`` compares the two on generated requests,
+with and without extra filters on each hook.
 
 A path no route matches gets its 404 here; one whose routes lack the method gets the general
-dispatch (its 405 and Allow), and a handler with arguments or hooks around it the general
-handler call, both inside the lane.
-Anything else (another method, a query string with an underscore, a body, a filter added or
-removed anywhere on the pipeline's hooks, a replaced server class) goes the general way:
-:func:`serve_express` returns None before any user code has run.
+dispatch (its 405 and Allow), as does every request while ``rest_pre_dispatch`` has callbacks
+of its own, and a handler with arguments or hooks around it gets the general handler call.
+Anything else (another method, a query string with an underscore, a body, a replaced server
+class, ``app.express.enabled = False``) goes the general way: :func:`serve_express` returns
+None before any user code has run.
 
-PERF: the lane takes an anonymous GET from ~45 µs to ~13 µs in-process (``bench/RESULTS.md``).
+PERF: the lane takes an anonymous GET from ~44 µs to ~12 µs in-process (``bench/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -52,13 +56,16 @@ from svcrest.serving import (
     _error_http,
     _finish,
     _header_block,
+    authenticate,
     encode_json,
+    post_dispatch,
+    pre_serve,
 )
 
 if TYPE_CHECKING:
     from svcrest.app import App
 
-__all__ = ["ExpressLane", "pipeline_is_default", "plain_query", "serve_express"]
+__all__ = ["ExpressLane", "default_hooks", "plain_query", "serve_express"]
 
 logger = logging.getLogger("svcrest")
 
@@ -78,49 +85,52 @@ def _is_default(callback: Any, default: Any, app: App) -> bool:
     return callback is default
 
 
-def pipeline_is_default(app: App, hooks: Hooks, server: RestServer) -> bool:
-    """Whether ``server`` is a plain RestServer and every pipeline hook holds exactly the
-    default callbacks of ``app`` (nothing added, removed or reordered)."""
-    if type(server) is not RestServer:
-        return False
+def default_hooks(app: App, hooks: Hooks) -> frozenset[str]:
+    """The pipeline hooks that hold exactly ``app``'s default callbacks (nothing added,
+    removed or reordered): the lane calls those callbacks directly and runs the others'
+    filter chains as the general pipeline does."""
+    found = set()
     for name, defaults in _DEFAULT_PIPELINE.items():
         registered = hooks.registered(name)
-        if len(registered) != len(defaults):
-            return False
-        for callback, default in zip(registered, defaults, strict=True):
-            if not _is_default(callback, default, app):
-                return False
-    return True
+        if len(registered) == len(defaults) and all(
+            _is_default(callback, default, app)
+            for callback, default in zip(registered, defaults, strict=True)
+        ):
+            found.add(name)
+    return frozenset(found)
 
 
 class ExpressLane:
-    """Whether an App's pipeline is still the default one, re-checked when its hooks change."""
+    """An App's express lane: on unless ``enabled`` is set False, and which pipeline hooks
+    still hold their defaults (re-read whenever the hooks change)."""
 
-    __slots__ = ("_app", "_state")
+    __slots__ = ("_app", "_state", "enabled")
 
     def __init__(self, app: App) -> None:
         self._app = app
-        # (hooks version, usable, a hook around handlers has callbacks): one tuple, so a
-        # thread never reads a verdict with another version's.
-        self._state: tuple[int, bool, bool] = (-1, False, True)
+        #: Set False to serve every request through the general pipeline.
+        self.enabled = True
+        # (hooks version, default hooks, a hook around handlers has callbacks): one tuple,
+        # so a thread never reads one version's facts with another's.
+        self._state: tuple[int, frozenset[str], bool] = (-1, frozenset(), True)
 
     def usable(self, server: RestServer) -> bool:
-        """True while the lane gives the same answers as the general pipeline."""
+        """Whether the lane may serve requests (on, and the server class not replaced)."""
+        return self.enabled and type(server) is RestServer
+
+    def facts(self) -> tuple[frozenset[str], bool]:
+        """The pipeline hooks holding their defaults, and whether a hook around handlers has
+        callbacks."""
         hooks = self._app.hooks
         state = self._state
-        if state[0] != hooks.version or type(server) is not RestServer:
-            version = hooks.version  # read first: a change while checking is seen next time
+        if state[0] != hooks.version:
+            version = hooks.version  # read first: a change while reading is seen next time
             state = self._state = (
                 version,
-                pipeline_is_default(self._app, hooks, server),
+                default_hooks(self._app, hooks),
                 any(hooks.has_callbacks(name) for name in _HANDLER_HOOKS),
             )
-        return state[1]
-
-    @property
-    def handler_hooks(self) -> bool:
-        """Whether a hook around handlers has callbacks (as of the last ``usable`` check)."""
-        return self._state[2]
+        return state[1], state[2]
 
 
 def _bodiless(index: dict[str, list[str]]) -> bool:
@@ -144,6 +154,8 @@ def _authenticate(hooks: Hooks, request: Request, ctx: RequestContext) -> RestEr
     return result if isinstance(result, RestError) else None
 
 
+_AUTH_HOOKS = frozenset({"determine_current_user", "rest_authentication_errors"})
+_FINISH_HOOKS = frozenset({"rest_post_dispatch", "rest_pre_serve_request"})
 #: Hooks around a handler; without callbacks on them, the handler is called directly.
 _HANDLER_HOOKS = (
     "rest_request_before_callbacks",
@@ -302,24 +314,36 @@ async def serve_express(
     with a query string that passes :func:`plain_query`) the way ``serve_rest`` would; None
     when the request or the App needs the general pipeline (nothing has run then)."""
     server = app.rest_get_server()
+    lane = app.express
     index = headers._lookup()
-    if not app.express.usable(server) or not _bodiless(index):
+    if not lane.usable(server) or not _bodiless(index):
         return None
+    defaults, handler_hooks = lane.facts()
     ctx = RequestContext(is_rest=True, secure=secure, host=host)
     token = _current.set(ctx)
     try:
         request = Request.from_http(method, route, query_string, headers, b"")
         try:
-            if "cookie" in index or "x-svc-nonce" in index:
+            if not defaults >= _AUTH_HOOKS:
+                error = await authenticate(app, request, ctx)
+            elif "cookie" in index or "x-svc-nonce" in index:
                 error = _authenticate(app.hooks, request, ctx)
-                if error is not None:
-                    failed = Response.from_error(error)
-                    return await _finish_general(app, ctx, server, method, request, failed)
             else:
-                # Without a cookie or a nonce, authentication leaves the anonymous user and no
-                # error: the default callbacks need not run.
+                # Without a cookie or a nonce, the default authentication callbacks leave the
+                # anonymous user and no error: they need not run.
+                error = None
                 request.user = ctx.user = ANONYMOUS
-            return await _dispatch(app, ctx, server, method, request)
+            outcome: HttpResponse | Response
+            if error is not None:
+                outcome = Response.from_error(error)
+            elif "rest_pre_dispatch" not in defaults:
+                outcome = await server.dispatch_async(request)
+            else:
+                plain = defaults >= _FINISH_HOOKS
+                outcome = await _dispatch(app, ctx, server, method, request, plain, handler_hooks)
+            if isinstance(outcome, HttpResponse):
+                return outcome
+            return await _finish_general(app, ctx, server, method, request, outcome, defaults)
         except Exception:
             logger.exception("Unhandled exception while serving %s %s", method, route)
             return _error_http(app, ctx, method, internal_error())
@@ -328,23 +352,30 @@ async def serve_express(
 
 
 async def _dispatch(
-    app: App, ctx: RequestContext, server: RestServer, method: str, request: Request
-) -> HttpResponse:
-    """Dispatch and finish an authenticated request (``_serve_request`` after ``_authenticate``)."""
+    app: App,
+    ctx: RequestContext,
+    server: RestServer,
+    method: str,
+    request: Request,
+    plain: bool,
+    handler_hooks: bool,
+) -> HttpResponse | Response:
+    """``RestServer.dispatch_async`` after a default ``rest_pre_dispatch`` (which answers
+    only OPTIONS). With ``plain`` (the finishing hooks hold their defaults), a plain answer
+    comes back finished, as an HttpResponse."""
     matches = server.table.matches(request.route)
     if not matches:
-        # No route: the default ``rest_pre_dispatch`` answers only OPTIONS, so this is the
-        # 404 of the general dispatch, with no Allow header and no callback run.
-        missing = no_route_error(404).to_dict()
-        return _plain_answer(app, ctx, method, request, missing, "", status=404)
+        # The 404 of the general dispatch: no Allow header, no callback run.
+        missing = no_route_error(404)
+        if plain:
+            return _plain_answer(app, ctx, method, request, missing.to_dict(), "", status=404)
+        return Response.from_error(missing)
     chosen = select_handler(matches, method)
     if chosen is None:  # a 405: the general dispatch, with its Allow header
-        result = await server.dispatch_async(request)
-        return await _finish_general(app, ctx, server, method, request, result)
+        return await server.dispatch_async(request)
     entry, handler, url_params = chosen
-    if handler["args"] or app.express.handler_hooks:
-        result = await server.dispatch_matched(request, entry, handler, dict(url_params))
-        return await _finish_general(app, ctx, server, method, request, result)
+    if handler["args"] or handler_hooks:
+        return await server.dispatch_matched(request, entry, handler, dict(url_params))
     request.url_params = dict(url_params)
     request.handler = handler
     request.parse_json_body()
@@ -353,18 +384,16 @@ async def _dispatch(
         if type(data) is Pending:
             data = await data.awaitable
     except Exception:
-        result = server.to_response(server._unexpected(request))
-    else:
-        if (type(data) is dict or type(data) is list) and _no_output_params(request):
-            allow = entry.permissionless_allow()
-            if allow is None:  # permission callbacks decide, as in ``rest_send_allow_header``
-                allowed = server.allowed_methods_eager(entry, request)
-                if not isinstance(allowed, list):
-                    allowed = await allowed
-                allow = ", ".join(allowed)
-            return _plain_answer(app, ctx, method, request, data, allow)
-        result = server.matched_response(data, entry, handler)
-    return await _finish_general(app, ctx, server, method, request, result)
+        return server.to_response(server._unexpected(request))
+    if plain and (type(data) is dict or type(data) is list) and _no_output_params(request):
+        allow = entry.permissionless_allow()
+        if allow is None:  # permission callbacks decide, as in ``rest_send_allow_header``
+            allowed = server.allowed_methods_eager(entry, request)
+            if not isinstance(allowed, list):
+                allowed = await allowed
+            allow = ", ".join(allowed)
+        return _plain_answer(app, ctx, method, request, data, allow)
+    return server.matched_response(data, entry, handler)
 
 
 async def _finish_general(
@@ -374,15 +403,23 @@ async def _finish_general(
     method: str,
     request: Request,
     result: Response,
+    defaults: frozenset[str],
 ) -> HttpResponse:
-    """The rest of ``serve_rest`` after dispatch, with the default filters called directly."""
-    posted: Any = rest_send_allow_header(result, server, request)
-    if is_awaitable(posted):
-        posted = await posted
-    posted = rest_filter_response_fields(posted, server, request)
-    ensured = rest_ensure_response(posted)
-    response = ensured if isinstance(ensured, Response) else Response.from_error(ensured)
+    """The rest of ``serve_rest`` after dispatch: a default hook's callbacks called
+    directly, any other hook's filter chain run."""
+    hooks = app.hooks
+    if "rest_post_dispatch" in defaults:
+        posted: Any = rest_send_allow_header(result, server, request)
+        if is_awaitable(posted):
+            posted = await posted
+        ensured = rest_ensure_response(rest_filter_response_fields(posted, server, request))
+        response = ensured if isinstance(ensured, Response) else Response.from_error(ensured)
+    else:
+        response = await post_dispatch(hooks, server, request, result)
     if "_envelope" in request.query_params:  # a callback may have set it
         response = _envelope(response, request)
-    rest_send_cors_headers(False, response, request, server)
+    if "rest_pre_serve_request" in defaults:
+        rest_send_cors_headers(False, response, request, server)
+    elif await pre_serve(hooks, server, request, response):
+        response.data = None
     return _finish(app, ctx, method, response, _data_with_links(response, request))

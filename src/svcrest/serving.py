@@ -24,6 +24,7 @@ from svcrest.server import internal_error
 
 if TYPE_CHECKING:
     from svcrest.app import App
+    from svcrest.hooks import Hooks
     from svcrest.server import RestServer
 
 __all__ = ["JSON_CONTENT_TYPE", "encode_json", "handle_http", "rest_route_of"]
@@ -114,7 +115,9 @@ def _envelope(response: Response, request: Request) -> Response:
     return enveloped
 
 
-async def _authenticate(app: App, request: Request, ctx: RequestContext) -> RestError | None:
+async def authenticate(app: App, request: Request, ctx: RequestContext) -> RestError | None:
+    """``determine_current_user`` and ``rest_authentication_errors``: the error to answer
+    with, or None; ``request.user`` is the current user afterwards."""
     hooks = app.hooks
     await resolve_current_user(app, request, ctx)
     result = hooks.apply_filters_eager("rest_authentication_errors", None, request)
@@ -124,25 +127,37 @@ async def _authenticate(app: App, request: Request, ctx: RequestContext) -> Rest
     return result if isinstance(result, RestError) else None
 
 
-async def _serve_request(
-    app: App, server: RestServer, request: Request, ctx: RequestContext
+async def post_dispatch(
+    hooks: Hooks, server: RestServer, request: Request, result: Response
 ) -> Response:
-    hooks = app.hooks
-    error = await _authenticate(app, request, ctx)
-    result: Response = (
-        Response.from_error(error) if error is not None else await server.dispatch_async(request)
-    )
+    """``rest_post_dispatch`` over a dispatched result, as a Response."""
     posted = hooks.apply_filters_eager("rest_post_dispatch", result, server, request)
     if type(posted) is Pending:
         posted = await posted.awaitable
     ensured = rest_ensure_response(posted)
-    result = Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
-    if "_envelope" in request.query_params:
-        result = _envelope(result, request)
+    return Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
+
+
+async def pre_serve(hooks: Hooks, server: RestServer, request: Request, result: Response) -> bool:
+    """``rest_pre_serve_request``: True when a callback says it served the body itself."""
     served = hooks.apply_filters_eager("rest_pre_serve_request", False, result, request, server)
     if type(served) is Pending:
         served = await served.awaitable
-    if served:
+    return bool(served)
+
+
+async def _serve_request(
+    app: App, server: RestServer, request: Request, ctx: RequestContext
+) -> Response:
+    hooks = app.hooks
+    error = await authenticate(app, request, ctx)
+    result: Response = (
+        Response.from_error(error) if error is not None else await server.dispatch_async(request)
+    )
+    result = await post_dispatch(hooks, server, request, result)
+    if "_envelope" in request.query_params:
+        result = _envelope(result, request)
+    if await pre_serve(hooks, server, request, result):
         result.data = None
     return result
 
