@@ -44,7 +44,7 @@ from svcrest.defaults import (
 )
 from svcrest.hooks import Hooks, Pending, is_awaitable
 from svcrest.http.errors import RestError
-from svcrest.http.exchange import HttpResponse, safe_header_line
+from svcrest.http.exchange import HttpResponse, wire_lines
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
@@ -195,11 +195,7 @@ def _template(
         keep = origin is None or len(origin) <= 256
         block, block_wire = _header_block(link, logged_in, False)
         own = ((("Allow", allow),) if allow else ()) + _cors_lines(origin)
-        own_wire = tuple(
-            (name.encode("latin-1"), value.encode("latin-1"))
-            for name, value in (safe_header_line(*line) for line in own)
-        )
-        template = (block + own, block_wire + own_wire)
+        template = (block + own, block_wire + wire_lines(own))
         if keep:
             if len(_TEMPLATES) >= _TEMPLATES_MAX:
                 _TEMPLATES.clear()

@@ -15,7 +15,7 @@ from svcrest.auth.current_user import resolve_current_user
 from svcrest.context import RequestContext, _current
 from svcrest.hooks import Pending
 from svcrest.http.errors import RestError
-from svcrest.http.exchange import HttpRequest, HttpResponse, safe_header_line
+from svcrest.http.exchange import HttpRequest, HttpResponse, wire_lines
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
@@ -186,13 +186,9 @@ def _header_block(
         lines.extend(_CORS_SUPPORT_HEADERS)
         if logged_in:
             lines.append(("Cache-Control", "no-store"))
-        wire = tuple(
-            (name.encode("latin-1"), value.encode("latin-1"))
-            for name, value in (safe_header_line(*line) for line in lines)
-        )
         if len(_HEADER_BLOCKS) >= 64:
             _HEADER_BLOCKS.clear()
-        block = _HEADER_BLOCKS[key] = (tuple(lines), wire)
+        block = _HEADER_BLOCKS[key] = (tuple(lines), wire_lines(lines))
     return block
 
 

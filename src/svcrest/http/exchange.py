@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from svcrest.http.headers import Headers
 
-__all__ = ["HttpRequest", "HttpResponse", "host_name", "safe_header_line"]
+__all__ = ["HttpRequest", "HttpResponse", "host_name", "safe_header_line", "wire_lines"]
 
 _FORBIDDEN_IN_HEADERS = str.maketrans("", "", "\r\n\x00")
 
@@ -17,6 +18,14 @@ def safe_header_line(name: str, value: str) -> tuple[str, str]:
     return (
         name.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace").decode("latin-1"),
         value.translate(_FORBIDDEN_IN_HEADERS).encode("latin-1", "replace").decode("latin-1"),
+    )
+
+
+def wire_lines(lines: Iterable[tuple[str, str]]) -> tuple[tuple[bytes, bytes], ...]:
+    """Header lines made safe by ``safe_header_line`` and encoded for the wire (Latin-1)."""
+    return tuple(
+        (name.encode("latin-1"), value.encode("latin-1"))
+        for name, value in (safe_header_line(*line) for line in lines)
     )
 
 
