@@ -13,16 +13,29 @@ HEADERS = [(b"content-type", b"application/json")]
 NOT_FOUND = b'{"detail":"Not Found"}'
 
 
+async def lifespan(receive: Any, send: Any) -> None:
+    """Acknowledge the lifespan events."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def item_id(scope: dict[str, Any]) -> int | None:
+    """The id of ``GET /svc-json/demo/v1/items/{id}``, None for any other request."""
+    path: str = scope["path"]
+    tail = path[len(PREFIX) :] if path.startswith(PREFIX) else ""
+    return int(tail) if scope["method"] == "GET" and tail.isdigit() else None
+
+
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """Serve the one route; lifespan events are acknowledged."""
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await lifespan(receive, send)
+        return
     path: str = scope["path"]
     tail = path[len(PREFIX) :] if path.startswith(PREFIX) else ""
     if scope["method"] == "GET" and tail.isdigit():

@@ -15,7 +15,8 @@ import json
 import os
 from typing import Any
 
-PREFIX = "/svc-json/demo/v1/items/"
+from raw_asgi import NOT_FOUND, item_id, lifespan
+
 HOME = os.environ.get("SVCREST_BENCH_HOME", "http://127.0.0.1:8000")
 HEADERS = [
     (b"Content-Type", b"application/json; charset=UTF-8"),
@@ -33,24 +34,17 @@ HEADERS = [
     (b"Access-Control-Allow-Methods", b"POST, GET, OPTIONS, PUT, DELETE"),
     (b"Access-Control-Allow-Credentials", b"true"),
 ]
-NOT_FOUND = b'{"detail":"Not Found"}'
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """Serve the one route with svcrest's header lines; lifespan events are acknowledged."""
     if scope["type"] == "lifespan":
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await send({"type": "lifespan.shutdown.complete"})
-                return
-    path: str = scope["path"]
-    tail = path[len(PREFIX) :] if path.startswith(PREFIX) else ""
-    if scope["method"] == "GET" and tail.isdigit():
+        await lifespan(receive, send)
+        return
+    found = item_id(scope)
+    if found is not None:
         status = 200
-        body = json.dumps({"id": int(tail), "title": "item"}, separators=(",", ":")).encode()
+        body = json.dumps({"id": found, "title": "item"}, separators=(",", ":")).encode()
     else:
         status, body = 404, NOT_FOUND
     headers = [*HEADERS, (b"Content-Length", str(len(body)).encode())]

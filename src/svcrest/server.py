@@ -128,13 +128,7 @@ class RestServer:
 
         Always returns a Response; errors become their body shape and status.
         """
-        try:
-            result = await self._dispatch(request)
-        except RestError as error:
-            result = error
-        except Exception:
-            result = self._unexpected(request)
-        return self.to_response(result)
+        return await self._guarded(self._dispatch(request), request)
 
     async def dispatch_matched(
         self,
@@ -145,8 +139,15 @@ class RestServer:
     ) -> Response:
         """``dispatch_async`` for a request whose route and handler are already known and
         whose ``rest_pre_dispatch`` filters answered None (the express lane)."""
+        return await self._guarded(self._respond(request, entry, handler, url_params), request)
+
+    async def _guarded(
+        self, work: Coroutine[Any, Any, Response | RestError], request: Request
+    ) -> Response:
+        """The Response of ``work``: a raised RestError is answered, anything else logged and
+        answered with ``internal_error``."""
         try:
-            result = await self._respond(request, entry, handler, url_params)
+            result = await work
         except RestError as error:
             result = error
         except Exception:
