@@ -51,13 +51,13 @@ from svcrest.http.response import Response, rest_ensure_response
 from svcrest.invoke import fitted
 from svcrest.server import RestServer, internal_error, no_route_error, select_handler
 from svcrest.serving import (
-    _data_with_links,
-    _envelope,
-    _error_http,
-    _finish,
-    _header_block,
     authenticate,
+    data_with_links,
     encode_json,
+    envelope_response,
+    error_http,
+    finish_http,
+    header_block,
     post_dispatch,
     pre_serve,
 )
@@ -186,14 +186,14 @@ def _cors_lines(origin: str | None) -> tuple[tuple[str, str], ...]:
 def _template(
     link: str | None, logged_in: bool, allow: str, origin: str | None
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
-    """The lines ``_finish`` sends before the pending ones for a plain answer: the REST
+    """The lines ``finish_http`` sends before the pending ones for a plain answer: the REST
     block, Allow when there is a method, the CORS lines; with their wire encoding."""
     key = (link, logged_in, allow, origin)
     template = _TEMPLATES.get(key)
     if template is None:
         # SECURITY: Origin is the client's; only short values are kept (bounded memory).
         keep = origin is None or len(origin) <= 256
-        block, block_wire = _header_block(link, logged_in, False)
+        block, block_wire = header_block(link, logged_in, False)
         own = ((("Allow", allow),) if allow else ()) + _cors_lines(origin)
         template = (block + own, block_wire + wire_lines(own))
         if keep:
@@ -260,7 +260,7 @@ async def _awaited(pending: Any) -> Any:
 def _no_output_params(request: Request) -> bool:
     """No ``_fields`` or ``_envelope`` parameter (the query string had none: only a callback
     can have set one)."""
-    params = request._query_params
+    params = request.parsed_query_params()
     return not params or ("_fields" not in params and "_envelope" not in params)
 
 
@@ -311,7 +311,7 @@ async def serve_express(
     when the request or the App needs the general pipeline (nothing has run then)."""
     server = app.rest_get_server()
     lane = app.express
-    index = headers._lookup()
+    index = headers.index()
     if not lane.usable(server) or not _bodiless(index):
         return None
     defaults, handler_hooks = lane.facts()
@@ -342,7 +342,7 @@ async def serve_express(
             return await _finish_general(app, ctx, server, method, request, outcome, defaults)
         except Exception:
             logger.exception("Unhandled exception while serving %s %s", method, route)
-            return _error_http(app, ctx, method, internal_error())
+            return error_http(app, ctx, method, internal_error())
     finally:
         _current.reset(token)
 
@@ -380,7 +380,7 @@ async def _dispatch(
         if type(data) is Pending:
             data = await data.awaitable
     except Exception:
-        return server.to_response(server._unexpected(request))
+        return server.to_response(server.unexpected_error(request))
     if plain and (type(data) is dict or type(data) is list) and _no_output_params(request):
         allow = entry.permissionless_allow()
         if allow is None:  # permission callbacks decide, as in ``rest_send_allow_header``
@@ -413,9 +413,9 @@ async def _finish_general(
     else:
         response = await post_dispatch(hooks, server, request, result)
     if "_envelope" in request.query_params:  # a callback may have set it
-        response = _envelope(response, request)
+        response = envelope_response(response, request)
     if "rest_pre_serve_request" in defaults:
         rest_send_cors_headers(False, response, request, server)
     elif await pre_serve(hooks, server, request, response):
         response.data = None
-    return _finish(app, ctx, method, response, _data_with_links(response, request))
+    return finish_http(app, ctx, method, response, data_with_links(response, request))

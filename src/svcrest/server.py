@@ -151,11 +151,12 @@ class RestServer:
         except RestError as error:
             result = error
         except Exception:
-            result = self._unexpected(request)
+            result = self.unexpected_error(request)
         return self.to_response(result)
 
     @staticmethod
-    def _unexpected(request: Request) -> RestError:
+    def unexpected_error(request: Request) -> RestError:
+        """Log the exception being handled while dispatching ``request``; the 500 to answer."""
         logger.exception(
             "Unhandled exception while dispatching %s %s", request.method, request.route
         )

@@ -90,7 +90,7 @@ def _method_override(request: Request) -> None:
         request.method = override.strip().upper()
 
 
-def _data_with_links(response: Response, request: Request) -> Any:
+def data_with_links(response: Response, request: Request) -> Any:
     data = response.data
     if not response.links or not isinstance(data, dict):
         return data
@@ -103,9 +103,9 @@ def _data_with_links(response: Response, request: Request) -> Any:
     return {**data, "_links": response.links}
 
 
-def _envelope(response: Response, request: Request) -> Response:
+def envelope_response(response: Response, request: Request) -> Response:
     body = {
-        "body": _data_with_links(response, request),
+        "body": data_with_links(response, request),
         "status": response.status,
         "headers": dict(response.headers.items()),
     }
@@ -156,7 +156,7 @@ async def _serve_request(
     )
     result = await post_dispatch(hooks, server, request, result)
     if "_envelope" in request.query_params:
-        result = _envelope(result, request)
+        result = envelope_response(result, request)
     if await pre_serve(hooks, server, request, result):
         result.data = None
     return result
@@ -170,7 +170,7 @@ _HEADER_BLOCKS: dict[
 ] = {}
 
 
-def _header_block(
+def header_block(
     link: str | None, logged_in: bool, own_content_type: bool
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
     key = (link, logged_in, own_content_type)
@@ -192,11 +192,11 @@ def _header_block(
     return block
 
 
-def _finish(
+def finish_http(
     app: App, ctx: RequestContext, method: str, response: Response, data: Any
 ) -> HttpResponse:
     own_headers = response.headers
-    lines, wire = _header_block(
+    lines, wire = header_block(
         app.rest_output_link_header(), ctx.user.is_logged_in, "content-type" in own_headers
     )
     headers = [*lines, *own_headers.items_list(), *ctx.pending_headers]
@@ -208,8 +208,8 @@ def _finish(
     return response_out
 
 
-def _error_http(app: App, ctx: RequestContext, method: str, error: RestError) -> HttpResponse:
-    return _finish(app, ctx, method, Response.from_error(error), error.to_dict())
+def error_http(app: App, ctx: RequestContext, method: str, error: RestError) -> HttpResponse:
+    return finish_http(app, ctx, method, Response.from_error(error), error.to_dict())
 
 
 async def serve_rest(app: App, http: HttpRequest, route: str) -> HttpResponse:
@@ -218,7 +218,7 @@ async def serve_rest(app: App, http: HttpRequest, route: str) -> HttpResponse:
     token = _current.set(ctx)
     try:
         if http.body_too_large:
-            return _error_http(
+            return error_http(
                 app,
                 ctx,
                 http.method,
@@ -233,11 +233,11 @@ async def serve_rest(app: App, http: HttpRequest, route: str) -> HttpResponse:
         server = app.rest_get_server()
         try:
             response = await _serve_request(app, server, request, ctx)
-            data = _data_with_links(response, request)
-            return _finish(app, ctx, http.method, response, data)
+            data = data_with_links(response, request)
+            return finish_http(app, ctx, http.method, response, data)
         except Exception:
             logger.exception("Unhandled exception while serving %s %s", http.method, route)
-            return _error_http(app, ctx, http.method, internal_error())
+            return error_http(app, ctx, http.method, internal_error())
     finally:
         _current.reset(token)
 
@@ -247,7 +247,7 @@ async def handle_http(app: App, http: HttpRequest) -> HttpResponse:
     route = rest_route_of(app, http.path, http.query_string)
     if isinstance(route, RestError):
         ctx = RequestContext(is_rest=True)
-        return _error_http(app, ctx, http.method, route)
+        return error_http(app, ctx, http.method, route)
     if route is not None:
         return await serve_rest(app, http, route)
     return await serve_page(app, http)

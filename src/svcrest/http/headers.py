@@ -51,6 +51,10 @@ class Headers(MutableMapping[str, str]):
             self._index = index
         return index
 
+    def index(self) -> dict[str, list[str]]:
+        """Lower-cased name → values, in order (shared: read it, do not change it)."""
+        return self._lookup()
+
     def get_list(self, name: str) -> list[str]:
         """Every value of ``name`` in order."""
         return list(self._lookup().get(name.lower(), ()))

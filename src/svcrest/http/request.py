@@ -94,6 +94,11 @@ class Request:
     def query_params(self, value: dict[str, Any]) -> None:
         self._query_params = value
 
+    def parsed_query_params(self) -> dict[str, Any] | None:
+        """The query parameters if they have been parsed or set already, else None (the
+        query string is not parsed by this call)."""
+        return self._query_params
+
     @property
     def body_params(self) -> dict[str, Any]:
         """Parameters from an ``application/x-www-form-urlencoded`` body."""
