@@ -141,8 +141,8 @@ def _bodiless(index: dict[str, list[str]]) -> bool:
 
 
 def _authenticate(hooks: Hooks, request: Request, ctx: RequestContext) -> RestError | None:
-    """``_authenticate`` of ``serving`` with the default callbacks called directly (the
-    cookie's user, then spec 5.1's cookie and nonce check)."""
+    """``serving.authenticate`` with the default callbacks called directly (the cookie's
+    user, then spec 5.1's cookie and nonce check)."""
     (determine_user,) = hooks.registered("determine_current_user")
     (check_errors,) = hooks.registered("rest_authentication_errors")
     user = determine_user(ctx.user, request)
