@@ -181,9 +181,6 @@ class CompiledMatcher:
     def iter_matches(self, path: str) -> Iterator[tuple[int, dict[str, str]]]:
         """Every route (index) whose pattern matches ``path`` fully, in registration order,
         with its named groups (groups that did not take part are left out)."""
-        return self._scan(path)
-
-    def _scan(self, path: str) -> Iterator[tuple[int, dict[str, str]]]:
         patterns = self._patterns
         if not path.isascii():
             # Unicode case folding: the whole pattern decides, for every route in order.

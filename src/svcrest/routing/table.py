@@ -125,16 +125,10 @@ class RouteTable:
         """Build the matcher now (otherwise the first match does)."""
         self._compiled()
 
-    def iter_matches(self, path: str) -> Iterator[tuple[RouteEntry, dict[str, str]]]:
-        """Entries whose pattern matches ``path`` fully, in registration order."""
-        matcher = self._compiled()
-        ordered = self._ordered
-        for index, params in matcher.iter_matches(path):
-            yield ordered[index], params
-
     def matches(self, path: str) -> tuple[tuple[RouteEntry, dict[str, str]], ...]:
-        """``iter_matches`` at once, remembered for recently seen paths; the params dicts are
-        shared with the memory (copy before changing them).
+        """The entries whose pattern matches ``path`` fully, in registration order, with their
+        URL params; remembered for recently seen paths, so the params dicts are shared with
+        the memory (copy before changing them).
 
         PERF: a site serves the same few paths again and again; a remembered path costs one
         dict lookup instead of a trie walk and a regex (~2 µs). SECURITY: the memory is
@@ -156,5 +150,10 @@ class RouteTable:
         return found
 
     def first_match(self, path: str) -> tuple[RouteEntry, dict[str, str]] | None:
-        """The first entry matching ``path`` (the OPTIONS rule of spec 4.4)."""
-        return next(self.iter_matches(path), None)
+        """The first entry matching ``path`` (the OPTIONS rule of spec 4.4), with its own copy
+        of the URL params."""
+        found = self.matches(path)
+        if not found:
+            return None
+        entry, params = found[0]
+        return entry, dict(params)
