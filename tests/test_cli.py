@@ -22,8 +22,8 @@ import pytest
 import uvicorn
 
 from svcrest import App, cli
-from svcrest.auth.user import User
 from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
+from svcrest.http.user import User
 
 PLUGIN = "svcrest_cli_test_plugin"
 MISSING_DB = "/nonexistent/dir/x.db"

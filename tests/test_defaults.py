@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from svcrest import App, Request
-from svcrest.defaults import sanitize_origin
+from svcrest.rest.defaults import sanitize_origin
 from tests.conftest import SiteClient, raw_request
 
 ClientFor = Callable[..., SiteClient]

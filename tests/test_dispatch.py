@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from svcrest import App, Request, Response, RestError, rest_ensure_response
-from svcrest.auth.user import User
+from svcrest.http.user import User
 
 NO_ROUTE = "No route was found matching the URL and request method."
 
@@ -513,7 +513,7 @@ def test_sync_dispatch_of_callbacks_that_really_wait(app: App) -> None:
 
 
 def test_waiting_http_request_over_wsgi_leaks_no_context() -> None:
-    from svcrest.context import current_context
+    from svcrest.http.context import current_context
 
     app = App()
 

@@ -1,4 +1,4 @@
-"""Tests for svcrest.schema: validate_value, sanitize_value, schema_keywords_for_help."""
+"""Tests for svcrest.rest.schema: validate_value, sanitize_value, schema_keywords_for_help."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from svcrest.http.errors import RestError
-from svcrest.schema import sanitize_value, schema_keywords_for_help, validate_value
+from svcrest.rest.schema import sanitize_value, schema_keywords_for_help, validate_value
 
 UUID = "123e4567-e89b-42d3-a456-426614174000"
 OBJECT_AB = {

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from svcrest import App
-from svcrest.context import RequestContext, _current
-from svcrest.urls import rewrite_rules
+from svcrest.http.context import RequestContext, _current
+from svcrest.rest.urls import rewrite_rules
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]

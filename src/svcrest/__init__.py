@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from svcrest.app import App, DoingItWrong
 from svcrest.constants import REST_API_REL, REST_API_VERSION
-from svcrest.context import is_rest_request
 from svcrest.dates import rest_get_date_with_gmt, rest_parse_date
 from svcrest.hooks import Hooks
+from svcrest.http.context import is_rest_request
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
-from svcrest.server import RestServer
+from svcrest.rest.server import RestServer
 
 __all__ = [
     "App",

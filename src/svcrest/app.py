@@ -11,26 +11,31 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-from svcrest import discovery
-from svcrest.asgi import handle_asgi
-from svcrest.context import current_context
+from svcrest.auth.rest_cookie import install_cookie_auth
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
-from svcrest.defaults import register_default_filters
+from svcrest.hooks import Hooks
+from svcrest.http.context import current_context
 from svcrest.http.request import Request
 from svcrest.http.response import Response
-from svcrest.routing.definitions import RouteDefinitionError, build_full_route
-from svcrest.server import RestServer
+from svcrest.rest import discovery
+from svcrest.rest.defaults import register_default_filters
+from svcrest.rest.routing.definitions import RouteDefinitionError, build_full_route
+from svcrest.rest.server import RestServer
+from svcrest.rest.settings import Site
+from svcrest.rest.urls import DEFAULT_PREFIX, get_rest_url, https_forced
+from svcrest.serve.asgi import handle_asgi
+from svcrest.serve.wsgi import WSGIAdapter
+from svcrest.site.auth_pages import install_auth_pages
+from svcrest.site.host import ASGIApp, Page
+from svcrest.site.pages import install_core_pages
 from svcrest.syncrun import run_sync
-from svcrest.urls import DEFAULT_PREFIX, Site, get_rest_url, https_forced
 
 if TYPE_CHECKING:
-    from svcrest.asgi import ASGIReceive, ASGIScope, ASGISend
     from svcrest.auth.service import AuthService
     from svcrest.auth.users import UserStore
-    from svcrest.express import ExpressLane
+    from svcrest.serve.asgi import ASGIReceive, ASGIScope, ASGISend
     from svcrest.store.sqlite import SqliteStore
-    from svcrest.wsgi import WSGIAdapter
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
 
@@ -56,13 +61,11 @@ class App:
         description: str = "",
         secret_key: str | bytes | None = None,
         store: Any = None,
-        site: Any = None,
+        site: ASGIApp | None = None,
         blog_id: int = 1,
         clock: Callable[[], float] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
     ) -> None:
-        from svcrest.hooks import Hooks
-
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"home must be an absolute http(s) URL, not {home!r}")
@@ -86,17 +89,11 @@ class App:
         self._server: RestServer | None = None
         self._lock = threading.RLock()
         self._wsgi: WSGIAdapter | None = None
-        self._express: ExpressLane | None = None
         self.hooks.add_action("rest_api_init", register_default_filters)
-        from svcrest.pages import Page, install_core_pages
-
         #: Site pages outside the REST prefix: path (relative to home) → Page.
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
-        from svcrest.auth.rest_cookie import install_cookie_auth
-        from svcrest.auth.site_pages import install_auth_pages
-
-        install_cookie_auth(self)
+        install_cookie_auth(self.hooks, lambda: self.auth)
         install_auth_pages(self)
 
     # -- site settings ----------------------------------------------------------------------
@@ -375,16 +372,6 @@ class App:
 
     # -- serving ----------------------------------------------------------------------------
 
-    @property
-    def express(self) -> ExpressLane:
-        """Whether this App's requests may take the express lane (see ``svcrest.express``)."""
-        lane = self._express
-        if lane is None:
-            from svcrest.express import ExpressLane
-
-            lane = self._express = ExpressLane(self)
-        return lane
-
     async def __call__(self, scope: ASGIScope, receive: ASGIReceive, send: ASGISend) -> None:
         await handle_asgi(self, scope, receive, send)
 
@@ -392,8 +379,6 @@ class App:
     def wsgi(self) -> WSGIAdapter:
         """The same site as a WSGI application."""
         if self._wsgi is None:
-            from svcrest.wsgi import WSGIAdapter
-
             self._wsgi = WSGIAdapter(self)
         return self._wsgi
 

@@ -25,10 +25,10 @@ from typing import Any, Final, NoReturn
 import orjson
 
 from svcrest.app import App
-from svcrest.auth.user import ROLE_CAPABILITIES
 from svcrest.auth.users import DuplicateUserError
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
+from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.store.sqlite import StoreError
 
 __all__ = [

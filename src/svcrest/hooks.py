@@ -39,10 +39,14 @@ def _positional_capacity(callback: Callable[..., Any]) -> int | None:
     return count
 
 
-def fit_arguments(callback: Callable[..., Any]) -> Callable[..., Any]:
-    """``callback``, or a wrapper passing it only the leading arguments it accepts."""
+def fit_arguments(callback: Callable[..., Any], count: int | None = None) -> Callable[..., Any]:
+    """``callback``, or a wrapper passing it only the leading arguments it accepts.
+
+    With ``count`` (how many arguments the caller passes), a callback that takes them all is
+    returned as it is: PERF: no wrapper call on the way.
+    """
     capacity = _positional_capacity(callback)
-    if capacity is None:
+    if capacity is None or (count is not None and capacity >= count):
         return callback
 
     def fitted(*args: Any) -> Any:
@@ -51,14 +55,24 @@ def fit_arguments(callback: Callable[..., Any]) -> Callable[..., Any]:
     return fitted
 
 
+#: Types known not to be awaitable. PERF: one set lookup answers for the values callbacks
+#: return again and again (None, bools, dicts, Responses…). Bounded: types come from code,
+#: and the set stops growing at 512.
+_NOT_AWAITABLE: set[type] = {type(None), *_PLAIN, float}
+
+
 def is_awaitable(value: Any) -> bool:
     """Whether ``value`` must be awaited (fast for plain values)."""
-    # PERF: an exact type check first; inspect's protocol test only for unusual values.
+    kind = type(value)
+    if kind in _NOT_AWAITABLE:
+        return False
     # PERF: the awaitable protocol is looked up on the type; inspect.isawaitable's ABC check
     # costs ~1 µs for every Response a filter returns.
-    return type(value) is CoroutineType or (
-        value is not None and not isinstance(value, _PLAIN) and hasattr(type(value), "__await__")
-    )
+    if kind is CoroutineType or hasattr(kind, "__await__"):
+        return True
+    if len(_NOT_AWAITABLE) < 512:
+        _NOT_AWAITABLE.add(kind)
+    return False
 
 
 class Pending:
@@ -73,19 +87,22 @@ class Pending:
 class Hooks:
     """A registry of named actions and filters.
 
-    PERF: the ordered callback list of each hook is rebuilt only when the hook changes, so
-    ``apply_filters`` on a hook without callbacks is one dict lookup.
+    PERF: the callbacks of a hook are prepared once per change of the registry and per
+    argument count: in run order, each fitted to the arguments the hook passes (a callback
+    taking them all is called directly, without a wrapper). ``apply_filters`` on a hook
+    without callbacks is one dict lookup.
     """
 
-    __slots__ = ("_callbacks", "_did", "_ordered", "_registered", "version")
+    __slots__ = ("_callbacks", "_did", "_fitted", "_registered", "version")
 
     def __init__(self) -> None:
         # name -> priority -> callbacks in insertion order
         self._callbacks: dict[str, dict[int, list[Callable[..., Any]]]] = {}
-        # name -> flattened callbacks in run order (cache, rebuilt on change)
-        self._ordered: dict[str, tuple[Callable[..., Any], ...]] = {}
         # name -> the callbacks as registered (not fitted), in run order
         self._registered: dict[str, tuple[Callable[..., Any], ...]] = {}
+        # name -> (argument count, the callbacks fitted to that count, in run order): a hook
+        # is nearly always called with one count. Bounded by the names, emptied on change.
+        self._fitted: dict[str, tuple[int, tuple[Callable[..., Any], ...]]] = {}
         self._did: dict[str, int] = {}
         #: Counts changes to the registry; caches derived from the callbacks compare it.
         self.version = 0
@@ -158,9 +175,23 @@ class Hooks:
 
     has_action = has_filter
 
+    def _prepared(self, name: str, count: int) -> tuple[Callable[..., Any], ...] | None:
+        """The callbacks of ``name`` fitted to ``count`` arguments, None without callbacks."""
+        entry = self._fitted.get(name)
+        if entry is not None and entry[0] == count:
+            return entry[1]
+        registered = self._registered.get(name)
+        if registered is None:
+            return None
+        fitted = tuple(fit_arguments(callback, count) for callback in registered)
+        self._fitted[name] = (count, fitted)
+        return fitted
+
     def apply_filters(self, name: str, value: Any, *args: Any) -> Any:
         """Pass ``value`` through the callbacks of ``name`` and return the result."""
-        callbacks = self._ordered.get(name)
+        if name not in self._registered:
+            return value
+        callbacks = self._prepared(name, len(args) + 1)
         if callbacks is None:
             return value
         for callback in callbacks:
@@ -181,13 +212,17 @@ class Hooks:
         chain. PERF: the pipeline's hooks are nearly always plain functions; this saves a
         coroutine per hook per request.
         """
-        callbacks = self._ordered.get(name)
-        if callbacks is None:
+        entry = self._fitted.get(name)
+        if entry is not None and entry[0] == len(args) + 1:
+            callbacks = entry[1]
+        elif name not in self._registered:
             return value
-        for position, callback in enumerate(callbacks):
+        else:
+            callbacks = self._prepared(name, len(args) + 1) or ()
+        for position, callback in enumerate(callbacks, 1):
             value = callback(value, *args)
-            if is_awaitable(value):
-                return Pending(self._finish_chain(callbacks[position + 1 :], value, args))
+            if type(value) not in _NOT_AWAITABLE and is_awaitable(value):
+                return Pending(self._finish_chain(callbacks[position:], value, args))
         return value
 
     @staticmethod
@@ -203,12 +238,14 @@ class Hooks:
 
     def has_callbacks(self, name: str) -> bool:
         """Whether any callback is registered on ``name`` (one dict lookup)."""
-        return name in self._ordered
+        return name in self._registered
 
     def do_action(self, name: str, *args: Any) -> None:
         """Run every callback of ``name`` with ``args``; counts the run for ``did_action``."""
         self._did[name] = self._did.get(name, 0) + 1
-        callbacks = self._ordered.get(name)
+        if name not in self._registered:
+            return
+        callbacks = self._prepared(name, len(args))
         if callbacks is None:
             return
         for callback in callbacks:
@@ -224,14 +261,12 @@ class Hooks:
 
     def _reorder(self, name: str) -> None:
         self.version += 1
+        self._fitted = {}
         by_priority = self._callbacks.get(name)
         if not by_priority:
             self._callbacks.pop(name, None)
-            self._ordered.pop(name, None)
             self._registered.pop(name, None)
             return
-        registered = tuple(
+        self._registered[name] = tuple(
             callback for priority in sorted(by_priority) for callback in by_priority[priority]
         )
-        self._registered[name] = registered
-        self._ordered[name] = tuple(fit_arguments(callback) for callback in registered)

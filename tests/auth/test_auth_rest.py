@@ -423,7 +423,7 @@ def test_spec_5_1_row_2_other_authentication_needs_no_nonce(
 def test_spec_5_2_cookie_status_collection(
     site: Site, client_for: ClientFor, variant: str, status: Any
 ) -> None:
-    from svcrest.context import current_context
+    from svcrest.http.context import current_context
 
     seen: list[Any] = []
 

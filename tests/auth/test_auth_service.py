@@ -22,9 +22,9 @@ from svcrest.auth.service import (
     IssuedCookie,
     ensure_secret_key,
 )
-from svcrest.auth.user import ANONYMOUS, User
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
+from svcrest.http.user import ANONYMOUS, User
 from svcrest.store.sqlite import SqliteStore
 from tests.conftest import Clock
 

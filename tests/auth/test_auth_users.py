@@ -9,9 +9,9 @@ import pytest
 
 from svcrest.auth.passwords import ScryptParams, verify_password
 from svcrest.auth.sessions import SessionManager
-from svcrest.auth.user import ANONYMOUS, User
 from svcrest.auth.users import DuplicateUserError, UnknownUserError, UserStore, login_key
 from svcrest.hooks import Hooks
+from svcrest.http.user import ANONYMOUS, User
 from svcrest.store.sqlite import SqliteStore
 
 FAST = ScryptParams(n=16, r=1, p=1)

@@ -11,8 +11,8 @@ import pytest
 
 from svcrest import App, Request, Response
 from svcrest.auth.passwords import ScryptParams
-from svcrest.auth.user import User
 from svcrest.demo import register
+from svcrest.http.user import User
 
 FAST = ScryptParams(n=16, r=1, p=1)
 NOW = 1_700_000_000  # 2023-11-14T22:13:20Z

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from svcrest.routing.table import MEMO_PATH, MEMO_SIZE, RouteTable
+from svcrest.rest.routing.table import MEMO_PATH, MEMO_SIZE, RouteTable
 
 
 def _handler(methods: str, permission: Any = None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from svcrest.routing.matcher import CompiledMatcher, RoutePattern, literal_prefix
+from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern, literal_prefix
 
 
 def naive(patterns: list[str], path: str) -> tuple[int, dict[str, str]] | None:

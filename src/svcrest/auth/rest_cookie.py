@@ -10,16 +10,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from svcrest.auth.cookies import COOKIE_NAME, parse_cookie_header
-from svcrest.auth.user import ANONYMOUS, User
-from svcrest.context import current_context
+from svcrest.auth.service import AuthService
+from svcrest.hooks import Hooks
+from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
-
-if TYPE_CHECKING:
-    from svcrest.app import App
+from svcrest.http.user import ANONYMOUS, User
 
 __all__ = [
     "COOKIE_ACTIONS",
@@ -62,10 +61,14 @@ def nonce_from_request(request: Request) -> Any:
 
 
 class CookieAuth:
-    """Cookie authentication and the REST cookie check of one App."""
+    """Cookie authentication and the REST cookie check of one site.
 
-    def __init__(self, app: App) -> None:
-        self.app = app
+    ``auth`` returns the site's :class:`AuthService` (called on use: the service opens the
+    store lazily).
+    """
+
+    def __init__(self, auth: Callable[[], AuthService]) -> None:
+        self._auth = auth
 
     def cookie_user(self, user: User, request: Request) -> User:
         """``determine_current_user``: the user of a valid ``svc_logged_in`` cookie."""
@@ -76,7 +79,7 @@ class CookieAuth:
         value = parse_cookie_header(header).get(COOKIE_NAME)
         if not value:
             return user
-        found = self.app.auth.validate_cookie(value)
+        found = self._auth().validate_cookie(value)
         if found is None:
             return user
         ctx = current_context()
@@ -97,7 +100,7 @@ class CookieAuth:
         if nonce is None:  # row 3
             ctx.user = ANONYMOUS
             return True
-        auth = self.app.auth
+        auth = self._auth()
         token = ctx.session_token
         verdict = (
             auth.verify_nonce(nonce, NONCE_ACTION, ctx.user.id, token)
@@ -121,10 +124,9 @@ def _status_collector(action: str) -> Callable[..., None]:
     return collect
 
 
-def install_cookie_auth(app: App) -> None:
-    """Attach cookie authentication and the REST cookie check to ``app``'s hooks."""
-    cookie_auth = CookieAuth(app)
-    hooks = app.hooks
+def install_cookie_auth(hooks: Hooks, auth: Callable[[], AuthService]) -> None:
+    """Attach cookie authentication and the REST cookie check to ``hooks``."""
+    cookie_auth = CookieAuth(auth)
     hooks.add_filter("determine_current_user", cookie_auth.cookie_user)
     for action in COOKIE_ACTIONS:
         hooks.add_action(action, _status_collector(action))

@@ -26,9 +26,9 @@ from svcrest.auth.cookies import (
 from svcrest.auth.nonces import NonceManager
 from svcrest.auth.passwords import password_fragment
 from svcrest.auth.sessions import SessionManager, hash_token
-from svcrest.auth.user import User
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
+from svcrest.http.user import User
 from svcrest.store.sqlite import SqliteStore
 
 __all__ = [

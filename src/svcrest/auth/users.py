@@ -15,8 +15,8 @@ from svcrest.auth.passwords import (
     hash_password,
     verify_password,
 )
-from svcrest.auth.user import ANONYMOUS, ROLE_CAPABILITIES, User
 from svcrest.hooks import Hooks
+from svcrest.http.user import ANONYMOUS, ROLE_CAPABILITIES, User
 from svcrest.store.sqlite import SqliteStore
 
 __all__ = [

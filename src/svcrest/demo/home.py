@@ -17,14 +17,13 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
-from svcrest.auth.site_pages import logout_form
 from svcrest.demo.notes import EDIT_CAPABILITY, NAMESPACE, REST_BASE
 from svcrest.http.exchange import HttpRequest, HttpResponse
-from svcrest.pages import api_settings_script
+from svcrest.site.pages import api_settings_script, logout_form
 
 if TYPE_CHECKING:
     from svcrest.app import App
-    from svcrest.context import RequestContext
+    from svcrest.http.context import RequestContext
 
 __all__ = ["HOME_PAGE_FILTER", "install_home_page", "render_home_page"]
 

@@ -9,21 +9,31 @@ __all__ = ["Headers", "HeadersInit"]
 HeadersInit = Mapping[str, str] | Iterable[tuple[str, str]] | None
 
 
+def _join(key: str, values: list[str]) -> str:
+    """Several lines of one header as one value: RFC 9110 joins with ", ", but ``Cookie``
+    lines are joined with "; " (RFC 6265 §5.4; a comma would merge two cookies)."""
+    return ("; " if key == "cookie" else ", ").join(values)
+
+
 class Headers(MutableMapping[str, str]):
     """An ordered list of header lines looked up case-insensitively.
 
-    ``headers[name]`` joins every value of ``name`` with ", " (as httpx does);
+    ``headers[name]`` joins every value of ``name`` with ", " (as httpx does; ``Cookie``
+    lines with "; ");
     ``get_list(name)`` returns them separately; ``add`` appends one more line while
     ``headers[name] = value`` replaces every line of that name.
     """
 
-    __slots__ = ("_index", "_items")
+    __slots__ = ("_index", "_items", "_keys")
 
     def __init__(self, init: HeadersInit = None) -> None:
         self._items: list[tuple[str, str]] = []
         # PERF: lower-cased name → values, built on the first lookup and dropped on change;
         # a request's headers are read many times and written rarely.
         self._index: dict[str, list[str]] | None = None
+        # PERF: the lower-cased names in order, kept up to date once built: a response's few
+        # lines are tested and written more than read.
+        self._keys: list[str] | None = None
         if init is None:
             return
         # PERF: a duck-typed check; isinstance against the Mapping ABC costs ~1 µs.
@@ -41,6 +51,14 @@ class Headers(MutableMapping[str, str]):
         """Append one header line."""
         self._items.append((name, value))
         self._index = None
+        if self._keys is not None:
+            self._keys.append(name.lower())
+
+    def _names(self) -> list[str]:
+        keys = self._keys
+        if keys is None:
+            keys = self._keys = [name.lower() for name, _ in self._items]
+        return keys
 
     def _lookup(self) -> dict[str, list[str]]:
         index = self._index
@@ -60,11 +78,12 @@ class Headers(MutableMapping[str, str]):
         return list(self._lookup().get(name.lower(), ()))
 
     def get_joined(self, name: str) -> str | None:
-        """The value of ``name`` (lines joined with ", "), or None; ``name`` is lower case."""
+        """The value of ``name`` (lines joined with ", "; ``Cookie`` lines with "; "), or
+        None; ``name`` is lower case."""
         values = self._lookup().get(name)
         if not values:
             return None
-        return values[0] if len(values) == 1 else ", ".join(values)
+        return values[0] if len(values) == 1 else _join(name, values)
 
     def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
         """The value of ``name`` (lines joined with ", "), or ``default``.
@@ -72,10 +91,11 @@ class Headers(MutableMapping[str, str]):
         PERF: answered from the index; the Mapping mixin would raise and catch a KeyError for
         every absent header.
         """
-        values = self._lookup().get(name.lower())
+        key = name.lower()
+        values = self._lookup().get(key)
         if not values:
             return default
-        return values[0] if len(values) == 1 else ", ".join(values)
+        return values[0] if len(values) == 1 else _join(key, values)
 
     def items_list(self) -> list[tuple[str, str]]:
         """Every header line as (name, value), in order, duplicates included."""
@@ -86,37 +106,43 @@ class Headers(MutableMapping[str, str]):
         return Headers(self._items)
 
     def __getitem__(self, name: str) -> str:
-        values = self._lookup().get(name.lower())
+        key = name.lower()
+        values = self._lookup().get(key)
         if not values:
             raise KeyError(name)
-        return values[0] if len(values) == 1 else ", ".join(values)
+        return values[0] if len(values) == 1 else _join(key, values)
 
     def __setitem__(self, name: str, value: str) -> None:
         key = name.lower()
-        # PERF: a scan, not the index: response headers are written more than read.
-        if any(item[0].lower() == key for item in self._items):
-            self._items = [item for item in self._items if item[0].lower() != key]
+        keys = self._names()
+        if key in keys:
+            self._remove(key)
+            keys = self._names()
         self._items.append((name, value))
+        keys.append(key)
+        self._index = None
+
+    def _remove(self, key: str) -> None:
+        keys = self._names()
+        self._items = [
+            item for item, item_key in zip(self._items, keys, strict=True) if item_key != key
+        ]
+        self._keys = None
         self._index = None
 
     def __delitem__(self, name: str) -> None:
         key = name.lower()
-        kept = [item for item in self._items if item[0].lower() != key]
-        if len(kept) == len(self._items):
+        if key not in self._names():
             raise KeyError(name)
-        self._items = kept
-        self._index = None
+        self._remove(key)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
-        key = name.lower()
         index = self._index
-        if index is None and len(self._items) <= 8:
-            # PERF: a response's few lines change between reads; scanning them beats
-            # rebuilding the index each time.
-            return any(item[0].lower() == key for item in self._items)
-        return key in self._lookup()
+        if index is not None:
+            return name.lower() in index
+        return name.lower() in self._names()
 
     def __iter__(self) -> Iterator[str]:
         seen: set[str] = set()

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from svcrest.auth.user import ANONYMOUS, User
 from svcrest.http.forms import parse_form
 from svcrest.http.headers import Headers, HeadersInit
 from svcrest.http.jsonbody import decode_json_body, is_json_content_type
+from svcrest.http.user import ANONYMOUS, User
 from svcrest.types import JSON
 
 __all__ = ["Request"]
@@ -69,7 +69,7 @@ class Request:
         #: The current user (the anonymous user, id 0, unless authentication set one).
         self.user: User = ANONYMOUS
         #: The handler definition that matched, once dispatch has found it.
-        self.handler: dict[str, Any] | None = None
+        self.handler: Mapping[str, Any] | None = None
 
     @classmethod
     def from_http(
@@ -94,10 +94,11 @@ class Request:
     def query_params(self, value: dict[str, Any]) -> None:
         self._query_params = value
 
-    def parsed_query_params(self) -> dict[str, Any] | None:
-        """The query parameters if they have been parsed or set already, else None (the
-        query string is not parsed by this call)."""
-        return self._query_params
+    def has_query_string(self) -> bool:
+        """Whether the request may have query parameters (PERF: answered without parsing
+        the query string: False only when it is empty and no parameter was set)."""
+        params = self._query_params
+        return bool(self._query_string) if params is None else bool(params)
 
     @property
     def body_params(self) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from svcrest.http.errors import RestError
@@ -21,7 +22,7 @@ class Response:
         self.status = status
         self.headers = headers if isinstance(headers, Headers) else Headers(headers)
         self.matched_route = ""
-        self.matched_handler: dict[str, Any] | None = None
+        self.matched_handler: Mapping[str, Any] | None = None
         #: rel → list of link objects ``{"href": ..., **attributes}``.
         self.links: dict[str, list[dict[str, Any]]] = {}
 

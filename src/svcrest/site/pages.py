@@ -11,41 +11,30 @@ import html
 import mimetypes
 from collections.abc import Awaitable, Callable
 from importlib import resources
-from typing import TYPE_CHECKING
 
 import orjson
 
-from svcrest.auth.current_user import resolve_current_user
-from svcrest.context import RequestContext, _current
+from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.request import Request
-
-if TYPE_CHECKING:
-    from svcrest.app import App
+from svcrest.rest.discovery import rsd_document
+from svcrest.rest.pipeline import resolve_current_user
+from svcrest.site.host import Page, PageHandler, SiteHost
 
 __all__ = [
-    "Page",
+    "LOGOUT_ACTION",
     "api_settings_script",
     "html_page",
     "install_core_pages",
+    "logout_form",
     "script_json",
     "serve_page",
     "site_request_user",
 ]
 
-#: A page handler: gets the app, the HTTP request and its context, returns the response.
-PageHandler = Callable[["App", HttpRequest, RequestContext], Awaitable[HttpResponse]]
 HTML_TYPE = "text/html; charset=UTF-8"
-
-
-class Page:
-    """A page: its handler and the methods it answers (HEAD follows GET)."""
-
-    __slots__ = ("handler", "methods")
-
-    def __init__(self, handler: PageHandler, methods: tuple[str, ...] = ("GET",)) -> None:
-        self.handler = handler
-        self.methods = methods
+#: The nonce action of ``/logout``.
+LOGOUT_ACTION = "log-out"
 
 
 def html_page(title: str, body: str, *, head: str = "", status: int = 200) -> HttpResponse:
@@ -66,10 +55,10 @@ def html_page(title: str, body: str, *, head: str = "", status: int = 200) -> Ht
     )
 
 
-async def site_request_user(app: App, http: HttpRequest, ctx: RequestContext) -> Request:
+async def site_request_user(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Request:
     """Build a Request for a site page and resolve its user (auth cookie) into ``ctx``."""
     request = Request.from_http(http.method, http.path, http.query_string, http.headers, http.body)
-    await resolve_current_user(app, request, ctx)
+    await resolve_current_user(app.hooks, request, ctx)
     return request
 
 
@@ -88,7 +77,7 @@ def script_json(value: object) -> str:
     )
 
 
-def api_settings_script(app: App, ctx: RequestContext) -> str:
+def api_settings_script(app: SiteHost, ctx: RequestContext) -> str:
     """``var svcApiSettings = {root, nonce}`` for a logged-in user ("" otherwise)."""
     if not ctx.user.is_logged_in:
         return ""
@@ -99,7 +88,17 @@ def api_settings_script(app: App, ctx: RequestContext) -> str:
     return f"<script>var svcApiSettings = {script_json(settings)};</script>\n"
 
 
-async def _home(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+def logout_form(app: SiteHost, ctx: RequestContext) -> str:
+    """A small log-out form carrying the ``log-out`` nonce of the current session."""
+    nonce = app.auth.create_nonce(LOGOUT_ACTION, ctx.user.id, ctx.session_token)
+    return (
+        f'<form method="post" action="{html.escape(app.home)}/logout" class="logout">'
+        f'<input type="hidden" name="_wpnonce" value="{html.escape(nonce)}">'
+        '<button type="submit">Log out</button></form>'
+    )
+
+
+async def _home(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     await site_request_user(app, http, ctx)
     page = app.hooks.apply_filters("svc_home_page", None, app, ctx, http)
     if page is not None:
@@ -107,8 +106,6 @@ async def _home(app: App, http: HttpRequest, ctx: RequestContext) -> HttpRespons
     root = app.get_rest_url()
     head = app.rest_output_link_wp_head() + api_settings_script(app, ctx)
     if ctx.user.is_logged_in:
-        from svcrest.auth.site_pages import logout_form
-
         who = f"Logged in as <strong>{html.escape(ctx.user.login)}</strong>. " + logout_form(
             app, ctx
         )
@@ -127,9 +124,7 @@ async def _home(app: App, http: HttpRequest, ctx: RequestContext) -> HttpRespons
     return response
 
 
-async def _rsd(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
-    from svcrest.discovery import rsd_document
-
+async def _rsd(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     return HttpResponse(
         200, [("Content-Type", "application/rsd+xml; charset=UTF-8")], rsd_document(app).encode()
     )
@@ -142,7 +137,7 @@ def _static_page(name: str, data: bytes) -> PageHandler:
     elif content_type.startswith("text/"):
         content_type += "; charset=UTF-8"
 
-    async def serve(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    async def serve(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
         return HttpResponse(
             200,
             [
@@ -156,7 +151,7 @@ def _static_page(name: str, data: bytes) -> PageHandler:
     return serve
 
 
-def install_core_pages(app: App) -> None:
+def install_core_pages(app: SiteHost) -> None:
     """Register the home page, ``/rsd.xml`` and the files of ``svcrest/static``."""
     app.pages["/"] = Page(_home)
     app.pages["/rsd.xml"] = Page(_rsd)
@@ -186,31 +181,25 @@ def _too_large() -> HttpResponse:
     return html_page("Request too large", "<h1>Request too large</h1>", status=413)
 
 
-async def serve_page(app: App, http: HttpRequest) -> HttpResponse:
-    """Serve a non-REST request from the App's pages, with the discovery Link header."""
+async def serve_page(
+    app: SiteHost,
+    http: HttpRequest,
+    ctx: RequestContext,
+    read_body: Callable[[], Awaitable[bytes | None]],
+) -> HttpResponse:
+    """Serve a non-REST request from the site's pages (``ctx`` is its context)."""
     home_path = app.home_path
     path = http.path
     if home_path and (path == home_path or path.startswith(home_path + "/")):
         path = path[len(home_path) :] or "/"
     page = app.pages.get(path)
-    ctx = RequestContext(is_rest=False, secure=http.scheme == "https", host=http.host)
-    token = _current.set(ctx)
-    try:
-        if page is None:
-            response = _not_found()
-        elif http.body_too_large:
-            response = _too_large()
-        else:
-            method = "GET" if http.method == "HEAD" else http.method
-            if method in page.methods:
-                response = await page.handler(app, http, ctx)
-            else:
-                response = _method_not_allowed(page.methods)
-    finally:
-        _current.reset(token)
-    link = app.rest_output_link_header()
-    if link is not None:
-        response.headers.append(("Link", link))
-    if http.method == "HEAD":
-        response.strip_body_for_head()
-    return response
+    if page is None:
+        return _not_found()
+    body = await read_body()
+    if body is None:
+        return _too_large()
+    http.body = body
+    method = "GET" if http.method == "HEAD" else http.method
+    if method not in page.methods:
+        return _method_not_allowed(page.methods)
+    return await page.handler(app, http, ctx)

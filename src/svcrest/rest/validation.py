@@ -7,8 +7,8 @@ from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
-from svcrest.invoke import call_maybe_async
-from svcrest.schema import sanitize_value, validate_value
+from svcrest.rest.invoke import call_maybe_async
+from svcrest.rest.schema import sanitize_value, validate_value
 
 __all__ = ["apply_defaults", "check_params", "sanitize_params"]
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from svcrest.routing.definitions import RouteDefinitionError, split_route_args
-from svcrest.routing.matcher import CompiledMatcher, RoutePattern
+from svcrest.rest.routing.definitions import Handler, RouteDefinitionError, split_route_args
+from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern
 
 __all__ = ["MEMO_PATH", "MEMO_SIZE", "RouteEntry", "RouteTable"]
 
@@ -24,10 +24,10 @@ class RouteEntry:
     route: str
     namespace: str
     pattern: RoutePattern
-    handlers: list[dict[str, Any]] = field(default_factory=list)
+    handlers: list[Handler] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
     #: ``permissionless_allow``'s answer with the handler list and length it was read from.
-    allow_memo: tuple[list[dict[str, Any]], int, str | None] | None = field(
+    allow_memo: tuple[list[Handler], int, str | None] | None = field(
         default=None, repr=False, compare=False
     )
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from svcrest.context import current_context
-
-if TYPE_CHECKING:
-    from svcrest.app import App
+from svcrest.http.context import current_context
+from svcrest.rest.settings import Site, SiteSettings
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -24,15 +20,6 @@ DEFAULT_PREFIX = "svc-json"
 # Characters left as they are in the ``rest_route`` query value; the rest is percent-encoded
 # so a path can never end the value early (``&``, ``#``) or change its meaning (``+``, ``%``).
 _ROUTE_SAFE = "/:@!$'()*,;=-._~"
-
-
-@dataclass(frozen=True, slots=True)
-class Site:
-    """One site of a (multi)site install: its home address and URL style."""
-
-    blog_id: int
-    home: str
-    pretty_permalinks: bool = True
 
 
 def normalise_path(path: str) -> str:
@@ -76,7 +63,7 @@ def https_forced(url: str) -> bool:
 
 
 def get_rest_url(
-    app: App, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
+    app: SiteSettings, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
 ) -> str:
     """Spec 4.3: the full (not escaped) URL of ``path`` on site ``blog_id``."""
     site = app.get_site(blog_id)

@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from svcrest.http.errors import RestError
-from svcrest.schema._common import (
+from svcrest.rest.schema._common import (
     _TYPES,
     Validator,
     _as_dict,
@@ -33,7 +33,7 @@ from svcrest.schema._common import (
     _type_error,
     _values_equal,
 )
-from svcrest.schema.formats import _FORMAT_SANITIZERS, _check_format
+from svcrest.rest.schema.formats import _FORMAT_SANITIZERS, _check_format
 
 __all__ = ["sanitize_value", "validate_value"]
 

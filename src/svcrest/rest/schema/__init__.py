@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from svcrest.schema._common import _HELP_KEYWORDS
-from svcrest.schema.checks import sanitize_value, validate_value
+from svcrest.rest.schema._common import _HELP_KEYWORDS
+from svcrest.rest.schema.checks import sanitize_value, validate_value
 
 __all__ = ["sanitize_value", "schema_keywords_for_help", "validate_value"]
 

@@ -3,15 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 __all__ = [
+    "Handler",
     "RouteDefinitionError",
     "build_full_route",
     "normalise_handler",
     "normalise_methods",
     "split_route_args",
 ]
+
+
+class Handler(TypedDict):
+    """A registered handler: the dict given at registration with the defaults filled in.
+
+    ``methods`` maps upper-case method names to True; ``callback`` and
+    ``permission_callback`` take the request (plain or ``async``); ``args`` maps argument
+    names to their definitions. Any other key given at registration (``show_in_index``, …)
+    is kept as it is.
+    """
+
+    methods: dict[str, bool]
+    callback: Callable[..., Any] | None
+    args: dict[str, Any]
+    permission_callback: NotRequired[Callable[..., Any] | None]
+    show_in_index: NotRequired[bool]
 
 
 class RouteDefinitionError(ValueError):
@@ -46,7 +63,7 @@ def build_full_route(namespace: str, route: str) -> str:
     return "/" + namespace.strip("/") + "/" + route.strip("/")
 
 
-def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> dict[str, Any]:
+def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> Handler:
     """A handler merged over the defaults of spec 2.2 (its own values win)."""
     if not isinstance(handler, Mapping):
         raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
@@ -63,10 +80,10 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
         value: Callable[..., Any] | None = merged.get(key)
         if value is not None and not callable(value):
             raise RouteDefinitionError(f"{key} must be callable, not {type(value).__name__}")
-    return merged
+    return cast(Handler, merged)
 
 
-def split_route_args(args: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     """Spec 2.1/2.2: the handlers and the route options of a registration.
 
     - a mapping with ``callback`` is one handler;

@@ -14,10 +14,11 @@ __all__ = ["call_maybe_async", "fitted"]
 _fit = functools.lru_cache(maxsize=4096)(fit_arguments)
 
 
-def fitted(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``function`` taking only the leading arguments it accepts (cached)."""
+def fitted(function: Callable[..., Any], count: int = 1) -> Callable[..., Any]:
+    """``function`` taking only the leading arguments it accepts of the ``count`` passed
+    (cached; a function that takes them all is returned as it is)."""
     try:
-        return _fit(function)
+        return _fit(function, count)
     except TypeError:  # an unhashable callable: call it with everything
         return function
 
@@ -26,7 +27,7 @@ async def call_maybe_async(function: Callable[..., Any], *args: Any) -> Any:
     """Call ``function`` with the leading arguments it accepts (``validate_callback(value)``
     works as well as ``validate_callback(value, request, key)``) and await the result when it
     is awaitable."""
-    result = fitted(function)(*args)
+    result = fitted(function, len(args))(*args)
     if is_awaitable(result):
         result = await result
     return result

@@ -11,7 +11,7 @@ from typing import Any
 
 from svcrest.dates import rest_parse_date
 from svcrest.http.errors import RestError
-from svcrest.schema._common import (
+from svcrest.rest.schema._common import (
     _EMAIL_LABEL_RE,
     _EMAIL_LOCAL_RE,
     _HEX_COLOR_RE,

@@ -11,7 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from svcrest.auth.user import ANONYMOUS, User
+from svcrest.http.user import ANONYMOUS, User
 
 __all__ = ["RequestContext", "current_context", "is_rest_request"]
 
@@ -27,6 +27,7 @@ class RequestContext:
     ``session_token``: the token of the valid auth cookie ("" otherwise).
     ``pending_headers``: headers to add to the response being built (deprecation notices…).
     ``secure`` / ``host``: whether the request came over TLS and the host it named.
+    ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
     """
 
     is_rest: bool = False
@@ -36,6 +37,7 @@ class RequestContext:
     pending_headers: list[tuple[str, str]] = field(default_factory=list)
     secure: bool = False
     host: str = ""
+    method_overridden: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 

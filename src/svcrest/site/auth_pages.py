@@ -9,24 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import html
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import orjson
 
 from svcrest.auth.rest_cookie import NONCE_ACTION
-from svcrest.context import RequestContext
+from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
-from svcrest.pages import Page, html_page, site_request_user
+from svcrest.site.host import Page, SiteHost
+from svcrest.site.pages import LOGOUT_ACTION, html_page, site_request_user
 
-if TYPE_CHECKING:
-    from svcrest.app import App
+__all__ = ["install_auth_pages", "is_cross_origin", "safe_redirect"]
 
-__all__ = ["LOGOUT_ACTION", "install_auth_pages", "is_cross_origin", "safe_redirect"]
-
-#: The nonce action of ``/logout``.
-LOGOUT_ACTION = "log-out"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
@@ -42,7 +37,7 @@ def _origin_of(url: str) -> tuple[str, str, int] | None:
     return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS[scheme]
 
 
-def is_cross_origin(app: App, http: HttpRequest) -> bool:
+def is_cross_origin(app: SiteHost, http: HttpRequest) -> bool:
     """Whether a browser sent this request from another origin than the site's home.
 
     ``Origin`` decides when present (``null`` is another origin); otherwise
@@ -56,7 +51,7 @@ def is_cross_origin(app: App, http: HttpRequest) -> bool:
     return fetch_site is not None and fetch_site.strip().lower() not in ("same-origin", "none")
 
 
-def safe_redirect(app: App, target: str | None) -> str:
+def safe_redirect(app: SiteHost, target: str | None) -> str:
     """``target`` when it stays on this site, else the home page. SECURITY: refuses other
     hosts, scheme-relative (``//evil``) and backslash tricks (``/\\evil``)."""
     home = app.home + "/"
@@ -69,7 +64,7 @@ def safe_redirect(app: App, target: str | None) -> str:
     return home
 
 
-def _origin_url(app: App) -> str:
+def _origin_url(app: SiteHost) -> str:
     parts = urlsplit(app.home)
     return f"{parts.scheme}://{parts.netloc}"
 
@@ -82,7 +77,7 @@ def _redirect(location: str, cookie: str | None = None) -> HttpResponse:
 
 
 def _login_form(
-    app: App, *, error: str = "", redirect_to: str = "", status: int = 200
+    app: SiteHost, *, error: str = "", redirect_to: str = "", status: int = 200
 ) -> HttpResponse:
     message = f'<p role="alert" class="error">{html.escape(error)}</p>\n' if error else ""
     body = (
@@ -106,12 +101,12 @@ def _first(form: dict[str, object], name: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-async def _login_get(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+async def _login_get(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     redirect_to = _first(parse_form(http.query_string), "redirect_to")
     return _login_form(app, redirect_to=redirect_to)
 
 
-async def _login_post(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+async def _login_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     if is_cross_origin(app, http):
         return html_page("Forbidden", "<h1>Cross-origin login refused</h1>", status=403)
     form = parse_form(http.body)
@@ -140,13 +135,13 @@ async def _login_post(app: App, http: HttpRequest, ctx: RequestContext) -> HttpR
     return _redirect(safe_redirect(app, redirect_to), issued.set_cookie_header())
 
 
-async def _login(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+async def _login(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     if http.method == "POST":
         return await _login_post(app, http, ctx)
     return await _login_get(app, http, ctx)
 
 
-async def _logout(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     await site_request_user(app, http, ctx)
     nonce = _first(parse_form(http.body), "_wpnonce") or _first(
         parse_form(http.query_string), "_wpnonce"
@@ -165,7 +160,7 @@ async def _logout(app: App, http: HttpRequest, ctx: RequestContext) -> HttpRespo
     )
 
 
-async def _nonce(app: App, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+async def _nonce(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     headers = [
         ("Content-Type", "application/json; charset=UTF-8"),
         ("Cache-Control", "no-store"),
@@ -183,17 +178,7 @@ async def _nonce(app: App, http: HttpRequest, ctx: RequestContext) -> HttpRespon
     return HttpResponse(200, headers, orjson.dumps({"nonce": nonce}))
 
 
-def logout_form(app: App, ctx: RequestContext) -> str:
-    """A small log-out form carrying the ``log-out`` nonce of the current session."""
-    nonce = app.auth.create_nonce(LOGOUT_ACTION, ctx.user.id, ctx.session_token)
-    return (
-        f'<form method="post" action="{html.escape(app.home)}/logout" class="logout">'
-        f'<input type="hidden" name="_wpnonce" value="{html.escape(nonce)}">'
-        '<button type="submit">Log out</button></form>'
-    )
-
-
-def install_auth_pages(app: App) -> None:
+def install_auth_pages(app: SiteHost) -> None:
     """Register ``/login``, ``/logout`` and ``/auth/nonce`` on ``app``."""
     app.pages["/login"] = Page(_login, ("GET", "POST"))
     app.pages["/logout"] = Page(_logout, ("POST",))

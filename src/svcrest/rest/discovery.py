@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
 from svcrest.constants import REST_API_REL
-
-if TYPE_CHECKING:
-    from svcrest.app import App
+from svcrest.rest.settings import SiteSettings
 
 __all__ = ["rest_output_link_header", "rest_output_link_wp_head", "rest_output_rsd", "rsd_document"]
 
 
-def _root(app: App) -> str:
+def _root(app: SiteSettings) -> str:
     return app.get_rest_url()
 
 
-def rest_output_rsd(app: App) -> str:
+def rest_output_rsd(app: SiteSettings) -> str:
     """The RSD ``api`` element line, or "" when the root URL is empty."""
     root = _root(app)
     if not root:
@@ -26,7 +23,7 @@ def rest_output_rsd(app: App) -> str:
     return f'\t<api name="SVC-API" blogID="1" preferred="false" apiLink="{link}" />\n'
 
 
-def rest_output_link_wp_head(app: App) -> str:
+def rest_output_link_wp_head(app: SiteSettings) -> str:
     """The HTML head link tag, or "" when the root URL is empty."""
     root = _root(app)
     if not root:
@@ -34,7 +31,7 @@ def rest_output_link_wp_head(app: App) -> str:
     return f"<link rel='{REST_API_REL}' href='{html.escape(root, quote=True)}' />\n"
 
 
-def rest_output_link_header(app: App) -> str | None:
+def rest_output_link_header(app: SiteSettings) -> str | None:
     """The Link header value, or None when the root URL is empty.
 
     SECURITY: control characters, ``<`` and ``>`` are percent-encoded so a filtered root URL
@@ -50,7 +47,7 @@ def rest_output_link_header(app: App) -> str | None:
     return f'<{safe}>; rel="{REST_API_REL}"'
 
 
-def rsd_document(app: App) -> str:
+def rsd_document(app: SiteSettings) -> str:
     """A full RSD 1.0 document listing the API (served at ``/rsd.xml``)."""
     home = html.escape(app.home, quote=True)
     api = rest_output_rsd(app)

@@ -11,14 +11,15 @@ from svcrest.hooks import Pending, is_awaitable
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
-from svcrest.invoke import call_maybe_async, fitted
-from svcrest.routing.table import RouteEntry, RouteTable
-from svcrest.schema import schema_keywords_for_help
+from svcrest.rest.invoke import fitted
+from svcrest.rest.routing.definitions import Handler
+from svcrest.rest.routing.table import RouteEntry, RouteTable
+from svcrest.rest.schema import schema_keywords_for_help
+from svcrest.rest.validation import apply_defaults, check_params, sanitize_params
 from svcrest.syncrun import run_sync
-from svcrest.validation import apply_defaults, check_params, sanitize_params
 
 if TYPE_CHECKING:
-    from svcrest.app import App
+    from svcrest.rest.settings import SiteSettings
 
 __all__ = ["RestServer", "internal_error", "no_route_error", "select_handler"]
 
@@ -40,7 +41,7 @@ def no_route_error(status: int) -> RestError:
 
 def select_handler(
     matches: tuple[tuple[RouteEntry, dict[str, str]], ...], method: str
-) -> tuple[RouteEntry, dict[str, Any], dict[str, str]] | None:
+) -> tuple[RouteEntry, Handler, dict[str, str]] | None:
     """The first handler, over the matching routes in order, that serves ``method``, with its
     route and URL params (shared: copy before changing); None when there is none (a 405).
 
@@ -56,10 +57,38 @@ def select_handler(
     return None
 
 
+def _refused_for_allow(request: Request) -> bool:
+    """A permission callback failed while the Allow header was computed: its methods are
+    not allowed. SECURITY: Allow is computed for every answer of a route, errors included,
+    so a callback that fails on odd input (a 4,301-digit id given to ``int()``) must not turn
+    the answer into a 500; logged without the traceback (a client can cause it at will)."""
+    logger.warning(
+        "A permission callback failed while computing Allow for %s %s",
+        request.method,
+        request.route,
+        exc_info=False,
+    )
+    return False
+
+
+def _ask_permission(handler: Handler, request: Request) -> Any:
+    """A handler's verdict for the Allow header: True without a permission callback; the
+    callback's answer (maybe awaitable); False when it raises."""
+    permission = handler.get("permission_callback")
+    if permission is None:
+        return True
+    try:
+        return fitted(permission)(request)
+    except RestError:
+        return False
+    except Exception:
+        return _refused_for_allow(request)
+
+
 class RestServer:
     """Holds the routes of one App and dispatches requests to their handlers."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: SiteSettings) -> None:
         self.app = app
         self.hooks = app.hooks
         self.table = RouteTable()
@@ -99,7 +128,7 @@ class RestServer:
         self.table.add(namespace, route, args, override=override)
         return True
 
-    def get_routes(self, namespace: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    def get_routes(self, namespace: str | None = None) -> dict[str, list[Handler]]:
         """Every full route (optionally of one namespace) mapped to its handlers, in order."""
         return {
             entry.route: list(entry.handlers)
@@ -126,32 +155,17 @@ class RestServer:
     async def dispatch_async(self, request: Request) -> Response:
         """Run ``rest_pre_dispatch``, match, validate, check permission and call the handler.
 
-        Always returns a Response; errors become their body shape and status.
+        Always returns a Response; errors become their body shape and status, and an
+        unexpected exception is logged and answered with ``internal_error``.
         """
-        return await self._guarded(self._dispatch(request), request)
-
-    async def dispatch_matched(
-        self,
-        request: Request,
-        entry: RouteEntry,
-        handler: dict[str, Any],
-        url_params: dict[str, str],
-    ) -> Response:
-        """``dispatch_async`` for a request whose route and handler are already known and
-        whose ``rest_pre_dispatch`` filters answered None (the express lane)."""
-        return await self._guarded(self._respond(request, entry, handler, url_params), request)
-
-    async def _guarded(
-        self, work: Coroutine[Any, Any, Response | RestError], request: Request
-    ) -> Response:
-        """The Response of ``work``: a raised RestError is answered, anything else logged and
-        answered with ``internal_error``."""
         try:
-            result = await work
+            result = await self._dispatch(request)
         except RestError as error:
             result = error
         except Exception:
             result = self.unexpected_error(request)
+        if type(result) is Response:
+            return result
         return self.to_response(result)
 
     @staticmethod
@@ -171,44 +185,23 @@ class RestServer:
 
     async def _dispatch(self, request: Request) -> Response | RestError:
         hooks = self.hooks
-        if hooks.has_callbacks("rest_pre_dispatch"):
-            pre = hooks.apply_filters_eager("rest_pre_dispatch", None, self, request)
-            if type(pre) is Pending:
-                pre = await pre.awaitable
-            if pre is not None:
-                return rest_ensure_response(pre)
+        # PERF: each hook runs through ``apply_filters_eager``: plain callbacks are called
+        # directly, a coroutine is awaited only when a callback returns one.
+        pre = hooks.apply_filters_eager("rest_pre_dispatch", None, self, request)
+        if type(pre) is Pending:
+            pre = await pre.awaitable
+        if pre is not None:
+            return rest_ensure_response(pre)
         matches = self.table.matches(request.route)
         if not matches:
             return no_route_error(404)
         chosen = select_handler(matches, request.method)
-        if chosen is not None:
-            entry, handler, url_params = chosen
-            return await self._respond(request, entry, handler, dict(url_params))
-        first, first_params = matches[0]
-        error = no_route_error(405)
-        response = Response.from_error(error)
-        response.matched_route = first.route
-        # The permission callbacks asked for Allow see the route's URL params, as in dispatch.
-        request.url_params = dict(first_params)
-        allowed = await self.allowed_methods(first, request)
-        response.headers["Allow"] = ", ".join(allowed)
-        return response
-
-    async def _respond(
-        self,
-        request: Request,
-        entry: RouteEntry,
-        handler: dict[str, Any],
-        url_params: dict[str, str],
-    ) -> Response | RestError:
-        request.url_params = url_params
+        if chosen is None:
+            return await self._method_not_allowed(request, matches)
+        entry, handler, url_params = chosen
+        request.url_params = dict(url_params)
         request.handler = handler
         result = await self._run_handler(request, entry, handler)
-        return self.matched_response(result, entry, handler)
-
-    @staticmethod
-    def matched_response(result: Any, entry: RouteEntry, handler: dict[str, Any]) -> Response:
-        """A handler's result as the Response of its route and handler."""
         response = rest_ensure_response(result)
         if isinstance(response, RestError):
             response = Response.from_error(response)
@@ -216,72 +209,77 @@ class RestServer:
         response.matched_handler = handler
         return response
 
-    async def _run_handler(
-        self, request: Request, entry: RouteEntry, handler: dict[str, Any]
-    ) -> Any:
+    async def _method_not_allowed(
+        self, request: Request, matches: tuple[tuple[RouteEntry, dict[str, str]], ...]
+    ) -> Response:
+        """The 405 of a route without a handler for the method, with its Allow header."""
+        first, first_params = matches[0]
+        response = Response.from_error(no_route_error(405))
+        response.matched_route = first.route
+        # The permission callbacks asked for Allow see the route's URL params, as in dispatch.
+        request.url_params = dict(first_params)
+        allowed = await self.allowed_methods(first, request)
+        response.headers["Allow"] = ", ".join(allowed)
+        return response
+
+    async def _run_handler(self, request: Request, entry: RouteEntry, handler: Handler) -> Any:
+        """WordPress's ``respond_to_request``: the JSON body, argument checks,
+        ``rest_request_before_callbacks``, permission, ``rest_dispatch_request``, the
+        callback and ``rest_request_after_callbacks``."""
         hooks = self.hooks
         # JSON bodies are parsed on every matched route before anything else runs.
         error: RestError | None = None
-        try:
-            request.parse_json_body()
-        except RestError as invalid_json:
-            error = invalid_json
+        if request.raw_body:
+            try:
+                request.parse_json_body()
+            except RestError as invalid_json:
+                error = invalid_json
         args = handler["args"]
         if error is None and args:
             apply_defaults(request, args)
             error = await check_params(request, args)
             if error is None:
                 error = await sanitize_params(request, args)
-        result: Any = error
-        if hooks.has_callbacks("rest_request_before_callbacks"):
-            result = hooks.apply_filters_eager(
-                "rest_request_before_callbacks", error, handler, request
-            )
-            if type(result) is Pending:
-                result = await result.awaitable
+        result: Any = hooks.apply_filters_eager(
+            "rest_request_before_callbacks", error, handler, request
+        )
+        if type(result) is Pending:
+            result = await result.awaitable
         if not isinstance(result, RestError):
-            result = await self._permitted_call(request, entry, handler)
-        if hooks.has_callbacks("rest_request_after_callbacks"):
-            result = hooks.apply_filters_eager(
-                "rest_request_after_callbacks", result, handler, request
-            )
-            if type(result) is Pending:
-                result = await result.awaitable
-        return result
+            try:
+                result = await self._permitted_call(request, entry, handler)
+            except RestError as raised:
+                result = raised
+        after = hooks.apply_filters_eager("rest_request_after_callbacks", result, handler, request)
+        return await after.awaitable if type(after) is Pending else after
 
-    async def _permitted_call(
-        self, request: Request, entry: RouteEntry, handler: dict[str, Any]
-    ) -> Any:
+    async def _permitted_call(self, request: Request, entry: RouteEntry, handler: Handler) -> Any:
         permission = handler.get("permission_callback")
         if permission is not None:
-            try:
-                allowed = await call_maybe_async(permission, request)
-            except RestError as raised:
-                allowed = raised
-            if isinstance(allowed, RestError):
-                return allowed
+            allowed = fitted(permission)(request)
+            if is_awaitable(allowed):
+                allowed = await allowed
             if allowed is not True:
+                if isinstance(allowed, RestError):
+                    return allowed
                 status = 403 if request.user.is_logged_in else 401
                 return RestError(
                     "rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status}
                 )
-        if self.hooks.has_callbacks("rest_dispatch_request"):
-            dispatched = self.hooks.apply_filters_eager(
-                "rest_dispatch_request", None, request, entry.route, handler
-            )
-            if type(dispatched) is Pending:
-                dispatched = await dispatched.awaitable
-            if dispatched is not None:
-                return dispatched
+        dispatched = self.hooks.apply_filters_eager(
+            "rest_dispatch_request", None, request, entry.route, handler
+        )
+        if type(dispatched) is Pending:
+            dispatched = await dispatched.awaitable
+        if dispatched is not None:
+            return dispatched
         callback = handler["callback"]
         if callback is None:
             return RestError(
                 "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
             )
-        try:
-            return await call_maybe_async(callback, request)
-        except RestError as raised:
-            return raised
+        result = fitted(callback)(request)
+        return await result if is_awaitable(result) else result
 
     # -- Allow ------------------------------------------------------------------------------
 
@@ -298,26 +296,24 @@ class RestServer:
         self, entry: RouteEntry, request: Request
     ) -> list[str] | Coroutine[Any, Any, list[str]]:
         """``allowed_methods`` run synchronously while the permission callbacks are plain;
-        from the first awaitable answer on, a coroutine finishes the work."""
+        from the first awaitable answer on, a coroutine finishes the work. PERF: a route
+        without permission callbacks answers from its remembered Allow value."""
+        remembered = entry.permissionless_allow()
+        if remembered is not None:
+            return remembered.split(", ") if remembered else []
         allowed: dict[str, bool] = {}
         handlers = entry.handlers
         for position, handler in enumerate(handlers):
-            verdict: Any = True
-            permission = handler.get("permission_callback")
-            if permission is not None:
-                try:
-                    verdict = fitted(permission)(request)
-                except RestError:
-                    verdict = False
-                if is_awaitable(verdict):
-                    return self._allowed_rest(handlers, position, verdict, allowed, request)
+            verdict = _ask_permission(handler, request)
+            if is_awaitable(verdict):
+                return self._allowed_rest(handlers, position, verdict, allowed, request)
             for method in handler["methods"]:
                 allowed[method] = verdict is True
         return [method for method, ok in allowed.items() if ok]
 
     @staticmethod
     async def _allowed_rest(
-        handlers: list[dict[str, Any]],
+        handlers: list[Handler],
         position: int,
         pending: Any,
         allowed: dict[str, bool],
@@ -325,17 +321,14 @@ class RestServer:
     ) -> list[str]:
         for index in range(position, len(handlers)):
             handler = handlers[index]
-            permission = handler.get("permission_callback")
-            verdict: Any = True
-            if index == position:
-                verdict = pending
-            elif permission is not None:
-                verdict = fitted(permission)(request)
-            try:
-                if is_awaitable(verdict):
+            verdict = pending if index == position else _ask_permission(handler, request)
+            if is_awaitable(verdict):
+                try:
                     verdict = await verdict
-            except RestError:
-                verdict = False
+                except RestError:
+                    verdict = False
+                except Exception:
+                    verdict = _refused_for_allow(request)
             for method in handler["methods"]:
                 allowed[method] = verdict is True
         return [method for method, ok in allowed.items() if ok]
@@ -343,7 +336,7 @@ class RestServer:
     # -- help data and indexes --------------------------------------------------------------
 
     def get_data_for_route(
-        self, route: str, handlers: list[dict[str, Any]], context: str = "view"
+        self, route: str, handlers: list[Handler], context: str = "view"
     ) -> dict[str, Any] | None:
         """WordPress's route data: namespace, methods, endpoints (methods and args help),
         the schema in the ``help`` context, and ``_links.self`` for routes without
@@ -377,7 +370,7 @@ class RestServer:
         return data
 
     def get_data_for_routes(
-        self, routes: dict[str, list[dict[str, Any]]], context: str = "view"
+        self, routes: dict[str, list[Handler]], context: str = "view"
     ) -> dict[str, Any]:
         """Route data for many routes; routes without shown handlers are left out."""
         result: dict[str, Any] = {}

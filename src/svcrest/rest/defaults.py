@@ -9,18 +9,17 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from svcrest.context import current_context, is_rest_request
-from svcrest.fields import filter_response_fields
+from svcrest.http.context import current_context, is_rest_request
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.rest.fields import filter_response_fields
 
 if TYPE_CHECKING:
-    from svcrest.server import RestServer
+    from svcrest.rest.server import RestServer
 
 __all__ = [
     "CORS_ALLOW_METHODS",
@@ -74,6 +73,11 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
     entry = server.table.get(response.matched_route)
     if entry is None:
         return response
+    remembered = entry.permissionless_allow()
+    if remembered is not None:  # PERF: no permission callback to ask
+        if remembered:
+            response.headers["Allow"] = remembered
+        return response
     allowed = server.allowed_methods_eager(entry, request)
     if isinstance(allowed, list):
         return _set_allow(response, allowed)
@@ -95,14 +99,19 @@ def rest_filter_response_fields(response: Any, server: RestServer, request: Requ
     return response
 
 
-@functools.lru_cache(maxsize=512)
+#: The longest Origin echoed (a scheme, a 253-character DNS name and a port fit easily).
+MAX_ORIGIN_LENGTH = 300
+
+
 def sanitize_origin(origin: str) -> str | None:
     """The Origin to echo, or None. SECURITY: only ``http``/``https`` origins made of a host
     and an optional port, or the literal ``null``; anything with control characters, a path,
-    credentials or non-ASCII characters is refused (never echoed, never split a header)."""
+    credentials or non-ASCII characters is refused (never echoed, never split a header).
+    Longer values are refused before any other work, and nothing is cached: a client can
+    send arbitrarily many and arbitrarily large Origin values."""
     if origin == "null":
         return origin
-    if len(origin) > 2048 or not origin.isascii():
+    if len(origin) > MAX_ORIGIN_LENGTH or not origin.isascii():
         return None
     return origin if _ORIGIN.fullmatch(origin) else None
 

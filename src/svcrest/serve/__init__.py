@@ -1,0 +1,1 @@
+"""The protocol adapters: ASGI and WSGI."""

@@ -1,0 +1,141 @@
+"""The ASGI adapter: translate a connection scope to an ``HttpRequest`` and back.
+
+This and ``wsgi.py`` are the only modules that speak a server protocol. Each HTTP request
+is one call of :func:`svcrest.site.respond.respond`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from svcrest.http.exchange import HttpRequest, encode_lines, host_name
+from svcrest.http.headers import Headers
+from svcrest.site.host import ASGIApp, SiteHost
+from svcrest.site.respond import SiteForward, respond
+
+__all__ = ["ASGIReceive", "ASGIScope", "ASGISend", "forward_to_site", "handle_asgi"]
+
+ASGIScope = MutableMapping[str, Any]
+ASGIReceive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+#: Methods whose requests carry no body unless the headers announce one.
+_BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+
+
+async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
+    while True:
+        message = await receive()
+        kind = message.get("type")
+        if kind == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif kind == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+def _body_reader(
+    method: str, headers: Headers, receive: ASGIReceive, limit: int
+) -> Callable[[], Awaitable[bytes | None]]:
+    """Reads the body once: its bytes, or None when it is longer than ``limit``
+    (SECURITY: refused from Content-Length before reading, or as soon as the stream passes
+    the limit). PERF: a GET without Content-Length or Transfer-Encoding has no body to wait
+    for (RFC 9112 §6.3)."""
+    index = headers.index()
+    declared = index.get("content-length")
+    if (
+        method in _BODILESS_METHODS
+        and "transfer-encoding" not in index
+        and (declared is None or declared == ["0"])
+    ):
+        return _no_body
+
+    async def read() -> bytes | None:
+        if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message.get("type") == "http.disconnect":
+                break
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > limit:
+                    return None
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+    return read
+
+
+async def _no_body() -> bytes:
+    return b""
+
+
+async def forward_to_site(
+    site: ASGIApp,
+    lines: tuple[tuple[str, str], ...],
+    scope: ASGIScope,
+    receive: ASGIReceive,
+    send: ASGISend,
+) -> None:
+    """Hand a non-REST request to the wrapped site app, adding ``lines`` to its answer."""
+    extra = encode_lines(lines)
+
+    async def send_with_lines(message: MutableMapping[str, Any]) -> None:
+        if message.get("type") == "http.response.start" and extra:
+            message = dict(message)
+            message["headers"] = [*message.get("headers", []), *extra]
+        await send(message)
+
+    await site(scope, receive, send_with_lines)
+
+
+async def handle_asgi(
+    host: SiteHost, scope: ASGIScope, receive: ASGIReceive, send: ASGISend
+) -> None:
+    """Serve one ASGI connection scope of ``host``'s site."""
+    kind = scope["type"]
+    if kind != "http":
+        if kind == "lifespan":
+            await _lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+        return
+    headers = Headers.from_lines(
+        [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
+    )
+    method = scope["method"].upper()
+    raw_query = scope.get("query_string")
+    client = scope.get("client")
+    host_header = headers.get("host")
+    if host_header:
+        host_value = host_name(host_header)
+    else:
+        server = scope.get("server")
+        host_value = str(server[0]).lower() if server else ""
+    http = HttpRequest(
+        method=method,
+        path=scope["path"],
+        query_string=raw_query.decode("utf-8", "replace") if raw_query else "",
+        headers=headers,
+        scheme=scope.get("scheme", "http"),
+        host=host_value,
+        client=str(client[0]) if client else "",
+    )
+    answer = await respond(host, http, _body_reader(method, headers, receive, host.max_body_size))
+    if type(answer) is SiteForward:
+        site = host.site
+        assert site is not None  # respond forwards only when there is a site app
+        await forward_to_site(site, answer.lines, scope, receive, send)
+        return
+    assert not isinstance(answer, SiteForward)
+    await send(
+        {"type": "http.response.start", "status": answer.status, "headers": answer.wire_headers()}
+    )
+    await send({"type": "http.response.body", "body": answer.body})

@@ -1,0 +1,1 @@
+"""Pages outside the REST prefix: home, login/logout, nonce, discovery documents, static files."""

@@ -1,0 +1,69 @@
+"""What the site layer needs from the site it serves, and the shape of its pages.
+
+The App satisfies :class:`SiteHost`; nothing here imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Protocol
+
+from svcrest.auth.service import AuthService
+from svcrest.auth.users import UserStore
+from svcrest.http.context import RequestContext
+from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.rest.server import RestServer
+from svcrest.rest.settings import SiteSettings
+
+__all__ = ["ASGIApp", "Page", "PageHandler", "SiteHost"]
+
+#: An ASGI application (``scope, receive, send``).
+ASGIApp = Callable[
+    [
+        MutableMapping[str, Any],
+        Callable[[], Awaitable[MutableMapping[str, Any]]],
+        Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ],
+    Awaitable[None],
+]
+
+
+class SiteHost(SiteSettings, Protocol):
+    """A site as its pages and the request entry point see it."""
+
+    #: Site pages outside the REST prefix: path (relative to home) → Page.
+    pages: dict[str, Page]
+    #: An ASGI app answering every request outside the REST prefix instead of ``pages``.
+    site: ASGIApp | None
+
+    @property
+    def auth(self) -> AuthService:
+        """Nonces, auth cookies and sessions."""
+        ...
+
+    @property
+    def users(self) -> UserStore:
+        """The site's users."""
+        ...
+
+    def rest_get_server(self) -> RestServer:
+        """The REST server (created on first use)."""
+        ...
+
+    def rest_output_link_wp_head(self) -> str:
+        """The HTML head discovery link tag."""
+        ...
+
+
+#: A page handler: gets the site, the HTTP request and its context, returns the response.
+PageHandler = Callable[[SiteHost, HttpRequest, RequestContext], Awaitable[HttpResponse]]
+
+
+class Page:
+    """A page: its handler and the methods it answers (HEAD follows GET)."""
+
+    __slots__ = ("handler", "methods")
+
+    def __init__(self, handler: PageHandler, methods: tuple[str, ...] = ("GET",)) -> None:
+        self.handler = handler
+        self.methods = methods

@@ -1,0 +1,79 @@
+"""The one entry point of every HTTP request: REST, a site page, or the wrapped site app.
+
+Both adapters call :func:`respond` once per request. It decides once whether the request is
+REST, opens the request context, catches what nothing else caught (a 500 that never carries
+the exception text), adds the discovery ``Link`` header to every non-REST answer and strips
+HEAD bodies: each of these happens here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from svcrest.http.context import RequestContext, _current
+from svcrest.http.errors import RestError
+from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.rest.pipeline import error_answer, rest_route_of, serve_rest
+from svcrest.rest.server import internal_error
+from svcrest.site.host import SiteHost
+from svcrest.site.pages import serve_page
+
+__all__ = ["BodyReader", "SiteForward", "respond"]
+
+logger = logging.getLogger("svcrest")
+
+#: Reads the request body: its bytes, or None when it is longer than ``max_body_size``.
+BodyReader = Callable[[], Awaitable[bytes | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class SiteForward:
+    """The request is not REST and the App wraps a ``site`` app: the adapter hands the
+    request to it and adds ``lines`` (the discovery Link header) to its answer."""
+
+    lines: tuple[tuple[str, str], ...]
+
+
+def _link_lines(host: SiteHost) -> tuple[tuple[str, str], ...]:
+    link = host.rest_output_link_header()
+    return () if link is None else (("Link", link),)
+
+
+def _plain_500() -> HttpResponse:
+    return HttpResponse(
+        500, [("Content-Type", "text/plain; charset=UTF-8")], b"Internal server error."
+    )
+
+
+async def respond(
+    host: SiteHost, http: HttpRequest, read_body: BodyReader
+) -> HttpResponse | SiteForward:
+    """Serve one HTTP request of ``host``'s site."""
+    route = rest_route_of(host.rest_base_path(), http.path, http.query_string)
+    if route is None and host.site is not None:
+        return SiteForward(_link_lines(host))
+    ctx = RequestContext(is_rest=route is not None, secure=http.scheme == "https", host=http.host)
+    token = _current.set(ctx)
+    try:
+        try:
+            if type(route) is str:
+                response = await serve_rest(host.rest_get_server(), http, route, ctx, read_body)
+            elif isinstance(route, RestError):
+                response = error_answer(host, ctx, route)
+            else:
+                response = await serve_page(host, http, ctx, read_body)
+                response.headers.extend(_link_lines(host))
+        except Exception:
+            logger.exception("Unhandled exception while serving %s %s", http.method, http.path)
+            try:
+                response = error_answer(host, ctx, internal_error()) if route else _plain_500()
+            except Exception:
+                logger.exception("Unhandled exception while answering the 500")
+                response = _plain_500()
+    finally:
+        _current.reset(token)
+    if http.method == "HEAD":
+        response.strip_body_for_head()
+    return response
