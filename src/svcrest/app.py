@@ -78,6 +78,8 @@ class App:
         self.sites: dict[int, Site] = {blog_id: Site(blog_id, home.rstrip("/"), pretty_permalinks)}
         self.site = site
         self._home_path = parts.path.rstrip("/")
+        self._default_base_path = self._home_path + "/" + DEFAULT_PREFIX
+        self._url_filter_memo: tuple[int, bool] = (-1, False)
         self._link_cache: dict[bool, str | None] = {}
         self.clock: Callable[[], float] = clock or time.time
         self.max_body_size = max_body_size
@@ -126,6 +128,7 @@ class App:
         self.sites[blog_id] = Site(blog_id, home.rstrip("/"), pretty_permalinks)
         self._link_cache.clear()
         self._home_path = urlsplit(self.home).path.rstrip("/")
+        self._default_base_path = self._home_path + "/" + DEFAULT_PREFIX
 
     def get_site(self, blog_id: int | None = None) -> Site:
         """The site ``blog_id`` (None: the current one); ValueError for an unknown id."""
@@ -139,7 +142,7 @@ class App:
 
     def rest_get_url_prefix(self) -> str:
         """The URL prefix (default ``svc-json``), through the ``rest_url_prefix`` filter."""
-        if not self.hooks.has_callbacks("rest_url_prefix"):
+        if not self._url_filters():
             return DEFAULT_PREFIX
         prefix = self.hooks.apply_filters("rest_url_prefix", DEFAULT_PREFIX)
         return str(prefix).strip("/")
@@ -151,7 +154,22 @@ class App:
 
     def rest_base_path(self) -> str:
         """The URL path REST requests live under: the home's path + ``/`` + the prefix."""
+        if not self._url_filters():
+            return self._default_base_path
         return self._home_path + "/" + self.rest_get_url_prefix()
+
+    def _url_filters(self) -> bool:
+        """Whether ``rest_url`` or ``rest_url_prefix`` has callbacks. PERF: remembered per
+        version of the hooks (read on every request)."""
+        memo = self._url_filter_memo
+        hooks = self.hooks
+        if memo[0] != hooks.version:
+            version = hooks.version
+            memo = self._url_filter_memo = (
+                version,
+                hooks.has_callbacks("rest_url") or hooks.has_callbacks("rest_url_prefix"),
+            )
+        return memo[1]
 
     def get_rest_url(
         self, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
@@ -173,8 +191,7 @@ class App:
 
     def rest_output_link_header(self) -> str | None:
         """The ``Link`` header value (spec 4.7), None when not sent."""
-        hooks = self.hooks
-        if hooks.has_callbacks("rest_url") or hooks.has_callbacks("rest_url_prefix"):
+        if self._url_filters():
             return discovery.rest_output_link_header(self)
         # PERF: without URL filters the value depends only on whether https is forced, which
         # needs a request over TLS.

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any, TypeVar, overload
 
-__all__ = ["Hooks", "Pending", "fit_arguments", "is_awaitable"]
+__all__ = ["NOT_AWAITABLE", "Hooks", "Pending", "fit_arguments", "is_awaitable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PLAIN = (bool, int, str, dict, list, tuple)
@@ -59,6 +59,7 @@ def fit_arguments(callback: Callable[..., Any], count: int | None = None) -> Cal
 #: return again and again (None, bools, dicts, Responses…). Bounded: types come from code,
 #: and the set stops growing at 512.
 _NOT_AWAITABLE: set[type] = {type(None), *_PLAIN, float}
+NOT_AWAITABLE = _NOT_AWAITABLE
 
 
 def is_awaitable(value: Any) -> bool:
@@ -186,6 +187,15 @@ class Hooks:
         fitted = tuple(fit_arguments(callback, count) for callback in registered)
         self._fitted[name] = (count, fitted)
         return fitted
+
+    def prepared(self, name: str, count: int) -> tuple[Callable[..., Any], ...]:
+        """The callbacks of ``name`` in run order, each fitted to ``count`` arguments (a
+        callback taking them all is itself, not a wrapper); ``()`` without callbacks.
+
+        For callers that run a hook's chain themselves (the REST pipeline, which awaits an
+        ``async`` callback's result in place); valid until the hooks change (``version``).
+        """
+        return self._prepared(name, count) or ()
 
     def apply_filters(self, name: str, value: Any, *args: Any) -> Any:
         """Pass ``value`` through the callbacks of ``name`` and return the result."""

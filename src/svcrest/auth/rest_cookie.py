@@ -57,7 +57,7 @@ def nonce_from_request(request: Request) -> Any:
         for bucket in (request.query_params, request.body_params):
             if "_wpnonce" in bucket:
                 return bucket["_wpnonce"]
-    return request.get_header("X-SVC-Nonce")
+    return request.headers.get_joined("x-svc-nonce")
 
 
 class CookieAuth:
@@ -72,7 +72,7 @@ class CookieAuth:
 
     def cookie_user(self, user: User, request: Request) -> User:
         """``determine_current_user``: the user of a valid ``svc_logged_in`` cookie."""
-        header = request.get_header("Cookie")
+        header = request.headers.get_joined("cookie")
         # PERF: nothing is parsed, and the store is not touched, without our cookie.
         if not header or COOKIE_NAME not in header:
             return user

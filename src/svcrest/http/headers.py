@@ -54,6 +54,14 @@ class Headers(MutableMapping[str, str]):
         if self._keys is not None:
             self._keys.append(name.lower())
 
+    def extend(self, lines: Iterable[tuple[str, str]]) -> None:
+        """Append header lines."""
+        added = list(lines)
+        self._items.extend(added)
+        self._index = None
+        if self._keys is not None:
+            self._keys.extend(name.lower() for name, _ in added)
+
     def _names(self) -> list[str]:
         keys = self._keys
         if keys is None:

@@ -92,6 +92,8 @@ def rest_filter_response_fields(response: Any, server: RestServer, request: Requ
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
     if not isinstance(response, Response) or response.is_error():
         return response
+    if not request.has_query_string():
+        return response
     fields = request.query_params.get("_fields")
     if fields is None:
         return response
@@ -107,8 +109,7 @@ def sanitize_origin(origin: str) -> str | None:
     """The Origin to echo, or None. SECURITY: only ``http``/``https`` origins made of a host
     and an optional port, or the literal ``null``; anything with control characters, a path,
     credentials or non-ASCII characters is refused (never echoed, never split a header).
-    Longer values are refused before any other work, and nothing is cached: a client can
-    send arbitrarily many and arbitrarily large Origin values."""
+    Longer values are refused before any other work."""
     if origin == "null":
         return origin
     if len(origin) > MAX_ORIGIN_LENGTH or not origin.isascii():
@@ -116,25 +117,47 @@ def sanitize_origin(origin: str) -> str | None:
     return origin if _ORIGIN.fullmatch(origin) else None
 
 
-def rest_send_cors_headers(served: Any, response: Any, request: Request, server: Any) -> Any:
-    """Spec 4.6: with an Origin, allow it, the CORS methods and credentials."""
-    origin = request.get_header("Origin")
-    if origin is not None and isinstance(response, Response):
+# PERF: an Origin → the CORS lines to send for it (a regex and three tuples, ~1.5 µs, saved
+# for the few origins a site sees). SECURITY: bounded in entries and bytes: only values of at
+# most MAX_ORIGIN_LENGTH characters are kept, and the memory is emptied when full.
+_CORS_LINES: dict[str, tuple[tuple[str, str], ...]] = {}
+_CORS_LINES_MAX = 256
+
+
+def cors_lines(origin: str) -> tuple[tuple[str, str], ...]:
+    """The CORS header lines answering ``origin``; none for an origin not echoed."""
+    lines = _CORS_LINES.get(origin)
+    if lines is None:
         allowed = sanitize_origin(origin)
-        if allowed is not None:
-            headers = response.headers
-            cors = (
+        lines = (
+            ()
+            if allowed is None
+            else (
                 ("Access-Control-Allow-Origin", allowed),
                 ("Access-Control-Allow-Methods", CORS_ALLOW_METHODS),
                 ("Access-Control-Allow-Credentials", "true"),
             )
+        )
+        if len(origin) <= MAX_ORIGIN_LENGTH:
+            if len(_CORS_LINES) >= _CORS_LINES_MAX:
+                _CORS_LINES.clear()
+            _CORS_LINES[origin] = lines
+    return lines
+
+
+def rest_send_cors_headers(served: Any, response: Any, request: Request, server: Any) -> Any:
+    """Spec 4.6: with an Origin, allow it, the CORS methods and credentials."""
+    origin = request.headers.get_joined("origin")
+    if origin is not None and isinstance(response, Response):
+        lines = cors_lines(origin)
+        if lines:
+            headers = response.headers
             # PERF: usually none is set yet, and adding beats three replacing writes.
             if "access-control-allow-origin" in headers:
-                for name, value in cors:
+                for name, value in lines:
                     headers[name] = value
             else:
-                for name, value in cors:
-                    headers.add(name, value)
+                headers.extend(lines)
     return served
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from svcrest.hooks import Pending
+from svcrest.hooks import NOT_AWAITABLE, is_awaitable
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse, safe_lines, wire_lines
@@ -29,7 +29,7 @@ from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.fields import parse_fields
 
 if TYPE_CHECKING:
-    from svcrest.hooks import Hooks
+    from svcrest.rest.plan import PipelinePlan
     from svcrest.rest.server import RestServer
     from svcrest.rest.settings import SiteSettings
 
@@ -112,7 +112,7 @@ def data_with_links(response: Response, request: Request) -> Any:
     data = response.data
     if not response.links or not isinstance(data, dict):
         return data
-    fields = request.query_params.get("_fields")
+    fields = request.query_params.get("_fields") if request.has_query_string() else None
     if fields is not None and "_links" not in parse_fields(fields):
         return data
     return {**data, "_links": response.links}
@@ -131,24 +131,30 @@ def envelope_response(response: Response, request: Request) -> Response:
     return enveloped
 
 
-async def resolve_current_user(hooks: Hooks, request: Request, ctx: RequestContext) -> None:
+async def resolve_current_user(plan: PipelinePlan, request: Request, ctx: RequestContext) -> None:
     """``determine_current_user`` (the auth cookie, other schemes) into ``ctx.user`` and
     ``request.user``; the anonymous user stays when no callback names one."""
-    user = hooks.apply_filters_eager("determine_current_user", ctx.user, request)
-    if type(user) is Pending:
-        user = await user.awaitable
+    user: Any = ctx.user
+    for callback in plan.determine_current_user:
+        user = callback(user, request)
+        if type(user) not in NOT_AWAITABLE and is_awaitable(user):
+            user = await user
     if user is not None:
         ctx.user = user
     request.user = ctx.user
 
 
-async def authenticate(hooks: Hooks, request: Request, ctx: RequestContext) -> RestError | None:
+async def authenticate(
+    plan: PipelinePlan, request: Request, ctx: RequestContext
+) -> RestError | None:
     """``determine_current_user`` then ``rest_authentication_errors``: the error to answer
     with, or None; ``ctx.user`` and ``request.user`` are the current user afterwards."""
-    await resolve_current_user(hooks, request, ctx)
-    result = hooks.apply_filters_eager("rest_authentication_errors", None, request)
-    if type(result) is Pending:
-        result = await result.awaitable
+    await resolve_current_user(plan, request, ctx)
+    result: Any = None
+    for callback in plan.authentication_errors:
+        result = callback(result, request)
+        if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+            result = await result
     request.user = ctx.user
     return result if isinstance(result, RestError) else None
 
@@ -157,22 +163,26 @@ async def serve_request(server: RestServer, request: Request, ctx: RequestContex
     """WordPress's ``serve_request`` after the request is built: authenticate, dispatch,
     ``rest_post_dispatch``, ``_envelope``, ``rest_pre_serve_request`` (a callback answering
     True there has served the body itself: the data is dropped)."""
-    hooks = server.hooks
-    error = await authenticate(hooks, request, ctx)
+    plan = server.plan()
+    error = await authenticate(plan, request, ctx)
     result = (
         Response.from_error(error) if error is not None else await server.dispatch_async(request)
     )
-    posted = hooks.apply_filters_eager("rest_post_dispatch", result, server, request)
-    if type(posted) is Pending:
-        posted = await posted.awaitable
+    posted: Any = result
+    for callback in plan.post_dispatch:
+        posted = callback(posted, server, request)
+        if type(posted) not in NOT_AWAITABLE and is_awaitable(posted):
+            posted = await posted
     if posted is not result:
         ensured = rest_ensure_response(posted)
         result = Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
     if request.has_query_string() and "_envelope" in request.query_params:
         result = envelope_response(result, request)
-    served = hooks.apply_filters_eager("rest_pre_serve_request", False, result, request, server)
-    if type(served) is Pending:
-        served = await served.awaitable
+    served: Any = False
+    for callback in plan.pre_serve:
+        served = callback(served, result, request, server)
+        if type(served) not in NOT_AWAITABLE and is_awaitable(served):
+            served = await served
     if served:
         result.data = None
     return result

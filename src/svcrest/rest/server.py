@@ -7,11 +7,12 @@ import re
 from collections.abc import Coroutine, Mapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.hooks import Pending, is_awaitable
+from svcrest.hooks import NOT_AWAITABLE, is_awaitable
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.invoke import fitted
+from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import RouteEntry, RouteTable
 from svcrest.rest.schema import schema_keywords_for_help
@@ -91,6 +92,7 @@ class RestServer:
     def __init__(self, app: SiteSettings) -> None:
         self.app = app
         self.hooks = app.hooks
+        self._plan = PipelinePlan(self.hooks)
         self.table = RouteTable()
         self.table.add(
             "",
@@ -147,6 +149,13 @@ class RestServer:
 
     # -- dispatch ---------------------------------------------------------------------------
 
+    def plan(self) -> PipelinePlan:
+        """The pipeline's hooks prepared for the current version of the hooks."""
+        plan = self._plan
+        if plan.version != self.hooks.version:
+            plan = self._plan = PipelinePlan(self.hooks)
+        return plan
+
     def dispatch(self, request: Request) -> Response:
         """Dispatch ``request`` from sync code (see :meth:`dispatch_async`)."""
         result: Response = run_sync(lambda: self.dispatch_async(request))
@@ -184,12 +193,14 @@ class RestServer:
         return result
 
     async def _dispatch(self, request: Request) -> Response | RestError:
-        hooks = self.hooks
-        # PERF: each hook runs through ``apply_filters_eager``: plain callbacks are called
-        # directly, a coroutine is awaited only when a callback returns one.
-        pre = hooks.apply_filters_eager("rest_pre_dispatch", None, self, request)
-        if type(pre) is Pending:
-            pre = await pre.awaitable
+        plan = self.plan()
+        # Each hook's chain runs in place: an ``async`` callback's answer is awaited before
+        # the next callback gets it.
+        pre: Any = None
+        for callback in plan.pre_dispatch:
+            pre = callback(pre, self, request)
+            if type(pre) not in NOT_AWAITABLE and is_awaitable(pre):
+                pre = await pre
         if pre is not None:
             return rest_ensure_response(pre)
         matches = self.table.matches(request.route)
@@ -201,7 +212,7 @@ class RestServer:
         entry, handler, url_params = chosen
         request.url_params = dict(url_params)
         request.handler = handler
-        result = await self._run_handler(request, entry, handler)
+        result = await self._run_handler(plan, request, entry, handler)
         response = rest_ensure_response(result)
         if isinstance(response, RestError):
             response = Response.from_error(response)
@@ -222,11 +233,12 @@ class RestServer:
         response.headers["Allow"] = ", ".join(allowed)
         return response
 
-    async def _run_handler(self, request: Request, entry: RouteEntry, handler: Handler) -> Any:
+    async def _run_handler(
+        self, plan: PipelinePlan, request: Request, entry: RouteEntry, handler: Handler
+    ) -> Any:
         """WordPress's ``respond_to_request``: the JSON body, argument checks,
         ``rest_request_before_callbacks``, permission, ``rest_dispatch_request``, the
         callback and ``rest_request_after_callbacks``."""
-        hooks = self.hooks
         # JSON bodies are parsed on every matched route before anything else runs.
         error: RestError | None = None
         if request.raw_body:
@@ -240,20 +252,25 @@ class RestServer:
             error = await check_params(request, args)
             if error is None:
                 error = await sanitize_params(request, args)
-        result: Any = hooks.apply_filters_eager(
-            "rest_request_before_callbacks", error, handler, request
-        )
-        if type(result) is Pending:
-            result = await result.awaitable
+        result: Any = error
+        for callback in plan.before_callbacks:
+            result = callback(result, handler, request)
+            if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+                result = await result
         if not isinstance(result, RestError):
             try:
-                result = await self._permitted_call(request, entry, handler)
+                result = await self._permitted_call(plan, request, entry, handler)
             except RestError as raised:
                 result = raised
-        after = hooks.apply_filters_eager("rest_request_after_callbacks", result, handler, request)
-        return await after.awaitable if type(after) is Pending else after
+        for callback in plan.after_callbacks:
+            result = callback(result, handler, request)
+            if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+                result = await result
+        return result
 
-    async def _permitted_call(self, request: Request, entry: RouteEntry, handler: Handler) -> Any:
+    async def _permitted_call(
+        self, plan: PipelinePlan, request: Request, entry: RouteEntry, handler: Handler
+    ) -> Any:
         permission = handler.get("permission_callback")
         if permission is not None:
             allowed = fitted(permission)(request)
@@ -266,19 +283,19 @@ class RestServer:
                 return RestError(
                     "rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status}
                 )
-        dispatched = self.hooks.apply_filters_eager(
-            "rest_dispatch_request", None, request, entry.route, handler
-        )
-        if type(dispatched) is Pending:
-            dispatched = await dispatched.awaitable
+        dispatched: Any = None
+        for callback in plan.dispatch_request:
+            dispatched = callback(dispatched, request, entry.route, handler)
+            if type(dispatched) not in NOT_AWAITABLE and is_awaitable(dispatched):
+                dispatched = await dispatched
         if dispatched is not None:
             return dispatched
-        callback = handler["callback"]
-        if callback is None:
+        handler_callback = handler["callback"]
+        if handler_callback is None:
             return RestError(
                 "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
             )
-        result = fitted(callback)(request)
+        result = fitted(handler_callback)(request)
         return await result if is_awaitable(result) else result
 
     # -- Allow ------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ def html_page(title: str, body: str, *, head: str = "", status: int = 200) -> Ht
 async def site_request_user(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Request:
     """Build a Request for a site page and resolve its user (auth cookie) into ``ctx``."""
     request = Request.from_http(http.method, http.path, http.query_string, http.headers, http.body)
-    await resolve_current_user(app.hooks, request, ctx)
+    await resolve_current_user(app.rest_get_server().plan(), request, ctx)
     return request
 
 

@@ -1,0 +1,59 @@
+"""The REST pipeline's hooks, prepared once per version of the registry.
+
+The pipeline runs each of its hooks' chains in place (awaiting an ``async`` callback's
+answer where it comes), over callbacks already fitted to the hook's arguments. A hook with
+one extra callback therefore costs that callback's call, nothing more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from svcrest.hooks import Hooks
+
+__all__ = ["PIPELINE_HOOKS", "PipelinePlan"]
+
+#: Each hook of the pipeline and how many arguments its callbacks receive, in run order.
+PIPELINE_HOOKS: tuple[tuple[str, int], ...] = (
+    ("determine_current_user", 2),
+    ("rest_authentication_errors", 2),
+    ("rest_pre_dispatch", 3),
+    ("rest_request_before_callbacks", 3),
+    ("rest_dispatch_request", 4),
+    ("rest_request_after_callbacks", 3),
+    ("rest_post_dispatch", 3),
+    ("rest_pre_serve_request", 4),
+)
+
+Chain = tuple[Callable[..., Any], ...]
+
+
+class PipelinePlan:
+    """The fitted callbacks of every pipeline hook for one version of ``hooks``."""
+
+    __slots__ = (
+        "after_callbacks",
+        "authentication_errors",
+        "before_callbacks",
+        "determine_current_user",
+        "dispatch_request",
+        "post_dispatch",
+        "pre_dispatch",
+        "pre_serve",
+        "version",
+    )
+
+    def __init__(self, hooks: Hooks) -> None:
+        self.version = hooks.version  # read first: a change while preparing is seen next time
+        chains = [hooks.prepared(name, count) for name, count in PIPELINE_HOOKS]
+        (
+            self.determine_current_user,
+            self.authentication_errors,
+            self.pre_dispatch,
+            self.before_callbacks,
+            self.dispatch_request,
+            self.after_callbacks,
+            self.post_dispatch,
+            self.pre_serve,
+        ) = chains
