@@ -213,7 +213,7 @@ def error_http(app: App, ctx: RequestContext, method: str, error: RestError) -> 
 
 
 async def serve_rest(app: App, http: HttpRequest, route: str) -> HttpResponse:
-    """Serve one REST request (spec 4.1 "Serving") inside its own request context."""
+    """Serve one REST request (WordPress's ``serve_request``) inside its own request context."""
     ctx = RequestContext(is_rest=True, secure=http.scheme == "https", host=http.host)
     token = _current.set(ctx)
     try:

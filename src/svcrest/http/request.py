@@ -17,9 +17,10 @@ __all__ = ["Request"]
 class Request:
     """A REST request.
 
-    Parameters live in buckets, read with this precedence (deliberate, see DESIGN §3):
-    URL path params > JSON body > form body > query string > defaults. ``get_param`` walks
-    the buckets in that order; ``get_params`` merges them.
+    Parameters live in buckets, read with this precedence: URL path params > JSON body >
+    form body > query string > defaults. Unlike WordPress (where body and query parameters win
+    over URL captures), a URL capture can never be overridden by a parameter of the same name.
+    ``get_param`` walks the buckets in that order; ``get_params`` merges them.
 
     The query string and a form body are parsed on first use; a JSON body is parsed by
     :meth:`parse_json_body` (the server calls it before validation on every matched route).
