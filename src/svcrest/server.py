@@ -119,7 +119,7 @@ class RestServer:
     # -- dispatch ---------------------------------------------------------------------------
 
     def dispatch(self, request: Request) -> Response:
-        """Dispatch ``request`` from sync code (see :meth:`dispatch_async`)."""
+        """Dispatch ``request`` from sync code (see ``dispatch_async``)."""
         result: Response = run_sync(lambda: self.dispatch_async(request))
         return result
 

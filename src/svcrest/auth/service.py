@@ -102,10 +102,10 @@ class IssuedCookie:
 class AuthService:
     """Cookie authentication and nonces for one site.
 
-    ``secret_key``: the site secret (see :func:`ensure_secret_key`); ``clock``: Unix seconds.
+    ``secret_key``: the site secret (see ``ensure_secret_key``); ``clock``: Unix seconds.
     Actions fired on ``hooks``: exactly one ``auth_cookie_*`` action per
-    :meth:`validate_cookie` call with a non-empty value, ``svc_login`` (login, user) after
-    :meth:`log_in` and ``svc_logout`` (user id) after :meth:`log_out`.
+    ``validate_cookie`` call with a non-empty value, ``svc_login`` (login, user) after
+    ``log_in`` and ``svc_logout`` (user id) after ``log_out``.
     """
 
     def __init__(

@@ -23,7 +23,7 @@ class Request:
     ``get_param`` walks the buckets in that order; ``get_params`` merges them.
 
     The query string and a form body are parsed on first use; a JSON body is parsed by
-    :meth:`parse_json_body` (the server calls it before validation on every matched route).
+    ``parse_json_body`` (the server calls it before validation on every matched route).
     """
 
     __slots__ = (
@@ -120,7 +120,7 @@ class Request:
     def json_params(self) -> dict[str, Any]:
         """Parameters from a JSON object body (empty for other JSON values).
 
-        Reading this before :meth:`parse_json_body` parses leniently: an invalid body gives
+        Reading this before ``parse_json_body`` parses leniently: an invalid body gives
         no parameters here (the server refuses such requests before any callback runs).
         """
         if not self._json_parsed:
