@@ -1,6 +1,6 @@
 """svcrest: WordPress-style namespaced, self-describing REST APIs on a typed Python stack.
 
-The names below are the public contract (DESIGN.md §2); everything else may change.
+The names below are the public API; everything else may change.
 """
 
 from __future__ import annotations

@@ -44,7 +44,8 @@ DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 
 
 class DoingItWrong(UserWarning):
-    """A developer notice: the API was called in a way that cannot work (spec 4.8)."""
+    """A developer notice: the API was called in a way that cannot work (WordPress's
+    ``_doing_it_wrong``)."""
 
 
 class App:
@@ -174,23 +175,27 @@ class App:
     def get_rest_url(
         self, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
     ) -> str:
-        """Spec 4.3 ``get_rest_url``."""
+        """The URL of REST ``path`` on site ``blog_id`` (None: the current site), as WordPress's
+        ``get_rest_url``: pretty or ``?rest_route=`` form, ``scheme`` ``"http"``/``"https"``
+        forced, ``"relative"`` without scheme and host, https when the current request came
+        over TLS to the home's host; then the ``rest_url`` filter."""
         return get_rest_url(self, blog_id, path, scheme)
 
     def rest_url(self, path: str = "", scheme: str = "json") -> str:
-        """Spec 4.3 ``rest_url``: ``get_rest_url`` for the current site."""
+        """``get_rest_url`` for the current site (WordPress's ``rest_url``)."""
         return get_rest_url(self, None, path, scheme)
 
     def rest_output_rsd(self) -> str:
-        """The RSD ``api`` line (spec 4.7)."""
+        """The RSD ``api`` line (WordPress's ``rest_output_rsd``)."""
         return discovery.rest_output_rsd(self)
 
     def rest_output_link_wp_head(self) -> str:
-        """The HTML head ``link`` tag (spec 4.7)."""
+        """The HTML head ``link`` tag (WordPress's ``rest_output_link_wp_head``)."""
         return discovery.rest_output_link_wp_head(self)
 
     def rest_output_link_header(self) -> str | None:
-        """The ``Link`` header value (spec 4.7), None when not sent."""
+        """The discovery ``Link`` header value (WordPress's ``rest_output_link_header``), None
+        when not sent."""
         if self._url_filters():
             return discovery.rest_output_link_header(self)
         # PERF: without URL filters the value depends only on whether https is forced, which
@@ -205,7 +210,7 @@ class App:
     # -- dates ------------------------------------------------------------------------------
 
     def rest_get_date_with_gmt(self, date: str, force_utc: bool = False) -> tuple[str, str] | None:
-        """Spec 9.1 in the site's timezone: ``(local, utc)`` or None."""
+        """``rest_get_date_with_gmt`` in the site's timezone: ``(local, utc)`` or None."""
         return _date_with_gmt(date, force_utc, self.timezone)
 
     # -- deprecation ------------------------------------------------------------------------
@@ -213,7 +218,10 @@ class App:
     def deprecated_function(
         self, function: str, version: str, replacement: str | None = None
     ) -> None:
-        """Report a call of a deprecated function (spec 6)."""
+        """Report a call of a deprecated function (WordPress's ``_deprecated_function``): the
+        ``deprecated_function_run`` action, then a ``DeprecationWarning`` unless the
+        ``deprecated_function_trigger_error`` filter says False (it does during REST requests,
+        which get an ``X-SVC-DeprecatedFunction`` header instead)."""
         self.hooks.do_action("deprecated_function_run", function, replacement, version)
         if self.hooks.apply_filters("deprecated_function_trigger_error", True):
             use = f" Use {replacement} instead." if replacement else " No alternative available."
@@ -224,7 +232,9 @@ class App:
             )
 
     def deprecated_argument(self, function: str, version: str, message: str | None = None) -> None:
-        """Report the use of a deprecated argument (spec 6)."""
+        """Report the use of a deprecated argument (WordPress's ``_deprecated_argument``), as
+        ``deprecated_function`` does, with the ``deprecated_argument_*`` hooks and the
+        ``X-SVC-DeprecatedParam`` header."""
         self.hooks.do_action("deprecated_argument_run", function, message, version)
         if self.hooks.apply_filters("deprecated_argument_trigger_error", True):
             extra = f" {message}" if message else " No alternative available."
@@ -267,8 +277,9 @@ class App:
     def register_rest_route(
         self, namespace: str, route: str, args: Any = None, override: bool = False
     ) -> bool:
-        """Spec 4.8: register ``route`` under ``namespace``; False (with a ``DoingItWrong``
-        warning) for an empty namespace or route or a definition that cannot work."""
+        """Register ``route`` under ``namespace`` (WordPress's ``register_rest_route``); False
+        (with a ``DoingItWrong`` warning) for an empty namespace or route or a definition that
+        cannot work."""
         if not namespace:
             warnings.warn(
                 "Routes must be namespaced with plugin or theme name and version.",

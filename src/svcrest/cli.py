@@ -1,4 +1,4 @@
-"""The ``svcrest`` command line (DESIGN §5): ``serve``, ``routes``, ``request`` and ``user add``.
+"""The ``svcrest`` command line: ``serve``, ``routes``, ``request`` and ``user add``.
 
 Every command builds the same site with :func:`make_app`: the demo plugin, the plugins of the
 entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given. Errors are

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __all__ = ["REST_API_REL", "REST_API_VERSION"]
 
-#: The API version (spec 9).
+#: The API version (WordPress's ``REST_API_VERSION``).
 REST_API_VERSION = "2.0"
-#: The link relation that advertises the API root (spec 4.7's {rel_uri}).
+#: The link relation that advertises the API root (as WordPress's discovery does).
 REST_API_REL = "https://api.w.org/"

@@ -1,6 +1,7 @@
-"""RFC 3339 timestamps: parsing to Unix seconds and storage strings (spec 2.5 and 9.1).
+"""RFC 3339 timestamps: parsing to Unix seconds and storage strings, as WordPress's
+``rest_parse_date`` and ``rest_get_date_with_gmt`` do.
 
-``rest_parse_date`` accepts exactly the shape of spec 2.5 (``YYYY-MM-DD``, ``T``/``t``/space,
+``rest_parse_date`` accepts exactly WordPress's RFC 3339 shape (``YYYY-MM-DD``, ``T``/``t``/space,
 ``HH:MM:SS``, an optional ignored fraction, then ``Z`` or an offset ``±HH`` / ``±HH:MM``) and
 returns an integer Unix timestamp, or ``False``. ``rest_get_date_with_gmt`` turns a timestamp
 string into the ``(local, utc)`` pair of ``Y-m-d H:i:s`` strings, local being the given timezone.
@@ -31,7 +32,7 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 
 
 def rest_parse_date(date: str, force_utc: bool = False) -> int | Literal[False]:
-    """Parse an RFC 3339 timestamp (spec 2.5) into a Unix timestamp.
+    """Parse an RFC 3339 timestamp into a Unix timestamp (as WordPress's ``rest_parse_date``).
 
     A timestamp without a zone is read as UTC. With ``force_utc`` a trailing numeric offset
     (``+05``, ``-05:30``, ``+0530`` ...) is replaced by ``+00:00`` first, so the wall time is
@@ -107,7 +108,7 @@ def rest_get_date_with_gmt(
 
     The UTC string is the parsed timestamp formatted in UTC; the local string is that instant
     in ``timezone`` (see ``resolve_timezone``; an invalid name raises ``ValueError``). Returns
-    ``None`` when parsing fails, when the timestamp is 0 (the spec's empty value) or when the
+    ``None`` when parsing fails, when the timestamp is 0 (WordPress's empty value) or when the
     instant cannot be shown with a four-digit year.
     """
     zone = resolve_timezone(timezone)

@@ -218,7 +218,7 @@ class Hooks:
     def apply_filters_eager(self, name: str, value: Any, *args: Any) -> Any:
         """Run the filters synchronously until one returns an awaitable.
 
-        Returns the filtered value, or a :class:`Pending` whose ``awaitable`` finishes the
+        Returns the filtered value, or a ``Pending`` whose ``awaitable`` finishes the
         chain. PERF: the pipeline's hooks are nearly always plain functions; this saves a
         coroutine per hook per request.
         """

@@ -1,10 +1,11 @@
-"""The REST cookie check (spec 5.1, 5.2): who the cookie says the user is, and the nonce.
+"""The REST cookie check, as WordPress's: who the cookie says the user is, and the nonce.
 
 - ``determine_current_user`` reads the ``svc_logged_in`` cookie (only when one is sent);
-- ``rest_cookie_collect_status`` keeps spec 5.2's cookie status on the request context;
-- ``rest_cookie_check_errors`` (``rest_authentication_errors``, priority 100) applies spec
-  5.1's table: without a nonce the request is anonymous; an invalid nonce is a 403 before
-  any handler runs; a valid one earns a fresh nonce in ``X-SVC-Nonce``.
+- ``rest_cookie_collect_status`` keeps the cookie status (WordPress's
+  ``$wp_rest_auth_cookie``) on the request context;
+- ``rest_cookie_check_errors`` (``rest_authentication_errors``, priority 100) decides as
+  WordPress's function of that name: without a nonce the request is anonymous; an invalid
+  nonce is a 403 before any handler runs; a valid one earns a fresh nonce in ``X-SVC-Nonce``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ __all__ = [
     "rest_cookie_collect_status",
 ]
 
-#: The nonce action of REST requests (spec 5.1).
+#: The nonce action of REST requests (WordPress's ``wp_rest``).
 NONCE_ACTION = "svc_rest"
 COOKIE_ACTIONS = (
     "auth_cookie_malformed",
@@ -42,15 +43,16 @@ COOKIE_ACTIONS = (
 
 
 def rest_cookie_collect_status(action: str) -> None:
-    """Spec 5.2: True for ``auth_cookie_valid``, else the action name without its first 12
-    characters; kept on the current request's context."""
+    """The cookie status, as WordPress's ``rest_cookie_collect_status`` keeps it: True for
+    ``auth_cookie_valid``, else the action name without its first 12 characters; kept on the
+    current request's context."""
     ctx = current_context()
     if ctx is not None:
         ctx.cookie_status = True if action == "auth_cookie_valid" else action[12:]
 
 
 def nonce_from_request(request: Request) -> Any:
-    """Spec 5.1's nonce inputs: ``_wpnonce`` (query or form body) first, then
+    """The nonce a request carries: ``_wpnonce`` (query or form body) first, then
     ``X-SVC-Nonce``; None when neither is sent."""
     # PERF: no body and no query string (most reads) means no bucket to parse.
     if request.raw_body or request.query_params:
@@ -88,7 +90,10 @@ class CookieAuth:
         return found[0]
 
     def check_errors(self, result: Any, request: Request) -> Any:
-        """``rest_authentication_errors`` at priority 100: spec 5.1's table, row by row."""
+        """``rest_authentication_errors`` at priority 100, deciding as WordPress's
+        ``rest_cookie_check_errors``: an earlier verdict stands (row 1); a user authenticated
+        some other way needs no nonce (row 2); no nonce means anonymous (row 3); a bad nonce
+        is a 403 (row 4); a good one is answered with a fresh nonce (row 5)."""
         if result is not None and result is not False and result != "":  # row 1
             return result
         ctx = current_context()

@@ -3,7 +3,8 @@
 The HTTP layer reads the ``svc_logged_in`` cookie (:func:`parse_cookie_header`), asks
 :meth:`AuthService.validate_cookie` who the user is, and sends the headers of
 :meth:`AuthService.log_in` / :meth:`AuthService.clear_cookie_header`. The REST cookie check
-(spec 5.1/5.2) listens to the ``auth_cookie_*`` actions fired here.
+(WordPress's ``rest_cookie_check_errors`` and ``rest_cookie_collect_status``) listens to the
+``auth_cookie_*`` actions fired here.
 """
 
 from __future__ import annotations
@@ -101,10 +102,10 @@ class IssuedCookie:
 class AuthService:
     """Cookie authentication and nonces for one site.
 
-    ``secret_key``: the site secret (see :func:`ensure_secret_key`); ``clock``: Unix seconds.
+    ``secret_key``: the site secret (see ``ensure_secret_key``); ``clock``: Unix seconds.
     Actions fired on ``hooks``: exactly one ``auth_cookie_*`` action per
-    :meth:`validate_cookie` call with a non-empty value, ``svc_login`` (login, user) after
-    :meth:`log_in` and ``svc_logout`` (user id) after :meth:`log_out`.
+    ``validate_cookie`` call with a non-empty value, ``svc_login`` (login, user) after
+    ``log_in`` and ``svc_logout`` (user id) after ``log_out``.
     """
 
     def __init__(
@@ -128,7 +129,8 @@ class AuthService:
     # -- nonces ----------------------------------------------------------------------------------
 
     def create_nonce(self, action: str, user_id: int = 0, token: str = "") -> str:
-        """A nonce for ``action``, ``user_id`` and session ``token`` (DESIGN §3)."""
+        """A nonce for ``action``, ``user_id`` and session ``token``: valid for 12 to 24 hours
+        (see ``svcrest.auth.nonces``)."""
         return self.nonces.create(action, user_id, token)
 
     def verify_nonce(

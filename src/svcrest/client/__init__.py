@@ -1,4 +1,4 @@
-"""The client proxy of spec 4.10: create/read/update/destroy mapped onto HTTP verbs and URLs.
+"""The client proxy: create/read/update/destroy mapped onto HTTP verbs and URLs.
 
 `RestProxy` builds methods, URLs and requests for an `Operation` and sends them with httpx;
 error responses raise `ProxyError`. ``svcrest.client.proxy.AsyncRestProxy`` is the same proxy

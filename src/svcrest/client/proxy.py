@@ -1,4 +1,5 @@
-"""RestProxy and AsyncRestProxy: the client proxy of spec 4.10 over httpx.
+"""RestProxy and AsyncRestProxy: a client proxy with the URL rules of Ext JS's REST proxy, over
+httpx.
 
 The URL and method rules live in `BaseRestProxy` (pure, no I/O). The request sequences
 (batching, login, the one-time nonce refresh) are written once as generators that yield
@@ -192,7 +193,7 @@ class BaseRestProxy(Generic[ClientT]):
     def get_method(self, operation: Operation) -> str:
         """The HTTP method of ``operation``: ``action_methods[operation.action]``.
 
-        Override it in a subclass to choose methods another way (spec 4.10 rule 6).
+        Override it in a subclass to choose methods another way (as Ext JS's ``getMethod``).
         """
         return self.action_methods[operation.action]
 
@@ -409,7 +410,8 @@ class BaseRestProxy(Generic[ClientT]):
 
 
 class RestProxy(BaseRestProxy[httpx.Client]):
-    """The client proxy of spec 4.10 over an `httpx.Client` (DESIGN.md §4).
+    """The client proxy over an `httpx.Client`: create/read/update/destroy mapped onto
+    POST/GET/PUT/DELETE and URLs with the rules of Ext JS's ``Ext.data.proxy.Rest``.
 
     ``url`` is the collection URL (absolute, or relative to the ``client``'s ``base_url``).
     ``append_id`` puts a valid id into the path; ``format`` adds ``.<format>``;

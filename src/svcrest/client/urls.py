@@ -1,4 +1,4 @@
-"""The pure URL rules of the client proxy (spec 4.10 and DESIGN.md §4), without any I/O.
+"""The pure URL rules of the client proxy (those of Ext JS's REST proxy), without any I/O.
 
 `svc-rest.mjs` implements the same rules in JavaScript; ``tests/vectors/proxy_urls.json`` holds
 the cases both implementations must agree on.

@@ -1,4 +1,4 @@
-"""The demo notes plugin: ``/demo/v1/notes`` and ``/demo/v1/notes/<id>`` (DESIGN §5).
+"""The demo notes plugin: ``/demo/v1/notes`` and ``/demo/v1/notes/<id>``.
 
 A note is ``{"id", "title", "content", "author", "date", "date_gmt"}``; dates use the WordPress
 REST shape ``YYYY-MM-DDTHH:MM:SS`` (``date`` in the site's timezone, ``date_gmt`` in UTC).

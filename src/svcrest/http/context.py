@@ -22,8 +22,9 @@ class RequestContext:
 
     ``is_rest``: the request is under the REST prefix or carries ``rest_route`` (REST_REQUEST).
     ``user``: the current user (``ANONYMOUS`` until authentication says otherwise).
-    ``cookie_status``: spec 5.2 — True after ``auth_cookie_valid``, else the action name without
-    its first 12 characters (``"malformed"``, ``"expired"``, …), None when no cookie was checked.
+    ``cookie_status``: as WordPress's ``$wp_rest_auth_cookie``, True after
+    ``auth_cookie_valid``, else the action name without its first 12 characters
+    (``"malformed"``, ``"expired"``, …), None when no cookie was checked.
     ``session_token``: the token of the valid auth cookie ("" otherwise).
     ``pending_headers``: headers to add to the response being built (deprecation notices…).
     ``secure`` / ``host``: whether the request came over TLS and the host it named.
@@ -50,6 +51,8 @@ def current_context() -> RequestContext | None:
 
 
 def is_rest_request() -> bool:
-    """True while serving an HTTP request under the REST prefix (the spec's REST_REQUEST)."""
+    """True while serving an HTTP request under the REST prefix or with ``rest_route``
+    (WordPress's ``REST_REQUEST`` constant); False in plain code, and in ``rest_do_request``
+    called from plain code."""
     ctx = _current.get()
     return ctx is not None and ctx.is_rest

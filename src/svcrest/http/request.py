@@ -17,12 +17,13 @@ __all__ = ["Request"]
 class Request:
     """A REST request.
 
-    Parameters live in buckets, read with this precedence (deliberate, see DESIGN §3):
-    URL path params > JSON body > form body > query string > defaults. ``get_param`` walks
-    the buckets in that order; ``get_params`` merges them.
+    Parameters live in buckets, read with this precedence: URL path params > JSON body >
+    form body > query string > defaults. Unlike WordPress (where body and query parameters win
+    over URL captures), a URL capture can never be overridden by a parameter of the same name.
+    ``get_param`` walks the buckets in that order; ``get_params`` merges them.
 
     The query string and a form body are parsed on first use; a JSON body is parsed by
-    :meth:`parse_json_body` (the server calls it before validation on every matched route).
+    ``parse_json_body`` (the server calls it before validation on every matched route).
     """
 
     __slots__ = (
@@ -120,7 +121,7 @@ class Request:
     def json_params(self) -> dict[str, Any]:
         """Parameters from a JSON object body (empty for other JSON values).
 
-        Reading this before :meth:`parse_json_body` parses leniently: an invalid body gives
+        Reading this before ``parse_json_body`` parses leniently: an invalid body gives
         no parameters here (the server refuses such requests before any callback runs).
         """
         if not self._json_parsed:

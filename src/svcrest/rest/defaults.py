@@ -1,9 +1,12 @@
-"""The default filters (spec 6), attached by one function on ``rest_api_init``.
+"""The default filters (WordPress's ``default-filters.php`` for REST), attached by one function
+on ``rest_api_init``.
 
-- OPTIONS answered with route help data (spec 4.4) on ``rest_pre_dispatch``;
-- the Allow header (spec 4.5) and ``_fields`` filtering on ``rest_post_dispatch``;
-- CORS headers (spec 4.6) on ``rest_pre_serve_request``;
-- deprecation headers (spec 6) on ``deprecated_function_run`` / ``deprecated_argument_run``,
+- OPTIONS answered with route help data (``rest_handle_options_request``) on
+  ``rest_pre_dispatch``;
+- the Allow header (``rest_send_allow_header``) and ``_fields`` filtering on
+  ``rest_post_dispatch``;
+- CORS headers (``rest_send_cors_headers``) on ``rest_pre_serve_request``;
+- deprecation headers on ``deprecated_function_run`` / ``deprecated_argument_run``,
   with the ``deprecated_*_trigger_error`` filters answering False during REST requests.
 """
 
@@ -41,7 +44,7 @@ _ORIGIN = re.compile(
 
 
 def rest_handle_options_request(result: Any, server: RestServer, request: Request) -> Any:
-    """Spec 4.4: answer OPTIONS with the help data of the first matching route."""
+    """Answer OPTIONS with the help data of the first matching route (as WordPress does)."""
     if result is not None or request.method != "OPTIONS":
         return result
     response = Response([])
@@ -64,7 +67,7 @@ def _set_allow(response: Response, allowed: list[str]) -> Response:
 
 
 def rest_send_allow_header(response: Any, server: RestServer, request: Request) -> Any:
-    """Spec 4.5: the methods the caller may use on the matched route, as ``Allow``.
+    """The methods the caller may use on the matched route, as ``Allow`` (as WordPress does).
 
     Returns the response, or a coroutine of it when a permission callback is async.
     """
@@ -146,7 +149,8 @@ def cors_lines(origin: str) -> tuple[tuple[str, str], ...]:
 
 
 def rest_send_cors_headers(served: Any, response: Any, request: Request, server: Any) -> Any:
-    """Spec 4.6: with an Origin, allow it, the CORS methods and credentials."""
+    """With an Origin, allow it (sanitised), the CORS methods and credentials (as WordPress
+    does)."""
     origin = request.headers.get_joined("origin")
     if origin is not None and isinstance(response, Response):
         lines = cors_lines(origin)
@@ -174,28 +178,30 @@ def _add_pending_header(name: str, value: str) -> None:
 
 
 def _deprecation_value(function: str, version: str, detail: str | None) -> str:
-    """Spec 6's header value: ``<function> (since <version>; <detail>)``."""
+    """The deprecation header value: ``<function> (since <version>; <detail>)``."""
     return f"{function} (since {version}; {detail or 'no alternative available'})"
 
 
 def rest_handle_deprecated_function(function: str, replacement: str | None, version: str) -> None:
-    """Spec 6: record ``X-SVC-DeprecatedFunction`` on the current REST response."""
+    """Record ``X-SVC-DeprecatedFunction`` on the current REST response (WordPress sends
+    ``X-WP-DeprecatedFunction``)."""
     detail = f"use {replacement} instead" if replacement else None
     _add_pending_header("X-SVC-DeprecatedFunction", _deprecation_value(function, version, detail))
 
 
 def rest_handle_deprecated_argument(function: str, message: str | None, version: str) -> None:
-    """Spec 6: record ``X-SVC-DeprecatedParam`` on the current REST response."""
+    """Record ``X-SVC-DeprecatedParam`` on the current REST response (WordPress sends
+    ``X-WP-DeprecatedParam``)."""
     _add_pending_header("X-SVC-DeprecatedParam", _deprecation_value(function, version, message))
 
 
 def rest_deprecated_trigger_error(flag: Any) -> Any:
-    """No PHP-style notice during a REST request (spec 6): False there, unchanged elsewhere."""
+    """No PHP-style notice during a REST request: False there, unchanged elsewhere."""
     return False if is_rest_request() else flag
 
 
 def register_default_filters(server: RestServer) -> None:
-    """Attach every default handler of spec 6 to the server's hooks (on ``rest_api_init``)."""
+    """Attach every default filter and action to the server's hooks (on ``rest_api_init``)."""
     hooks = server.hooks
     hooks.add_filter("rest_pre_dispatch", rest_handle_options_request)
     hooks.add_filter("rest_post_dispatch", rest_send_allow_header)

@@ -1,4 +1,5 @@
-"""Discovery (spec 4.7): the RSD entry, the HTML head link and the HTTP Link header."""
+"""Discovery, as WordPress's ``rest_output_rsd``, ``rest_output_link_wp_head`` and
+``rest_output_link_header`` do it: the RSD entry, the HTML head link and the HTTP Link header."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""RestServer: the route table and the dispatch pipeline (spec 4.4, 4.9; DESIGN §2-§3)."""
+"""RestServer: the route table and the dispatch pipeline (WordPress's ``WP_REST_Server``)."""
 
 from __future__ import annotations
 
@@ -157,7 +157,7 @@ class RestServer:
         return plan
 
     def dispatch(self, request: Request) -> Response:
-        """Dispatch ``request`` from sync code (see :meth:`dispatch_async`)."""
+        """Dispatch ``request`` from sync code (see ``dispatch_async``)."""
         result: Response = run_sync(lambda: self.dispatch_async(request))
         return result
 
@@ -301,7 +301,7 @@ class RestServer:
     # -- Allow ------------------------------------------------------------------------------
 
     async def allowed_methods(self, entry: RouteEntry, request: Request) -> list[str]:
-        """Spec 4.5: the methods of ``entry`` the caller may use, upper case, in order.
+        """The methods of ``entry`` the caller may use (the Allow header), upper case, in order.
 
         A handler's permission_callback decides for each of its methods (only exactly True
         allows); a method in several handlers takes the last handler's answer.

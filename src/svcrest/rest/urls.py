@@ -1,4 +1,4 @@
-"""REST URL building (spec 4.1, 4.3): the prefix, get_rest_url and rest_url."""
+"""REST URL building: the prefix, get_rest_url and rest_url, as WordPress builds them."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def normalise_path(path: str) -> str:
 
 
 def rewrite_rules(prefix: str) -> list[tuple[str, str]]:
-    """Spec 4.1's rewrite rules as data, top priority first."""
+    """WordPress's REST rewrite rules (``rest_api_register_rewrites``) as data, top priority
+    first."""
     return [
         (f"^{prefix}/?$", "index.php?rest_route=/"),
         (f"^{prefix}/(.*)?", "index.php?rest_route=/$matches[1]"),
@@ -54,7 +55,8 @@ def _build(site: Site, prefix: str, path: str) -> str:
 
 
 def https_forced(url: str) -> bool:
-    """Spec 4.3 rule 4: the current request came over TLS to the host of ``url``."""
+    """Whether the current request came over TLS to the host of ``url`` (then REST URLs use
+    https, as in WordPress's ``get_rest_url``)."""
     ctx = current_context()
     if ctx is None or not ctx.secure or not ctx.host:
         return False
@@ -65,7 +67,8 @@ def https_forced(url: str) -> bool:
 def get_rest_url(
     app: SiteSettings, blog_id: int | None = None, path: str = "/", scheme: str = "rest"
 ) -> str:
-    """Spec 4.3: the full (not escaped) URL of ``path`` on site ``blog_id``."""
+    """The full (not escaped) URL of ``path`` on site ``blog_id`` (WordPress's
+    ``get_rest_url``)."""
     site = app.get_site(blog_id)
     path = normalise_path(path or "/")
     url = _build(site, app.rest_get_url_prefix(), path)

@@ -1,4 +1,5 @@
-"""Request argument handling: defaults, required, validation and sanitising (DESIGN §3)."""
+"""Request argument handling: defaults, required, validation and sanitising, with WordPress's
+error codes (``rest_missing_callback_param``, ``rest_invalid_param``)."""
 
 from __future__ import annotations
 

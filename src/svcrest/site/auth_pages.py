@@ -1,4 +1,4 @@
-"""The site's auth pages: ``/login``, ``/logout`` and ``/auth/nonce`` (DESIGN §3).
+"""The site's auth pages: ``/login``, ``/logout`` and ``/auth/nonce``.
 
 SECURITY: a login form posted from another origin is refused (403, no cookie), the redirect
 after login stays on this site, ``/logout`` needs a ``log-out`` nonce bound to the session,

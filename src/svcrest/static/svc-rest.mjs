@@ -1,5 +1,5 @@
 /**
- * svc-rest.mjs: the browser half of svcrest's client proxy (spec 4.10, DESIGN.md §4).
+ * svc-rest.mjs: the browser half of svcrest's client proxy (the URL rules of Ext JS's REST proxy).
  *
  * A dependency-free ES module. `RestProxy` maps create/read/update/destroy onto HTTP methods
  * and URLs with exactly the rules of the Python `svcrest.client.RestProxy` (both are checked
@@ -195,8 +195,8 @@ function put(query, name, value) {
 }
 
 /**
- * The client proxy: HTTP method and URL of an operation, with the rules of spec 4.10 and
- * DESIGN.md §4 (identical to the Python `RestProxy`).
+ * The client proxy: HTTP method and URL of an operation, with the rules of Ext JS's
+ * `Ext.data.proxy.Rest` (identical to the Python `RestProxy`).
  */
 export class RestProxy {
   /**
@@ -275,7 +275,7 @@ export class RestProxy {
 
   /**
    * The HTTP method of an operation: `actionMethods[operation.action]`. Override it in a
-   * subclass to choose methods another way (spec 4.10 rule 6).
+   * subclass to choose methods another way (as Ext JS's `getMethod`).
    * @param {Operation} operation
    * @returns {string}
    */

@@ -1,4 +1,5 @@
-"""Normalising what ``register_rest_route`` is given (spec 2.1-2.3)."""
+"""Normalising what ``register_rest_route`` is given: handlers, their defaults, route options
+and the full route string, as WordPress's ``register_rest_route`` reads them."""
 
 from __future__ import annotations
 
@@ -58,13 +59,14 @@ def normalise_methods(methods: Any) -> dict[str, bool]:
 
 
 def build_full_route(namespace: str, route: str) -> str:
-    """Spec 2.3: ``/`` + namespace without outer slashes + ``/`` + route without outer
+    """The full route: ``/`` + namespace without outer slashes + ``/`` + route without outer
     slashes."""
     return "/" + namespace.strip("/") + "/" + route.strip("/")
 
 
 def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> Handler:
-    """A handler merged over the defaults of spec 2.2 (its own values win)."""
+    """A handler merged over the defaults ``methods="GET"``, ``callback=None`` and ``args={}``
+    (its own values win), with the route's shared ``args`` under its own."""
     if not isinstance(handler, Mapping):
         raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
     merged: dict[str, Any] = {"methods": "GET", "callback": None, "args": {}}
@@ -84,7 +86,7 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
 
 
 def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
-    """Spec 2.1/2.2: the handlers and the route options of a registration.
+    """The handlers and the route options of a registration.
 
     - a mapping with ``callback`` is one handler;
     - a mapping with integer keys holds handlers under those keys and options under string

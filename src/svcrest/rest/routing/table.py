@@ -32,7 +32,7 @@ class RouteEntry:
     )
 
     def permissionless_allow(self) -> str | None:
-        """The Allow value (spec 4.5) when no handler has a permission callback: every
+        """The Allow header value when no handler has a permission callback: every
         method in order of first appearance, ", "-joined; None when some handler has one
         (it must be asked on each request). PERF: remembered while the handlers stay the
         same (the table extends or replaces the list; both are noticed, also mid-request)."""
@@ -150,7 +150,7 @@ class RouteTable:
         return found
 
     def first_match(self, path: str) -> tuple[RouteEntry, dict[str, str]] | None:
-        """The first entry matching ``path`` (the OPTIONS rule of spec 4.4), with its own copy
+        """The first entry matching ``path`` (the route OPTIONS describes), with its own copy
         of the URL params."""
         found = self.matches(path)
         if not found:

@@ -1,0 +1,77 @@
+"""Tests of the bookshelf plugin: the whole site in-process, no server and no network."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import bookshelf
+import httpx
+import pytest
+
+from svcrest import App
+from svcrest.client import ProxyError, RestProxy
+
+BOOKS = "/svc-json/bookshelf/v1/books"
+
+
+@pytest.fixture
+def app() -> App:
+    """A fresh site with the plugin, on an in-memory database."""
+    site = App("http://127.0.0.1:8000")
+    bookshelf.register(site)
+    return site
+
+
+@pytest.fixture
+def http(app: App) -> Iterator[httpx.Client]:
+    """An httpx client whose requests go straight into the App's WSGI side."""
+    transport = httpx.WSGITransport(app=app.wsgi)
+    with httpx.Client(transport=transport, base_url=app.home) as client:
+        yield client
+
+
+def test_internal_dispatch_needs_no_http(app: App) -> None:
+    response = app.rest_do_request("/bookshelf/v1/books")
+    assert (response.status, response.data) == (200, [])
+
+
+def test_anyone_reads_the_list(http: httpx.Client) -> None:
+    response = http.get(BOOKS)
+    assert response.status_code == 200
+    assert response.json() == []
+    assert response.headers["X-SVC-Total"] == "0"
+    # Allow lists only what this (anonymous) caller may do.
+    assert response.headers["Allow"] == "GET"
+
+
+def test_arguments_are_checked_before_permissions(http: httpx.Client) -> None:
+    missing = http.post(BOOKS, json={"author": "Ursula K. Le Guin"})
+    assert missing.status_code == 400
+    assert missing.json()["code"] == "rest_missing_callback_param"
+    refused = http.post(BOOKS, json={"title": "The Dispossessed"})
+    assert refused.status_code == 401
+    assert refused.json()["code"] == "rest_forbidden"
+
+
+def test_options_describes_the_route(http: httpx.Client) -> None:
+    help_data = http.options(BOOKS).json()
+    assert help_data["methods"] == ["GET", "POST"]
+    assert help_data["endpoints"][1]["args"]["title"]["required"] is True
+    assert help_data["schema"]["title"] == "book"
+
+
+def test_an_editor_manages_books_through_the_proxy(app: App, http: httpx.Client) -> None:
+    app.users.create("ed", "correct horse battery", roles=("editor",))
+    books = RestProxy(BOOKS, client=http)
+    books.login("ed", "correct horse battery")  # the login cookie, then a nonce
+
+    [book] = books.create({"title": "Dune", "author": "Frank Herbert"})
+    assert book == {"id": 1, "title": "Dune", "author": "Frank Herbert"}
+    books.update({**book, "title": "Dune Messiah"})
+    assert books.read(book["id"])["title"] == "Dune Messiah"
+    assert [item["id"] for item in books.read(page=1)] == [1]
+
+    books.destroy(book)
+    with pytest.raises(ProxyError) as gone:
+        books.read(book["id"])
+    assert (gone.value.status, gone.value.code) == (404, "bookshelf_not_found")
