@@ -20,6 +20,7 @@ from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.user import ANONYMOUS, User
+from svcrest.rest.plan import inert_without_credentials
 
 __all__ = [
     "COOKIE_ACTIONS",
@@ -55,7 +56,7 @@ def nonce_from_request(request: Request) -> Any:
     """The nonce a request carries: ``_wpnonce`` (query or form body) first, then
     ``X-SVC-Nonce``; None when neither is sent."""
     # PERF: no body and no query string (most reads) means no bucket to parse.
-    if request.raw_body or request.query_params:
+    if request.raw_body or request.has_query_string():
         for bucket in (request.query_params, request.body_params):
             if "_wpnonce" in bucket:
                 return bucket["_wpnonce"]
@@ -72,6 +73,7 @@ class CookieAuth:
     def __init__(self, auth: Callable[[], AuthService]) -> None:
         self._auth = auth
 
+    @inert_without_credentials
     def cookie_user(self, user: User, request: Request) -> User:
         """``determine_current_user``: the user of a valid ``svc_logged_in`` cookie."""
         header = request.headers.get_joined("cookie")
@@ -89,6 +91,7 @@ class CookieAuth:
             ctx.session_token = found[1]
         return found[0]
 
+    @inert_without_credentials
     def check_errors(self, result: Any, request: Request) -> Any:
         """``rest_authentication_errors`` at priority 100, deciding as WordPress's
         ``rest_cookie_check_errors``: an earlier verdict stands (row 1); a user authenticated

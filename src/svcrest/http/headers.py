@@ -34,7 +34,7 @@ class Headers(MutableMapping[str, str]):
         # PERF: the lower-cased names in order, kept up to date once built: a response's few
         # lines are tested and written more than read.
         self._keys: list[str] | None = None
-        if init is None:
+        if not init:
             return
         # PERF: a duck-typed check; isinstance against the Mapping ABC costs ~1 µs.
         pairs = init.items() if hasattr(init, "items") else init
@@ -56,16 +56,18 @@ class Headers(MutableMapping[str, str]):
 
     def extend(self, lines: Iterable[tuple[str, str]]) -> None:
         """Append header lines."""
-        added = list(lines)
-        self._items.extend(added)
+        self._items.extend(lines)
         self._index = None
-        if self._keys is not None:
-            self._keys.extend(name.lower() for name, _ in added)
+        self._keys = None
+
+    def is_empty(self) -> bool:
+        """Whether there is no header line at all."""
+        return not self._items
 
     def _names(self) -> list[str]:
         keys = self._keys
         if keys is None:
-            keys = self._keys = [name.lower() for name, _ in self._items]
+            keys = self._keys = [name.lower() for name, _ in self._items] if self._items else []
         return keys
 
     def _lookup(self) -> dict[str, list[str]]:
@@ -121,6 +123,11 @@ class Headers(MutableMapping[str, str]):
         return values[0] if len(values) == 1 else _join(key, values)
 
     def __setitem__(self, name: str, value: str) -> None:
+        if not self._items:  # PERF: the common first write of a response header
+            self._items.append((name, value))
+            self._keys = None
+            self._index = None
+            return
         key = name.lower()
         keys = self._names()
         if key in keys:
@@ -147,10 +154,16 @@ class Headers(MutableMapping[str, str]):
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
+        items = self._items
+        if not items:
+            return False
         index = self._index
         if index is not None:
             return name.lower() in index
-        return name.lower() in self._names()
+        key = name.lower()
+        if len(items) <= 4:  # PERF: a response's first few lines: a scan beats an index
+            return any(item[0].lower() == key for item in items)
+        return key in self._names()
 
     def __iter__(self) -> Iterator[str]:
         seen: set[str] = set()

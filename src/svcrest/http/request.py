@@ -76,10 +76,23 @@ class Request:
     def from_http(
         cls, method: str, route: str, query_string: str, headers: Headers, raw_body: bytes
     ) -> Request:
-        """A request built by the HTTP layer; the query string is parsed on first use."""
-        request = cls(method, route, headers=headers, raw_body=raw_body)
-        request._query_params = None
+        """A request built by the HTTP layer; the query string is parsed on first use.
+
+        PERF: the slots are set directly (the HTTP layer's values need no normalising)."""
+        request = cls.__new__(cls)
+        request.method = method.upper()
+        request.route = route
+        request.headers = headers
+        request.raw_body = raw_body
+        request.url_params = {}
+        request.default_params = {}
         request._query_string = query_string
+        request._query_params = None
+        request._body_params = None
+        request._json_params = None
+        request._json_parsed = False
+        request.user = ANONYMOUS
+        request.handler = None
         return request
 
     # -- buckets ----------------------------------------------------------------------------
@@ -94,6 +107,11 @@ class Request:
     @query_params.setter
     def query_params(self, value: dict[str, Any]) -> None:
         self._query_params = value
+
+    def query_string_has(self, text: str) -> bool:
+        """Whether the raw query string contains ``text`` (False for a request built from a
+        mapping; PERF: the query string is not parsed)."""
+        return text in (self._query_string or "")
 
     def has_query_string(self) -> bool:
         """Whether the request may have query parameters (PERF: answered without parsing

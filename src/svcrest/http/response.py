@@ -20,7 +20,12 @@ class Response:
     def __init__(self, data: JSON = None, status: int = 200, headers: HeadersInit = None) -> None:
         self.data: JSON = data
         self.status = status
-        self.headers = headers if isinstance(headers, Headers) else Headers(headers)
+        # PERF: an exact type test first (isinstance on a Mapping subclass costs ~0.3 µs).
+        self.headers = (
+            headers
+            if type(headers) is Headers or isinstance(headers, Headers)
+            else Headers(headers)
+        )
         self.matched_route = ""
         self.matched_handler: Mapping[str, Any] | None = None
         #: rel → list of link objects ``{"href": ..., **attributes}``.

@@ -13,19 +13,43 @@ on ``rest_api_init``.
 from __future__ import annotations
 
 import re
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
 
+from svcrest.hooks import Hooks
 from svcrest.http.context import current_context, is_rest_request
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.fields import filter_response_fields
+from svcrest.rest.routing.definitions import Handler
+from svcrest.rest.routing.table import RouteEntry, RouteTable
 
-if TYPE_CHECKING:
-    from svcrest.rest.server import RestServer
+
+class RestServer(Protocol):
+    """What the default filters use of the REST server."""
+
+    hooks: Hooks
+    table: RouteTable
+
+    def get_data_for_route(
+        self, route: str, handlers: list[Handler], context: str = "view"
+    ) -> dict[str, Any] | None:
+        """WordPress's route data (OPTIONS help)."""
+        ...
+
+    def allowed_methods_eager(
+        self, entry: RouteEntry, request: Request
+    ) -> list[str] | Coroutine[Any, Any, list[str]]:
+        """The methods the caller may use on ``entry`` (maybe a coroutine of them)."""
+        ...
+
 
 __all__ = [
     "CORS_ALLOW_METHODS",
+    "DEFAULT_POST_DISPATCH",
+    "DEFAULT_PRE_SERVE",
+    "allow_value",
+    "cors_lines",
     "register_default_filters",
     "rest_handle_deprecated_argument",
     "rest_handle_deprecated_function",
@@ -60,10 +84,28 @@ def rest_handle_options_request(result: Any, server: RestServer, request: Reques
     return response
 
 
-def _set_allow(response: Response, allowed: list[str]) -> Response:
-    if allowed:
-        response.headers["Allow"] = ", ".join(allowed)
-    return response
+def allow_value(
+    server: RestServer, response: Any, request: Request
+) -> str | Coroutine[Any, Any, str | None] | None:
+    """The ``Allow`` value for ``response``: the methods of its matched route the caller may
+    use, ", "-joined; None when no header is sent (no matched route, or nothing allowed).
+    A coroutine of it when a permission callback is async."""
+    if not isinstance(response, Response) or not response.matched_route:
+        return None
+    entry = server.table.get(response.matched_route)
+    if entry is None:
+        return None
+    remembered = entry.permissionless_allow()
+    if remembered is not None:  # PERF: no permission callback to ask
+        return remembered or None
+    allowed = server.allowed_methods_eager(entry, request)
+    if isinstance(allowed, list):
+        return ", ".join(allowed) or None
+
+    async def finish(pending: Coroutine[Any, Any, list[str]]) -> str | None:
+        return ", ".join(await pending) or None
+
+    return finish(allowed)
 
 
 def rest_send_allow_header(response: Any, server: RestServer, request: Request) -> Any:
@@ -71,24 +113,20 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
 
     Returns the response, or a coroutine of it when a permission callback is async.
     """
-    if not isinstance(response, Response) or not response.matched_route:
+    value = allow_value(server, response, request)
+    if value is None:
         return response
-    entry = server.table.get(response.matched_route)
-    if entry is None:
+    if isinstance(value, str):
+        response.headers["Allow"] = value
         return response
-    remembered = entry.permissionless_allow()
-    if remembered is not None:  # PERF: no permission callback to ask
-        if remembered:
-            response.headers["Allow"] = remembered
-        return response
-    allowed = server.allowed_methods_eager(entry, request)
-    if isinstance(allowed, list):
-        return _set_allow(response, allowed)
 
-    async def finish(pending: Coroutine[Any, Any, list[str]]) -> Response:
-        return _set_allow(response, await pending)
+    async def finish(pending: Coroutine[Any, Any, str | None]) -> Any:
+        allowed = await pending
+        if allowed:
+            response.headers["Allow"] = allowed
+        return response
 
-    return finish(allowed)
+    return finish(value)
 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
@@ -198,6 +236,16 @@ def rest_handle_deprecated_argument(function: str, message: str | None, version:
 def rest_deprecated_trigger_error(flag: Any) -> Any:
     """No PHP-style notice during a REST request: False there, unchanged elsewhere."""
     return False if is_rest_request() else flag
+
+
+#: The default callbacks of the hooks that finish an answer, in run order. While these hooks
+#: hold exactly them, the pipeline may apply their effect to a plain answer directly (the
+#: same ``allow_value`` and ``cors_lines``, without a ``Headers`` object in between).
+DEFAULT_POST_DISPATCH: tuple[Callable[..., Any], ...] = (
+    rest_send_allow_header,
+    rest_filter_response_fields,
+)
+DEFAULT_PRE_SERVE: tuple[Callable[..., Any], ...] = (rest_send_cors_headers,)
 
 
 def register_default_filters(server: RestServer) -> None:

@@ -1,20 +1,22 @@
 """The one REST pipeline: WordPress's ``serve_request``, from an HTTP request to its answer.
 
 Every REST request takes this path, whatever its method, body, hooks or authentication
-scheme: :func:`serve_rest` builds the :class:`Request`, :func:`serve_request` runs
-authentication (``determine_current_user``, ``rest_authentication_errors``), the server's
-dispatch, ``rest_post_dispatch``, ``_envelope`` and ``rest_pre_serve_request``, and
+scheme: :func:`serve_rest` builds the :class:`Request`, runs authentication
+(``determine_current_user``, ``rest_authentication_errors``) and the server's dispatch, then
+:func:`finish_hooks` (``rest_post_dispatch``, ``_envelope``, ``rest_pre_serve_request``), and
 :func:`finish` turns the result into header lines and JSON bytes.
 
-Speed comes from preparing, not from a second path: the hooks hand out their callbacks
-already fitted to each hook's argument count (one call each, rebuilt only when the hooks
-change), routes remember their matches and their Allow value, and the REST header block is
-encoded for the wire once per discovery Link value.
+Speed comes from preparing, not from a second path: the hooks' chains are fitted once per
+version of the registry (:class:`~svcrest.rest.plan.PipelinePlan`); while the finishing
+hooks hold only their defaults, a plain answer gets the lines those defaults would add from
+the same functions (``allow_value``, ``cors_lines``) without a ``Headers`` object in between;
+routes remember their matches and Allow value, and the REST header block is encoded for the
+wire once per discovery Link value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -26,6 +28,7 @@ from svcrest.http.exchange import HttpRequest, HttpResponse, safe_lines, wire_li
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
+from svcrest.rest.defaults import allow_value, cors_lines
 from svcrest.rest.fields import parse_fields
 
 if TYPE_CHECKING:
@@ -39,9 +42,9 @@ __all__ = [
     "encode_json",
     "error_answer",
     "finish",
+    "finish_hooks",
     "resolve_current_user",
     "rest_route_of",
-    "serve_request",
     "serve_rest",
 ]
 
@@ -144,11 +147,32 @@ async def resolve_current_user(plan: PipelinePlan, request: Request, ctx: Reques
     request.user = ctx.user
 
 
+def carries_credentials(request: Request) -> bool:
+    """Whether a request may carry credentials: a ``Cookie``, ``Authorization`` or
+    ``X-SVC-Nonce`` header, a body (a form's ``_wpnonce``), or a query string that names
+    ``_wpnonce`` or percent-encodes anything."""
+    index = request.headers.index()
+    return (
+        "cookie" in index
+        or "authorization" in index
+        or "x-svc-nonce" in index
+        or bool(request.raw_body)
+        or request.query_string_has("wpnonce")
+        or request.query_string_has("%")
+    )
+
+
 async def authenticate(
     plan: PipelinePlan, request: Request, ctx: RequestContext
 ) -> RestError | None:
     """``determine_current_user`` then ``rest_authentication_errors``: the error to answer
-    with, or None; ``ctx.user`` and ``request.user`` are the current user afterwards."""
+    with, or None; ``ctx.user`` and ``request.user`` are the current user afterwards.
+
+    PERF: while every authentication callback is marked ``inert_without_credentials``, a
+    request without credentials is anonymous without calling them."""
+    if plan.auth_inert and not carries_credentials(request):
+        request.user = ctx.user
+        return None
     await resolve_current_user(plan, request, ctx)
     result: Any = None
     for callback in plan.authentication_errors:
@@ -159,15 +183,12 @@ async def authenticate(
     return result if isinstance(result, RestError) else None
 
 
-async def serve_request(server: RestServer, request: Request, ctx: RequestContext) -> Response:
-    """WordPress's ``serve_request`` after the request is built: authenticate, dispatch,
-    ``rest_post_dispatch``, ``_envelope``, ``rest_pre_serve_request`` (a callback answering
-    True there has served the body itself: the data is dropped)."""
-    plan = server.plan()
-    error = await authenticate(plan, request, ctx)
-    result = (
-        Response.from_error(error) if error is not None else await server.dispatch_async(request)
-    )
+async def finish_hooks(
+    plan: PipelinePlan, server: RestServer, request: Request, result: Response
+) -> Response:
+    """The rest of WordPress's ``serve_request`` after dispatch: ``rest_post_dispatch``,
+    ``_envelope``, ``rest_pre_serve_request`` (a callback answering True there has served the
+    body itself: the data is dropped)."""
     posted: Any = result
     for callback in plan.post_dispatch:
         posted = callback(posted, server, request)
@@ -186,6 +207,38 @@ async def serve_request(server: RestServer, request: Request, ctx: RequestContex
     if served:
         result.data = None
     return result
+
+
+def _plain(result: Response, request: Request) -> bool:
+    """Whether the default finishing filters would only add Allow and CORS lines: a Response
+    without links or header lines of its own, for a request without ``_fields`` or
+    ``_envelope``."""
+    return (
+        type(result) is Response
+        and not result.links
+        and result.headers.is_empty()
+        and (
+            not request.has_query_string()
+            or ("_fields" not in request.query_params and "_envelope" not in request.query_params)
+        )
+    )
+
+
+async def default_finish_lines(
+    server: RestServer, request: Request, result: Response
+) -> list[tuple[str, str]]:
+    """The header lines the default finishing filters would add to a plain answer
+    (``_plain``): Allow, then the CORS lines; computed by the same functions they use."""
+    lines: list[tuple[str, str]] = []
+    allow = allow_value(server, result, request)
+    if allow is not None and not isinstance(allow, str):
+        allow = await allow
+    if allow:
+        lines.append(("Allow", allow))
+    origin = request.headers.get_joined("origin")
+    if origin is not None:
+        lines.extend(cors_lines(origin))
+    return lines
 
 
 # PERF: (Link value, not cacheable, the response sets its own Content-Type) → the REST header
@@ -224,22 +277,28 @@ def header_block(
 
 
 def finish(
-    settings: SiteSettings, ctx: RequestContext, response: Response, data: Any
+    settings: SiteSettings,
+    ctx: RequestContext,
+    status: int,
+    own_lines: list[tuple[str, str]],
+    data: Any,
 ) -> HttpResponse:
     """The HTTP answer of a REST response: the REST header block, the response's own header
-    lines, the pending ones (nonce, deprecations), and the JSON body.
+    lines, the pending ones (nonce, deprecations), and the JSON body (none for ``data`` None,
+    204 and 304).
 
     SECURITY: an answer is ``Cache-Control: no-store`` when it is for a logged-in user, when
     it is an error (a refused nonce or login must not be replayed from a cache) or when the
     method was overridden (a cache keys on the method it saw).
     """
-    status = response.status
-    own_headers = response.headers
-    no_store = ctx.user.is_logged_in or status >= 400 or ctx.method_overridden
-    lines, wire = header_block(
-        settings.rest_output_link_header(), no_store, "content-type" in own_headers
-    )
-    headers = [*lines, *own_headers.items_list()]
+    no_store = status >= 400 or ctx.method_overridden or ctx.user.is_logged_in
+    own_content_type = False
+    for name, _ in own_lines:
+        if len(name) == 12 and name.lower() == "content-type":
+            own_content_type = True
+            break
+    lines, wire = header_block(settings.rest_output_link_header(), no_store, own_content_type)
+    headers = [*lines, *own_lines]
     if ctx.pending_headers:
         headers.extend(ctx.pending_headers)
     body = b"" if data is None or status in _NO_BODY_STATUSES else encode_json(data)
@@ -248,7 +307,7 @@ def finish(
 
 def error_answer(settings: SiteSettings, ctx: RequestContext, error: RestError) -> HttpResponse:
     """The HTTP answer of an error raised outside dispatch (413, a bad ``rest_route``, 500)."""
-    return finish(settings, ctx, Response.from_error(error), error.to_dict())
+    return finish(settings, ctx, error.status, [], error.to_dict())
 
 
 def too_large_error(limit: int) -> RestError:
@@ -265,19 +324,29 @@ async def serve_rest(
     http: HttpRequest,
     route: str,
     ctx: RequestContext,
-    read_body: Callable[[], Any],
+    read_body: Callable[[], Awaitable[bytes | None]] | None,
 ) -> HttpResponse:
     """Serve one REST request (``ctx`` is its context, already current).
 
     ``read_body`` returns an awaitable of the body, or of None when it is longer than the
-    site's ``max_body_size`` (SECURITY: never read past the limit).
+    site's ``max_body_size`` (SECURITY: never read past the limit); None for a request
+    without a body.
     """
     settings = server.app
-    body = await read_body()
+    body = b"" if read_body is None else await read_body()
     if body is None:
         return error_answer(settings, ctx, too_large_error(settings.max_body_size))
     http.body = body
     request = Request.from_http(http.method, route, http.query_string, http.headers, body)
     ctx.method_overridden = _method_override(request)
-    response = await serve_request(server, request, ctx)
-    return finish(settings, ctx, response, data_with_links(response, request))
+    plan = server.plan()
+    error = await authenticate(plan, request, ctx)
+    result = (
+        Response.from_error(error) if error is not None else await server.dispatch_async(request)
+    )
+    if plan.default_finish and _plain(result, request):
+        own = await default_finish_lines(server, request, result)
+        return finish(settings, ctx, result.status, own, result.data)
+    result = await finish_hooks(plan, server, request, result)
+    own = result.headers.items_list()
+    return finish(settings, ctx, result.status, own, data_with_links(result, request))

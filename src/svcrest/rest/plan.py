@@ -8,11 +8,26 @@ one extra callback therefore costs that callback's call, nothing more.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from svcrest.hooks import Hooks
+from svcrest.rest.defaults import DEFAULT_POST_DISPATCH, DEFAULT_PRE_SERVE
 
-__all__ = ["PIPELINE_HOOKS", "PipelinePlan"]
+__all__ = ["PIPELINE_HOOKS", "PipelinePlan", "inert_without_credentials"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_INERT = "svc_inert_without_credentials"
+
+
+def inert_without_credentials(function: F) -> F:
+    """Mark an authentication callback (``determine_current_user`` or
+    ``rest_authentication_errors``) as doing nothing for a request that carries no
+    credentials: no ``Cookie``, ``Authorization`` or ``X-SVC-Nonce`` header, no body and no
+    ``_wpnonce`` in the query string. While every authentication callback is so marked, such
+    a request is anonymous without calling them."""
+    setattr(function, _INERT, True)
+    return function
+
 
 #: Each hook of the pipeline and how many arguments its callbacks receive, in run order.
 PIPELINE_HOOKS: tuple[tuple[str, int], ...] = (
@@ -34,8 +49,10 @@ class PipelinePlan:
 
     __slots__ = (
         "after_callbacks",
+        "auth_inert",
         "authentication_errors",
         "before_callbacks",
+        "default_finish",
         "determine_current_user",
         "dispatch_request",
         "post_dispatch",
@@ -57,3 +74,15 @@ class PipelinePlan:
             self.post_dispatch,
             self.pre_serve,
         ) = chains
+        #: Every authentication callback is inert for a request without credentials.
+        self.auth_inert = all(
+            getattr(callback, _INERT, False)
+            for name in ("determine_current_user", "rest_authentication_errors")
+            for callback in hooks.registered(name)
+        )
+        #: The finishing hooks hold exactly their default callbacks (Allow, ``_fields``,
+        #: CORS), whose effect on a plain answer the pipeline may apply directly.
+        self.default_finish = (
+            hooks.registered("rest_post_dispatch") == DEFAULT_POST_DISPATCH
+            and hooks.registered("rest_pre_serve_request") == DEFAULT_PRE_SERVE
+        )

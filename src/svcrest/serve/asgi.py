@@ -37,11 +37,11 @@ async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
 
 def _body_reader(
     method: str, headers: Headers, receive: ASGIReceive, limit: int
-) -> Callable[[], Awaitable[bytes | None]]:
+) -> Callable[[], Awaitable[bytes | None]] | None:
     """Reads the body once: its bytes, or None when it is longer than ``limit``
     (SECURITY: refused from Content-Length before reading, or as soon as the stream passes
-    the limit). PERF: a GET without Content-Length or Transfer-Encoding has no body to wait
-    for (RFC 9112 §6.3)."""
+    the limit). None for a request without a body: PERF: a GET without Content-Length or
+    Transfer-Encoding has no body to wait for (RFC 9112 §6.3)."""
     index = headers.index()
     declared = index.get("content-length")
     if (
@@ -49,7 +49,7 @@ def _body_reader(
         and "transfer-encoding" not in index
         and (declared is None or declared == ["0"])
     ):
-        return _no_body
+        return None
 
     async def read() -> bytes | None:
         if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
@@ -71,10 +71,6 @@ def _body_reader(
         return b"".join(chunks)
 
     return read
-
-
-async def _no_body() -> bytes:
-    return b""
 
 
 async def forward_to_site(

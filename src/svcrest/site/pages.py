@@ -185,7 +185,7 @@ async def serve_page(
     app: SiteHost,
     http: HttpRequest,
     ctx: RequestContext,
-    read_body: Callable[[], Awaitable[bytes | None]],
+    read_body: Callable[[], Awaitable[bytes | None]] | None,
 ) -> HttpResponse:
     """Serve a non-REST request from the site's pages (``ctx`` is its context)."""
     home_path = app.home_path
@@ -195,7 +195,7 @@ async def serve_page(
     page = app.pages.get(path)
     if page is None:
         return _not_found()
-    body = await read_body()
+    body = b"" if read_body is None else await read_body()
     if body is None:
         return _too_large()
     http.body = body

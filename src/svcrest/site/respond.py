@@ -48,9 +48,9 @@ def _plain_500() -> HttpResponse:
 
 
 async def respond(
-    host: SiteHost, http: HttpRequest, read_body: BodyReader
+    host: SiteHost, http: HttpRequest, read_body: BodyReader | None
 ) -> HttpResponse | SiteForward:
-    """Serve one HTTP request of ``host``'s site."""
+    """Serve one HTTP request of ``host``'s site (``read_body`` None: it has no body)."""
     route = rest_route_of(host.rest_base_path(), http.path, http.query_string)
     if route is None and host.site is not None:
         return SiteForward(_link_lines(host))
