@@ -858,3 +858,54 @@ def test_permission_checks_read_leading_zeros_as_the_id(seeded: App, editor: Use
     request.url_params = {"id": "0" * 5000 + "3"}
     request.user = editor
     assert NotesController(seeded).update_item_permissions_check(request) is True
+
+
+# -- whitespace-only titles (issue 18) -----------------------------------------------------------
+
+_TITLE_TOO_SHORT = {
+    "code": "rest_invalid_param",
+    "message": "Invalid parameter(s): title",
+    "data": {
+        "status": 400,
+        "params": {"title": "title must be at least 1 character long."},
+        "details": {
+            "title": {
+                "code": "rest_too_short",
+                "message": "title must be at least 1 character long.",
+                "data": {"param": "title"},
+            }
+        },
+    },
+}
+_BLANK_TITLES = ["   ", "\t\n", "\u00a0\u3000"]
+
+
+@pytest.mark.parametrize("title", _BLANK_TITLES, ids=["spaces", "tab-newline", "unicode-spaces"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+def test_http_a_blank_title_is_refused(
+    seeded: App,
+    client_for: Callable[..., SiteClient],
+    editor: User,
+    method: str,
+    title: str,
+) -> None:
+    client = client_for(seeded)
+    route = f"/svc-json{NOTES}" + ("" if method == "POST" else "/1")
+    response = client.request(method, route, json={"title": title})
+    assert response.status_code == 400
+    assert response.json() == _TITLE_TOO_SHORT
+    assert call(seeded, "GET", f"{NOTES}/1").data["title"] == "Banana bread"
+    assert call(seeded, "GET", NOTES, query={"per_page": "100"}).status == 200
+    assert len(call(seeded, "GET", NOTES, query={"per_page": "100"}).data) == len(SEED)
+
+
+def test_a_title_with_text_is_stored_trimmed(app: App, editor: User) -> None:
+    created = call(app, "POST", NOTES, editor, json={"title": "  a ", "content": "  kept  "})
+    assert created.status == 201
+    assert (created.data["title"], created.data["content"]) == ("a", "  kept  ")
+    updated = call(app, "PATCH", f"{NOTES}/1", editor, json={"title": "\tNew title\n"})
+    assert updated.status == 200
+    assert updated.data["title"] == "New title"
+    assert call(app, "GET", f"{NOTES}/1").data["title"] == "New title"
+    untouched = call(app, "PUT", f"{NOTES}/1", editor, json={"content": "c"})
+    assert untouched.data["title"] == "New title"

@@ -46,6 +46,7 @@ REST_BASE: Final = "notes"
 EDIT_CAPABILITY: Final = "edit_notes"
 DEFAULT_PER_PAGE: Final = 10
 MAX_PER_PAGE: Final = 100
+_TITLE_MIN_LENGTH: Final = 1
 _TITLE_MAX_LENGTH: Final = 255
 _CONTEXTS: Final = ("view", "edit", "embed")
 _SCHEMA_ONLY_KEYS: Final = frozenset({"context", "readonly"})
@@ -159,7 +160,7 @@ class NotesController:
                 "title": {
                     "description": "The title of the note.",
                     "type": "string",
-                    "minLength": 1,
+                    "minLength": _TITLE_MIN_LENGTH,
                     "maxLength": _TITLE_MAX_LENGTH,
                     "context": contexts,
                 },
@@ -196,6 +197,7 @@ class NotesController:
 
     def _writable_args(self) -> dict[str, dict[str, Any]]:
         args = {name: self._property_arg(name) for name in ("title", "content", "date")}
+        args["title"]["validate_callback"] = _validate_title
         args["date"]["validate_callback"] = self._validate_date
         return args
 
@@ -408,7 +410,7 @@ class NotesController:
             return dates
         content = request.get_param("content")
         note = self.notes.create(
-            title=str(request.get_param("title")),
+            title=str(request.get_param("title")).strip(),
             content="" if content is None else str(content),
             author=request.user.id,
             date=dates[0],
@@ -430,6 +432,8 @@ class NotesController:
             value = request.get_param(name)
             if value is not None:
                 changes[name] = str(value)
+        if "title" in changes:
+            changes["title"] = changes["title"].strip()
         date = request.get_param("date")
         if date is not None:
             dates = self._dates(date)
@@ -459,6 +463,15 @@ def _paging(request: Request) -> _Paging:
         return _Paging(offset=int(start), size=size, page=None)
     page = int(request.get_param("page") or 1)
     return _Paging(offset=(page - 1) * size, size=size, page=page)
+
+
+def _validate_title(value: Any, request: Request, key: str) -> RestError | bool:
+    """The schema's ``minLength`` counted on the trimmed title: a title of only whitespace
+    would show as an empty note (titles are stored trimmed)."""
+    if isinstance(value, str) and len(value.strip()) < _TITLE_MIN_LENGTH:
+        message = f"{key} must be at least {_TITLE_MIN_LENGTH} character long."
+        return RestError("rest_too_short", message, {"param": key})
+    return True
 
 
 def _validate_sort(value: Any, request: Request, key: str) -> RestError | bool:
