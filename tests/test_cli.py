@@ -21,8 +21,9 @@ import httpx
 import pytest
 import uvicorn
 
-from svcrest import App, cli
+from svcrest import App, Request, cli
 from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
+from svcrest.demo import register as register_demo
 from svcrest.http.user import User
 
 PLUGIN = "svcrest_cli_test_plugin"
@@ -64,6 +65,14 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def db(tmp_path: Path) -> str:
     return str(tmp_path / "site.db")
+
+
+@pytest.fixture
+def site_db(db: str) -> str:
+    """``db``, created (reading a site needs an existing database)."""
+    App(store=db).store.close()
+    assert Path(db).exists()
+    return db
 
 
 def authenticate(db: str, login: str, password: str) -> User | None:
@@ -109,7 +118,7 @@ def test_routes(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_routes_with_plugins_each_loaded_once(capsys: pytest.CaptureFixture[str]) -> None:
     spec = f"{PLUGIN}:register"
-    status, out, _ = run(capsys, "routes", "--plugin", spec, "--plugin", spec)
+    status, out, _ = run(capsys, "routes", "--plugin", spec, "--plugin", spec, "--db", ":memory:")
     assert status == 0
     assert out.splitlines() == DEMO_ROUTES + EXTRA_ROUTES
 
@@ -128,7 +137,7 @@ def test_routes_with_entry_point_plugins(
         return found
 
     monkeypatch.setattr(cli, "entry_points", fake_entry_points)
-    status, out, _ = run(capsys, "routes", "--plugin", f"{PLUGIN}:register")
+    status, out, _ = run(capsys, "routes", "--plugin", f"{PLUGIN}:register", "--db", ":memory:")
     assert status == 0
     assert out.splitlines() == DEMO_ROUTES + EXTRA_ROUTES
     assert seen == ["svcrest.plugins"]
@@ -174,13 +183,17 @@ def test_bad_plugins(capsys: pytest.CaptureFixture[str], spec: str, message: str
 # -- request -----------------------------------------------------------------------------------
 
 
-def test_request_get(capsys: pytest.CaptureFixture[str], db: str) -> None:
-    assert run(capsys, "request", "GET", "/demo/v1/notes", "--db", db) == (0, "200 OK\n[]\n", "")
+def test_request_get(capsys: pytest.CaptureFixture[str], site_db: str) -> None:
+    assert run(capsys, "request", "GET", "/demo/v1/notes", "--db", site_db) == (
+        0,
+        "200 OK\n[]\n",
+        "",
+    )
 
 
-def test_request_anonymous_write_fails(capsys: pytest.CaptureFixture[str], db: str) -> None:
+def test_request_anonymous_write_fails(capsys: pytest.CaptureFixture[str], site_db: str) -> None:
     status, out, err = run(
-        capsys, "request", "post", "/demo/v1/notes", "--json", '{"title": "x"}', "--db", db
+        capsys, "request", "post", "/demo/v1/notes", "--json", '{"title": "x"}', "--db", site_db
     )
     assert (status, err) == (1, "")
     status_line, _, body = out.partition("\n")
@@ -244,9 +257,9 @@ def test_request_with_home(capsys: pytest.CaptureFixture[str]) -> None:
     ids=["bad-json", "unknown-user"],
 )
 def test_request_errors(
-    capsys: pytest.CaptureFixture[str], db: str, argv: list[str], message: str
+    capsys: pytest.CaptureFixture[str], site_db: str, argv: list[str], message: str
 ) -> None:
-    status, out, err = run(capsys, "request", "POST", "/demo/v1/notes", "--db", db, *argv)
+    status, out, err = run(capsys, "request", "POST", "/demo/v1/notes", "--db", site_db, *argv)
     assert (status, out, err) == (2, "", f"svcrest: error: {message}\n")
 
 
@@ -261,7 +274,8 @@ def test_user_add_password_stdin(
         capsys, "user", "add", "ed", "--role", "editor", "--role", "author", "--password-stdin",
         "--db", db,
     )  # fmt: skip
-    assert (status, out, err) == (0, "Created user ed (editor, author).\n", "")
+    assert (status, err) == (0, "")
+    assert out == f"Created the database {db}\nCreated user ed (editor, author).\n"
     user = authenticate(db, "ed", "s3cret pw")
     assert user is not None
     assert user.roles == ("editor", "author")
@@ -271,6 +285,8 @@ def test_user_add_password_stdin(
 def test_user_add_generates_a_password(capsys: pytest.CaptureFixture[str], db: str) -> None:
     status, out, err = run(capsys, "user", "add", "ann", "--role", "subscriber", "--db", db)
     assert (status, err) == (0, "")
+    created, _, out = out.partition("\n")
+    assert created == f"Created the database {db}"
     match = re.fullmatch(r"Created user ann \(subscriber\) with password: ([\w-]{24})\n", out)
     assert match is not None
     assert authenticate(db, "ann", match.group(1)) is not None
@@ -479,7 +495,8 @@ def test_serve_creates_admin_once(
     port = free_port()
     status, out, err = run(capsys, "serve", "--port", str(port), "--db", db)
     assert (status, err) == (0, "")
-    lines = out.splitlines()
+    created, *lines = out.splitlines()
+    assert created == f"Created the database {db}"
     match = re.fullmatch(r"Created user admin with password: ([\w-]{24})", lines[0])
     assert match is not None
     home = f"http://127.0.0.1:{port}"
@@ -593,3 +610,117 @@ def test_serve_subprocess(tmp_path: Path) -> None:
     assert "Application shutdown complete." in output
     assert output.count("Created user admin with password: ") == 1
     assert f"Serving http://127.0.0.1:{port}/" in output
+
+
+# -- a database that does not exist (issue 18) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["request", "GET", "/demo/v1/notes"], ["routes"]],
+    ids=["request", "routes"],
+)
+@pytest.mark.parametrize(
+    ("given", "path"),
+    [
+        ("typo.db", "typo.db"),
+        ("sqlite:///typo.db", "typo.db"),
+        ("sqlite:///{tmp}/typo.db", "{tmp}/typo.db"),
+        (None, "var/svcrest.db"),
+    ],
+    ids=["path", "relative-url", "absolute-url", "default"],
+)
+def test_reading_commands_refuse_a_database_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: list[str],
+    given: str | None,
+    path: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "var").mkdir()
+    path = path.replace("{tmp}", str(tmp_path))
+    argv = command if given is None else [*command, "--db", given.replace("{tmp}", str(tmp_path))]
+    assert run(capsys, *argv) == (
+        2,
+        "",
+        f"svcrest: error: the database '{path}' does not exist (svcrest serve or svcrest user"
+        " add creates it; --db :memory: reads an empty site)\n",
+    )
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["var"]
+
+
+def test_routes_reads_an_existing_database(
+    capsys: pytest.CaptureFixture[str], site_db: str
+) -> None:
+    assert run(capsys, "routes", "--db", site_db) == (0, "\n".join(DEMO_ROUTES) + "\n", "")
+
+
+def test_user_add_says_it_created_the_database_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("pw\n"))
+    argv = ["user", "add", "ed", "--role", "editor", "--password-stdin", "--db", "sqlite:///s.db"]
+    assert run(capsys, *argv) == (0, "Created the database s.db\nCreated user ed (editor).\n", "")
+    monkeypatch.setattr(sys, "stdin", io.StringIO("pw\n"))
+    argv[2] = "ann"
+    assert run(capsys, *argv) == (0, "Created user ann (editor).\n", "")
+    assert run(capsys, "request", "GET", "/demo/v1/notes", "--db", "s.db") == (
+        0,
+        "200 OK\n[]\n",
+        "",
+    )
+
+
+def test_serve_says_it_created_the_database_only_the_first_time(
+    capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
+) -> None:
+    port = str(free_port())
+    status, out, _ = run(capsys, "serve", "--port", port, "--db", db)
+    assert status == 0
+    assert out.splitlines()[0] == f"Created the database {db}"
+    uvicorn_calls[0][0].store.close()
+    status, out, _ = run(capsys, "serve", "--port", port, "--db", db)
+    assert status == 0
+    assert "Created" not in out
+    uvicorn_calls[1][0].store.close()
+
+
+@pytest.mark.parametrize("db_option", [":memory:", "sqlite:///:memory:"])
+def test_an_in_memory_database_needs_no_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    db_option: str,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "request", "GET", "/demo/v1/notes", "--db", db_option)[0] == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- output into a closed pipe (issue 18) ------------------------------------------------------
+
+
+def test_request_into_a_closed_pipe_ends_quietly(site_db: str) -> None:
+    app = App(store=site_db)
+    register_demo(app)
+    editor = app.users.create("ed", "pw", roles=("editor",))
+    for number in range(100):
+        note = {"title": f"n{number}", "content": "x" * 4000}
+        request = Request("POST", "/demo/v1/notes", json=note)
+        request.user = editor
+        assert app.rest_do_request(request).status == 201
+    app.store.close()
+    argv = ["request", "GET", "/demo/v1/notes?per_page=100", "--db", site_db]
+    # About 400 KB of output: more than a pipe holds, so the writer meets the closed pipe.
+    with subprocess.Popen(
+        [sys.executable, "-m", "svcrest", *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        head = [process.stdout.readline() for _ in range(3)]
+        process.stdout.close()  # what `| head -3` does after three lines
+        errors = process.stderr.read()
+        status = process.wait(timeout=60)
+    assert head[0] == b"200 OK\n"
+    assert errors == b""
+    assert status == cli.BROKEN_PIPE_STATUS == 141

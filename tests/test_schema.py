@@ -1041,3 +1041,123 @@ def test_array_strings_sanitize_to_lists_of_non_empty_strings(value: str) -> Non
     result = sanitize_value(value, {"type": "array"}, "p")
     assert isinstance(result, list)
     assert all(item and not set(item) & set(", \t") for item in result)
+
+
+# -- big arrays: checked in bulk, with the errors of the item-by-item checks (issue 18) -------
+
+_BIG = 1_300_000  # about a 10 MiB JSON body of seven-digit integers
+
+
+def _item_by_item(items: list[Any], item_schema: dict[str, Any]) -> RestError | None:
+    """The error the array check must give: the first item's, named ``p[index]``."""
+    for index, item in enumerate(items):
+        error = validate_value(item, item_schema, f"p[{index}]")
+        if error is not None:
+            return error
+    return None
+
+
+def _error_of(value: Any) -> tuple[str, str, Any] | None:
+    return None if value is None else (value.code, value.message, value.data)
+
+
+@pytest.mark.parametrize(
+    ("item_schema", "bad", "code", "message"),
+    [
+        ({"type": "integer", "minimum": 1}, 0, "rest_out_of_bounds", "p[1000000] must be"),
+        ({"type": "integer"}, 1.5, "rest_invalid_type", "p[1000000] is not of type integer."),
+        ({"type": "number", "maximum": 10**9}, 10**10, "rest_out_of_bounds", "p[1000000] must"),
+        ({"type": "string", "maxLength": 3}, "abcd", "rest_too_long", "p[1000000] must be at"),
+        ({"type": "string", "pattern": "^a"}, "b", "rest_invalid_pattern", "p[1000000] does"),
+        ({"type": "boolean"}, "maybe", "rest_invalid_type", "p[1000000] is not of type"),
+    ],
+    ids=["integer-minimum", "integer-type", "number-maximum", "string-length", "pattern", "bool"],
+)
+def test_a_late_bad_item_of_a_big_array_is_named(
+    item_schema: dict[str, Any], bad: Any, code: str, message: str
+) -> None:
+    good = {"integer": 7, "number": 7.5, "string": "abc", "boolean": True}[item_schema["type"]]
+    items = [good] * _BIG
+    items[1_000_000] = bad
+    error = validate_value(items, {"type": "array", "items": item_schema}, "p")
+    assert error is not None
+    assert error.code == code
+    assert error.message.startswith(message)
+    # Every other item is valid: the error is the bad item's own.
+    assert validate_value(good, item_schema, "p[0]") is None
+    assert _error_of(error) == _error_of(validate_value(bad, item_schema, "p[1000000]"))
+
+
+def test_a_big_array_of_integers_is_valid_and_sanitizes_to_itself() -> None:
+    items = list(range(1, _BIG + 1))
+    schema = {"type": "array", "items": {"type": "integer", "minimum": 1}, "uniqueItems": True}
+    assert validate_value(items, schema, "p") is None
+    sanitized = sanitize_value(items, schema, "p")
+    assert sanitized == items
+    assert sanitized is not items
+
+
+def test_a_big_array_of_numbers_sanitizes_to_floats() -> None:
+    items: list[Any] = [1, 2.5] * (_BIG // 2)
+    sanitized = sanitize_value(items, {"type": "array", "items": {"type": "number"}}, "p")
+    assert sanitized == [1.0, 2.5] * (_BIG // 2)
+    assert {type(item) for item in sanitized} == {float}
+
+
+def test_duplicates_in_a_big_array_are_found() -> None:
+    items: list[Any] = list(range(_BIG))
+    items[-1] = 1.0  # JSON-equal to the 1 at index 1
+    error = validate_value(items, {"type": "array", "uniqueItems": True}, "p")
+    assert error is not None
+    assert (error.code, error.message) == ("rest_duplicate_items", "p has duplicate items.")
+
+
+_BULK_ITEM_SCHEMAS = st.fixed_dictionaries(
+    {"type": st.sampled_from(["integer", "number", "string", "boolean"])},
+    optional={
+        "minimum": st.sampled_from([0, 1, 2.5]),
+        "maximum": st.sampled_from([5, 9.5]),
+        "exclusiveMinimum": st.sampled_from([True, False, 1]),
+        "exclusiveMaximum": st.sampled_from([True, 5]),
+        "minLength": st.sampled_from([1, 2]),
+        "maxLength": st.sampled_from([2, 3]),
+        "pattern": st.sampled_from(["^a", "[0-9]", "("]),
+        "description": st.just("d"),
+        "enum": st.just([1, "a"]),
+    },
+)
+_ITEMS = st.lists(
+    st.sampled_from(
+        [
+            *(0, 1, 3, 7, 10**30, 1.0, 2.5, -0.0, float("inf"), float("nan"), True, False, None),
+            *("", "a", "abc", "5", " 7 ", "true", "1.5", "abcd", [1], {"a": 1}),
+        ]
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(item_schema=_BULK_ITEM_SCHEMAS, items=_ITEMS, repeat=st.sampled_from([1, 1500]))
+def test_array_checks_equal_the_item_by_item_checks(
+    item_schema: dict[str, Any], items: list[Any], repeat: int
+) -> None:
+    values = items * repeat  # 1500 times up to 6 items spans two bulk chunks
+    schema = {"type": "array", "items": item_schema}
+    assert _error_of(validate_value(values, schema, "p")) == _error_of(
+        _item_by_item(values, item_schema)
+    )
+    expected: list[Any] | RestError = []
+    for index, item in enumerate(values):
+        sanitized = sanitize_value(item, item_schema, f"p[{index}]")
+        if isinstance(sanitized, RestError):
+            expected = sanitized
+            break
+        assert isinstance(expected, list)
+        expected.append(sanitized)
+    got = sanitize_value(values, schema, "p")
+    if isinstance(expected, RestError):
+        assert isinstance(got, RestError)
+        assert _error_of(got) == _error_of(expected)
+    else:
+        assert repr(got) == repr(expected)  # repr: nan != nan, and -0.0 keeps its sign

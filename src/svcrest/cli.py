@@ -3,7 +3,10 @@
 Every command builds the same site with :func:`make_app`: the demo plugin, the plugins of the
 entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given. Errors are
 one line on standard error (``svcrest: error: …``) with exit status 2 for bad arguments and an
-unusable environment (port in use, database that cannot be opened, broken plugin).
+unusable environment (port in use, database that cannot be opened, broken plugin). Only
+``serve`` and ``user add`` create a database file (and say so); ``routes`` and ``request``
+refuse one that does not exist. Output cut short by a closed pipe (``svcrest request … | head``)
+ends quietly with exit status 141 (128 + SIGPIPE, as a shell reports a process SIGPIPE killed).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from http import HTTPStatus
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any, Final, NoReturn
 
 import orjson
@@ -32,6 +36,7 @@ from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.store.sqlite import StoreError
 
 __all__ = [
+    "BROKEN_PIPE_STATUS",
     "DEFAULT_DB",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
@@ -63,10 +68,13 @@ ENV_DB: Final = "SVCREST_DB"
 ENV_HOME: Final = "SVCREST_HOME"
 ENV_PLUGINS: Final = "SVCREST_PLUGINS"
 ADMIN_LOGIN: Final = "admin"
+#: The exit status after a closed standard output (a reader such as ``head`` left).
+BROKEN_PIPE_STATUS: Final = 141
 
 _PLUGIN_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _METHOD = re.compile(r"[A-Za-z]+")
 _STORE_ERRORS = (StoreError, sqlite3.Error, OSError)
+_SQLITE_URL = "sqlite:///"
 
 Plugin = Callable[[App], object]
 
@@ -190,6 +198,34 @@ def _open_store(app: App, db: str | None) -> None:
         raise CliError(f"cannot open the database {db!r}: {exc}") from exc
 
 
+def _database_file(db: str | None) -> str | None:
+    """The file of a SQLite ``--db`` (a path or ``sqlite:///`` URL); None for an in-memory
+    database or another kind of URL (the store reports those)."""
+    if db is None or _is_memory(db):
+        return None
+    if db.startswith(_SQLITE_URL):
+        return db[len(_SQLITE_URL) :] or None  # sqlite:///rel.db -> rel.db, :////abs -> /abs
+    return None if "://" in db else db
+
+
+def _require_database(db: str | None) -> None:
+    """Refuse a database file that does not exist: reading a site never creates one.
+
+    A missing directory is left to the store, which reports it when it opens."""
+    path = _database_file(db)
+    if path is not None and Path(path).parent.is_dir() and not os.path.lexists(path):
+        raise CliError(
+            f"the database {path!r} does not exist (svcrest serve or svcrest user add"
+            " creates it; --db :memory: reads an empty site)"
+        )
+
+
+def _new_database(db: str | None) -> str | None:
+    """The file ``db`` names when it does not exist yet (opening the store creates it)."""
+    path = _database_file(db)
+    return path if path is not None and not os.path.lexists(path) else None
+
+
 def generate_password() -> str:
     """A random password (24 URL-safe characters)."""
     return secrets.token_urlsafe(18)
@@ -251,7 +287,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)
     app = make_app(args.db, home, args.plugin)
+    created = _new_database(args.db)
     _open_store(app, args.db)
+    if created is not None:
+        print(f"Created the database {created}")
     password = _ensure_admin(app)
     if password is not None:
         print(f"Created user {ADMIN_LOGIN} with password: {password}")
@@ -287,7 +326,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_routes(args: argparse.Namespace) -> int:
     app = make_app(args.db, args.home, args.plugin)
-    for route, handlers in app.rest_get_server().get_routes().items():
+    _require_database(args.db)
+    _open_store(app, args.db)
+    try:
+        routes = app.rest_get_server().get_routes()
+    finally:
+        app.store.close()
+    for route, handlers in routes.items():
         methods = dict.fromkeys(method for handler in handlers for method in handler["methods"])
         print(f"{route} {', '.join(methods)}".rstrip())
     return 0
@@ -322,6 +367,7 @@ def _build_request(app: App, args: argparse.Namespace) -> Request:
 
 def _cmd_request(args: argparse.Namespace) -> int:
     app = make_app(args.db, args.home, args.plugin)
+    _require_database(args.db)
     _open_store(app, args.db)
     try:
         response = app.rest_do_request(_build_request(app, args))
@@ -355,7 +401,10 @@ def _read_password() -> str:
 def _cmd_user_add(args: argparse.Namespace) -> int:
     password = _read_password() if args.password_stdin else generate_password()
     app = App(DEFAULT_HOME, store=args.db)
+    created = _new_database(args.db)
     _open_store(app, args.db)
+    if created is not None:
+        print(f"Created the database {created}")
     try:
         user = app.users.create(args.login, password, roles=args.role)
     except DuplicateUserError as exc:
@@ -484,12 +533,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush of what
+    could not be written raises nothing (the recipe of Python's signal documentation)."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fileno)
+    finally:
+        os.close(devnull)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     try:
         args = build_parser().parse_args(argv)
         handler: Callable[[argparse.Namespace], int] = args.handler
-        return handler(args)
+        status = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE_STATUS
     except CliError as exc:
         print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
         return exc.status

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ import pytest
 
 from svcrest import client as client_package
 from svcrest.client import Operation, ProxyError, RestProxy
+from svcrest.client.proxy import AsyncRestProxy
 from svcrest.client.urls import is_valid_id
 
 URL = "http://example.test/svc-json/demo/v1/notes"
@@ -683,11 +685,43 @@ def test_build_request_resolves_a_relative_url_against_the_client_base_url() -> 
     assert str(request.url) == f"{URL}/5?{DC}"
 
 
-def test_build_request_needs_a_base_url_for_a_relative_url() -> None:
-    proxy = make("/svc-json/notes")
-    with pytest.raises(ValueError, match="relative"):
-        proxy.build_request(read())
+def test_build_request_keeps_a_relative_url_without_a_base_url() -> None:
+    # DESIGN §4: build_request needs no network, and a relative URL stays relative.
+    proxy = make("/users")
+    request = proxy.build_request(Operation("update", records=[{"id": 7, "name": "Ann"}]))
+    assert request.method == "PUT"
+    assert str(request.url) == f"/users/7?{DC}"
+    assert not request.url.is_absolute_url
+    assert request.headers["Content-Type"] == "application/json"
+    assert json.loads(request.content) == {"id": 7, "name": "Ann"}
+    assert str(make("users").build_request(read(id=5)).url) == f"users/5?{DC}"
     proxy.close()
+
+
+def _no_network(request: httpx.Request) -> httpx.Response:
+    raise AssertionError(f"sent {request.url}")
+
+
+@pytest.mark.parametrize("action", ["read", "create", "update", "destroy"])
+def test_sending_a_relative_url_needs_a_base_url(action: str) -> None:
+    with httpx.Client(transport=httpx.MockTransport(_no_network)) as client:
+        proxy = make("/users", client=client)
+        with pytest.raises(ValueError, match=r"cannot send .* /users.*relative.*base_url"):
+            if action == "read":
+                proxy.read(5)
+            else:
+                getattr(proxy, action)({"id": 5})
+
+
+def test_async_sending_a_relative_url_needs_a_base_url() -> None:
+    async def read() -> Any:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(_no_network)) as client:
+            proxy = AsyncRestProxy("/users", clock=lambda: CLOCK, client=client)
+            assert str(proxy.build_request(Operation("read", id=5)).url) == f"/users/5?{DC}"
+            return await proxy.read(5)
+
+    with pytest.raises(ValueError, match="relative"):
+        asyncio.run(read())
 
 
 def test_proxy_error_attributes() -> None:

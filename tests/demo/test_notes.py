@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from svcrest import App, Request, Response
+from svcrest import App, Request, Response, RestError
 from svcrest.auth.passwords import ScryptParams
-from svcrest.demo import register
+from svcrest.demo import NotesController, register
 from svcrest.http.user import User
+from tests.conftest import SiteClient
 
 FAST = ScryptParams(n=16, r=1, p=1)
 NOW = 1_700_000_000  # 2023-11-14T22:13:20Z
@@ -780,3 +781,131 @@ def test_http_anonymous_write_is_401(app: App) -> None:
     response = asyncio.run(_http_anonymous_write(app))
     assert response.status_code == 401
     assert response.json()["code"] == "rest_cannot_create"
+
+
+# -- ids of any length (issue 18): never an int() of thousands of digits -------------------------
+
+_HUGE_ID = "9" * 4301  # one digit over Python's int-string conversion limit
+_NOT_AN_INTEGER = {
+    "code": "rest_invalid_param",
+    "message": "Invalid parameter(s): id",
+    "data": {
+        "status": 400,
+        "params": {"id": "id is not of type integer."},
+        "details": {
+            "id": {
+                "code": "rest_invalid_type",
+                "message": "id is not of type integer.",
+                "data": {"param": "id"},
+            }
+        },
+    },
+}
+_INVALID_ID = {
+    "code": "rest_note_invalid_id",
+    "message": "Invalid note ID.",
+    "data": {"status": 404},
+}
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize(
+    ("note_id", "status", "body"),
+    [
+        (_HUGE_ID, 400, _NOT_AN_INTEGER),
+        ("0" * 5000 + "3", 400, _NOT_AN_INTEGER),
+        ("9223372036854775808", 404, _INVALID_ID),
+        ("9" * 4300, 404, _INVALID_ID),
+    ],
+    ids=["4301-digits", "5001-digits-leading-zeros", "above-max-id", "4300-digits"],
+)
+def test_http_an_id_of_any_length_is_a_4xx(
+    seeded: App,
+    client_for: Callable[..., SiteClient],
+    method: str,
+    note_id: str,
+    status: int,
+    body: dict[str, Any],
+) -> None:
+    client = client_for(seeded)
+    response = client.request(method, f"/svc-json{NOTES}/{note_id}", json={"title": "New"})
+    assert response.status_code == status
+    assert response.json() == body
+
+
+@pytest.mark.parametrize(
+    "check", ["update_item_permissions_check", "delete_item_permissions_check"]
+)
+@pytest.mark.parametrize("note_id", [_HUGE_ID, "0" * 5000 + "9" * 20, "٣", "12x"])
+def test_permission_checks_answer_404_for_an_unsanitised_id(
+    seeded: App, editor: User, check: str, note_id: str
+) -> None:
+    # A permission check may see the raw URL capture (the Allow header asks every handler).
+    request = Request("PUT", f"{NOTES}/{note_id}")
+    request.url_params = {"id": note_id}
+    request.user = editor
+    outcome = getattr(NotesController(seeded), check)(request)
+    assert isinstance(outcome, RestError)
+    assert (outcome.code, outcome.message, outcome.data) == (
+        "rest_note_invalid_id",
+        "Invalid note ID.",
+        {"status": 404},
+    )
+
+
+def test_permission_checks_read_leading_zeros_as_the_id(seeded: App, editor: User) -> None:
+    request = Request("PUT", f"{NOTES}/0003")
+    request.url_params = {"id": "0" * 5000 + "3"}
+    request.user = editor
+    assert NotesController(seeded).update_item_permissions_check(request) is True
+
+
+# -- whitespace-only titles (issue 18) -----------------------------------------------------------
+
+_TITLE_TOO_SHORT = {
+    "code": "rest_invalid_param",
+    "message": "Invalid parameter(s): title",
+    "data": {
+        "status": 400,
+        "params": {"title": "title must be at least 1 character long."},
+        "details": {
+            "title": {
+                "code": "rest_too_short",
+                "message": "title must be at least 1 character long.",
+                "data": {"param": "title"},
+            }
+        },
+    },
+}
+_BLANK_TITLES = ["   ", "\t\n", "\u00a0\u3000"]
+
+
+@pytest.mark.parametrize("title", _BLANK_TITLES, ids=["spaces", "tab-newline", "unicode-spaces"])
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH"])
+def test_http_a_blank_title_is_refused(
+    seeded: App,
+    client_for: Callable[..., SiteClient],
+    editor: User,
+    method: str,
+    title: str,
+) -> None:
+    client = client_for(seeded)
+    route = f"/svc-json{NOTES}" + ("" if method == "POST" else "/1")
+    response = client.request(method, route, json={"title": title})
+    assert response.status_code == 400
+    assert response.json() == _TITLE_TOO_SHORT
+    assert call(seeded, "GET", f"{NOTES}/1").data["title"] == "Banana bread"
+    assert call(seeded, "GET", NOTES, query={"per_page": "100"}).status == 200
+    assert len(call(seeded, "GET", NOTES, query={"per_page": "100"}).data) == len(SEED)
+
+
+def test_a_title_with_text_is_stored_trimmed(app: App, editor: User) -> None:
+    created = call(app, "POST", NOTES, editor, json={"title": "  a ", "content": "  kept  "})
+    assert created.status == 201
+    assert (created.data["title"], created.data["content"]) == ("a", "  kept  ")
+    updated = call(app, "PATCH", f"{NOTES}/1", editor, json={"title": "\tNew title\n"})
+    assert updated.status == 200
+    assert updated.data["title"] == "New title"
+    assert call(app, "GET", f"{NOTES}/1").data["title"] == "New title"
+    untouched = call(app, "PUT", f"{NOTES}/1", editor, json={"content": "c"})
+    assert untouched.data["title"] == "New title"

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
+import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from svcrest import App, Request
 from svcrest.http.errors import RestError
 from svcrest.http.jsonbody import MAX_JSON_DEPTH, decode_json_body, is_json_content_type
+from tests.conftest import SiteClient
 
 
 @pytest.mark.parametrize(
@@ -81,3 +89,272 @@ def test_invalid_is_rest_invalid_json(raw: bytes) -> None:
 )
 def test_is_json_content_type(content_type: str, expected: bool) -> None:
     assert is_json_content_type(content_type) is expected
+
+
+# -- the checks' decisions on big and tricky bodies (issue 18: linear, cheap checks) ---------
+
+_TOO_DEEP = {
+    "code": "rest_invalid_json",
+    "message": "Invalid JSON body passed.",
+    "data": {"status": 400, "json_error_message": "Nesting deeper than 512 levels."},
+}
+_LOSSY = {
+    "code": "rest_invalid_json",
+    "message": "Invalid JSON body passed.",
+    "data": {"status": 400, "json_error_message": "Integer outside the 64-bit range."},
+}
+_MIB = 1024 * 1024
+
+
+def _message(raw: bytes) -> str:
+    with pytest.raises(RestError) as caught:
+        decode_json_body(raw)
+    assert caught.value.code == "rest_invalid_json"
+    assert caught.value.status == 400
+    data = caught.value.data
+    assert isinstance(data, dict)
+    return str(data["json_error_message"])
+
+
+def _nested(depth: int, inner: bytes) -> bytes:
+    return b"[" * (depth - 1) + inner + b"]" * (depth - 1)
+
+
+def _ints(size: int) -> bytes:
+    count = size // 8
+    return b"[" + b",".join([b"1234567"] * count) + b"]"
+
+
+def test_ten_mib_of_integers_at_depth_500_is_accepted() -> None:
+    value = decode_json_body(_nested(500, _ints(10 * _MIB - 2000)))
+    for _ in range(499):
+        assert isinstance(value, list) and len(value) == 1
+        value = value[0]
+    assert isinstance(value, list)
+    assert len(value) == (10 * _MIB - 2000) // 8
+    assert set(value) == {1234567}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _nested(513, b"[]"),
+        b'{"a":' * 513 + b"1" + b"}" * 513,
+        b'{"a":[' * 256 + b'{"b":1}' + b"]}" * 256,
+        _nested(514, b"1") + b" ",
+        _nested(600, _ints(_MIB)),
+        _nested(1024, b"[]"),
+    ],
+    ids=[
+        "arrays-513",
+        "objects-513",
+        "mixed-513",
+        "scalar-in-513-arrays",
+        "wide-600",
+        "orjson-limit",
+    ],
+)
+def test_nesting_deeper_than_512_is_refused(raw: bytes) -> None:
+    assert _message(raw) == "Nesting deeper than 512 levels."
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _nested(512, b"[]"),
+        b'{"a":' * 511 + b"[1]" + b"}" * 511,
+        b'["' + b"[" * 600 + b'"]',
+        b'"' + b"{" * 600 + b'"',
+    ],
+    ids=["arrays-512", "objects-512", "brackets-in-a-string", "braces-in-a-string"],
+)
+def test_nesting_of_512_or_brackets_in_strings_are_accepted(raw: bytes) -> None:
+    assert decode_json_body(raw) == orjson.loads(raw)
+
+
+def test_a_discarded_duplicate_key_still_counts_for_nesting() -> None:
+    # The depth is that of the text, as PHP's json_decode counts it, even when a later
+    # duplicate key replaces the deep value.
+    raw = b'{"a":' + _nested(513, b"[]") + b',"a":1}'
+    assert orjson.loads(raw) == {"a": 1}
+    assert _message(raw) == "Nesting deeper than 512 levels."
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"1],[2", b"[1]],[[2]", b"1,2", b"]", b"[1]]", b"[[1]"],
+    ids=["closes-and-opens", "closes-two", "two-values", "lone-close", "extra-close", "unclosed"],
+)
+def test_a_body_that_is_not_one_value_is_refused_with_orjsons_message(raw: bytes) -> None:
+    with pytest.raises(orjson.JSONDecodeError) as expected:
+        orjson.loads(raw)
+    assert _message(raw) == str(expected.value)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"18446744073709551616",
+        b" \n-9223372036854775809\t",
+        b"[1,18446744073709551616]",
+        b'{"a":\r\n 99999999999999999999}',
+        b'{"a": [0, -10000000000000000000]}',
+        b"[123456789012345678901234567890]",
+        b'["123456789012345678901234567890", 18446744073709551616]',
+        b"[" + b"7," * 100_000 + b"-9223372036854775809]",
+    ],
+    ids=[
+        "uint64-max+1",
+        "int64-min-1",
+        "in-array",
+        "after-colon-and-newline",
+        "negative-20-digits",
+        "30-digits",
+        "after-a-digit-string",
+        "last-of-many",
+    ],
+)
+def test_lossy_integers_are_refused(raw: bytes) -> None:
+    assert _message(raw) == "Integer outside the 64-bit range."
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[18446744073709551615, -9223372036854775808, 9999999999999999999]",
+        b"[18446744073709551616.0, 18446744073709551616e0, 1844674407370955161600E-2]",
+        b'["18446744073709551616", "x 18446744073709551616", "[18446744073709551616"]',
+        b'{"18446744073709551616": ":18446744073709551616,"}',
+        b'["\\"18446744073709551616", "\\\\\\" -99999999999999999999"]',
+        b'["\\u0031\\u00318446744073709551616"]',
+    ],
+    ids=["in-range", "floats", "in-strings", "in-keys", "after-escapes", "unicode-escapes"],
+)
+def test_exact_numbers_and_digits_in_strings_are_accepted(raw: bytes) -> None:
+    assert decode_json_body(raw) == orjson.loads(raw)
+
+
+_INT_EDGES = st.sampled_from(
+    [2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 10**19, -(10**19), 10**25]
+)
+_JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | _INT_EDGES
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.sampled_from('0123456789-[]{},:" \\\nx'))
+    | _INT_EDGES.map(str)
+)
+_JSON_VALUES = st.recursive(
+    _JSON_SCALARS,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=4), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _reference_decision(value: Any, depth: int) -> str | None:
+    """The refusal the checks must give for ``value`` inside ``depth`` arrays, walking the
+    exact value Python's json module read."""
+    nesting = depth
+    lossy = False
+    stack: list[tuple[Any, int]] = [(value, depth)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict | list):
+            nesting = max(nesting, level + 1)
+            stack.extend((child, level + 1) for child in _children(node))
+        elif isinstance(node, int) and not isinstance(node, bool):
+            lossy = lossy or not -(2**63) <= node <= 2**64 - 1
+    if nesting > MAX_JSON_DEPTH:
+        return "Nesting deeper than 512 levels."
+    return "Integer outside the 64-bit range." if lossy else None
+
+
+def _children(node: dict[str, Any] | list[Any]) -> list[Any]:
+    return list(node.values()) if isinstance(node, dict) else node
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=_JSON_VALUES,
+    depth=st.sampled_from([0, 1, 505, 508, 510, 511, 512, 513]),
+    indent=st.sampled_from([None, 1]),
+)
+def test_decisions_match_a_walk_of_the_exact_value(
+    value: Any, depth: int, indent: int | None
+) -> None:
+    text = json.dumps(value, indent=indent)
+    raw = ("[" * depth + text + "]" * depth).encode()
+    expected = _reference_decision(json.loads(text), depth)
+    if expected is None:
+        assert decode_json_body(raw) == orjson.loads(raw)
+    else:
+        assert _message(raw) == expected
+
+
+_CLIENT_FOR = Callable[..., SiteClient]
+
+
+@pytest.fixture
+def echo_app() -> Iterator[tuple[App, list[str]]]:
+    """An App with ``POST /t/v1/echo`` answering the length of the JSON body's array; the
+    list records the callbacks that ran."""
+    app = App("http://json.test")
+    ran: list[str] = []
+
+    def permission(request: Request) -> bool:
+        ran.append("permission")
+        return True
+
+    def callback(request: Request) -> dict[str, Any]:
+        ran.append("callback")
+        body = request.json_params
+        return {"keys": sorted(body) if isinstance(body, dict) else None}
+
+    app.register_rest_route(
+        "t/v1",
+        "/echo",
+        {"methods": "POST", "callback": callback, "permission_callback": permission},
+    )
+    yield app, ran
+    app.store.close()
+
+
+def _post(client: SiteClient, raw: bytes) -> httpx.Response:
+    return client.post(
+        "/svc-json/t/v1/echo", content=raw, headers={"Content-Type": "application/json"}
+    )
+
+
+def test_http_ten_mib_at_depth_500_is_accepted(
+    echo_app: tuple[App, list[str]], client_for: _CLIENT_FOR
+) -> None:
+    app, ran = echo_app
+    raw = b'{"deep":' + _nested(500, _ints(10 * _MIB - 4000)) + b"}"
+    assert len(raw) < 10 * _MIB
+    response = _post(client_for(app), raw)
+    assert response.status_code == 200
+    assert response.json() == {"keys": ["deep"]}
+    assert ran[0] == "permission"
+    assert ran.count("callback") == 1
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b'{"deep":' + _nested(512, _ints(_MIB)) + b"}", _TOO_DEEP),
+        (b'{"n":[1,2,18446744073709551616]}', _LOSSY),
+    ],
+    ids=["depth-513", "lossy-integer"],
+)
+def test_http_refusals_run_no_callback(
+    echo_app: tuple[App, list[str]], client_for: _CLIENT_FOR, raw: bytes, expected: Any
+) -> None:
+    app, ran = echo_app
+    response = _post(client_for(app), raw)
+    assert response.status_code == 400
+    assert response.json() == expected
+    assert "callback" not in ran  # (the Allow header of the 400 may ask the permission)

@@ -291,9 +291,9 @@ class BaseRestProxy(Generic[ClientT]):
         """The `httpx.Request` the proxy sends for ``operation`` (no network needed).
 
         Method from `get_method`, URL from `build_url` (resolved against the client's
-        ``base_url``), the JSON body of `request_body`, ``Accept: application/json``, and
-        ``X-SVC-Nonce`` when the proxy holds a nonce. A relative URL without a client
-        ``base_url`` raises ValueError.
+        ``base_url``; left relative when the client has none), the JSON body of
+        `request_body`, ``Accept: application/json``, and ``X-SVC-Nonce`` when the proxy holds
+        a nonce. Sending a request whose URL is still relative raises ValueError.
         """
         headers = {"Accept": "application/json"}
         if self.nonce:
@@ -303,12 +303,20 @@ class BaseRestProxy(Generic[ClientT]):
         if has_body:
             headers["Content-Type"] = "application/json"
             content = orjson.dumps(body, default=_json_default)
+        url = self.build_url(operation)
         request = self.client.build_request(
-            self.get_method(operation), self.build_url(operation), content=content, headers=headers
+            self.get_method(operation), url, content=content, headers=headers
         )
         if not request.url.is_absolute_url:
+            request.url = httpx.URL(url)  # as built: httpx would root "users/5" at "/"
+        return request
+
+    def _sendable(self, request: httpx.Request) -> httpx.Request:
+        """``request``, checked to have an absolute URL before it is sent."""
+        if not request.url.is_absolute_url:
             raise ValueError(
-                f"the proxy URL {self.url!r} is relative: give the proxy a client with a base_url"
+                f"cannot send {request.method} {request.url}: the proxy URL {self.url!r} is"
+                " relative; give the proxy a client with a base_url"
             )
         return request
 
@@ -432,7 +440,7 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         try:
             request = next(exchange)
             while True:
-                request = exchange.send(self.client.send(request))
+                request = exchange.send(self.client.send(self._sendable(request)))
         except StopIteration as stop:
             result: T = stop.value
             return result
@@ -507,7 +515,7 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         try:
             request = next(exchange)
             while True:
-                request = exchange.send(await self.client.send(request))
+                request = exchange.send(await self.client.send(self._sendable(request)))
         except StopIteration as stop:
             result: T = stop.value
             return result

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from svcrest.demo.criteria import parse_filters, parse_sorters
 from svcrest.demo.storage import (
     EXACT_FILTER_PROPERTIES,
+    MAX_ID,
     SORT_PROPERTIES,
     TEXT_FILTER_PROPERTIES,
     NoteQuery,
@@ -45,9 +46,26 @@ REST_BASE: Final = "notes"
 EDIT_CAPABILITY: Final = "edit_notes"
 DEFAULT_PER_PAGE: Final = 10
 MAX_PER_PAGE: Final = 100
+_TITLE_MIN_LENGTH: Final = 1
 _TITLE_MAX_LENGTH: Final = 255
 _CONTEXTS: Final = ("view", "edit", "embed")
 _SCHEMA_ONLY_KEYS: Final = frozenset({"context", "readonly"})
+
+
+def _note_id(request: Request) -> int | None:
+    """The note id the URL names, or None when it names no possible note.
+
+    The route's pattern takes any run of digits, and a permission check can see it before (or
+    without) the argument's sanitising: a number longer than any id is never converted
+    (``int()`` refuses more than 4,300 digits).
+    """
+    value = request.get_param("id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    digits = value.lstrip("0") or "0" if isinstance(value, str) else ""
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_ID)):
+        return None
+    return int(digits)
 
 
 def _invalid_id() -> RestError:
@@ -142,7 +160,7 @@ class NotesController:
                 "title": {
                     "description": "The title of the note.",
                     "type": "string",
-                    "minLength": 1,
+                    "minLength": _TITLE_MIN_LENGTH,
                     "maxLength": _TITLE_MAX_LENGTH,
                     "context": contexts,
                 },
@@ -179,6 +197,7 @@ class NotesController:
 
     def _writable_args(self) -> dict[str, dict[str, Any]]:
         args = {name: self._property_arg(name) for name in ("title", "content", "date")}
+        args["title"]["validate_callback"] = _validate_title
         args["date"]["validate_callback"] = self._validate_date
         return args
 
@@ -267,7 +286,7 @@ class NotesController:
 
     def update_item_permissions_check(self, request: Request) -> RestError | bool:
         """404 for an unknown note (as WordPress), then ``edit_notes``."""
-        if self.notes.get(int(request.get_param("id"))) is None:
+        if self._find(request) is None:
             return _invalid_id()
         if request.user.can(EDIT_CAPABILITY):
             return True
@@ -277,7 +296,7 @@ class NotesController:
 
     def delete_item_permissions_check(self, request: Request) -> RestError | bool:
         """404 for an unknown note (as WordPress), then ``edit_notes``."""
-        if self.notes.get(int(request.get_param("id"))) is None:
+        if self._find(request) is None:
             return _invalid_id()
         if request.user.can(EDIT_CAPABILITY):
             return True
@@ -286,6 +305,11 @@ class NotesController:
         )
 
     # -- items ------------------------------------------------------------------------------
+
+    def _find(self, request: Request) -> dict[str, Any] | None:
+        """The note the URL names, or None."""
+        note_id = _note_id(request)
+        return None if note_id is None else self.notes.get(note_id)
 
     def collection_url(self) -> str:
         """The URL of the notes collection."""
@@ -386,7 +410,7 @@ class NotesController:
             return dates
         content = request.get_param("content")
         note = self.notes.create(
-            title=str(request.get_param("title")),
+            title=str(request.get_param("title")).strip(),
             content="" if content is None else str(content),
             author=request.user.id,
             date=dates[0],
@@ -398,7 +422,7 @@ class NotesController:
 
     def get_item(self, request: Request) -> Response | RestError:
         """GET ``/notes/<id>``."""
-        note = self.notes.get(int(request.get_param("id")))
+        note = self._find(request)
         return _invalid_id() if note is None else self._item_response(note)
 
     def update_item(self, request: Request) -> Response | RestError:
@@ -408,18 +432,22 @@ class NotesController:
             value = request.get_param(name)
             if value is not None:
                 changes[name] = str(value)
+        if "title" in changes:
+            changes["title"] = changes["title"].strip()
         date = request.get_param("date")
         if date is not None:
             dates = self._dates(date)
             if isinstance(dates, RestError):
                 return dates
             changes["date"], changes["date_gmt"] = dates
-        note = self.notes.update(int(request.get_param("id")), changes)
+        note_id = _note_id(request)
+        note = None if note_id is None else self.notes.update(note_id, changes)
         return _invalid_id() if note is None else self._item_response(note)
 
     def delete_item(self, request: Request) -> Response | RestError:
         """DELETE ``/notes/<id>``: ``{"deleted": true, "previous": note}``."""
-        previous = self.notes.delete(int(request.get_param("id")))
+        note_id = _note_id(request)
+        previous = None if note_id is None else self.notes.delete(note_id)
         if previous is None:
             return _invalid_id()
         return Response({"deleted": True, "previous": self.prepare_item(previous)})
@@ -435,6 +463,15 @@ def _paging(request: Request) -> _Paging:
         return _Paging(offset=int(start), size=size, page=None)
     page = int(request.get_param("page") or 1)
     return _Paging(offset=(page - 1) * size, size=size, page=page)
+
+
+def _validate_title(value: Any, request: Request, key: str) -> RestError | bool:
+    """The schema's ``minLength`` counted on the trimmed title: a title of only whitespace
+    would show as an empty note (titles are stored trimmed)."""
+    if isinstance(value, str) and len(value.strip()) < _TITLE_MIN_LENGTH:
+        message = f"{key} must be at least {_TITLE_MIN_LENGTH} character long."
+        return RestError("rest_too_short", message, {"param": key})
+    return True
 
 
 def _validate_sort(value: Any, request: Request, key: str) -> RestError | bool:

@@ -197,7 +197,16 @@ def _stable_key(value: Any) -> Hashable:
     return ("other", id(value))
 
 
+#: Item types whose Python equality is JSON equality: a set of such items finds duplicates.
+_HASHED_UNIQUE_TYPES = (frozenset({int, float}), frozenset({str}), frozenset({bool}))
+
+
 def _has_unique_items(items: Sequence[Any]) -> bool:
+    # PERF: plain numbers, strings or booleans are compared in a set (C speed), not through
+    # _stable_key (~0.5 us an item).
+    types = set(map(type, items))
+    if any(types <= plain for plain in _HASHED_UNIQUE_TYPES):
+        return len(set(items)) == len(items)
     try:
         return len({_stable_key(item) for item in items}) == len(items)
     except RecursionError:
