@@ -154,7 +154,9 @@ def format_auth_cookie(
 def parse_cookie_header(header_value: object) -> dict[str, str]:
     """The cookies of a ``Cookie`` request header, name → raw value; never raises.
 
-    Pairs are separated by ``;``; names and values are stripped of spaces and tabs; one pair of
+    Pairs are separated by ``;``, or by ``,`` (a server that joins several ``Cookie`` lines
+    with ", ", as some WSGI servers do; RFC 6265 cookie values never hold a comma); names and
+    values are stripped of spaces and tabs; one pair of
     surrounding double quotes is removed from a value; pairs without ``=`` or with an empty name
     are skipped; values are not percent-decoded. The first occurrence of a name wins.
     SECURITY: names are matched exactly (case-sensitive, whole name), so ``xsvc_logged_in`` or
@@ -163,7 +165,7 @@ def parse_cookie_header(header_value: object) -> dict[str, str]:
     cookies: dict[str, str] = {}
     if not isinstance(header_value, str):
         return cookies
-    for pair in header_value.split(";"):
+    for pair in header_value.replace(",", ";").split(";"):
         name, sep, value = pair.partition("=")
         if not sep:
             continue
