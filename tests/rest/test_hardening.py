@@ -63,7 +63,7 @@ def test_a_second_cookie_line_keeps_the_login(adapter: str, client_for: ClientFo
         lines = [(b"cookie", b"theme=dark"), (b"cookie", cookie.encode())]
     else:  # a WSGI server hands several lines over joined with ", "
         lines = [(b"cookie", b"theme=dark, " + cookie.encode())]
-    status, headers, body = raw_request(
+    status, _headers, body = raw_request(
         app, adapter, "GET", "/svc-json/t/v1/me", [*lines, (b"x-svc-nonce", nonce.encode())]
     )
     assert (status, body) == (200, b'{"id":%d}' % alice.id)
