@@ -100,17 +100,16 @@ def test_a_big_json_body_is_parsed_off_the_event_loop(
 ) -> None:
     import threading
 
-    from svcrest.http import request as request_module
+    from svcrest.http.jsonbody import decode_json_body
     from svcrest.rest.server import OFFLOAD_BODY_SIZE
 
     threads: list[int] = []
-    original = request_module.decode_json_body
-
     def recording(raw: bytes) -> Any:
         threads.append(threading.get_ident())
-        return original(raw)
+        return decode_json_body(raw)
 
-    monkeypatch.setattr(request_module, "decode_json_body", recording)
+    # The name the request module calls.
+    monkeypatch.setattr("svcrest.http.request.decode_json_body", recording)
     app = App(HOME)
     served_on: list[int] = []
 
