@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from svcrest.http.errors import RestError
@@ -15,21 +15,85 @@ __all__ = ["Response", "rest_ensure_response"]
 class Response:
     """Response data, a status, headers, links and the route that produced it."""
 
-    __slots__ = ("data", "headers", "links", "matched_handler", "matched_route", "status")
+    __slots__ = (
+        "_headers",
+        "_lines",
+        "data",
+        "links",
+        "matched_handler",
+        "matched_route",
+        "status",
+    )
 
     def __init__(self, data: JSON = None, status: int = 200, headers: HeadersInit = None) -> None:
         self.data: JSON = data
         self.status = status
-        # PERF: an exact type test first (isinstance on a Mapping subclass costs ~0.3 µs).
-        self.headers = (
-            headers
-            if type(headers) is Headers or isinstance(headers, Headers)
-            else Headers(headers)
-        )
+        # PERF: the response's own header lines live in a plain list until someone asks for
+        # ``headers``; the pipeline's default filters append to it directly.
+        self._headers: Headers | None = None
+        self._lines: list[tuple[str, str]] | None = None
+        if headers is not None:
+            self.headers = headers
         self.matched_route = ""
         self.matched_handler: Mapping[str, Any] | None = None
         #: rel → list of link objects ``{"href": ..., **attributes}``.
         self.links: dict[str, list[dict[str, Any]]] = {}
+
+    @property
+    def headers(self) -> Headers:
+        """The response's own header lines (case-insensitive, multi-valued)."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = Headers.from_lines(self._lines or [])
+            self._lines = None
+        return headers
+
+    @headers.setter
+    def headers(self, value: HeadersInit) -> None:
+        # PERF: an exact type test first (isinstance on a Mapping subclass costs ~0.3 µs).
+        self._headers = (
+            value if type(value) is Headers or isinstance(value, Headers) else Headers(value)
+        )
+        self._lines = None
+
+    def has_headers(self) -> bool:
+        """Whether the response has any header line of its own (creates nothing)."""
+        headers = self._headers
+        if headers is None:
+            return bool(self._lines)
+        return not headers.is_empty()
+
+    def has_header(self, name: str) -> bool:
+        """Whether a header line named ``name`` (any case) is set (creates nothing)."""
+        headers = self._headers
+        if headers is not None:
+            return name in headers
+        key = name.lower()
+        return any(line[0].lower() == key for line in self._lines or ())
+
+    def add_header_lines(self, lines: Iterable[tuple[str, str]]) -> None:
+        """Append header lines (as ``headers.add`` for each; creates no ``Headers``)."""
+        headers = self._headers
+        if headers is not None:
+            headers.extend(lines)
+        elif self._lines is None:
+            self._lines = list(lines)
+        else:
+            self._lines.extend(lines)
+
+    def set_header_line(self, name: str, value: str) -> None:
+        """Replace every line of ``name`` with one (as ``headers[name] = value``)."""
+        if self._headers is not None or self._lines:
+            self.headers[name] = value
+        else:
+            self._lines = [(name, value)]
+
+    def header_lines(self) -> list[tuple[str, str]]:
+        """The response's own header lines, in order (a new list)."""
+        headers = self._headers
+        if headers is not None:
+            return headers.items_list()
+        return list(self._lines) if self._lines else []
 
     def add_link(self, rel: str, href: str, **attributes: Any) -> None:
         """Add a link, sent in the response body under ``_links`` (WordPress's format)."""

@@ -13,7 +13,7 @@ on ``rest_api_init``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import Any, Protocol
 
 from svcrest.hooks import Hooks
@@ -46,8 +46,6 @@ class RestServer(Protocol):
 
 __all__ = [
     "CORS_ALLOW_METHODS",
-    "DEFAULT_POST_DISPATCH",
-    "DEFAULT_PRE_SERVE",
     "allow_value",
     "cors_lines",
     "register_default_filters",
@@ -117,13 +115,13 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
     if value is None:
         return response
     if isinstance(value, str):
-        response.headers["Allow"] = value
+        response.set_header_line("Allow", value)
         return response
 
     async def finish(pending: Coroutine[Any, Any, str | None]) -> Any:
         allowed = await pending
         if allowed:
-            response.headers["Allow"] = allowed
+            response.set_header_line("Allow", allowed)
         return response
 
     return finish(value)
@@ -193,13 +191,13 @@ def rest_send_cors_headers(served: Any, response: Any, request: Request, server:
     if origin is not None and isinstance(response, Response):
         lines = cors_lines(origin)
         if lines:
-            headers = response.headers
             # PERF: usually none is set yet, and adding beats three replacing writes.
-            if "access-control-allow-origin" in headers:
+            if response.has_header("access-control-allow-origin"):
+                headers = response.headers
                 for name, value in lines:
                     headers[name] = value
             else:
-                headers.extend(lines)
+                response.add_header_lines(lines)
     return served
 
 
@@ -236,16 +234,6 @@ def rest_handle_deprecated_argument(function: str, message: str | None, version:
 def rest_deprecated_trigger_error(flag: Any) -> Any:
     """No PHP-style notice during a REST request: False there, unchanged elsewhere."""
     return False if is_rest_request() else flag
-
-
-#: The default callbacks of the hooks that finish an answer, in run order. While these hooks
-#: hold exactly them, the pipeline may apply their effect to a plain answer directly (the
-#: same ``allow_value`` and ``cors_lines``, without a ``Headers`` object in between).
-DEFAULT_POST_DISPATCH: tuple[Callable[..., Any], ...] = (
-    rest_send_allow_header,
-    rest_filter_response_fields,
-)
-DEFAULT_PRE_SERVE: tuple[Callable[..., Any], ...] = (rest_send_cors_headers,)
 
 
 def register_default_filters(server: RestServer) -> None:

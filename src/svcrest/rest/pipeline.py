@@ -7,11 +7,10 @@ scheme: :func:`serve_rest` builds the :class:`Request`, runs authentication
 :func:`finish` turns the result into header lines and JSON bytes.
 
 Speed comes from preparing, not from a second path: the hooks' chains are fitted once per
-version of the registry (:class:`~svcrest.rest.plan.PipelinePlan`); while the finishing
-hooks hold only their defaults, a plain answer gets the lines those defaults would add from
-the same functions (``allow_value``, ``cors_lines``) without a ``Headers`` object in between;
-routes remember their matches and Allow value, and the REST header block is encoded for the
-wire once per discovery Link value.
+version of the registry (:class:`~svcrest.rest.plan.PipelinePlan`), so a hook with one more
+callback costs that call; routes remember their matches and Allow value; the default filters
+append to a response's plain list of header lines (no ``Headers`` object unless someone asks
+for one); and the REST header block is encoded for the wire once per discovery Link value.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from svcrest.http.exchange import HttpRequest, HttpResponse, safe_lines, wire_li
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
-from svcrest.rest.defaults import allow_value, cors_lines
 from svcrest.rest.fields import parse_fields
 
 if TYPE_CHECKING:
@@ -209,38 +207,6 @@ async def finish_hooks(
     return result
 
 
-def _plain(result: Response, request: Request) -> bool:
-    """Whether the default finishing filters would only add Allow and CORS lines: a Response
-    without links or header lines of its own, for a request without ``_fields`` or
-    ``_envelope``."""
-    return (
-        type(result) is Response
-        and not result.links
-        and result.headers.is_empty()
-        and (
-            not request.has_query_string()
-            or ("_fields" not in request.query_params and "_envelope" not in request.query_params)
-        )
-    )
-
-
-async def default_finish_lines(
-    server: RestServer, request: Request, result: Response
-) -> list[tuple[str, str]]:
-    """The header lines the default finishing filters would add to a plain answer
-    (``_plain``): Allow, then the CORS lines; computed by the same functions they use."""
-    lines: list[tuple[str, str]] = []
-    allow = allow_value(server, result, request)
-    if allow is not None and not isinstance(allow, str):
-        allow = await allow
-    if allow:
-        lines.append(("Allow", allow))
-    origin = request.headers.get_joined("origin")
-    if origin is not None:
-        lines.extend(cors_lines(origin))
-    return lines
-
-
 # PERF: (Link value, not cacheable, the response sets its own Content-Type) → the REST header
 # lines every response starts with and their wire encoding (built once: ~2 µs a response).
 # SECURITY: bounded; the Link value comes from the site's settings and URL filters, not from
@@ -344,9 +310,6 @@ async def serve_rest(
     result = (
         Response.from_error(error) if error is not None else await server.dispatch_async(request)
     )
-    if plan.default_finish and _plain(result, request):
-        own = await default_finish_lines(server, request, result)
-        return finish(settings, ctx, result.status, own, result.data)
     result = await finish_hooks(plan, server, request, result)
-    own = result.headers.items_list()
+    own = result.header_lines()
     return finish(settings, ctx, result.status, own, data_with_links(result, request))

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from svcrest.hooks import Hooks
-from svcrest.rest.defaults import DEFAULT_POST_DISPATCH, DEFAULT_PRE_SERVE
 
 __all__ = ["PIPELINE_HOOKS", "PipelinePlan", "inert_without_credentials"]
 
@@ -52,7 +51,6 @@ class PipelinePlan:
         "auth_inert",
         "authentication_errors",
         "before_callbacks",
-        "default_finish",
         "determine_current_user",
         "dispatch_request",
         "post_dispatch",
@@ -79,10 +77,4 @@ class PipelinePlan:
             getattr(callback, _INERT, False)
             for name in ("determine_current_user", "rest_authentication_errors")
             for callback in hooks.registered(name)
-        )
-        #: The finishing hooks hold exactly their default callbacks (Allow, ``_fields``,
-        #: CORS), whose effect on a plain answer the pipeline may apply directly.
-        self.default_finish = (
-            hooks.registered("rest_post_dispatch") == DEFAULT_POST_DISPATCH
-            and hooks.registered("rest_pre_serve_request") == DEFAULT_PRE_SERVE
         )
