@@ -34,7 +34,6 @@ from svcrest.syncrun import run_sync
 if TYPE_CHECKING:
     from svcrest.auth.service import AuthService
     from svcrest.auth.users import UserStore
-    from svcrest.serve.asgi import ASGIReceive, ASGIScope, ASGISend
     from svcrest.store.sqlite import SqliteStore
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
@@ -400,8 +399,9 @@ class App:
 
     # -- serving ----------------------------------------------------------------------------
 
-    async def __call__(self, scope: ASGIScope, receive: ASGIReceive, send: ASGISend) -> None:
-        await handle_asgi(self, scope, receive, send)
+    #: The App is an ASGI application: calling it is calling ``handle_asgi`` with the App
+    #: (PERF: no wrapping coroutine per request).
+    __call__ = handle_asgi
 
     @property
     def wsgi(self) -> WSGIAdapter:

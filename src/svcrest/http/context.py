@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
 
 from svcrest.http.user import ANONYMOUS, User
 
@@ -39,7 +38,6 @@ class RequestContext:
     secure: bool = False
     host: str = ""
     method_overridden: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("svcrest_request_context", default=None)

@@ -123,9 +123,16 @@ class HttpResponse:
         """Every header line encoded for the wire, ``Content-Length`` included."""
         prefix = self.wire_prefix
         headers = self.headers
-        if len(prefix) == len(headers):
-            return [*prefix, *encode_lines(self.length_header())]
-        return [*prefix, *encode_lines([*headers[len(prefix) :], *self.length_header()])]
+        wire = (
+            [*prefix, *encode_lines(headers[len(prefix) :])]
+            if len(prefix) < len(headers)
+            else [*prefix]
+        )
+        status = self.status
+        if status >= 200 and status != 204 and status != 304:
+            length = len(self.body) if self.content_length is None else self.content_length
+            wire.append((b"Content-Length", str(length).encode("ascii")))
+        return wire
 
     def safe_headers(self) -> list[tuple[str, str]]:
         """Every header line made safe (``Content-Length`` included), as str for WSGI."""

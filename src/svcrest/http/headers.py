@@ -47,6 +47,25 @@ class Headers(MutableMapping[str, str]):
         headers._items = lines
         return headers
 
+    @classmethod
+    def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
+        """Headers of an ASGI scope's ``headers`` (lower-case byte names, Latin-1), decoded
+        and indexed in one pass."""
+        headers = cls()
+        items = headers._items
+        index: dict[str, list[str]] = {}
+        for raw_name, raw_value in raw:
+            name = raw_name.decode("latin-1")
+            value = raw_value.decode("latin-1")
+            items.append((name, value))
+            values = index.get(name)
+            if values is None:
+                index[name] = [value]
+            else:
+                values.append(value)
+        headers._index = index
+        return headers
+
     def add(self, name: str, value: str) -> None:
         """Append one header line."""
         self._items.append((name, value))
@@ -81,7 +100,8 @@ class Headers(MutableMapping[str, str]):
 
     def index(self) -> dict[str, list[str]]:
         """Lower-cased name → values, in order (shared: read it, do not change it)."""
-        return self._lookup()
+        index = self._index
+        return index if index is not None else self._lookup()
 
     def get_list(self, name: str) -> list[str]:
         """Every value of ``name`` in order."""
@@ -90,7 +110,8 @@ class Headers(MutableMapping[str, str]):
     def get_joined(self, name: str) -> str | None:
         """The value of ``name`` (lines joined with ", "; ``Cookie`` lines with "; "), or
         None; ``name`` is lower case."""
-        values = self._lookup().get(name)
+        index = self._index
+        values = (index if index is not None else self._lookup()).get(name)
         if not values:
             return None
         return values[0] if len(values) == 1 else _join(name, values)

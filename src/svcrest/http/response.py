@@ -68,8 +68,13 @@ class Response:
         headers = self._headers
         if headers is not None:
             return name in headers
-        key = name.lower()
-        return any(line[0].lower() == key for line in self._lines or ())
+        lines = self._lines
+        if lines:
+            key = name.lower()
+            for line in lines:
+                if line[0].lower() == key:
+                    return True
+        return False
 
     def add_header_lines(self, lines: Iterable[tuple[str, str]]) -> None:
         """Append header lines (as ``headers.add`` for each; creates no ``Headers``)."""
@@ -125,6 +130,9 @@ class Response:
 
 def rest_ensure_response(value: Any) -> Response | RestError:
     """A Response or RestError as it is; anything else wrapped in ``Response(value)``."""
+    kind = type(value)
+    if kind is dict or kind is list:  # PERF: the common answer of a callback
+        return Response(value)
     if isinstance(value, (Response, RestError)):
         return value
     return Response(value)

@@ -129,9 +129,9 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
-    if not isinstance(response, Response) or response.is_error():
+    if not request.has_query_string():  # PERF: no query string, no ``_fields``
         return response
-    if not request.has_query_string():
+    if not isinstance(response, Response) or response.is_error():
         return response
     fields = request.query_params.get("_fields")
     if fields is None:

@@ -155,8 +155,10 @@ def carries_credentials(request: Request) -> bool:
         or "authorization" in index
         or "x-svc-nonce" in index
         or bool(request.raw_body)
-        or request.query_string_has("wpnonce")
-        or request.query_string_has("%")
+        or (
+            request.has_query_string()
+            and (request.query_string_has("wpnonce") or request.query_string_has("%"))
+        )
     )
 
 
@@ -267,7 +269,11 @@ def finish(
     headers = [*lines, *own_lines]
     if ctx.pending_headers:
         headers.extend(ctx.pending_headers)
-    body = b"" if data is None or status in _NO_BODY_STATUSES else encode_json(data)
+    body = (
+        b""
+        if data is None or status in _NO_BODY_STATUSES
+        else orjson.dumps(data, option=_JSON_OPTIONS)
+    )
     return HttpResponse(status, headers, body, wire_prefix=wire)
 
 
@@ -308,7 +314,9 @@ async def serve_rest(
     plan = server.plan()
     error = await authenticate(plan, request, ctx)
     result = (
-        Response.from_error(error) if error is not None else await server.dispatch_async(request)
+        Response.from_error(error)
+        if error is not None
+        else await server.dispatch_planned(request, plan)
     )
     result = await finish_hooks(plan, server, request, result)
     own = result.header_lines()

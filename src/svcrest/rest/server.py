@@ -170,8 +170,12 @@ class RestServer:
         Always returns a Response; errors become their body shape and status, and an
         unexpected exception is logged and answered with ``internal_error``.
         """
+        return await self.dispatch_planned(request, self.plan())
+
+    async def dispatch_planned(self, request: Request, plan: PipelinePlan) -> Response:
+        """``dispatch_async`` with the hooks prepared by ``plan`` (the pipeline has it)."""
         try:
-            result = await self._dispatch(request)
+            result = await self._dispatch(request, plan)
         except RestError as error:
             result = error
         except Exception:
@@ -195,8 +199,7 @@ class RestServer:
             return Response.from_error(result)
         return result
 
-    async def _dispatch(self, request: Request) -> Response | RestError:
-        plan = self.plan()
+    async def _dispatch(self, request: Request, plan: PipelinePlan) -> Response | RestError:
         # Each hook's chain runs in place: an ``async`` callback's answer is awaited before
         # the next callback gets it.
         pre: Any = None

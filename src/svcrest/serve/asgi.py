@@ -103,13 +103,11 @@ async def handle_asgi(
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
         return
-    headers = Headers.from_lines(
-        [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
-    )
+    headers = Headers.from_asgi(scope["headers"])
     method = scope["method"].upper()
     raw_query = scope.get("query_string")
     client = scope.get("client")
-    host_header = headers.get("host")
+    host_header = headers.get_joined("host")
     if host_header:
         host_value = host_name(host_header)
     else:
