@@ -51,8 +51,8 @@ class Headers(MutableMapping[str, str]):
     def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
         """Headers of an ASGI scope's ``headers`` (lower-case byte names, Latin-1), decoded
         and indexed in one pass."""
-        headers = cls()
-        items = headers._items
+        headers = cls.__new__(cls)
+        items: list[tuple[str, str]] = []
         index: dict[str, list[str]] = {}
         for raw_name, raw_value in raw:
             name = raw_name.decode("latin-1")
@@ -63,7 +63,9 @@ class Headers(MutableMapping[str, str]):
                 index[name] = [value]
             else:
                 values.append(value)
+        headers._items = items
         headers._index = index
+        headers._keys = None
         return headers
 
     def add(self, name: str, value: str) -> None:

@@ -175,14 +175,37 @@ class RestServer:
     async def dispatch_planned(self, request: Request, plan: PipelinePlan) -> Response:
         """``dispatch_async`` with the hooks prepared by ``plan`` (the pipeline has it)."""
         try:
-            result = await self._dispatch(request, plan)
+            # Each hook's chain runs in place: an ``async`` callback's answer is awaited
+            # before the next callback gets it.
+            pre: Any = None
+            for callback in plan.pre_dispatch:
+                pre = callback(pre, self, request)
+                if type(pre) not in NOT_AWAITABLE and is_awaitable(pre):
+                    pre = await pre
+            if pre is not None:
+                return self.to_response(rest_ensure_response(pre))
+            matches = self.table.matches(request.route)
+            if not matches:
+                return Response.from_error(no_route_error(404))
+            chosen = select_handler(matches, request.method)
+            if chosen is None:
+                return await self._method_not_allowed(request, matches)
+            entry, handler, url_params = chosen
+            request.url_params = dict(url_params)
+            request.handler = handler
+            result = await self._run_handler(plan, request, entry, handler)
+            response = (
+                result
+                if type(result) is Response
+                else self.to_response(rest_ensure_response(result))
+            )
+            response.matched_route = entry.route
+            response.matched_handler = handler
+            return response
         except RestError as error:
-            result = error
+            return Response.from_error(error)
         except Exception:
-            result = self.unexpected_error(request)
-        if type(result) is Response:
-            return result
-        return self.to_response(result)
+            return Response.from_error(self.unexpected_error(request))
 
     @staticmethod
     def unexpected_error(request: Request) -> RestError:
@@ -198,33 +221,6 @@ class RestServer:
         if isinstance(result, RestError):
             return Response.from_error(result)
         return result
-
-    async def _dispatch(self, request: Request, plan: PipelinePlan) -> Response | RestError:
-        # Each hook's chain runs in place: an ``async`` callback's answer is awaited before
-        # the next callback gets it.
-        pre: Any = None
-        for callback in plan.pre_dispatch:
-            pre = callback(pre, self, request)
-            if type(pre) not in NOT_AWAITABLE and is_awaitable(pre):
-                pre = await pre
-        if pre is not None:
-            return rest_ensure_response(pre)
-        matches = self.table.matches(request.route)
-        if not matches:
-            return no_route_error(404)
-        chosen = select_handler(matches, request.method)
-        if chosen is None:
-            return await self._method_not_allowed(request, matches)
-        entry, handler, url_params = chosen
-        request.url_params = dict(url_params)
-        request.handler = handler
-        result = await self._run_handler(plan, request, entry, handler)
-        response = rest_ensure_response(result)
-        if isinstance(response, RestError):
-            response = Response.from_error(response)
-        response.matched_route = entry.route
-        response.matched_handler = handler
-        return response
 
     async def _method_not_allowed(
         self, request: Request, matches: tuple[tuple[RouteEntry, dict[str, str]], ...]
@@ -307,7 +303,9 @@ class RestServer:
                 "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
             )
         result = fitted(handler_callback)(request)
-        return await result if is_awaitable(result) else result
+        if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+            result = await result
+        return result
 
     # -- Allow ------------------------------------------------------------------------------
 

@@ -135,7 +135,7 @@ class RouteTable:
         bounded (``MEMO_SIZE`` paths of at most ``MEMO_PATH`` characters, emptied when
         full), so unique paths cannot grow it; it is dropped whenever the table changes.
         """
-        matcher = self._compiled()
+        matcher = self._matcher or self._compiled()
         memo = self._memo
         if memo[0] is not matcher:
             memo = self._memo = (matcher, {})
