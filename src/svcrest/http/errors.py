@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from svcrest.types import JSON
+from svcrest.types import JSONLike
 
 __all__ = ["RestError"]
 
@@ -17,11 +17,12 @@ class RestError(Exception):
     absent).
     """
 
-    def __init__(self, code: str, message: str = "", data: JSON = None) -> None:
+    def __init__(self, code: str, message: str = "", data: JSONLike = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.data: JSON = data
+        #: ``Any`` on purpose: callers read ``data["status"]``, ``data["params"]``…
+        self.data: Any = data
 
     @property
     def status(self) -> int:

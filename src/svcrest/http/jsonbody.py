@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 
 from svcrest.http.errors import RestError
+from svcrest.types import JSON
 
 __all__ = ["MAX_JSON_DEPTH", "decode_json_body", "is_json_content_type"]
 
@@ -130,7 +131,7 @@ def _has_lossy_integer(raw: bytes) -> bool:
     return False
 
 
-def decode_json_body(raw: bytes) -> Any:
+def decode_json_body(raw: bytes) -> JSON:
     """Decode a request body; raises ``RestError("rest_invalid_json", …, 400)`` when it is not
     strict JSON (NaN/Infinity, invalid UTF-8, trailing data), nests deeper than
     ``MAX_JSON_DEPTH``, or holds an integer outside the 64-bit range (which would be silently
@@ -138,7 +139,7 @@ def decode_json_body(raw: bytes) -> Any:
     """
     if not raw.strip():
         return None
-    value = _parse(raw)
+    value: JSON = _parse(raw)  # orjson yields exactly these types
     if _has_lossy_integer(raw):
         raise _invalid("Integer outside the 64-bit range.")
     return value

@@ -9,7 +9,7 @@ from svcrest.http.forms import parse_form
 from svcrest.http.headers import Headers, HeadersInit
 from svcrest.http.jsonbody import decode_json_body, is_json_content_type
 from svcrest.http.user import ANONYMOUS, User
-from svcrest.types import JSON
+from svcrest.types import JSONLike
 
 __all__ = ["Request"]
 
@@ -49,7 +49,7 @@ class Request:
         *,
         query: Mapping[str, Any] | None = None,
         body: Mapping[str, Any] | None = None,
-        json: JSON = None,
+        json: JSONLike = None,
         headers: HeadersInit = None,
         raw_body: bytes = b"",
     ) -> None:

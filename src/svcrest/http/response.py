@@ -7,7 +7,7 @@ from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.http.headers import Headers, HeadersInit
-from svcrest.types import JSON
+from svcrest.types import JSONLike
 
 __all__ = ["Response", "rest_ensure_response"]
 
@@ -25,8 +25,12 @@ class Response:
         "status",
     )
 
-    def __init__(self, data: JSON = None, status: int = 200, headers: HeadersInit = None) -> None:
-        self.data: JSON = data
+    def __init__(
+        self, data: JSONLike = None, status: int = 200, headers: HeadersInit = None
+    ) -> None:
+        #: The data to send as JSON. Typed ``Any`` on purpose, as ``httpx.Response.json()``
+        #: is: callers index it by what their route returns.
+        self.data: Any = data
         self.status = status
         # PERF: the response's own header lines live in a plain list until someone asks for
         # ``headers``; the pipeline's default filters append to it directly.
