@@ -197,6 +197,7 @@ class RestServer:
 
     async def _dispatch(self, request: Request) -> Response | RestError:
         plan = self.plan()
+        request.site = self.app
         # Each hook's chain runs in place: an ``async`` callback's answer is awaited before
         # the next callback gets it.
         pre: Any = None
