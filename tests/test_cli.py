@@ -34,6 +34,7 @@ MISSING_DB_ERROR = (
 )
 DEMO_ROUTES = [
     "/ GET",
+    "/batch/v1 POST",
     "/demo/v1 GET",
     "/demo/v1/notes GET, POST",
     r"/demo/v1/notes/(?P<id>\d+) GET, PUT, PATCH, DELETE",
@@ -554,6 +555,7 @@ def test_serve_with_workers_uses_the_env_factory(
     assert app.home == "http://example.test/site"
     assert list(app.rest_get_server().get_routes()) == [
         "/",
+        "/batch/v1",
         "/demo/v1",
         "/demo/v1/notes",
         r"/demo/v1/notes/(?P<id>\d+)",

@@ -45,6 +45,9 @@ NAMESPACE: Final = "demo/v1"
 REST_BASE: Final = "notes"
 #: The capability every write needs.
 EDIT_CAPABILITY: Final = "edit_notes"
+#: The notes routes join batches, atomic ones too: every write goes through the app's store
+#: on the calling thread (``NoteStore``), inside the batch's transaction.
+BATCH_OPTIONS: Final = {"v1": True, "atomic": True}
 DEFAULT_PER_PAGE: Final = 10
 MAX_PER_PAGE: Final = 100
 _TITLE_MIN_LENGTH: Final = 1
@@ -117,6 +120,7 @@ class NotesController:
                     "args": self.create_args(),
                 },
                 "schema": self.get_item_schema,
+                "allow_batch": BATCH_OPTIONS,
             },
         )
         self.app.register_rest_route(
@@ -139,6 +143,7 @@ class NotesController:
                     "permission_callback": self.delete_item_permissions_check,
                 },
                 "schema": self.get_item_schema,
+                "allow_batch": BATCH_OPTIONS,
             },
         )
 

@@ -154,6 +154,11 @@ class NoteStore:
         """The store, with the notes table migrated."""
         store = self._get_store()
         if not self._ready:
+            if store.in_block():
+                # Inside another block (an atomic batch's transaction) a rollback would undo
+                # the table: migrate (idempotent) without remembering it.
+                store.migrate(NOTES_COMPONENT, NOTES_SCHEMA)
+                return store
             with self._lock:
                 if not self._ready:
                     store.migrate(NOTES_COMPONENT, NOTES_SCHEMA)

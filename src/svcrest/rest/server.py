@@ -387,7 +387,11 @@ class RestServer:
                 for name, definition in handler["args"].items()
                 if isinstance(definition, Mapping)
             }
-            data["endpoints"].append({"methods": endpoint_methods, "args": args})
+            endpoint: dict[str, Any] = {"methods": endpoint_methods, "args": args}
+            allow_batch = handler.get("allow_batch", options.get("allow_batch"))
+            if allow_batch:
+                endpoint["allow_batch"] = allow_batch
+            data["endpoints"].append(endpoint)
         if not data["endpoints"] and context == "view":
             return None
         data["methods"] = list(methods)
