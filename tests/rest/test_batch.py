@@ -374,6 +374,7 @@ def _note(note_id: int, title: str) -> dict[str, Any]:
         "_links": {
             "self": [{"href": f"{NOTE_LINKS}/{note_id}"}],
             "collection": [{"href": NOTE_LINKS}],
+            "author": [{"href": f"{HOME}/svc-json/demo/v1/users/1", "embeddable": True}],
         },
     }
 

@@ -146,6 +146,17 @@ class NotesController:
                 "allow_batch": BATCH_OPTIONS,
             },
         )
+        self.app.register_rest_route(
+            NAMESPACE,
+            r"/users/(?P<id>\d+)",
+            {
+                "methods": "GET",
+                "callback": self.get_author,
+                "args": {
+                    "id": {"description": "Unique identifier for the user.", "type": "integer"}
+                },
+            },
+        )
 
     # -- schema and arguments -----------------------------------------------------------------
 
@@ -339,17 +350,15 @@ class NotesController:
             "date_gmt": _rest_date(note["date_gmt"]),
         }
 
-    def _links(self, note_id: int) -> dict[str, list[dict[str, Any]]]:
-        return {
-            "self": [{"href": self.item_url(note_id)}],
-            "collection": [{"href": self.collection_url()}],
-        }
+    def author_url(self, user_id: int) -> str:
+        """The URL of a note author's public profile (embeddable)."""
+        return self.app.rest_url(f"/{NAMESPACE}/users/{user_id}")
 
     def _item_response(self, note: dict[str, Any], status: int = 200) -> Response:
         response = Response(self.prepare_item(note), status)
-        for rel, links in self._links(note["id"]).items():
-            for link in links:
-                response.add_link(rel, **link)
+        response.add_link("self", self.item_url(note["id"]))
+        response.add_link("collection", self.collection_url())
+        response.add_link("author", self.author_url(note["author"]), embeddable=True)
         return response
 
     def _dates(self, value: Any) -> tuple[str, str] | RestError:
@@ -380,7 +389,8 @@ class NotesController:
             search=search if isinstance(search, str) and search else None,
         )
         notes, total = self.notes.list(query)
-        data = [{**self.prepare_item(note), "_links": self._links(note["id"])} for note in notes]
+        server = self.app.rest_get_server()
+        data = [server.prepare_response_for_collection(self._item_response(n)) for n in notes]
         if paging.page is not None:
             return paginate(request, data, total=total, page=paging.page, per_page=paging.size)
         response = Response(data)  # the proxy's start/limit window: totals, no page links
@@ -403,6 +413,17 @@ class NotesController:
         response = self._item_response(note, 201)
         response.header("Location", self.item_url(note["id"]))
         return response
+
+    def get_author(self, request: Request) -> dict[str, Any] | RestError:
+        """GET ``/users/<id>``: ``{"id", "name"}`` of a user who wrote a note. SECURITY: only
+        the display name, and only of note authors (no enumeration of the other users)."""
+        user_id = _note_id(request)
+        user = None
+        if user_id is not None and self.notes.has_author(user_id):
+            user = self.app.users.get(user_id)
+        if user is None:
+            return RestError("rest_user_invalid_id", "Invalid user ID.", {"status": 404})
+        return {"id": user.id, "name": user.display_name}
 
     def get_item(self, request: Request) -> Response | RestError:
         """GET ``/notes/<id>``."""

@@ -182,6 +182,14 @@ class NoteStore:
             ).fetchall()
         return [_row_to_note(row) for row in rows], total
 
+    def has_author(self, user_id: int) -> bool:
+        """Whether user ``user_id`` wrote at least one note."""
+        if not _valid_id(user_id):
+            return False
+        with self.store.read() as conn:
+            row = conn.execute("SELECT 1 FROM demo_notes WHERE author = ? LIMIT 1", (user_id,))
+            return row.fetchone() is not None
+
     def get(self, note_id: int) -> dict[str, Any] | None:
         """The note ``note_id``, or None."""
         if not _valid_id(note_id):

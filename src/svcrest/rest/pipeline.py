@@ -29,6 +29,7 @@ from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.defaults import allow_value, cors_lines
+from svcrest.rest.embed import embed_answer
 from svcrest.rest.fields import parse_fields
 
 if TYPE_CHECKING:
@@ -219,7 +220,11 @@ def _plain(result: Response, request: Request) -> bool:
         and result.headers.is_empty()
         and (
             not request.has_query_string()
-            or ("_fields" not in request.query_params and "_envelope" not in request.query_params)
+            or (
+                "_fields" not in request.query_params
+                and "_envelope" not in request.query_params
+                and "_embed" not in request.query_params
+            )
         )
     )
 
@@ -349,4 +354,19 @@ async def serve_rest(
         return finish(settings, ctx, result.status, own, result.data)
     result = await finish_hooks(plan, server, request, result)
     own = result.headers.items_list()
-    return finish(settings, ctx, result.status, own, data_with_links(result, request))
+    if request.has_query_string() and "_embed" in request.query_params:
+        data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)
+    else:
+        data = data_with_links(result, request)
+    return finish(settings, ctx, result.status, own, data)
+
+
+def _embed_fetcher(server: RestServer) -> Callable[[Request], Awaitable[Any]]:
+    """``?_embed``'s internal requests: dispatch, then the finishing hooks."""
+
+    async def fetch(inner: Request) -> Any:
+        response = await server.dispatch_async(inner)
+        response = await finish_hooks(server.plan(), server, inner, response)
+        return data_with_links(response, inner)
+
+    return fetch

@@ -307,6 +307,17 @@ class RestServer:
         result = fitted(handler_callback)(request)
         return await result if is_awaitable(result) else result
 
+    @staticmethod
+    def prepare_response_for_collection(response: Any) -> Any:
+        """An item of a list answer: a Response's data with its ``_links`` (WordPress's
+        ``prepare_response_for_collection``); anything else as it is."""
+        if not isinstance(response, Response):
+            return response
+        data = response.data
+        if response.links and isinstance(data, dict):
+            return {**data, "_links": response.links}
+        return data
+
     # -- Allow ------------------------------------------------------------------------------
 
     async def allowed_methods(self, entry: RouteEntry, request: Request) -> list[str]:
