@@ -34,9 +34,11 @@ MISSING_DB_ERROR = (
 )
 DEMO_ROUTES = [
     "/ GET",
+    "/batch/v1 POST",
     "/demo/v1 GET",
     "/demo/v1/notes GET, POST",
     r"/demo/v1/notes/(?P<id>\d+) GET, PUT, PATCH, DELETE",
+    r"/demo/v1/users/(?P<id>\d+) GET",
 ]
 EXTRA_ROUTES = ["/extra/v1 GET", "/extra/v1/ping GET, POST"]
 
@@ -226,6 +228,9 @@ def test_request_as_user(
         "_links": {
             "self": [{"href": "http://127.0.0.1:8000/svc-json/demo/v1/notes/1"}],
             "collection": [{"href": "http://127.0.0.1:8000/svc-json/demo/v1/notes"}],
+            "author": [
+                {"href": "http://127.0.0.1:8000/svc-json/demo/v1/users/1", "embeddable": True}
+            ],
         },
     }
     status, out, _ = run(
@@ -554,9 +559,11 @@ def test_serve_with_workers_uses_the_env_factory(
     assert app.home == "http://example.test/site"
     assert list(app.rest_get_server().get_routes()) == [
         "/",
+        "/batch/v1",
         "/demo/v1",
         "/demo/v1/notes",
         r"/demo/v1/notes/(?P<id>\d+)",
+        r"/demo/v1/users/(?P<id>\d+)",
         "/extra/v1",
         "/extra/v1/ping",
     ]

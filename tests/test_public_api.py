@@ -19,6 +19,7 @@ CONTRACT = {
     "rest_get_date_with_gmt",
     "rest_ensure_response",
     "is_rest_request",
+    "paginate",
 }
 
 

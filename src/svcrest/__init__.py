@@ -13,6 +13,7 @@ from svcrest.http.context import is_rest_request
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
+from svcrest.rest.paginate import paginate
 from svcrest.rest.server import RestServer
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "RestError",
     "RestServer",
     "is_rest_request",
+    "paginate",
     "rest_ensure_response",
     "rest_get_date_with_gmt",
     "rest_parse_date",

@@ -8,6 +8,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -19,6 +20,7 @@ from svcrest.http.context import current_context
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest import discovery
+from svcrest.rest.batch import register_batch_route
 from svcrest.rest.defaults import register_default_filters
 from svcrest.rest.routing.definitions import RouteDefinitionError, build_full_route
 from svcrest.rest.server import RestServer
@@ -92,6 +94,7 @@ class App:
         self._lock = threading.RLock()
         self._wsgi: WSGIAdapter | None = None
         self.hooks.add_action("rest_api_init", register_default_filters)
+        self.hooks.add_action("rest_api_init", register_batch_route)
         #: Site pages outside the REST prefix: path (relative to home) → Page.
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
@@ -363,6 +366,10 @@ class App:
 
                     self._store = open_store(self._store_spec)
         return self._store
+
+    def batch_transaction(self) -> AbstractContextManager[Any]:
+        """One write transaction of the store, for atomic batches (``rest.batch``)."""
+        return self.store.transaction()
 
     @property
     def secret_key(self) -> bytes:

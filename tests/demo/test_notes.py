@@ -97,10 +97,11 @@ def note(note_id: int, title: str, content: str, date: str, author: int = 1) -> 
     }
 
 
-def links(note_id: int) -> dict[str, list[dict[str, str]]]:
+def links(note_id: int, author: int = 1) -> dict[str, list[dict[str, Any]]]:
     return {
         "self": [{"href": f"{ROOT}{NOTES}/{note_id}"}],
         "collection": [{"href": f"{ROOT}{NOTES}"}],
+        "author": [{"href": f"{ROOT}/demo/v1/users/{author}", "embeddable": True}],
     }
 
 
@@ -117,6 +118,7 @@ def test_routes_are_registered(app: App) -> None:
         "/demo/v1": ["GET"],
         "/demo/v1/notes": ["GET", "POST"],
         r"/demo/v1/notes/(?P<id>\d+)": ["GET", "PUT", "PATCH", "DELETE"],
+        r"/demo/v1/users/(?P<id>\d+)": ["GET"],
     }
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlencode
 
 from svcrest.demo.criteria import parse_filters, parse_sorters
 from svcrest.demo.storage import (
@@ -27,6 +26,8 @@ from svcrest.demo.storage import (
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.rest.paginate import paginate, set_total_headers
+from svcrest.rest.schema import validate_value
 
 if TYPE_CHECKING:
     from svcrest.app import App
@@ -44,6 +45,9 @@ NAMESPACE: Final = "demo/v1"
 REST_BASE: Final = "notes"
 #: The capability every write needs.
 EDIT_CAPABILITY: Final = "edit_notes"
+#: The notes routes join batches, atomic ones too: every write goes through the app's store
+#: on the calling thread (``NoteStore``), inside the batch's transaction.
+BATCH_OPTIONS: Final = {"v1": True, "atomic": True}
 DEFAULT_PER_PAGE: Final = 10
 MAX_PER_PAGE: Final = 100
 _TITLE_MIN_LENGTH: Final = 1
@@ -116,6 +120,7 @@ class NotesController:
                     "args": self.create_args(),
                 },
                 "schema": self.get_item_schema,
+                "allow_batch": BATCH_OPTIONS,
             },
         )
         self.app.register_rest_route(
@@ -138,6 +143,18 @@ class NotesController:
                     "permission_callback": self.delete_item_permissions_check,
                 },
                 "schema": self.get_item_schema,
+                "allow_batch": BATCH_OPTIONS,
+            },
+        )
+        self.app.register_rest_route(
+            NAMESPACE,
+            r"/users/(?P<id>\d+)",
+            {
+                "methods": "GET",
+                "callback": self.get_author,
+                "args": {
+                    "id": {"description": "Unique identifier for the user.", "type": "integer"}
+                },
             },
         )
 
@@ -209,8 +226,10 @@ class NotesController:
         return args
 
     def update_args(self) -> dict[str, dict[str, Any]]:
-        """Arguments of PUT/PATCH: every writable field, none required, no defaults."""
-        return self._writable_args()
+        """Arguments of PUT/PATCH: every writable field, none required, no defaults; a field
+        sent as null is left unchanged (null is validated like any value sent, so the
+        arguments accept it)."""
+        return {name: _null_unchanged(arg) for name, arg in self._writable_args().items()}
 
     def collection_args(self) -> dict[str, dict[str, Any]]:
         """Arguments of the list: paging, search, sort and filter."""
@@ -331,17 +350,15 @@ class NotesController:
             "date_gmt": _rest_date(note["date_gmt"]),
         }
 
-    def _links(self, note_id: int) -> dict[str, list[dict[str, Any]]]:
-        return {
-            "self": [{"href": self.item_url(note_id)}],
-            "collection": [{"href": self.collection_url()}],
-        }
+    def author_url(self, user_id: int) -> str:
+        """The URL of a note author's public profile (embeddable)."""
+        return self.app.rest_url(f"/{NAMESPACE}/users/{user_id}")
 
     def _item_response(self, note: dict[str, Any], status: int = 200) -> Response:
         response = Response(self.prepare_item(note), status)
-        for rel, links in self._links(note["id"]).items():
-            for link in links:
-                response.add_link(rel, **link)
+        response.add_link("self", self.item_url(note["id"]))
+        response.add_link("collection", self.collection_url())
+        response.add_link("author", self.author_url(note["author"]), embeddable=True)
         return response
 
     def _dates(self, value: Any) -> tuple[str, str] | RestError:
@@ -372,36 +389,13 @@ class NotesController:
             search=search if isinstance(search, str) and search else None,
         )
         notes, total = self.notes.list(query)
-        pages = -(-total // paging.size)
-        if paging.page is not None and paging.page > pages and total > 0:
-            return RestError(
-                "rest_invalid_page_number",
-                "The page number requested is larger than the number of pages available.",
-                {"status": 400},
-            )
-        data = [{**self.prepare_item(note), "_links": self._links(note["id"])} for note in notes]
-        response = Response(data)
-        response.header("X-SVC-Total", str(total))
-        response.header("X-SVC-TotalPages", str(pages))
+        server = self.app.rest_get_server()
+        data = [server.prepare_response_for_collection(self._item_response(n)) for n in notes]
         if paging.page is not None:
-            self._add_page_links(response, request, paging.page, pages)
+            return paginate(request, data, total=total, page=paging.page, per_page=paging.size)
+        response = Response(data)  # the proxy's start/limit window: totals, no page links
+        set_total_headers(response, total, paging.size)
         return response
-
-    def _add_page_links(self, response: Response, request: Request, page: int, pages: int) -> None:
-        """WordPress's ``Link`` headers to the previous and next pages."""
-        params = {
-            name: str(value)
-            for name, value in request.query_params.items()
-            if isinstance(value, str | int) and not isinstance(value, bool)
-        }
-        base = self.collection_url()
-        joiner = "&" if "?" in base else "?"
-        if page > 1:
-            params["page"] = str(min(page - 1, pages) if pages else 1)
-            response.header("Link", f'<{base}{joiner}{urlencode(params)}>; rel="prev"', False)
-        if page < pages:
-            params["page"] = str(page + 1)
-            response.header("Link", f'<{base}{joiner}{urlencode(params)}>; rel="next"', False)
 
     def create_item(self, request: Request) -> Response | RestError:
         """POST ``/notes``: create a note by the current user; 201 with ``Location``."""
@@ -419,6 +413,17 @@ class NotesController:
         response = self._item_response(note, 201)
         response.header("Location", self.item_url(note["id"]))
         return response
+
+    def get_author(self, request: Request) -> dict[str, Any] | RestError:
+        """GET ``/users/<id>``: ``{"id", "name"}`` of a user who wrote a note. SECURITY: only
+        the display name, and only of note authors (no enumeration of the other users)."""
+        user_id = _note_id(request)
+        user = None
+        if user_id is not None and self.notes.has_author(user_id):
+            user = self.app.users.get(user_id)
+        if user is None:
+            return RestError("rest_user_invalid_id", "Invalid user ID.", {"status": 404})
+        return {"id": user.id, "name": user.display_name}
 
     def get_item(self, request: Request) -> Response | RestError:
         """GET ``/notes/<id>``."""
@@ -463,6 +468,31 @@ def _paging(request: Request) -> _Paging:
         return _Paging(offset=int(start), size=size, page=None)
     page = int(request.get_param("page") or 1)
     return _Paging(offset=(page - 1) * size, size=size, page=page)
+
+
+def _null_unchanged(definition: dict[str, Any]) -> dict[str, Any]:
+    """An update argument that takes null as "leave unchanged": a sent null is validated like
+    any value (DESIGN §3), so the schema keywords move into a ``validate_callback`` that lets
+    null through and checks every other value exactly as the keywords would."""
+    keywords = {
+        k: v for k, v in definition.items() if k not in ("description", "validate_callback")
+    }
+    extra = definition.get("validate_callback")
+
+    def validate(value: Any, request: Request, key: str) -> RestError | bool:
+        if value is None:
+            return True
+        error = validate_value(value, keywords, key)
+        if error is not None:
+            return error
+        return True if extra is None else _verdict(extra(value, request, key))
+
+    return {"description": definition["description"], "validate_callback": validate}
+
+
+def _verdict(outcome: Any) -> RestError | bool:
+    """A validate callback's verdict as the argument checks read it."""
+    return outcome if isinstance(outcome, RestError) else outcome is not False
 
 
 def _validate_title(value: Any, request: Request, key: str) -> RestError | bool:

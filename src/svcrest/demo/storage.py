@@ -154,6 +154,11 @@ class NoteStore:
         """The store, with the notes table migrated."""
         store = self._get_store()
         if not self._ready:
+            if store.in_block():
+                # Inside another block (an atomic batch's transaction) a rollback would undo
+                # the table: migrate (idempotent) without remembering it.
+                store.migrate(NOTES_COMPONENT, NOTES_SCHEMA)
+                return store
             with self._lock:
                 if not self._ready:
                     store.migrate(NOTES_COMPONENT, NOTES_SCHEMA)
@@ -176,6 +181,14 @@ class NoteStore:
                 [*params, query.limit, query.offset],
             ).fetchall()
         return [_row_to_note(row) for row in rows], total
+
+    def has_author(self, user_id: int) -> bool:
+        """Whether user ``user_id`` wrote at least one note."""
+        if not _valid_id(user_id):
+            return False
+        with self.store.read() as conn:
+            row = conn.execute("SELECT 1 FROM demo_notes WHERE author = ? LIMIT 1", (user_id,))
+            return row.fetchone() is not None
 
     def get(self, note_id: int) -> dict[str, Any] | None:
         """The note ``note_id``, or None."""

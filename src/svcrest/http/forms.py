@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote_plus
 
-__all__ = ["MAX_FIELDS", "parse_form"]
+__all__ = ["MAX_FIELDS", "assign_field", "parse_form"]
 
 #: SECURITY: caps the work one query string or form body can cause.
 MAX_FIELDS = 1000
@@ -66,6 +66,12 @@ def _assign(target: dict[str, Any], parts: list[str], value: str) -> None:
             existing = {}
             node[part] = existing
         node = existing
+
+
+def assign_field(result: dict[str, Any], key: str, value: str) -> None:
+    """Put one decoded field into ``result`` with the bracket conventions (``b[]``,
+    ``c[x]``): a multipart form body's fields go through here too."""
+    _assign(result, _split_key(key), value)
 
 
 def parse_form(data: str | bytes) -> dict[str, Any]:

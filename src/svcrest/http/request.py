@@ -3,31 +3,53 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
+from svcrest.http.errors import RestError
 from svcrest.http.forms import parse_form
 from svcrest.http.headers import Headers, HeadersInit
 from svcrest.http.jsonbody import decode_json_body, is_json_content_type
+from svcrest.http.multipart import MULTIPART_MEDIA_TYPE, UploadedFile, parse_multipart
 from svcrest.http.user import ANONYMOUS, User
 from svcrest.types import JSONLike
 
-__all__ = ["Request"]
+__all__ = ["FORM_BODY_METHODS", "Request", "RestUrls"]
+
+#: Methods whose form body (urlencoded or multipart) gives parameters, as in WordPress: a GET
+#: never reads a form body.
+FORM_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_FORM_MEDIA_TYPE = "application/x-www-form-urlencoded"
+
+
+class RestUrls(Protocol):
+    """What a request knows of the site that dispatches it: its REST URLs."""
+
+    def rest_url(self, path: str = "", scheme: str = "json") -> str:
+        """The full URL of REST ``path`` on the current site."""
+        ...
 
 
 class Request:
     """A REST request.
 
     Parameters live in buckets, read with this precedence: URL path params > JSON body >
-    form body > query string > defaults. Unlike WordPress (where body and query parameters win
-    over URL captures), a URL capture can never be overridden by a parameter of the same name.
+    form body (POST, PUT, PATCH and DELETE only; urlencoded or ``multipart/form-data``, whose
+    files are in ``files``) > query string > defaults. Unlike WordPress (where body and query
+    parameters win over URL captures), a URL capture can never be overridden by a parameter of
+    the same name.
     ``get_param`` walks the buckets in that order; ``get_params`` merges them.
 
     The query string and a form body are parsed on first use; a JSON body is parsed by
-    ``parse_json_body`` (the server calls it before validation on every matched route).
+    ``parse_json_body`` (the server calls it before validation on every matched route; it
+    checks a multipart body too).
+
+    ``site`` is set by the server that dispatches the request (its REST URLs, for links).
     """
 
     __slots__ = (
         "_body_params",
+        "_files",
+        "_form_error",
         "_json_params",
         "_json_parsed",
         "_query_params",
@@ -38,6 +60,7 @@ class Request:
         "method",
         "raw_body",
         "route",
+        "site",
         "url_params",
         "user",
     )
@@ -62,6 +85,8 @@ class Request:
         self._query_string: str | None = None
         self._query_params: dict[str, Any] | None = dict(query) if query is not None else {}
         self._body_params: dict[str, Any] | None = dict(body) if body is not None else None
+        self._files: dict[str, UploadedFile | list[UploadedFile]] | None = None
+        self._form_error: RestError | None = None
         self._json_params: Any = None
         # ``json`` given: the decoded body; None: decode ``raw_body`` when it is JSON.
         self._json_parsed = json is not None
@@ -71,6 +96,8 @@ class Request:
         self.user: User = ANONYMOUS
         #: The handler definition that matched, once dispatch has found it.
         self.handler: Mapping[str, Any] | None = None
+        #: The site of the server dispatching the request (None until dispatch).
+        self.site: RestUrls | None = None
 
     @classmethod
     def from_http(
@@ -89,10 +116,13 @@ class Request:
         request._query_string = query_string
         request._query_params = None
         request._body_params = None
+        request._files = None
+        request._form_error = None
         request._json_params = None
         request._json_parsed = False
         request.user = ANONYMOUS
         request.handler = None
+        request.site = None
         return request
 
     # -- buckets ----------------------------------------------------------------------------
@@ -108,6 +138,12 @@ class Request:
     def query_params(self, value: dict[str, Any]) -> None:
         self._query_params = value
 
+    @property
+    def query_string(self) -> str | None:
+        """The raw query string as the HTTP layer received it (None for a request built
+        from a mapping)."""
+        return self._query_string
+
     def query_string_has(self, text: str) -> bool:
         """Whether the raw query string contains ``text`` (False for a request built from a
         mapping; PERF: the query string is not parsed)."""
@@ -119,21 +155,59 @@ class Request:
         params = self._query_params
         return bool(self._query_string) if params is None else bool(params)
 
+    def _form_media_type(self) -> str | None:
+        """The body's form media type (urlencoded or multipart) when its fields are
+        parameters: a POST, PUT, PATCH or DELETE with a body; else None."""
+        if not self.raw_body or self.method not in FORM_BODY_METHODS:
+            return None
+        media = (self.get_header("content-type") or "").split(";", 1)[0].strip().lower()
+        return media if media in (_FORM_MEDIA_TYPE, MULTIPART_MEDIA_TYPE) else None
+
+    def _parse_form_body(self) -> None:
+        """Fill the form bucket and ``files`` from the body; a malformed multipart body gives
+        nothing here (``parse_json_body`` raises its error)."""
+        media = self._form_media_type()
+        params: dict[str, Any] = {}
+        files: dict[str, UploadedFile | list[UploadedFile]] = {}
+        if media == _FORM_MEDIA_TYPE:
+            params = parse_form(self.raw_body)
+        elif media == MULTIPART_MEDIA_TYPE:
+            try:
+                params, files = parse_multipart(
+                    self.raw_body, self.get_header("content-type") or ""
+                )
+            except RestError as error:
+                self._form_error = error
+        if self._body_params is None:
+            self._body_params = params
+        if self._files is None:
+            self._files = files
+
     @property
     def body_params(self) -> dict[str, Any]:
-        """Parameters from an ``application/x-www-form-urlencoded`` body."""
+        """Parameters from a form body (``application/x-www-form-urlencoded`` or
+        ``multipart/form-data``) of a POST, PUT, PATCH or DELETE."""
         if self._body_params is None:
-            content_type = self.get_header("content-type") or ""
-            media = content_type.split(";", 1)[0].strip().lower()
-            if self.raw_body and media == "application/x-www-form-urlencoded":
-                self._body_params = parse_form(self.raw_body)
-            else:
-                self._body_params = {}
+            self._parse_form_body()
+            assert self._body_params is not None
         return self._body_params
 
     @body_params.setter
     def body_params(self, value: dict[str, Any]) -> None:
         self._body_params = value
+
+    @property
+    def files(self) -> dict[str, UploadedFile | list[UploadedFile]]:
+        """Files of a ``multipart/form-data`` body: field name → the file, or a list of files
+        for a name ending in ``[]`` (the brackets dropped)."""
+        if self._files is None:
+            self._parse_form_body()
+            assert self._files is not None
+        return self._files
+
+    @files.setter
+    def files(self, value: dict[str, UploadedFile | list[UploadedFile]]) -> None:
+        self._files = value
 
     @property
     def json_params(self) -> dict[str, Any]:
@@ -161,12 +235,19 @@ class Request:
         return is_json_content_type(self.get_header("content-type") or "")
 
     def parse_json_body(self) -> None:
-        """Decode a JSON body once; raises ``RestError`` ``rest_invalid_json`` (400)."""
+        """Decode a JSON body once; raises ``RestError`` ``rest_invalid_json`` (400). A
+        ``multipart/form-data`` body is parsed here too, strictly: a malformed one raises
+        ``rest_invalid_multipart`` (400)."""
         if self._json_parsed:
             return
         self._json_parsed = True
         if self.raw_body and self.is_json_content_type():
             self._json_params = decode_json_body(self.raw_body)
+        elif self._form_media_type() == MULTIPART_MEDIA_TYPE:
+            if self._files is None:
+                self._parse_form_body()
+            if self._form_error is not None:
+                raise self._form_error
 
     def get_json_params(self) -> Any:
         """The decoded JSON body, whatever its type (None when there is none)."""
@@ -209,14 +290,17 @@ class Request:
     def set_param(self, name: str, value: Any) -> None:
         """Set ``name`` where reads will find it.
 
-        The value goes into the highest-precedence bucket that already holds ``name``;
-        a new name goes into the bucket of the request's body (JSON, form) or, for a request
-        without one, into the query bucket.
+        As in WordPress, the value replaces ``name`` in every bucket that holds it (URL,
+        JSON, form, query; the defaults are left alone); a new name goes into the bucket of
+        the request's body (JSON, form) or, for a request without one, into the query bucket.
         """
-        for bucket in self._buckets():
+        found = False
+        for bucket in self._buckets()[:-1]:
             if name in bucket:
                 bucket[name] = value
-                return
+                found = True
+        if found:
+            return
         if self.is_json_content_type() and isinstance(self._json_params, dict):
             self._json_params[name] = value
         elif self.method in ("GET", "HEAD", "OPTIONS", "DELETE") and not self.raw_body:

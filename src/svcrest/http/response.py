@@ -104,9 +104,13 @@ class Response:
             return headers.items_list()
         return list(self._lines) if self._lines else []
 
-    def add_link(self, rel: str, href: str, **attributes: Any) -> None:
-        """Add a link, sent in the response body under ``_links`` (WordPress's format)."""
-        self.links.setdefault(rel, []).append({"href": href, **attributes})
+    def add_link(self, rel: str, href: str, *, embeddable: bool = False, **attributes: Any) -> None:
+        """Add a link, sent in the response body under ``_links`` (WordPress's format); an
+        ``embeddable`` link is embedded by ``?_embed``."""
+        link = {"href": href, **attributes}
+        if embeddable:
+            link["embeddable"] = True
+        self.links.setdefault(rel, []).append(link)
 
     def set_status(self, status: int) -> None:
         """Change the status."""

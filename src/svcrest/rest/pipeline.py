@@ -27,6 +27,7 @@ from svcrest.http.exchange import HttpRequest, HttpResponse, safe_lines, wire_li
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
+from svcrest.rest.embed import embed_answer
 from svcrest.rest.fields import parse_fields
 
 if TYPE_CHECKING:
@@ -320,4 +321,19 @@ async def serve_rest(
     )
     result = await finish_hooks(plan, server, request, result)
     own = result.header_lines()
-    return finish(settings, ctx, result.status, own, data_with_links(result, request))
+    if request.has_query_string() and "_embed" in request.query_params:
+        data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)
+    else:
+        data = data_with_links(result, request)
+    return finish(settings, ctx, result.status, own, data)
+
+
+def _embed_fetcher(server: RestServer) -> Callable[[Request], Awaitable[Any]]:
+    """``?_embed``'s internal requests: dispatch, then the finishing hooks."""
+
+    async def fetch(inner: Request) -> Any:
+        response = await server.dispatch_async(inner)
+        response = await finish_hooks(server.plan(), server, inner, response)
+        return data_with_links(response, inner)
+
+    return fetch

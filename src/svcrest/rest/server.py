@@ -174,6 +174,7 @@ class RestServer:
 
     async def dispatch_planned(self, request: Request, plan: PipelinePlan) -> Response:
         """``dispatch_async`` with the hooks prepared by ``plan`` (the pipeline has it)."""
+        request.site = self.app
         try:
             # Each hook's chain runs in place: an ``async`` callback's answer is awaited
             # before the next callback gets it.
@@ -307,6 +308,17 @@ class RestServer:
             result = await result
         return result
 
+    @staticmethod
+    def prepare_response_for_collection(response: Any) -> Any:
+        """An item of a list answer: a Response's data with its ``_links`` (WordPress's
+        ``prepare_response_for_collection``); anything else as it is."""
+        if not isinstance(response, Response):
+            return response
+        data = response.data
+        if response.links and isinstance(data, dict):
+            return {**data, "_links": response.links}
+        return data
+
     # -- Allow ------------------------------------------------------------------------------
 
     async def allowed_methods(self, entry: RouteEntry, request: Request) -> list[str]:
@@ -387,7 +399,11 @@ class RestServer:
                 for name, definition in handler["args"].items()
                 if isinstance(definition, Mapping)
             }
-            data["endpoints"].append({"methods": endpoint_methods, "args": args})
+            endpoint: dict[str, Any] = {"methods": endpoint_methods, "args": args}
+            allow_batch = handler.get("allow_batch", options.get("allow_batch"))
+            if allow_batch:
+                endpoint["allow_batch"] = allow_batch
+            data["endpoints"].append(endpoint)
         if not data["endpoints"] and context == "view":
             return None
         data["methods"] = list(methods)

@@ -35,6 +35,15 @@ def _missing(request: Request, args: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _sent_null(request: Request, name: str) -> bool:
+    """Whether the client sent ``name`` as null (a JSON ``null``): validated like any value
+    it sends (an ``array`` argument given null is a 400), unlike an argument left out."""
+    return any(
+        name in bucket and bucket[name] is None
+        for bucket in (request.url_params, request.json_params, request.body_params)
+    )
+
+
 def _error_detail(error: RestError) -> dict[str, Any]:
     return {"code": error.code, "message": error.message, "data": error.data}
 
@@ -73,7 +82,8 @@ def _invalid_params(invalid: dict[str, RestError]) -> RestError:
 
 async def check_params(request: Request, args: Mapping[str, Any]) -> RestError | None:
     """Required arguments, then the schema keywords and ``validate_callback`` of every
-    argument supplied. Returns the first failing stage's error (a 400), or None."""
+    argument supplied (a JSON ``null`` included). Returns the first failing stage's error
+    (a 400), or None."""
     if not args:
         return None
     missing = _missing(request, args)
@@ -86,7 +96,9 @@ async def check_params(request: Request, args: Mapping[str, Any]) -> RestError |
     params = request.get_params()
     invalid: dict[str, RestError] = {}
     for name, definition in args.items():
-        if not isinstance(definition, Mapping) or params.get(name) is None:
+        if not isinstance(definition, Mapping):
+            continue
+        if params.get(name) is None and not _sent_null(request, name):
             continue
         error = await _validate_one(request, name, definition, params[name])
         if error is not None:

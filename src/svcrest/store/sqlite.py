@@ -253,6 +253,11 @@ class SqliteStore:
                     conn.execute("ROLLBACK")
                 raise
 
+    def in_block(self) -> bool:
+        """Whether this thread is inside a :meth:`read` or :meth:`transaction` block (work
+        done now joins that block: a schema change made in it is undone by its rollback)."""
+        return getattr(self._local, "conn", None) is not None
+
     def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """The first row of one statement (None when there is none).
 

@@ -30,6 +30,9 @@ class Handler(TypedDict):
     args: dict[str, Any]
     permission_callback: NotRequired[Callable[..., Any] | None]
     show_in_index: NotRequired[bool]
+    #: Batch requests this handler joins (``{"v1": True}``; ``"atomic": True`` too), over
+    #: the route's ``allow_batch`` option.
+    allow_batch: NotRequired[Any]
 
 
 class RouteDefinitionError(ValueError):
