@@ -1078,3 +1078,13 @@ def test_reading_commands_refuse_a_database_whose_directory_does_not_exist(
     for db in ("var/x.db", "sqlite:///var/x.db"):
         assert run(capsys, *command, "--db", db) == (2, "", DOES_NOT_EXIST.format(db="var/x.db"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_serving_guide_shows_the_real_output(
+    capsys: pytest.CaptureFixture[str], notes_db: str
+) -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs/guides/serving.md").read_text()
+    [block] = re.findall(r"```console\n\$ svcrest (.*?)\n(.*?)```", guide, re.DOTALL)
+    command, shown = block
+    argv = [part.strip("'") for part in command.split()]
+    assert run(capsys, *argv, "--db", notes_db) == (0, shown, "")
