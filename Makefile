@@ -6,17 +6,24 @@ STAMP := $(VENV)/.installed
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint typecheck docs bench clean chromium
+.PHONY: run test lint typecheck docs bench clean chromium screenshots
 
+HOST := 127.0.0.1
+PORT := 8000
+
+# Progress lines (==> …) say what the silent steps are doing: a first install takes a minute.
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@test -x $(BIN)/python || { echo "==> creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	@echo "==> installing svcrest and its dependencies into $(VENV) (first run: about a minute)"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+	@echo "==> installed"
 
+# svcrest serve creates var/ and the database on first start (and says so).
 run: $(STAMP)
-	mkdir -p var
-	$(BIN)/svcrest serve --host 127.0.0.1 --port 8000 --db var/svcrest.db
+	@echo "==> serving http://$(HOST):$(PORT) (Ctrl-C stops it)"
+	@$(BIN)/svcrest serve --host $(HOST) --port $(PORT) --db var/svcrest.db
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard docs/tutorial/*.py bench)
@@ -37,6 +44,10 @@ chromium:
 
 test: lint typecheck docs chromium
 	$(BIN)/pytest
+
+# The screenshots in docs/ (login page, documentation site) in Debian's Chromium.
+screenshots: docs chromium
+	$(BIN)/python -m tests.browser.screenshots docs
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 import types
 from collections.abc import Iterator
 from importlib.metadata import EntryPoint
@@ -27,10 +28,9 @@ from svcrest.demo import register as register_demo
 from svcrest.http.user import User
 
 PLUGIN = "svcrest_cli_test_plugin"
-MISSING_DB = "/nonexistent/dir/x.db"
-MISSING_DB_ERROR = (
-    f"svcrest: error: cannot open the database '{MISSING_DB}': store directory"
-    f" '/nonexistent/dir' does not exist (for '{MISSING_DB}')\n"
+DOES_NOT_EXIST = (
+    "svcrest: error: the database '{db}' does not exist (svcrest serve or svcrest user add"
+    " creates it; --db :memory: reads an empty site)\n"
 )
 DEMO_ROUTES = [
     "/ GET",
@@ -41,6 +41,17 @@ DEMO_ROUTES = [
     r"/demo/v1/users/(?P<id>\d+) GET",
 ]
 EXTRA_ROUTES = ["/extra/v1 GET", "/extra/v1/ping GET, POST"]
+#: The header lines every REST answer of the default site starts with (home 127.0.0.1:8000).
+REST_HEADER_BLOCK = [
+    "Content-Type: application/json; charset=UTF-8",
+    "X-Content-Type-Options: nosniff",
+    "X-Robots-Tag: noindex",
+    'Link: <http://127.0.0.1:8000/svc-json/>; rel="https://api.w.org/"',
+    "Vary: Origin",
+    "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link",
+    "Access-Control-Allow-Headers: Authorization, X-SVC-Nonce, Content-Disposition,"
+    " Content-MD5, Content-Type",
+]
 
 
 def _register(app: App) -> None:
@@ -59,6 +70,7 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     vars(module).update(register=_register, broken=_broken, value=42)
     monkeypatch.setitem(sys.modules, PLUGIN, module)
     monkeypatch.setattr(cli, "entry_points", lambda group: [])
+    monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
     for name in (ENV_DB, ENV_HOME, ENV_PLUGINS):
         monkeypatch.delenv(name, raising=False)
     yield
@@ -238,7 +250,15 @@ def test_request_as_user(
     )
     assert status == 0
     head, _, data = out.partition("\n\n")
-    assert head.splitlines() == ["200 OK", "X-SVC-Total: 1", "X-SVC-TotalPages: 1"]
+    # The header lines as served over HTTP (issue 19): the REST block, the handler's, Allow.
+    assert head.splitlines() == [
+        "200 OK",
+        *REST_HEADER_BLOCK,
+        "X-SVC-Total: 1",
+        "X-SVC-TotalPages: 1",
+        "Allow: GET",  # anonymous: POST's permission callback refuses
+        "Content-Length: 270",
+    ]
     assert [note["title"] for note in json.loads(data)] == ["From the shell"]
 
 
@@ -433,21 +453,37 @@ def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("usage: svcrest serve [-h] [--host HOST] [--port PORT] [--workers N]")
 
 
+CANNOT_CREATE = (
+    "svcrest: error: cannot create the directory '{directory}' for the database '{db}':"
+    " Not a directory\n"
+)
+
+
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "error"),
     [
-        ["request", "GET", "/demo/v1/notes"],
-        ["user", "add", "ed", "--role", "editor"],
-        ["serve", "--port", "{port}"],
+        (["request", "GET", "/demo/v1/notes"], DOES_NOT_EXIST),
+        (["user", "add", "ed", "--role", "editor"], CANNOT_CREATE),
+        (["serve", "--port", "{port}"], CANNOT_CREATE),
     ],
     ids=["request", "user-add", "serve"],
 )
 def test_database_that_cannot_be_opened(
-    capsys: pytest.CaptureFixture[str], argv: list[str]
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    argv: list[str],
+    error: str,
 ) -> None:
+    # Its directory cannot be made: a file stands where a directory would have to be.
+    (tmp_path / "file").write_bytes(b"")
+    directory = tmp_path / "file" / "dir"
+    db = str(directory / "x.db")
     port = str(free_port())
     argv = [part.replace("{port}", port) for part in argv]
-    assert run(capsys, *argv, "--db", MISSING_DB) == (2, "", MISSING_DB_ERROR)
+    expected = error.format(db=db, directory=directory)
+    assert run(capsys, *argv, "--db", db) == (2, "", expected)
+    assert uvicorn_calls == []
 
 
 @pytest.mark.parametrize(
@@ -731,3 +767,331 @@ def test_request_into_a_closed_pipe_ends_quietly(site_db: str) -> None:
     assert head[0] == b"200 OK\n"
     assert errors == b""
     assert status == cli.BROKEN_PIPE_STATUS == 141
+
+
+# -- a newcomer's svcrest (issue 19) -----------------------------------------------------------
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with (Path(__file__).resolve().parents[1] / "pyproject.toml").open("rb") as file:
+        declared = tomllib.load(file)["project"]["version"]
+    assert run(capsys, "--version") == (0, f"svcrest {declared}\n", "")
+
+
+PLUGIN_SOURCE = """\
+def register(app):
+    app.register_rest_route("cwd/v1", "/ping", {"callback": lambda request: {"pong": 1}})
+"""
+
+
+def svcrest_script() -> str:
+    """The ``svcrest`` console script of this environment (what a newcomer runs)."""
+    script = Path(sys.executable).with_name("svcrest")
+    assert script.is_file(), f"{script} is missing: pip install -e ."
+    return str(script)
+
+
+def test_console_script_imports_a_plugin_from_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "cwd_plugin.py").write_text(PLUGIN_SOURCE)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONSAFEPATH"}
+    env.pop("PYTHONPATH", None)
+    plugin = ["--plugin", "cwd_plugin:register", "--db", ":memory:"]
+    routes = subprocess.run(
+        [svcrest_script(), "routes", *plugin],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (routes.returncode, routes.stderr) == (0, "")
+    assert routes.stdout.splitlines() == [*DEMO_ROUTES, "/cwd/v1 GET", "/cwd/v1/ping GET"]
+    answer = subprocess.run(
+        [svcrest_script(), "request", "GET", "/cwd/v1/ping", *plugin],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (answer.returncode, answer.stdout, answer.stderr) == (
+        0,
+        '200 OK\n{\n  "pong": 1\n}\n',
+        "",
+    )
+    # PYTHONSAFEPATH keeps the current directory off sys.path, for python -m and for us.
+    safe = subprocess.run(
+        [svcrest_script(), "routes", *plugin],
+        cwd=tmp_path, env={**env, "PYTHONSAFEPATH": "1"}, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert (safe.returncode, safe.stdout) == (2, "")
+    assert safe.stderr == (
+        "svcrest: error: cannot load plugin 'cwd_plugin:register': ModuleNotFoundError:"
+        " No module named 'cwd_plugin'\n"
+    )
+
+
+def test_plugin_loading_puts_the_current_directory_first_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cwd_plugin_once.py").write_text(PLUGIN_SOURCE)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "cwd_plugin_once", raising=False)
+    for _ in range(2):
+        assert callable(cli.load_plugin("cwd_plugin_once:register"))
+    assert sys.path[0] == str(tmp_path)
+    assert sys.path.count(str(tmp_path)) == 1
+
+
+@pytest.fixture
+def notes_db(db: str) -> str:
+    """``db`` with the editor ``ed`` (password ``pw``) and two notes."""
+    app = App(store=db)
+    register_demo(app)
+    editor = app.users.create("ed", "pw", roles=("editor",))
+    for title, date in (("First", "2024-01-01T10:00:00Z"), ("Second", "2024-01-02T10:00:00Z")):
+        request = Request("POST", "/demo/v1/notes", json={"title": title, "date": date})
+        request.user = editor
+        assert app.rest_do_request(request).status == 201
+    app.store.close()
+    return db
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/demo/v1/notes?per_page=1&_fields=id,title",
+        "demo/v1/notes?per_page=1&_fields=id,title",
+        "/svc-json/demo/v1/notes?per_page=1&_fields=id,title",
+        "/svc-json/demo/v1/notes/?per_page=1&_fields=id,title",
+        "?rest_route=/demo/v1/notes&per_page=1&_fields=id,title",
+        "/?rest_route=/demo/v1/notes&per_page=1&_fields=id,title",
+        "http://127.0.0.1:8000/svc-json/demo/v1/notes?per_page=1&_fields=id,title",
+        "http://127.0.0.1:8000/?rest_route=/demo/v1/notes&per_page=1&_fields=id,title",
+    ],
+    ids=[
+        "route",
+        "route-without-slash",
+        "prefixed-path",
+        "prefixed-path-trailing-slash",
+        "rest-route",
+        "slash-rest-route",
+        "full-url",
+        "full-url-rest-route",
+    ],
+)
+def test_request_targets_and_fields(
+    capsys: pytest.CaptureFixture[str], notes_db: str, target: str
+) -> None:
+    # _fields is applied by rest_post_dispatch, which internal dispatch never runs.
+    assert run(capsys, "request", "GET", target, "--db", notes_db) == (
+        0,
+        '200 OK\n[\n  {\n    "id": 2,\n    "title": "Second"\n  }\n]\n',
+        "",
+    )
+
+
+def test_request_envelope(capsys: pytest.CaptureFixture[str], notes_db: str) -> None:
+    status, out, err = run(capsys, "request", "GET", "/demo/v1/notes/9?_envelope", "--db", notes_db)
+    assert (status, err) == (0, "")  # the envelope is a 200
+    status_line, _, body = out.partition("\n")
+    assert status_line == "200 OK"
+    assert json.loads(body) == {
+        "body": {
+            "code": "rest_note_invalid_id",
+            "message": "Invalid note ID.",
+            "data": {"status": 404},
+        },
+        "status": 404,
+        "headers": {"Allow": "GET"},
+    }
+
+
+def test_request_method_override(capsys: pytest.CaptureFixture[str], notes_db: str) -> None:
+    status, out, _ = run(
+        capsys, "request", "POST", "/demo/v1/notes/1?_method=DELETE", "--user", "ed",
+        "--db", notes_db,
+    )  # fmt: skip
+    assert (status, out.partition("\n")[0]) == (0, "200 OK")
+    assert run(capsys, "request", "GET", "/demo/v1/notes/1", "--db", notes_db)[:2] == (
+        1,
+        '404 Not Found\n{\n  "code": "rest_note_invalid_id",\n  "message": "Invalid note ID.",'
+        '\n  "data": {\n    "status": 404\n  }\n}\n',
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "path"),
+    [
+        (["GET", "/demo/v1/notes?per_page=1"], "/svc-json/demo/v1/notes?per_page=1"),
+        (["HEAD", "/demo/v1/notes"], "/svc-json/demo/v1/notes"),
+        (["GET", "/demo/v1/notes/2", "--user", "ed"], "/svc-json/demo/v1/notes/2"),
+        (["OPTIONS", "/demo/v1/notes/2"], "/svc-json/demo/v1/notes/2"),
+        (["GET", "/demo/v1/nothing"], "/svc-json/demo/v1/nothing"),
+    ],
+    ids=["list", "head", "as-user", "options", "no-route"],
+)
+def test_request_include_prints_the_lines_served_over_http(
+    capsys: pytest.CaptureFixture[str],
+    client_for: Any,
+    notes_db: str,
+    argv: list[str],
+    path: str,
+) -> None:
+    status, out, _ = run(capsys, "request", *argv, "-i", "--db", notes_db)
+    head, _, _ = out.partition("\n\n")
+    app = App("http://127.0.0.1:8000", store=notes_db)
+    register_demo(app)
+    client = client_for(app)
+    headers = {}
+    if "--user" in argv:
+        password = {"log": "ed", "pwd": "pw"}
+        assert client.post("/login", data=password).status_code == 303
+        headers["X-SVC-Nonce"] = client.get("/auth/nonce").json()["nonce"]
+    response = client.request(argv[0], path, headers=headers)
+    served = [f"{name.decode()}: {value.decode()}" for name, value in response.headers.raw]
+    # The nonce a valid one earns is the one thing a nonce-less --user request cannot get.
+    served = [line for line in served if not line.startswith("X-SVC-Nonce: ")]
+    assert head.splitlines() == [f"{response.status_code} {response.reason_phrase}", *served]
+    assert status == (0 if response.status_code < 400 else 1)
+    app.store.close()
+
+
+def test_request_include_shows_the_rest_header_block(
+    capsys: pytest.CaptureFixture[str], notes_db: str
+) -> None:
+    status, out, _ = run(
+        capsys, "request", "GET", "/demo/v1/notes/2?_fields=id", "-i", "--user", "ed",
+        "--db", notes_db,
+    )  # fmt: skip
+    assert (status, out) == (
+        0,
+        "\n".join(
+            [
+                "200 OK",
+                *REST_HEADER_BLOCK,
+                "Cache-Control: no-store",
+                "Allow: GET, PUT, PATCH, DELETE",
+                "Content-Length: 8",
+                "",
+                '{\n  "id": 2\n}\n',
+            ]
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("home", "target", "sent"),
+    [
+        ("http://127.0.0.1:8000", "/demo/v1/notes", "/svc-json/demo/v1/notes"),
+        ("http://127.0.0.1:8000", "demo/v1/notes?a=1", "/svc-json/demo/v1/notes?a=1"),
+        ("http://127.0.0.1:8000", "/", "/svc-json/"),
+        ("http://127.0.0.1:8000", "", "/svc-json/"),
+        ("http://127.0.0.1:8000", "/svc-json", "/svc-json"),
+        ("http://127.0.0.1:8000", "/svc-jsonx/a", "/svc-json/svc-jsonx/a"),
+        ("http://127.0.0.1:8000", "?rest_route=/a", "/?rest_route=/a"),
+        ("http://127.0.0.1:8000", "/?rest_route=", "/svc-json/?rest_route="),
+        ("https://example.test/blog", "/demo/v1/notes", "/blog/svc-json/demo/v1/notes"),
+        ("https://example.test/blog", "/svc-json/a", "/blog/svc-json/a"),
+        ("https://example.test/blog", "/blog/svc-json/a", "/blog/svc-json/a"),
+        ("https://example.test/blog", "?rest_route=/a", "/blog/?rest_route=/a"),
+        ("https://example.test/blog", "https://EXAMPLE.test:443/blog/svc-json/a?b",
+         "/blog/svc-json/a?b"),
+        ("https://example.test/blog", "https://example.test/blog?rest_route=/a",
+         "/blog?rest_route=/a"),
+    ],
+)  # fmt: skip
+def test_request_target(home: str, target: str, sent: str) -> None:
+    assert cli.request_target(App(home), target) == sent
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        (
+            "http://127.0.0.1:9000/svc-json/demo/v1/notes",
+            "http://127.0.0.1:9000/svc-json/demo/v1/notes is not on this site, whose home is"
+            " http://127.0.0.1:8000 (to serve it, pass --home http://127.0.0.1:9000)",
+        ),
+        (
+            "https://127.0.0.1:8000/svc-json/",
+            "https://127.0.0.1:8000/svc-json/ is not on this site, whose home is"
+            " http://127.0.0.1:8000 (to serve it, pass --home https://127.0.0.1:8000)",
+        ),
+        (
+            "http://127.0.0.1:8000/login",
+            "http://127.0.0.1:8000/login is not a REST URL: its path is not under"
+            " http://127.0.0.1:8000/svc-json/ and it has no rest_route query variable",
+        ),
+        ("http://[::1/svc-json/", "invalid URL 'http://[::1/svc-json/': Invalid IPv6 URL"),
+    ],
+    ids=["other-port", "other-scheme", "not-rest", "invalid"],
+)
+def test_request_refuses_urls_elsewhere(
+    capsys: pytest.CaptureFixture[str], site_db: str, target: str, message: str
+) -> None:
+    assert run(capsys, "request", "GET", target, "--db", site_db) == (
+        2,
+        "",
+        f"svcrest: error: {message}\n",
+    )
+
+
+def test_request_at_another_home(capsys: pytest.CaptureFixture[str], site_db: str) -> None:
+    argv = ["request", "GET", "http://localhost:9000/svc-json/", "--db", site_db]
+    status, out, _ = run(capsys, *argv, "--home", "http://localhost:9000")
+    assert status == 0
+    assert json.loads(out.partition("\n")[2])["home"] == "http://localhost:9000"
+
+
+@pytest.mark.parametrize(
+    ("argv", "created"),
+    [
+        (
+            ["user", "add", "ed", "--role", "editor", "--password-stdin"],
+            "Created user ed (editor).",
+        ),
+        (["serve", "--port", "{port}"], "Created user admin with password: "),
+    ],
+    ids=["user-add", "serve"],
+)
+def test_commands_that_create_the_database_create_its_directory(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    argv: list[str],
+    created: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("pw\n"))
+    argv = [part.replace("{port}", str(free_port())) for part in argv]
+    status, out, err = run(capsys, *argv, "--db", "var/deep/x.db")
+    assert (status, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[:2] == ["Created the directory var/deep", "Created the database var/deep/x.db"]
+    assert lines[2].startswith(created)
+    assert (tmp_path / "var" / "deep" / "x.db").is_file()
+    for app, _ in uvicorn_calls:
+        app.store.close()
+    # Reading commands find it now.
+    assert run(capsys, "routes", "--db", "var/deep/x.db")[0] == 0
+
+
+@pytest.mark.parametrize(
+    "command", [["request", "GET", "/demo/v1/notes"], ["routes"]], ids=["request", "routes"]
+)
+def test_reading_commands_refuse_a_database_whose_directory_does_not_exist(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: list[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for db in ("var/x.db", "sqlite:///var/x.db"):
+        assert run(capsys, *command, "--db", db) == (2, "", DOES_NOT_EXIST.format(db="var/x.db"))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_serving_guide_shows_the_real_output(
+    capsys: pytest.CaptureFixture[str], notes_db: str
+) -> None:
+    guide = (Path(__file__).resolve().parents[1] / "docs/guides/serving.md").read_text()
+    [block] = re.findall(r"```console\n\$ svcrest (.*?)\n(.*?)```", guide, re.DOTALL)
+    command, shown = block
+    argv = [part.strip("'") for part in command.split()]
+    assert run(capsys, *argv, "--db", notes_db) == (0, shown, "")

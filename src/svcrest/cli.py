@@ -1,17 +1,21 @@
 """The ``svcrest`` command line: ``serve``, ``routes``, ``request`` and ``user add``.
 
 Every command builds the same site with :func:`make_app`: the demo plugin, the plugins of the
-entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given. Errors are
-one line on standard error (``svcrest: error: …``) with exit status 2 for bad arguments and an
-unusable environment (port in use, database that cannot be opened, broken plugin). Only
-``serve`` and ``user add`` create a database file (and say so); ``routes`` and ``request``
-refuse one that does not exist. Output cut short by a closed pipe (``svcrest request … | head``)
-ends quietly with exit status 141 (128 + SIGPIPE, as a shell reports a process SIGPIPE killed).
+entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given (imported with
+the current directory first on ``sys.path``, as ``python -m`` does). Errors are one line on
+standard error (``svcrest: error: …``) with exit status 2 for bad arguments and an unusable
+environment (port in use, database that cannot be opened, broken plugin). Only ``serve`` and
+``user add`` create a database file and its missing directory (and say so); ``routes`` and
+``request`` refuse one that does not exist. ``request`` serves one request in-process through
+the App's ASGI callable, as ``svcrest serve`` would over HTTP. Output cut short by a closed
+pipe (``svcrest request … | head``) ends quietly with exit status 141 (128 + SIGPIPE, as a
+shell reports a process SIGPIPE killed).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import importlib
 import os
@@ -22,17 +26,18 @@ import sqlite3
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from http import HTTPStatus
-from importlib.metadata import entry_points
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from pathlib import Path
 from typing import Any, Final, NoReturn
+from urllib.parse import urlsplit
 
+import httpx
 import orjson
 
 from svcrest.app import App
 from svcrest.auth.users import DuplicateUserError
-from svcrest.http.forms import parse_form
-from svcrest.http.request import Request
-from svcrest.http.user import ROLE_CAPABILITIES
+from svcrest.http.user import ROLE_CAPABILITIES, User
+from svcrest.rest.pipeline import rest_route_of
 from svcrest.store.sqlite import StoreError
 
 __all__ = [
@@ -53,6 +58,8 @@ __all__ = [
     "load_plugin",
     "main",
     "make_app",
+    "request_target",
+    "svcrest_version",
 ]
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -105,6 +112,7 @@ def load_plugin(spec: str) -> Plugin:
     module_name, sep, attribute = spec.partition(":")
     if not sep or _PLUGIN_SPEC.fullmatch(spec.strip()) is None:
         raise CliError(f"invalid plugin {spec!r}: expected module:function")
+    _import_from_cwd()
     try:
         target: Any = importlib.import_module(module_name.strip())
     except Exception as exc:  # a plugin may fail to import in any way
@@ -119,6 +127,22 @@ def load_plugin(spec: str) -> Plugin:
     if not callable(target):
         raise CliError(f"cannot load plugin {spec!r}: {attribute!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+def _import_from_cwd() -> None:
+    """Put the current directory first on ``sys.path``, as ``python -m`` does, so that a
+    plugin module sitting there imports whichever way ``svcrest`` was started (the console
+    script's ``sys.path`` starts with its own ``bin`` directory instead). Nothing changes when
+    the directory is already there, or with ``-P`` / ``PYTHONSAFEPATH``, under which
+    ``python -m`` does not add it either."""
+    if sys.flags.safe_path:
+        return
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the directory was removed under us: nothing to import from
+        return
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
 
 
 def _entry_point_plugins() -> Iterator[tuple[str, Callable[[], Plugin]]]:
@@ -209,11 +233,10 @@ def _database_file(db: str | None) -> str | None:
 
 
 def _require_database(db: str | None) -> None:
-    """Refuse a database file that does not exist: reading a site never creates one.
-
-    A missing directory is left to the store, which reports it when it opens."""
+    """Refuse a database file that does not exist (nor its directory): reading a site never
+    creates one."""
     path = _database_file(db)
-    if path is not None and Path(path).parent.is_dir() and not os.path.lexists(path):
+    if path is not None and not os.path.lexists(path):
         raise CliError(
             f"the database {path!r} does not exist (svcrest serve or svcrest user add"
             " creates it; --db :memory: reads an empty site)"
@@ -224,6 +247,38 @@ def _new_database(db: str | None) -> str | None:
     """The file ``db`` names when it does not exist yet (opening the store creates it)."""
     path = _database_file(db)
     return path if path is not None and not os.path.lexists(path) else None
+
+
+def _create_database_directory(db: str | None) -> str | None:
+    """Create the missing directory of the database file ``db`` names (``var/`` of
+    ``--db var/site.db``), for the commands that create a database; the directory created,
+    or None when there was nothing to create."""
+    path = _database_file(db)
+    if path is None:
+        return None
+    directory = Path(path).parent
+    if directory.is_dir():
+        return None
+    try:
+        directory.mkdir(parents=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create the directory {str(directory)!r} for the database {path!r}:"
+            f" {exc.strerror or exc}"
+        ) from exc
+    return str(directory)
+
+
+def _prepare_new_database(app: App, db: str | None) -> None:
+    """Open the store of a command that may create it (``serve``, ``user add``), creating
+    the database's missing directory first; each creation is announced on one line."""
+    directory = _create_database_directory(db)
+    if directory is not None:
+        print(f"Created the directory {directory}")
+    created = _new_database(db)
+    _open_store(app, db)
+    if created is not None:
+        print(f"Created the database {created}")
 
 
 def generate_password() -> str:
@@ -287,10 +342,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)
     app = make_app(args.db, home, args.plugin)
-    created = _new_database(args.db)
-    _open_store(app, args.db)
-    if created is not None:
-        print(f"Created the database {created}")
+    _prepare_new_database(app, args.db)
     password = _ensure_admin(app)
     if password is not None:
         print(f"Created user {ADMIN_LOGIN} with password: {password}")
@@ -345,46 +397,156 @@ def _status_line(status: int) -> str:
         return str(status)
 
 
-def _build_request(app: App, args: argparse.Namespace) -> Request:
-    path, _, query = args.route.partition("?")
-    if not path.startswith("/"):
-        path = "/" + path
-    options: dict[str, Any] = {"query": parse_form(query) if query else None}
-    if args.json is not None:
-        try:
-            options["json"] = orjson.loads(args.json)
-        except orjson.JSONDecodeError as exc:
-            raise CliError(f"--json is not valid JSON: {exc}") from exc
-        options["headers"] = {"Content-Type": "application/json"}
-    request = Request(args.method, path, **options)
-    if args.user is not None:
-        user = app.users.get_by_login(args.user)
-        if user is None:
-            raise CliError(f"no user with the login {args.user!r}")
-        request.user = user
-    return request
+# -- request: one request served in-process, as over HTTP ------------------------------------
+#
+# DECISION: ``svcrest request`` does not call ``app.rest_do_request``. Internal dispatch is, by
+# WordPress's design, only the server's ``dispatch``: no authentication, no
+# ``rest_post_dispatch`` (``_fields``, Allow), no ``_envelope``, no ``rest_pre_serve_request``
+# (CORS) and none of the REST header block. The command builds an HTTP request instead and
+# hands it to the App's ASGI callable (what ``svcrest serve`` runs under uvicorn) through
+# httpx's in-process ASGI transport, so the answer, its status line and every header are
+# exactly what a client of ``svcrest serve`` would get, and every query variable the HTTP
+# path knows (``_fields``, ``_envelope``, ``_method``, ``_embed`` once it exists) works.
+
+
+def request_target(app: App, target: str) -> str:
+    """The URL path and query string on ``app``'s site that ``svcrest request`` sends for
+    ``target``. CliError when ``target`` cannot be served by this site.
+
+    ``target`` is one of:
+
+    - a full URL on the site (``http://127.0.0.1:8000/svc-json/demo/v1/notes?per_page=2``),
+      whose scheme, host and port must be those of the home (``--home`` sets it) and which
+      must address the REST API;
+    - a path that addresses the REST API over HTTP: under the REST root
+      (``/svc-json/demo/v1/notes``, with or without the home's own path in front) or with a
+      ``rest_route`` query variable (``?rest_route=/demo/v1/notes``, ``/?rest_route=…``);
+    - otherwise a route (``/demo/v1/notes?per_page=2``, ``demo/v1/notes``), sent under the
+      REST root.
+    """
+    base_path = app.rest_base_path()
+    if "://" in target:
+        return _url_target(app, target, base_path)
+    path, mark, query = target.partition("?")
+    path = path if path.startswith("/") else "/" + path
+    home_path = app.home_path
+    on_site = not home_path or path == home_path or path.startswith(home_path + "/")
+    candidate = path if on_site else home_path + path
+    if rest_route_of(base_path, candidate, query) is None:
+        candidate = base_path + path  # a route
+    return candidate + mark + query
+
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname, parts.port or _DEFAULT_PORTS.get(scheme)
+
+
+def _url_target(app: App, url: str, base_path: str) -> str:
+    try:
+        parts = urlsplit(url)
+        elsewhere = _origin(url) != _origin(app.home)
+    except ValueError as exc:
+        raise CliError(f"invalid URL {url!r}: {exc}") from exc
+    if elsewhere:
+        root = f"{parts.scheme}://{parts.netloc}"
+        raise CliError(
+            f"{url} is not on this site, whose home is {app.home} (to serve it, pass --home {root})"
+        )
+    path = parts.path or "/"
+    if rest_route_of(base_path, path, parts.query) is None:
+        raise CliError(
+            f"{url} is not a REST URL: its path is not under {app.get_rest_url()} and it has"
+            " no rest_route query variable"
+        )
+    return path + ("?" + parts.query if parts.query else "")
+
+
+def svcrest_version() -> str:
+    """The installed distribution's version (``unknown`` when svcrest runs uninstalled)."""
+    try:
+        return version("svcrest")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _act_as(app: App, login: str) -> None:
+    """Make ``login`` the current user of the requests ``app`` serves, the way another
+    authentication scheme (an application password, a plugin) would: a
+    ``determine_current_user`` filter. A user so authenticated needs no nonce."""
+    user = app.users.get_by_login(login)
+    if user is None:
+        raise CliError(f"no user with the login {login!r}")
+
+    def command_line_user(current: User) -> User:
+        return user
+
+    app.hooks.add_filter("determine_current_user", command_line_user)
+
+
+def _request_body(args: argparse.Namespace) -> tuple[dict[str, str], bytes]:
+    headers = {"User-Agent": f"svcrest/{svcrest_version()} (svcrest request)"}
+    if args.json is None:
+        return headers, b""
+    try:
+        orjson.loads(args.json)
+    except orjson.JSONDecodeError as exc:
+        raise CliError(f"--json is not valid JSON: {exc}") from exc
+    headers["Content-Type"] = "application/json"
+    return headers, args.json.encode()
+
+
+def _serve_in_process(
+    app: App, method: str, url: str, headers: dict[str, str], body: bytes
+) -> httpx.Response:
+    """``app``'s answer to one HTTP request, served through its ASGI callable in-process."""
+
+    async def send() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, trust_env=False) as client:
+            return await client.request(method, url, headers=headers, content=body)
+
+    return asyncio.run(send())
+
+
+def _print_answer(response: httpx.Response, include: bool) -> None:
+    """The status line, the header lines as served (with ``include``), then the body: JSON
+    indented by two spaces, anything else as text."""
+    print(_status_line(response.status_code))
+    if include:
+        for name, value in response.headers.raw:
+            print(f"{name.decode('latin-1')}: {value.decode('latin-1')}")
+        print()
+    if not response.content:
+        return
+    try:
+        data = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        print(response.text)
+        return
+    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
 
 
 def _cmd_request(args: argparse.Namespace) -> int:
     app = make_app(args.db, args.home, args.plugin)
     _require_database(args.db)
+    target = request_target(app, args.route)
+    headers, body = _request_body(args)
     _open_store(app, args.db)
     try:
-        response = app.rest_do_request(_build_request(app, args))
+        if args.user is not None:
+            _act_as(app, args.user)
+        origin = urlsplit(app.home)
+        url = f"{origin.scheme}://{origin.netloc}{target}"
+        response = _serve_in_process(app, args.method, url, headers, body)
     finally:
         app.store.close()
-    data = response.data
-    if response.links and isinstance(data, dict):
-        data = {**data, "_links": response.links}
-    print(_status_line(response.status))
-    if args.include:
-        for name, value in response.headers.items_list():
-            print(f"{name}: {value}")
-        print()
-    if data is not None:
-        option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-        print(orjson.dumps(data, option=option, default=str).decode())
-    return 0 if response.status < 400 else 1
+    _print_answer(response, args.include)
+    return 0 if response.status_code < 400 else 1
 
 
 # -- user add --------------------------------------------------------------------------------
@@ -401,10 +563,7 @@ def _read_password() -> str:
 def _cmd_user_add(args: argparse.Namespace) -> int:
     password = _read_password() if args.password_stdin else generate_password()
     app = App(DEFAULT_HOME, store=args.db)
-    created = _new_database(args.db)
-    _open_store(app, args.db)
-    if created is not None:
-        print(f"Created the database {created}")
+    _prepare_new_database(app, args.db)
     try:
         user = app.users.create(args.login, password, roles=args.role)
     except DuplicateUserError as exc:
@@ -487,6 +646,7 @@ def _add_site_options(parser: argparse.ArgumentParser, home_default: str | None)
 def build_parser() -> argparse.ArgumentParser:
     """The ``svcrest`` argument parser."""
     parser = _Parser(prog="svcrest", description="Serve and inspect a svcrest site.")
+    parser.add_argument("--version", action="version", version=f"svcrest {svcrest_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     serve = commands.add_parser("serve", help="serve the site with uvicorn")
@@ -500,13 +660,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_site_options(routes, DEFAULT_HOME)
     routes.set_defaults(handler=_cmd_routes)
 
-    request = commands.add_parser("request", help="dispatch one request internally")
+    request = commands.add_parser(
+        "request", help="serve one request in-process, as over HTTP, and print the answer"
+    )
     request.add_argument("method", type=_method, metavar="METHOD")
-    request.add_argument("route", metavar="ROUTE", help="e.g. /demo/v1/notes?per_page=5")
+    request.add_argument(
+        "route",
+        metavar="ROUTE",
+        help="a route (/demo/v1/notes?per_page=5), a path under the REST root"
+        " (/svc-json/demo/v1/notes, ?rest_route=/demo/v1/notes) or a full URL on the site",
+    )
     request.add_argument("--json", metavar="DATA", help="a JSON request body")
     request.add_argument("--user", metavar="LOGIN", help="act as this user (default: anonymous)")
     request.add_argument(
-        "-i", "--include", action="store_true", help="print the response headers too"
+        "-i",
+        "--include",
+        action="store_true",
+        help="print the response's header lines too, as served over HTTP",
     )
     _add_site_options(request, DEFAULT_HOME)
     request.set_defaults(handler=_cmd_request)

@@ -2,7 +2,8 @@
 
 ``install_home_page(app)`` adds a ``svc_home_page`` filter. The page it renders keeps what the
 core home page promises (the discovery ``<link>`` tag, and ``svcApiSettings = {root, nonce}``
-for a logged-in user) and loads ``/static/demo.css`` and ``/static/demo.js``; the script builds
+for a logged-in user) and loads ``/static/site.css`` (the look it shares with the login
+page), ``/static/demo.css`` and ``/static/demo.js``; the script builds
 the notes list, the paging and the forms in the browser. A logged-out visitor gets the list
 read-only and a "Log in" link.
 
@@ -42,6 +43,7 @@ def _head(app: App, ctx: RequestContext, root: str) -> str:
     head = app.rest_output_link_wp_head() + api_settings_script(app, ctx)
     head += (
         '<link rel="icon" href="data:,">\n'
+        f'<link rel="stylesheet" href="{static}site.css">\n'
         f'<link rel="stylesheet" href="{static}demo.css">\n'
         f'<script type="module" src="{static}demo.js"></script>\n'
     )

@@ -1,28 +1,50 @@
 """The site's auth pages: ``/login``, ``/logout`` and ``/auth/nonce``.
 
-SECURITY: a login form posted from another origin is refused (403, no cookie), the redirect
-after login stays on this site, ``/logout`` needs a ``log-out`` nonce bound to the session,
-and ``/auth/nonce`` answers only same-origin requests and never sends CORS headers.
+``POST /login`` takes the form (``application/x-www-form-urlencoded``: ``log``, ``pwd``,
+``rememberme``, ``redirect_to``; answered with a 303 redirect) or the same fields as a JSON
+object (``application/json``; answered ``200 {"user": {...}}`` without a redirect, for
+scripts and single-page apps); any other body type is a 415 naming the two.
+
+SECURITY: a login posted from another origin is refused (403, no cookie), whatever its body
+type; the redirect after login stays on this site; a login ends the session the browser
+already had (session rotation); every login answer is ``no-store``; ``/logout`` needs a
+``log-out`` nonce bound to the session, and ``/auth/nonce`` answers only same-origin requests
+and never sends CORS headers. The username kept in the form after a failed login is escaped.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
 
 from svcrest.auth.rest_cookie import NONCE_ACTION
+from svcrest.auth.service import IssuedCookie
 from svcrest.http.context import RequestContext
+from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
+from svcrest.http.jsonbody import decode_json_body, is_json_content_type
+from svcrest.http.user import User
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.pages import LOGOUT_ACTION, html_page, site_request_user
 
-__all__ = ["install_auth_pages", "is_cross_origin", "safe_redirect"]
+__all__ = ["LOGGED_OUT_NOTICE", "install_auth_pages", "is_cross_origin", "safe_redirect"]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_LOGIN_FAILED = "Unknown username or incorrect password."
+#: What ``POST /login`` reads (answered in ``Accept-Post`` with a 415 for anything else).
+_LOGIN_MEDIA_TYPES = "application/x-www-form-urlencoded, application/json"
+_JSON_HEADERS = (
+    ("Content-Type", "application/json; charset=UTF-8"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Cache-Control", "no-store"),
+)
+#: The notice of ``/login?loggedout=true`` (where ``/logout`` sends the browser).
+LOGGED_OUT_NOTICE = "You are now logged out."
 
 
 def _origin_of(url: str) -> tuple[str, str, int] | None:
@@ -77,21 +99,49 @@ def _redirect(location: str, cookie: str | None = None) -> HttpResponse:
 
 
 def _login_form(
-    app: SiteHost, *, error: str = "", redirect_to: str = "", status: int = 200
+    app: SiteHost,
+    *,
+    error: str = "",
+    notice: str = "",
+    login: str = "",
+    redirect_to: str = "",
+    status: int = 200,
 ) -> HttpResponse:
-    message = f'<p role="alert" class="error">{html.escape(error)}</p>\n' if error else ""
+    """The login page. ``login`` (kept after a failed attempt) and every message are escaped;
+    the username field has the focus, or the password field once a username is kept."""
+    home = html.escape(app.home + "/")
+    name = html.escape(app.name)
+    message = ""
+    if notice:
+        message += f'<p class="notice" role="status">{html.escape(notice)}</p>\n'
+    if error:
+        message += f'<p class="error" role="alert">{html.escape(error)}</p>\n'
+    focus_login, focus_password = ("", " autofocus") if login else (" autofocus", "")
     body = (
-        f"<h1>Log in to {html.escape(app.name)}</h1>\n{message}"
+        '<main class="auth">\n'
+        f'<p class="brand"><a href="{home}">{name}</a></p>\n'
+        '<section class="card">\n'
+        f"<h1>Log in to {name}</h1>\n{message}"
         '<form method="post" action="login">\n'
-        '<p><label>Username<br><input name="log" autocomplete="username" required></label></p>\n'
-        '<p><label>Password<br><input name="pwd" type="password" '
-        'autocomplete="current-password" required></label></p>\n'
-        '<p><label><input name="rememberme" type="checkbox" value="forever"> Remember me'
-        "</label></p>\n"
+        '<label>Username <input name="log" autocomplete="username" autocapitalize="none"'
+        f' spellcheck="false" required value="{html.escape(login)}"{focus_login}></label>\n'
+        '<label>Password <input name="pwd" type="password" autocomplete="current-password"'
+        f" required{focus_password}></label>\n"
+        '<label class="check"><input name="rememberme" type="checkbox" value="forever">'
+        " Remember me</label>\n"
         f'<input type="hidden" name="redirect_to" value="{html.escape(redirect_to)}">\n'
-        '<p><button type="submit">Log in</button></p>\n</form>'
+        '<button type="submit" class="primary">Log in</button>\n'
+        "</form>\n</section>\n"
+        f'<p class="back"><a href="{home}">&larr; Back to {name}</a></p>\n'
+        "</main>"
     )
-    response = html_page("Log in", body, status=status)
+    response = html_page(
+        "Log in",
+        body,
+        head='<link rel="icon" href="data:,">\n',
+        stylesheet=app.home + "/static/site.css",
+        status=status,
+    )
     response.headers.append(("Cache-Control", "no-store"))
     return response
 
@@ -102,37 +152,106 @@ def _first(form: dict[str, object], name: str) -> str:
 
 
 async def _login_get(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
-    redirect_to = _first(parse_form(http.query_string), "redirect_to")
-    return _login_form(app, redirect_to=redirect_to)
+    query = parse_form(http.query_string)
+    notice = LOGGED_OUT_NOTICE if _first(query, "loggedout") == "true" else ""
+    return _login_form(app, notice=notice, redirect_to=_first(query, "redirect_to"))
 
 
-async def _login_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
-    if is_cross_origin(app, http):
-        return html_page("Forbidden", "<h1>Cross-origin login refused</h1>", status=403)
-    form = parse_form(http.body)
-    login, password = _first(form, "log"), _first(form, "pwd")
-    redirect_to = _first(form, "redirect_to")
+def _json_answer(status: int, value: object, cookie: str | None = None) -> HttpResponse:
+    headers = list(_JSON_HEADERS)
+    if cookie is not None:
+        headers.append(("Set-Cookie", cookie))
+    return HttpResponse(status, headers, orjson.dumps(value))
+
+
+def _json_error(status: int, code: str, message: str) -> HttpResponse:
+    return _json_answer(status, {"code": code, "message": message, "data": {"status": status}})
+
+
+def _user_json(user: User) -> dict[str, Any]:
+    return {
+        "id": user.id,
+        "login": user.login,
+        "display_name": user.display_name or user.login,
+        "roles": list(user.roles),
+    }
+
+
+async def _start_session(
+    app: SiteHost, http: HttpRequest, ctx: RequestContext, login: str, password: str, remember: bool
+) -> IssuedCookie | None:
+    """Check the password and start a session: its cookie, or None for a failed login.
+    Session rotation: a session this browser already had ends first."""
     # PERF: scrypt takes ~50 ms; keep it off the event loop.
     user = await asyncio.to_thread(app.users.authenticate, login, password) if login else None
     if user is None:
-        return _login_form(
-            app,
-            error="Unknown username or incorrect password.",
-            redirect_to=redirect_to,
-            status=403,
-        )
-    # Session rotation: a session this browser already had is ended before a new one starts.
+        return None
     await site_request_user(app, http, ctx)
     if ctx.user.is_logged_in and ctx.session_token:
         app.auth.log_out(ctx.user.id, ctx.session_token)
-    issued = app.auth.log_in(
+    return app.auth.log_in(
         user,
-        remember=bool(_first(form, "rememberme")),
+        remember=remember,
         ip=http.client,
         user_agent=http.headers.get("user-agent") or "",
         secure=http.scheme == "https",
     )
+
+
+async def _login_form_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    form = parse_form(http.body)
+    login, password = _first(form, "log"), _first(form, "pwd")
+    redirect_to = _first(form, "redirect_to")
+    remember = bool(_first(form, "rememberme"))
+    issued = await _start_session(app, http, ctx, login, password, remember)
+    if issued is None:
+        return _login_form(
+            app, error=_LOGIN_FAILED, login=login, redirect_to=redirect_to, status=403
+        )
     return _redirect(safe_redirect(app, redirect_to), issued.set_cookie_header())
+
+
+_JSON_FIELDS = 'Send a JSON object {"log": "…", "pwd": "…"} ("rememberme": true is optional).'
+
+
+async def _login_json_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    """The JSON login: ``{"log": ..., "pwd": ..., "rememberme": true}`` (``rememberme``
+    optional: a boolean) answered ``{"user": {...}}``, or an error in the REST shape."""
+    try:
+        fields = decode_json_body(http.body)
+    except RestError:
+        fields = None
+    if not isinstance(fields, dict):
+        return _json_error(400, "svc_login_invalid_body", _JSON_FIELDS)
+    login, password = fields.get("log"), fields.get("pwd")
+    remember = fields.get("rememberme", False)
+    if not isinstance(login, str) or not isinstance(password, str) or type(remember) is not bool:
+        return _json_error(400, "svc_login_invalid_body", _JSON_FIELDS)
+    issued = await _start_session(app, http, ctx, login, password, remember)
+    if issued is None:
+        return _json_error(403, "svc_login_failed", _LOGIN_FAILED)
+    return _json_answer(200, {"user": _user_json(issued.user)}, issued.set_cookie_header())
+
+
+async def _login_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    content_type = http.headers.get("content-type") or ""
+    as_json = is_json_content_type(content_type)
+    if is_cross_origin(app, http):
+        if as_json:
+            return _json_error(403, "svc_login_cross_origin", "Cross-origin login refused.")
+        return html_page("Forbidden", "<h1>Cross-origin login refused</h1>", status=403)
+    if as_json:
+        return await _login_json_post(app, http, ctx)
+    media = content_type.split(";", 1)[0].strip().lower()
+    if media in ("", "application/x-www-form-urlencoded"):
+        return await _login_form_post(app, http, ctx)
+    response = _json_error(
+        415,
+        "svc_login_unsupported_media_type",
+        f"POST /login reads {_LOGIN_MEDIA_TYPES} bodies, not {media}.",
+    )
+    response.headers.append(("Accept-Post", _LOGIN_MEDIA_TYPES))
+    return response
 
 
 async def _login(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:

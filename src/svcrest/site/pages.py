@@ -37,15 +37,28 @@ HTML_TYPE = "text/html; charset=UTF-8"
 LOGOUT_ACTION = "log-out"
 
 
-def html_page(title: str, body: str, *, head: str = "", status: int = 200) -> HttpResponse:
-    """A small, self-contained HTML page (``title`` is escaped, ``body``/``head`` are not)."""
+_INLINE_STYLE = (
+    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:3rem auto;"
+    "padding:0 1rem;color:#1d2327}a{color:#2271b1}code{background:#f0f0f1;padding:0 .3em}"
+    "</style>\n"
+)
+
+
+def html_page(
+    title: str, body: str, *, head: str = "", status: int = 200, stylesheet: str | None = None
+) -> HttpResponse:
+    """A small HTML page (``title`` is escaped, ``body``/``head`` are not). Its look is a
+    small inline style, or the ``stylesheet`` URL given (escaped here), such as the site's
+    ``/static/site.css``."""
+    style = (
+        _INLINE_STYLE
+        if stylesheet is None
+        else f'<link rel="stylesheet" href="{html.escape(stylesheet)}">\n'
+    )
     document = (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n{head}"
-        "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:3rem auto;"
-        "padding:0 1rem;color:#1d2327}a{color:#2271b1}code{background:#f0f0f1;padding:0 .3em}"
-        "</style>\n</head>\n<body>\n"
+        f"<title>{html.escape(title)}</title>\n{head}{style}</head>\n<body>\n"
         f"{body}\n</body>\n</html>\n"
     )
     return HttpResponse(
