@@ -257,7 +257,7 @@ def test_request_as_user(
         "X-SVC-Total: 1",
         "X-SVC-TotalPages: 1",
         "Allow: GET",  # anonymous: POST's permission callback refuses
-        "Content-Length: 270",
+        "Content-Length: 357",  # the note with its self, collection and author links
     ]
     assert [note["title"] for note in json.loads(data)] == ["From the shell"]
 
