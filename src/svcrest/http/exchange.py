@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from svcrest.http.headers import Headers
 
@@ -47,6 +48,15 @@ _ENCODED: dict[tuple[str, str], tuple[bytes, bytes]] = {}
 _SAFE: dict[tuple[str, str], tuple[str, str]] = {}
 
 
+def _remember(cache: dict[tuple[str, str], Any], line: tuple[str, str], value: Any) -> Any:
+    """Keep ``value`` for ``line`` when the line is short (the caches' one rule)."""
+    if len(line[0]) + len(line[1]) <= _CACHE_LINE:
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[line] = value
+    return value
+
+
 def encode_lines(lines: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     """``wire_lines`` with a bounded memory of recently encoded short lines."""
     cache = _ENCODED
@@ -54,11 +64,7 @@ def encode_lines(lines: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     for line in lines:
         wire = cache.get(line)
         if wire is None:
-            (wire,) = wire_lines((line,))
-            if len(line[0]) + len(line[1]) <= _CACHE_LINE:
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()
-                cache[line] = wire
+            wire = _remember(cache, line, wire_lines((line,))[0])
         encoded.append(wire)
     return encoded
 
@@ -70,11 +76,7 @@ def safe_lines(lines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     for line in lines:
         safe = cache.get(line)
         if safe is None:
-            safe = safe_header_line(*line)
-            if len(line[0]) + len(line[1]) <= _CACHE_LINE:
-                if len(cache) >= _CACHE_MAX:
-                    cache.clear()
-                cache[line] = safe
+            safe = _remember(cache, line, safe_header_line(*line))
         result.append(safe)
     return result
 
