@@ -104,6 +104,7 @@ def test_a_big_json_body_is_parsed_off_the_event_loop(
     from svcrest.rest.server import OFFLOAD_BODY_SIZE
 
     threads: list[int] = []
+
     def recording(raw: bytes) -> Any:
         threads.append(threading.get_ident())
         return decode_json_body(raw)
