@@ -137,6 +137,32 @@ def test_routes_with_plugins_each_loaded_once(capsys: pytest.CaptureFixture[str]
     assert out.splitlines() == DEMO_ROUTES + EXTRA_ROUTES
 
 
+def test_openapi_prints_the_document(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "openapi", "--db", ":memory:", "--home", "http://h.test:9")
+    assert (status, err) == (0, "")
+    document = json.loads(out)
+    app = App("http://h.test:9")
+    register_demo(app)
+    assert document == app.openapi()
+    assert document["servers"] == [{"url": "http://h.test:9/svc-json"}]
+    assert out.startswith('{\n  "openapi": "3.1.0",\n')
+
+
+def test_openapi_with_a_plugin(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "openapi", "--plugin", f"{PLUGIN}:register", "--db", ":memory:")
+    assert status == 0
+    paths = json.loads(out)["paths"]
+    assert set(paths["/extra/v1/ping"]) == {"x-svc-route", "get", "post"}
+
+
+def test_openapi_refuses_a_missing_database(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, out, err = run(capsys, "openapi", "--db", str(tmp_path / "none.db"))
+    assert (status, out) == (2, "")
+    assert "does not exist" in err
+
+
 def test_routes_with_entry_point_plugins(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -435,7 +461,10 @@ def test_unknown_host(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
     # argparse quotes the choices since Python 3.12.8 / 3.13.1.
-    choices = ("serve, routes, request, user", "'serve', 'routes', 'request', 'user'")
+    choices = (
+        "serve, routes, request, openapi, user",
+        "'serve', 'routes', 'request', 'openapi', 'user'",
+    )
     assert run(capsys, "frobnicate") in [
         (
             2,

@@ -22,6 +22,7 @@ from svcrest.http.response import Response
 from svcrest.rest import discovery
 from svcrest.rest.batch import register_batch_route
 from svcrest.rest.defaults import register_default_filters
+from svcrest.rest.openapi import build_openapi
 from svcrest.rest.routing.definitions import RouteDefinitionError, build_full_route
 from svcrest.rest.server import RestServer
 from svcrest.rest.settings import Site
@@ -29,6 +30,7 @@ from svcrest.rest.urls import DEFAULT_PREFIX, get_rest_url, https_forced
 from svcrest.serve.asgi import handle_asgi
 from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
+from svcrest.site.docs_pages import install_docs_pages
 from svcrest.site.host import ASGIApp, Page
 from svcrest.site.pages import install_core_pages
 from svcrest.syncrun import run_sync
@@ -100,6 +102,7 @@ class App:
         install_core_pages(self)
         install_cookie_auth(self.hooks, lambda: self.auth)
         install_auth_pages(self)
+        install_docs_pages(self)
 
     # -- site settings ----------------------------------------------------------------------
 
@@ -326,6 +329,11 @@ class App:
             return callback
 
         return decorate
+
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI 3.1.0 document of every route shown in the index (a new dict on each
+        call, so a route registered later is in the next one); see ``svcrest.rest.openapi``."""
+        return build_openapi(self.rest_get_server(), self)
 
     # -- internal requests ------------------------------------------------------------------
 

@@ -1,15 +1,15 @@
-"""The ``svcrest`` command line: ``serve``, ``routes``, ``request`` and ``user add``.
+"""The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi`` and ``user add``.
 
 Every command builds the same site with :func:`make_app`: the demo plugin, the plugins of the
 entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given (imported with
 the current directory first on ``sys.path``, as ``python -m`` does). Errors are one line on
 standard error (``svcrest: error: …``) with exit status 2 for bad arguments and an unusable
 environment (port in use, database that cannot be opened, broken plugin). Only ``serve`` and
-``user add`` create a database file and its missing directory (and say so); ``routes`` and
-``request`` refuse one that does not exist. ``request`` serves one request in-process through
-the App's ASGI callable, as ``svcrest serve`` would over HTTP. Output cut short by a closed
-pipe (``svcrest request … | head``) ends quietly with exit status 141 (128 + SIGPIPE, as a
-shell reports a process SIGPIPE killed).
+``user add`` create a database file and its missing directory (and say so); ``routes``,
+``request`` and ``openapi`` refuse one that does not exist. ``request`` serves one request
+in-process through the App's ASGI callable, as ``svcrest serve`` would over HTTP. Output cut
+short by a closed pipe (``svcrest request … | head``) ends quietly with exit status 141
+(128 + SIGPIPE, as a shell reports a process SIGPIPE killed).
 """
 
 from __future__ import annotations
@@ -390,6 +390,19 @@ def _cmd_routes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_openapi(args: argparse.Namespace) -> int:
+    app = make_app(args.db, args.home, args.plugin)
+    _require_database(args.db)
+    _open_store(app, args.db)
+    try:
+        document = app.openapi()
+    finally:
+        app.store.close()
+    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    print(orjson.dumps(document, option=option).decode())
+    return 0
+
+
 def _status_line(status: int) -> str:
     try:
         return f"{status} {HTTPStatus(status).phrase}"
@@ -680,6 +693,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_site_options(request, DEFAULT_HOME)
     request.set_defaults(handler=_cmd_request)
+
+    openapi = commands.add_parser(
+        "openapi", help="print the OpenAPI 3.1 document of the site's routes (JSON)"
+    )
+    _add_site_options(openapi, DEFAULT_HOME)
+    openapi.set_defaults(handler=_cmd_openapi)
 
     user = commands.add_parser("user", help="manage users")
     user_commands = user.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -105,7 +105,9 @@ def _body(app: App, ctx: RequestContext, root: str, can_edit: bool) -> str:
         "<noscript><p>This page needs JavaScript.</p></noscript>\n"
         "</main>\n"
         f'<footer class="footer">The REST API lives at <a href="{notes_root}">'
-        f"<code>{notes_root}</code></a>.</footer>"
+        f"<code>{notes_root}</code></a>; read its "
+        f'<a id="api-docs-link" href="{html.escape(app.home)}/docs">API documentation</a>.'
+        "</footer>"
     )
 
 

@@ -141,6 +141,8 @@ class NotesController:
                     "methods": "DELETE",
                     "callback": self.delete_item,
                     "permission_callback": self.delete_item_permissions_check,
+                    # What DELETE answers is not a note (read by the OpenAPI document).
+                    "response_schema": self.get_delete_schema,
                 },
                 "schema": self.get_item_schema,
                 "allow_batch": BATCH_OPTIONS,
@@ -206,6 +208,17 @@ class NotesController:
                     "readonly": True,
                 },
             },
+        }
+
+    def get_delete_schema(self) -> dict[str, Any]:
+        """The JSON Schema of DELETE's answer: ``{"deleted": true, "previous": note}``."""
+        note = self.get_item_schema()
+        del note["$schema"]
+        return {
+            "title": "deleted note",
+            "type": "object",
+            "properties": {"deleted": {"type": "boolean"}, "previous": note},
+            "required": ["deleted", "previous"],
         }
 
     def _property_arg(self, name: str) -> dict[str, Any]:

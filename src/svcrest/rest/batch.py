@@ -175,6 +175,18 @@ class BatchController:
         return {
             "methods": "POST",
             "callback": self.serve,
+            # What the OpenAPI document says of the answer: a 207 holding one answer per
+            # request (``{body, status, headers}``, or an error or null per request when the
+            # batch failed validation).
+            "response_status": 207,
+            "response_schema": {
+                "type": "object",
+                "properties": {
+                    "failed": {"type": "string", "enum": ["validation", "atomic"]},
+                    "responses": {"type": "array", "items": {"type": ["object", "null"]}},
+                },
+                "required": ["responses"],
+            },
             "args": {
                 "validation": {"type": "string", "enum": list(_MODES), "default": "normal"},
                 "requests": {

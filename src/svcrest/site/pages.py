@@ -128,7 +128,10 @@ async def _home(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpRe
         f"<h1>{html.escape(app.name)}</h1>\n"
         f"<p>{html.escape(app.description)}</p>\n"
         f'<p>The REST API lives at <a href="{html.escape(root)}"><code>'
-        f"{html.escape(root)}</code></a>.</p>\n<p>{who}</p>"
+        f"{html.escape(root)}</code></a>; read its "
+        '<a href="docs" id="api-docs-link">API documentation</a> '
+        '(<a href="openapi.json">OpenAPI</a>).</p>\n'
+        f"<p>{who}</p>"
     )
     response = html_page(app.name, body, head=head)
     if ctx.user.is_logged_in:

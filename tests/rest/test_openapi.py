@@ -1,0 +1,598 @@
+"""``App.openapi()``: the OpenAPI 3.1 document of the routes shown in the index (DESIGN §11)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from openapi_schema_validator import OAS31Validator
+from openapi_schema_validator import validate as validate_instance
+from openapi_spec_validator import validate as validate_document
+
+import svcrest.demo
+from svcrest import App, Request, Response, RestError
+from svcrest.rest.openapi import iter_operations
+from svcrest.rest.pipeline import data_with_links
+from svcrest.rest.schema.dialect import DATE_TIME_PATTERN, to_openapi_schema
+
+HOME = "http://example.test:8080/site"
+PUBLIC = {"permission_callback": lambda request: True}
+
+
+def ok(request: Request) -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def demo() -> Iterator[App]:
+    app = App(HOME, name="Notes site", description="Notes for everyone", store=":memory:")
+    svcrest.demo.register(app)
+    yield app
+    app.store.close()
+
+
+def operations(document: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(path, method, op["operationId"]) for path, method, op in iter_operations(document)]
+
+
+def resolve(document: dict[str, Any], value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` with a ``$ref`` into the document followed."""
+    while "$ref" in value:
+        node: Any = document
+        for part in value["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        value = node
+    return value
+
+
+def conforms(document: dict[str, Any], schema: dict[str, Any], instance: Any) -> None:
+    """Raise unless ``instance`` matches ``schema`` (which may refer into ``document``),
+    formats checked."""
+    root = {"components": document["components"], **schema}
+    validate_instance(
+        instance, root, cls=OAS31Validator, format_checker=OAS31Validator.FORMAT_CHECKER
+    )
+
+
+# -- the document ------------------------------------------------------------------------------
+
+
+def test_the_demo_document_is_valid_openapi_3_1(demo: App) -> None:
+    document = demo.openapi()
+    validate_document(document)
+    assert document["openapi"] == "3.1.0"
+    assert document["info"] == {
+        "title": "Notes site",
+        "version": "2.0",
+        "description": "Notes for everyone",
+    }
+    assert document["servers"] == [{"url": "http://example.test:8080/site/svc-json"}]
+    assert document["tags"] == [{"name": "demo/v1"}]
+    assert "x-svc-undocumented-routes" not in document
+
+
+def test_servers_is_the_rest_root_also_with_plain_permalinks() -> None:
+    app = App(HOME, pretty_permalinks=False)
+    assert app.get_rest_url() == "http://example.test:8080/site/?rest_route=/"
+    # The prefix path is served either way; OpenAPI cannot name a query-string root.
+    assert app.openapi()["servers"] == [{"url": "http://example.test:8080/site/svc-json"}]
+
+
+def test_every_shown_route_and_method_is_an_operation_with_a_stable_id(demo: App) -> None:
+    assert operations(demo.openapi()) == [
+        ("/", "get", "get_root"),
+        ("/demo/v1", "get", "get_demo_v1"),
+        ("/demo/v1/notes", "get", "get_demo_v1_notes"),
+        ("/demo/v1/notes", "post", "post_demo_v1_notes"),
+        ("/demo/v1/notes/{id}", "get", "get_demo_v1_notes_id"),
+        ("/demo/v1/notes/{id}", "put", "put_demo_v1_notes_id"),
+        ("/demo/v1/notes/{id}", "patch", "patch_demo_v1_notes_id"),
+        ("/demo/v1/notes/{id}", "delete", "delete_demo_v1_notes_id"),
+    ]
+    assert operations(demo.openapi()) == operations(demo.openapi())
+    paths = demo.openapi()["paths"]
+    assert paths["/demo/v1/notes/{id}"]["x-svc-route"] == r"/demo/v1/notes/(?P<id>\d+)"
+    assert paths["/demo/v1/notes"]["get"]["tags"] == ["demo/v1"]
+    assert paths["/demo/v1/notes"]["get"]["summary"] == (
+        "GET /notes: one page of notes, with the total counts in headers."
+    )
+
+
+def test_operation_ids_stay_unique_when_paths_clash() -> None:
+    app = App()
+    app.register_rest_route("x/v1", "/a-b", {"callback": ok, **PUBLIC})
+    app.register_rest_route("x/v1", "/a_b", {"callback": ok, **PUBLIC})
+    app.register_rest_route("x/v1", "/a.b", {"callback": ok, "methods": "GET,POST", **PUBLIC})
+    ids = [operation_id for _, _, operation_id in operations(app.openapi())]
+    assert ids == [
+        "get_root",
+        "get_x_v1",
+        "get_x_v1_a_b",
+        "get_x_v1_a_b_2",
+        "get_x_v1_a_b_3",
+        "post_x_v1_a_b",
+    ]
+
+
+def test_a_route_registered_later_is_in_the_next_document(demo: App) -> None:
+    before = demo.openapi()
+    assert "/late/v1/things/{slug}" not in before["paths"]
+    demo.register_rest_route(
+        "late/v1",
+        r"/things/(?P<slug>[a-z-]+)",
+        {"methods": "GET", "callback": ok, **PUBLIC},
+    )
+    after = demo.openapi()
+    assert after["paths"]["/late/v1/things/{slug}"]["get"]["operationId"] == (
+        "get_late_v1_things_slug"
+    )
+    assert after["tags"] == [{"name": "demo/v1"}, {"name": "late/v1"}]
+    # Merging a handler into an existing route shows too.
+    demo.register_rest_route(
+        "late/v1", r"/things/(?P<slug>[a-z-]+)", {"methods": "DELETE", "callback": ok, **PUBLIC}
+    )
+    assert set(demo.openapi()["paths"]["/late/v1/things/{slug}"]) == {
+        "x-svc-route",
+        "get",
+        "delete",
+    }
+
+
+def test_handlers_hidden_from_the_index_are_left_out() -> None:
+    app = App()
+    app.register_rest_route(
+        "x/v1",
+        "/mixed",
+        [
+            {"methods": "GET", "callback": ok, **PUBLIC},
+            {"methods": "POST", "callback": ok, "show_in_index": False, **PUBLIC},
+        ],
+    )
+    app.register_rest_route("x/v1", "/hidden", {"callback": ok, "show_in_index": False, **PUBLIC})
+    paths = app.openapi()["paths"]
+    assert set(paths["/x/v1/mixed"]) == {"x-svc-route", "get"}
+    assert "/x/v1/hidden" not in paths
+
+
+def test_the_first_handler_of_a_method_is_documented_and_odd_methods_are_left_out() -> None:
+    app = App()
+
+    def first(request: Request) -> None:
+        """The first GET."""
+
+    def second(request: Request) -> None:
+        """The second GET (never reached)."""
+
+    app.register_rest_route(
+        "x/v1",
+        "/dup",
+        [
+            {"methods": "GET", "callback": first, **PUBLIC},
+            {"methods": "GET, PURGE", "callback": second, **PUBLIC},
+        ],
+    )
+    item = app.openapi()["paths"]["/x/v1/dup"]
+    assert set(item) == {"x-svc-route", "get"}
+    assert item["get"]["summary"] == "The first GET."
+
+
+def test_routes_without_a_template_are_listed_not_documented() -> None:
+    app = App()
+    app.register_rest_route("x/v1", r"/files/.+", {"callback": ok, **PUBLIC})
+    app.register_rest_route("x/v1", r"/items/(?P<id>\d+)", {"callback": ok, **PUBLIC})
+    # Same template as the route before: the first registered keeps it, as in dispatch.
+    app.register_rest_route("x/v1", r"/items/(?P<id>[a-z]+)", {"callback": ok, **PUBLIC})
+    app.register_rest_route("x/v1", r"/items/(?P<slug>[a-z]+)", {"callback": ok, **PUBLIC})
+    document = app.openapi()
+    validate_document(document)
+    assert document["x-svc-undocumented-routes"] == [
+        "/x/v1/files/.+",
+        "/x/v1/items/(?P<id>[a-z]+)",
+        "/x/v1/items/(?P<slug>[a-z]+)",
+    ]
+    assert document["paths"]["/x/v1/items/{id}"]["x-svc-route"] == r"/x/v1/items/(?P<id>\d+)"
+
+
+# -- parameters ----------------------------------------------------------------------------
+
+
+def test_path_parameters_keep_the_regex_and_are_only_path_parameters(demo: App) -> None:
+    item = demo.openapi()["paths"]["/demo/v1/notes/{id}"]
+    id_param = {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "description": "Unique identifier for the note.",
+        "schema": {"type": "integer", "pattern": r"\d+"},
+    }
+    for method in ("get", "put", "patch", "delete"):
+        assert item[method]["parameters"] == [id_param], method
+    for method in ("put", "patch"):
+        for content in item[method]["requestBody"]["content"].values():
+            assert "id" not in content["schema"]["properties"]
+
+
+def test_unnamed_groups_are_path_parameters_the_handler_does_not_get() -> None:
+    app = App()
+    app.register_rest_route("x/v1", r"/(\d+)/(?P<slug>[a-z]+)", {"callback": ok, **PUBLIC})
+    parameters = app.openapi()["paths"]["/x/v1/{group1}/{slug}"]["get"]["parameters"]
+    assert parameters == [
+        {
+            "name": "group1",
+            "in": "path",
+            "required": True,
+            "description": (
+                "Part of the route pattern (an unnamed group): the handler does not receive "
+                "it as a parameter."
+            ),
+            "x-svc-unnamed-group": True,
+            "schema": {"type": "string", "pattern": r"\d+"},
+        },
+        {
+            "name": "slug",
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string", "pattern": "[a-z]+"},
+        },
+    ]
+
+
+def test_get_args_are_query_parameters(demo: App) -> None:
+    parameters = demo.openapi()["paths"]["/demo/v1/notes"]["get"]["parameters"]
+    assert [param["name"] for param in parameters] == [
+        "page",
+        "per_page",
+        "start",
+        "limit",
+        "search",
+        "sort",
+        "dir",
+        "filter",
+    ]
+    assert all(param["in"] == "query" and param["required"] is False for param in parameters)
+    assert parameters[1] == {
+        "name": "per_page",
+        "in": "query",
+        "required": False,
+        "description": "Maximum number of notes to be returned in result set.",
+        "schema": {"type": "integer", "default": 10, "minimum": 1, "maximum": 100},
+    }
+    # An array is sent comma-separated (svcrest splits it), as WordPress reads it.
+    assert (parameters[5]["style"], parameters[5]["explode"]) == ("form", False)
+    assert parameters[5]["schema"] == {"type": ["string", "array"]}
+
+
+def test_query_required_objects_and_delete_args() -> None:
+    app = App()
+    args = {
+        "must": {"type": "string", "required": True},
+        "defaulted": {"type": "string", "required": True, "default": "x"},
+        "where": {"type": "object", "properties": {"a": {"type": "integer"}}},
+    }
+    app.register_rest_route(
+        "x/v1", "/q", {"methods": "GET, DELETE", "callback": ok, "args": args, **PUBLIC}
+    )
+    item = app.openapi()["paths"]["/x/v1/q"]
+    assert item["get"]["parameters"] == item["delete"]["parameters"]
+    assert "requestBody" not in item["delete"]
+    must, defaulted, where = item["get"]["parameters"]
+    assert (must["required"], defaulted["required"]) == (True, False)
+    assert defaulted["schema"] == {"type": "string", "default": "x"}
+    assert where == {
+        "name": "where",
+        "in": "query",
+        "required": False,
+        "style": "deepObject",
+        "explode": True,
+        "schema": {"type": "object", "properties": {"a": {"type": "integer"}}},
+    }
+
+
+def test_post_args_are_a_json_and_form_body_listing_the_required(demo: App) -> None:
+    post = demo.openapi()["paths"]["/demo/v1/notes"]["post"]
+    assert "parameters" not in post
+    body = post["requestBody"]
+    assert body["required"] is True
+    assert list(body["content"]) == ["application/json", "application/x-www-form-urlencoded"]
+    for content in body["content"].values():
+        schema = content["schema"]
+        assert schema["type"] == "object"
+        assert schema["required"] == ["title"]  # content has a default, date is optional
+        assert list(schema["properties"]) == ["title", "content", "date"]
+        assert schema["properties"]["title"] == {
+            "description": "The title of the note.",
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+        }
+        assert schema["properties"]["content"]["default"] == ""
+        assert schema["properties"]["date"] == {
+            "description": "The date the note was published, in the site's timezone.",
+            "type": "string",
+            "pattern": DATE_TIME_PATTERN,
+        }
+    put = demo.openapi()["paths"]["/demo/v1/notes/{id}"]["put"]["requestBody"]
+    assert put["required"] is False
+    assert "required" not in put["content"]["application/json"]["schema"]
+
+
+def test_form_bodies_say_how_arrays_and_objects_are_written() -> None:
+    app = App()
+    args = {"tags": {"type": "array", "items": {"type": "string"}}, "n": {"type": "integer"}}
+    app.register_rest_route("x/v1", "/f", {"methods": "PATCH", "callback": ok, "args": args})
+    form = app.openapi()["paths"]["/x/v1/f"]["patch"]["requestBody"]["content"][
+        "application/x-www-form-urlencoded"
+    ]
+    assert form["encoding"] == {"tags": {"style": "form", "explode": False}}
+
+
+# -- responses -----------------------------------------------------------------------------
+
+
+def test_success_schemas_follow_the_route_schema(demo: App) -> None:
+    document = demo.openapi()
+    paths = document["paths"]
+    note = {"$ref": "#/components/schemas/note"}
+    listing = paths["/demo/v1/notes"]["get"]["responses"]["200"]
+    assert listing["content"]["application/json"]["schema"] == {"type": "array", "items": note}
+    assert set(listing["headers"]) == {"X-SVC-Total", "X-SVC-TotalPages"}
+    created = paths["/demo/v1/notes"]["post"]["responses"]
+    assert created["201"]["content"]["application/json"]["schema"] == note
+    assert "200" not in created
+    for method in ("get", "put", "patch"):
+        answer = paths["/demo/v1/notes/{id}"][method]["responses"]["200"]
+        assert answer["content"]["application/json"]["schema"] == note
+    deleted = paths["/demo/v1/notes/{id}"]["delete"]["responses"]["200"]
+    schema = deleted["content"]["application/json"]["schema"]
+    assert schema["required"] == ["deleted", "previous"]
+    assert schema["properties"]["previous"]["properties"]["id"]["readOnly"] is True
+    component = document["components"]["schemas"]["note"]
+    assert "$schema" not in component
+    assert component["properties"]["id"] == {
+        "description": "Unique identifier for the note.",
+        "type": "integer",
+        "readOnly": True,
+    }
+    assert component["properties"]["_links"] == {"$ref": "#/components/schemas/Links"}
+
+
+def test_every_documented_4xx_refers_to_the_shared_error(demo: App) -> None:
+    document = demo.openapi()
+    error = {"$ref": "#/components/schemas/Error"}
+    seen: dict[str, set[str]] = {}
+    for _, _, operation in iter_operations(document):
+        statuses = set()
+        for status, response in operation["responses"].items():
+            if status.startswith("4"):
+                assert response["content"] == {"application/json": {"schema": error}}
+                statuses.add(status)
+        seen[operation["operationId"]] = statuses
+    assert seen == {
+        "get_root": {"400", "4XX"},
+        "get_demo_v1": {"400", "4XX"},
+        "get_demo_v1_notes": {"400", "4XX"},
+        "post_demo_v1_notes": {"400", "401", "403", "4XX"},
+        "get_demo_v1_notes_id": {"404", "4XX"},
+        "put_demo_v1_notes_id": {"400", "401", "403", "404", "4XX"},
+        "patch_demo_v1_notes_id": {"400", "401", "403", "404", "4XX"},
+        "delete_demo_v1_notes_id": {"401", "403", "404", "4XX"},
+    }
+    assert document["components"]["schemas"]["Error"]["required"] == ["code", "message", "data"]
+
+
+def test_security_schemes_are_cookie_with_nonce_and_basic(demo: App) -> None:
+    document = demo.openapi()
+    schemes = document["components"]["securitySchemes"]
+    assert {
+        name: {k: v for k, v in s.items() if k != "description"} for name, s in schemes.items()
+    } == {
+        "cookieAuth": {"type": "apiKey", "in": "cookie", "name": "svc_logged_in"},
+        "nonceHeader": {"type": "apiKey", "in": "header", "name": "X-SVC-Nonce"},
+        "nonceQuery": {"type": "apiKey", "in": "query", "name": "_wpnonce"},
+        "basicAuth": {"type": "http", "scheme": "basic"},
+    }
+    assert document["security"] == [
+        {},
+        {"cookieAuth": [], "nonceHeader": []},
+        {"cookieAuth": [], "nonceQuery": []},
+        {"basicAuth": []},
+    ]
+
+
+def test_real_answers_match_their_response_schemas(demo: App) -> None:
+    """What the demo sends (naive RFC 3339 dates, ``_links``) matches what the document
+    says, with formats checked; a plain ``format: date-time`` would refuse those dates."""
+    document = demo.openapi()
+    editor = demo.users.create("ed", "pw-ed-123", roles=("editor",))
+    create = Request(
+        "POST", "/demo/v1/notes", json={"title": "Hi", "date": "2024-05-01T09:30:00+02:00"}
+    )
+    create.user = editor
+    created = demo.rest_do_request(create)
+    assert created.status == 201
+    sent = data_with_links(created, create)
+    assert sent["date_gmt"] == "2024-05-01T07:30:00"
+    paths = document["paths"]
+    conforms(
+        document,
+        paths["/demo/v1/notes"]["post"]["responses"]["201"]["content"]["application/json"][
+            "schema"
+        ],
+        sent,
+    )
+    with pytest.raises(Exception, match="is not a 'date-time'"):
+        validate_instance(
+            sent["date"],
+            {"type": "string", "format": "date-time"},
+            cls=OAS31Validator,
+            format_checker=OAS31Validator.FORMAT_CHECKER,
+        )
+    listing = Request("GET", "/demo/v1/notes")
+    listed = demo.rest_do_request(listing)
+    schema = paths["/demo/v1/notes"]["get"]["responses"]["200"]["content"]["application/json"][
+        "schema"
+    ]
+    conforms(document, schema, data_with_links(listed, listing))
+    for route, operation in (("/", "/"), ("/demo/v1", "/demo/v1")):
+        request = Request("GET", route)
+        answer = demo.rest_do_request(request)
+        schema = paths[operation]["get"]["responses"]["200"]["content"]["application/json"][
+            "schema"
+        ]
+        conforms(document, schema, data_with_links(answer, request))
+    delete = Request("DELETE", f"/demo/v1/notes/{sent['id']}")
+    delete.user = editor
+    deleted = demo.rest_do_request(delete)
+    schema = paths["/demo/v1/notes/{id}"]["delete"]["responses"]["200"]["content"][
+        "application/json"
+    ]["schema"]
+    conforms(document, schema, deleted.data)
+    missing = demo.rest_do_request(Request("GET", "/demo/v1/notes/999"))
+    assert missing.status == 404
+    conforms(document, {"$ref": "#/components/schemas/Error"}, missing.data)
+
+
+def test_a_failing_schema_callback_leaves_the_schema_out(caplog: pytest.LogCaptureFixture) -> None:
+    app = App()
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("boom")
+
+    app.register_rest_route("x/v1", "/b", {0: {"callback": ok, **PUBLIC}, "schema": broken})
+    answer = app.openapi()["paths"]["/x/v1/b"]["get"]["responses"]["200"]
+    assert answer["content"]["application/json"]["schema"] == {}
+    assert "The schema of route /x/v1/b failed" in caplog.text
+
+
+def test_explicit_response_schema_and_status() -> None:
+    app = App()
+    app.register_rest_route(
+        "x/v1",
+        "/jobs",
+        {
+            "methods": "POST",
+            "callback": lambda request: Response({"queued": True}, 202),
+            "response_schema": {"type": "object", "properties": {"queued": {"type": "boolean"}}},
+            "response_status": 202,
+        },
+    )
+    responses = app.openapi()["paths"]["/x/v1/jobs"]["post"]["responses"]
+    assert responses["202"] == {
+        "description": "OK",
+        "content": {
+            "application/json": {
+                "schema": {"type": "object", "properties": {"queued": {"type": "boolean"}}}
+            }
+        },
+    }
+
+
+def test_the_document_filter_can_amend_it(demo: App) -> None:
+    def amend(document: dict[str, Any], server: object) -> dict[str, Any]:
+        document["info"]["x-amended"] = server is demo.rest_get_server()
+        return document
+
+    demo.hooks.add_filter("svc_openapi_document", amend)
+    assert demo.openapi()["info"]["x-amended"] is True
+
+
+def test_documents_are_fresh_dicts(demo: App) -> None:
+    first = demo.openapi()
+    first["components"]["schemas"]["Error"]["required"].append("oops")
+    first["paths"]["/demo/v1/notes"]["get"]["responses"]["200"]["headers"].clear()
+    second = demo.openapi()
+    assert second["components"]["schemas"]["Error"]["required"] == ["code", "message", "data"]
+    assert second["paths"]["/demo/v1/notes"]["get"]["responses"]["200"]["headers"]
+
+
+# -- the schema dialect --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(
+            {"type": "integer", "readonly": True, "context": ["view"], "arg_options": {}},
+            {"type": "integer", "readOnly": True},
+            id="readonly-context",
+        ),
+        pytest.param(
+            {
+                "$schema": "http://json-schema.org/draft-04/schema#",
+                "type": "object",
+                "properties": {"a": {"type": "string", "required": True}, "b": {}},
+            },
+            {"type": "object", "properties": {"a": {"type": "string"}, "b": {}}, "required": ["a"]},
+            id="draft3-required",
+        ),
+        pytest.param(
+            {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 9},
+            {"type": "number", "exclusiveMinimum": 0, "maximum": 9},
+            id="draft4-exclusive",
+        ),
+        pytest.param(
+            {"type": "array", "items": [{"type": "integer"}, {"type": "string"}]},
+            {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
+            id="tuple-items",
+        ),
+        pytest.param(
+            {"type": "string", "format": "hex-color"},
+            {"type": "string", "pattern": "^#([0-9A-Fa-f]{3}){1,2}$"},
+            id="hex-color",
+        ),
+        pytest.param(
+            {"type": "string", "format": "ip"},
+            {"type": "string", "anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]},
+            id="ip",
+        ),
+        pytest.param(
+            {"type": "string", "format": "email", "validate_callback": ok, "required": True},
+            {"type": "string", "format": "email"},
+            id="callbacks-and-arg-required-dropped",
+        ),
+        pytest.param(
+            {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
+            {"anyOf": [{"type": "string", "pattern": DATE_TIME_PATTERN}, {"type": "null"}]},
+            id="nested-date-time",
+        ),
+    ],
+)
+def test_schema_dialect(source: dict[str, Any], expected: dict[str, Any]) -> None:
+    assert to_openapi_schema(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "accepted"),
+    [
+        ("2024-05-01T09:30:00", True),
+        ("2024-05-01 09:30:00.5+05:30", True),
+        ("2024-05-01t09:30:00Z", True),
+        ("2024-05-01T09:30:00-05", True),
+        ("2024-05-01T09:30:00z", False),
+        ("2024-05-01T09:30:00+0530", False),
+        ("2024-13-01T09:30:00", False),
+        ("2024-05-01T24:00:00", False),
+    ],
+)
+def test_the_date_time_pattern_is_what_the_server_accepts(value: str, accepted: bool) -> None:
+    from svcrest import rest_parse_date
+
+    validator = OAS31Validator({"type": "string", "pattern": DATE_TIME_PATTERN})
+    assert validator.is_valid(value) is accepted
+    assert (rest_parse_date(value) is not False) is accepted
+
+
+def test_errors_from_the_pipeline_match_the_error_schema(demo: App) -> None:
+    document = demo.openapi()
+    error = {"$ref": "#/components/schemas/Error"}
+    answers = [
+        demo.rest_do_request(Request("POST", "/demo/v1/notes", json={})),
+        demo.rest_do_request(Request("GET", "/demo/v1/notes", query={"page": "x"})),
+        demo.rest_do_request(Request("PUT", "/demo/v1/notes/1", json={"title": "x"})),
+        demo.rest_do_request(Request("GET", "/nothing")),
+    ]
+    assert [answer.status for answer in answers] == [400, 400, 404, 404]
+    for answer in answers:
+        conforms(document, error, answer.data)
+    assert isinstance(RestError("x", "y", {"status": 400}).to_dict()["data"], dict)
