@@ -82,6 +82,7 @@ def test_servers_is_the_rest_root_also_with_plain_permalinks() -> None:
 def test_every_shown_route_and_method_is_an_operation_with_a_stable_id(demo: App) -> None:
     assert operations(demo.openapi()) == [
         ("/", "get", "get_root"),
+        ("/batch/v1", "post", "post_batch_v1"),
         ("/demo/v1", "get", "get_demo_v1"),
         ("/demo/v1/notes", "get", "get_demo_v1_notes"),
         ("/demo/v1/notes", "post", "post_demo_v1_notes"),
@@ -89,6 +90,7 @@ def test_every_shown_route_and_method_is_an_operation_with_a_stable_id(demo: App
         ("/demo/v1/notes/{id}", "put", "put_demo_v1_notes_id"),
         ("/demo/v1/notes/{id}", "patch", "patch_demo_v1_notes_id"),
         ("/demo/v1/notes/{id}", "delete", "delete_demo_v1_notes_id"),
+        ("/demo/v1/users/{id}", "get", "get_demo_v1_users_id"),
     ]
     assert operations(demo.openapi()) == operations(demo.openapi())
     paths = demo.openapi()["paths"]
@@ -107,6 +109,7 @@ def test_operation_ids_stay_unique_when_paths_clash() -> None:
     ids = [operation_id for _, _, operation_id in operations(app.openapi())]
     assert ids == [
         "get_root",
+        "post_batch_v1",
         "get_x_v1",
         "get_x_v1_a_b",
         "get_x_v1_a_b_2",
@@ -370,6 +373,7 @@ def test_every_documented_4xx_refers_to_the_shared_error(demo: App) -> None:
         seen[operation["operationId"]] = statuses
     assert seen == {
         "get_root": {"400", "4XX"},
+        "post_batch_v1": {"400", "4XX"},
         "get_demo_v1": {"400", "4XX"},
         "get_demo_v1_notes": {"400", "4XX"},
         "post_demo_v1_notes": {"400", "401", "403", "4XX"},
@@ -377,6 +381,7 @@ def test_every_documented_4xx_refers_to_the_shared_error(demo: App) -> None:
         "put_demo_v1_notes_id": {"400", "401", "403", "404", "4XX"},
         "patch_demo_v1_notes_id": {"400", "401", "403", "404", "4XX"},
         "delete_demo_v1_notes_id": {"401", "403", "404", "4XX"},
+        "get_demo_v1_users_id": {"404", "4XX"},
     }
     assert document["components"]["schemas"]["Error"]["required"] == ["code", "message", "data"]
 
