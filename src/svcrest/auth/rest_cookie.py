@@ -121,7 +121,7 @@ class CookieAuth:
             )
         # Row 5. PERF: a nonce of the current tick is exactly the fresh one; no second HMAC.
         fresh = nonce if verdict == 1 else auth.create_nonce(NONCE_ACTION, ctx.user.id, token)
-        ctx.pending_headers.append(("X-SVC-Nonce", fresh))
+        ctx.add_pending_header("X-SVC-Nonce", fresh)
         return True
 
 

@@ -8,7 +8,7 @@ that request (callbacks, hooks, internal ``rest_do_request`` calls) reads it wit
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from svcrest.http.user import ANONYMOUS, User
 
@@ -25,7 +25,8 @@ class RequestContext:
     ``auth_cookie_valid``, else the action name without its first 12 characters
     (``"malformed"``, ``"expired"``, …), None when no cookie was checked.
     ``session_token``: the token of the valid auth cookie ("" otherwise).
-    ``pending_headers``: headers to add to the response being built (deprecation notices…).
+    ``pending_headers``: headers to add to the response being built (deprecation notices…),
+    None until the first (:meth:`add_pending_header`).
     ``secure`` / ``host``: whether the request came over TLS and the host it named.
     ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
     """
@@ -34,10 +35,17 @@ class RequestContext:
     user: User = ANONYMOUS
     cookie_status: bool | str | None = None
     session_token: str = ""
-    pending_headers: list[tuple[str, str]] = field(default_factory=list)
+    pending_headers: list[tuple[str, str]] | None = None
     secure: bool = False
     host: str = ""
     method_overridden: bool = False
+
+    def add_pending_header(self, name: str, value: str) -> None:
+        """Add a header line to the response being built."""
+        if self.pending_headers is None:
+            self.pending_headers = [(name, value)]
+        else:
+            self.pending_headers.append((name, value))
 
 
 _current: ContextVar[RequestContext | None] = ContextVar("svcrest_request_context", default=None)

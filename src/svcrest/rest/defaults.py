@@ -210,7 +210,7 @@ def _header_safe(text: str) -> str:
 def _add_pending_header(name: str, value: str) -> None:
     ctx = current_context()
     if ctx is not None and ctx.is_rest:
-        ctx.pending_headers.append((name, _header_safe(value)))
+        ctx.add_pending_header(name, _header_safe(value))
 
 
 def _deprecation_value(function: str, version: str, detail: str | None) -> str:

@@ -167,13 +167,7 @@ async def authenticate(
     plan: PipelinePlan, request: Request, ctx: RequestContext
 ) -> RestError | None:
     """``determine_current_user`` then ``rest_authentication_errors``: the error to answer
-    with, or None; ``ctx.user`` and ``request.user`` are the current user afterwards.
-
-    PERF: while every authentication callback is marked ``inert_without_credentials``, a
-    request without credentials is anonymous without calling them."""
-    if plan.auth_inert and not carries_credentials(request):
-        request.user = ctx.user
-        return None
+    with, or None; ``ctx.user`` and ``request.user`` are the current user afterwards."""
     await resolve_current_user(plan, request, ctx)
     result: Any = None
     for callback in plan.authentication_errors:
@@ -263,6 +257,7 @@ def finish(
     no_store = status >= 400 or ctx.method_overridden or ctx.user.is_logged_in
     own_content_type = False
     for name, _ in own_lines:
+        # PERF: the length first; a lower-cased copy only for a 12-character name.
         if len(name) == 12 and name.lower() == "content-type":
             own_content_type = True
             break
@@ -275,7 +270,7 @@ def finish(
         if data is None or status in _NO_BODY_STATUSES
         else orjson.dumps(data, option=_JSON_OPTIONS)
     )
-    return HttpResponse(status, headers, body, wire_prefix=wire)
+    return HttpResponse(status, headers, body, None, wire)
 
 
 def error_answer(settings: SiteSettings, ctx: RequestContext, error: RestError) -> HttpResponse:
@@ -313,7 +308,13 @@ async def serve_rest(
     request = Request.from_http(http.method, route, http.query_string, http.headers, body)
     ctx.method_overridden = _method_override(request)
     plan = server.plan()
-    error = await authenticate(plan, request, ctx)
+    if plan.auth_inert and not carries_credentials(request):
+        # PERF: every authentication callback is marked ``inert_without_credentials``: a
+        # request without credentials is anonymous without calling them.
+        request.user = ctx.user
+        error = None
+    else:
+        error = await authenticate(plan, request, ctx)
     result = (
         Response.from_error(error)
         if error is not None

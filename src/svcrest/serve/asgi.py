@@ -113,14 +113,16 @@ async def handle_asgi(
     else:
         server = scope.get("server")
         host_value = str(server[0]).lower() if server else ""
+    # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs).
     http = HttpRequest(
-        method=method,
-        path=scope["path"],
-        query_string=raw_query.decode("utf-8", "replace") if raw_query else "",
-        headers=headers,
-        scheme=scope.get("scheme", "http"),
-        host=host_value,
-        client=str(client[0]) if client else "",
+        method,
+        scope["path"],
+        raw_query.decode("utf-8", "replace") if raw_query else "",
+        headers,
+        b"",
+        scope.get("scheme", "http"),
+        host_value,
+        str(client[0]) if client else "",
     )
     answer = await respond(host, http, _body_reader(method, headers, receive, host.max_body_size))
     if type(answer) is SiteForward:
