@@ -21,6 +21,7 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest import discovery
 from svcrest.rest.batch import register_batch_route
+from svcrest.rest.compat import install_rest_compat
 from svcrest.rest.defaults import register_default_filters
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.routing.definitions import RouteDefinitionError, build_full_route
@@ -33,6 +34,7 @@ from svcrest.site.auth_pages import install_auth_pages
 from svcrest.site.docs_pages import install_docs_pages
 from svcrest.site.host import ASGIApp, Page
 from svcrest.site.pages import install_core_pages
+from svcrest.site.wp_compat import install_wordpress_compat_pages
 from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
@@ -69,6 +71,7 @@ class App:
         blog_id: int = 1,
         clock: Callable[[], float] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
+        wordpress_compat: bool = False,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -87,6 +90,10 @@ class App:
         self._link_cache: dict[bool, str | None] = {}
         self.clock: Callable[[], float] = clock or time.time
         self.max_body_size = max_body_size
+        #: Clients written for WordPress work unchanged: ``X-WP-Nonce`` is read as
+        #: ``X-SVC-Nonce``, ``X-WP-Total``/``X-WP-TotalPages`` are sent beside svcrest's, and
+        #: ``/wp-admin/admin-ajax.php?action=rest-nonce`` answers a fresh nonce as text.
+        self.wordpress_compat = wordpress_compat
         self._secret_key = secret_key.encode() if isinstance(secret_key, str) else secret_key
         self._store_spec = store
         self._store: SqliteStore | None = None
@@ -100,7 +107,10 @@ class App:
         #: Site pages outside the REST prefix: path (relative to home) → Page.
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
-        install_cookie_auth(self.hooks, lambda: self.auth)
+        install_cookie_auth(self.hooks, lambda: self.auth, wordpress_compat=wordpress_compat)
+        if wordpress_compat:
+            install_rest_compat(self.hooks)
+            install_wordpress_compat_pages(self)
         install_auth_pages(self)
         install_docs_pages(self)
 

@@ -52,26 +52,31 @@ def rest_cookie_collect_status(action: str) -> None:
         ctx.cookie_status = True if action == "auth_cookie_valid" else action[12:]
 
 
-def nonce_from_request(request: Request) -> Any:
+def nonce_from_request(request: Request, wordpress_compat: bool = False) -> Any:
     """The nonce a request carries: ``_wpnonce`` (query or form body) first, then
-    ``X-SVC-Nonce``; None when neither is sent."""
+    ``X-SVC-Nonce`` (with ``wordpress_compat``, then WordPress's ``X-WP-Nonce``, which
+    clients written for WordPress send); None when none is sent."""
     # PERF: no body and no query string (most reads) means no bucket to parse.
     if request.raw_body or request.has_query_string():
         for bucket in (request.query_params, request.body_params):
             if "_wpnonce" in bucket:
                 return bucket["_wpnonce"]
-    return request.headers.get_joined("x-svc-nonce")
+    nonce = request.headers.get_joined("x-svc-nonce")
+    if nonce is None and wordpress_compat:
+        nonce = request.headers.get_joined("x-wp-nonce")
+    return nonce
 
 
 class CookieAuth:
     """Cookie authentication and the REST cookie check of one site.
 
     ``auth`` returns the site's :class:`AuthService` (called on use: the service opens the
-    store lazily).
+    store lazily); with ``wordpress_compat`` the nonce may come as ``X-WP-Nonce``.
     """
 
-    def __init__(self, auth: Callable[[], AuthService]) -> None:
+    def __init__(self, auth: Callable[[], AuthService], wordpress_compat: bool = False) -> None:
         self._auth = auth
+        self._wordpress_compat = wordpress_compat
 
     @inert_without_credentials
     def cookie_user(self, user: User, request: Request) -> User:
@@ -104,7 +109,7 @@ class CookieAuth:
             return result
         if ctx.cookie_status is not True and ctx.user.is_logged_in:  # row 2
             return result
-        nonce = nonce_from_request(request)
+        nonce = nonce_from_request(request, self._wordpress_compat)
         if nonce is None:  # row 3
             ctx.user = ANONYMOUS
             return True
@@ -132,9 +137,11 @@ def _status_collector(action: str) -> Callable[..., None]:
     return collect
 
 
-def install_cookie_auth(hooks: Hooks, auth: Callable[[], AuthService]) -> None:
+def install_cookie_auth(
+    hooks: Hooks, auth: Callable[[], AuthService], *, wordpress_compat: bool = False
+) -> None:
     """Attach cookie authentication and the REST cookie check to ``hooks``."""
-    cookie_auth = CookieAuth(auth)
+    cookie_auth = CookieAuth(auth, wordpress_compat)
     hooks.add_filter("determine_current_user", cookie_auth.cookie_user)
     for action in COOKIE_ACTIONS:
         hooks.add_action(action, _status_collector(action))

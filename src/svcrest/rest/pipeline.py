@@ -53,14 +53,12 @@ _STATIC_REST_HEADERS = (
     ("X-Content-Type-Options", "nosniff"),
     ("X-Robots-Tag", "noindex"),
 )
-_CORS_SUPPORT_HEADERS = (
-    ("Vary", "Origin"),
-    ("Access-Control-Expose-Headers", "X-SVC-Total, X-SVC-TotalPages, Link"),
-    (
-        "Access-Control-Allow-Headers",
-        "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type",
-    ),
-)
+_EXPOSE = "X-SVC-Total, X-SVC-TotalPages, Link"
+#: With ``wordpress_compat``, WordPress's paging headers are exposed too (``wpapi`` reads them).
+_EXPOSE_COMPAT = _EXPOSE + ", X-WP-Total, X-WP-TotalPages"
+_ALLOW_HEADERS = "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type"
+#: With ``wordpress_compat``, clients may send WordPress's nonce header.
+_ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
 _NO_BODY_STATUSES = frozenset({204, 304})
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 
@@ -148,13 +146,15 @@ async def resolve_current_user(plan: PipelinePlan, request: Request, ctx: Reques
 
 def carries_credentials(request: Request) -> bool:
     """Whether a request may carry credentials: a ``Cookie``, ``Authorization`` or
-    ``X-SVC-Nonce`` header, a body (a form's ``_wpnonce``), or a query string that names
+    ``X-SVC-Nonce`` (or ``X-WP-Nonce``) header, a body (a form's ``_wpnonce``), or a query
+    string that names
     ``_wpnonce`` or percent-encodes anything."""
     index = request.headers.index()
     return (
         "cookie" in index
         or "authorization" in index
         or "x-svc-nonce" in index
+        or "x-wp-nonce" in index
         or bool(request.raw_body)
         or (
             request.has_query_string()
@@ -209,17 +209,17 @@ async def finish_hooks(
 # SECURITY: bounded; the Link value comes from the site's settings and URL filters, not from
 # the client, and the block is emptied when full.
 _HEADER_BLOCKS: dict[
-    tuple[str | None, bool, bool],
+    tuple[str | None, bool, bool, bool],
     tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]],
 ] = {}
 _HEADER_BLOCKS_MAX = 64
 
 
 def header_block(
-    link: str | None, no_store: bool, own_content_type: bool
+    link: str | None, no_store: bool, own_content_type: bool, wordpress_compat: bool = False
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
     """The REST header lines every response starts with, and their wire encoding."""
-    key = (link, no_store, own_content_type)
+    key = (link, no_store, own_content_type, wordpress_compat)
     block = _HEADER_BLOCKS.get(key)
     if block is None:
         lines = [
@@ -229,7 +229,16 @@ def header_block(
         ]
         if link is not None:
             lines.append(("Link", link))
-        lines.extend(_CORS_SUPPORT_HEADERS)
+        lines.append(("Vary", "Origin"))
+        lines.append(
+            ("Access-Control-Expose-Headers", _EXPOSE_COMPAT if wordpress_compat else _EXPOSE)
+        )
+        lines.append(
+            (
+                "Access-Control-Allow-Headers",
+                _ALLOW_HEADERS_COMPAT if wordpress_compat else _ALLOW_HEADERS,
+            )
+        )
         if no_store:
             lines.append(("Cache-Control", "no-store"))
         if len(_HEADER_BLOCKS) >= _HEADER_BLOCKS_MAX:
@@ -261,7 +270,9 @@ def finish(
         if len(name) == 12 and name.lower() == "content-type":
             own_content_type = True
             break
-    lines, wire = header_block(settings.rest_output_link_header(), no_store, own_content_type)
+    lines, wire = header_block(
+        settings.rest_output_link_header(), no_store, own_content_type, settings.wordpress_compat
+    )
     headers = [*lines, *own_lines]
     if ctx.pending_headers:
         headers.extend(ctx.pending_headers)

@@ -33,6 +33,8 @@ class SiteSettings(Protocol):
     description: str
     max_body_size: int
     clock: Callable[[], float]
+    #: Clients written for WordPress work unchanged (``X-WP-Nonce``, ``X-WP-Total``…).
+    wordpress_compat: bool
 
     @property
     def home(self) -> str:
