@@ -21,6 +21,32 @@ pytestmark = pytest.mark.slow
 
 TIMEOUT = 2.0  # --header-timeout and --keep-alive-timeout of the servers under test
 NOTES = "/svc-json/demo/v1/notes"
+SLEEP_SECONDS = 3.0
+# A plugin (--plugin blocking_routes:register) with a callback that blocks for 3 s, a plain
+# route, and a write that takes the store's write lock.
+PLUGIN = f"""
+import time
+
+
+def register(app):
+    def sleep(request):
+        time.sleep({SLEEP_SECONDS})
+        return {{"slept": True}}
+
+    def write(request):
+        with app.store.transaction() as conn:
+            conn.execute("SELECT 1")
+        return {{"written": True}}
+
+    public = {{"permission_callback": lambda request: True}}
+    app.register_rest_route(
+        "test/v1", "/sleep", {{"methods": "GET", "callback": sleep, "blocking": True}}
+    )
+    app.register_rest_route("test/v1", "/fast", {{"methods": "GET", "callback": lambda: "ok"}})
+    app.register_rest_route(
+        "test/v1", "/write", {{"methods": "POST", "callback": write, "blocking": True, **public}}
+    )
+"""
 
 
 @dataclass
@@ -68,9 +94,11 @@ def server(
     directory = tmp_path_factory.mktemp(f"{name}-{interface}")
     port = free_port()
     log = directory / "server.log"
+    (directory / "blocking_routes.py").write_text(PLUGIN)
     command = [sys.executable, "-m", "svcrest", "serve", "--server", name]
     command += ["--interface", interface, "--port", str(port), "--db", str(directory / "s.db")]
     command += ["--header-timeout", str(TIMEOUT), "--keep-alive-timeout", str(TIMEOUT)]
+    command += ["--plugin", "blocking_routes:register"]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=directory, stdout=out, stderr=subprocess.STDOUT)
     try:
@@ -197,3 +225,68 @@ def test_the_access_log_redacts_nonces(server: Server) -> None:
         time.sleep(0.05)
     assert "SECRET" not in server.log_text()
     assert "COOKIE" not in server.log_text()
+
+
+# -- blocking isolation ----------------------------------------------------------------------
+
+
+async def _fast_while_blocked(server: Server) -> tuple[httpx.Response, list[float]]:
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        blocked = asyncio.create_task(client.get("/svc-json/test/v1/sleep"))
+        await asyncio.sleep(0.3)
+
+        async def fast() -> float:
+            sent = time.monotonic()
+            response = await client.get("/svc-json/test/v1/fast")
+            assert (response.status_code, response.json()) == (200, "ok")
+            return time.monotonic() - sent
+
+        latencies = await asyncio.gather(*(fast() for _ in range(20)))
+        return await blocked, list(latencies)
+
+
+def test_a_blocking_callback_delays_only_its_own_request(server: Server) -> None:
+    started = time.monotonic()
+    blocked, latencies = asyncio.run(_fast_while_blocked(server))
+    assert (blocked.status_code, blocked.json()) == (200, {"slept": True})
+    assert time.monotonic() - started >= SLEEP_SECONDS
+    assert max(latencies) < 0.5, latencies
+
+
+def test_a_held_write_lock_answers_503(server: Server) -> None:
+    if (server.name, server.interface) != ("granian", "asgi"):
+        pytest.skip("the store is the same under every server: the default pair shows it")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(server.db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        started = time.monotonic()
+        response = httpx.post(server.url + "/svc-json/test/v1/write", timeout=15)
+        waited = time.monotonic() - started
+        assert response.status_code == 503
+        assert response.headers["Retry-After"] == "1"
+        assert response.json() == {
+            "code": "svc_store_busy",
+            "message": "The database is busy; please try again shortly.",
+            "data": {"status": 503},
+        }
+        assert 4.5 <= waited <= 8, waited  # the store's 5 s busy time-out
+    finally:
+        holder.communicate("", timeout=10)
+    written = httpx.post(server.url + "/svc-json/test/v1/write", timeout=15)
+    assert (written.status_code, written.json()) == (200, {"written": True})
+
+
+# Another process holding the write lock (BEGIN IMMEDIATE) until its standard input closes.
+LOCK_HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()
+conn.execute("ROLLBACK")
+"""
