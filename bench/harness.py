@@ -33,11 +33,20 @@ OUT_DIR = BENCH_DIR / "out"
 LOG_DIR = OUT_DIR / "logs"
 
 # What the bench venv holds besides svcrest itself (installed with ``pip install -e REPO``).
-REQUIREMENTS = ("starlette", "falcon", "fastapi", "uvicorn[standard]", "httpx", "orjson")
+REQUIREMENTS = (
+    "starlette",
+    "falcon",
+    "fastapi",
+    "uvicorn[standard]",
+    "granian",
+    "httpx",
+    "orjson",
+)
 # Versions printed in every table header.
 VERSIONED_PACKAGES = (
     "svcrest",
     "uvicorn",
+    "granian",
     "httptools",
     "uvloop",
     "starlette",
@@ -201,38 +210,84 @@ class Server:
     pid: int
 
 
+def uvicorn_command(target: str, port: int, interface: str = "asgi") -> list[str]:
+    """uvicorn serving ``target`` (``module:attribute`` in ``targets/``), one worker."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        target,
+        "--app-dir",
+        str(TARGETS_DIR),
+        "--interface",
+        "asgi3" if interface == "asgi" else interface,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--http",
+        "httptools",
+        "--loop",
+        "uvloop",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+
+
+#: Python threads of granian's WSGI interface: svcrest's launcher default
+#: (``svcrest.serve.launcher.GRANIAN_WSGI_THREADS``), so the figure is the one it serves.
+GRANIAN_WSGI_THREADS = 8
+
+
+def granian_command(target: str, port: int, interface: str = "asgi") -> list[str]:
+    """granian serving ``target`` (``module:attribute`` in ``targets/``), one worker."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "granian",
+        "--interface",
+        interface,
+        "--working-dir",
+        str(TARGETS_DIR),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    if interface == "wsgi":
+        cmd += ["--blocking-threads", str(GRANIAN_WSGI_THREADS)]
+    return [*cmd, target]
+
+
+SERVER_COMMANDS = {"uvicorn": uvicorn_command, "granian": granian_command}
+
+
 @contextlib.contextmanager
 def uvicorn_server(
-    module: str, *, label: str, cpus: Cpus, env: Mapping[str, str] | None = None
+    module: str,
+    *,
+    label: str,
+    cpus: Cpus,
+    env: Mapping[str, str] | None = None,
+    server: str = "uvicorn",
+    interface: str = "asgi",
+    attribute: str = "app",
 ) -> Iterator[Server]:
-    """Run ``module:app`` under uvicorn (pinned to the server CPU); yield where it listens."""
+    """Run ``module:attribute`` under ``server`` (uvicorn or granian, pinned to the server
+    CPU) on ``interface``; yield where it listens."""
     port = free_port()
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log_path = LOG_DIR / f"{label}.log"
-    cmd = cpus.pin(
-        cpus.server,
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            f"{module}:app",
-            "--app-dir",
-            str(TARGETS_DIR),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--http",
-            "httptools",
-            "--loop",
-            "uvloop",
-            "--no-access-log",
-            "--log-level",
-            "warning",
-        ],
-    )
+    command = SERVER_COMMANDS[server](f"{module}:{attribute}", port, interface)
+    cmd = cpus.pin(cpus.server, command)
     full_env = {**os.environ, "SVCREST_BENCH_HOME": f"http://127.0.0.1:{port}", **(env or {})}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
@@ -240,7 +295,8 @@ def uvicorn_server(
         )
     try:
         _wait_for_port(port, proc, log_path)
-        # taskset execs uvicorn, and one worker means no supervisor: the pid is the server.
+        # taskset execs the server; uvicorn with one worker has no supervisor, granian runs
+        # one worker process under its own: the CPU figures add up the whole process tree.
         yield Server(f"http://127.0.0.1:{port}", proc.pid)
     finally:
         _stop(proc)
@@ -374,14 +430,25 @@ class WrkSettings:
     connections: int = 64
 
 
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
 def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process, from ``/proc/PID/stat``."""
+    """User + system CPU time of a process and its descendants that are still running (a
+    granian supervisor and its worker), from ``/proc/PID/stat``."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     fields = stat.rsplit(")", 1)[1].split()  # the fields after the command name
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(_cpu_seconds(child) or 0.0 for child in _children(pid))
 
 
 def run_wrk(
@@ -537,7 +604,8 @@ def machine_info(cpus: Cpus, settings: WrkSettings | None = None, rounds: int = 
         lines.append(
             f"- wrk -t1 -c{settings.connections}, {settings.warmup} s warm-up then "
             f"{settings.duration} s measured, {rounds} interleaved rounds per target; "
-            "uvicorn --workers 1 --http httptools --loop uvloop --no-access-log"
+            "uvicorn --workers 1 --http httptools --loop uvloop --no-access-log; granian "
+            f"--workers 1 --no-access-log (WSGI: --blocking-threads {GRANIAN_WSGI_THREADS})"
         )
     return "\n".join(lines)
 

@@ -50,6 +50,9 @@ class Target:
     auth: bool = False
     origin: bool = False  # wrk sends ``Origin: http://example.com``
     goal: float | None = None  # the issue's target ratio to raw ASGI
+    server: str = "uvicorn"  # or granian (harness.SERVER_COMMANDS)
+    interface: str = "asgi"  # or wsgi
+    attribute: str = "app"  # what the server serves in the module (svcrest's WSGI: app.wsgi)
 
     @property
     def expect(self) -> Mapping[str, object]:
@@ -65,6 +68,45 @@ TARGETS = (
     Target("svcrest", "svcrest_plain", svcrest=True, origin=True, goal=0.70),
     Target("svcrest-auth", "svcrest_auth", svcrest=True, auth=True, origin=True, goal=0.55),
     Target("svcrest-404", "svcrest_plain", MISS_PATH, status=404, svcrest=True, origin=True),
+    # The serving pairs of `svcrest serve --server S --interface I` (issue 13): granian's
+    # ASGI and WSGI, uvicorn's WSGI; Falcon's WSGI app on granian is the anchor.
+    Target("falcon-granian-wsgi", "falcon_wsgi", server="granian", interface="wsgi"),
+    Target("svcrest-granian-asgi", "svcrest_plain", svcrest=True, origin=True, server="granian"),
+    Target(
+        "svcrest-granian-wsgi",
+        "svcrest_plain",
+        svcrest=True,
+        origin=True,
+        server="granian",
+        interface="wsgi",
+        attribute="app.wsgi",
+    ),
+    Target(
+        "svcrest-uvicorn-wsgi",
+        "svcrest_plain",
+        svcrest=True,
+        origin=True,
+        interface="wsgi",
+        attribute="app.wsgi",
+    ),
+    Target(
+        "svcrest-auth-granian-asgi",
+        "svcrest_auth",
+        svcrest=True,
+        auth=True,
+        origin=True,
+        server="granian",
+    ),
+    Target(
+        "svcrest-auth-granian-wsgi",
+        "svcrest_auth",
+        svcrest=True,
+        auth=True,
+        origin=True,
+        server="granian",
+        interface="wsgi",
+        attribute="app.wsgi",
+    ),
 )
 SECTIONS = ("scaling", "internal")
 CEILING = "raw-asgi-svc-headers"
@@ -128,7 +170,14 @@ def measure_target(
     """Start the target's server, check its answer, run wrk; record the run in ``result``."""
     settings = harness.WrkSettings(args.duration, args.warmup, args.connections)
     label = f"{target.name}-r{len(result.runs) + 1}"
-    with harness.uvicorn_server(target.module, label=label, cpus=cpus) as server:
+    with harness.uvicorn_server(
+        target.module,
+        label=label,
+        cpus=cpus,
+        server=target.server,
+        interface=target.interface,
+        attribute=target.attribute,
+    ) as server:
         url = server.url + target.path
         headers = dict(ORIGIN) if target.origin else {}
         if target.auth:
@@ -144,7 +193,7 @@ def measure_target(
     result.runs.append(run)
     cpu = harness.cpu_cells(run)[0]
     print(
-        f"  {target.name:<14} {harness.fmt_rps(run.rps):>9} req/s  "
+        f"  {target.name:<26} {harness.fmt_rps(run.rps):>9} req/s  "
         f"p50 {harness.fmt_ms(run.p50_ms)}  p99 {harness.fmt_ms(run.p99_ms)}  "
         f"server CPU {cpu}",
         flush=True,

@@ -26,6 +26,7 @@ from svcrest import App, Request, cli
 from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
+from svcrest.serve import launcher
 
 PLUGIN = "svcrest_cli_test_plugin"
 DOES_NOT_EXIST = (
@@ -539,13 +540,30 @@ def test_port_in_use(capsys: pytest.CaptureFixture[str], db: str) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        status, out, err = run(capsys, "serve", "--port", str(port), "--db", db)
+        status, out, err = run(
+            capsys,
+            "serve",
+            "--server",
+            "uvicorn",
+            "--interface",
+            "asgi",
+            "--port",
+            str(port),
+            "--db",
+            db,
+        )
     assert (status, out) == (2, "")
     assert err == f"svcrest: error: port {port} on 127.0.0.1 is already in use\n"
     assert not Path(db).exists()
 
 
 # -- serve (uvicorn replaced) ------------------------------------------------------------------
+
+
+def assert_redacting_access_log(config: dict[str, Any]) -> None:
+    """The access handler of a server's logging configuration redacts secrets."""
+    assert config["filters"]["svcrest_redact"] == {"()": "svcrest.serve.accesslog.RedactSecrets"}
+    assert config["handlers"]["access"]["filters"] == ["svcrest_redact"]
 
 
 @pytest.fixture
@@ -563,7 +581,18 @@ def test_serve_creates_admin_once(
     capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
 ) -> None:
     port = free_port()
-    status, out, err = run(capsys, "serve", "--port", str(port), "--db", db)
+    status, out, err = run(
+        capsys,
+        "serve",
+        "--server",
+        "uvicorn",
+        "--interface",
+        "asgi",
+        "--port",
+        str(port),
+        "--db",
+        db,
+    )
     assert (status, err) == (0, "")
     created, *lines = out.splitlines()
     assert created == f"Created the database {db}"
@@ -571,26 +600,43 @@ def test_serve_creates_admin_once(
     assert match is not None
     home = f"http://127.0.0.1:{port}"
     assert lines[1:] == [
-        f"Serving {home}/ (REST API at {home}/svc-json/)",
+        f"Serving {home}/ (REST API at {home}/svc-json/) with uvicorn (asgi)",
         f"Log in at {home}/login as admin (its password was printed on first start); add users"
         " with: svcrest user add LOGIN --role ROLE",
     ]
     app, options = uvicorn_calls[0]
     assert isinstance(app, App)
     assert app.home == home
+    assert_redacting_access_log(options.pop("log_config"))
     assert options == {
         "host": "127.0.0.1",
         "port": port,
+        "interface": "asgi3",
+        "http": "svcrest.serve.uvicorn_protocol:BoundedHttpToolsProtocol",
         "access_log": True,
-        "proxy_headers": False,
         "log_level": "info",
+        "proxy_headers": False,
+        "timeout_keep_alive": 5.0,
+        "h11_max_incomplete_event_size": 131072,
+        "limit_concurrency": 1024,
     }
     admin = authenticate(db, "admin", match.group(1))
     assert admin is not None
     assert admin.roles == ("administrator",)
     app.store.close()
 
-    status, out, _ = run(capsys, "serve", "--port", str(port), "--db", db)
+    status, out, _ = run(
+        capsys,
+        "serve",
+        "--server",
+        "uvicorn",
+        "--interface",
+        "asgi",
+        "--port",
+        str(port),
+        "--db",
+        db,
+    )
     assert status == 0
     assert not out.startswith("Created user")
     uvicorn_calls[1][0].store.close()
@@ -600,7 +646,19 @@ def test_serve_with_workers_uses_the_env_factory(
     capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
 ) -> None:
     port = free_port()
-    argv = ["serve", "--port", str(port), "--db", db, "--workers", "3"]
+    argv = [
+        "serve",
+        "--server",
+        "uvicorn",
+        "--interface",
+        "asgi",
+        "--port",
+        str(port),
+        "--db",
+        db,
+        "--workers",
+        "3",
+    ]
     argv += ["--plugin", f"{PLUGIN}:register", "--home", "http://example.test/site/"]
     status, out, _ = run(capsys, *argv)
     assert status == 0
@@ -609,14 +667,21 @@ def test_serve_with_workers_uses_the_env_factory(
     )
     target, options = uvicorn_calls[0]
     assert target == "svcrest.cli:app_from_env"
+    assert_redacting_access_log(options.pop("log_config"))
     assert options == {
         "host": "127.0.0.1",
         "port": port,
+        "interface": "asgi3",
+        "http": "svcrest.serve.uvicorn_protocol:BoundedHttpToolsProtocol",
         "access_log": True,
-        "proxy_headers": False,
         "log_level": "info",
+        "proxy_headers": False,
+        "timeout_keep_alive": 5.0,
+        "h11_max_incomplete_event_size": 131072,
+        "limit_concurrency": 1024,
         "factory": True,
         "workers": 3,
+        "reload": False,
     }
     assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, "http://example.test/site/")
     assert os.environ[ENV_PLUGINS] == f"{PLUGIN}:register"
@@ -663,7 +728,18 @@ def _wait_for_port(port: int, process: subprocess.Popen[str], timeout: float) ->
 
 def test_serve_subprocess(tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "svcrest", "serve", "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "svcrest",
+        "serve",
+        "--server",
+        "uvicorn",
+        "--interface",
+        "asgi",
+        "--port",
+        str(port),
+    ]
     command += ["--db", str(tmp_path / "site.db")]
     process = subprocess.Popen(
         command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -750,11 +826,15 @@ def test_serve_says_it_created_the_database_only_the_first_time(
     capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
 ) -> None:
     port = str(free_port())
-    status, out, _ = run(capsys, "serve", "--port", port, "--db", db)
+    status, out, _ = run(
+        capsys, "serve", "--server", "uvicorn", "--interface", "asgi", "--port", port, "--db", db
+    )
     assert status == 0
     assert out.splitlines()[0] == f"Created the database {db}"
     uvicorn_calls[0][0].store.close()
-    status, out, _ = run(capsys, "serve", "--port", port, "--db", db)
+    status, out, _ = run(
+        capsys, "serve", "--server", "uvicorn", "--interface", "asgi", "--port", port, "--db", db
+    )
     assert status == 0
     assert "Created" not in out
     uvicorn_calls[1][0].store.close()
@@ -1074,7 +1154,10 @@ def test_request_at_another_home(capsys: pytest.CaptureFixture[str], site_db: st
             ["user", "add", "ed", "--role", "editor", "--password-stdin"],
             "Created user ed (editor).",
         ),
-        (["serve", "--port", "{port}"], "Created user admin with password: "),
+        (
+            ["serve", "--server", "uvicorn", "--interface", "asgi", "--port", "{port}"],
+            "Created user admin with password: ",
+        ),
     ],
     ids=["user-add", "serve"],
 )
@@ -1124,3 +1207,151 @@ def test_the_serving_guide_shows_the_real_output(
     command, shown = block
     argv = [part.strip("'") for part in command.split()]
     assert run(capsys, *argv, "--db", notes_db) == (0, shown, "")
+
+
+# -- serve on granian (issue 13; granian replaced) ---------------------------------------------
+
+
+@pytest.fixture
+def granian_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    import granian
+
+    calls: list[dict[str, Any]] = []
+
+    class FakeGranian:
+        def __init__(self, **options: Any) -> None:
+            calls.append(options)
+
+        def serve(self) -> None:
+            pass
+
+    monkeypatch.setattr(granian, "Granian", FakeGranian)
+    for name in (ENV_DB, ENV_HOME, ENV_PLUGINS, cli.ENV_DEMO):
+        monkeypatch.delenv(name, raising=False)
+    return calls
+
+
+def test_serve_defaults_to_granian_asgi(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
+
+    port = free_port()
+    status, out, err = run(capsys, "serve", "--port", str(port), "--db", db, "--no-demo")
+    assert (status, err) == (0, "")
+    home = f"http://127.0.0.1:{port}"
+    assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (asgi)" in out
+    [options] = granian_calls
+    assert_redacting_access_log(options.pop("log_dictconfig"))
+    assert options == {
+        "target": "svcrest.cli:app_from_env",
+        "factory": True,
+        "address": "127.0.0.1",
+        "port": port,
+        "interface": Interfaces.ASGI,
+        "workers": 1,
+        "reload": False,
+        "log_access": True,
+        "backpressure": 1024,
+        "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
+        "websockets": False,
+    }
+    assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, home)
+    assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
+    # What the worker builds: the site without the demo.
+    site = app_from_env()
+    assert list(site.rest_get_server().get_routes()) == ["/", "/batch/v1"]
+    site.store.close()
+
+
+def test_serve_granian_wsgi_options(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
+
+    argv = ["serve", "--server", "granian", "--interface", "wsgi", "--port", str(free_port())]
+    argv += ["--db", db, "--workers", "2", "--reload", "--no-access-log", "--header-timeout", "2"]
+    assert run(capsys, *argv)[0] == 0
+    [options] = granian_calls
+    del options["log_dictconfig"], options["port"], options["address"]
+    assert options == {
+        "target": "svcrest.cli:wsgi_from_env",
+        "factory": True,
+        "interface": Interfaces.WSGI,
+        "workers": 2,
+        "reload": True,
+        "log_access": False,
+        "backpressure": 1024,
+        "http1_settings": HTTP1Settings(header_read_timeout=2000, max_buffer_size=131072),
+        "websockets": False,
+        "blocking_threads": launcher.GRANIAN_WSGI_THREADS,
+    }
+    assert os.environ[cli.ENV_DEMO] == "1"
+    # What the worker serves: the WSGI callable of the site.
+    wsgi = cli.wsgi_from_env()
+    site = wsgi.host
+    assert isinstance(site, App)
+    assert site.wsgi is wsgi
+    site.store.close()
+
+
+def test_an_in_memory_database_is_served_by_uvicorn(
+    capsys: pytest.CaptureFixture[str],
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    granian_calls: list[dict[str, Any]],
+) -> None:
+    status, out, _ = run(capsys, "serve", "--port", str(free_port()), "--db", ":memory:")
+    assert status == 0
+    assert "with uvicorn (asgi)" in out
+    [(served, options)] = uvicorn_calls
+    assert isinstance(served, App)
+    assert options["interface"] == "asgi3"
+    assert granian_calls == []
+    served.store.close()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--server", "granian", "--db", ":memory:"],
+            "granian serves from worker processes, which cannot share an in-memory database"
+            " (use --db PATH, or --server uvicorn)",
+        ),
+        (
+            ["--reload", "--db", ":memory:"],
+            "an in-memory database does not survive a reload (use --db PATH)",
+        ),
+        (
+            ["--server", "granian", "--proxy-headers"],
+            "granian does not read proxy headers (use --server uvicorn)",
+        ),
+    ],
+    ids=["granian", "reload", "granian-proxy-headers"],
+)
+def test_an_in_memory_database_refused(
+    capsys: pytest.CaptureFixture[str],
+    granian_calls: list[dict[str, Any]],
+    argv: list[str],
+    message: str,
+) -> None:
+    assert run(capsys, "serve", *argv) == (2, "", f"svcrest: error: {message}\n")
+    assert granian_calls == []
+
+
+def test_proxy_headers_are_served_by_uvicorn(
+    capsys: pytest.CaptureFixture[str],
+    db: str,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    granian_calls: list[dict[str, Any]],
+) -> None:
+    argv = ["serve", "--port", str(free_port()), "--db", db, "--proxy-headers"]
+    status, out, _ = run(capsys, *argv, "--forwarded-allow-ips", "10.0.0.1")
+    assert status == 0
+    assert "with uvicorn (asgi)" in out
+    [(served, options)] = uvicorn_calls
+    assert (options["proxy_headers"], options["forwarded_allow_ips"]) == (True, "10.0.0.1")
+    assert granian_calls == []
+    served.store.close()

@@ -38,6 +38,8 @@ from svcrest.app import App
 from svcrest.auth.users import DuplicateUserError
 from svcrest.http.user import ROLE_CAPABILITIES, User
 from svcrest.rest.pipeline import rest_route_of
+from svcrest.serve import launcher
+from svcrest.serve.launcher import ServeConfig
 from svcrest.store.sqlite import StoreError
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "DEFAULT_PORT",
     "DEMO_PLUGIN",
     "ENV_DB",
+    "ENV_DEMO",
     "ENV_HOME",
     "ENV_PLUGINS",
     "PLUGIN_GROUP",
@@ -60,6 +63,7 @@ __all__ = [
     "make_app",
     "request_target",
     "svcrest_version",
+    "wsgi_from_env",
 ]
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -74,6 +78,8 @@ PLUGIN_GROUP: Final = "svcrest.plugins"
 ENV_DB: Final = "SVCREST_DB"
 ENV_HOME: Final = "SVCREST_HOME"
 ENV_PLUGINS: Final = "SVCREST_PLUGINS"
+#: ``0`` leaves the demo plugin out (``svcrest serve --no-demo``).
+ENV_DEMO: Final = "SVCREST_DEMO"
 ADMIN_LOGIN: Final = "admin"
 #: The exit status after a closed standard output (a reader such as ``head`` left).
 BROKEN_PIPE_STATUS: Final = 141
@@ -164,9 +170,10 @@ def _entry_point_plugins() -> Iterator[tuple[str, Callable[[], Plugin]]]:
         yield spec, load
 
 
-def _plugins(specs: Sequence[str]) -> list[tuple[str, Callable[[], Plugin]]]:
-    """The demo, the entry points, then ``specs``; each spec once, first place kept."""
-    found: dict[str, Callable[[], Plugin]] = {DEMO_PLUGIN: _loader(DEMO_PLUGIN)}
+def _plugins(specs: Sequence[str], demo: bool = True) -> list[tuple[str, Callable[[], Plugin]]]:
+    """The demo (unless ``demo`` is false), the entry points, then ``specs``; each spec
+    once, first place kept."""
+    found: dict[str, Callable[[], Plugin]] = {DEMO_PLUGIN: _loader(DEMO_PLUGIN)} if demo else {}
     for spec, load in _entry_point_plugins():
         found.setdefault(spec, load)
     for spec in specs:
@@ -179,17 +186,21 @@ def _loader(spec: str) -> Callable[[], Plugin]:
 
 
 def make_app(
-    db: str | None = DEFAULT_DB, home: str = DEFAULT_HOME, plugins: Sequence[str] = ()
+    db: str | None = DEFAULT_DB,
+    home: str = DEFAULT_HOME,
+    plugins: Sequence[str] = (),
+    *,
+    demo: bool = True,
 ) -> App:
     """The site the command line serves: an App on the store ``db`` (a path, a
-    ``sqlite:///`` URL, or None / ``:memory:``) with the demo plugin, the entry-point plugins
-    and ``plugins`` registered. The store is opened on first use. Raises CliError for a bad
-    home or a plugin that cannot be loaded or fails."""
+    ``sqlite:///`` URL, or None / ``:memory:``) with the demo plugin (unless ``demo`` is
+    false), the entry-point plugins and ``plugins`` registered. The store is opened on
+    first use. Raises CliError for a bad home or a plugin that cannot be loaded or fails."""
     try:
         app = App(home, store=db)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
-    for spec, load in _plugins(plugins):
+    for spec, load in _plugins(plugins, demo):
         register = load()
         try:
             register(app)
@@ -205,13 +216,21 @@ def _split_plugins(value: str) -> list[str]:
 
 
 def app_from_env() -> App:
-    """The uvicorn factory (``svcrest.cli:app_from_env``, ``factory=True``): :func:`make_app`
-    with ``SVCREST_DB``, ``SVCREST_HOME`` and ``SVCREST_PLUGINS`` (comma-separated)."""
+    """The ASGI factory of the servers' workers (``svcrest.cli:app_from_env``):
+    :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
+    (comma-separated) and ``SVCREST_DEMO`` (``0``: no demo plugin)."""
     return make_app(
         os.environ.get(ENV_DB, DEFAULT_DB),
         os.environ.get(ENV_HOME, DEFAULT_HOME),
         _split_plugins(os.environ.get(ENV_PLUGINS, "")),
+        demo=os.environ.get(ENV_DEMO, "1") != "0",
     )
+
+
+def wsgi_from_env() -> Any:
+    """The WSGI factory of the servers' workers (``svcrest.cli:wsgi_from_env``): the WSGI
+    callable of :func:`app_from_env`'s App."""
+    return app_from_env().wsgi
 
 
 def _open_store(app: App, db: str | None) -> None:
@@ -330,47 +349,79 @@ def _is_memory(db: str | None) -> bool:
     return db in (None, "", ":memory:", "sqlite://", "sqlite:///:memory:")
 
 
+def _server_choice(args: argparse.Namespace) -> str:
+    """The server asked for; without ``--server``, the default one, or uvicorn where granian
+    cannot serve: an in-memory database (it lives in the one process uvicorn serves it from)
+    and ``--proxy-headers`` (granian does not read X-Forwarded-*)."""
+    memory = _is_memory(args.db)
+    needs_uvicorn = memory or args.proxy_headers
+    if args.server is None:
+        return "uvicorn" if needs_uvicorn else launcher.DEFAULT_SERVER
+    if args.server == "granian" and memory:
+        raise CliError(
+            "granian serves from worker processes, which cannot share an in-memory database"
+            " (use --db PATH, or --server uvicorn)"
+        )
+    if args.server == "granian" and args.proxy_headers:
+        raise CliError("granian does not read proxy headers (use --server uvicorn)")
+    return str(args.server)
+
+
+def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) -> ServeConfig:
+    limits = launcher.Limits(
+        header_timeout=args.header_timeout, keep_alive_timeout=args.keep_alive_timeout
+    )
+    config = ServeConfig(
+        asgi_factory="svcrest.cli:app_from_env",
+        wsgi_factory="svcrest.cli:wsgi_from_env",
+        server=server,
+        interface=args.interface,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        reload=args.reload,
+        access_log=args.access_log,
+        proxy_headers=args.proxy_headers,
+        forwarded_allow_ips=args.forwarded_allow_ips,
+        limits=limits,
+        app=app,
+    )
+    if not config.in_process:  # the workers build the site from the environment
+        app.store.close()
+        os.environ[ENV_DB] = args.db
+        os.environ[ENV_HOME] = home
+        os.environ[ENV_PLUGINS] = ",".join(args.plugin)
+        os.environ[ENV_DEMO] = "1" if args.demo else "0"
+    return config
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
-    try:
-        import uvicorn
-    except ImportError:
-        raise CliError("serve needs uvicorn: pip install 'svcrest[server]'") from None
     if args.workers > 1 and _is_memory(args.db):
         raise CliError("an in-memory database cannot be shared by several workers")
+    if args.reload and _is_memory(args.db):
+        raise CliError("an in-memory database does not survive a reload (use --db PATH)")
+    server = _server_choice(args)
     problem = check_port(args.host, args.port)
     if problem is not None:
         raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)
-    app = make_app(args.db, home, args.plugin)
+    app = make_app(args.db, home, args.plugin, demo=args.demo)
     _prepare_new_database(app, args.db)
     password = _ensure_admin(app)
     if password is not None:
         print(f"Created user {ADMIN_LOGIN} with password: {password}")
-    print(f"Serving {app.home}/ (REST API at {app.get_rest_url()})")
+    print(
+        f"Serving {app.home}/ (REST API at {app.get_rest_url()}) with {server} ({args.interface})"
+    )
     print(
         f"Log in at {app.home}/login as {ADMIN_LOGIN} (its password was printed on first"
         " start); add users with: svcrest user add LOGIN --role ROLE",
         flush=True,
     )
-    options: dict[str, Any] = {
-        "host": args.host,
-        "port": args.port,
-        "access_log": True,
-        "proxy_headers": False,
-        "log_level": "info",
-    }
     try:
-        if args.workers == 1:
-            uvicorn.run(app, **options)
-        else:
-            app.store.close()
-            os.environ[ENV_DB] = args.db
-            os.environ[ENV_HOME] = home
-            os.environ[ENV_PLUGINS] = ",".join(args.plugin)
-            uvicorn.run("svcrest.cli:app_from_env", factory=True, workers=args.workers, **options)
-    except SystemExit as exc:  # uvicorn exits when it could not start
-        return exc.code if isinstance(exc.code, int) else 1
-    return 0
+        return launcher.serve(_serve_config(args, app, home, server))
+    except launcher.ServerMissingError as exc:
+        raise CliError(str(exc)) from None
 
 
 # -- routes and request ----------------------------------------------------------------------
@@ -656,16 +707,72 @@ def _add_site_options(parser: argparse.ArgumentParser, home_default: str | None)
     )
 
 
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"invalid time-out {value!r} (seconds, 0-3600)")
+    return seconds
+
+
+def _add_server_options(serve: argparse.ArgumentParser) -> None:
+    limits = launcher.Limits()
+    serve.add_argument(
+        "--server",
+        choices=launcher.SERVERS,
+        help=f"(default {launcher.DEFAULT_SERVER}; uvicorn for an in-memory database)",
+    )
+    serve.add_argument(
+        "--interface",
+        choices=launcher.INTERFACES,
+        default=launcher.DEFAULT_INTERFACE,
+        help=f"(default {launcher.DEFAULT_INTERFACE})",
+    )
+    serve.add_argument("--reload", action="store_true", help="restart when a source file changes")
+    serve.add_argument(
+        "--access-log",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="log each request's method, path and status, nonces redacted (default on)",
+    )
+    serve.add_argument(
+        "--proxy-headers",
+        action="store_true",
+        help="trust X-Forwarded-Proto/-For from --forwarded-allow-ips (uvicorn)",
+    )
+    serve.add_argument("--forwarded-allow-ips", metavar="IPS", help="(default 127.0.0.1)")
+    serve.add_argument(
+        "--no-demo", dest="demo", action="store_false", help="leave the demo plugin out"
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=limits.header_timeout,
+        metavar="S",
+        help="seconds to send a request head (default %(default)s)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        type=_seconds,
+        default=limits.keep_alive_timeout,
+        metavar="S",
+        help="seconds an idle connection stays open (default %(default)s)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``svcrest`` argument parser."""
     parser = _Parser(prog="svcrest", description="Serve and inspect a svcrest site.")
     parser.add_argument("--version", action="version", version=f"svcrest {svcrest_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    serve = commands.add_parser("serve", help="serve the site with uvicorn")
+    serve = commands.add_parser("serve", help="serve the site with granian or uvicorn")
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"(default {DEFAULT_HOST})")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"(default {DEFAULT_PORT})")
     serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
+    _add_server_options(serve)
     _add_site_options(serve, None)
     serve.set_defaults(handler=_cmd_serve)
 

@@ -117,6 +117,7 @@ class NotesController:
                     "methods": "POST",
                     "callback": self.create_item,
                     "permission_callback": self.create_item_permissions_check,
+                    "blocking": True,  # writes may wait for the store's write lock
                     "args": self.create_args(),
                 },
                 "schema": self.get_item_schema,
@@ -135,6 +136,7 @@ class NotesController:
                     "methods": "PUT, PATCH",
                     "callback": self.update_item,
                     "permission_callback": self.update_item_permissions_check,
+                    "blocking": True,  # writes may wait for the store's write lock
                     "args": self.update_args(),
                 },
                 2: {
@@ -143,6 +145,7 @@ class NotesController:
                     "permission_callback": self.delete_item_permissions_check,
                     # What DELETE answers is not a note (read by the OpenAPI document).
                     "response_schema": self.get_delete_schema,
+                    "blocking": True,  # writes may wait for the store's write lock
                 },
                 "schema": self.get_item_schema,
                 "allow_batch": BATCH_OPTIONS,

@@ -17,6 +17,10 @@ class RestError(Exception):
     absent).
     """
 
+    #: Header lines the error's response carries besides the REST block (``Retry-After``
+    #: of a busy store); none by default.
+    headers: tuple[tuple[str, str], ...] = ()
+
     def __init__(self, code: str, message: str = "", data: JSONLike = None) -> None:
         super().__init__(message)
         self.code = code

@@ -129,8 +129,11 @@ class Response:
 
     @classmethod
     def from_error(cls, error: RestError) -> Response:
-        """The response for an error: its body shape and status."""
-        return cls(error.to_dict(), error.status)
+        """The response for an error: its body shape, status and header lines."""
+        response = cls(error.to_dict(), error.status)
+        for name, value in error.headers:
+            response.headers[name] = value
+        return response
 
     def __repr__(self) -> str:
         return f"<Response {self.status} {self.matched_route!r}>"

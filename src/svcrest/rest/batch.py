@@ -28,6 +28,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from svcrest.blocking import inline
 from svcrest.http.errors import RestError
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
@@ -338,7 +339,8 @@ class BatchController:
     ) -> tuple[list[Any], bool]:
         responses: list[Any] = []
         try:
-            with factory():
+            # "blocking" callbacks run here too: the transaction belongs to this thread.
+            with factory(), inline():
                 for index, item in enumerate(items):
                     slot = self._run_here(item, user)
                     responses.append(slot)

@@ -6,6 +6,7 @@ import http as http_status
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
+from svcrest.blocking import inline
 from svcrest.http.exchange import HttpRequest, HttpResponse, host_name
 from svcrest.http.headers import Headers
 from svcrest.site.host import SiteHost
@@ -156,7 +157,9 @@ class WSGIAdapter:
         async def read_body() -> bytes | None:
             return _read_body(environ, limit)
 
-        answer = run_sync(lambda: respond(host, http, read_body))
+        # This request has its own server thread: "blocking" callbacks run on it, in place.
+        with inline():
+            answer = run_sync(lambda: respond(host, http, read_body))
         if type(answer) is SiteForward:
             http.body = _read_body(environ, limit) or b""
             lines = answer.lines

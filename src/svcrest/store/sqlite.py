@@ -22,11 +22,23 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SqliteStore", "StoreError", "open_store", "retry_while_locked"]
+from svcrest.http.errors import RestError
+
+__all__ = [
+    "RETRY_AFTER_SECONDS",
+    "SqliteStore",
+    "StoreBusyError",
+    "StoreError",
+    "open_store",
+    "retry_while_locked",
+]
 
 _MEMORY = ":memory:"
 _URL_PREFIX = "sqlite://"
 _BUSY_TIMEOUT_MS = 5000
+#: The ``Retry-After`` of the 503 answered when the write lock stayed held past the busy
+#: time-out.
+RETRY_AFTER_SECONDS = 1
 # PERF: idle file connections kept for reuse; more concurrent threads than this still work,
 # their extra connections are closed when released.
 _MAX_IDLE = 16
@@ -243,7 +255,7 @@ class SqliteStore:
                     raise
                 conn.execute(f"RELEASE {savepoint}")
                 return
-            conn.execute("BEGIN IMMEDIATE")
+            _begin_immediate(conn)
             try:
                 yield conn
                 if conn.in_transaction:  # the block may have ended it itself
@@ -375,6 +387,36 @@ class SqliteStore:
         return f"SqliteStore({self.path or _MEMORY!r})"
 
 
+class StoreBusyError(StoreError, RestError):
+    """The database stayed locked by another writer past the busy time-out: answered 503
+    with ``Retry-After`` (not a 500) when it escapes a REST callback."""
+
+    headers = (("Retry-After", str(RETRY_AFTER_SECONDS)),)
+
+    def __init__(self) -> None:
+        RestError.__init__(
+            self,
+            "svc_store_busy",
+            "The database is busy; please try again shortly.",
+            {"status": 503},
+        )
+
+
+def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
+def _begin_immediate(conn: sqlite3.Connection) -> None:
+    """``BEGIN IMMEDIATE``, waited for up to the busy time-out; StoreBusyError after it."""
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        if _is_lock_error(exc):
+            raise StoreBusyError() from exc
+        raise
+
+
 def retry_while_locked(
     action: Callable[[], None],
     timeout: float,
@@ -390,8 +432,7 @@ def retry_while_locked(
             action()
             return
         except sqlite3.OperationalError as exc:
-            message = str(exc).lower()
-            if ("locked" not in message and "busy" not in message) or clock() >= deadline:
+            if not _is_lock_error(exc) or clock() >= deadline:
                 raise
         sleep(0.01)
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
+from svcrest.blocking import offload
+
 __all__ = [
     "Handler",
     "RouteDefinitionError",
@@ -33,6 +35,9 @@ class Handler(TypedDict):
     #: Batch requests this handler joins (``{"v1": True}``; ``"atomic": True`` too), over
     #: the route's ``allow_batch`` option.
     allow_batch: NotRequired[Any]
+    #: True: the sync ``callback`` and ``permission_callback`` may block (a lock wait, a
+    #: slow query) and run in a bounded thread pool under ASGI (``svcrest.blocking``).
+    blocking: NotRequired[bool]
 
 
 class RouteDefinitionError(ValueError):
@@ -85,6 +90,9 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
         value: Callable[..., Any] | None = merged.get(key)
         if value is not None and not callable(value):
             raise RouteDefinitionError(f"{key} must be callable, not {type(value).__name__}")
+        if value is not None and merged.get("blocking"):
+            # A sync callback that may block runs off the event loop (svcrest.blocking).
+            merged[key] = offload(value)
     return cast(Handler, merged)
 
 

@@ -1,0 +1,229 @@
+"""Run a site under granian or uvicorn, on its WSGI or ASGI interface, within bounds.
+
+The one module that knows the servers' options (the command line only parses and calls
+:func:`serve`). Both servers load the site in their worker processes through an import
+string naming a factory (``svcrest.cli:app_from_env`` for ASGI, ``…:wsgi_from_env`` for
+WSGI) configured through the environment; uvicorn with one worker and no reloader serves an
+App built already (``ServeConfig.app``), which an in-memory database needs.
+
+Bounds (DESIGN §7), :class:`Limits`:
+
+=====================  ==========================================  ==============================
+bound                  granian                                     uvicorn
+=====================  ==========================================  ==============================
+request head size      ``http1_settings.max_buffer_size``: 431     ``BoundedHttpToolsProtocol``:
+                       (hyper's read buffer; min 8 KiB)            431 and closed
+head time-out          ``http1_settings.header_read_timeout``:     ``BoundedHttpToolsProtocol``:
+(slow headers)         closed (also bounds an idle keep-alive)     closed
+idle keep-alive        the head time-out (hyper has no separate    ``timeout_keep_alive``
+                       idle time-out on HTTP/1)
+concurrent requests    ``backpressure`` (queued beyond it)         ``limit_concurrency`` (503)
+body size              ``App(max_body_size=...)``, both servers    the same
+=====================  ==========================================  ==============================
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from svcrest.serve.accesslog import RedactSecrets
+
+__all__ = [
+    "DEFAULT_INTERFACE",
+    "DEFAULT_SERVER",
+    "ENV_HEADER_TIMEOUT",
+    "GRANIAN_WSGI_THREADS",
+    "INTERFACES",
+    "SERVERS",
+    "Limits",
+    "ServeConfig",
+    "ServerMissingError",
+    "granian_options",
+    "serve",
+    "uvicorn_options",
+]
+
+SERVERS: Final = ("granian", "uvicorn")
+INTERFACES: Final = ("wsgi", "asgi")
+#: The fastest pair for svcrest in ``bench/`` (bench/RESULTS.md, "Serving pairs").
+DEFAULT_SERVER: Final = "granian"
+DEFAULT_INTERFACE: Final = "asgi"
+#: Python threads per granian WSGI worker: requests run in them, so a blocking callback
+#: holds one thread, not the worker.
+GRANIAN_WSGI_THREADS: Final = 8
+#: Seconds a uvicorn client has to send a complete request head (read by the workers'
+#: ``BoundedHttpToolsProtocol``).
+ENV_HEADER_TIMEOUT: Final = "SVCREST_HEADER_TIMEOUT"
+_REDACT_FILTER: Final = {"()": f"{RedactSecrets.__module__}.{RedactSecrets.__qualname__}"}
+_UVICORN_PROTOCOL: Final = "svcrest.serve.uvicorn_protocol:BoundedHttpToolsProtocol"
+
+
+class ServerMissingError(RuntimeError):
+    """The chosen server is not installed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limits:
+    """What one client may hold (DESIGN §7)."""
+
+    #: Bytes of a request head (request line and header lines): 128 KiB, so a 100 KB
+    #: ``Origin`` still passes (tests/e2e/test_bounded_memory.py sends them).
+    max_header_bytes: int = 128 * 1024
+    #: Seconds to send a complete request head, from the connection's start or the end of
+    #: the previous answer on it (slow-header clients are closed after it).
+    header_timeout: float = 10.0
+    #: Seconds an idle keep-alive connection stays open (uvicorn; granian: header_timeout).
+    keep_alive_timeout: float = 5.0
+    #: Requests in progress per worker (granian queues beyond it, uvicorn answers 503).
+    max_concurrency: int = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServeConfig:
+    """How to serve: the server, its interface, where, how many workers, the bounds."""
+
+    #: ``module:factory`` of the ASGI App and of its WSGI callable, for the workers.
+    asgi_factory: str
+    wsgi_factory: str
+    server: str = DEFAULT_SERVER
+    interface: str = DEFAULT_INTERFACE
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    reload: bool = False
+    access_log: bool = True
+    proxy_headers: bool = False
+    forwarded_allow_ips: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    #: The site already built (an App), served in this process by uvicorn with one worker
+    #: and no reloader; else the workers call the factory.
+    app: Any = None
+
+    @property
+    def target(self) -> str:
+        return self.wsgi_factory if self.interface == "wsgi" else self.asgi_factory
+
+    @property
+    def in_process(self) -> bool:
+        """Whether the App built already is served (uvicorn, one worker, no reloader)."""
+        return (
+            self.app is not None
+            and self.server == "uvicorn"
+            and self.workers == 1
+            and not self.reload
+        )
+
+
+def _log_config(base: Mapping[str, Any], access_handler: str) -> dict[str, Any]:
+    config = copy.deepcopy(dict(base))
+    config.setdefault("filters", {})["svcrest_redact"] = dict(_REDACT_FILTER)
+    handler = config["handlers"][access_handler]
+    handler["filters"] = [*handler.get("filters", []), "svcrest_redact"]
+    return config
+
+
+def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
+    """The keyword arguments of ``uvicorn.run`` for ``config`` (without the app)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    limits = config.limits
+    options: dict[str, Any] = {
+        "host": config.host,
+        "port": config.port,
+        "interface": "asgi3" if config.interface == "asgi" else "wsgi",
+        "http": _UVICORN_PROTOCOL,
+        "access_log": config.access_log,
+        "log_config": _log_config(LOGGING_CONFIG, "access"),
+        "log_level": "info",
+        "proxy_headers": config.proxy_headers,
+        "timeout_keep_alive": limits.keep_alive_timeout,
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+        "limit_concurrency": limits.max_concurrency,
+    }
+    if config.forwarded_allow_ips is not None:
+        options["forwarded_allow_ips"] = config.forwarded_allow_ips
+    if not config.in_process:
+        options["factory"] = True
+        options["workers"] = config.workers
+        options["reload"] = config.reload
+    return options
+
+
+def granian_options(config: ServeConfig) -> dict[str, Any]:
+    """The keyword arguments of granian's ``Granian(...)`` for ``config``."""
+    from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
+    from granian.log import LOGGING_CONFIG
+
+    limits = config.limits
+    wsgi = config.interface == "wsgi"
+    options: dict[str, Any] = {
+        "target": config.target,
+        "factory": True,
+        "address": config.host,
+        "port": config.port,
+        "interface": Interfaces.WSGI if wsgi else Interfaces.ASGI,
+        "workers": config.workers,
+        "reload": config.reload,
+        "log_access": config.access_log,
+        "log_dictconfig": _log_config(LOGGING_CONFIG, "access"),
+        "backpressure": limits.max_concurrency,
+        "http1_settings": HTTP1Settings(
+            header_read_timeout=round(limits.header_timeout * 1000),
+            max_buffer_size=max(8192, limits.max_header_bytes),
+        ),
+        "websockets": False,
+    }
+    if wsgi:
+        options["blocking_threads"] = GRANIAN_WSGI_THREADS
+    return options
+
+
+def _serve_uvicorn(config: ServeConfig) -> int:
+    try:
+        import uvicorn
+    except ImportError:
+        raise ServerMissingError(
+            "uvicorn is not installed: pip install 'svcrest[server]'"
+        ) from None
+    options = uvicorn_options(config)
+    if config.in_process:
+        app = config.app.wsgi if config.interface == "wsgi" else config.app
+    else:
+        app = config.target
+    try:
+        uvicorn.run(app, **options)
+    except SystemExit as exc:  # uvicorn exits when it could not start
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+def _serve_granian(config: ServeConfig) -> int:
+    try:
+        from granian import Granian
+    except ImportError:
+        raise ServerMissingError(
+            "granian is not installed: pip install 'svcrest[server]'"
+        ) from None
+    try:
+        Granian(**granian_options(config)).serve()
+    except SystemExit as exc:  # granian exits when it could not start
+        return exc.code if isinstance(exc.code, int) else 1
+    return 0
+
+
+def serve(config: ServeConfig) -> int:
+    """Serve until interrupted; the exit status. Raises ServerMissingError when the server
+    is not installed, ValueError for an unknown server or interface."""
+    if config.server not in SERVERS:
+        raise ValueError(f"unknown server {config.server!r} (one of {', '.join(SERVERS)})")
+    if config.interface not in INTERFACES:
+        raise ValueError(f"unknown interface {config.interface!r} (one of {', '.join(INTERFACES)})")
+    os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
+    if config.server == "granian":
+        return _serve_granian(config)
+    return _serve_uvicorn(config)

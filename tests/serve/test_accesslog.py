@@ -1,0 +1,52 @@
+"""Access log redaction (issue 13): no nonce or password in a logged request line."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from svcrest.serve.accesslog import RedactSecrets, redact
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("/svc-json/?_wpnonce=abc123", "/svc-json/?_wpnonce=[redacted]"),
+        ("/a?x=1&_wpnonce=abc&y=2", "/a?x=1&_wpnonce=[redacted]&y=2"),
+        ("/login?log=ed&pwd=hunter2", "/login?log=ed&pwd=[redacted]"),
+        ("/a?PASSWORD=p;_WPNONCE=n", "/a?PASSWORD=[redacted];_WPNONCE=[redacted]"),
+        ("_wpnonce=first", "_wpnonce=[redacted]"),
+        ("/a?my_wpnonce=kept&nonce=kept", "/a?my_wpnonce=kept&nonce=kept"),
+        ("/plain/path", "/plain/path"),
+    ],
+    ids=["only", "middle", "password", "upper-case", "query-string", "other-names", "none"],
+)
+def test_redact(text: str, expected: str) -> None:
+    assert redact(text) == expected
+
+
+def test_filter_rewrites_uvicorn_and_granian_records() -> None:
+    uvicorn_record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "GET", "/n?_wpnonce=S", "1.1", 403),
+        None,
+    )
+    assert RedactSecrets().filter(uvicorn_record) is True
+    assert uvicorn_record.getMessage() == '127.0.0.1:5 - "GET /n?_wpnonce=[redacted] HTTP/1.1" 403'
+    granian_record = logging.LogRecord(
+        "granian.access",
+        logging.INFO,
+        __file__,
+        1,
+        "%(path)s?%(query_string)s %(status)d",
+        None,
+        None,
+    )
+    granian_record.args = {"path": "/n", "query_string": "_wpnonce=S&a=1", "status": 403}
+    assert RedactSecrets().filter(granian_record) is True
+    assert granian_record.getMessage() == "/n?_wpnonce=[redacted]&a=1 403"
