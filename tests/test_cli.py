@@ -72,7 +72,15 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setitem(sys.modules, PLUGIN, module)
     monkeypatch.setattr(cli, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
-    for name in (ENV_DB, ENV_HOME, ENV_PLUGINS):
+    # The serve command sets these for its workers: each test starts and ends without them.
+    for name in (
+        ENV_DB,
+        ENV_HOME,
+        ENV_PLUGINS,
+        cli.ENV_DEMO,
+        cli.ENV_WORDPRESS_COMPAT,
+        launcher.ENV_HEADER_TIMEOUT,
+    ):
         monkeypatch.delenv(name, raising=False)
     yield
 
@@ -1355,3 +1363,24 @@ def test_proxy_headers_are_served_by_uvicorn(
     assert (options["proxy_headers"], options["forwarded_allow_ips"]) == (True, "10.0.0.1")
     assert granian_calls == []
     served.store.close()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_wordpress_compat_reaches_the_served_app(
+    capsys: pytest.CaptureFixture[str],
+    db: str,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    workers: str,
+) -> None:
+    argv = ["serve", "--server", "uvicorn", "--interface", "asgi", "--port", str(free_port())]
+    status, _, _ = run(capsys, *argv, "--db", db, "--workers", workers, "--wordpress-compat")
+    assert status == 0
+    target = uvicorn_calls[0][0]
+    # One worker serves the App built here; several build it from the environment.
+    app = app_from_env() if workers == "2" else target
+    assert isinstance(app, App)
+    assert app.wordpress_compat is True
+    assert "/wp-admin/admin-ajax.php" in app.pages
+    app.store.close()
+    if workers == "2":
+        assert os.environ["SVCREST_WORDPRESS_COMPAT"] == "1"

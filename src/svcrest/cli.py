@@ -80,6 +80,8 @@ ENV_HOME: Final = "SVCREST_HOME"
 ENV_PLUGINS: Final = "SVCREST_PLUGINS"
 #: ``0`` leaves the demo plugin out (``svcrest serve --no-demo``).
 ENV_DEMO: Final = "SVCREST_DEMO"
+#: ``1`` serves clients written for WordPress unchanged (``svcrest serve --wordpress-compat``).
+ENV_WORDPRESS_COMPAT: Final = "SVCREST_WORDPRESS_COMPAT"
 ADMIN_LOGIN: Final = "admin"
 #: The exit status after a closed standard output (a reader such as ``head`` left).
 BROKEN_PIPE_STATUS: Final = 141
@@ -191,13 +193,15 @@ def make_app(
     plugins: Sequence[str] = (),
     *,
     demo: bool = True,
+    wordpress_compat: bool = False,
 ) -> App:
     """The site the command line serves: an App on the store ``db`` (a path, a
     ``sqlite:///`` URL, or None / ``:memory:``) with the demo plugin (unless ``demo`` is
-    false), the entry-point plugins and ``plugins`` registered. The store is opened on
-    first use. Raises CliError for a bad home or a plugin that cannot be loaded or fails."""
+    false), the entry-point plugins and ``plugins`` registered, in WordPress compatibility
+    mode with ``wordpress_compat``. The store is opened on first use. Raises CliError for a
+    bad home or a plugin that cannot be loaded or fails."""
     try:
-        app = App(home, store=db)
+        app = App(home, store=db, wordpress_compat=wordpress_compat)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
     for spec, load in _plugins(plugins, demo):
@@ -218,12 +222,14 @@ def _split_plugins(value: str) -> list[str]:
 def app_from_env() -> App:
     """The ASGI factory of the servers' workers (``svcrest.cli:app_from_env``):
     :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
-    (comma-separated) and ``SVCREST_DEMO`` (``0``: no demo plugin)."""
+    (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
+    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode)."""
     return make_app(
         os.environ.get(ENV_DB, DEFAULT_DB),
         os.environ.get(ENV_HOME, DEFAULT_HOME),
         _split_plugins(os.environ.get(ENV_PLUGINS, "")),
         demo=os.environ.get(ENV_DEMO, "1") != "0",
+        wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
     )
 
 
@@ -392,6 +398,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         os.environ[ENV_HOME] = home
         os.environ[ENV_PLUGINS] = ",".join(args.plugin)
         os.environ[ENV_DEMO] = "1" if args.demo else "0"
+        os.environ[ENV_WORDPRESS_COMPAT] = "1" if args.wordpress_compat else "0"
     return config
 
 
@@ -405,7 +412,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if problem is not None:
         raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)
-    app = make_app(args.db, home, args.plugin, demo=args.demo)
+    app = make_app(
+        args.db, home, args.plugin, demo=args.demo, wordpress_compat=args.wordpress_compat
+    )
     _prepare_new_database(app, args.db)
     password = _ensure_admin(app)
     if password is not None:
@@ -745,6 +754,11 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--forwarded-allow-ips", metavar="IPS", help="(default 127.0.0.1)")
     serve.add_argument(
         "--no-demo", dest="demo", action="store_false", help="leave the demo plugin out"
+    )
+    serve.add_argument(
+        "--wordpress-compat",
+        action="store_true",
+        help="let clients written for WordPress work unchanged (X-WP-Nonce, X-WP-Total…)",
     )
     serve.add_argument(
         "--header-timeout",
