@@ -1,0 +1,158 @@
+"""Clients written for WordPress, unmodified, against ``svcrest serve --wordpress-compat``.
+
+``@wordpress/api-fetch`` (from npm, as WordPress's own pages configure it: the root URL and
+nonce middlewares, ``nonceEndpoint`` at ``admin-ajax.php?action=rest-nonce``) lists,
+creates, updates and deletes the demo's notes, and recovers from a stale nonce with exactly
+one refresh. Node has no cookie jar, so the script wraps ``globalThis.fetch`` with one (as a
+browser would keep the login cookie); api-fetch itself is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_e2e_server import PASSWORD, free_port, svcrest, wait_for_port
+
+API_FETCH_VERSION = "7.56.0"
+
+API_FETCH_SCRIPT = r"""
+const apiFetch = require("@wordpress/api-fetch").default;
+const home = process.argv[2];
+const cookies = new Map();
+const nativeFetch = globalThis.fetch;
+const nonceFetches = [];
+// A browser's cookie jar for this one site: send what it set, keep what it sets.
+globalThis.fetch = async (url, options = {}) => {
+  const headers = new Headers(options.headers || {});
+  if (cookies.size) {
+    headers.set("Cookie", [...cookies].map(([k, v]) => `${k}=${v}`).join("; "));
+  }
+  if (String(url).includes("admin-ajax.php")) nonceFetches.push(String(url));
+  const response = await nativeFetch(url, {...options, headers, redirect: "manual"});
+  for (const line of response.headers.getSetCookie()) {
+    const [pair] = line.split(";");
+    const [name, value] = pair.split("=");
+    if (value) cookies.set(name, value); else cookies.delete(name);
+  }
+  return response;
+};
+globalThis.window = globalThis;
+
+async function main() {
+  const login = await globalThis.fetch(home + "/login", {
+    method: "POST",
+    headers: {"Content-Type": "application/x-www-form-urlencoded"},
+    body: "log=editor1&pwd=" + encodeURIComponent(process.argv[3]),
+  });
+  if (login.status !== 303) throw new Error("login answered " + login.status);
+  const nonce = await (await globalThis.fetch(
+    home + "/wp-admin/admin-ajax.php?action=rest-nonce")).text();
+  nonceFetches.length = 0;
+  // What WordPress's inline script does for api-fetch.
+  apiFetch.use(apiFetch.createRootURLMiddleware(home + "/svc-json/"));
+  apiFetch.nonceMiddleware = apiFetch.createNonceMiddleware(nonce);
+  apiFetch.use(apiFetch.nonceMiddleware);
+  apiFetch.nonceEndpoint = home + "/wp-admin/admin-ajax.php?action=rest-nonce";
+
+  const created = await apiFetch({path: "/demo/v1/notes", method: "POST",
+                                  data: {title: "From api-fetch", content: "one"}});
+  const updated = await apiFetch({path: "/demo/v1/notes/" + created.id, method: "PUT",
+                                  data: {title: "From api-fetch, edited"}});
+  const listed = await apiFetch({path: "/demo/v1/notes"});
+  const page = await apiFetch({path: "/demo/v1/notes?per_page=1", parse: false});
+  apiFetch.nonceMiddleware.nonce = "0".repeat(32);  // stale: refreshed once, then retried
+  const again = await apiFetch({path: "/demo/v1/notes/" + created.id});
+  const refreshes = nonceFetches.length;
+  const deleted = await apiFetch({path: "/demo/v1/notes/" + created.id, method: "DELETE"});
+  let gone = null;
+  try {
+    await apiFetch({path: "/demo/v1/notes/" + created.id});
+  } catch (error) {
+    gone = error.code;
+  }
+  console.log(JSON.stringify({
+    created: [created.title, created.content],
+    updated: [updated.title, updated.content],
+    titles: listed.map((note) => note.title),
+    total: page.headers.get("X-WP-Total"),
+    totalPages: page.headers.get("X-WP-TotalPages"),
+    again: again.title,
+    refreshes,
+    deleted: deleted.deleted,
+    gone,
+  }));
+}
+main().catch((error) => { console.error(JSON.stringify(error) + " " + error); process.exit(1); });
+"""
+
+
+@pytest.fixture(scope="module")
+def compat_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    db = str(tmp_path_factory.mktemp("wpcompat") / "svcrest.db")
+    added = svcrest(
+        "user", "add", "editor1", "--role", "editor", "--password-stdin", "--db", db,
+        stdin=PASSWORD + "\n",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    port = free_port()
+    command = [
+        sys.executable, "-m", "svcrest", "serve", "--server", "uvicorn", "--interface", "asgi",
+        "--port", str(port), "--db", db, "--wordpress-compat",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.communicate(timeout=10)
+
+
+def npm_install(directory: Path, package: str) -> None:
+    install = subprocess.run(
+        ["npm", "install", "--silent", "--no-audit", "--no-fund", package],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env={**os.environ, "npm_config_loglevel": "error"},
+    )
+    assert install.returncode == 0, install.stderr
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_unmodified_api_fetch_writes_and_refreshes_its_nonce_once(
+    compat_server: str, tmp_path: Path
+) -> None:
+    npm_install(tmp_path, f"@wordpress/api-fetch@{API_FETCH_VERSION}")
+    script = tmp_path / "api-fetch.cjs"
+    script.write_text(API_FETCH_SCRIPT)
+    run = subprocess.run(
+        ["node", str(script), compat_server, PASSWORD],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {
+        "created": ["From api-fetch", "one"],
+        "updated": ["From api-fetch, edited", "one"],
+        "titles": ["From api-fetch, edited"],
+        "total": "1",
+        "totalPages": "1",
+        "again": "From api-fetch, edited",
+        "refreshes": 1,
+        "deleted": True,
+        "gone": "rest_note_invalid_id",
+    }
