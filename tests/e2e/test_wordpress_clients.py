@@ -156,3 +156,61 @@ def test_unmodified_api_fetch_writes_and_refreshes_its_nonce_once(
         "deleted": True,
         "gone": "rest_note_invalid_id",
     }
+
+
+WPAPI_SCRIPT = r"""
+const WPAPI = require("wpapi");
+const [home, cookie, nonce] = process.argv.slice(2);
+WPAPI.discover(home).then(async (site) => {
+  site.setHeaders("Cookie", cookie);
+  site.auth({nonce});  // wpapi sends it as X-WP-Nonce
+  const notes = () => site.namespace("demo/v1").notes();
+  for (const title of ["first", "second", "third"]) {
+    await notes().create({title});
+  }
+  const page = await notes().perPage(2).get();
+  const next = await page._paging.next.get();
+  console.log(JSON.stringify({
+    total: page._paging.total,
+    totalPages: page._paging.totalPages,
+    first: page.map((note) => note.title),
+    next: next.map((note) => note.title),
+    nextOfNext: next._paging.next === undefined,
+  }));
+}).catch((error) => { console.error(String(error)); process.exit(1); });
+"""
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_unmodified_wpapi_pages_and_writes_with_a_nonce(compat_server: str, tmp_path: Path) -> None:
+    import httpx
+
+    with httpx.Client(base_url=compat_server) as client:
+        login = client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
+        assert login.status_code == 303
+        cookie = "svc_logged_in=" + client.cookies["svc_logged_in"]
+        nonce = client.get("/auth/nonce").json()["nonce"]
+        for note in client.get("/svc-json/demo/v1/notes?per_page=100").json():
+            deleted = client.delete(
+                f"/svc-json/demo/v1/notes/{note['id']}", headers={"X-SVC-Nonce": nonce}
+            )
+            assert deleted.status_code == 200
+    npm_install(tmp_path, "wpapi@1.2.2")
+    script = tmp_path / "wpapi.cjs"
+    script.write_text(WPAPI_SCRIPT)
+    run = subprocess.run(
+        ["node", str(script), compat_server, cookie, nonce],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == {
+        "total": 3,
+        "totalPages": 2,
+        "first": ["third", "second"],
+        "next": ["first"],
+        "nextOfNext": True,
+    }
