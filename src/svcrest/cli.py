@@ -38,6 +38,7 @@ from svcrest.app import App
 from svcrest.auth.users import DuplicateUserError
 from svcrest.http.user import ROLE_CAPABILITIES, User
 from svcrest.rest.pipeline import rest_route_of
+from svcrest.store.postgres import redact_url
 from svcrest.store.sqlite import StoreError
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "ENV_PLUGINS",
     "PLUGIN_GROUP",
     "CliError",
+    "add_proxy_options",
     "app_from_env",
     "build_parser",
     "check_port",
@@ -58,6 +60,7 @@ __all__ = [
     "load_plugin",
     "main",
     "make_app",
+    "proxy_options",
     "request_target",
     "svcrest_version",
 ]
@@ -182,9 +185,9 @@ def make_app(
     db: str | None = DEFAULT_DB, home: str = DEFAULT_HOME, plugins: Sequence[str] = ()
 ) -> App:
     """The site the command line serves: an App on the store ``db`` (a path, a
-    ``sqlite:///`` URL, or None / ``:memory:``) with the demo plugin, the entry-point plugins
-    and ``plugins`` registered. The store is opened on first use. Raises CliError for a bad
-    home or a plugin that cannot be loaded or fails."""
+    ``sqlite:///`` URL, None / ``:memory:``, or a ``postgresql://`` URL) with the demo
+    plugin, the entry-point plugins and ``plugins`` registered. The store is opened on first
+    use. Raises CliError for a bad home or a plugin that cannot be loaded or fails."""
     try:
         app = App(home, store=db)
     except ValueError as exc:
@@ -219,7 +222,8 @@ def _open_store(app: App, db: str | None) -> None:
     try:
         app.users  # noqa: B018 - opens the store and migrates the user tables
     except _STORE_ERRORS as exc:
-        raise CliError(f"cannot open the database {db!r}: {exc}") from exc
+        shown = redact_url(db) if db else db  # SECURITY: no password in the message
+        raise CliError(f"cannot open the database {shown!r}: {exc}") from exc
 
 
 def _database_file(db: str | None) -> str | None:
@@ -337,6 +341,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("serve needs uvicorn: pip install 'svcrest[server]'") from None
     if args.workers > 1 and _is_memory(args.db):
         raise CliError("an in-memory database cannot be shared by several workers")
+    proxy = proxy_options(args)
     problem = check_port(args.host, args.port)
     if problem is not None:
         raise CliError(problem)
@@ -356,8 +361,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         "host": args.host,
         "port": args.port,
         "access_log": True,
-        "proxy_headers": False,
         "log_level": "info",
+        **proxy,
     }
     try:
         if args.workers == 1:
@@ -371,6 +376,35 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except SystemExit as exc:  # uvicorn exits when it could not start
         return exc.code if isinstance(exc.code, int) else 1
     return 0
+
+
+def add_proxy_options(parser: argparse.ArgumentParser) -> None:
+    """``--proxy-headers`` and ``--forwarded-allow-ips`` (DESIGN §6: behind a TLS proxy)."""
+    parser.add_argument(
+        "--proxy-headers",
+        action="store_true",
+        help="trust X-Forwarded-Proto and X-Forwarded-For from --forwarded-allow-ips (a"
+        " request forwarded as https gets Secure cookies and https URLs)",
+    )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default=None,
+        metavar="IPS",
+        help="comma-separated addresses (or *) whose forwarded headers are trusted"
+        " (default 127.0.0.1)",
+    )
+
+
+def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The server options of ``--proxy-headers`` / ``--forwarded-allow-ips``: forwarded
+    headers are ignored unless ``--proxy-headers`` is given, and then trusted only from the
+    listed addresses. CliError for ``--forwarded-allow-ips`` without ``--proxy-headers``."""
+    if not args.proxy_headers:
+        if args.forwarded_allow_ips is not None:
+            raise CliError("--forwarded-allow-ips needs --proxy-headers")
+        return {"proxy_headers": False}
+    ips = args.forwarded_allow_ips or "127.0.0.1"
+    return {"proxy_headers": True, "forwarded_allow_ips": ips}
 
 
 # -- routes and request ----------------------------------------------------------------------
@@ -619,7 +653,8 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
         "--db",
         default=DEFAULT_DB,
         metavar="PATH",
-        help=f"SQLite database: a path, sqlite:///URL or :memory: (default {DEFAULT_DB})",
+        help="the database: a SQLite path, sqlite:///URL or :memory:, or a PostgreSQL URL"
+        f" postgresql://user:password@host:port/dbname (default {DEFAULT_DB})",
     )
 
 
@@ -653,6 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"(default {DEFAULT_HOST})")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"(default {DEFAULT_PORT})")
     serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
+    add_proxy_options(serve)
     _add_site_options(serve, None)
     serve.set_defaults(handler=_cmd_serve)
 

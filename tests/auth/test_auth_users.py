@@ -12,6 +12,7 @@ from svcrest.auth.sessions import SessionManager
 from svcrest.auth.users import DuplicateUserError, UnknownUserError, UserStore, login_key
 from svcrest.hooks import Hooks
 from svcrest.http.user import ANONYMOUS, User
+from svcrest.store import open_store
 from svcrest.store.sqlite import SqliteStore
 
 FAST = ScryptParams(n=16, r=1, p=1)
@@ -20,8 +21,8 @@ FAST = ScryptParams(n=16, r=1, p=1)
 class Env:
     """A store, hooks and users with cheap password hashing, recording fired actions."""
 
-    def __init__(self) -> None:
-        self.store = SqliteStore(None)
+    def __init__(self, location: str | None = None) -> None:
+        self.store = open_store(location)
         self.hooks = Hooks()
         self.fired: list[tuple[str, tuple[Any, ...]]] = []
         for name in ("user_register", "svc_set_password"):
@@ -36,8 +37,9 @@ class Env:
 
 
 @pytest.fixture
-def env() -> Iterator[Env]:
-    environment = Env()
+def env(store_location: str | None) -> Iterator[Env]:
+    """Users on each engine (an in-memory SQLite database, a fresh PostgreSQL schema)."""
+    environment = Env(store_location)
     yield environment
     environment.store.close()
 

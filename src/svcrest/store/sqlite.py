@@ -1,4 +1,5 @@
-"""The embedded SQLite store: users, sessions, options (the site secret) and plugin tables.
+"""The embedded SQLite engine of :class:`svcrest.store.Store`: users, sessions, options (the
+site secret) and plugin tables.
 
 ``SqliteStore(None)`` (or ``":memory:"``) is a private in-memory database shared by every thread
 of the process; a path or a ``sqlite:///relative.db`` / ``sqlite:////absolute.db`` URL is a file
@@ -22,7 +23,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SqliteStore", "StoreError", "open_store", "retry_while_locked"]
+from svcrest.store.base import Dialect, Step, StoreError, step_sql
+
+__all__ = ["SqliteStore", "StoreError", "retry_while_locked"]
 
 _MEMORY = ":memory:"
 _URL_PREFIX = "sqlite://"
@@ -37,10 +40,6 @@ _BOOTSTRAP = (
     " version INTEGER NOT NULL)"
 )
 _STORE_SCHEMA = ("CREATE TABLE options (name TEXT PRIMARY KEY, value TEXT NOT NULL)",)
-
-
-class StoreError(ValueError):
-    """The store cannot be opened or used (bad location, unreadable file, closed store…)."""
 
 
 def _resolve_location(location: str | None) -> str | None:
@@ -101,6 +100,9 @@ class SqliteStore:
     operation would cost more than the queries. An in-memory database exists only inside its
     one connection, so that connection is shared and guarded by a lock.
     """
+
+    #: The SQL dialect of this engine.
+    dialect: Dialect = "sqlite"
 
     def __init__(self, location: str | None = None) -> None:
         self.path: str | None = _resolve_location(location)
@@ -287,11 +289,12 @@ class SqliteStore:
                 if conn.in_transaction:
                     conn.execute("COMMIT")
 
-    def migrate(self, component: str, steps: Sequence[str]) -> int:
+    def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.
 
         Step ``i`` (1-based) moves the component from version ``i - 1`` to ``i``; a step may hold
-        several statements separated by ``;``. The check and the steps run in one write
+        several statements separated by ``;``, and is SQL text or a mapping
+        ``{"sqlite": sql, "postgresql": sql}``. The check and the steps run in one write
         transaction, so two processes starting at once apply each step exactly once. Steps are
         append-only: never edit or remove a step that has shipped.
         """
@@ -309,7 +312,8 @@ class SqliteStore:
                     f" {len(steps)} steps this code knows"
                 )
             for version in range(current + 1, len(steps) + 1):
-                for statement in _split_statements(steps[version - 1]):
+                sql = step_sql(steps[version - 1], "sqlite", component, version)
+                for statement in _split_statements(sql):
                     conn.execute(statement)
             if len(steps) > current:
                 conn.execute(
@@ -394,10 +398,3 @@ def retry_while_locked(
             if ("locked" not in message and "busy" not in message) or clock() >= deadline:
                 raise
         sleep(0.01)
-
-
-def open_store(spec: str | SqliteStore | None) -> SqliteStore:
-    """The store for ``App(store=...)``: an existing store as is, else ``SqliteStore(spec)``."""
-    if isinstance(spec, SqliteStore):
-        return spec
-    return SqliteStore(spec)
