@@ -1,12 +1,24 @@
-"""``svcrest serve --proxy-headers --forwarded-allow-ips IPS`` (DESIGN §6)."""
+"""The command line for many hosts (DESIGN §6): ``--db``/``SVCREST_DB`` with a PostgreSQL URL,
+``svcrest serve --proxy-headers --forwarded-allow-ips IPS``."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 
-from svcrest.cli import CliError, build_parser, main, proxy_options
+from svcrest.cli import (
+    ENV_DB,
+    ENV_HOME,
+    ENV_PLUGINS,
+    CliError,
+    app_from_env,
+    build_parser,
+    main,
+    proxy_options,
+)
+from tests.pg import PostgresServer
 
 
 @pytest.mark.parametrize(
@@ -63,3 +75,22 @@ def test_a_postgres_db_that_cannot_open_hides_the_password(
         "svcrest: error: cannot open the database 'postgresql://ed@db/x': a PostgreSQL store"
         " needs the psycopg driver: pip install 'svcrest[postgres]'\n"
     )
+
+
+def test_db_and_svcrest_db_take_a_postgres_url(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = postgres.new_schema()
+    argv = ["user", "add", "ed", "--role", "editor", "--password-stdin", "--db", url]
+    monkeypatch.setattr("sys.stdin", io.StringIO("pw-of-ed\n"))
+    assert main(argv) == 0
+    assert capsys.readouterr().out == "Created user ed (editor).\n"
+    monkeypatch.setenv(ENV_DB, url)
+    monkeypatch.delenv(ENV_HOME, raising=False)  # another test's serve may have left these
+    monkeypatch.delenv(ENV_PLUGINS, raising=False)
+    app = app_from_env()
+    try:
+        assert app.store.dialect == "postgresql"
+        assert app.users.authenticate("ed", "pw-of-ed") == app.users.get(1)
+    finally:
+        app.store.close()
