@@ -291,3 +291,25 @@ def test_users_persist_in_a_file(tmp_path: Any) -> None:
     with SqliteStore(path) as store:
         users = UserStore(store, Hooks(), password_params=FAST)
         assert users.authenticate("alice", "pw") == User(1, "alice", ("author",), "alice")
+
+
+def test_delete_removes_the_user_and_their_sessions(env: Env) -> None:
+    deleted: list[int] = []
+    env.hooks.add_action("deleted_user", deleted.append)
+    alice = env.users.create("alice", "pw")
+    bob = env.users.create("bob", "pw")
+    with env.store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO sessions (user_id, token_hash, expiration, ip, user_agent, login_time)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (alice.id, "h" * 64, 2000, "ip", "ua", 1000),
+        )
+    assert env.users.delete(alice.id) is True
+    assert deleted == [alice.id]
+    assert env.users.get(alice.id) is None
+    assert env.users.authenticate("alice", "pw") is None
+    assert env.users.get(bob.id) == bob
+    with env.store.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 0
+    assert [env.users.delete(alice.id), env.users.delete(0), env.users.delete(-1)] == [False] * 3
+    assert deleted == [alice.id]
