@@ -1,7 +1,8 @@
 """A throw-away PostgreSQL server for the tests: ``initdb`` and ``pg_ctl`` as ``postgres``.
 
 PostgreSQL refuses to run as root, so as root the commands run through ``runuser -u
-postgres --`` in a temporary directory owned by postgres. The server listens only on a unix
+postgres --`` (``su postgres -c`` where there is no runuser) in a temporary directory owned by
+postgres. The server listens only on a unix
 socket in that directory, with ``fsync=off``. Each test gets its own schema (a URL whose
 ``search_path`` names it), so identities start at 1 in every test.
 """
@@ -12,6 +13,7 @@ import glob
 import itertools
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -48,7 +50,9 @@ class PostgresServer:
             except KeyError:
                 raise RuntimeError("running as root and there is no postgres user") from None
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
-            self._prefix = ["runuser", "-u", "postgres", "--"]
+            self._prefix = (
+                ["runuser", "-u", "postgres", "--"] if shutil.which("runuser") else ["su"]
+            )
         self.data = self.root / "data"
         self.socket_dir = str(self.root)
         self._schemas = itertools.count(1)
@@ -69,9 +73,18 @@ class PostgresServer:
             self.stop()
             raise
 
+    def _as_postgres(self, command: list[str]) -> list[str]:
+        if self._prefix == ["su"]:  # no runuser: su takes one shell command line
+            return ["su", "postgres", "-s", "/bin/sh", "-c", shlex.join(command)]
+        return [*self._prefix, *command]
+
     def _run(self, *command: str) -> str:
         result = subprocess.run(
-            [*self._prefix, *command], capture_output=True, text=True, timeout=60, check=False
+            self._as_postgres(list(command)),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         if result.returncode != 0:
             log = self.root / "log"
@@ -111,7 +124,7 @@ class PostgresServer:
         if self._started:
             self._started = False
             subprocess.run(
-                [*self._prefix, self._pg_ctl, "-D", str(self.data), "-m", "immediate", "stop"],
+                self._as_postgres([self._pg_ctl, "-D", str(self.data), "-m", "immediate", "stop"]),
                 capture_output=True,
                 timeout=60,
                 check=False,
