@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint typecheck docs bench clean chromium screenshots
+.PHONY: run test lint typecheck docs bench clean chromium postgres screenshots
 
 HOST := 127.0.0.1
 PORT := 8000
@@ -42,7 +42,13 @@ docs: $(STAMP)
 chromium:
 	test -x $(CHROMIUM) || { apt-get update -qq && apt-get install -y -qq chromium; }
 
-test: lint typecheck docs chromium
+# The PostgreSQL tests start their own server with Debian's initdb/pg_ctl (in
+# /usr/lib/postgresql/<version>/bin); install PostgreSQL when they are missing.
+postgres:
+	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+		{ apt-get update -qq && apt-get install -y -qq postgresql; }
+
+test: lint typecheck docs chromium postgres
 	$(BIN)/pytest
 
 # The screenshots in docs/ (login page, documentation site) in Debian's Chromium.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
@@ -10,8 +11,11 @@ import httpx
 import pytest
 
 from svcrest import App
+from tests.pg import PostgresServer
 
 ADAPTERS = ["asgi", "wsgi"]
+#: The store engines the store, auth and demo suites run on.
+ENGINES = ["sqlite", "postgresql"]
 
 
 class SiteClient:
@@ -137,3 +141,44 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the session, started on first use and stopped at the end.
+
+    When it cannot start, the tests that need it skip with the reason, except under CI
+    (``CI`` set), where they fail: CI must run them.
+    """
+    try:
+        import psycopg  # noqa: F401 - the driver of the PostgreSQL store
+    except ImportError as exc:
+        reason = f"psycopg is not installed: {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    try:
+        server = PostgresServer()
+    except Exception as exc:  # initdb/pg_ctl missing or failing
+        reason = f"PostgreSQL cannot start: {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """The store engine of the test (store, auth and demo suites run on both)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def store_location(engine: str, request: pytest.FixtureRequest) -> str | None:
+    """A fresh, empty store of the current engine: None (in-memory SQLite) or the URL of a
+    new PostgreSQL schema."""
+    if engine == "sqlite":
+        return None
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.new_schema()

@@ -7,7 +7,7 @@ import functools
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -40,7 +40,7 @@ from svcrest.syncrun import run_sync
 if TYPE_CHECKING:
     from svcrest.auth.service import AuthService
     from svcrest.auth.users import UserStore
-    from svcrest.store.sqlite import SqliteStore
+    from svcrest.store.base import Store
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
 
@@ -66,6 +66,7 @@ class App:
         name: str = "svcrest",
         description: str = "",
         secret_key: str | bytes | None = None,
+        secret_key_fallbacks: Iterable[str | bytes] = (),
         store: Any = None,
         site: ASGIApp | None = None,
         blog_id: int = 1,
@@ -95,8 +96,13 @@ class App:
         #: ``/wp-admin/admin-ajax.php?action=rest-nonce`` answers a fresh nonce as text.
         self.wordpress_compat = wordpress_compat
         self._secret_key = secret_key.encode() if isinstance(secret_key, str) else secret_key
+        self.secret_key_fallbacks: tuple[bytes, ...] = tuple(
+            key.encode() if isinstance(key, str) else key for key in secret_key_fallbacks
+        )
+        if any(not isinstance(key, bytes) or not key for key in self.secret_key_fallbacks):
+            raise ValueError("secret_key_fallbacks must be non-empty str or bytes keys")
         self._store_spec = store
-        self._store: SqliteStore | None = None
+        self._store: Store | None = None
         self._users: UserStore | None = None
         self._auth: AuthService | None = None
         self._server: RestServer | None = None
@@ -375,12 +381,12 @@ class App:
     # -- storage, users and auth --------------------------------------------------------------
 
     @property
-    def store(self) -> SqliteStore:
-        """The app's store, opened on first use."""
+    def store(self) -> Store:
+        """The app's store (``svcrest.store.Store``), opened on first use."""
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    from svcrest.store.sqlite import open_store
+                    from svcrest.store.locations import open_store
 
                     self._store = open_store(self._store_spec)
         return self._store
@@ -418,7 +424,12 @@ class App:
                     from svcrest.auth.service import AuthService
 
                     self._auth = AuthService(
-                        self.store, self.hooks, self.users, self.secret_key, self.clock
+                        self.store,
+                        self.hooks,
+                        self.users,
+                        self.secret_key,
+                        self.clock,
+                        secret_key_fallbacks=self.secret_key_fallbacks,
                     )
         return self._auth
 

@@ -40,6 +40,7 @@ from svcrest.http.user import ROLE_CAPABILITIES, User
 from svcrest.rest.pipeline import rest_route_of
 from svcrest.serve import launcher
 from svcrest.serve.launcher import ServeConfig
+from svcrest.store.postgres import redact_url
 from svcrest.store.sqlite import StoreError
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "ENV_PLUGINS",
     "PLUGIN_GROUP",
     "CliError",
+    "add_proxy_options",
     "app_from_env",
     "build_parser",
     "check_port",
@@ -61,6 +63,7 @@ __all__ = [
     "load_plugin",
     "main",
     "make_app",
+    "proxy_options",
     "request_target",
     "svcrest_version",
     "wsgi_from_env",
@@ -196,10 +199,10 @@ def make_app(
     wordpress_compat: bool = False,
 ) -> App:
     """The site the command line serves: an App on the store ``db`` (a path, a
-    ``sqlite:///`` URL, or None / ``:memory:``) with the demo plugin (unless ``demo`` is
-    false), the entry-point plugins and ``plugins`` registered, in WordPress compatibility
-    mode with ``wordpress_compat``. The store is opened on first use. Raises CliError for a
-    bad home or a plugin that cannot be loaded or fails."""
+    ``sqlite:///`` URL, None / ``:memory:``, or a ``postgresql://`` URL) with the demo plugin
+    (unless ``demo`` is false), the entry-point plugins and ``plugins`` registered, in
+    WordPress compatibility mode with ``wordpress_compat``. The store is opened on first use.
+    Raises CliError for a bad home or a plugin that cannot be loaded or fails."""
     try:
         app = App(home, store=db, wordpress_compat=wordpress_compat)
     except ValueError as exc:
@@ -244,7 +247,8 @@ def _open_store(app: App, db: str | None) -> None:
     try:
         app.users  # noqa: B018 - opens the store and migrates the user tables
     except _STORE_ERRORS as exc:
-        raise CliError(f"cannot open the database {db!r}: {exc}") from exc
+        shown = redact_url(db) if db else db  # SECURITY: no password in the message
+        raise CliError(f"cannot open the database {shown!r}: {exc}") from exc
 
 
 def _database_file(db: str | None) -> str | None:
@@ -388,7 +392,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         reload=args.reload,
         access_log=args.access_log,
         proxy_headers=args.proxy_headers,
-        forwarded_allow_ips=args.forwarded_allow_ips,
+        forwarded_allow_ips=proxy_options(args).get("forwarded_allow_ips"),
         limits=limits,
         app=app,
     )
@@ -407,6 +411,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("an in-memory database cannot be shared by several workers")
     if args.reload and _is_memory(args.db):
         raise CliError("an in-memory database does not survive a reload (use --db PATH)")
+    proxy_options(args)  # refuses --forwarded-allow-ips without --proxy-headers
     server = _server_choice(args)
     problem = check_port(args.host, args.port)
     if problem is not None:
@@ -431,6 +436,35 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return launcher.serve(_serve_config(args, app, home, server))
     except launcher.ServerMissingError as exc:
         raise CliError(str(exc)) from None
+
+
+def add_proxy_options(parser: argparse.ArgumentParser) -> None:
+    """``--proxy-headers`` and ``--forwarded-allow-ips`` (DESIGN §6: behind a TLS proxy)."""
+    parser.add_argument(
+        "--proxy-headers",
+        action="store_true",
+        help="trust X-Forwarded-Proto and X-Forwarded-For from --forwarded-allow-ips (a"
+        " request forwarded as https gets Secure cookies and https URLs)",
+    )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default=None,
+        metavar="IPS",
+        help="comma-separated addresses (or *) whose forwarded headers are trusted"
+        " (default 127.0.0.1)",
+    )
+
+
+def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The server options of ``--proxy-headers`` / ``--forwarded-allow-ips``: forwarded
+    headers are ignored unless ``--proxy-headers`` is given, and then trusted only from the
+    listed addresses. CliError for ``--forwarded-allow-ips`` without ``--proxy-headers``."""
+    if not args.proxy_headers:
+        if args.forwarded_allow_ips is not None:
+            raise CliError("--forwarded-allow-ips needs --proxy-headers")
+        return {"proxy_headers": False}
+    ips = args.forwarded_allow_ips or "127.0.0.1"
+    return {"proxy_headers": True, "forwarded_allow_ips": ips}
 
 
 # -- routes and request ----------------------------------------------------------------------
@@ -692,7 +726,8 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
         "--db",
         default=DEFAULT_DB,
         metavar="PATH",
-        help=f"SQLite database: a path, sqlite:///URL or :memory: (default {DEFAULT_DB})",
+        help="the database: a SQLite path, sqlite:///URL or :memory:, or a PostgreSQL URL"
+        f" postgresql://user:password@host:port/dbname (default {DEFAULT_DB})",
     )
 
 
@@ -747,12 +782,6 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         help="log each request's method, path and status, nonces redacted (default on)",
     )
     serve.add_argument(
-        "--proxy-headers",
-        action="store_true",
-        help="trust X-Forwarded-Proto/-For from --forwarded-allow-ips (uvicorn)",
-    )
-    serve.add_argument("--forwarded-allow-ips", metavar="IPS", help="(default 127.0.0.1)")
-    serve.add_argument(
         "--no-demo", dest="demo", action="store_false", help="leave the demo plugin out"
     )
     serve.add_argument(
@@ -787,6 +816,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"(default {DEFAULT_PORT})")
     serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
     _add_server_options(serve)
+    add_proxy_options(serve)
     _add_site_options(serve, None)
     serve.set_defaults(handler=_cmd_serve)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -22,9 +22,9 @@ NOW = 1_700_000_000.0
 class Site:
     """An App with two users, a whoami route and a write route that records its runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: str | None = None) -> None:
         self.now = [NOW]
-        self.app = App(HOME, clock=lambda: self.now[0], secret_key="test-secret")
+        self.app = App(HOME, clock=lambda: self.now[0], secret_key="test-secret", store=store)
         self.writes: list[int] = []
         self.alice = self.app.users.create("alice", "alice-pw", roles=("editor",))
         self.bob = self.app.users.create("bob", "bob-pw", roles=("subscriber",))
@@ -60,8 +60,11 @@ def nonce_of(client: SiteClient) -> str:
 
 
 @pytest.fixture
-def site() -> Site:
-    return Site()
+def site(store_location: str | None) -> Iterator[Site]:
+    """The site on each engine."""
+    made = Site(store_location)
+    yield made
+    made.app.store.close()
 
 
 def test_login_sets_cookie_and_redirects(site: Site, client_for: ClientFor) -> None:

@@ -25,6 +25,7 @@ from svcrest.auth.service import (
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
 from svcrest.http.user import ANONYMOUS, User
+from svcrest.store import open_store
 from svcrest.store.sqlite import SqliteStore
 from tests.conftest import Clock
 
@@ -38,7 +39,7 @@ class Env:
     """An AuthService over a store with alice (editor) and bob, recording every cookie action."""
 
     def __init__(self, location: str | None = None) -> None:
-        self.store = SqliteStore(location)
+        self.store = open_store(location)
         self.hooks = Hooks()
         self.clock = Clock(NOW)
         self.users = UserStore(self.store, self.hooks, password_params=FAST, clock=self.clock)
@@ -67,8 +68,9 @@ class Env:
 
 
 @pytest.fixture
-def env() -> Iterator[Env]:
-    environment = Env()
+def env(store_location: str | None) -> Iterator[Env]:
+    """The service on each engine."""
+    environment = Env(store_location)
     yield environment
     environment.store.close()
 

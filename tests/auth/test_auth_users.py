@@ -12,6 +12,7 @@ from svcrest.auth.sessions import SessionManager
 from svcrest.auth.users import DuplicateUserError, UnknownUserError, UserStore, login_key
 from svcrest.hooks import Hooks
 from svcrest.http.user import ANONYMOUS, User
+from svcrest.store import open_store
 from svcrest.store.sqlite import SqliteStore
 
 FAST = ScryptParams(n=16, r=1, p=1)
@@ -20,8 +21,8 @@ FAST = ScryptParams(n=16, r=1, p=1)
 class Env:
     """A store, hooks and users with cheap password hashing, recording fired actions."""
 
-    def __init__(self) -> None:
-        self.store = SqliteStore(None)
+    def __init__(self, location: str | None = None) -> None:
+        self.store = open_store(location)
         self.hooks = Hooks()
         self.fired: list[tuple[str, tuple[Any, ...]]] = []
         for name in ("user_register", "svc_set_password"):
@@ -36,8 +37,9 @@ class Env:
 
 
 @pytest.fixture
-def env() -> Iterator[Env]:
-    environment = Env()
+def env(store_location: str | None) -> Iterator[Env]:
+    """Users on each engine (an in-memory SQLite database, a fresh PostgreSQL schema)."""
+    environment = Env(store_location)
     yield environment
     environment.store.close()
 
@@ -289,3 +291,25 @@ def test_users_persist_in_a_file(tmp_path: Any) -> None:
     with SqliteStore(path) as store:
         users = UserStore(store, Hooks(), password_params=FAST)
         assert users.authenticate("alice", "pw") == User(1, "alice", ("author",), "alice")
+
+
+def test_delete_removes_the_user_and_their_sessions(env: Env) -> None:
+    deleted: list[int] = []
+    env.hooks.add_action("deleted_user", deleted.append)
+    alice = env.users.create("alice", "pw")
+    bob = env.users.create("bob", "pw")
+    with env.store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO sessions (user_id, token_hash, expiration, ip, user_agent, login_time)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (alice.id, "h" * 64, 2000, "ip", "ua", 1000),
+        )
+    assert env.users.delete(alice.id) is True
+    assert deleted == [alice.id]
+    assert env.users.get(alice.id) is None
+    assert env.users.authenticate("alice", "pw") is None
+    assert env.users.get(bob.id) == bob
+    with env.store.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] == 0
+    assert [env.users.delete(alice.id), env.users.delete(0), env.users.delete(-1)] == [False] * 3
+    assert deleted == [alice.id]

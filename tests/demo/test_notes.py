@@ -31,16 +31,17 @@ SEED: list[tuple[str, str, str]] = [
 ]
 
 
-def make_app(timezone: str = "UTC") -> App:
-    app = App(HOME, timezone=timezone, clock=lambda: NOW)
+def make_app(timezone: str = "UTC", store: str | None = None) -> App:
+    app = App(HOME, timezone=timezone, clock=lambda: NOW, store=store)
     register(app)
     app.users.password_params = FAST
     return app
 
 
 @pytest.fixture
-def app() -> Iterator[App]:
-    app = make_app()
+def app(store_location: str | None) -> Iterator[App]:
+    """The demo site on each engine."""
+    app = make_app(store=store_location)
     yield app
     app.store.close()
 

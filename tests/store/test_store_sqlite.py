@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from svcrest.store.sqlite import SqliteStore, StoreError, open_store, retry_while_locked
+from svcrest.store import open_store
+from svcrest.store.sqlite import SqliteStore, StoreError, retry_while_locked
 
 
 @pytest.fixture
@@ -100,8 +101,11 @@ def test_open_store_passes_stores_through(tmp_path: Path) -> None:
     with SqliteStore(None) as store:
         assert open_store(store) is store
     with open_store(str(tmp_path / "x.db")) as store:
+        assert isinstance(store, SqliteStore)
         assert store.path == str(tmp_path / "x.db")
+        assert store.dialect == "sqlite"
     with open_store(None) as store:
+        assert isinstance(store, SqliteStore)
         assert store.path is None
 
 

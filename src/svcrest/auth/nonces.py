@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hmac
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 __all__ = ["NONCE_LENGTH", "NONCE_LIFETIME", "NonceManager", "derive_key"]
@@ -38,17 +38,26 @@ def _text(value: str) -> bytes:
 class NonceManager:
     """Creates and verifies nonces with a key derived from the site ``secret``.
 
-    ``clock`` returns Unix seconds (tests inject their own).
+    ``clock`` returns Unix seconds (tests inject their own). ``fallbacks``: earlier secrets
+    (key rotation); nonces made with one of them still verify, new ones use ``secret``.
     """
 
     def __init__(
-        self, secret: bytes, clock: Callable[[], float], lifetime: int = NONCE_LIFETIME
+        self,
+        secret: bytes,
+        clock: Callable[[], float],
+        lifetime: int = NONCE_LIFETIME,
+        *,
+        fallbacks: Sequence[bytes] = (),
     ) -> None:
         if not isinstance(secret, bytes) or not secret:
             raise ValueError("the nonce secret must be non-empty bytes")
+        if any(not isinstance(key, bytes) or not key for key in fallbacks):
+            raise ValueError("every fallback nonce secret must be non-empty bytes")
         if not isinstance(lifetime, int) or isinstance(lifetime, bool) or lifetime < 2:
             raise ValueError("the nonce lifetime must be an integer of at least 2 seconds")
         self._key = derive_key(secret, b"nonce")
+        self._fallback_keys = tuple(derive_key(key, b"nonce") for key in fallbacks)
         self._clock = clock
         self.lifetime = lifetime
 
@@ -56,9 +65,11 @@ class NonceManager:
         """The current tick: ``ceil(now / (lifetime / 2))``."""
         return math.ceil(self._clock() / (self.lifetime / 2))
 
-    def _value(self, tick: int, action: str, user_id: int, token: str) -> bytes:
+    def _value(
+        self, tick: int, action: str, user_id: int, token: str, key: bytes | None = None
+    ) -> bytes:
         message = _text(f"{tick}|{action}|{user_id}|{token}")
-        digest = hmac.digest(self._key, message, "sha256").hex()  # PERF: one-shot C HMAC
+        digest = hmac.digest(key or self._key, message, "sha256").hex()  # PERF: one-shot C HMAC
         return digest[:NONCE_LENGTH].encode("ascii")
 
     def create(self, action: str, user_id: int = 0, token: str = "") -> str:
@@ -86,8 +97,9 @@ class NonceManager:
             return False
         given = nonce.encode("ascii")
         tick = self.tick()
-        if hmac.compare_digest(given, self._value(tick, action, user_id, token)):
-            return 1
-        if hmac.compare_digest(given, self._value(tick - 1, action, user_id, token)):
-            return 2
+        for key in (self._key, *self._fallback_keys):
+            if hmac.compare_digest(given, self._value(tick, action, user_id, token, key)):
+                return 1
+            if hmac.compare_digest(given, self._value(tick - 1, action, user_id, token, key)):
+                return 2
         return False

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Literal
@@ -19,6 +19,7 @@ from typing import Literal
 from svcrest.auth.cookies import (
     COOKIE_NAME,
     COOKIE_SCHEME,
+    CookieElements,
     cookie_hmac,
     format_auth_cookie,
     parse_auth_cookie,
@@ -30,7 +31,7 @@ from svcrest.auth.sessions import SessionManager, hash_token
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
 from svcrest.http.user import User
-from svcrest.store.sqlite import SqliteStore
+from svcrest.store.base import Store
 
 __all__ = [
     "COOKIE_NAME",
@@ -53,7 +54,7 @@ SECRET_KEY_OPTION = "svc_secret_key"
 _ATTRIBUTES = "Path=/; HttpOnly; SameSite=Lax"
 
 
-def ensure_secret_key(store: SqliteStore, secret_key: str | bytes | None = None) -> bytes:
+def ensure_secret_key(store: Store, secret_key: str | bytes | None = None) -> bytes:
     """The site secret: ``secret_key`` when given, else the one persisted in ``store``.
 
     The persisted secret is generated once (``secrets.token_urlsafe(48)``, 384 bits) and stored
@@ -102,7 +103,11 @@ class IssuedCookie:
 class AuthService:
     """Cookie authentication and nonces for one site.
 
-    ``secret_key``: the site secret (see ``ensure_secret_key``); ``clock``: Unix seconds.
+    ``secret_key``: the site secret (see ``ensure_secret_key``); ``clock``: Unix seconds;
+    ``secret_key_fallbacks``: earlier secrets whose cookies and nonces still verify (new ones
+    are signed with ``secret_key``). Nothing about users or sessions is kept between calls:
+    every cookie check reads the user and the session from the store, so a logout, a password
+    change or a deleted user on one host applies on every host sharing the store.
     Actions fired on ``hooks``: exactly one ``auth_cookie_*`` action per
     ``validate_cookie`` call with a non-empty value, ``svc_login`` (login, user) after
     ``log_in`` and ``svc_logout`` (user id) after ``log_out``.
@@ -110,21 +115,26 @@ class AuthService:
 
     def __init__(
         self,
-        store: SqliteStore,
+        store: Store,
         hooks: Hooks,
         users: UserStore,
         secret_key: bytes,
         clock: Callable[[], float],
+        *,
+        secret_key_fallbacks: Sequence[bytes] = (),
     ) -> None:
         if not isinstance(secret_key, bytes) or not secret_key:
             raise ValueError("secret_key must be non-empty bytes")
+        if any(not isinstance(key, bytes) or not key for key in secret_key_fallbacks):
+            raise ValueError("every secret key fallback must be non-empty bytes")
         self.store = store
         self.hooks = hooks
         self.users = users
         self.clock = clock
         self.sessions = SessionManager(store, clock)
-        self.nonces = NonceManager(secret_key, clock)
+        self.nonces = NonceManager(secret_key, clock, fallbacks=secret_key_fallbacks)
         self._secret = secret_key
+        self._fallbacks = tuple(secret_key_fallbacks)
 
     # -- nonces ----------------------------------------------------------------------------------
 
@@ -210,15 +220,7 @@ class AuthService:
             self.hooks.do_action("auth_cookie_bad_username", info)
             return None
         user, encoded, session_ok = record
-        expected = cookie_hmac(
-            self._secret,
-            elements.login_field,
-            elements.expiration_field,
-            elements.token,
-            password_fragment(encoded),
-        )
-        # SECURITY: constant-time comparison on bytes (both are ASCII hex by now).
-        if not hmac.compare_digest(expected.encode("ascii"), elements.hmac.encode("ascii")):
+        if not self._hmac_matches(elements, password_fragment(encoded)):
             self.hooks.do_action("auth_cookie_bad_hash", info)
             return None
         if not session_ok:
@@ -226,3 +228,19 @@ class AuthService:
             return None
         self.hooks.do_action("auth_cookie_valid", info, user)
         return user, elements.token
+
+    def _hmac_matches(self, elements: CookieElements, fragment: str) -> bool:
+        """Whether the cookie was signed with the secret or one of its fallbacks."""
+        given = elements.hmac.encode("ascii")
+        for secret in (self._secret, *self._fallbacks):
+            expected = cookie_hmac(
+                secret,
+                elements.login_field,
+                elements.expiration_field,
+                elements.token,
+                fragment,
+            )
+            # SECURITY: constant-time comparison on bytes (both are ASCII hex by now).
+            if hmac.compare_digest(expected.encode("ascii"), given):
+                return True
+        return False

@@ -13,7 +13,7 @@ import secrets
 from collections.abc import Callable
 
 from svcrest.auth.users import AUTH_SCHEMA
-from svcrest.store.sqlite import SqliteStore
+from svcrest.store.base import Store
 
 __all__ = ["SessionManager", "hash_token", "new_token"]
 
@@ -48,7 +48,7 @@ class SessionManager:
     rows are deleted whenever a session is created.
     """
 
-    def __init__(self, store: SqliteStore, clock: Callable[[], float]) -> None:
+    def __init__(self, store: Store, clock: Callable[[], float]) -> None:
         self.store = store
         self._clock = clock
         store.migrate("auth", AUTH_SCHEMA)

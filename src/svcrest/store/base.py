@@ -1,0 +1,139 @@
+"""The store interface every engine implements, and what engines share.
+
+Users, sessions, options and plugins (the demo's notes) talk to the database only through
+:class:`Store`: ``transaction()`` and ``read()`` yield a :class:`Connection` whose ``execute``
+takes ``?`` placeholders on every engine and returns a :class:`Cursor`. A schema step is SQL
+text, or a mapping ``{"sqlite": sql, "postgresql": sql}`` when the engines need different DDL.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "DIALECTS",
+    "Connection",
+    "Cursor",
+    "Dialect",
+    "Step",
+    "Store",
+    "StoreError",
+    "step_sql",
+    "to_pyformat",
+]
+
+Dialect = Literal["sqlite", "postgresql"]
+DIALECTS: tuple[Dialect, ...] = ("sqlite", "postgresql")
+#: One migration step: portable SQL, or the SQL of each dialect.
+Step = str | Mapping[str, str]
+
+
+class StoreError(ValueError):
+    """The store cannot be opened or used (bad location, unreadable file, closed store…)."""
+
+
+class Cursor(Protocol):
+    """What ``Connection.execute`` returns (a DB-API cursor's reading part)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """The connection a store block yields: ``?`` placeholders on every engine."""
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor: ...
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The one interface to the database (DESIGN §6).
+
+    ``transaction()``: a write transaction (a SAVEPOINT when nested in another block of the
+    same thread); ``read()``: one consistent snapshot. Neither may be held across an
+    ``await``. ``migrate(component, steps)`` applies the steps not applied yet, once per
+    database, and returns the component's version. ``add_option`` inserts unless the option
+    exists and returns the stored value (race-safe across processes and hosts).
+    ``in_block()`` and ``close()`` serve lazy migrations and the command line.
+    """
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def transaction(self) -> AbstractContextManager[Connection]: ...
+
+    def read(self) -> AbstractContextManager[Connection]: ...
+
+    def migrate(self, component: str, steps: Sequence[Step]) -> int: ...
+
+    def get_option(self, name: str) -> str | None: ...
+
+    def add_option(self, name: str, value: str) -> str: ...
+
+    def in_block(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc_info: object) -> None: ...
+
+
+def step_sql(step: Step, dialect: Dialect, component: str, number: int) -> str:
+    """The SQL of migration ``step`` for ``dialect``; StoreError when it has none."""
+    if isinstance(step, str):
+        return step
+    if isinstance(step, Mapping):
+        sql = step.get(dialect)
+        if isinstance(sql, str):
+            return sql
+    raise StoreError(f"step {number} of {component!r} has no SQL for {dialect}")
+
+
+def to_pyformat(sql: str) -> str:
+    """``sql`` with its ``?`` placeholders as ``%s`` (and ``%`` as ``%%``), for psycopg.
+
+    A ``?`` inside a string literal (``'…'``), a quoted identifier (``"…"``) or a comment is
+    left alone; ``%`` is doubled everywhere, since psycopg reads every ``%`` of a query that
+    has parameters.
+    """
+    if len(sql) > 4096:  # SECURITY: only short (code-written) statements are remembered
+        return _to_pyformat.__wrapped__(sql)
+    return _to_pyformat(sql)
+
+
+# PERF: statements are fixed strings of the code; translating each once saves a scan a query.
+@functools.lru_cache(maxsize=1024)
+def _to_pyformat(sql: str) -> str:
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        char = sql[i]
+        if char in "'\"":
+            end = sql.find(char, i + 1)
+            while end != -1 and sql[end + 1 : end + 2] == char:  # '' or "" escapes itself
+                end = sql.find(char, end + 2)
+            end = n if end == -1 else end + 1
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            end = n if end == -1 else end
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            end = n if end == -1 else end + 2
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        else:
+            out.append("%s" if char == "?" else "%%" if char == "%" else char)
+            i += 1
+    return "".join(out)

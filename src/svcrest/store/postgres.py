@@ -1,0 +1,265 @@
+"""The PostgreSQL engine of :class:`svcrest.store.Store`, through psycopg 3 and a pool.
+
+``PostgresStore("postgresql://user:password@host:port/dbname")`` (any libpq URL, also
+``postgresql:///dbname?host=/socket/dir``) serves every host that shares the database: one
+site. Statements are written with ``?`` placeholders, translated once to psycopg's ``%s``.
+
+Writes go through :meth:`PostgresStore.transaction` (``BEGIN`` … ``COMMIT``, READ COMMITTED),
+reads through :meth:`PostgresStore.read` (``REPEATABLE READ``: one snapshot). A block nested in
+another of the same thread reuses its connection (a nested transaction is a SAVEPOINT). Neither
+may be held across an ``await``. Migrations run under a transaction-scoped advisory lock, so
+hosts starting together against an empty database create one schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from svcrest.store.base import Cursor, Dialect, Step, StoreError, step_sql, to_pyformat
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = ["POSTGRES_EXTRA", "PostgresStore", "is_postgres_url", "redact_url"]
+
+#: What to install for PostgreSQL URLs.
+POSTGRES_EXTRA = "svcrest[postgres]"
+_SCHEMES = ("postgresql://", "postgres://")
+#: The advisory lock key of migrations (any fixed 64-bit number; this one spells svcrest).
+_MIGRATION_LOCK = zlib.crc32(b"svcrest-migrate")
+_BOOTSTRAP = (
+    "CREATE TABLE IF NOT EXISTS schema_versions ("
+    " component TEXT PRIMARY KEY,"
+    " version INTEGER NOT NULL)"
+)
+_STORE_SCHEMA: tuple[Step, ...] = (
+    "CREATE TABLE options (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
+_OPEN_TIMEOUT = 10.0
+
+
+def is_postgres_url(location: object) -> bool:
+    """Whether ``location`` is a PostgreSQL URL."""
+    return isinstance(location, str) and location.startswith(_SCHEMES)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without the password of its credentials (for messages and logs)."""
+    head, at, tail = url.partition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, credentials = head.partition("://")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}@{tail}"
+
+
+class _Connection:
+    """A psycopg connection that takes ``?`` placeholders."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor:
+        if not params:
+            return self.raw.execute(sql)
+        return self.raw.execute(to_pyformat(sql), params)
+
+
+class PostgresStore:
+    """A PostgreSQL database shared by any number of hosts and processes.
+
+    ``pool_size``: the most connections this process opens (one per thread in a block).
+    """
+
+    #: The SQL dialect of this engine.
+    dialect: Dialect = "postgresql"
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise StoreError(
+                f"a PostgreSQL store needs the psycopg driver: pip install '{POSTGRES_EXTRA}'"
+            ) from None
+        if not is_postgres_url(url):
+            raise StoreError(f"not a PostgreSQL URL: {url!r}")
+        self.url = url
+        self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        self._local = threading.local()
+        self._closed = False
+        self._pool: psycopg_pool.ConnectionPool[Any] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            kwargs={"autocommit": True},
+            check=ConnectionPool.check_connection,
+            open=False,
+            name="svcrest",
+        )
+        try:
+            # One direct connection first: a bad URL or server fails at once with its reason
+            # (the pool would retry in the background until its time-out).
+            psycopg.connect(url, connect_timeout=int(_OPEN_TIMEOUT)).close()
+            self._pool.open(wait=True, timeout=_OPEN_TIMEOUT)
+            self.migrate("store", _STORE_SCHEMA)
+        except Exception as exc:
+            self._pool.close()
+            self._closed = True
+            raise StoreError(f"cannot open store {self._shown()}: {exc}") from exc
+
+    def _shown(self) -> str:
+        # SECURITY: never repeat a password in an error message.
+        return repr(redact_url(self.url))
+
+    # -- connections ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _checkout(self) -> Iterator[tuple[_Connection, int]]:
+        local = self._local
+        conn: _Connection | None = getattr(local, "conn", None)
+        if conn is not None:
+            local.depth += 1
+            try:
+                yield conn, local.depth
+            finally:
+                local.depth -= 1
+            return
+        if self._closed:
+            raise StoreError("the store is closed")
+        with self._pool.connection() as raw:
+            conn = _Connection(raw)
+            local.conn, local.depth = conn, 0
+            try:
+                yield conn, 0
+            finally:
+                local.conn = None
+
+    @staticmethod
+    def _in_transaction(conn: _Connection) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return conn.raw.info.transaction_status != TransactionStatus.IDLE
+
+    # -- public API ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[_Connection]:
+        """A connection inside ``BEGIN`` … ``COMMIT`` (``ROLLBACK`` on an exception); nested
+        in another block of this thread, a SAVEPOINT. Not allowed inside :meth:`read`."""
+        with self._checkout() as (conn, depth):
+            if depth and getattr(self._local, "reading", False):
+                raise StoreError("transaction() inside read(): open the transaction first")
+            if depth:
+                savepoint = f"svc_sp{depth}"
+                conn.execute(f"SAVEPOINT {savepoint}")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
+                    conn.execute(f"RELEASE SAVEPOINT {savepoint}")
+                    raise
+                conn.execute(f"RELEASE SAVEPOINT {savepoint}")
+                return
+            conn.execute("BEGIN")
+            try:
+                yield conn
+                if self._in_transaction(conn):
+                    conn.execute("COMMIT")
+            except BaseException:
+                if self._in_transaction(conn) and not conn.raw.closed:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[_Connection]:
+        """A connection for reads; every query in the block sees one snapshot."""
+        with self._checkout() as (conn, depth):
+            if depth:
+                yield conn
+                return
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            self._local.reading = True
+            try:
+                yield conn
+            finally:
+                self._local.reading = False
+                if self._in_transaction(conn) and not conn.raw.closed:
+                    conn.execute("COMMIT")
+
+    def in_block(self) -> bool:
+        """Whether this thread is inside a :meth:`read` or :meth:`transaction` block."""
+        return getattr(self._local, "conn", None) is not None
+
+    def migrate(self, component: str, steps: Sequence[Step]) -> int:
+        """Apply the steps of ``component`` not applied yet, in one transaction under an
+        advisory lock (hosts starting at once apply each step exactly once); its version."""
+        if not isinstance(component, str) or not component:
+            raise ValueError("migrate() needs a non-empty component name")
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
+            conn.execute(_BOOTSTRAP)
+            row = conn.execute(
+                "SELECT version FROM schema_versions WHERE component = ?", (component,)
+            ).fetchone()
+            current = int(row[0]) if row is not None else 0
+            if current > len(steps):
+                raise StoreError(
+                    f"schema of {component!r} is at version {current}, newer than the"
+                    f" {len(steps)} steps this code knows"
+                )
+            for version in range(current + 1, len(steps) + 1):
+                conn.execute(step_sql(steps[version - 1], "postgresql", component, version))
+            if len(steps) > current:
+                conn.execute(
+                    "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
+                    " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                    (component, len(steps)),
+                )
+            return max(current, len(steps))
+
+    def get_option(self, name: str) -> str | None:
+        """The stored value of option ``name``, or None."""
+        with self.read() as conn:
+            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def add_option(self, name: str, value: str) -> str:
+        """Store ``value`` under ``name`` unless the option exists; return the stored value
+        (every host adding one at once gets the first insert's value)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO options (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, value),
+            )
+            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
+        return str(row[0])
+
+    def close(self) -> None:
+        """Close the pool; using the store afterwards raises StoreError."""
+        if getattr(self._local, "conn", None) is not None:
+            raise StoreError("close() called inside a read() or transaction() block")
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+        return self._closed
+
+    def __enter__(self) -> PostgresStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self._shown()})"
