@@ -10,7 +10,15 @@ The URL and method rules live in `BaseRestProxy` (pure, no I/O). The request seq
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from types import MappingProxyType, TracebackType
 from typing import Any, Final, Generic, TypeVar
 from urllib.parse import urlsplit
@@ -18,8 +26,16 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from svcrest.client.batch import (
+    BATCH_ROUTE,
+    batch_body,
+    batch_slots,
+    root_of,
+    route_path,
+)
 from svcrest.client.errors import ProxyError
-from svcrest.client.operation import Operation
+from svcrest.client.operation import ACTIONS, Operation
+from svcrest.client.results import ResultSet
 from svcrest.client.urls import (
     encode_component,
     is_valid_id,
@@ -34,11 +50,13 @@ from svcrest.client.urls import (
 
 __all__ = [
     "DEFAULT_ACTION_METHODS",
+    "DEFAULT_TIMEOUT",
     "GROUP_DIRECTION_PARAM",
     "INVALID_NONCE_CODE",
     "NONCE_HEADER",
     "AsyncRestProxy",
     "BaseRestProxy",
+    "ExceptionHook",
     "RestProxy",
     "error_from_response",
 ]
@@ -53,11 +71,18 @@ NONCE_HEADER: Final = "X-SVC-Nonce"
 INVALID_NONCE_CODE: Final = "rest_cookie_invalid_nonce"
 #: The query parameter of the grouper's direction in ``simple_group_mode``.
 GROUP_DIRECTION_PARAM: Final = "groupDir"
+#: The default ``timeout`` in seconds (Ext JS's proxy waits 30 s too).
+DEFAULT_TIMEOUT: Final = 30.0
+#: The error code of a request that got no answer within ``timeout``.
+TIMEOUT_CODE: Final = "timeout"
 
 ClientT = TypeVar("ClientT", httpx.Client, httpx.AsyncClient)
 T = TypeVar("T")
 #: A request sequence: yields requests, receives their responses, returns a result.
 Exchange = Generator[httpx.Request, httpx.Response, T]
+#: ``on_exception(error, operation)``: told of each error the proxy raises (operation None for
+#: `login`).
+ExceptionHook = Callable[[ProxyError, Operation | None], object]
 
 
 def _now_ms() -> int:
@@ -143,13 +168,18 @@ class BaseRestProxy(Generic[ClientT]):
         extra_params: Mapping[str, Any] | None = None,
         clock: Callable[[], int] | None = None,
         client: ClientT | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
+        api: Mapping[str, str] | None = None,
+        on_exception: ExceptionHook | None = None,
+        root: str | None = None,
     ) -> None:
         methods = dict(DEFAULT_ACTION_METHODS)
-        if action_methods:
-            unknown = sorted(set(action_methods) - set(methods))
+        for option, given in (("action_methods", action_methods), ("api", api)):
+            unknown = sorted(set(given or {}) - set(ACTIONS))
             if unknown:
-                raise ValueError(f"action_methods has unknown actions: {', '.join(unknown)}")
-            methods.update(action_methods)
+                raise ValueError(f"{option} has unknown actions: {', '.join(unknown)}")
+        methods.update(action_methods or {})
         self.url = url
         self.append_id = append_id
         self.format = format
@@ -174,6 +204,11 @@ class BaseRestProxy(Generic[ClientT]):
         self._client: ClientT | None = client
         self.nonce: str | None = None
         self.home: str | None = None
+        self.timeout = timeout
+        self.headers: dict[str, str] = dict(headers or {})
+        self.api: dict[str, str] = {action: str(u) for action, u in (api or {}).items() if u}
+        self.on_exception = on_exception
+        self.root = root
 
     @property
     def client(self) -> ClientT:
@@ -204,7 +239,14 @@ class BaseRestProxy(Generic[ClientT]):
         then the format; both before any query string and fragment. The query parameters
         follow (see `query_params`), appended to an existing query with ``&``.
         """
-        path, query, fragment = split_url(self.url)
+        return self._build_url(operation, cache=True)
+
+    def action_url(self, action: str) -> str:
+        """The URL of ``action``: its ``api`` URL when set, else ``url``."""
+        return self.api.get(action) or self.url
+
+    def _build_url(self, operation: Operation, *, cache: bool) -> str:
+        path, query, fragment = split_url(self.action_url(operation.action))
         the_id = operation_id(operation, self.id_property)
         id_in_path = self.append_id and is_valid_id(the_id)
         if id_in_path:
@@ -216,6 +258,8 @@ class BaseRestProxy(Generic[ClientT]):
                 path += "."
             path += self.format
         params = self.query_params(operation)
+        if not cache and self.no_cache and self.cache_string:
+            params.pop(self.cache_string, None)
         return join_url(path, query, params.items(), fragment)
 
     def query_params(self, operation: Operation) -> dict[str, str]:
@@ -295,21 +339,40 @@ class BaseRestProxy(Generic[ClientT]):
         `request_body`, ``Accept: application/json``, and ``X-SVC-Nonce`` when the proxy holds
         a nonce. Sending a request whose URL is still relative raises ValueError.
         """
-        headers = {"Accept": "application/json"}
+        has_body, body = self.request_body(operation)
+        return self._json_request(
+            self.get_method(operation), self.build_url(operation), has_body, body
+        )
+
+    def _json_request(self, method: str, url: str, has_body: bool, body: Any) -> httpx.Request:
+        headers = {"Accept": "application/json", **self.headers}
         if self.nonce:
             headers[NONCE_HEADER] = self.nonce
-        has_body, body = self.request_body(operation)
         content = None
         if has_body:
             headers["Content-Type"] = "application/json"
             content = orjson.dumps(body, default=_json_default)
-        url = self.build_url(operation)
-        request = self.client.build_request(
-            self.get_method(operation), url, content=content, headers=headers
-        )
+        request = self._request(method, url, content=content, headers=headers)
         if not request.url.is_absolute_url:
             request.url = httpx.URL(url)  # as built: httpx would root "users/5" at "/"
         return request
+
+    def _request(self, method: str, url: str, **options: Any) -> httpx.Request:
+        """A request of the client with the proxy's ``headers`` (under those given) and
+        ``timeout`` (which overrides the client's own)."""
+        headers = {**self.headers, **options.pop("headers", {})}
+        timeout = httpx.Timeout(self.timeout)
+        return self.client.build_request(method, url, headers=headers, timeout=timeout, **options)
+
+    def timeout_error(self, cause: httpx.TimeoutException) -> ProxyError:
+        """The `ProxyError` (code ``timeout``, status 0) of a request without an answer."""
+        error = (
+            ProxyError(TIMEOUT_CODE, f"No answer within {self.timeout:g} seconds.", 0, None)
+            if self.timeout is not None
+            else ProxyError(TIMEOUT_CODE, "The request timed out.", 0)
+        )
+        error.__cause__ = cause
+        return error
 
     def _sendable(self, request: httpx.Request) -> httpx.Request:
         """``request``, checked to have an absolute URL before it is sent."""
@@ -344,22 +407,54 @@ class BaseRestProxy(Generic[ClientT]):
             return error_from_response(response)
         return None
 
-    def _exchange(self, operation: Operation) -> Exchange[Any]:
-        response = yield self.build_request(operation)
+    def _report(self, error: ProxyError, operation: Operation | None) -> None:
+        if self.on_exception is not None:
+            self.on_exception(error, operation)
+
+    def _reported(self, operation: Operation | None, exchange: Exchange[T]) -> Exchange[T]:
+        """``exchange``, with `on_exception` told of the `ProxyError` it raises."""
+        try:
+            return (yield from exchange)
+        except ProxyError as error:
+            self._report(error, operation)
+            raise
+
+    def _respond(self, build: Callable[[], httpx.Request]) -> Exchange[httpx.Response]:
+        """Send ``build()``; on ``rest_cookie_invalid_nonce`` fetch a nonce and retry once."""
+        response = yield build()
         error = self._check(response)
         if error is not None and error.code == INVALID_NONCE_CODE:
             try:
                 yield from self._fetch_nonce(self.site_base(self.home))
             except ProxyError as failure:
                 raise error from failure
-            response = yield self.build_request(operation)
+            response = yield build()
             error = self._check(response)
         if error is not None:
             raise error
+        return response
+
+    def _decoded(self, operation: Operation) -> Exchange[Any]:
+        response = yield from self._respond(lambda: self.build_request(operation))
         return _decode(response)
 
+    def _exchange(self, operation: Operation) -> Exchange[Any]:
+        return (yield from self._reported(operation, self._decoded(operation)))
+
+    def _page(self, operation: Operation, url: str | None) -> Exchange[ResultSet]:
+        def build() -> httpx.Request:
+            if url is None:
+                return self.build_request(operation)
+            return self._json_request("GET", url, False, None)
+
+        response = yield from self._respond(build)
+        return ResultSet.from_response(response, _decode(response))
+
+    def _read_page(self, operation: Operation, url: str | None = None) -> Exchange[ResultSet]:
+        return (yield from self._reported(operation, self._page(operation, url)))
+
     def _fetch_nonce(self, base: str) -> Exchange[str]:
-        response = yield self.client.build_request(
+        response = yield self._request(
             "GET", f"{base}/auth/nonce", headers={"Accept": "application/json"}
         )
         error = self._check(response)
@@ -376,15 +471,18 @@ class BaseRestProxy(Generic[ClientT]):
         self.nonce = nonce
         return nonce
 
-    def _login(self, login: str, password: str, home: str | None) -> Exchange[str]:
+    def _sign_in(self, login: str, password: str, home: str | None) -> Exchange[str]:
         base = self.site_base(home)
-        response = yield self.client.build_request(
+        response = yield self._request(
             "POST", f"{base}/login", data={"log": login, "pwd": password}
         )
         if response.status_code >= 400:
             raise error_from_response(response)
         self.home = base
         return (yield from self._fetch_nonce(base))
+
+    def _login(self, login: str, password: str, home: str | None) -> Exchange[str]:
+        return (yield from self._reported(None, self._sign_in(login, password, home)))
 
     def _operations(self, action: str, records: Sequence[Any]) -> list[Operation]:
         if not records:
@@ -409,12 +507,82 @@ class BaseRestProxy(Generic[ClientT]):
             yield from self._exchange(operation)
 
     def _sync(
-        self, create: Iterable[Any], update: Iterable[Any], destroy: Iterable[Any]
+        self,
+        create: Iterable[Any],
+        update: Iterable[Any],
+        destroy: Iterable[Any],
+        batch: str | None,
+        atomic: bool,
     ) -> Exchange[dict[str, list[Any]]]:
+        if batch == "server":
+            return (
+                yield from self._server_batch(list(create), list(update), list(destroy), atomic)
+            )
+        if batch is not None:
+            raise ValueError(f"unknown batch mode {batch!r}: expected None or 'server'")
+        if atomic:
+            raise ValueError("atomic=True needs batch='server'")
         created = yield from self._save("create", list(create))
         updated = yield from self._save("update", list(update))
         yield from self._destroy(list(destroy))
         return {"create": created, "update": updated}
+
+    # -- server batches ------------------------------------------------------------------
+
+    def rest_root(self) -> str:
+        """The REST root the batch route is under: ``root`` when given, else the part of the
+        URL up to ``/svc-json/``; ValueError when neither tells it."""
+        root = self.root or root_of(self.url)
+        if root is None:
+            raise ValueError(f"cannot tell the REST root of {self.url!r}: pass root=")
+        return root if root.endswith("/") else root + "/"
+
+    def batch_request(self, operations: Sequence[Operation], *, atomic: bool) -> httpx.Request:
+        """The one ``POST {root}batch/v1`` request that runs ``operations`` (no network).
+
+        Each operation becomes ``{"method", "path", "body"}``: its method, its URL after the
+        root (without the cache buster) and its JSON body (left out when it has none).
+        """
+        root = self.rest_root()
+        requests: list[dict[str, Any]] = []
+        for operation in operations:
+            entry: dict[str, Any] = {
+                "method": self.get_method(operation),
+                "path": route_path(self._build_url(operation, cache=False), root),
+            }
+            has_body, body = self.request_body(operation)
+            if has_body:
+                entry["body"] = body
+            requests.append(entry)
+        return self._json_request(
+            "POST", root + BATCH_ROUTE, True, batch_body(requests, atomic=atomic)
+        )
+
+    def _server_batch(
+        self, create: list[Any], update: list[Any], destroy: list[Any], atomic: bool
+    ) -> Exchange[dict[str, list[Any]]]:
+        operations = [
+            Operation(action, records=[record])
+            for action, records in (("create", create), ("update", update), ("destroy", destroy))
+            for record in records
+        ]
+        result: dict[str, list[Any]] = {"create": [], "update": []}
+        if not operations:
+            return result
+        build = lambda: self.batch_request(operations, atomic=atomic)  # noqa: E731
+        response = yield from self._reported(None, self._respond(build))
+        try:
+            slots, failure = batch_slots(_decode(response), operations, response.status_code)
+        except ProxyError as invalid:
+            self._report(invalid, None)
+            raise
+        if failure is not None:
+            self._report(*failure)
+            raise failure[0]
+        for slot, operation in zip(slots, operations, strict=True):
+            if operation.action in result:
+                result[operation.action].append(slot.get("body"))
+        return result
 
 
 class RestProxy(BaseRestProxy[httpx.Client]):
@@ -440,7 +608,12 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         try:
             request = next(exchange)
             while True:
-                request = exchange.send(self.client.send(self._sendable(request)))
+                try:
+                    response = self.client.send(self._sendable(request))
+                except httpx.TimeoutException as exc:
+                    request = exchange.throw(self.timeout_error(exc))
+                else:
+                    request = exchange.send(response)
         except StopIteration as stop:
             result: T = stop.value
             return result
@@ -463,6 +636,20 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         """GET the collection, or the record ``id``, with ``params`` in the query string."""
         return self.send(Operation("read", id=id, params=params))
 
+    def read_result(self, id: Any = None, **params: Any) -> ResultSet:
+        """`read`, as a `ResultSet`: the records, the paging headers and the response."""
+        return self._run(self._read_page(Operation("read", id=id, params=params)))
+
+    def iter_pages(self, **params: Any) -> Iterator[ResultSet]:
+        """Read the collection with ``params``, then each page the ``Link rel="next"`` header
+        of the last one names, until a page has none; yields a `ResultSet` per page."""
+        operation = Operation("read", params=params)
+        page = self._run(self._read_page(operation))
+        yield page
+        while page.next_url is not None:
+            page = self._run(self._read_page(operation, page.next_url))
+            yield page
+
     def update(self, *records: Any) -> list[Any]:
         """PUT ``records`` to their URLs; returns the saved records as the server returned them."""
         return self._run(self._save("update", records))
@@ -472,13 +659,23 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         self._run(self._destroy(records))
 
     def sync(
-        self, create: Iterable[Any] = (), update: Iterable[Any] = (), destroy: Iterable[Any] = ()
+        self,
+        create: Iterable[Any] = (),
+        update: Iterable[Any] = (),
+        destroy: Iterable[Any] = (),
+        *,
+        batch: str | None = None,
+        atomic: bool = False,
     ) -> dict[str, list[Any]]:
         """Create, then update, then destroy; returns ``{"create": [...], "update": [...]}``.
 
-        The first error stops the sequence and raises `ProxyError`.
+        The first error stops the sequence and raises `ProxyError`. With
+        ``batch="server"`` all the records go in one ``POST {root}batch/v1`` request (one
+        entry per record, in the same order) and each answer is mapped back to its record; a
+        failed entry raises its `ProxyError` (after the others ran, unless ``atomic=True``:
+        then the server wrote nothing).
         """
-        return self._run(self._sync(create, update, destroy))
+        return self._run(self._sync(create, update, destroy, batch, atomic))
 
     def login(self, login: str, password: str, *, home: str | None = None) -> str:
         """Log in with the site's ``/login`` form, then fetch and keep a nonce.
@@ -515,7 +712,12 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         try:
             request = next(exchange)
             while True:
-                request = exchange.send(await self.client.send(self._sendable(request)))
+                try:
+                    response = await self.client.send(self._sendable(request))
+                except httpx.TimeoutException as exc:
+                    request = exchange.throw(self.timeout_error(exc))
+                else:
+                    request = exchange.send(response)
         except StopIteration as stop:
             result: T = stop.value
             return result
@@ -532,6 +734,20 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         """GET the collection or the record ``id`` (see `RestProxy.read`)."""
         return await self.send(Operation("read", id=id, params=params))
 
+    async def read_result(self, id: Any = None, **params: Any) -> ResultSet:
+        """`read`, as a `ResultSet` (see `RestProxy.read_result`)."""
+        return await self._run(self._read_page(Operation("read", id=id, params=params)))
+
+    async def iter_pages(self, **params: Any) -> AsyncIterator[ResultSet]:
+        """Every page of the collection, following ``Link rel="next"`` (see
+        `RestProxy.iter_pages`)."""
+        operation = Operation("read", params=params)
+        page = await self._run(self._read_page(operation))
+        yield page
+        while page.next_url is not None:
+            page = await self._run(self._read_page(operation, page.next_url))
+            yield page
+
     async def update(self, *records: Any) -> list[Any]:
         """PUT ``records``; returns the saved records (see `RestProxy.update`)."""
         return await self._run(self._save("update", records))
@@ -541,10 +757,16 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         await self._run(self._destroy(records))
 
     async def sync(
-        self, create: Iterable[Any] = (), update: Iterable[Any] = (), destroy: Iterable[Any] = ()
+        self,
+        create: Iterable[Any] = (),
+        update: Iterable[Any] = (),
+        destroy: Iterable[Any] = (),
+        *,
+        batch: str | None = None,
+        atomic: bool = False,
     ) -> dict[str, list[Any]]:
-        """Create, update, destroy (see `RestProxy.sync`)."""
-        return await self._run(self._sync(create, update, destroy))
+        """Create, update, destroy, or one server batch (see `RestProxy.sync`)."""
+        return await self._run(self._sync(create, update, destroy, batch, atomic))
 
     async def login(self, login: str, password: str, *, home: str | None = None) -> str:
         """Log in and fetch a nonce (see `RestProxy.login`)."""
