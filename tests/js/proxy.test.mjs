@@ -493,3 +493,12 @@ describe("RestProxy additions", () => {
     }
   });
 });
+
+describe("svc-rest.d.ts", () => {
+  test("declares exactly the module's exports", async () => {
+    const module = await import("../../src/svcrest/static/svc-rest.mjs");
+    const declarations = readFileSync(new URL("../../src/svcrest/static/svc-rest.d.ts", import.meta.url), "utf8");
+    const declared = [...declarations.matchAll(/^export declare (?:const|function|class) (\w+)/gm)].map((m) => m[1]);
+    assert.deepEqual(declared.sort(), Object.keys(module).sort());
+  });
+});
