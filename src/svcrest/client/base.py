@@ -65,8 +65,8 @@ ClientT = TypeVar("ClientT", httpx.Client, httpx.AsyncClient)
 T = TypeVar("T")
 #: A request sequence: yields requests, receives their responses, returns a result.
 Exchange = Generator[httpx.Request, httpx.Response, T]
-#: ``on_exception(error, operation)``: told of each error the proxy raises (operation None for
-#: `login`).
+#: ``on_exception(error, operation)``: told of each error the proxy raises, with the operation
+#: it belongs to (None for `login` and for a server batch that failed as a whole).
 ExceptionHook = Callable[[ProxyError, Operation | None], object]
 
 
