@@ -3,10 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# npm's record of what `npm ci` installed: older than the lock means the lock changed.
+NPM_STAMP := node_modules/.package-lock.json
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint typecheck docs bench clean chromium postgres screenshots
+.PHONY: run test lint typecheck tsc docs bench clean chromium postgres screenshots
 
 HOST := 127.0.0.1
 PORT := 8000
@@ -30,9 +32,19 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests $(wildcard docs/tutorial/*.py bench)
 
 # The tutorial's files (docs/tutorial) import each other as top-level modules: a second run.
-typecheck: $(STAMP)
+typecheck: $(STAMP) tsc
 	$(BIN)/mypy
 	MYPYPATH=docs/tutorial $(BIN)/mypy docs/tutorial
+
+# TypeScript (package.json's devDependency, exactly as package-lock.json pins it) for tsc.
+$(NPM_STAMP): package.json package-lock.json
+	@echo "==> installing the npm devDependencies (npm ci)"
+	@npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NPM_STAMP)
+
+# The declarations of the browser module (svc-rest.d.ts) and tests/ts/usage.ts (tsconfig.json).
+tsc: $(NPM_STAMP)
+	node_modules/.bin/tsc --noEmit -p tsconfig.json
 
 # The documentation site (mkdocs.yml, docs/) into site/; offline, warnings are errors.
 docs: $(STAMP)
@@ -59,4 +71,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build dist site .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist site .mypy_cache .pytest_cache .ruff_cache node_modules

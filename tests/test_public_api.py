@@ -43,4 +43,12 @@ def test_doing_it_wrong_is_a_user_warning() -> None:
 
 
 def test_client_names() -> None:
-    assert sorted(svcrest.client.__all__) == ["Operation", "ProxyError", "RestProxy"]
+    assert sorted(svcrest.client.__all__) == [
+        "AsyncRestProxy",
+        "Operation",
+        "ProxyError",
+        "RestProxy",
+        "ResultSet",
+    ]
+    for name in svcrest.client.__all__:
+        assert getattr(svcrest.client, name).__module__.startswith("svcrest.client.")

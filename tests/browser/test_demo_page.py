@@ -4,6 +4,7 @@ and delete notes in the UI; the data survives a reload; a screenshot is kept as 
 from __future__ import annotations
 
 import re
+from urllib.parse import quote
 
 import pytest
 
@@ -130,6 +131,55 @@ def test_notes_crud_through_the_ui(site: Site, page: Page) -> None:
         "Tuesday, about the talk"
     )
     assert api_titles(site) == ["Call Alice back", "Groceries"]
+    assert errors == []
+
+
+def test_the_loading_state_shows_while_a_page_loads(site: Site, page: Page) -> None:
+    page.goto(site.url + "/")
+    loading = page.locator("#notes-loading")
+    expect(page.locator("#notes-list")).to_have_attribute("aria-busy", "false")
+    expect(loading).to_be_hidden()
+    expect(loading).to_have_text("Loading notes…")
+    during, after = page.evaluate(
+        """async () => {
+            const loading = document.getElementById("notes-loading");
+            const busy = () => [!loading.hidden, document.getElementById("notes-list").ariaBusy];
+            const load = window.notesApp.load();
+            const during = busy();
+            await load;
+            return [during, busy()];
+        }"""
+    )
+    assert (during, after) == ([True, "true"], [False, "false"])
+
+
+def test_a_lost_session_says_so_and_links_to_the_login_page(site: Site, page: Page) -> None:
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    log_in(page, site, "/")
+    create_note(page, "Before", "")
+    page.context.clear_cookies()  # the session cookie is gone (expired, or logged out elsewhere)
+
+    form = page.locator("#note-create")
+    form.get_by_label("Title").fill("Too late")
+    form.get_by_role("button", name="Add note").click()
+    message = page.locator("#notes-message")
+    expect(message).to_have_text("Your session ended — log in again.")
+    expect(message).to_have_attribute("role", "alert")
+    expect(message).to_have_attribute("data-kind", "error")
+    link = message.get_by_role("link", name="log in again")
+    login = f"{site.url}/login?redirect_to={quote(site.url + '/', safe='')}"
+    expect(link).to_have_attribute("href", login)
+    assert api_titles(site) == ["Before"]
+
+    # The link leads back, logged in, and writing works again.
+    link.click()
+    page.get_by_label("Username").fill(USER)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(site.url + "/")
+    create_note(page, "After", "")
+    assert api_titles(site) == ["After", "Before"]
     assert errors == []
 
 

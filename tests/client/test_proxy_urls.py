@@ -32,7 +32,13 @@ def read(**fields: Any) -> Operation:
 
 
 def test_package_exports_exactly_the_contract_names() -> None:
-    assert client_package.__all__ == ["Operation", "ProxyError", "RestProxy"]
+    assert client_package.__all__ == [
+        "AsyncRestProxy",
+        "Operation",
+        "ProxyError",
+        "RestProxy",
+        "ResultSet",
+    ]
 
 
 # -- operations ---------------------------------------------------------------------------

@@ -36,6 +36,7 @@ OPTION_NAMES = {
     "idParam": "id_param",
     "idProperty": "id_property",
     "extraParams": "extra_params",
+    "api": "api",
 }
 OPERATION_KEYS = {
     "action",

@@ -3,6 +3,7 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { afterEach, describe, test } from "node:test";
 
 import {
@@ -11,6 +12,7 @@ import {
   RestClient,
   RestProxy,
   isValidId,
+  nextLink,
 } from "../../src/svcrest/static/svc-rest.mjs";
 
 const vectorsUrl = new URL("../vectors/proxy_urls.json", import.meta.url);
@@ -352,5 +354,151 @@ describe("RestClient", () => {
     assert.deepEqual(data, [{ id: 1 }]);
     assert.equal(status, 200);
     assert.equal(headers.get("X-SVC-Total"), "7");
+  });
+});
+
+// -- DESIGN.md section 13: the additions on RestProxy ----------------------------------------
+
+/** A TCP server that accepts connections and never answers; resolves to its port. */
+async function silentServer() {
+  const sockets = [];
+  const server = createServer((socket) => sockets.push(socket));
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const close = () => {
+    for (const socket of sockets) socket.destroy();
+    return new Promise((resolve) => server.close(resolve));
+  };
+  return { port: server.address().port, close };
+}
+
+describe("RestProxy additions", () => {
+  const proxy = (options = {}, url = URL_) => new RestProxy(url, { clock: () => CLOCK, ...options });
+
+  test("the defaults: timeout 30 s, no headers, no api, a RestClient made on first use", () => {
+    const notes = proxy();
+    assert.deepEqual([notes.timeout, notes.headers, notes.api, notes.onException, notes.root], [30, {}, {}, null, null]);
+    assert.ok(notes.client instanceof RestClient);
+    assert.equal(notes.client, notes.client);
+    const client = new RestClient({ root: ROOT, nonce: null });
+    assert.equal(client.proxy("demo/v1/notes").client, client);
+  });
+
+  test("api keys are actions; an api URL keeps the id and format rules", () => {
+    assert.throws(() => proxy({ api: { list: URL_ } }), /api has an unknown action: list/);
+    const notes = proxy({ api: { read: `${ROOT}demo/v1/search?q=a` }, format: "json" });
+    assert.equal(notes.buildUrl({ action: "read", id: 7 }), `${ROOT}demo/v1/search/7.json?q=a&${DC}`);
+    assert.equal(notes.buildUrl({ action: "destroy", records: [{ id: 7 }] }), `${URL_}/7.json?${DC}`);
+  });
+
+  test("nextLink finds rel=next among several links and resolves it", () => {
+    const header = `<${ROOT}>; rel="https://api.w.org/", <${URL_}?page=1>; rel="prev", </svc-json/demo/v1/notes?page=3>; rel=next`;
+    assert.equal(nextLink(header, URL_), `${URL_}?page=3`);
+    assert.equal(nextLink(`<a?page=2>; rel="prev next"`), "a?page=2");
+    assert.equal(nextLink(`<${ROOT}>; rel="https://api.w.org/"`), null);
+    assert.equal(nextLink(null), null);
+  });
+
+  test("readResult and iterPages over a scripted fetch", async () => {
+    const fetch = scriptFetch([
+      {
+        method: "GET",
+        url: `${URL_}?${DC}&per_page=1`,
+        headers: { "X-Trace": "t" },
+        response: json(200, [{ id: 2 }], { "X-SVC-Total": "2", "X-SVC-TotalPages": "2", Link: `<${URL_}?per_page=1&page=2>; rel="next"` }),
+      },
+      {
+        method: "GET",
+        url: `${URL_}?per_page=1&page=2`,
+        headers: { "X-Trace": "t" },
+        response: json(200, [{ id: 1 }], { "X-SVC-Total": "2", "X-SVC-TotalPages": "2" }),
+      },
+    ]);
+    const notes = proxy({ client: new RestClient({ root: ROOT, nonce: null, fetch }), headers: { "X-Trace": "t" } });
+    const pages = [];
+    for await (const page of notes.iterPages({ per_page: 1 })) pages.push(page);
+    assert.deepEqual(
+      pages.map(({ records, total, totalPages, nextUrl }) => [records, total, totalPages, nextUrl]),
+      [
+        [[{ id: 2 }], 2, 2, `${URL_}?per_page=1&page=2`],
+        [[{ id: 1 }], 2, 2, null],
+      ],
+    );
+    assert.equal(pages[0].response.status, 200);
+    assert.ok(fetch.finished());
+  });
+
+  test("batchRequest: one entry per operation under the REST root, no cache buster", () => {
+    const notes = proxy({ extraParams: { lang: "fr" } });
+    const request = notes.batchRequest(
+      [
+        { action: "create", records: [{ title: "A" }] },
+        { action: "destroy", records: [{ id: 4 }] },
+      ],
+      { atomic: true },
+    );
+    assert.deepEqual(request, {
+      method: "POST",
+      url: `${ROOT}batch/v1`,
+      body: {
+        validation: "atomic",
+        requests: [
+          { method: "POST", path: "/demo/v1/notes?lang=fr", body: { title: "A" } },
+          { method: "DELETE", path: "/demo/v1/notes/4?lang=fr" },
+        ],
+      },
+    });
+    const rooted = proxy({ root: "http://example.test/api" }, "http://example.test/api/notes");
+    assert.equal(rooted.batchRequest([{ action: "read", id: 1 }]).url, "http://example.test/api/batch/v1");
+    assert.throws(() => proxy({}, "http://example.test/wp/notes").restRoot(), /cannot tell the REST root/);
+  });
+
+  test("sync refuses unknown batch modes and atomic without a server batch", async () => {
+    const notes = proxy();
+    await assert.rejects(notes.sync({ create: [{}] }, { batch: "client" }), /unknown batch mode "client"/);
+    await assert.rejects(notes.sync({ create: [{}] }, { atomic: true }), /atomic needs batch: "server"/);
+    assert.deepEqual(await notes.sync({}, { batch: "server", atomic: true }), { create: [], update: [] });
+  });
+
+  test("a malformed batch answer throws invalid_batch_response, reported once", async () => {
+    const fetch = scriptFetch([
+      { method: "POST", url: `${ROOT}batch/v1`, body: { validation: "normal", requests: [{ method: "DELETE", path: "/demo/v1/notes/1" }] }, response: json(207, { responses: [] }) },
+    ]);
+    const reported = [];
+    const notes = proxy({
+      client: new RestClient({ root: ROOT, nonce: null, fetch }),
+      onException: (error, operation) => reported.push([error.code, operation]),
+    });
+    await assert.rejects(notes.sync({ destroy: [{ id: 1 }] }, { batch: "server" }), ProxyError);
+    assert.deepEqual(reported, [["invalid_batch_response", null]]);
+  });
+
+  test("a timeout throws an instanceof ProxyError with the code timeout", async () => {
+    const silent = await silentServer();
+    try {
+      const reported = [];
+      const notes = new RestProxy(`http://127.0.0.1:${silent.port}/svc-json/demo/v1/notes`, {
+        timeout: 0.2,
+        client: new RestClient({ root: "", nonce: null }),
+        onException: (error, operation) => reported.push([error.code, operation]),
+      });
+      const started = Date.now();
+      const error = await notes.read(5).catch((caught) => caught);
+      assert.ok(error instanceof ProxyError);
+      assert.deepEqual([error.code, error.message, error.status], ["timeout", "No answer within 0.2 seconds.", 0]);
+      assert.ok(error.cause);
+      assert.ok(Date.now() - started < 5000);
+      assert.deepEqual(reported, [["timeout", { action: "read", id: 5, params: undefined }]]);
+    } finally {
+      await silent.close();
+    }
+  });
+});
+
+describe("svc-rest.d.ts", () => {
+  test("declares exactly the module's exports", async () => {
+    const module = await import("../../src/svcrest/static/svc-rest.mjs");
+    const declarations = readFileSync(new URL("../../src/svcrest/static/svc-rest.d.ts", import.meta.url), "utf8");
+    const declared = [...declarations.matchAll(/^export declare (?:const|function|class) (\w+)/gm)].map((m) => m[1]);
+    assert.deepEqual(declared.sort(), Object.keys(module).sort());
   });
 });

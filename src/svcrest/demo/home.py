@@ -89,6 +89,7 @@ def _body(app: App, ctx: RequestContext, root: str, can_edit: bool) -> str:
         f'<div class="account">{_account(app, ctx)}</div>\n'
         "</header>\n"
         f'<main id="notes-app" data-root="{notes_root}" data-route="{NAMESPACE}/{REST_BASE}" '
+        f'data-login="{html.escape(app.home + "/login")}" '
         f'data-can-edit="{"true" if can_edit else "false"}">\n'
         f"{intro}{_composer() if can_edit else ''}"
         '<section class="notes" aria-labelledby="notes-title">\n'

@@ -6,13 +6,18 @@
  * `svcrest.demo.home`; this module fills the list, the pager and the forms.
  *
  * Paging: `?per_page=N` (1–100, default 5) and `?page=N` in the page URL; the current page is
- * kept in the URL so that a reload shows the same page. "Page X of Y" comes from the
- * `X-SVC-TotalPages` response header.
+ * kept in the URL so that a reload shows the same page. Each page is read with the proxy's
+ * `readResult`: "Page X of Y" comes from its `totalPages` (the `X-SVC-TotalPages` header).
+ * While a page loads, `#notes-loading` ("Loading notes…") shows and the list is `aria-busy`.
+ *
+ * A page that was logged in (it has `window.svcApiSettings`) and then gets a 401 or 403 has
+ * lost its session (the cookie expired or was removed): it says "Your session ended — log in
+ * again" with a link to the login page, instead of the server's "not allowed" message.
  *
  * SECURITY: note data is only ever written with `textContent` or form `.value`, never as HTML.
  */
 
-import { RestClient } from "./svc-rest.mjs";
+import { ProxyError, RestClient } from "./svc-rest.mjs";
 
 const DEFAULT_PER_PAGE = 5;
 const MAX_PER_PAGE = 100;
@@ -75,7 +80,11 @@ class NotesApp {
     const settings = window.svcApiSettings;
     // A logged-in page has svcApiSettings (root + nonce); a logged-out one reads anonymously.
     this.client = settings ? new RestClient() : new RestClient({ root: root.dataset.root, nonce: null });
-    this.proxy = this.client.proxy(root.dataset.route);
+    this.loggedIn = Boolean(settings);
+    this.sessionEnded = false;
+    this.proxy = this.client.proxy(root.dataset.route, {
+      onException: (error) => this.noticeSessionEnd(error),
+    });
     const params = new URLSearchParams(window.location.search);
     this.perPage = intParam(params, "per_page", DEFAULT_PER_PAGE, MAX_PER_PAGE);
     this.page = intParam(params, "page", 1, Number.MAX_SAFE_INTEGER);
@@ -89,6 +98,9 @@ class NotesApp {
     this.prev = /** @type {HTMLButtonElement} */ (document.getElementById("page-prev"));
     this.next = /** @type {HTMLButtonElement} */ (document.getElementById("page-next"));
     this.info = document.getElementById("page-info");
+    this.loading = el("p", { className: "loading muted", text: "Loading notes…", attrs: { id: "notes-loading" } });
+    this.loading.hidden = true;
+    this.list.before(this.loading);
   }
 
   /** Wire the controls and load the first page. */
@@ -118,13 +130,44 @@ class NotesApp {
   }
 
   /**
-   * Report a failed request.
+   * Remember that the session ended: a 401 or 403 on a page that was logged in.
+   * @param {ProxyError} error
+   */
+  noticeSessionEnd(error) {
+    if (this.loggedIn && (error.status === 401 || error.status === 403)) this.sessionEnded = true;
+  }
+
+  /** The login page, coming back to this page once logged in. */
+  loginUrl() {
+    const url = new URL(this.root.dataset.login || "/login", window.location.href);
+    url.searchParams.set("redirect_to", window.location.href);
+    return url.href;
+  }
+
+  /**
+   * Report a failed request; once the session ended, say so with a link to log in again.
    * @param {string} what
    * @param {*} error
    */
   fail(what, error) {
+    if (error instanceof ProxyError && this.sessionEnded) {
+      const link = el("a", { text: "log in again", attrs: { id: "login-again", href: this.loginUrl() } });
+      this.message.replaceChildren("Your session ended — ", link, ".");
+      this.message.dataset.kind = "error";
+      this.message.setAttribute("role", "alert");
+      return;
+    }
     const detail = error && typeof error.message === "string" ? error.message : String(error);
     this.say(`${what}: ${detail}`, "error");
+  }
+
+  /**
+   * Show or hide the loading state.
+   * @param {boolean} busy
+   */
+  setLoading(busy) {
+    this.loading.hidden = !busy;
+    this.list.setAttribute("aria-busy", String(busy));
   }
 
   /** @param {number} page */
@@ -145,14 +188,10 @@ class NotesApp {
   /** Fetch and show the current page. */
   async load() {
     const ticket = ++this.loads;
-    this.list.setAttribute("aria-busy", "true");
-    let response;
+    this.setLoading(true);
+    let result;
     try {
-      response = await this.client.execute(this.proxy, {
-        action: "read",
-        page: this.page,
-        params: { per_page: this.perPage },
-      });
+      result = await this.proxy.readResult(undefined, { per_page: this.perPage, page: this.page });
     } catch (error) {
       if (ticket !== this.loads) return;
       if (error.code === "rest_invalid_page_number" && this.page > 1) {
@@ -160,14 +199,14 @@ class NotesApp {
         await this.load();
         return;
       }
-      this.list.setAttribute("aria-busy", "false");
+      this.setLoading(false);
       this.fail("Could not load the notes", error);
       return;
     }
     if (ticket !== this.loads) return; // a newer load is on its way
-    const total = Number.parseInt(response.headers.get("X-SVC-Total") ?? "0", 10) || 0;
-    this.totalPages = Number.parseInt(response.headers.get("X-SVC-TotalPages") ?? "0", 10) || 0;
-    const notes = Array.isArray(response.data) ? response.data : [];
+    const total = result.total ?? 0;
+    this.totalPages = result.totalPages ?? 0;
+    const notes = result.records;
     if (!notes.length && this.page > 1 && this.totalPages) {
       this.page = Math.min(this.page - 1, this.totalPages);
       await this.load();
@@ -189,7 +228,7 @@ class NotesApp {
     this.info.textContent = `Page ${this.page} of ${pages}`;
     this.prev.disabled = this.page <= 1;
     this.next.disabled = this.page >= pages;
-    this.list.setAttribute("aria-busy", "false");
+    this.setLoading(false);
     this.syncUrl();
   }
 
@@ -265,7 +304,7 @@ class NotesApp {
       event.preventDefault();
       save.disabled = true;
       try {
-        const [saved] = await this.client.update(this.proxy, {
+        const [saved] = await this.proxy.update({
           id: note.id,
           title: title.value,
           content: content.value,
@@ -298,7 +337,7 @@ class NotesApp {
     remove.disabled = true;
     keep.hidden = true;
     try {
-      await this.client.destroy(this.proxy, { id: note.id });
+      await this.proxy.destroy({ id: note.id });
     } catch (error) {
       remove.disabled = false;
       this.fail("Could not delete the note", error);
@@ -320,7 +359,7 @@ class NotesApp {
     const content = /** @type {HTMLTextAreaElement} */ (form.elements.namedItem("content"));
     submit.disabled = true;
     try {
-      await this.client.create(this.proxy, { title: title.value, content: content.value });
+      await this.proxy.create({ title: title.value, content: content.value });
     } catch (error) {
       this.fail("Could not create the note", error);
       return;

@@ -35,6 +35,22 @@ export const INVALID_NONCE_CODE = "rest_cookie_invalid_nonce";
 /** The query parameter of the grouper's direction in `simpleGroupMode`. */
 export const GROUP_DIRECTION_PARAM = "groupDir";
 
+/** The default `timeout` in seconds (Ext JS's proxy waits 30 s too). */
+export const DEFAULT_TIMEOUT = 30;
+
+/** The error code of a request that got no answer within `timeout`. */
+export const TIMEOUT_CODE = "timeout";
+
+/** The batch route under the REST root. */
+export const BATCH_ROUTE = "batch/v1";
+
+/** The default REST URL prefix: a proxy URL holding it tells the root without `root`. */
+export const DEFAULT_PREFIX = "/svc-json/";
+
+/** The response headers with the collection's number of records and of pages. */
+export const TOTAL_HEADER = "X-SVC-Total";
+export const TOTAL_PAGES_HEADER = "X-SVC-TotalPages";
+
 const SORTER_KEYS = new Set(["property", "direction"]);
 const FILTER_KEYS = new Set(["property", "value", "operator"]);
 const OVERRIDDEN_METHODS = new Set(["PUT", "PATCH", "DELETE"]);
@@ -221,6 +237,15 @@ export class RestProxy {
    * @param {string} [options.idProperty="id"] The records' id key.
    * @param {Object<string, *> | Map<string, *>} [options.extraParams] Sent with every request.
    * @param {() => number} [options.clock] Milliseconds since the epoch (default `Date.now`).
+   * @param {number|null} [options.timeout=30] Seconds to wait for each answer (null: forever);
+   *   a request without an answer in time throws {@link ProxyError} `timeout` (status 0).
+   * @param {Object<string, string>} [options.headers] Sent on every request of the proxy.
+   * @param {Object<string, string>} [options.api] A URL per action, as Ext JS's `api` config.
+   * @param {(error: ProxyError, operation: Operation|null) => void} [options.onException]
+   *   Called once for each {@link ProxyError} the proxy throws.
+   * @param {RestClient} [options.client] Sends the requests (default: a new `RestClient`).
+   * @param {string|null} [options.root] The REST root of `sync(..., {batch: "server"})`
+   *   (default: the URL up to `/svc-json/`).
    */
   constructor(
     url,
@@ -244,12 +269,23 @@ export class RestProxy {
       idProperty = "id",
       extraParams = null,
       clock = null,
+      timeout = DEFAULT_TIMEOUT,
+      headers = null,
+      api = null,
+      onException = null,
+      client = null,
+      root = null,
     } = {},
   ) {
     const methods = { ...DEFAULT_ACTION_METHODS };
     for (const [action, method] of entriesOf(actionMethods)) {
       if (!ACTIONS.includes(action)) throw new TypeError(`actionMethods has an unknown action: ${action}`);
       methods[action] = method;
+    }
+    const urls = {};
+    for (const [action, actionUrl] of entriesOf(api)) {
+      if (!ACTIONS.includes(action)) throw new TypeError(`api has an unknown action: ${action}`);
+      if (actionUrl) urls[action] = String(actionUrl);
     }
     this.url = url;
     this.appendId = appendId;
@@ -271,6 +307,30 @@ export class RestProxy {
     this.idProperty = idProperty;
     this.extraParams = new Map(entriesOf(extraParams));
     this.clock = clock ?? (() => Date.now());
+    this.timeout = timeout;
+    this.headers = Object.fromEntries(entriesOf(headers));
+    this.api = urls;
+    this.onException = onException;
+    this.root = root;
+    this.clientImpl = client;
+  }
+
+  /**
+   * The `RestClient` that sends the proxy's requests: the one given, else one made on first use.
+   * @returns {RestClient}
+   */
+  get client() {
+    this.clientImpl ??= new RestClient();
+    return this.clientImpl;
+  }
+
+  /**
+   * The URL of an action: its `api` URL when set, else `url`.
+   * @param {string} action
+   * @returns {string}
+   */
+  actionUrl(action) {
+    return this.api[action] || this.url;
   }
 
   /**
@@ -291,8 +351,12 @@ export class RestProxy {
    * @returns {string}
    */
   buildUrl(operation) {
+    return this.#buildUrl(operation, true);
+  }
+
+  #buildUrl(operation, cache) {
     checkOperation(operation);
-    let [path, query, fragment] = splitUrl(this.url);
+    let [path, query, fragment] = splitUrl(this.actionUrl(operation.action));
     const id = operationId(operation, this.idProperty);
     if (this.appendId && isValidId(id)) {
       if (!path.endsWith("/")) path += "/";
@@ -302,7 +366,9 @@ export class RestProxy {
       if (!path.endsWith(".")) path += ".";
       path += this.format;
     }
-    return joinUrl(path, query, this.queryParams(operation), fragment);
+    const params = this.queryParams(operation);
+    if (!cache && this.noCache && this.cacheString) params.delete(this.cacheString);
+    return joinUrl(path, query, params, fragment);
   }
 
   /**
@@ -389,6 +455,290 @@ export class RestProxy {
     if (this.batchActions) return [{ action, records: [...records] }];
     return records.map((record) => ({ action, records: [record] }));
   }
+
+  // -- sending (through `client`) ----------------------------------------------------------
+
+  /** The `headers` and `timeout` of every request of the proxy. */
+  get requestOptions() {
+    return { headers: this.headers, timeout: this.timeout };
+  }
+
+  async #reported(operation, run) {
+    try {
+      return await run();
+    } catch (error) {
+      if (error instanceof ProxyError && this.onException) this.onException(error, operation);
+      throw error;
+    }
+  }
+
+  #execute(operation) {
+    return this.client.request(this.getMethod(operation), this.buildUrl(operation), {
+      body: this.requestBody(operation),
+      ...this.requestOptions,
+    });
+  }
+
+  /**
+   * Send one operation and return the whole response (`data`, `status`, `headers`, `response`).
+   * @param {Operation} operation
+   * @returns {Promise<RestResponse>}
+   */
+  execute(operation) {
+    return this.#reported(operation, () => this.#execute(operation));
+  }
+
+  /**
+   * Send one operation and return the decoded JSON.
+   * @param {Operation} operation
+   * @returns {Promise<*>}
+   */
+  async send(operation) {
+    const { data } = await this.execute(operation);
+    return data;
+  }
+
+  async #save(action, records) {
+    const saved = [];
+    for (const operation of this.operationsFor(action, records)) {
+      const result = await this.send(operation);
+      if (operation.records.length > 1 && Array.isArray(result)) saved.push(...result);
+      else saved.push(result);
+    }
+    return saved;
+  }
+
+  /**
+   * Create records; returns the saved records as the server returned them.
+   * @param {...*} records
+   * @returns {Promise<Array<*>>}
+   */
+  create(...records) {
+    return this.#save("create", records);
+  }
+
+  /**
+   * Read the collection, or one record when `id` is valid; returns the decoded JSON.
+   * @param {*} [id]
+   * @param {Object<string, *>} [params] Extra query parameters.
+   * @returns {Promise<*>}
+   */
+  read(id = undefined, params = undefined) {
+    return this.send({ action: "read", id, params });
+  }
+
+  /**
+   * Update records; returns the saved records as the server returned them.
+   * @param {...*} records
+   * @returns {Promise<Array<*>>}
+   */
+  update(...records) {
+    return this.#save("update", records);
+  }
+
+  /**
+   * Destroy records.
+   * @param {...*} records
+   * @returns {Promise<void>}
+   */
+  async destroy(...records) {
+    for (const operation of this.operationsFor("destroy", records)) await this.send(operation);
+  }
+
+  #page(operation, url) {
+    return this.#reported(operation, async () => {
+      const answer =
+        url === null
+          ? await this.#execute(operation)
+          : await this.client.request("GET", url, this.requestOptions);
+      return resultSet(answer);
+    });
+  }
+
+  /**
+   * Read, as a result set: `records` (always an array), `total` and `totalPages` (from
+   * `X-SVC-Total` / `X-SVC-TotalPages`, null when absent), `nextUrl` (from `Link rel="next"`,
+   * null on the last page) and the fetch `response`.
+   * @param {*} [id]
+   * @param {Object<string, *>} [params]
+   * @returns {Promise<ResultSet>}
+   */
+  readResult(id = undefined, params = undefined) {
+    return this.#page({ action: "read", id, params }, null);
+  }
+
+  /**
+   * Every page of the collection: reads with `params`, then follows `Link rel="next"` until
+   * a page has none.
+   * @param {Object<string, *>} [params]
+   * @returns {AsyncGenerator<ResultSet, void, undefined>}
+   */
+  async *iterPages(params = undefined) {
+    const operation = { action: "read", params };
+    let page = await this.#page(operation, null);
+    yield page;
+    while (page.nextUrl !== null) {
+      page = await this.#page(operation, page.nextUrl);
+      yield page;
+    }
+  }
+
+  /**
+   * Create, then update, then destroy; returns `{create: [...], update: [...]}`. The first
+   * error stops the sequence and throws. With `batch: "server"` all the records go in one
+   * `POST {root}batch/v1` request and each answer is mapped back to its record; the first
+   * failed entry throws its {@link ProxyError} (the server wrote nothing when `atomic`).
+   * @param {{create?: Array<*>, update?: Array<*>, destroy?: Array<*>}} [changes]
+   * @param {{batch?: "server"|null, atomic?: boolean}} [options]
+   * @returns {Promise<{create: Array<*>, update: Array<*>}>}
+   */
+  async sync({ create = [], update = [], destroy = [] } = {}, { batch = null, atomic = false } = {}) {
+    if (batch === "server") return this.#serverBatch([...create], [...update], [...destroy], atomic);
+    if (batch !== null && batch !== undefined) {
+      throw new TypeError(`unknown batch mode ${JSON.stringify(batch)}: expected null or "server"`);
+    }
+    if (atomic) throw new TypeError('atomic needs batch: "server"');
+    const created = await this.#save("create", [...create]);
+    const updated = await this.#save("update", [...update]);
+    await this.destroy(...destroy);
+    return { create: created, update: updated };
+  }
+
+  /**
+   * The REST root the batch route is under: `root` when given, else the URL up to `/svc-json/`.
+   * @returns {string}
+   */
+  restRoot() {
+    const root = this.root || rootOf(this.url);
+    if (!root) throw new TypeError(`cannot tell the REST root of ${JSON.stringify(this.url)}: pass root`);
+    return root.endsWith("/") ? root : `${root}/`;
+  }
+
+  /**
+   * The one batch request that runs `operations` (no network): `{method, url, body}`, each
+   * operation an entry `{method, path, body}` (its URL after the root, without the cache
+   * buster; no `body` when it has none).
+   * @param {Operation[]} operations
+   * @param {{atomic?: boolean}} [options]
+   * @returns {{method: "POST", url: string, body: {validation: string, requests: Array<object>}}}
+   */
+  batchRequest(operations, { atomic = false } = {}) {
+    const root = this.restRoot();
+    const requests = operations.map((operation) => {
+      const entry = { method: this.getMethod(operation), path: routePath(this.#buildUrl(operation, false), root) };
+      const body = this.requestBody(operation);
+      if (body !== undefined) entry.body = body;
+      return entry;
+    });
+    return {
+      method: "POST",
+      url: root + BATCH_ROUTE,
+      body: { validation: atomic ? "atomic" : "normal", requests },
+    };
+  }
+
+  async #serverBatch(create, update, destroy, atomic) {
+    const operations = [];
+    for (const [action, records] of [["create", create], ["update", update], ["destroy", destroy]]) {
+      for (const record of records) operations.push({ action, records: [record] });
+    }
+    const result = { create: [], update: [] };
+    if (!operations.length) return result;
+    const { slots, failure } = await this.#reported(null, async () => {
+      const { method, url, body } = this.batchRequest(operations, { atomic });
+      const answer = await this.client.request(method, url, { body, ...this.requestOptions });
+      return batchSlots(answer.data, operations, answer.status);
+    });
+    if (failure) {
+      this.onException?.(failure.error, failure.operation);
+      throw failure.error;
+    }
+    slots.forEach((slot, index) => {
+      const { action } = operations[index];
+      if (action in result) result[action].push(slot.body ?? null);
+    });
+    return result;
+  }
+}
+
+/**
+ * @typedef {object} ResultSet A page read by `readResult` / `iterPages`.
+ * @property {Array<*>} records
+ * @property {number|null} total From `X-SVC-Total`.
+ * @property {number|null} totalPages From `X-SVC-TotalPages`.
+ * @property {string|null} nextUrl From `Link: <…>; rel="next"`.
+ * @property {Response} response The fetch response (its body already read).
+ */
+
+function headerInt(headers, name) {
+  const value = (headers.get(name) ?? "").trim();
+  return /^[0-9]{1,19}$/.test(value) ? Number(value) : null;
+}
+
+/**
+ * The URL of the `Link` header's `rel="next"` entry, resolved against `base`; null if none.
+ * @param {string|null} header
+ * @param {string} [base]
+ * @returns {string|null}
+ */
+export function nextLink(header, base = undefined) {
+  for (const match of (header ?? "").matchAll(/<([^>]*)>([^,]*)/g)) {
+    const rel = /;\s*rel\s*=\s*(?:"([^"]*)"|([^\s;]+))/i.exec(match[2]);
+    const rels = rel ? (rel[1] ?? rel[2]).toLowerCase().split(/\s+/) : [];
+    if (rels.includes("next")) return base ? new URL(match[1], base).href : match[1];
+  }
+  return null;
+}
+
+function resultSet({ data, headers, response }) {
+  let records = [];
+  if (Array.isArray(data)) records = data;
+  else if (data !== null && data !== undefined) records = [data];
+  return {
+    records,
+    total: headerInt(headers, TOTAL_HEADER),
+    totalPages: headerInt(headers, TOTAL_PAGES_HEADER),
+    nextUrl: nextLink(headers.get("Link"), response?.url || undefined),
+    response,
+  };
+}
+
+function rootOf(url) {
+  const [path] = splitUrl(url);
+  const index = path.indexOf(DEFAULT_PREFIX);
+  return index < 0 ? null : path.slice(0, index + DEFAULT_PREFIX.length);
+}
+
+function routePath(url, root) {
+  if (!url.startsWith(root)) {
+    throw new TypeError(`the URL ${JSON.stringify(url)} is not under the REST root ${JSON.stringify(root)}`);
+  }
+  const [rest, query] = splitUrl(url.slice(root.length));
+  const path = `/${rest.replace(/^\/+/, "")}`;
+  return query ? `${path}?${query}` : path;
+}
+
+function slotError(slot) {
+  const { body, status } = slot;
+  if (body && typeof body === "object" && !Array.isArray(body) && typeof body.code === "string") {
+    const message = typeof body.message === "string" ? body.message : `HTTP ${status}`;
+    return new ProxyError(body.code, message, status, body.data ?? null);
+  }
+  return new ProxyError("http_error", `HTTP ${status}`, status);
+}
+
+function batchSlots(answer, operations, status) {
+  const slots = answer && typeof answer === "object" ? answer.responses : undefined;
+  const wellFormed =
+    Array.isArray(slots) &&
+    slots.length === operations.length &&
+    slots.every((slot) => slot && typeof slot === "object" && Number.isInteger(slot.status));
+  if (!wellFormed) {
+    throw new ProxyError("invalid_batch_response", "The batch answer is not a list of responses.", status);
+  }
+  const index = slots.findIndex((slot) => slot.status >= 400);
+  const failure = index < 0 ? null : { error: slotError(slots[index]), operation: operations[index] };
+  return { slots, failure };
 }
 
 /** An error response (HTTP status >= 400): `code`, `message`, `status`, `data`. */
@@ -398,9 +748,10 @@ export class ProxyError extends Error {
    * @param {string} message The body's `message`, or the status text.
    * @param {number} status The HTTP status.
    * @param {*} [data] The body's `data`.
+   * @param {{cause?: *}} [options] The error's `cause`.
    */
-  constructor(code, message, status, data = null) {
-    super(message);
+  constructor(code, message, status, data = null, options = undefined) {
+    super(message, options);
     this.name = "ProxyError";
     this.code = code;
     this.status = status;
@@ -442,6 +793,7 @@ async function readJson(response) {
  * @property {*} data The decoded JSON body (null when empty).
  * @property {number} status
  * @property {Headers} headers Includes `X-SVC-Total` / `X-SVC-TotalPages` for lists.
+ * @property {Response} response The fetch response (its body already read).
  */
 
 /**
@@ -480,7 +832,7 @@ export class RestClient {
    * @returns {RestProxy}
    */
   proxy(route, options = {}) {
-    return new RestProxy(joinRoute(this.root, route), options);
+    return new RestProxy(joinRoute(this.root, route), { client: this, ...options });
   }
 
   /**
@@ -493,33 +845,47 @@ export class RestClient {
     return base ? new URL("/auth/nonce", base).href : "/auth/nonce";
   }
 
-  async #fetch(method, url, body) {
-    const headers = { Accept: "application/json" };
-    if (this.nonce) headers[NONCE_HEADER] = this.nonce;
+  /** Send one request and read its JSON body, within `timeout` seconds when given. */
+  async #fetch(method, url, body, { headers = null, timeout = null } = {}) {
+    const sentHeaders = { Accept: "application/json", ...Object.fromEntries(entriesOf(headers)) };
+    if (this.nonce) sentHeaders[NONCE_HEADER] = this.nonce;
     let sent = method.toUpperCase();
     if (this.methodOverride && OVERRIDDEN_METHODS.has(sent)) {
-      headers["X-HTTP-Method-Override"] = sent;
+      sentHeaders["X-HTTP-Method-Override"] = sent;
       sent = "POST";
     }
-    const init = { method: sent, headers, credentials: this.credentials };
+    const init = { method: sent, headers: sentHeaders, credentials: this.credentials };
     if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
+      sentHeaders["Content-Type"] = "application/json";
       init.body = JSON.stringify(body);
     }
-    const fetchImpl = this.fetchImpl ?? globalThis.fetch;
-    const response = await fetchImpl(url, init);
-    const fresh = response.headers.get(NONCE_HEADER);
-    if (fresh) this.nonce = fresh;
-    return response;
+    const controller = isNil(timeout) ? null : new AbortController();
+    if (controller) init.signal = controller.signal;
+    const timer = controller ? setTimeout(() => controller.abort(), timeout * 1000) : null;
+    try {
+      const fetchImpl = this.fetchImpl ?? globalThis.fetch;
+      const response = await fetchImpl(url, init);
+      const fresh = response.headers.get(NONCE_HEADER);
+      if (fresh) this.nonce = fresh;
+      return { response, data: await readJson(response) };
+    } catch (error) {
+      if (controller?.signal.aborted) {
+        throw new ProxyError(TIMEOUT_CODE, `No answer within ${timeout} seconds.`, 0, null, { cause: error });
+      }
+      throw error;
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+    }
   }
 
   /**
    * Fetch a fresh nonce from {@link RestClient#getNonceUrl} and keep it.
+   * @param {{headers?: Object<string, string>, timeout?: number|null}} [options] Extra request
+   *   headers; seconds to wait (null: forever).
    * @returns {Promise<string>}
    */
-  async refreshNonce() {
-    const response = await this.#fetch("GET", this.getNonceUrl(), undefined);
-    const data = await readJson(response);
+  async refreshNonce(options = {}) {
+    const { response, data } = await this.#fetch("GET", this.getNonceUrl(), undefined, options);
     if (response.status >= 400) throw errorFrom(response, data);
     const nonce = data && typeof data === "object" ? data.nonce : undefined;
     if (typeof nonce !== "string" || !nonce) {
@@ -534,26 +900,28 @@ export class RestClient {
    * An error response (status >= 400) throws {@link ProxyError}.
    * @param {string} method
    * @param {string} url
-   * @param {{body?: *}} [options] `body` is sent as JSON when not undefined.
+   * @param {{body?: *, headers?: Object<string, string>, timeout?: number|null}} [options]
+   *   `body` is sent as JSON when not undefined; `headers` go on the request (and on a nonce
+   *   refresh); `timeout` is in seconds (a request without an answer in time throws
+   *   {@link ProxyError} `timeout`, status 0).
    * @returns {Promise<RestResponse>}
    */
-  async request(method, url, { body } = {}) {
-    let response = await this.#fetch(method, url, body);
-    let data = await readJson(response);
+  async request(method, url, { body, headers = null, timeout = null } = {}) {
+    const options = { headers, timeout };
+    let { response, data } = await this.#fetch(method, url, body, options);
     if (response.status >= 400) {
       const error = errorFrom(response, data);
       if (error.code !== INVALID_NONCE_CODE) throw error;
       try {
-        await this.refreshNonce();
+        await this.refreshNonce(options);
       } catch (failure) {
         error.cause = failure;
         throw error;
       }
-      response = await this.#fetch(method, url, body);
-      data = await readJson(response);
+      ({ response, data } = await this.#fetch(method, url, body, options));
       if (response.status >= 400) throw errorFrom(response, data);
     }
-    return { data, status: response.status, headers: response.headers };
+    return { data, status: response.status, headers: response.headers, response };
   }
 
   /**
@@ -566,6 +934,7 @@ export class RestClient {
   execute(proxy, operation) {
     return this.request(proxy.getMethod(operation), proxy.buildUrl(operation), {
       body: proxy.requestBody(operation),
+      ...proxy.requestOptions,
     });
   }
 

@@ -1,0 +1,65 @@
+"""ResultSet: one page of a read, with the paging headers of the answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+
+__all__ = ["TOTAL_HEADER", "TOTAL_PAGES_HEADER", "ResultSet", "header_int", "next_link"]
+
+#: The response header with the number of records of the whole collection.
+TOTAL_HEADER: Final = "X-SVC-Total"
+#: The response header with the number of pages of the collection.
+TOTAL_PAGES_HEADER: Final = "X-SVC-TotalPages"
+
+
+def header_int(response: httpx.Response, name: str) -> int | None:
+    """The header ``name`` as an int; None when absent or not a decimal integer."""
+    value = response.headers.get(name, "").strip()
+    return int(value) if value.isdecimal() and len(value) < 20 else None
+
+
+def next_link(response: httpx.Response) -> str | None:
+    """The URL of the ``Link`` header with ``rel="next"`` (resolved against the request URL)."""
+    link = response.links.get("next")
+    url = link.get("url") if link else None
+    if not url:
+        return None
+    return str(response.request.url.join(url)) if response.request.url.is_absolute_url else url
+
+
+@dataclass(frozen=True)
+class ResultSet:
+    """What `RestProxy.read_result` returns (Ext JS's ``Ext.data.ResultSet``, for a page).
+
+    ``records`` is the decoded JSON body as a list: a list body as it is, an object body as a
+    list of one, an empty body as ``[]``. ``total`` and ``total_pages`` come from the
+    ``X-SVC-Total`` and ``X-SVC-TotalPages`` headers (None when absent); ``next_url`` from the
+    ``Link`` header with ``rel="next"`` (None on the last page); ``response`` is the
+    `httpx.Response`.
+    """
+
+    records: list[Any]
+    total: int | None
+    total_pages: int | None
+    next_url: str | None
+    response: httpx.Response
+
+    @classmethod
+    def from_response(cls, response: httpx.Response, body: Any) -> ResultSet:
+        """The result set of ``response``, whose decoded JSON body is ``body``."""
+        if body is None:
+            records: list[Any] = []
+        elif isinstance(body, list):
+            records = body
+        else:
+            records = [body]
+        return cls(
+            records=records,
+            total=header_int(response, TOTAL_HEADER),
+            total_pages=header_int(response, TOTAL_PAGES_HEADER),
+            next_url=next_link(response),
+            response=response,
+        )

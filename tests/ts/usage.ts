@@ -1,0 +1,59 @@
+// Type-checked (never run) by `tsc --noEmit` in `make test`: the uses of svc-rest.mjs that
+// its declarations (src/svcrest/static/svc-rest.d.ts) must accept, and a few they must refuse.
+
+import {
+  ProxyError,
+  RestClient,
+  RestProxy,
+  TIMEOUT_CODE,
+  nextLink,
+  type Operation,
+  type ResultSet,
+  type SyncResult,
+} from "/static/svc-rest.mjs";
+
+interface Note {
+  id?: number;
+  title: string;
+}
+
+export async function usage(): Promise<number> {
+  const api = new RestClient({ root: "/svc-json/", nonce: null });
+  const notes: RestProxy<Note> = api.proxy<Note>("demo/v1/notes", {
+    timeout: 10,
+    headers: { "X-Trace": "usage" },
+    api: { read: "/svc-json/demo/v1/notes" },
+    pageParam: "page",
+    limitParam: "per_page",
+    onException: (error: ProxyError, operation: Operation<Note> | null) => {
+      console.warn(error.code, error.status, operation?.action);
+    },
+  });
+  const [saved] = await notes.create({ title: "Hello" });
+  const first: ResultSet<Note> = await notes.readResult(undefined, { per_page: 5 });
+  let count = first.records.length + (first.total ?? 0) + (first.totalPages ?? 0);
+  for await (const page of notes.iterPages({ per_page: 5 })) {
+    count += page.records.filter((note) => note.title.length > 0).length;
+    if (page.nextUrl === null) break;
+  }
+  const synced: SyncResult<Note> = await notes.sync(
+    { create: [{ title: "A" }], update: saved ? [saved] : [], destroy: [{ id: 3, title: "" }] },
+    { batch: "server", atomic: true },
+  );
+  count += synced.create.length + synced.update.length;
+  const url: string = notes.buildUrl({ action: "read", id: 7, sorters: ["title"] });
+  const batch = notes.batchRequest([{ action: "destroy", records: [{ id: 1, title: "" }] }]);
+  count += url.length + batch.body.requests.length + (nextLink(null) ?? "").length;
+  try {
+    await new RestProxy("/svc-json/demo/v1/notes", { timeout: null }).read(1);
+  } catch (error) {
+    if (error instanceof ProxyError && error.code === TIMEOUT_CODE) count += 1;
+  }
+  // @ts-expect-error an unknown action
+  notes.buildUrl({ action: "list" });
+  // @ts-expect-error batch is "server" or null
+  await notes.sync({}, { batch: "client" });
+  // @ts-expect-error timeout is a number of seconds
+  new RestProxy("/x", { timeout: "30s" });
+  return count;
+}
