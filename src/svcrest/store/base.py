@@ -9,7 +9,7 @@ text, or a mapping ``{"sqlite": sql, "postgresql": sql}`` when the engines need 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -137,3 +137,52 @@ def _to_pyformat(sql: str) -> str:
             out.append("%s" if char == "?" else "%%" if char == "%" else char)
             i += 1
     return "".join(out)
+
+
+def apply_steps(
+    conn: Connection,
+    component: str,
+    steps: Sequence[Step],
+    dialect: Dialect,
+    run: Callable[[Connection, str], None],
+) -> int:
+    """The versioning both engines share, inside their migration transaction: read the
+    component's version, apply each step not applied yet with ``run(conn, sql)``, record the
+    new version; returns it. StoreError when the database is newer than the code."""
+    row = conn.execute(
+        "SELECT version FROM schema_versions WHERE component = ?", (component,)
+    ).fetchone()
+    current = int(row[0]) if row is not None else 0
+    if current > len(steps):
+        raise StoreError(
+            f"schema of {component!r} is at version {current}, newer than the"
+            f" {len(steps)} steps this code knows"
+        )
+    for version in range(current + 1, len(steps) + 1):
+        run(conn, step_sql(steps[version - 1], dialect, component, version))
+    if len(steps) > current:
+        conn.execute(
+            "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
+            " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+            (component, len(steps)),
+        )
+    return max(current, len(steps))
+
+
+def read_option(store: Store, name: str) -> str | None:
+    """``Store.get_option`` on either engine."""
+    with store.read() as conn:
+        row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def add_option_once(store: Store, name: str, value: str) -> str:
+    """``Store.add_option`` on either engine: insert unless present, then read back, in one
+    transaction (hosts adding the same option at once all get the first insert's value)."""
+    with store.transaction() as conn:
+        conn.execute(
+            "INSERT INTO options (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+            (name, value),
+        )
+        row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
+    return str(row[0])

@@ -19,7 +19,17 @@ import zlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from svcrest.store.base import Cursor, Dialect, Step, StoreError, step_sql, to_pyformat
+from svcrest.store.base import (
+    Connection,
+    Cursor,
+    Dialect,
+    Step,
+    StoreError,
+    add_option_once,
+    apply_steps,
+    read_option,
+    to_pyformat,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -56,6 +66,11 @@ def redact_url(url: str) -> str:
     scheme, _, credentials = head.partition("://")
     user = credentials.split(":", 1)[0]
     return f"{scheme}://{user}@{tail}"
+
+
+def _run_step(conn: Connection, sql: str) -> None:
+    """Run a migration step (psycopg runs several statements in one ``execute``)."""
+    conn.execute(sql)
 
 
 class _Connection:
@@ -206,41 +221,16 @@ class PostgresStore:
         with self.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
             conn.execute(_BOOTSTRAP)
-            row = conn.execute(
-                "SELECT version FROM schema_versions WHERE component = ?", (component,)
-            ).fetchone()
-            current = int(row[0]) if row is not None else 0
-            if current > len(steps):
-                raise StoreError(
-                    f"schema of {component!r} is at version {current}, newer than the"
-                    f" {len(steps)} steps this code knows"
-                )
-            for version in range(current + 1, len(steps) + 1):
-                conn.execute(step_sql(steps[version - 1], "postgresql", component, version))
-            if len(steps) > current:
-                conn.execute(
-                    "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
-                    " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                    (component, len(steps)),
-                )
-            return max(current, len(steps))
+            return apply_steps(conn, component, steps, "postgresql", _run_step)
 
     def get_option(self, name: str) -> str | None:
         """The stored value of option ``name``, or None."""
-        with self.read() as conn:
-            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
-        return None if row is None else str(row[0])
+        return read_option(self, name)
 
     def add_option(self, name: str, value: str) -> str:
         """Store ``value`` under ``name`` unless the option exists; return the stored value
         (every host adding one at once gets the first insert's value)."""
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO options (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                (name, value),
-            )
-            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
-        return str(row[0])
+        return add_option_once(self, name, value)
 
     def close(self) -> None:
         """Close the pool; using the store afterwards raises StoreError."""

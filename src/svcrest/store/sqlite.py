@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from svcrest.http.errors import RestError
-from svcrest.store.base import Dialect, Step, StoreError, step_sql
+from svcrest.store.base import (
+    Connection,
+    Dialect,
+    Step,
+    StoreError,
+    add_option_once,
+    apply_steps,
+    read_option,
+)
 
 __all__ = [
     "RETRY_AFTER_SECONDS",
@@ -84,6 +92,12 @@ def _resolve_location(location: str | None) -> str | None:
     if not parent.is_dir():
         raise StoreError(f"store directory {str(parent)!r} does not exist (for {location!r})")
     return path
+
+
+def _run_statements(conn: Connection, sql: str) -> None:
+    """Run a migration step, statement by statement (sqlite3 runs one per ``execute``)."""
+    for statement in _split_statements(sql):
+        conn.execute(statement)
 
 
 def _split_statements(script: str) -> list[str]:
@@ -300,32 +314,11 @@ class SqliteStore:
             raise ValueError("migrate() needs a non-empty component name")
         with self.transaction() as conn:
             conn.execute(_BOOTSTRAP)
-            row = conn.execute(
-                "SELECT version FROM schema_versions WHERE component = ?", (component,)
-            ).fetchone()
-            current = int(row[0]) if row is not None else 0
-            if current > len(steps):
-                raise StoreError(
-                    f"schema of {component!r} is at version {current}, newer than the"
-                    f" {len(steps)} steps this code knows"
-                )
-            for version in range(current + 1, len(steps) + 1):
-                sql = step_sql(steps[version - 1], "sqlite", component, version)
-                for statement in _split_statements(sql):
-                    conn.execute(statement)
-            if len(steps) > current:
-                conn.execute(
-                    "INSERT INTO schema_versions (component, version) VALUES (?, ?)"
-                    " ON CONFLICT (component) DO UPDATE SET version = excluded.version",
-                    (component, len(steps)),
-                )
-            return max(current, len(steps))
+            return apply_steps(conn, component, steps, "sqlite", _run_statements)
 
     def get_option(self, name: str) -> str | None:
         """The stored value of option ``name``, or None."""
-        with self.read() as conn:
-            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
-        return None if row is None else str(row[0])
+        return read_option(self, name)
 
     def add_option(self, name: str, value: str) -> str:
         """Store ``value`` under ``name`` unless the option exists; return the stored value.
@@ -333,13 +326,7 @@ class SqliteStore:
         Race-safe: when several processes add the same option at once, every one of them gets
         the value of the first insert (used for the site's secret key).
         """
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO options (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                (name, value),
-            )
-            row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
-        return str(row[0])
+        return add_option_once(self, name, value)
 
     def close(self) -> None:
         """Close the store's connections; using the store afterwards raises StoreError.
