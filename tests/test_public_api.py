@@ -20,6 +20,7 @@ CONTRACT = {
     "rest_ensure_response",
     "is_rest_request",
     "paginate",
+    "public",
 }
 
 

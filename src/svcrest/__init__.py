@@ -14,6 +14,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.paginate import paginate
+from svcrest.rest.routing.definitions import public
 from svcrest.rest.server import RestServer
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "RestServer",
     "is_rest_request",
     "paginate",
+    "public",
     "rest_ensure_response",
     "rest_get_date_with_gmt",
     "rest_parse_date",

@@ -27,6 +27,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.paginate import paginate, set_total_headers
+from svcrest.rest.routing.definitions import public
 from svcrest.rest.schema import validate_value
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ class NotesController:
                 0: {
                     "methods": "GET",
                     "callback": self.get_items,
+                    "permission_callback": public,  # reads are public
                     "args": self.collection_args(),
                 },
                 1: {
@@ -131,7 +133,7 @@ class NotesController:
                 "args": {
                     "id": {"description": "Unique identifier for the note.", "type": "integer"}
                 },
-                0: {"methods": "GET", "callback": self.get_item},
+                0: {"methods": "GET", "callback": self.get_item, "permission_callback": public},
                 1: {
                     "methods": "PUT, PATCH",
                     "callback": self.update_item,
@@ -157,6 +159,7 @@ class NotesController:
             {
                 "methods": "GET",
                 "callback": self.get_author,
+                "permission_callback": public,
                 "args": {
                     "id": {"description": "Unique identifier for the user.", "type": "integer"}
                 },

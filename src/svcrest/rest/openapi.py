@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from svcrest.constants import REST_API_VERSION
-from svcrest.rest.routing.definitions import Handler
+from svcrest.rest.routing.definitions import Handler, public
 from svcrest.rest.routing.template import RouteTemplate, route_template
 from svcrest.rest.schema.dialect import to_openapi_schema
 from svcrest.rest.server import RestServer
@@ -436,7 +436,7 @@ class _Builder:
         responses: dict[str, Any] = {str(status): success}
         if has_params or method in _BODY_METHODS:
             responses["400"] = _error_response("Missing or invalid parameters, or invalid JSON.")
-        if handler.get("permission_callback") is not None:
+        if handler.get("permission_callback") not in (None, public):
             responses["401"] = _error_response("Not allowed without logging in.")
             responses["403"] = _error_response("Not allowed for this user, or an invalid nonce.")
         if has_path_params:

@@ -14,6 +14,7 @@ __all__ = [
     "build_full_route",
     "normalise_handler",
     "normalise_methods",
+    "public",
     "split_route_args",
 ]
 
@@ -38,6 +39,14 @@ class Handler(TypedDict):
     #: True: the sync ``callback`` and ``permission_callback`` may block (a lock wait, a
     #: slow query) and run in a bounded thread pool under ASGI (``svcrest.blocking``).
     blocking: NotRequired[bool]
+
+
+def public(request: object = None) -> bool:
+    """The permission callback of a route that is public on purpose (WordPress's
+    ``__return_true``): everyone may use it. Give it as ``"permission_callback":
+    svcrest.public`` so readers (and tools such as the OpenAPI document) know the route was
+    meant to be open, rather than left without a check."""
+    return True
 
 
 class RouteDefinitionError(ValueError):

@@ -8,7 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from svcrest.rest.routing.definitions import Handler, RouteDefinitionError, split_route_args
+from svcrest.rest.routing.definitions import (
+    Handler,
+    RouteDefinitionError,
+    public,
+    split_route_args,
+)
 from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern
 
 __all__ = ["MEMO_PATH", "MEMO_SIZE", "RouteEntry", "RouteTable"]
@@ -32,7 +37,8 @@ class RouteEntry:
     )
 
     def permissionless_allow(self) -> str | None:
-        """The Allow header value when no handler has a permission callback: every
+        """The Allow header value when no handler has a permission callback (``public``
+        counts as none: it allows everyone): every
         method in order of first appearance, ", "-joined; None when some handler has one
         (it must be asked on each request). PERF: remembered while the handlers stay the
         same (the table extends or replaces the list; both are noticed, also mid-request)."""
@@ -42,7 +48,7 @@ class RouteEntry:
         if memo is None or memo[0] is not handlers or memo[1] != count:
             read = handlers[:count]  # exactly the handlers the memo will say it read
             value: str | None = None
-            if all(handler.get("permission_callback") is None for handler in read):
+            if all(handler.get("permission_callback") in (None, public) for handler in read):
                 methods = (method for handler in read for method in handler["methods"])
                 value = ", ".join(dict.fromkeys(methods))
             memo = self.allow_memo = (handlers, count, value)
