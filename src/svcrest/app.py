@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from svcrest.auth.app_passwords import install_application_password_auth
 from svcrest.auth.rest_cookie import install_cookie_auth
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
@@ -114,6 +115,7 @@ class App:
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
         install_cookie_auth(self.hooks, lambda: self.auth, wordpress_compat=wordpress_compat)
+        install_application_password_auth(self.hooks, lambda: self.users)
         if wordpress_compat:
             install_rest_compat(self.hooks)
             install_wordpress_compat_pages(self)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 import time
 import unicodedata
+import uuid as uuid_module
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from svcrest.auth.passwords import (
     DEFAULT_PARAMS,
     ScryptParams,
+    generate_application_password,
+    hash_application_password,
     hash_password,
     verify_password,
 )
@@ -19,8 +22,10 @@ from svcrest.http.user import ANONYMOUS, ROLE_CAPABILITIES, User
 from svcrest.store.base import Step, Store
 
 __all__ = [
+    "APP_PASSWORD_USE_INTERVAL",
     "AUTH_SCHEMA",
     "MAX_LOGIN_LENGTH",
+    "ApplicationPassword",
     "DuplicateUserError",
     "UnknownUserError",
     "UserStore",
@@ -77,12 +82,74 @@ AUTH_SCHEMA: tuple[Step, ...] = (
     CREATE INDEX sessions_expiration ON sessions (expiration)
     """,
     },
+    # Application passwords (DESIGN §10): one row per password, its hash unique.
+    {
+        "sqlite": """
+    CREATE TABLE application_passwords (
+        uuid TEXT PRIMARY KEY,
+        user_id INTEGER NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        password_hash TEXT NOT NULL UNIQUE,
+        created INTEGER NOT NULL,
+        last_used INTEGER,
+        last_ip TEXT
+    );
+    CREATE INDEX application_passwords_user_id ON application_passwords (user_id)
+    """,
+        "postgresql": """
+    CREATE TABLE application_passwords (
+        uuid TEXT PRIMARY KEY,
+        user_id BIGINT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        password_hash TEXT NOT NULL UNIQUE,
+        created BIGINT NOT NULL,
+        last_used BIGINT,
+        last_ip TEXT
+    );
+    CREATE INDEX application_passwords_user_id ON application_passwords (user_id)
+    """,
+    },
 )
 
 MAX_LOGIN_LENGTH = 60
 _MAX_DISPLAY_NAME_LENGTH = 250
 _MAX_ID = 2**63 - 1
 _USER_COLUMNS = "id, login, roles, display_name"
+
+
+#: ``last_used``/``last_ip`` of an application password are written at most this often
+#: (seconds) while the address stays the same.
+APP_PASSWORD_USE_INTERVAL = 60
+_MAX_APP_NAME_LENGTH = 200
+_APP_COLUMNS = "uuid, name, created, last_used, last_ip"
+
+#: An application password as listed: ``uuid``, ``name``, ``created`` (Unix time), ``last_used``
+#: (Unix time or None), ``last_ip`` (str or None). Never the password or its hash.
+ApplicationPassword = dict[str, Any]
+
+
+def _app_item(row: Sequence[Any]) -> ApplicationPassword:
+    uuid, name, created, last_used, last_ip = row[:5]
+    return {
+        "uuid": str(uuid),
+        "name": str(name),
+        "created": int(created),
+        "last_used": None if last_used is None else int(last_used),
+        "last_ip": None if last_ip is None else str(last_ip),
+    }
+
+
+def _clean_app_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise ValueError("name must be a string")
+    name = name.strip()
+    if not name:
+        raise ValueError("An application name is required to create an application password.")
+    if len(name) > _MAX_APP_NAME_LENGTH:
+        raise ValueError(f"name must be at most {_MAX_APP_NAME_LENGTH} characters")
+    if _has_control(name):
+        raise ValueError("name must not contain control or invisible characters")
+    return name
 
 
 class DuplicateUserError(ValueError):
@@ -330,6 +397,7 @@ class UserStore:
             return False
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
+            conn.execute("DELETE FROM application_passwords WHERE user_id = ?", (user_id,))
             deleted = conn.execute("DELETE FROM users WHERE id = ?", (user_id,)).rowcount
         if deleted:
             self.hooks.do_action("deleted_user", user_id)
@@ -344,6 +412,129 @@ class UserStore:
                 "SELECT password_hash FROM users WHERE id = ?", (user_id,)
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def list_users(self) -> list[User]:
+        """Every user, by id."""
+        with self.store.read() as conn:
+            rows = conn.execute(f"SELECT {_USER_COLUMNS} FROM users ORDER BY id").fetchall()
+        return [_user_from_row(row) for row in rows]
+
+    # -- application passwords (DESIGN §10) ---------------------------------------------------
+
+    def create_application_password(
+        self, user_id: int, name: str
+    ) -> tuple[str, ApplicationPassword]:
+        """A new application password of ``user_id`` named ``name``: ``(password, item)``.
+
+        The password (24 characters of ``[A-Za-z0-9]``) is returned only here; the store keeps
+        its hash. ValueError for an empty name, UnknownUserError for no such user.
+        """
+        name = _clean_app_name(name)
+        if not _is_id(user_id) or user_id == 0:
+            raise UnknownUserError(f"no user with id {user_id!r}")
+        password = generate_application_password()
+        item: ApplicationPassword = {
+            "uuid": str(uuid_module.uuid4()),
+            "name": name,
+            "created": int(self._clock()),
+            "last_used": None,
+            "last_ip": None,
+        }
+        with self.store.transaction() as conn:
+            row = conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone()
+            if row is None:
+                raise UnknownUserError(f"no user with id {user_id!r}")
+            conn.execute(
+                "INSERT INTO application_passwords (uuid, user_id, name, password_hash, created)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (item["uuid"], user_id, name, hash_application_password(password), item["created"]),
+            )
+        self.hooks.do_action("wp_create_application_password", user_id, dict(item))
+        return password, item
+
+    def list_application_passwords(self, user_id: int) -> list[ApplicationPassword]:
+        """The application passwords of ``user_id``, oldest first (none for no such user)."""
+        if not _is_id(user_id) or user_id == 0:
+            return []
+        with self.store.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_APP_COLUMNS} FROM application_passwords WHERE user_id = ?"
+                " ORDER BY created, uuid",
+                (user_id,),
+            ).fetchall()
+        return [_app_item(row) for row in rows]
+
+    def get_application_password(self, user_id: int, uuid: str) -> ApplicationPassword | None:
+        """The application password ``uuid`` of ``user_id``, or None."""
+        if not _is_id(user_id) or user_id == 0 or not isinstance(uuid, str):
+            return None
+        with self.store.read() as conn:
+            row = conn.execute(
+                f"SELECT {_APP_COLUMNS} FROM application_passwords WHERE user_id = ? AND uuid = ?",
+                (user_id, uuid),
+            ).fetchone()
+        return None if row is None else _app_item(row)
+
+    def delete_application_password(self, user_id: int, uuid: str) -> bool:
+        """Revoke the application password ``uuid`` of ``user_id`` (on every host at once:
+        each use reads the store); whether there was one."""
+        if not _is_id(user_id) or user_id == 0 or not isinstance(uuid, str):
+            return False
+        with self.store.transaction() as conn:
+            deleted = conn.execute(
+                "DELETE FROM application_passwords WHERE user_id = ? AND uuid = ?",
+                (user_id, uuid),
+            ).rowcount
+        if deleted:
+            self.hooks.do_action("wp_delete_application_password", user_id, uuid)
+        return deleted == 1
+
+    def delete_all_application_passwords(self, user_id: int) -> int:
+        """Revoke every application password of ``user_id``; how many there were."""
+        if not _is_id(user_id) or user_id == 0:
+            return 0
+        with self.store.transaction() as conn:
+            deleted = conn.execute(
+                "DELETE FROM application_passwords WHERE user_id = ?", (user_id,)
+            ).rowcount
+        return int(deleted)
+
+    def authenticate_application_password(
+        self, login: str, password: str, ip: str = ""
+    ) -> User | None:
+        """The user whose login is ``login`` when ``password`` (spaces ignored) is one of their
+        application passwords, else None; records ``last_used``/``last_ip`` on success.
+
+        SECURITY: one hash and one query whatever the login, so response times do not tell
+        which logins exist (the hash is unique, so the query finds at most one row).
+        """
+        if not isinstance(password, str):
+            password = ""
+        digest = hash_application_password(password.replace(" ", ""))
+        key = lookup_key(login) or ""
+        with self.store.read() as conn:
+            row = conn.execute(
+                f"SELECT {_USER_COLUMNS}, a.uuid, a.last_used, a.last_ip"
+                " FROM application_passwords a JOIN users ON users.id = a.user_id"
+                " WHERE a.password_hash = ? AND users.login_key = ?",
+                (digest, key),
+            ).fetchone()
+        if row is None:
+            return None
+        user = _user_from_row(row)
+        uuid, last_used, last_ip = row[4], row[5], row[6]
+        now = int(self._clock())
+        if (
+            last_used is None
+            or now - int(last_used) >= APP_PASSWORD_USE_INTERVAL
+            or (last_ip != ip)
+        ):
+            with self.store.transaction() as conn:
+                conn.execute(
+                    "UPDATE application_passwords SET last_used = ?, last_ip = ? WHERE uuid = ?",
+                    (now, ip, uuid),
+                )
+        return user
 
     def _dummy(self) -> str:
         # A hash with the current parameters, verified against for unknown logins.
