@@ -40,6 +40,7 @@ from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
     from svcrest.auth.service import AuthService
+    from svcrest.auth.throttle import LoginThrottle
     from svcrest.auth.users import UserStore
     from svcrest.store.base import Store
 
@@ -106,6 +107,7 @@ class App:
         self._store_spec = store
         self._store: Store | None = None
         self._users: UserStore | None = None
+        self._throttle: LoginThrottle | None = None
         self._auth: AuthService | None = None
         self._server: RestServer | None = None
         self._lock = threading.RLock()
@@ -116,7 +118,7 @@ class App:
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
         install_cookie_auth(self.hooks, lambda: self.auth, wordpress_compat=wordpress_compat)
-        install_application_password_auth(self.hooks, lambda: self.users)
+        install_application_password_auth(self.hooks, lambda: self.users, lambda: self.throttle)
         #: The ``svc/v2/users/…/application-passwords`` routes and the root index's
         #: ``authentication`` entry (DESIGN §10). Off by default for now: turning them on
         #: changes the route list, namespaces and OpenAPI document every site shows.
@@ -431,6 +433,18 @@ class App:
 
                     self._users = UserStore(self.store, self.hooks, clock=self.clock)
         return self._users
+
+    @property
+    def throttle(self) -> LoginThrottle:
+        """Login throttling (DESIGN §10): failures per login and per address, in the store."""
+        if self._throttle is None:
+            users = self.users  # the store, opened and migrated
+            with self._lock:
+                if self._throttle is None:
+                    from svcrest.auth.throttle import LoginThrottle
+
+                    self._throttle = LoginThrottle(users.store, self.clock)
+        return self._throttle
 
     @property
     def auth(self) -> AuthService:

@@ -19,6 +19,7 @@ import ipaddress
 from collections.abc import Callable
 from typing import Any
 
+from svcrest.auth.throttle import LoginThrottle
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
 from svcrest.http.context import RequestContext, current_context
@@ -33,6 +34,7 @@ __all__ = [
     "basic_credentials",
     "install_application_password_auth",
     "is_loopback_host",
+    "too_many_attempts",
 ]
 
 
@@ -75,11 +77,23 @@ def application_passwords_available(ctx: RequestContext) -> bool:
     return ctx.secure or is_loopback_host(ctx.host)
 
 
+def too_many_attempts() -> RestError:
+    """The 429 of a throttled login attempt (sent with a ``Retry-After`` header)."""
+    return RestError(
+        "svc_too_many_login_attempts",
+        "Too many failed login attempts. Try again later.",
+        {"status": 429},
+    )
+
+
 class ApplicationPasswordAuth:
     """The application password scheme of one site; ``users`` returns its :class:`UserStore`."""
 
-    def __init__(self, users: Callable[[], UserStore]) -> None:
+    def __init__(
+        self, users: Callable[[], UserStore], throttle: Callable[[], LoginThrottle] | None = None
+    ) -> None:
         self._users = users
+        self._throttle = throttle
 
     @inert_without_credentials
     def basic_user(self, user: User, request: Request) -> User:
@@ -98,8 +112,17 @@ class ApplicationPasswordAuth:
             )
             return user
         login, password = credentials
+        throttle = self._throttle() if self._throttle is not None else None
+        if throttle is not None:
+            wait = throttle.retry_after(login, ctx.client)
+            if wait is not None:
+                ctx.auth_error = too_many_attempts()
+                ctx.add_pending_header("Retry-After", str(wait))
+                return user
         found = self._users().authenticate_application_password(login, password, ctx.client)
         if found is None:
+            if throttle is not None:
+                throttle.record_failure(login, ctx.client)
             ctx.auth_error = RestError(
                 "incorrect_password",
                 "The provided password is an invalid application password.",
@@ -122,8 +145,13 @@ class ApplicationPasswordAuth:
         return ctx.auth_error
 
 
-def install_application_password_auth(hooks: Hooks, users: Callable[[], UserStore]) -> None:
-    """Attach Basic authentication with application passwords to ``hooks``."""
-    scheme = ApplicationPasswordAuth(users)
+def install_application_password_auth(
+    hooks: Hooks,
+    users: Callable[[], UserStore],
+    throttle: Callable[[], LoginThrottle] | None = None,
+) -> None:
+    """Attach Basic authentication with application passwords to ``hooks`` (attempts counted
+    by ``throttle`` when given)."""
+    scheme = ApplicationPasswordAuth(users, throttle)
     hooks.add_filter("determine_current_user", scheme.basic_user, 20)
     hooks.add_filter("rest_authentication_errors", scheme.check_errors, 90)
