@@ -32,6 +32,7 @@ from svcrest.rest.urls import DEFAULT_PREFIX, get_rest_url, https_forced
 from svcrest.serve.asgi import handle_asgi
 from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
+from svcrest.site.authorize_app import install_authorize_application_page
 from svcrest.site.docs_pages import install_docs_pages
 from svcrest.site.host import ASGIApp, Page
 from svcrest.site.pages import install_core_pages
@@ -128,6 +129,7 @@ class App:
             install_rest_compat(self.hooks)
             install_wordpress_compat_pages(self)
         install_auth_pages(self)
+        install_authorize_application_page(self)
         install_docs_pages(self)
 
     # -- site settings ----------------------------------------------------------------------
