@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from svcrest.auth.app_passwords import install_application_password_auth
 from svcrest.auth.rest_cookie import install_cookie_auth
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
@@ -31,6 +32,7 @@ from svcrest.rest.urls import DEFAULT_PREFIX, get_rest_url, https_forced
 from svcrest.serve.asgi import handle_asgi
 from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
+from svcrest.site.authorize_app import install_authorize_application_page
 from svcrest.site.docs_pages import install_docs_pages
 from svcrest.site.host import ASGIApp, Page
 from svcrest.site.pages import install_core_pages
@@ -39,6 +41,7 @@ from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
     from svcrest.auth.service import AuthService
+    from svcrest.auth.throttle import LoginThrottle
     from svcrest.auth.users import UserStore
     from svcrest.store.base import Store
 
@@ -73,6 +76,7 @@ class App:
         clock: Callable[[], float] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         wordpress_compat: bool = False,
+        application_password_routes: bool = False,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -104,6 +108,7 @@ class App:
         self._store_spec = store
         self._store: Store | None = None
         self._users: UserStore | None = None
+        self._throttle: LoginThrottle | None = None
         self._auth: AuthService | None = None
         self._server: RestServer | None = None
         self._lock = threading.RLock()
@@ -114,10 +119,17 @@ class App:
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
         install_cookie_auth(self.hooks, lambda: self.auth, wordpress_compat=wordpress_compat)
+        install_application_password_auth(self.hooks, lambda: self.users, lambda: self.throttle)
+        #: The ``svc/v2/users/…/application-passwords`` routes and the root index's
+        #: ``authentication`` entry (DESIGN §10). Off by default for now: turning them on
+        #: changes the route list, namespaces and OpenAPI document every site shows.
+        if application_password_routes:
+            self.hooks.add_action("rest_api_init", self._register_application_passwords)
         if wordpress_compat:
             install_rest_compat(self.hooks)
             install_wordpress_compat_pages(self)
         install_auth_pages(self)
+        install_authorize_application_page(self)
         install_docs_pages(self)
 
     # -- site settings ----------------------------------------------------------------------
@@ -380,6 +392,15 @@ class App:
 
     # -- storage, users and auth --------------------------------------------------------------
 
+    def _register_application_passwords(self, server: RestServer) -> None:
+        """The application password routes and the root index's ``authentication`` entry."""
+        from svcrest.auth.app_password_routes import ApplicationPasswordsController
+
+        ApplicationPasswordsController(lambda: self.users, self.rest_url).register(server)
+        server.authentication["application-passwords"] = {
+            "endpoints": {"authorization": self.home + "/authorize-application"}
+        }
+
     @property
     def store(self) -> Store:
         """The app's store (``svcrest.store.Store``), opened on first use."""
@@ -414,6 +435,18 @@ class App:
 
                     self._users = UserStore(self.store, self.hooks, clock=self.clock)
         return self._users
+
+    @property
+    def throttle(self) -> LoginThrottle:
+        """Login throttling (DESIGN §10): failures per login and per address, in the store."""
+        if self._throttle is None:
+            users = self.users  # the store, opened and migrated
+            with self._lock:
+                if self._throttle is None:
+                    from svcrest.auth.throttle import LoginThrottle
+
+                    self._throttle = LoginThrottle(users.store, self.clock)
+        return self._throttle
 
     @property
     def auth(self) -> AuthService:

@@ -1,4 +1,5 @@
-"""The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi`` and ``user add``.
+"""The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi`` and ``user``
+(``add``, ``list``, ``delete``, ``set-password``, ``app-password add|list|delete``).
 
 Every command builds the same site with :func:`make_app`: the demo plugin, the plugins of the
 entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given (imported with
@@ -687,6 +688,101 @@ def _cmd_user_add(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- user list, delete, set-password, app-password ---------------------------------------------
+
+
+def _existing_users(db: str | None) -> App:
+    """The site of ``db`` (which must exist), its user tables open."""
+    _require_database(db)
+    app = App(DEFAULT_HOME, store=db)
+    _open_store(app, db)
+    return app
+
+
+def _user_named(app: App, login: str) -> User:
+    user = app.users.get_by_login(login)
+    if user is None:
+        raise CliError(f"no user with the login {login!r}", 1)
+    return user
+
+
+def _cmd_user_list(args: argparse.Namespace) -> int:
+    app = _existing_users(args.db)
+    try:
+        users = app.users.list_users()
+    finally:
+        app.store.close()
+    for user in users:
+        print(f"{user.id}\t{user.login}\t{','.join(user.roles)}\t{user.display_name}")
+    return 0
+
+
+def _cmd_user_delete(args: argparse.Namespace) -> int:
+    app = _existing_users(args.db)
+    try:
+        user = _user_named(app, args.login)
+        app.users.delete(user.id)
+    finally:
+        app.store.close()
+    print(f"Deleted user {user.login}.")
+    return 0
+
+
+def _cmd_user_set_password(args: argparse.Namespace) -> int:
+    password = _read_password() if args.password_stdin else generate_password()
+    app = _existing_users(args.db)
+    try:
+        user = _user_named(app, args.login)
+        app.users.set_password(user.id, password)
+    finally:
+        app.store.close()
+    if args.password_stdin:
+        print(f"Changed the password of {user.login}.")
+    else:
+        print(f"Changed the password of {user.login} to: {password}")
+    return 0
+
+
+def _cmd_app_password_add(args: argparse.Namespace) -> int:
+    app = _existing_users(args.db)
+    try:
+        user = _user_named(app, args.login)
+        try:
+            password, item = app.users.create_application_password(user.id, args.name)
+        except ValueError as exc:
+            raise CliError(str(exc)) from exc
+    finally:
+        app.store.close()
+    print(f"Created application password {item['name']!r} ({item['uuid']}) of {user.login}:")
+    print(password)
+    return 0
+
+
+def _cmd_app_password_list(args: argparse.Namespace) -> int:
+    app = _existing_users(args.db)
+    try:
+        user = _user_named(app, args.login)
+        items = app.users.list_application_passwords(user.id)
+    finally:
+        app.store.close()
+    for item in items:
+        print(f"{item['uuid']}\t{item['name']}")
+    return 0
+
+
+def _cmd_app_password_delete(args: argparse.Namespace) -> int:
+    app = _existing_users(args.db)
+    try:
+        user = _user_named(app, args.login)
+        deleted = app.users.delete_application_password(user.id, args.uuid)
+    finally:
+        app.store.close()
+    if not deleted:
+        raise CliError(f"{user.login} has no application password {args.uuid!r}", 1)
+    print(f"Deleted application password {args.uuid} of {user.login}.")
+    return 0
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 
@@ -870,6 +966,42 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_db(add)
     add.set_defaults(handler=_cmd_user_add)
+    listing = user_commands.add_parser("list", help="list the users (id, login, roles, name)")
+    _add_db(listing)
+    listing.set_defaults(handler=_cmd_user_list)
+    delete = user_commands.add_parser("delete", help="delete a user and their sessions")
+    delete.add_argument("login", metavar="LOGIN")
+    _add_db(delete)
+    delete.set_defaults(handler=_cmd_user_delete)
+    set_password = user_commands.add_parser(
+        "set-password", help="change a user's password (signs them out everywhere)"
+    )
+    set_password.add_argument("login", metavar="LOGIN")
+    set_password.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from the first line of standard input (else one is generated)",
+    )
+    _add_db(set_password)
+    set_password.set_defaults(handler=_cmd_user_set_password)
+    app_password = user_commands.add_parser(
+        "app-password", help="manage a user's application passwords"
+    )
+    app_commands = app_password.add_subparsers(dest="app_action", metavar="ACTION", required=True)
+    app_add = app_commands.add_parser("add", help="create one and print it (shown once)")
+    app_add.add_argument("login", metavar="LOGIN")
+    app_add.add_argument("name", metavar="NAME")
+    _add_db(app_add)
+    app_add.set_defaults(handler=_cmd_app_password_add)
+    app_list = app_commands.add_parser("list", help="their uuids and names (never a password)")
+    app_list.add_argument("login", metavar="LOGIN")
+    _add_db(app_list)
+    app_list.set_defaults(handler=_cmd_app_password_list)
+    app_delete = app_commands.add_parser("delete", help="revoke one")
+    app_delete.add_argument("login", metavar="LOGIN")
+    app_delete.add_argument("uuid", metavar="UUID")
+    _add_db(app_delete)
+    app_delete.set_defaults(handler=_cmd_app_password_delete)
     return parser
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from svcrest.http.user import ANONYMOUS, User
 
@@ -28,6 +29,9 @@ class RequestContext:
     ``pending_headers``: headers to add to the response being built (deprecation notices…),
     None until the first (:meth:`add_pending_header`).
     ``secure`` / ``host``: whether the request came over TLS and the host it named.
+    ``client``: the client's address as the server saw it ("" when unknown).
+    ``auth_error``: an error an authentication scheme found while determining the user
+    (application passwords), answered by its ``rest_authentication_errors`` callback.
     ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
     """
 
@@ -39,6 +43,8 @@ class RequestContext:
     secure: bool = False
     host: str = ""
     method_overridden: bool = False
+    client: str = ""
+    auth_error: Any = None
 
     def add_pending_header(self, name: str, value: str) -> None:
         """Add a header line to the response being built."""

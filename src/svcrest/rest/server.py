@@ -97,6 +97,9 @@ class RestServer:
         self.hooks = app.hooks
         self._plan = PipelinePlan(self.hooks)
         self.table = RouteTable()
+        #: The root index's ``authentication`` (scheme name → its description), as WordPress
+        #: fills it for application passwords.
+        self.authentication: dict[str, Any] = {}
         self.table.add(
             "",
             "/",
@@ -433,7 +436,7 @@ class RestServer:
             "gmt_offset": app.gmt_offset(),
             "timezone_string": app.timezone_string,
             "namespaces": self.get_namespaces(),
-            "authentication": {},
+            "authentication": dict(self.authentication),
             "routes": self.get_data_for_routes(self.get_routes(), "view"),
         }
         response = Response(data)

@@ -185,6 +185,7 @@ async def _start_session(
     # PERF: scrypt takes ~50 ms; keep it off the event loop.
     user = await asyncio.to_thread(app.users.authenticate, login, password) if login else None
     if user is None:
+        app.throttle.record_failure(login, http.client)
         return None
     await site_request_user(app, http, ctx)
     if ctx.user.is_logged_in and ctx.session_token:
@@ -198,11 +199,24 @@ async def _start_session(
     )
 
 
+_THROTTLED = "Too many failed login attempts. Try again later."
+
+
+def _throttled(app: SiteHost, http: HttpRequest, login: str) -> int | None:
+    """Seconds to wait before ``login`` may be tried from this client (DESIGN §10), or None."""
+    return app.throttle.retry_after(login, http.client)
+
+
 async def _login_form_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     form = parse_form(http.body)
     login, password = _first(form, "log"), _first(form, "pwd")
     redirect_to = _first(form, "redirect_to")
     remember = bool(_first(form, "rememberme"))
+    wait = _throttled(app, http, login)
+    if wait is not None:
+        page = _login_form(app, error=_THROTTLED, login=login, redirect_to=redirect_to, status=429)
+        page.headers.append(("Retry-After", str(wait)))
+        return page
     issued = await _start_session(app, http, ctx, login, password, remember)
     if issued is None:
         return _login_form(
@@ -227,6 +241,11 @@ async def _login_json_post(app: SiteHost, http: HttpRequest, ctx: RequestContext
     remember = fields.get("rememberme", False)
     if not isinstance(login, str) or not isinstance(password, str) or type(remember) is not bool:
         return _json_error(400, "svc_login_invalid_body", _JSON_FIELDS)
+    wait = _throttled(app, http, login)
+    if wait is not None:
+        answer = _json_error(429, "svc_too_many_login_attempts", _THROTTLED)
+        answer.headers.append(("Retry-After", str(wait)))
+        return answer
     issued = await _start_session(app, http, ctx, login, password, remember)
     if issued is None:
         return _json_error(403, "svc_login_failed", _LOGIN_FAILED)

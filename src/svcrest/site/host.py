@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
 from svcrest.auth.service import AuthService
+from svcrest.auth.throttle import LoginThrottle
 from svcrest.auth.users import UserStore
 from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
@@ -44,6 +45,11 @@ class SiteHost(SiteSettings, Protocol):
     @property
     def users(self) -> UserStore:
         """The site's users."""
+        ...
+
+    @property
+    def throttle(self) -> LoginThrottle:
+        """The site's login failure counts."""
         ...
 
     def rest_get_server(self) -> RestServer:

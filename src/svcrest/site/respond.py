@@ -54,7 +54,12 @@ async def respond(
     route = rest_route_of(host.rest_base_path(), http.path, http.query_string)
     if route is None and host.site is not None:
         return SiteForward(_link_lines(host))
-    ctx = RequestContext(is_rest=route is not None, secure=http.scheme == "https", host=http.host)
+    ctx = RequestContext(
+        is_rest=route is not None,
+        secure=http.scheme == "https",
+        host=http.host,
+        client=http.client,
+    )
     token = _current.set(ctx)
     try:
         try:

@@ -1,0 +1,162 @@
+"""``/authorize-application?app_name=&success_url=`` (DESIGN §10; WordPress 5.6's
+``authorize-application.php``): a logged-in user approves a third-party app, which gets an
+application password.
+
+GET shows the request (or sends an anonymous visitor to ``/login`` and back). POST
+(``approve`` or ``reject``, with an ``authorize_application`` nonce bound to the session, from
+this origin only) creates the password and redirects to ``success_url`` with ``site_url``,
+``user_login`` and ``password``, or shows the password when there is no ``success_url``; a
+rejection redirects with ``success=false``. ``success_url`` must be https or on a loopback
+host (WordPress's ``invalid_redirect_scheme``).
+"""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+
+from svcrest.auth.app_passwords import is_loopback_host
+from svcrest.http.context import RequestContext
+from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.forms import parse_form
+from svcrest.site.auth_pages import is_cross_origin
+from svcrest.site.host import Page, SiteHost
+from svcrest.site.pages import html_page, site_request_user
+
+__all__ = ["AUTHORIZE_ACTION", "install_authorize_application_page", "valid_success_url"]
+
+#: The nonce action of the approval form.
+AUTHORIZE_ACTION = "authorize_application"
+_MAX_APP_NAME = 200
+
+
+def _first(form: dict[str, object], name: str) -> str:
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def valid_success_url(url: str) -> bool:
+    """Whether ``url`` may receive a password: an absolute https URL, or http to a loopback
+    host (WordPress's ``wp_is_authorize_application_redirect_url_valid``: no ``http`` to
+    other hosts, no ``javascript:``)."""
+    if any(ord(char) < 0x20 for char in url) or "\\" in url:
+        return False
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        parts.port  # noqa: B018 - a bad port raises ValueError
+    except ValueError:
+        return False
+    if not host:
+        return False
+    scheme = parts.scheme.lower()
+    return scheme == "https" or (scheme == "http" and is_loopback_host(host))
+
+
+def _with_query(url: str, params: dict[str, str]) -> str:
+    parts = urlsplit(url)
+    query = parts.query + ("&" if parts.query else "") + urlencode(params)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def _error(message: str, status: int = 400) -> HttpResponse:
+    return html_page(
+        "Cannot authorize application",
+        f'<main class="auth"><h1>Cannot authorize application</h1>'
+        f'<p class="error" role="alert">{html.escape(message)}</p></main>',
+        status=status,
+    )
+
+
+def _redirect(location: str) -> HttpResponse:
+    return HttpResponse(303, [("Location", location), ("Cache-Control", "no-store")], b"")
+
+
+def _check(app_name: str, success_url: str) -> HttpResponse | None:
+    if not app_name.strip() or len(app_name) > _MAX_APP_NAME:
+        return _error("An application name is required to authorize an application.")
+    if success_url and not valid_success_url(success_url):
+        return _error("The success URL must be served over a secure connection.")
+    return None
+
+
+async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    if http.method == "POST":
+        return await _authorize_post(app, http, ctx)
+    await site_request_user(app, http, ctx)
+    query = parse_form(http.query_string)
+    app_name, success_url = _first(query, "app_name"), _first(query, "success_url")
+    if not ctx.user.is_logged_in:
+        back = "/authorize-application" + ("?" + http.query_string if http.query_string else "")
+        return _redirect(app.home + "/login?redirect_to=" + quote(back, safe=""))
+    problem = _check(app_name, success_url)
+    if problem is not None:
+        return problem
+    nonce = app.auth.create_nonce(AUTHORIZE_ACTION, ctx.user.id, ctx.session_token)
+    name = html.escape(app_name)
+    target = html.escape(success_url) if success_url else ""
+    where = (
+        f"<p>You will be sent to <code>{target}</code> with the new password.</p>\n"
+        if success_url
+        else "<p>The new password will be shown here, once.</p>\n"
+    )
+    body = (
+        '<main class="auth">\n<section class="card">\n'
+        "<h1>Authorize application</h1>\n"
+        f"<p>Would you like to give <strong>{name}</strong> access to your account"
+        f" <strong>{html.escape(ctx.user.login)}</strong>?</p>\n{where}"
+        '<form method="post" action="authorize-application">\n'
+        f'<input type="hidden" name="app_name" value="{name}">\n'
+        f'<input type="hidden" name="success_url" value="{target}">\n'
+        f'<input type="hidden" name="_wpnonce" value="{html.escape(nonce)}">\n'
+        '<button type="submit" name="approve" value="1">Yes, I approve of this connection'
+        "</button>\n"
+        '<button type="submit" name="reject" value="1">No, I do not approve of this'
+        " connection</button>\n"
+        "</form>\n</section>\n</main>"
+    )
+    page = html_page("Authorize application", body)
+    page.headers.append(("Cache-Control", "no-store"))
+    return page
+
+
+async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    if is_cross_origin(app, http):
+        return _error("Cross-origin request refused.", 403)
+    await site_request_user(app, http, ctx)
+    form = parse_form(http.body)
+    app_name, success_url = _first(form, "app_name"), _first(form, "success_url")
+    if not ctx.user.is_logged_in:
+        return _error("You must be logged in to authorize an application.", 401)
+    nonce = _first(form, "_wpnonce")
+    if not app.auth.verify_nonce(nonce, AUTHORIZE_ACTION, ctx.user.id, ctx.session_token):
+        return _error("The link you followed has expired. Please try again.", 403)
+    problem = _check(app_name, success_url)
+    if problem is not None:
+        return problem
+    if _first(form, "reject"):
+        if success_url:
+            return _redirect(_with_query(success_url, {"success": "false"}))
+        return html_page(
+            "Authorize application",
+            '<main class="auth"><h1>Connection rejected</h1></main>',
+        )
+    password, _item = app.users.create_application_password(ctx.user.id, app_name.strip())
+    if success_url:
+        params = {"site_url": app.home, "user_login": ctx.user.login, "password": password}
+        return _redirect(_with_query(success_url, params))
+    page = html_page(
+        "Authorize application",
+        '<main class="auth"><h1>Your new password</h1>'
+        f"<p>Your new password for <strong>{html.escape(app_name)}</strong> is:</p>"
+        f'<p><kbd class="new-application-password">{html.escape(password)}</kbd></p>'
+        "<p>Be sure to save this in a safe location. You will not be able to retrieve it.</p>"
+        "</main>",
+    )
+    page.headers.append(("Cache-Control", "no-store"))
+    return page
+
+
+def install_authorize_application_page(app: SiteHost) -> None:
+    """Register ``/authorize-application`` on ``app``."""
+    app.pages["/authorize-application"] = Page(_authorize, ("GET", "POST"))
