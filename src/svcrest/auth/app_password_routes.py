@@ -70,6 +70,24 @@ def _item_schema() -> dict[str, Any]:
     }
 
 
+def _list_schema() -> dict[str, Any]:
+    return {"type": "array", "items": _item_schema()}
+
+
+def _deleted_all_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"deleted": {"type": "boolean"}, "count": {"type": "integer"}},
+    }
+
+
+def _deleted_one_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"deleted": {"type": "boolean"}, "previous": _item_schema()},
+    }
+
+
 class ApplicationPasswordsController:
     """The routes over ``users`` (called on use); ``rest_url`` builds the ``self`` links."""
 
@@ -84,7 +102,13 @@ class ApplicationPasswordsController:
             NAMESPACE,
             "/" + NAMESPACE + COLLECTION,
             {
-                0: {"methods": "GET", "callback": self.get_items, "permission_callback": allowed},
+                0: {
+                    "methods": "GET",
+                    "callback": self.get_items,
+                    "permission_callback": allowed,
+                    # What the OpenAPI document says each method answers.
+                    "response_schema": _list_schema,
+                },
                 1: {
                     "methods": "POST",
                     "callback": self.create_item,
@@ -103,6 +127,7 @@ class ApplicationPasswordsController:
                     "methods": "DELETE",
                     "callback": self.delete_items,
                     "permission_callback": allowed,
+                    "response_schema": _deleted_all_schema,
                 },
                 "schema": _item_schema,
             },
@@ -116,6 +141,7 @@ class ApplicationPasswordsController:
                     "methods": "DELETE",
                     "callback": self.delete_item,
                     "permission_callback": allowed,
+                    "response_schema": _deleted_one_schema,
                 },
                 "schema": _item_schema,
             },
