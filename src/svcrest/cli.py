@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import importlib
 import os
@@ -691,12 +692,16 @@ def _cmd_user_add(args: argparse.Namespace) -> int:
 # -- user list, delete, set-password, app-password ---------------------------------------------
 
 
-def _existing_users(db: str | None) -> App:
-    """The site of ``db`` (which must exist), its user tables open."""
+@contextlib.contextmanager
+def _existing_users(db: str | None) -> Iterator[App]:
+    """The site of ``db`` (which must exist), its user tables open; its store closed after."""
     _require_database(db)
     app = App(DEFAULT_HOME, store=db)
     _open_store(app, db)
-    return app
+    try:
+        yield app
+    finally:
+        app.store.close()
 
 
 def _user_named(app: App, login: str) -> User:
@@ -707,35 +712,26 @@ def _user_named(app: App, login: str) -> User:
 
 
 def _cmd_user_list(args: argparse.Namespace) -> int:
-    app = _existing_users(args.db)
-    try:
+    with _existing_users(args.db) as app:
         users = app.users.list_users()
-    finally:
-        app.store.close()
     for user in users:
         print(f"{user.id}\t{user.login}\t{','.join(user.roles)}\t{user.display_name}")
     return 0
 
 
 def _cmd_user_delete(args: argparse.Namespace) -> int:
-    app = _existing_users(args.db)
-    try:
+    with _existing_users(args.db) as app:
         user = _user_named(app, args.login)
         app.users.delete(user.id)
-    finally:
-        app.store.close()
     print(f"Deleted user {user.login}.")
     return 0
 
 
 def _cmd_user_set_password(args: argparse.Namespace) -> int:
     password = _read_password() if args.password_stdin else generate_password()
-    app = _existing_users(args.db)
-    try:
+    with _existing_users(args.db) as app:
         user = _user_named(app, args.login)
         app.users.set_password(user.id, password)
-    finally:
-        app.store.close()
     if args.password_stdin:
         print(f"Changed the password of {user.login}.")
     else:
@@ -744,39 +740,30 @@ def _cmd_user_set_password(args: argparse.Namespace) -> int:
 
 
 def _cmd_app_password_add(args: argparse.Namespace) -> int:
-    app = _existing_users(args.db)
-    try:
+    with _existing_users(args.db) as app:
         user = _user_named(app, args.login)
         try:
             password, item = app.users.create_application_password(user.id, args.name)
         except ValueError as exc:
             raise CliError(str(exc)) from exc
-    finally:
-        app.store.close()
     print(f"Created application password {item['name']!r} ({item['uuid']}) of {user.login}:")
     print(password)
     return 0
 
 
 def _cmd_app_password_list(args: argparse.Namespace) -> int:
-    app = _existing_users(args.db)
-    try:
+    with _existing_users(args.db) as app:
         user = _user_named(app, args.login)
         items = app.users.list_application_passwords(user.id)
-    finally:
-        app.store.close()
     for item in items:
         print(f"{item['uuid']}\t{item['name']}")
     return 0
 
 
 def _cmd_app_password_delete(args: argparse.Namespace) -> int:
-    app = _existing_users(args.db)
-    try:
+    with _existing_users(args.db) as app:
         user = _user_named(app, args.login)
         deleted = app.users.delete_application_password(user.id, args.uuid)
-    finally:
-        app.store.close()
     if not deleted:
         raise CliError(f"{user.login} has no application password {args.uuid!r}", 1)
     print(f"Deleted application password {args.uuid} of {user.login}.")

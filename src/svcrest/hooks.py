@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import CoroutineType
 from typing import Any, TypeVar, overload
 
-__all__ = ["NOT_AWAITABLE", "Hooks", "Pending", "fit_arguments", "is_awaitable"]
+__all__ = ["NOT_AWAITABLE", "Hooks", "fit_arguments", "is_awaitable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PLAIN = (bool, int, str, dict, list, tuple)
@@ -74,15 +74,6 @@ def is_awaitable(value: Any) -> bool:
     if len(_NOT_AWAITABLE) < 512:
         _NOT_AWAITABLE.add(kind)
     return False
-
-
-class Pending:
-    """The rest of a filter chain that has to be awaited (see ``apply_filters_eager``)."""
-
-    __slots__ = ("awaitable",)
-
-    def __init__(self, awaitable: Any) -> None:
-        self.awaitable = awaitable
 
 
 class Hooks:
@@ -209,40 +200,11 @@ class Hooks:
         return value
 
     async def apply_filters_async(self, name: str, value: Any, *args: Any) -> Any:
-        """``apply_filters`` for the dispatch pipeline: a callback may be ``async``."""
-        result = self.apply_filters_eager(name, value, *args)
-        if type(result) is Pending:
-            return await result.awaitable
-        return result
-
-    def apply_filters_eager(self, name: str, value: Any, *args: Any) -> Any:
-        """Run the filters synchronously until one returns an awaitable.
-
-        Returns the filtered value, or a ``Pending`` whose ``awaitable`` finishes the
-        chain. PERF: the pipeline's hooks are nearly always plain functions; this saves a
-        coroutine per hook per request.
-        """
-        entry = self._fitted.get(name)
-        if entry is not None and entry[0] == len(args) + 1:
-            callbacks = entry[1]
-        elif name not in self._registered:
-            return value
-        else:
-            callbacks = self._prepared(name, len(args) + 1) or ()
-        for position, callback in enumerate(callbacks, 1):
+        """``apply_filters`` where a callback may be ``async``: an awaitable answer is awaited
+        before the next callback gets it (as the REST pipeline runs its hooks)."""
+        for callback in self.prepared(name, len(args) + 1):
             value = callback(value, *args)
             if type(value) not in _NOT_AWAITABLE and is_awaitable(value):
-                return Pending(self._finish_chain(callbacks[position:], value, args))
-        return value
-
-    @staticmethod
-    async def _finish_chain(
-        rest: tuple[Callable[..., Any], ...], pending: Any, args: tuple[Any, ...]
-    ) -> Any:
-        value = await pending
-        for callback in rest:
-            value = callback(value, *args)
-            if is_awaitable(value):
                 value = await value
         return value
 

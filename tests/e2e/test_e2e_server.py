@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -38,6 +39,20 @@ def svcrest(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     )
 
 
+def npm_install(directory: Path, package: str) -> None:
+    """``npm install`` one package into ``directory`` (for a node script run there)."""
+    install = subprocess.run(
+        ["npm", "install", "--silent", "--no-audit", "--no-fund", package],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env={**os.environ, "npm_config_loglevel": "error"},
+    )
+    assert install.returncode == 0, install.stderr
+
+
 def wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -51,9 +66,10 @@ def wait_for_port(port: int, process: subprocess.Popen[str], timeout: float = 20
     raise AssertionError("server did not start")
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    db = str(tmp_path_factory.mktemp("e2e") / "svcrest.db")
+@contextlib.contextmanager
+def served_site(db: str, *serve_args: str) -> Iterator[str]:
+    """``svcrest serve`` of ``db`` (with ``serve_args``) in a subprocess, its user
+    ``editor1`` (password ``PASSWORD``) added first; yields the site's address."""
     added = svcrest(
         "user",
         "add",
@@ -68,7 +84,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     assert added.returncode == 0, added.stderr
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "svcrest", "serve", "--port", str(port), "--db", db],
+        [sys.executable, "-m", "svcrest", "serve", "--port", str(port), "--db", db, *serve_args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -79,6 +95,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         process.terminate()
         process.communicate(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with served_site(str(tmp_path_factory.mktemp("e2e") / "svcrest.db")) as url:
+        yield url
 
 
 def test_proxy_drives_the_notes(server: str) -> None:
@@ -133,16 +155,7 @@ def test_node_wpapi_discovers_and_lists(server: str, tmp_path: Path) -> None:
     with RestProxy(f"{server}/svc-json/demo/v1/notes") as notes:
         notes.login("editor1", PASSWORD)
         notes.create({"title": "For wpapi"})
-    install = subprocess.run(
-        ["npm", "install", "--silent", "--no-audit", "--no-fund", "wpapi@1.2.2"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        env={**os.environ, "npm_config_loglevel": "error"},
-    )
-    assert install.returncode == 0, install.stderr
+    npm_install(tmp_path, "wpapi@1.2.2")
     script = tmp_path / "discover.js"
     script.write_text(NODE_SCRIPT)
     run = subprocess.run(

@@ -10,16 +10,14 @@ browser would keep the login cookie); api-fetch itself is untouched.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_e2e_server import PASSWORD, free_port, svcrest, wait_for_port
+from tests.e2e.test_e2e_server import PASSWORD, npm_install, served_site
 
 API_FETCH_VERSION = "7.56.0"
 
@@ -97,36 +95,8 @@ main().catch((error) => { console.error(JSON.stringify(error) + " " + error); pr
 @pytest.fixture(scope="module")
 def compat_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = str(tmp_path_factory.mktemp("wpcompat") / "svcrest.db")
-    added = svcrest(
-        "user", "add", "editor1", "--role", "editor", "--password-stdin", "--db", db,
-        stdin=PASSWORD + "\n",
-    )  # fmt: skip
-    assert added.returncode == 0, added.stderr
-    port = free_port()
-    command = [
-        sys.executable, "-m", "svcrest", "serve", "--server", "uvicorn", "--interface", "asgi",
-        "--port", str(port), "--db", db, "--wordpress-compat",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.communicate(timeout=10)
-
-
-def npm_install(directory: Path, package: str) -> None:
-    install = subprocess.run(
-        ["npm", "install", "--silent", "--no-audit", "--no-fund", package],
-        cwd=directory,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-        env={**os.environ, "npm_config_loglevel": "error"},
-    )
-    assert install.returncode == 0, install.stderr
+    with served_site(db, "--server", "uvicorn", "--interface", "asgi", "--wordpress-compat") as url:
+        yield url
 
 
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")

@@ -94,7 +94,7 @@ def allow_value(
     if entry is None:
         return None
     remembered = entry.permissionless_allow()
-    if remembered is not None:  # PERF: no permission callback to ask
+    if remembered is not None:  # PERF: the header's string as remembered, not split and joined
         return remembered or None
     allowed = server.allowed_methods_eager(entry, request)
     if isinstance(allowed, list):

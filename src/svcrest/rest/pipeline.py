@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 __all__ = [
     "JSON_CONTENT_TYPE",
     "authenticate",
-    "encode_json",
     "error_answer",
     "finish",
     "finish_hooks",
@@ -61,11 +60,6 @@ _ALLOW_HEADERS = "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, 
 _ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
 _NO_BODY_STATUSES = frozenset({204, 304})
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
-
-
-def encode_json(data: Any) -> bytes:
-    """Response JSON (orjson; non-string keys allowed, as PHP arrays would be)."""
-    return orjson.dumps(data, option=_JSON_OPTIONS)
 
 
 def rest_route_of(base_path: str, path: str, query_string: str) -> str | RestError | None:
