@@ -33,9 +33,20 @@ DOES_NOT_EXIST = (
     "svcrest: error: the database '{db}' does not exist (svcrest serve or svcrest user add"
     " creates it; --db :memory: reads an empty site)\n"
 )
+#: The routes every site has: the index, batch and the application-password routes.
+CORE_ROUTES = [
+    "/",
+    "/batch/v1",
+    "/svc/v2",
+    r"/svc/v2/users/(?P<user_id>(?:[\d]+|me))/application-passwords",
+    r"/svc/v2/users/(?P<user_id>(?:[\d]+|me))/application-passwords/(?P<uuid>[\w\-]+)",
+]
 DEMO_ROUTES = [
     "/ GET",
     "/batch/v1 POST",
+    "/svc/v2 GET",
+    r"/svc/v2/users/(?P<user_id>(?:[\d]+|me))/application-passwords GET, POST, DELETE",
+    r"/svc/v2/users/(?P<user_id>(?:[\d]+|me))/application-passwords/(?P<uuid>[\w\-]+) GET, DELETE",
     "/demo/v1 GET",
     "/demo/v1/notes GET, POST",
     r"/demo/v1/notes/(?P<id>\d+) GET, PUT, PATCH, DELETE",
@@ -696,8 +707,7 @@ def test_serve_with_workers_uses_the_env_factory(
     app = app_from_env()
     assert app.home == "http://example.test/site"
     assert list(app.rest_get_server().get_routes()) == [
-        "/",
-        "/batch/v1",
+        *CORE_ROUTES,
         "/demo/v1",
         "/demo/v1/notes",
         r"/demo/v1/notes/(?P<id>\d+)",
@@ -1269,7 +1279,7 @@ def test_serve_defaults_to_granian_asgi(
     assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
     # What the worker builds: the site without the demo.
     site = app_from_env()
-    assert list(site.rest_get_server().get_routes()) == ["/", "/batch/v1"]
+    assert list(site.rest_get_server().get_routes()) == CORE_ROUTES
     site.store.close()
 
 

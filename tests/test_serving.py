@@ -49,7 +49,7 @@ def test_prefix_path_is_rest(client_for: ClientFor) -> None:
 def test_prefix_alone_is_the_root_index(client_for: ClientFor, path: str) -> None:
     response = client_for(make_app()).get(path)
     assert response.status_code == 200
-    assert response.json()["namespaces"] == ["demo/v1"]
+    assert response.json()["namespaces"] == ["svc/v2", "demo/v1"]
 
 
 def test_one_trailing_slash_is_ignored(client_for: ClientFor) -> None:

@@ -201,8 +201,12 @@ def test_root_index_fields(client_for: ClientFor) -> None:
         "home": HOME,
         "gmt_offset": 5.5,
         "timezone_string": "",
-        "namespaces": ["demo/v1"],
-        "authentication": {},
+        "namespaces": ["svc/v2", "demo/v1"],
+        "authentication": {
+            "application-passwords": {
+                "endpoints": {"authorization": "http://example.org/authorize-application"}
+            }
+        },
     }
     assert data["routes"]["/demo/v1/a"] == {
         "namespace": "demo/v1",

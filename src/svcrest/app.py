@@ -76,7 +76,6 @@ class App:
         clock: Callable[[], float] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         wordpress_compat: bool = False,
-        application_password_routes: bool = False,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -120,11 +119,7 @@ class App:
         install_core_pages(self)
         install_cookie_auth(self.hooks, lambda: self.auth, wordpress_compat=wordpress_compat)
         install_application_password_auth(self.hooks, lambda: self.users, lambda: self.throttle)
-        #: The ``svc/v2/users/…/application-passwords`` routes and the root index's
-        #: ``authentication`` entry (DESIGN §10). Off by default for now: turning them on
-        #: changes the route list, namespaces and OpenAPI document every site shows.
-        if application_password_routes:
-            self.hooks.add_action("rest_api_init", self._register_application_passwords)
+        self.hooks.add_action("rest_api_init", self._register_application_passwords)
         if wordpress_compat:
             install_rest_compat(self.hooks)
             install_wordpress_compat_pages(self)

@@ -46,7 +46,6 @@ class Site:
             clock=lambda: self.now[0],
             secret_key="test-secret",
             store=store,
-            application_password_routes=True,
         )
         self.app.users.password_params = FAST
         self.admin = self.app.users.create("admin", "admin-pw", roles=("administrator",))
@@ -228,8 +227,19 @@ def test_the_root_index_lists_application_passwords(site: Site, client_for: Clie
     }
 
 
-def test_without_the_option_there_are_no_routes(client_for: ClientFor) -> None:
+def test_every_site_has_the_routes_and_the_authentication_entry(client_for: ClientFor) -> None:
     app = App(HOME)
-    response = client_for(app).get("/svc-json/")
-    assert response.json()["authentication"] == {}
-    assert response.json()["namespaces"] == []
+    index = client_for(app).get("/svc-json/").json()
+    assert index["authentication"] == {
+        "application-passwords": {
+            "endpoints": {"authorization": "http://127.0.0.1:8000/authorize-application"}
+        }
+    }
+    assert index["namespaces"] == ["svc/v2"]
+    assert list(index["routes"]) == [
+        "/",
+        "/batch/v1",
+        "/svc/v2",
+        "/svc/v2/users/(?P<user_id>(?:[\\d]+|me))/application-passwords",
+        "/svc/v2/users/(?P<user_id>(?:[\\d]+|me))/application-passwords/(?P<uuid>[\\w\\-]+)",
+    ]

@@ -32,6 +32,12 @@ MAX_EXAMPLES = 25
 OPERATIONS = [
     "GET /",
     "POST /batch/v1",
+    "GET /svc/v2",
+    "GET /svc/v2/users/{user_id}/application-passwords",
+    "POST /svc/v2/users/{user_id}/application-passwords",
+    "DELETE /svc/v2/users/{user_id}/application-passwords",
+    "GET /svc/v2/users/{user_id}/application-passwords/{uuid}",
+    "DELETE /svc/v2/users/{user_id}/application-passwords/{uuid}",
     "GET /demo/v1",
     "GET /demo/v1/notes",
     "POST /demo/v1/notes",

@@ -58,6 +58,22 @@ def conforms(document: dict[str, Any], schema: dict[str, Any], instance: Any) ->
 # -- the document ------------------------------------------------------------------------------
 
 
+#: The operations of the application-password routes every site has (WordPress 5.6's).
+APP_PASSWORDS = "/svc/v2/users/{user_id}/application-passwords"
+APP_PASSWORD_OPERATIONS = [
+    ("/svc/v2", "get", "get_svc_v2"),
+    (APP_PASSWORDS, "get", "get_svc_v2_users_user_id_application_passwords"),
+    (APP_PASSWORDS, "post", "post_svc_v2_users_user_id_application_passwords"),
+    (APP_PASSWORDS, "delete", "delete_svc_v2_users_user_id_application_passwords"),
+    (APP_PASSWORDS + "/{uuid}", "get", "get_svc_v2_users_user_id_application_passwords_uuid"),
+    (
+        APP_PASSWORDS + "/{uuid}",
+        "delete",
+        "delete_svc_v2_users_user_id_application_passwords_uuid",
+    ),
+]
+
+
 def test_the_demo_document_is_valid_openapi_3_1(demo: App) -> None:
     document = demo.openapi()
     validate_document(document)
@@ -68,7 +84,7 @@ def test_the_demo_document_is_valid_openapi_3_1(demo: App) -> None:
         "description": "Notes for everyone",
     }
     assert document["servers"] == [{"url": "http://example.test:8080/site/svc-json"}]
-    assert document["tags"] == [{"name": "demo/v1"}]
+    assert document["tags"] == [{"name": "svc/v2"}, {"name": "demo/v1"}]
     assert "x-svc-undocumented-routes" not in document
 
 
@@ -83,6 +99,7 @@ def test_every_shown_route_and_method_is_an_operation_with_a_stable_id(demo: App
     assert operations(demo.openapi()) == [
         ("/", "get", "get_root"),
         ("/batch/v1", "post", "post_batch_v1"),
+        *APP_PASSWORD_OPERATIONS,
         ("/demo/v1", "get", "get_demo_v1"),
         ("/demo/v1/notes", "get", "get_demo_v1_notes"),
         ("/demo/v1/notes", "post", "post_demo_v1_notes"),
@@ -110,6 +127,7 @@ def test_operation_ids_stay_unique_when_paths_clash() -> None:
     assert ids == [
         "get_root",
         "post_batch_v1",
+        *(operation_id for _, _, operation_id in APP_PASSWORD_OPERATIONS),
         "get_x_v1",
         "get_x_v1_a_b",
         "get_x_v1_a_b_2",
@@ -130,7 +148,7 @@ def test_a_route_registered_later_is_in_the_next_document(demo: App) -> None:
     assert after["paths"]["/late/v1/things/{slug}"]["get"]["operationId"] == (
         "get_late_v1_things_slug"
     )
-    assert after["tags"] == [{"name": "demo/v1"}, {"name": "late/v1"}]
+    assert after["tags"] == [{"name": "svc/v2"}, {"name": "demo/v1"}, {"name": "late/v1"}]
     # Merging a handler into an existing route shows too.
     demo.register_rest_route(
         "late/v1", r"/things/(?P<slug>[a-z-]+)", {"methods": "DELETE", "callback": ok, **PUBLIC}
@@ -374,6 +392,12 @@ def test_every_documented_4xx_refers_to_the_shared_error(demo: App) -> None:
     assert seen == {
         "get_root": {"400", "4XX"},
         "post_batch_v1": {"400", "4XX"},
+        "get_svc_v2": {"400", "4XX"},
+        "get_svc_v2_users_user_id_application_passwords": {"401", "403", "404", "4XX"},
+        "post_svc_v2_users_user_id_application_passwords": {"400", "401", "403", "404", "4XX"},
+        "delete_svc_v2_users_user_id_application_passwords": {"401", "403", "404", "4XX"},
+        "get_svc_v2_users_user_id_application_passwords_uuid": {"401", "403", "404", "4XX"},
+        "delete_svc_v2_users_user_id_application_passwords_uuid": {"401", "403", "404", "4XX"},
         "get_demo_v1": {"400", "4XX"},
         "get_demo_v1_notes": {"400", "4XX"},
         "post_demo_v1_notes": {"400", "401", "403", "4XX"},
