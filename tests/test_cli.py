@@ -22,7 +22,7 @@ import httpx
 import pytest
 import uvicorn
 
-from svcrest import App, Request, cli
+from svcrest import App, Request, cli, public
 from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
@@ -68,7 +68,13 @@ REST_HEADER_BLOCK = [
 
 def _register(app: App) -> None:
     app.register_rest_route(
-        "extra/v1", "/ping", {"methods": "GET, POST", "callback": lambda request: {"pong": True}}
+        "extra/v1",
+        "/ping",
+        {
+            "permission_callback": public,
+            "methods": "GET, POST",
+            "callback": lambda request: {"pong": True},
+        },
     )
 
 
@@ -906,8 +912,12 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 PLUGIN_SOURCE = """\
+import svcrest
+
+
 def register(app):
-    app.register_rest_route("cwd/v1", "/ping", {"callback": lambda request: {"pong": 1}})
+    handler = {"callback": lambda request: {"pong": 1}, "permission_callback": svcrest.public}
+    app.register_rest_route("cwd/v1", "/ping", handler)
 """
 
 

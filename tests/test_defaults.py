@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from svcrest import App, Request
+from svcrest import App, Request, public
 from svcrest.rest.defaults import sanitize_origin
 from tests.conftest import SiteClient, raw_request
 
@@ -33,6 +33,7 @@ def make_app() -> App:
         r"/items/(?P<id>\d+)",
         {
             0: {
+                "permission_callback": public,
                 "methods": "GET",
                 "callback": lambda r: {"id": r["id"]},
                 "args": {
@@ -46,6 +47,7 @@ def make_app() -> App:
                 },
             },
             1: {
+                "permission_callback": public,
                 "methods": "PUT, PATCH",
                 "callback": lambda r: "updated",
                 "args": {"title": {"type": "string", "required": True, "minLength": 1}},
@@ -53,7 +55,9 @@ def make_app() -> App:
             "schema": schema,
         },
     )
-    app.register_rest_route("demo/v1", "/plain", {"callback": lambda r: "plain"})
+    app.register_rest_route(
+        "demo/v1", "/plain", {"permission_callback": public, "callback": lambda r: "plain"}
+    )
     return app
 
 
@@ -143,7 +147,7 @@ def test_allow_uses_permission_callbacks_last_handler_wins() -> None:
         "demo/v1",
         "/r",
         [
-            {"methods": "GET", "callback": lambda r: "x"},
+            {"permission_callback": public, "methods": "GET", "callback": lambda r: "x"},
             {"methods": "POST, PUT", "callback": lambda r: "x", "permission_callback": deny},
             {"methods": "PUT", "callback": lambda r: "x", "permission_callback": allow},
             {"methods": "DELETE", "callback": lambda r: "x", "permission_callback": lambda r: 1},
@@ -241,7 +245,7 @@ def test_deprecation_headers_during_rest_request(client_for: ClientFor) -> None:
         app.deprecated_argument("other_fn", "2.1")
         return "done"
 
-    app.register_rest_route("demo/v1", "/old", {"callback": old})
+    app.register_rest_route("demo/v1", "/old", {"permission_callback": public, "callback": old})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         response = client_for(app).get("/svc-json/demo/v1/old")
@@ -272,7 +276,9 @@ def test_deprecated_decorator_and_non_ascii(client_for: ClientFor) -> None:
     def legacy() -> int:
         return 7
 
-    app.register_rest_route("demo/v1", "/legacy", {"callback": lambda r: legacy()})
+    app.register_rest_route(
+        "demo/v1", "/legacy", {"permission_callback": public, "callback": lambda r: legacy()}
+    )
     response = client_for(app).get("/svc-json/demo/v1/legacy")
     assert response.json() == 7
     value = response.headers["x-svc-deprecatedfunction"]
@@ -301,7 +307,7 @@ def test_options_sets_url_params_for_permission_callbacks(client_for: ClientFor)
         "demo/v1",
         r"/things/(?P<id>\d+)",
         [
-            {"methods": "GET", "callback": lambda r: "x"},
+            {"permission_callback": public, "methods": "GET", "callback": lambda r: "x"},
             {"methods": "DELETE", "callback": lambda r: "x", "permission_callback": permission},
         ],
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request, Response, RestError, rest_ensure_response
+from svcrest import App, Request, Response, RestError, public, rest_ensure_response
 from svcrest.http.user import User
 
 NO_ROUTE = "No route was found matching the URL and request method."
@@ -38,7 +38,11 @@ def test_empty_route_matches_nothing(app: App) -> None:
 
 
 def test_wrong_method_is_405_with_allow(app: App) -> None:
-    app.register_rest_route("demo/v1", "/items", [{"methods": "GET, PUT", "callback": echo}])
+    app.register_rest_route(
+        "demo/v1",
+        "/items",
+        [{"permission_callback": public, "methods": "GET, PUT", "callback": echo}],
+    )
     response = app.rest_do_request(Request("DELETE", "/demo/v1/items"))
     assert response.status == 405
     assert response.data["code"] == "rest_no_route"
@@ -47,7 +51,9 @@ def test_wrong_method_is_405_with_allow(app: App) -> None:
 
 def test_named_groups_become_url_params_unnamed_do_not(app: App) -> None:
     app.register_rest_route(
-        "demo/v1", r"/items/(?P<id>\d+)/(draft|live)(?:/(?P<rev>\d+))?", {"callback": echo}
+        "demo/v1",
+        r"/items/(?P<id>\d+)/(draft|live)(?:/(?P<rev>\d+))?",
+        {"permission_callback": public, "callback": echo},
     )
     response = app.rest_do_request("/demo/v1/items/7/live")
     assert response.status == 200
@@ -57,7 +63,9 @@ def test_named_groups_become_url_params_unnamed_do_not(app: App) -> None:
 
 
 def test_matching_is_anchored_and_case_insensitive(app: App) -> None:
-    app.register_rest_route("demo/v1", "/items", {"callback": lambda r: "items"})
+    app.register_rest_route(
+        "demo/v1", "/items", {"permission_callback": public, "callback": lambda r: "items"}
+    )
     assert app.rest_do_request("/DEMO/V1/Items").status == 200
     assert app.rest_do_request("/demo/v1/items/extra").status == 404
     assert app.rest_do_request("/x/demo/v1/items").status == 404
@@ -65,15 +73,27 @@ def test_matching_is_anchored_and_case_insensitive(app: App) -> None:
 
 
 def test_first_registered_match_wins(app: App) -> None:
-    app.register_rest_route("demo/v1", r"/(?P<slug>[a-z]+)", {"callback": lambda r: "slug"})
-    app.register_rest_route("demo/v1", "/special", {"callback": lambda r: "special"})
+    app.register_rest_route(
+        "demo/v1",
+        r"/(?P<slug>[a-z]+)",
+        {"permission_callback": public, "callback": lambda r: "slug"},
+    )
+    app.register_rest_route(
+        "demo/v1", "/special", {"permission_callback": public, "callback": lambda r: "special"}
+    )
     assert app.rest_do_request("/demo/v1/special").data == "slug"
 
 
 def test_later_route_serves_a_method_the_first_match_lacks(app: App) -> None:
-    app.register_rest_route("demo/v1", r"/(?P<slug>[a-z]+)", {"callback": lambda r: "get"})
     app.register_rest_route(
-        "demo/v1", "/special", {"methods": "POST", "callback": lambda r: "post"}
+        "demo/v1",
+        r"/(?P<slug>[a-z]+)",
+        {"permission_callback": public, "callback": lambda r: "get"},
+    )
+    app.register_rest_route(
+        "demo/v1",
+        "/special",
+        {"permission_callback": public, "methods": "POST", "callback": lambda r: "post"},
     )
     assert app.rest_do_request(Request("POST", "/demo/v1/special")).data == "post"
 
@@ -83,16 +103,18 @@ def test_first_handler_with_the_method_wins(app: App) -> None:
         "demo/v1",
         "/items",
         [
-            {"methods": "POST", "callback": lambda r: "post"},
-            {"methods": "GET", "callback": lambda r: "first"},
-            {"methods": "GET", "callback": lambda r: "second"},
+            {"permission_callback": public, "methods": "POST", "callback": lambda r: "post"},
+            {"permission_callback": public, "methods": "GET", "callback": lambda r: "first"},
+            {"permission_callback": public, "methods": "GET", "callback": lambda r: "second"},
         ],
     )
     assert app.rest_do_request("/demo/v1/items").data == "first"
 
 
 def test_head_uses_get_handler(app: App) -> None:
-    app.register_rest_route("demo/v1", "/items", {"callback": lambda r: r.method})
+    app.register_rest_route(
+        "demo/v1", "/items", {"permission_callback": public, "callback": lambda r: r.method}
+    )
     response = app.rest_do_request(Request("HEAD", "/demo/v1/items"))
     assert (response.status, response.data) == (200, "HEAD")
 
@@ -102,8 +124,8 @@ def test_head_handler_is_preferred_when_declared(app: App) -> None:
         "demo/v1",
         "/items",
         [
-            {"methods": "GET", "callback": lambda r: "get"},
-            {"methods": "HEAD", "callback": lambda r: "head"},
+            {"permission_callback": public, "methods": "GET", "callback": lambda r: "get"},
+            {"permission_callback": public, "methods": "HEAD", "callback": lambda r: "head"},
         ],
     )
     # The GET handler comes first and HEAD is served by GET unless a handler declares HEAD:
@@ -128,13 +150,17 @@ def test_async_callback_and_permission(app: App) -> None:
 
 
 def test_rest_do_request_async(app: App) -> None:
-    app.register_rest_route("demo/v1", "/a", {"callback": lambda r: "x"})
+    app.register_rest_route(
+        "demo/v1", "/a", {"permission_callback": public, "callback": lambda r: "x"}
+    )
     response = asyncio.run(app.rest_do_request_async("/demo/v1/a"))
     assert response.data == "x"
 
 
 def test_rest_do_request_from_inside_a_running_loop(app: App) -> None:
-    app.register_rest_route("demo/v1", "/a", {"callback": lambda r: "x"})
+    app.register_rest_route(
+        "demo/v1", "/a", {"permission_callback": public, "callback": lambda r: "x"}
+    )
 
     async def main() -> Response:
         return app.rest_do_request("/demo/v1/a")
@@ -162,7 +188,9 @@ def test_rest_do_request_from_inside_a_running_loop(app: App) -> None:
     ids=["data", "response", "error", "error-without-status", "none"],
 )
 def test_callback_results(app: App, returned: Any, status: int, data: Any) -> None:
-    app.register_rest_route("demo/v1", "/r", {"callback": lambda r: returned})
+    app.register_rest_route(
+        "demo/v1", "/r", {"permission_callback": public, "callback": lambda r: returned}
+    )
     response = app.rest_do_request("/demo/v1/r")
     assert (response.status, response.data) == (status, data)
     assert response.matched_route == "/demo/v1/r"
@@ -172,7 +200,7 @@ def test_raised_rest_error_is_the_response(app: App) -> None:
     def callback(request: Request) -> None:
         raise RestError("bad_thing", "Bad thing.", {"status": 409})
 
-    app.register_rest_route("demo/v1", "/r", {"callback": callback})
+    app.register_rest_route("demo/v1", "/r", {"permission_callback": public, "callback": callback})
     response = app.rest_do_request("/demo/v1/r")
     assert response.status == 409
     assert response.data == {"code": "bad_thing", "message": "Bad thing.", "data": {"status": 409}}
@@ -184,7 +212,7 @@ def test_unexpected_exception_is_500_without_internals(
     def callback(request: Request) -> None:
         raise ValueError("secret database password")
 
-    app.register_rest_route("demo/v1", "/r", {"callback": callback})
+    app.register_rest_route("demo/v1", "/r", {"permission_callback": public, "callback": callback})
     with caplog.at_level(logging.ERROR, logger="svcrest"):
         response = app.rest_do_request("/demo/v1/r")
     assert response.status == 500
@@ -248,7 +276,9 @@ def _typed(request: Request) -> dict[str, Any]:
 
 
 def test_query_strings_coerce_to_declared_types(app: App) -> None:
-    app.register_rest_route("demo/v1", "/t", {"callback": _typed, "args": ARGS})
+    app.register_rest_route(
+        "demo/v1", "/t", {"permission_callback": public, "callback": _typed, "args": ARGS}
+    )
     response = app.rest_do_request(
         Request("GET", "/demo/v1/t", query={"count": "7", "flag": "true", "name": "xy"})
     )
@@ -261,6 +291,7 @@ def test_default_applies_and_satisfies_required(app: App) -> None:
         "demo/v1",
         "/d",
         {
+            "permission_callback": public,
             "callback": _typed,
             "args": {**ARGS, "name": {"type": "string", "required": True, "default": "zz"}},
         },
@@ -274,7 +305,11 @@ def test_missing_required_param(app: App) -> None:
     app.register_rest_route(
         "demo/v1",
         "/t",
-        {"callback": _typed, "args": {**ARGS, "other": {"required": True}}},
+        {
+            "permission_callback": public,
+            "callback": _typed,
+            "args": {**ARGS, "other": {"required": True}},
+        },
     )
     response = app.rest_do_request("/demo/v1/t")
     assert response.status == 400
@@ -328,7 +363,11 @@ def test_validate_callback(app: App, outcome: Any, status: int, message: str | N
     app.register_rest_route(
         "demo/v1",
         "/v",
-        {"callback": lambda r: r["n"], "args": {"n": {"validate_callback": validate}}},
+        {
+            "permission_callback": public,
+            "callback": lambda r: r["n"],
+            "args": {"n": {"validate_callback": validate}},
+        },
     )
     response = app.rest_do_request(Request("GET", "/demo/v1/v", query={"n": "3"}))
     assert response.status == status
@@ -348,6 +387,7 @@ def test_async_validate_and_sanitize_callbacks(app: App) -> None:
         "demo/v1",
         "/s",
         {
+            "permission_callback": public,
             "callback": lambda r: r["w"],
             "args": {"w": {"validate_callback": validate, "sanitize_callback": sanitize}},
         },
@@ -361,6 +401,7 @@ def test_param_precedence_url_json_body_query_defaults(app: App) -> None:
         "demo/v1",
         r"/p/(?P<id>\d+)",
         {
+            "permission_callback": public,
             "methods": "POST",
             "callback": lambda r: r.get_params(),
             "args": {"id": {}, "d": {"default": "default"}, "q": {}},
@@ -443,13 +484,17 @@ def test_hook_order(app: App) -> None:
 
 
 def test_pre_dispatch_short_circuits(app: App) -> None:
-    app.register_rest_route("demo/v1", "/h", {"callback": lambda r: "real"})
+    app.register_rest_route(
+        "demo/v1", "/h", {"permission_callback": public, "callback": lambda r: "real"}
+    )
     app.hooks.add_filter("rest_pre_dispatch", lambda result, server, request: "short")
     assert app.rest_do_request("/demo/v1/h").data == "short"
 
 
 def test_dispatch_request_filter_replaces_callback(app: App) -> None:
-    app.register_rest_route("demo/v1", "/h", {"callback": lambda r: "real"})
+    app.register_rest_route(
+        "demo/v1", "/h", {"permission_callback": public, "callback": lambda r: "real"}
+    )
     app.hooks.add_filter(
         "rest_dispatch_request", lambda result, request, route, handler: f"via {route}"
     )
@@ -484,7 +529,9 @@ def test_rest_ensure_response() -> None:
 
 
 def test_no_callback_is_invalid_handler(app: App) -> None:
-    app.register_rest_route("demo/v1", "/n", {"methods": "GET", "callback": None})
+    app.register_rest_route(
+        "demo/v1", "/n", {"permission_callback": public, "methods": "GET", "callback": None}
+    )
     response = app.rest_do_request("/demo/v1/n")
     assert response.status == 500
     assert response.data["code"] == "rest_invalid_handler"
@@ -504,8 +551,10 @@ def test_sync_dispatch_of_callbacks_that_really_wait(app: App) -> None:
         loop.call_soon(future.set_exception, RestError("late", "Late.", {"status": 409}))
         await future
 
-    app.register_rest_route("demo/v1", "/slow", {"callback": slow})
-    app.register_rest_route("demo/v1", "/failing", {"callback": failing})
+    app.register_rest_route("demo/v1", "/slow", {"permission_callback": public, "callback": slow})
+    app.register_rest_route(
+        "demo/v1", "/failing", {"permission_callback": public, "callback": failing}
+    )
     for _ in range(3):  # the thread's loop is reused between calls
         assert app.rest_do_request("/demo/v1/slow").data == {"value": 5}
         failed = app.rest_do_request("/demo/v1/failing")
@@ -521,7 +570,7 @@ def test_waiting_http_request_over_wsgi_leaks_no_context() -> None:
         await asyncio.sleep(0.001)
         return "done"
 
-    app.register_rest_route("demo/v1", "/slow", {"callback": slow})
+    app.register_rest_route("demo/v1", "/slow", {"permission_callback": public, "callback": slow})
     import httpx
 
     with httpx.Client(transport=httpx.WSGITransport(app=app.wsgi), base_url=app.home) as client:
@@ -547,7 +596,9 @@ def test_405_allow_sees_url_params(app: App) -> None:
 
 
 def test_server_dispatch_sync_and_async(app: App) -> None:
-    app.register_rest_route("demo/v1", "/s", {"callback": lambda r: "sync"})
+    app.register_rest_route(
+        "demo/v1", "/s", {"permission_callback": public, "callback": lambda r: "sync"}
+    )
     server = app.rest_get_server()
     assert server.dispatch(Request("GET", "/demo/v1/s")).data == "sync"
     assert asyncio.run(server.dispatch_async(Request("GET", "/demo/v1/s"))).data == "sync"

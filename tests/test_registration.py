@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, DoingItWrong, Request, RestServer
+from svcrest import App, DoingItWrong, Request, RestServer, public
 
 
 def cb(request: Request) -> str:
@@ -30,7 +30,12 @@ def test_empty_namespace_or_route_fails_with_notice(
 ) -> None:
     app = App()
     with pytest.warns(DoingItWrong, match=message):
-        assert app.register_rest_route(namespace, route, {"callback": cb}) is False
+        assert (
+            app.register_rest_route(
+                namespace, route, {"permission_callback": public, "callback": cb}
+            )
+            is False
+        )
     assert "/demo/v1/items" not in app.rest_get_server().get_routes()
 
 
@@ -45,7 +50,10 @@ def test_empty_namespace_or_route_fails_with_notice(
 )
 def test_full_route_string(namespace: str, route: str, full: str) -> None:
     app = App()
-    assert app.register_rest_route(namespace, route, {"callback": cb}) is True
+    assert (
+        app.register_rest_route(namespace, route, {"permission_callback": public, "callback": cb})
+        is True
+    )
     assert full in app.rest_get_server().get_routes()
 
 
@@ -62,16 +70,21 @@ def test_full_route_string(namespace: str, route: str, full: str) -> None:
 )
 def test_methods_normalised(methods: Any, expected: dict[str, bool]) -> None:
     app = App()
-    app.register_rest_route("demo/v1", "/items", {"methods": methods, "callback": cb})
+    app.register_rest_route(
+        "demo/v1", "/items", {"permission_callback": public, "methods": methods, "callback": cb}
+    )
     (handler,) = app.rest_get_server().get_routes()["/demo/v1/items"]
     assert handler["methods"] == expected
 
 
 def test_single_handler_gets_defaults_and_keeps_its_keys() -> None:
     app = App()
-    app.register_rest_route("demo/v1", "/items", {"callback": cb, "show_in_index": False})
+    app.register_rest_route(
+        "demo/v1", "/items", {"permission_callback": public, "callback": cb, "show_in_index": False}
+    )
     (handler,) = app.rest_get_server().get_routes()["/demo/v1/items"]
     assert handler == {
+        "permission_callback": public,
         "methods": {"GET": True},
         "callback": cb,
         "args": {},
@@ -84,7 +97,10 @@ def test_list_of_handlers() -> None:
     app.register_rest_route(
         "demo/v1",
         "/items",
-        [{"methods": "GET", "callback": cb}, {"methods": "POST", "callback": other}],
+        [
+            {"permission_callback": public, "methods": "GET", "callback": cb},
+            {"permission_callback": public, "methods": "POST", "callback": other},
+        ],
     )
     handlers = app.rest_get_server().get_routes()["/demo/v1/items"]
     assert [h["methods"] for h in handlers] == [{"GET": True}, {"POST": True}]
@@ -98,8 +114,13 @@ def test_integer_keyed_mapping_with_route_options() -> None:
         "demo/v1",
         "/items",
         {
-            0: {"methods": "GET", "callback": cb},
-            1: {"methods": "POST", "callback": other, "args": {"b": {"type": "string"}}},
+            0: {"permission_callback": public, "methods": "GET", "callback": cb},
+            1: {
+                "permission_callback": public,
+                "methods": "POST",
+                "callback": other,
+                "args": {"b": {"type": "string"}},
+            },
             "schema": schema,
             "args": {"a": {"type": "integer"}},
         },
@@ -117,9 +138,15 @@ def test_integer_keyed_mapping_with_route_options() -> None:
 
 def test_merge_appends_handlers_and_newer_options_win() -> None:
     app = App()
-    app.register_rest_route("demo/v1", "/items", {0: {"callback": cb}, "schema": "old", "x": 1})
     app.register_rest_route(
-        "demo/v1", "/items", {0: {"methods": "POST", "callback": other}, "schema": "new"}
+        "demo/v1",
+        "/items",
+        {0: {"permission_callback": public, "callback": cb}, "schema": "old", "x": 1},
+    )
+    app.register_rest_route(
+        "demo/v1",
+        "/items",
+        {0: {"permission_callback": public, "methods": "POST", "callback": other}, "schema": "new"},
     )
     server = app.rest_get_server()
     assert [h["callback"] for h in server.get_routes()["/demo/v1/items"]] == [cb, other]
@@ -130,8 +157,15 @@ def test_merge_appends_handlers_and_newer_options_win() -> None:
 
 def test_override_replaces() -> None:
     app = App()
-    app.register_rest_route("demo/v1", "/items", {0: {"callback": cb}, "x": 1})
-    app.register_rest_route("demo/v1", "/items", {"methods": "POST", "callback": other}, True)
+    app.register_rest_route(
+        "demo/v1", "/items", {0: {"permission_callback": public, "callback": cb}, "x": 1}
+    )
+    app.register_rest_route(
+        "demo/v1",
+        "/items",
+        {"permission_callback": public, "methods": "POST", "callback": other},
+        True,
+    )
     server = app.rest_get_server()
     (handler,) = server.get_routes()["/demo/v1/items"]
     assert handler["callback"] is other
@@ -142,9 +176,9 @@ def test_override_replaces() -> None:
 
 def test_get_routes_in_registration_order_and_namespaces() -> None:
     app = App()
-    app.register_rest_route("b/v1", "/one", {"callback": cb})
-    app.register_rest_route("a/v1", "/two", {"callback": cb})
-    app.register_rest_route("b/v1", "/three", {"callback": cb})
+    app.register_rest_route("b/v1", "/one", {"permission_callback": public, "callback": cb})
+    app.register_rest_route("a/v1", "/two", {"permission_callback": public, "callback": cb})
+    app.register_rest_route("b/v1", "/three", {"permission_callback": public, "callback": cb})
     server = app.rest_get_server()
     own = [r for r in server.get_routes() if r.startswith(("/a/v1/", "/b/v1/"))]
     assert own == ["/b/v1/one", "/a/v1/two", "/b/v1/three"]
@@ -154,20 +188,36 @@ def test_get_routes_in_registration_order_and_namespaces() -> None:
 def test_invalid_regex_is_refused_at_registration() -> None:
     app = App()
     with pytest.warns(DoingItWrong, match="invalid route pattern"):
-        assert app.register_rest_route("demo/v1", "/items/(?P<id", {"callback": cb}) is False
+        assert (
+            app.register_rest_route(
+                "demo/v1", "/items/(?P<id", {"permission_callback": public, "callback": cb}
+            )
+            is False
+        )
     assert "/demo/v1/items/(?P<id" not in app.rest_get_server().get_routes()
 
 
 def test_non_callable_callback_is_refused() -> None:
     app = App()
     with pytest.warns(DoingItWrong, match="callback must be callable"):
-        assert app.register_rest_route("demo/v1", "/x", {"callback": "nope"}) is False
+        assert (
+            app.register_rest_route(
+                "demo/v1", "/x", {"permission_callback": public, "callback": "nope"}
+            )
+            is False
+        )
 
 
 def test_route_decorator_registers_and_returns_function() -> None:
     app = App()
 
-    @app.route("demo/v1", "/items", methods="GET,POST", args={"q": {"type": "string"}})
+    @app.route(
+        "demo/v1",
+        "/items",
+        methods="GET,POST",
+        args={"q": {"type": "string"}},
+        permission_callback=public,
+    )
     def items(request: Request) -> dict[str, str]:
         return {"q": request["q"]}
 
@@ -202,8 +252,76 @@ def test_routes_registered_in_rest_api_init_are_served() -> None:
     app = App()
 
     def init(server: RestServer) -> None:
-        app.register_rest_route("demo/v1", "/hello", {"callback": lambda r: "hi"})
+        app.register_rest_route(
+            "demo/v1", "/hello", {"permission_callback": public, "callback": lambda r: "hi"}
+        )
 
     app.hooks.add_action("rest_api_init", init)
     response = app.rest_do_request("/demo/v1/hello")
     assert (response.status, response.data) == (200, "hi")
+
+
+MISSING = (
+    "The REST API route definition for {route} is missing the required permission_callback"
+    " argument. For REST API routes that are intended to be public, use svcrest.public as the"
+    " permission callback."
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "method"),
+    [
+        ({"callback": cb}, "GET"),
+        ({"callback": cb, "permission_callback": None}, "GET"),
+        (
+            [
+                {"callback": cb, "permission_callback": public},
+                {"methods": "POST", "callback": other},
+            ],
+            "POST",
+        ),
+        ({0: {"methods": "POST", "callback": other}, "args": {"a": {"type": "string"}}}, "POST"),
+    ],
+    ids=["absent", "none", "one-of-a-list", "numbered"],
+)
+def test_a_handler_without_permission_callback_warns_naming_the_route(
+    args: Any, method: str
+) -> None:
+    app = App()
+    with pytest.warns(DoingItWrong) as caught:
+        assert app.register_rest_route("demo/v1", r"/items/(?P<id>\d+)", args) is True
+    assert [str(warning.message) for warning in caught] == [
+        MISSING.format(route=r"demo/v1/items/(?P<id>\d+)")
+    ]
+    # The warning names the line that registered the route, not svcrest's own code.
+    assert caught[0].filename == __file__
+    # As in WordPress, the route is registered anyway, and open to everyone.
+    response = app.rest_do_request(Request(method, "/demo/v1/items/3"))
+    assert response.status == 200
+
+
+def test_the_route_decorator_without_permission_callback_warns_at_the_decorated_function() -> None:
+    app = App()
+    with pytest.warns(DoingItWrong) as caught:
+
+        @app.route("demo/v1", "/open")
+        def handler(request: Request) -> str:
+            return "open"
+
+    assert [str(warning.message) for warning in caught] == [MISSING.format(route="demo/v1/open")]
+    assert caught[0].filename == __file__
+
+
+def test_public_routes_and_routes_with_a_check_register_without_a_warning(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    app = App()
+    app.register_rest_route("demo/v1", "/a", {"callback": cb, "permission_callback": public})
+    app.register_rest_route(
+        "demo/v1", "/b", {"callback": cb, "permission_callback": lambda request: False}
+    )
+    app.route("demo/v1", "/c", permission_callback=public)(cb)
+    app.register_rest_route("demo/v1", "/d")
+    assert recwarn.list == []
+    assert app.rest_do_request("/demo/v1/a").data == "ok"
+    assert app.rest_do_request("/demo/v1/b").status == 401

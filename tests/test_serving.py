@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from svcrest import App, Request, Response, RestError, is_rest_request
+from svcrest import App, Request, Response, RestError, is_rest_request, public
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
@@ -23,14 +23,23 @@ def make_app(**kwargs: Any) -> App:
         "demo/v1",
         r"/items/(?P<id>\d+)",
         [
-            {"methods": "GET", "callback": lambda r: {"id": int(r["id"]), "title": "item"}},
-            {"methods": "PUT, DELETE", "callback": lambda r: {"method": r.method}},
+            {
+                "permission_callback": public,
+                "methods": "GET",
+                "callback": lambda r: {"id": int(r["id"]), "title": "item"},
+            },
+            {
+                "permission_callback": public,
+                "methods": "PUT, DELETE",
+                "callback": lambda r: {"method": r.method},
+            },
         ],
     )
     app.register_rest_route(
         "demo/v1",
         "/echo",
         {
+            "permission_callback": public,
             "methods": "GET, POST, PUT, PATCH, DELETE",
             "callback": lambda r: {"method": r.method, "params": r.get_params()},
         },
@@ -162,7 +171,10 @@ def test_envelope(client_for: ClientFor) -> None:
     app.register_rest_route(
         "demo/v1",
         "/gone",
-        {"callback": lambda r: Response({"x": 1}, 410, {"X-Thing": "yes"})},
+        {
+            "permission_callback": public,
+            "callback": lambda r: Response({"x": 1}, 410, {"X-Thing": "yes"}),
+        },
     )
     client = client_for(app)
     for url in ("/svc-json/demo/v1/gone?_envelope", "/svc-json/demo/v1/gone?_envelope=1"):
@@ -180,7 +192,10 @@ def test_fields(client_for: ClientFor) -> None:
     app.register_rest_route(
         "demo/v1",
         "/rich",
-        {"callback": lambda r: [{"a": 1, "b": {"c": 2, "d": 3}, "e": 4}, {"a": 5}]},
+        {
+            "permission_callback": public,
+            "callback": lambda r: [{"a": 1, "b": {"c": 2, "d": 3}, "e": 4}, {"a": 5}],
+        },
     )
     client = client_for(app)
     assert client.get("/svc-json/demo/v1/rich?_fields=a,b.c").json() == [
@@ -199,7 +214,9 @@ def test_links_are_sent_under__links(client_for: ClientFor) -> None:
         response.add_link("author", "http://x/users/1", embeddable=True)
         return response
 
-    app.register_rest_route("demo/v1", "/linked", {"callback": linked})
+    app.register_rest_route(
+        "demo/v1", "/linked", {"permission_callback": public, "callback": linked}
+    )
     body = client_for(app).get("/svc-json/demo/v1/linked").json()
     assert body == {
         "id": 1,
@@ -216,7 +233,10 @@ def test_no_content_bodies_are_empty(client_for: ClientFor, status: int) -> None
     app.register_rest_route(
         "demo/v1",
         "/empty",
-        {"callback": lambda r: Response(None if status == 200 else "x", status)},
+        {
+            "permission_callback": public,
+            "callback": lambda r: Response(None if status == 200 else "x", status),
+        },
     )
     response = client_for(app).get("/svc-json/demo/v1/empty")
     assert response.status_code == status
@@ -245,7 +265,9 @@ def test_bad_json_is_400_and_nothing_runs(client_for: ClientFor, body: bytes) ->
     app = App()
     ran: list[str] = []
     app.register_rest_route(
-        "demo/v1", "/w", {"methods": "POST", "callback": lambda r: ran.append("x")}
+        "demo/v1",
+        "/w",
+        {"permission_callback": public, "methods": "POST", "callback": lambda r: ran.append("x")},
     )
     response = client_for(app).post(
         "/svc-json/demo/v1/w", content=body, headers={"Content-Type": "application/json"}
@@ -274,7 +296,7 @@ def test_unexpected_exception_is_a_clean_500(
     def boom(request: Request) -> None:
         raise RuntimeError("internal detail")
 
-    app.register_rest_route("demo/v1", "/boom", {"callback": boom})
+    app.register_rest_route("demo/v1", "/boom", {"permission_callback": public, "callback": boom})
     response = client_for(app).get("/svc-json/demo/v1/boom")
     assert response.status_code == 500
     assert response.json() == {
@@ -287,7 +309,9 @@ def test_unexpected_exception_is_a_clean_500(
 
 def test_unserialisable_data_is_a_clean_500(client_for: ClientFor) -> None:
     app = make_app()
-    app.register_rest_route("demo/v1", "/obj", {"callback": lambda r: {"x": object()}})
+    app.register_rest_route(
+        "demo/v1", "/obj", {"permission_callback": public, "callback": lambda r: {"x": object()}}
+    )
     response = client_for(app).get("/svc-json/demo/v1/obj")
     assert response.status_code == 500
     assert response.json()["code"] == "rest_internal_error"
@@ -324,7 +348,7 @@ def test_is_rest_request_only_while_serving_rest(client_for: ClientFor) -> None:
         seen.append(is_rest_request())
         return "ok"
 
-    app.register_rest_route("demo/v1", "/flag", {"callback": flag})
+    app.register_rest_route("demo/v1", "/flag", {"permission_callback": public, "callback": flag})
     client_for(app).get("/svc-json/demo/v1/flag")
     app.rest_do_request("/demo/v1/flag")
     assert seen == [True, False]
@@ -382,7 +406,7 @@ def test_concurrent_requests_do_not_share_state() -> None:
         await asyncio.sleep(0.001)
         return {"tag": tag, "rest": is_rest_request()}
 
-    app.register_rest_route("demo/v1", "/who", {"callback": who})
+    app.register_rest_route("demo/v1", "/who", {"permission_callback": public, "callback": who})
 
     async def main() -> list[httpx.Response]:
         async with httpx.AsyncClient(

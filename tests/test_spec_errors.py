@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from svcrest import App, DoingItWrong, Request, RestError, rest_get_date_with_gmt, rest_parse_date
+from svcrest import (
+    App,
+    DoingItWrong,
+    Request,
+    RestError,
+    public,
+    rest_get_date_with_gmt,
+    rest_parse_date,
+)
 
 
 def test_invalid_nonce_row() -> None:
     app = App(secret_key="k")
-    app.register_rest_route("demo/v1", "/x", {"callback": lambda r: "x"})
+    app.register_rest_route(
+        "demo/v1", "/x", {"permission_callback": public, "callback": lambda r: "x"}
+    )
     import httpx
 
     with httpx.Client(transport=httpx.WSGITransport(app=app.wsgi), base_url=app.home) as client:
@@ -25,7 +35,12 @@ def test_invalid_nonce_row() -> None:
 @pytest.mark.parametrize(("namespace", "route"), [("", "/x"), ("demo/v1", "")])
 def test_registration_rows(namespace: str, route: str) -> None:
     with pytest.warns(DoingItWrong):
-        assert App().register_rest_route(namespace, route, {"callback": lambda r: 1}) is False
+        assert (
+            App().register_rest_route(
+                namespace, route, {"permission_callback": public, "callback": lambda r: 1}
+            )
+            is False
+        )
 
 
 @pytest.mark.parametrize("date", ["2017-01-16", "2017-01-16T11:30", "garbage", ""])
@@ -46,7 +61,9 @@ def test_options_without_match_row() -> None:
 def test_handler_error_object_row() -> None:
     app = App()
     error = RestError("passed_through", "As it was.", {"status": 422, "extra": [1]})
-    app.register_rest_route("demo/v1", "/e", {"callback": lambda r: error})
+    app.register_rest_route(
+        "demo/v1", "/e", {"permission_callback": public, "callback": lambda r: error}
+    )
     response = app.rest_do_request("/demo/v1/e")
     assert response.status == 422
     assert response.data == {

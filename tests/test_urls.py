@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App
+from svcrest import App, public
 from svcrest.http.context import RequestContext, _current
 from svcrest.rest.urls import rewrite_rules
 from tests.conftest import SiteClient
@@ -103,7 +103,9 @@ def test_https_forced_when_request_is_tls_on_home_host(
 
 def test_https_forcing_over_http(client_for: ClientFor) -> None:
     app = App(HOME)
-    app.register_rest_route("demo/v1", "/u", {"callback": lambda r: app.rest_url("/x")})
+    app.register_rest_route(
+        "demo/v1", "/u", {"permission_callback": public, "callback": lambda r: app.rest_url("/x")}
+    )
     client = client_for(app, "https://example.org")
     assert client.get("/svc-json/demo/v1/u").json() == "https://example.org/svc-json/x"
 
@@ -180,7 +182,9 @@ def test_site_pages_carry_discovery(client_for: ClientFor) -> None:
 
 def test_root_index_fields(client_for: ClientFor) -> None:
     app = App(HOME, name="My site", description="Tests", timezone="+05:30")
-    app.register_rest_route("demo/v1", "/a", {"callback": lambda r: 1})
+    app.register_rest_route(
+        "demo/v1", "/a", {"permission_callback": public, "callback": lambda r: 1}
+    )
     data = client_for(app, HOME).get("/svc-json/").json()
     assert {
         k: data[k]
@@ -219,8 +223,12 @@ def test_root_index_fields(client_for: ClientFor) -> None:
 
 def test_namespace_index(client_for: ClientFor) -> None:
     app = App(HOME)
-    app.register_rest_route("demo/v1", "/a", {"callback": lambda r: 1})
-    app.register_rest_route("other/v1", "/b", {"callback": lambda r: 1})
+    app.register_rest_route(
+        "demo/v1", "/a", {"permission_callback": public, "callback": lambda r: 1}
+    )
+    app.register_rest_route(
+        "other/v1", "/b", {"permission_callback": public, "callback": lambda r: 1}
+    )
     client = client_for(app, HOME)
     data = client.get("/svc-json/demo/v1").json()
     assert data["namespace"] == "demo/v1"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from svcrest import App, Request, Response, RestError
+from svcrest import App, Request, Response, RestError, public
 
 NAMESPACE = "bookshelf/v1"
 
@@ -123,6 +123,7 @@ def register(app: App) -> None:
             0: {
                 "methods": "GET",
                 "callback": list_books,
+                "permission_callback": public,
                 "args": {
                     "page": {"type": "integer", "minimum": 1, "default": 1},
                     "per_page": {"type": "integer", "minimum": 1, "maximum": 100, "default": 10},
@@ -142,7 +143,7 @@ def register(app: App) -> None:
         r"/books/(?P<id>\d+)",
         {
             "args": {"id": {"type": "integer", "minimum": 1}},
-            0: {"methods": "GET", "callback": get_book},
+            0: {"methods": "GET", "callback": get_book, "permission_callback": public},
             1: {
                 "methods": "PUT, PATCH",
                 "callback": update_book,

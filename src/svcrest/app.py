@@ -25,7 +25,11 @@ from svcrest.rest.batch import register_batch_route
 from svcrest.rest.compat import install_rest_compat
 from svcrest.rest.defaults import register_default_filters
 from svcrest.rest.openapi import build_openapi
-from svcrest.rest.routing.definitions import RouteDefinitionError, build_full_route
+from svcrest.rest.routing.definitions import (
+    RouteDefinitionError,
+    build_full_route,
+    lacks_permission_callback,
+)
 from svcrest.rest.server import RestServer
 from svcrest.rest.settings import Site
 from svcrest.rest.urls import DEFAULT_PREFIX, get_rest_url, https_forced
@@ -307,25 +311,44 @@ class App:
     ) -> bool:
         """Register ``route`` under ``namespace`` (WordPress's ``register_rest_route``); False
         (with a ``DoingItWrong`` warning) for an empty namespace or route or a definition that
-        cannot work."""
+        cannot work.
+
+        A handler without ``permission_callback`` is registered (and public) but warns with
+        ``DoingItWrong`` naming the route, as WordPress 5.5 does: say
+        ``"permission_callback": svcrest.public`` for a route meant to be open."""
+        return self._register_rest_route(namespace, route, args, override, stacklevel=3)
+
+    def _register_rest_route(
+        self, namespace: str, route: str, args: Any, override: bool, *, stacklevel: int
+    ) -> bool:
+        """``register_rest_route`` with warnings attributed ``stacklevel`` frames up."""
         if not namespace:
             warnings.warn(
                 "Routes must be namespaced with plugin or theme name and version.",
                 DoingItWrong,
-                stacklevel=2,
+                stacklevel=stacklevel,
             )
             return False
         if not route:
-            warnings.warn("Route must be specified.", DoingItWrong, stacklevel=2)
+            warnings.warn("Route must be specified.", DoingItWrong, stacklevel=stacklevel)
             return False
         full_route = build_full_route(namespace, route)
         try:
-            return self.rest_get_server().register_route(
+            registered = self.rest_get_server().register_route(
                 namespace.strip("/"), full_route, args, override
             )
         except RouteDefinitionError as exc:
-            warnings.warn(str(exc), DoingItWrong, stacklevel=2)
+            warnings.warn(str(exc), DoingItWrong, stacklevel=stacklevel)
             return False
+        if lacks_permission_callback(args):
+            warnings.warn(
+                f"The REST API route definition for {full_route.lstrip('/')} is missing the"
+                " required permission_callback argument. For REST API routes that are"
+                " intended to be public, use svcrest.public as the permission callback.",
+                DoingItWrong,
+                stacklevel=stacklevel,
+            )
+        return registered
 
     def route(
         self,
@@ -348,7 +371,7 @@ class App:
             }
             if permission_callback is not None:
                 handler["permission_callback"] = permission_callback
-            self.register_rest_route(namespace, route, handler)
+            self._register_rest_route(namespace, route, handler, False, stacklevel=3)
             return callback
 
         return decorate

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 import svcrest.auth.users as users_module
-from svcrest import App, Request
+from svcrest import App, Request, public
 from svcrest.auth.app_passwords import basic_credentials, is_loopback_host
 from svcrest.auth.passwords import ScryptParams, hash_application_password, verify_password
 from svcrest.auth.users import UnknownUserError
@@ -52,7 +52,9 @@ class Site:
             self.alice = self.app.users.create("alice", "alice-pw", roles=("editor",))
             self.bob = self.app.users.create("bob", "bob-pw")
         self.app.register_rest_route(
-            "demo/v1", "/me", {"methods": "GET, POST", "callback": self.me}
+            "demo/v1",
+            "/me",
+            {"permission_callback": public, "methods": "GET, POST", "callback": self.me},
         )
         self.app.register_rest_route(
             "demo/v1",

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from svcrest import App, Request
+from svcrest import App, Request, public
 from svcrest.auth.passwords import ScryptParams
 from tests.conftest import SiteClient
 from tests.pg import PostgresServer
@@ -34,7 +34,9 @@ def make_host(store: str, **options: Any) -> App:
     def me(request: Request) -> dict[str, Any]:
         return {"id": request.user.id}
 
-    app.register_rest_route("hosts/v1", "/me", {"methods": "GET, POST", "callback": me})
+    app.register_rest_route(
+        "hosts/v1", "/me", {"permission_callback": public, "methods": "GET, POST", "callback": me}
+    )
     return app
 
 

@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from svcrest import App, Request
+from svcrest import App, Request, public
 from tests.conftest import SiteClient, raw_request
 
 ClientFor = Callable[..., SiteClient]
@@ -29,7 +29,9 @@ class Site:
         self.alice = self.app.users.create("alice", "alice-pw", roles=("editor",))
         self.bob = self.app.users.create("bob", "bob-pw", roles=("subscriber",))
         self.app.register_rest_route(
-            "demo/v1", "/me", {"methods": "GET, POST", "callback": self.me}
+            "demo/v1",
+            "/me",
+            {"permission_callback": public, "methods": "GET, POST", "callback": self.me},
         )
         self.app.register_rest_route(
             "demo/v1",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request
+from svcrest import App, Request, public
 from svcrest.auth.passwords import ScryptParams
 from svcrest.auth.throttle import MAX_FAILURES, WINDOW, LoginThrottle
 from svcrest.store.locations import open_store
@@ -37,7 +37,9 @@ class Site:
         def me(request: Request) -> dict[str, Any]:
             return {"id": request.user.id}
 
-        self.app.register_rest_route("demo/v1", "/me", {"methods": "GET", "callback": me})
+        self.app.register_rest_route(
+            "demo/v1", "/me", {"permission_callback": public, "methods": "GET", "callback": me}
+        )
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ SLEEP_SECONDS = 3.0
 PLUGIN = f"""
 import time
 
+import svcrest
+
 
 def register(app):
     def sleep(request):
@@ -38,11 +40,13 @@ def register(app):
             conn.execute("SELECT 1")
         return {{"written": True}}
 
-    public = {{"permission_callback": lambda request: True}}
+    public = {{"permission_callback": svcrest.public}}
     app.register_rest_route(
-        "test/v1", "/sleep", {{"methods": "GET", "callback": sleep, "blocking": True}}
+        "test/v1", "/sleep", {{"methods": "GET", "callback": sleep, "blocking": True, **public}}
     )
-    app.register_rest_route("test/v1", "/fast", {{"methods": "GET", "callback": lambda: "ok"}})
+    app.register_rest_route(
+        "test/v1", "/fast", {{"methods": "GET", "callback": lambda: "ok", **public}}
+    )
     app.register_rest_route(
         "test/v1", "/write", {{"methods": "POST", "callback": write, "blocking": True, **public}}
     )

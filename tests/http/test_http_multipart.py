@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request, RestError
+from svcrest import App, Request, RestError, public
 from svcrest.http.multipart import UploadedFile, parse_multipart
 from tests.conftest import SiteClient
 
@@ -110,7 +110,11 @@ def _echo_app() -> App:
     app.register_rest_route(
         "t/v1",
         "/echo",
-        {"methods": ["GET", "POST", "PUT", "PATCH", "DELETE"], "callback": echo},
+        {
+            "permission_callback": public,
+            "methods": ["GET", "POST", "PUT", "PATCH", "DELETE"],
+            "callback": echo,
+        },
     )
     return app
 
@@ -229,6 +233,7 @@ def _null_app() -> App:
         "t/v1",
         "/null",
         {
+            "permission_callback": public,
             "methods": "POST",
             "callback": lambda request: {"list": request.get_param("list")},
             "args": {"list": {"type": "array"}, "maybe": {"type": ["string", "null"]}},

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request, Response
+from svcrest import App, Request, Response, public
 from svcrest.auth.passwords import ScryptParams
 from svcrest.demo import register
 from tests.conftest import SiteClient
@@ -27,6 +27,7 @@ def _app(calls: list[Any], allow_batch: Any = None) -> App:
         return Response(request.get_param("project"))
 
     handler: dict[str, Any] = {
+        "permission_callback": public,
         "methods": "POST",
         "callback": callback,
         "args": {"project": {"type": "string", "enum": ["gutenberg", "WordPress"]}},
@@ -104,8 +105,13 @@ def test_route_option_and_handler_override_in_help(client_for: ClientFor) -> Non
         "test-ns",
         "/test",
         {
-            0: {"methods": "GET", "callback": lambda r: None},
-            1: {"methods": "POST", "callback": lambda r: None, "allow_batch": False},
+            0: {"permission_callback": public, "methods": "GET", "callback": lambda r: None},
+            1: {
+                "permission_callback": public,
+                "methods": "POST",
+                "callback": lambda r: None,
+                "allow_batch": False,
+            },
             "allow_batch": {"v1": True},
         },
     )
@@ -197,7 +203,12 @@ def test_request_parts_reach_the_handler(client_for: ClientFor) -> None:
     app.register_rest_route(
         "test-ns/v1",
         r"/test/(?P<id>[\d+])",
-        {"methods": ["POST", "DELETE"], "callback": callback, "allow_batch": {"v1": True}},
+        {
+            "permission_callback": public,
+            "methods": ["POST", "DELETE"],
+            "callback": callback,
+            "allow_batch": {"v1": True},
+        },
     )
     response = client_for(app).post(
         BATCH,
@@ -493,7 +504,12 @@ def test_atomic_batch_refuses_a_route_that_cannot_join(demo: App, client_for: Cl
     demo.register_rest_route(
         "other/v1",
         "/plain",
-        {"methods": "POST", "callback": lambda r: calls.append(1), "allow_batch": {"v1": True}},
+        {
+            "permission_callback": public,
+            "methods": "POST",
+            "callback": lambda r: calls.append(1),
+            "allow_batch": {"v1": True},
+        },
     )
     client = client_for(demo)
     headers = _editor(client)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request, Response, RestError
+from svcrest import App, Request, Response, RestError, public
 from svcrest.auth.passwords import ScryptParams
 from svcrest.demo import register
 from tests.conftest import SiteClient
@@ -41,10 +41,12 @@ def _app(seen: list[Any]) -> App:
         server = app.rest_get_server()
         return [server.prepare_response_for_collection(answer(request)), {"plain": True}, 5]
 
-    app.register_rest_route("test", "/embeddable", {"callback": embeddable})
-    app.register_rest_route("test", "/error", {"callback": failing})
-    app.register_rest_route("test", "/answer", {"callback": answer})
-    app.register_rest_route("test", "/list", {"callback": listing})
+    app.register_rest_route(
+        "test", "/embeddable", {"permission_callback": public, "callback": embeddable}
+    )
+    app.register_rest_route("test", "/error", {"permission_callback": public, "callback": failing})
+    app.register_rest_route("test", "/answer", {"permission_callback": public, "callback": answer})
+    app.register_rest_route("test", "/list", {"permission_callback": public, "callback": listing})
     return app
 
 
@@ -130,8 +132,12 @@ def test_plain_permalink_links_are_embedded(client_for: ClientFor) -> None:
         response.add_link("other", f"{HOME}/not-rest", embeddable=True)
         return response
 
-    app.register_rest_route("test", "/target", {"callback": lambda r: {"context": r["context"]}})
-    app.register_rest_route("test", "/answer", {"callback": answer})
+    app.register_rest_route(
+        "test",
+        "/target",
+        {"permission_callback": public, "callback": lambda r: {"context": r["context"]}},
+    )
+    app.register_rest_route("test", "/answer", {"permission_callback": public, "callback": answer})
     data = client_for(app).get("/", params={"rest_route": "/test/answer", "_embed": ""}).json()
     assert data["_embedded"] == {"up": [{"context": "embed"}]}
 

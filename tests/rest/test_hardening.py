@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request
+from svcrest import App, Request, public
 from tests.conftest import SiteClient, raw_request
 
 ClientFor = Callable[..., SiteClient]
@@ -23,7 +23,9 @@ def make_app() -> App:
     def me(request: Request) -> dict[str, Any]:
         return {"id": request.user.id}
 
-    app.register_rest_route("t/v1", "/me", {"methods": "GET, POST", "callback": me})
+    app.register_rest_route(
+        "t/v1", "/me", {"permission_callback": public, "methods": "GET, POST", "callback": me}
+    )
     return app
 
 
@@ -81,7 +83,11 @@ def test_a_failing_permission_callback_leaves_a_method_out_of_allow(
         "t/v1",
         r"/items/(?P<id>\d+)",
         [
-            {"methods": "GET", "callback": lambda request: {"ok": True}},
+            {
+                "permission_callback": public,
+                "methods": "GET",
+                "callback": lambda request: {"ok": True},
+            },
             {"methods": "PUT", "callback": lambda request: {}, "permission_callback": strict},
         ],
     )
@@ -118,7 +124,9 @@ def test_a_big_json_body_is_parsed_off_the_event_loop(
         served_on.append(threading.get_ident())
         return {"items": len(request["items"])}
 
-    app.register_rest_route("t/v1", "/count", {"methods": "POST", "callback": count})
+    app.register_rest_route(
+        "t/v1", "/count", {"permission_callback": public, "methods": "POST", "callback": count}
+    )
     client = client_for(app)
     small = client.post("/svc-json/t/v1/count", json={"items": [1, 2, 3]})
     big_items = [7] * (OFFLOAD_BODY_SIZE // 2)

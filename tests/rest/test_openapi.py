@@ -11,7 +11,7 @@ from openapi_schema_validator import validate as validate_instance
 from openapi_spec_validator import validate as validate_document
 
 import svcrest.demo
-from svcrest import App, Request, Response, RestError
+from svcrest import App, Request, Response, RestError, public
 from svcrest.rest.openapi import iter_operations
 from svcrest.rest.pipeline import data_with_links
 from svcrest.rest.schema.dialect import DATE_TIME_PATTERN, to_openapi_schema
@@ -341,7 +341,11 @@ def test_post_args_are_a_json_and_form_body_listing_the_required(demo: App) -> N
 def test_form_bodies_say_how_arrays_and_objects_are_written() -> None:
     app = App()
     args = {"tags": {"type": "array", "items": {"type": "string"}}, "n": {"type": "integer"}}
-    app.register_rest_route("x/v1", "/f", {"methods": "PATCH", "callback": ok, "args": args})
+    app.register_rest_route(
+        "x/v1",
+        "/f",
+        {"permission_callback": public, "methods": "PATCH", "callback": ok, "args": args},
+    )
     form = app.openapi()["paths"]["/x/v1/f"]["patch"]["requestBody"]["content"][
         "application/x-www-form-urlencoded"
     ]
@@ -500,6 +504,7 @@ def test_explicit_response_schema_and_status() -> None:
         "x/v1",
         "/jobs",
         {
+            "permission_callback": public,
             "methods": "POST",
             "callback": lambda request: Response({"queued": True}, 202),
             "response_schema": {"type": "object", "properties": {"queued": {"type": "boolean"}}},

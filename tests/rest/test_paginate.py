@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from svcrest import App, Request, Response, paginate
+from svcrest import App, Request, Response, paginate, public
 from tests.conftest import SiteClient
 
 ITEMS = list(range(1, 24))  # 23 items
@@ -24,8 +24,8 @@ def _app(pretty: bool = True) -> App:
     def empty(request: Request) -> Response:
         return paginate(request, [], total=0, page=int(request.get_param("page") or 1), per_page=5)
 
-    app.register_rest_route("t/v1", "/items", {"callback": listing})
-    app.register_rest_route("t/v1", "/empty", {"callback": empty})
+    app.register_rest_route("t/v1", "/items", {"permission_callback": public, "callback": listing})
+    app.register_rest_route("t/v1", "/empty", {"permission_callback": public, "callback": empty})
     return app
 
 

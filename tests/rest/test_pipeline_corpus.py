@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from svcrest import App, RestError
+from svcrest import App, RestError, public
 from svcrest.auth.nonces import NonceManager
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -98,23 +98,40 @@ def build_app(calls: list[str], store: str | None = None) -> App:
 
     routes: dict[str, Any] = {
         r"/items/(?P<id>\d+)": [
-            {"methods": "GET", "callback": read},
+            {"permission_callback": public, "methods": "GET", "callback": read},
             {"methods": "POST", "callback": read, "permission_callback": lambda r: False},
         ],
-        "/list": {"methods": "GET", "callback": lambda request: [1, 2, {"three": 3}]},
+        "/list": {
+            "permission_callback": public,
+            "methods": "GET",
+            "callback": lambda request: [1, 2, {"three": 3}],
+        },
         "/echo": {
+            "permission_callback": public,
             "methods": "GET",
             "callback": lambda request: {"q": request["q"], "all": request.get_params()},
         },
-        "/scalar": {"methods": "GET", "callback": lambda request: "text"},
-        "/none": {"methods": "GET", "callback": lambda request: None},
+        "/scalar": {
+            "permission_callback": public,
+            "methods": "GET",
+            "callback": lambda request: "text",
+        },
+        "/none": {
+            "permission_callback": public,
+            "methods": "GET",
+            "callback": lambda request: None,
+        },
         "/async/(?P<id>\\d+)": {
             "methods": "GET",
             "callback": _async_item,
             "permission_callback": _async_allowed,
         },
-        "/async-only": {"methods": "GET", "callback": _async_item},
-        "/async-raises": {"methods": "GET", "callback": _async_raises},
+        "/async-only": {"permission_callback": public, "methods": "GET", "callback": _async_item},
+        "/async-raises": {
+            "permission_callback": public,
+            "methods": "GET",
+            "callback": _async_raises,
+        },
         "/async-denied": {
             "methods": "GET",
             "callback": _async_item,
@@ -125,13 +142,18 @@ def build_app(calls: list[str], store: str | None = None) -> App:
             "callback": _async_item,
             "permission_callback": _async_raises,
         },
-        "/links": {"methods": "GET", "callback": _with_links},
-        "/ctype": {"methods": "GET", "callback": _own_content_type},
-        "/fields": {"methods": "GET", "callback": _sets_fields},
-        "/envelope": {"methods": "GET", "callback": _sets_envelope},
-        "/fails": {"methods": "GET", "callback": _fails},
-        "/raises": {"methods": "GET", "callback": _raises_rest_error},
+        "/links": {"permission_callback": public, "methods": "GET", "callback": _with_links},
+        "/ctype": {"permission_callback": public, "methods": "GET", "callback": _own_content_type},
+        "/fields": {"permission_callback": public, "methods": "GET", "callback": _sets_fields},
+        "/envelope": {"permission_callback": public, "methods": "GET", "callback": _sets_envelope},
+        "/fails": {"permission_callback": public, "methods": "GET", "callback": _fails},
+        "/raises": {
+            "permission_callback": public,
+            "methods": "GET",
+            "callback": _raises_rest_error,
+        },
         "/returns-error": {
+            "permission_callback": public,
             "methods": "GET",
             "callback": lambda request: RestError("gone", "Gone.", {"status": 410}),
         },
@@ -151,18 +173,27 @@ def build_app(calls: list[str], store: str | None = None) -> App:
             "callback": lambda request: {"ok": True},
             "permission_callback": _counting_permission(calls),
         },
-        "/deprecated": {"methods": "GET", "callback": deprecated},
+        "/deprecated": {"permission_callback": public, "methods": "GET", "callback": deprecated},
         "/head-own": [
-            {"methods": "HEAD", "callback": lambda request: {"head": True}},
-            {"methods": "GET", "callback": lambda request: {"get": True}},
+            {
+                "permission_callback": public,
+                "methods": "HEAD",
+                "callback": lambda request: {"head": True},
+            },
+            {
+                "permission_callback": public,
+                "methods": "GET",
+                "callback": lambda request: {"get": True},
+            },
         ],
         "/args": {
+            "permission_callback": public,
             "methods": "GET",
             "callback": lambda request: {"page": request["page"]},
             "args": {"page": {"type": "integer", "default": 1}},
         },
-        "/no-callback": {"methods": "GET", "callback": None},
-        "/post-only": {"methods": "POST", "callback": read},
+        "/no-callback": {"permission_callback": public, "methods": "GET", "callback": None},
+        "/post-only": {"permission_callback": public, "methods": "POST", "callback": read},
     }
     for route, handlers in routes.items():
         app.register_rest_route("test/v1", route, handlers)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from svcrest import App
+from svcrest import App, public
 from svcrest.site.pages import LOGOUT_ACTION
 from tests.conftest import SiteClient
 
@@ -43,7 +43,9 @@ def app() -> App:
     made = App(HOME, name="Notes & Co", secret_key="test-secret")
     made.users.create("ed", "ed-pw", roles=("editor",), display_name="Ed Itor")
     made.register_rest_route(
-        "t/v1", "/me", {"callback": lambda request: {"login": request.user.login}}
+        "t/v1",
+        "/me",
+        {"permission_callback": public, "callback": lambda request: {"login": request.user.login}},
     )
     return made
 

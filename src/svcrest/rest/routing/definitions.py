@@ -12,6 +12,8 @@ __all__ = [
     "Handler",
     "RouteDefinitionError",
     "build_full_route",
+    "handler_definitions",
+    "lacks_permission_callback",
     "normalise_handler",
     "normalise_methods",
     "public",
@@ -105,8 +107,8 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
     return cast(Handler, merged)
 
 
-def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
-    """The handlers and the route options of a registration.
+def handler_definitions(args: Any) -> tuple[list[Any], dict[str, Any]]:
+    """The handler definitions (as given) and the route options of a registration.
 
     - a mapping with ``callback`` is one handler;
     - a mapping with integer keys holds handlers under those keys and options under string
@@ -117,19 +119,36 @@ def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     if args is None:
         return [], {}
     if isinstance(args, (list, tuple)):
-        return [normalise_handler(handler, {}) for handler in args], {}
+        return list(args), {}
     if not isinstance(args, Mapping):
         raise RouteDefinitionError(f"route args must be a mapping or a list, not {args!r}")
     if "callback" in args:
-        return [normalise_handler(args, {})], {}
-    handlers_in: list[Mapping[str, Any]] = []
+        return [args], {}
+    handlers_in: list[Any] = []
     options: dict[str, Any] = {}
     for key, value in args.items():
         if isinstance(key, int) and not isinstance(key, bool):
             handlers_in.append(value)
         else:
             options[str(key)] = value
+    return handlers_in, options
+
+
+def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
+    """The normalised handlers and the route options of a registration (shapes as
+    :func:`handler_definitions` reads them)."""
+    handlers_in, options = handler_definitions(args)
     common = options.pop("args", None) or {}
     if not isinstance(common, Mapping):
         raise RouteDefinitionError("the route option 'args' must be a mapping")
     return [normalise_handler(handler, common) for handler in handlers_in], options
+
+
+def lacks_permission_callback(args: Any) -> bool:
+    """Whether a handler of the registration ``args`` has no ``permission_callback`` (or
+    None): WordPress 5.5 then warns that the route should say who may use it."""
+    handlers, _ = handler_definitions(args)
+    return any(
+        isinstance(handler, Mapping) and handler.get("permission_callback") is None
+        for handler in handlers
+    )
