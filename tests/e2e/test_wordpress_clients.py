@@ -5,6 +5,9 @@ nonce middlewares, ``nonceEndpoint`` at ``admin-ajax.php?action=rest-nonce``) li
 creates, updates and deletes the demo's notes, and recovers from a stale nonce with exactly
 one refresh. Node has no cookie jar, so the script wraps ``globalThis.fetch`` with one (as a
 browser would keep the login cookie); api-fetch itself is untouched.
+
+``wpapi`` 1.2.2 discovers the site, pages (``_paging``) and writes with a nonce, and with an
+application password over Basic authentication.
 """
 
 from __future__ import annotations
@@ -151,8 +154,34 @@ WPAPI.discover(home).then(async (site) => {
 """
 
 
+@pytest.fixture(scope="module")
+def wpapi_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory with node-wpapi 1.2.2 installed from npm, shared by the wpapi tests."""
+    directory = tmp_path_factory.mktemp("wpapi")
+    npm_install(directory, "wpapi@1.2.2")
+    return directory
+
+
+def run_node(
+    directory: Path, name: str, source: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """Run the node script ``source`` (saved as ``name`` in ``directory``) with ``args``."""
+    script = directory / name
+    script.write_text(source)
+    return subprocess.run(
+        ["node", str(script), *args],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
-def test_unmodified_wpapi_pages_and_writes_with_a_nonce(compat_server: str, tmp_path: Path) -> None:
+def test_unmodified_wpapi_pages_and_writes_with_a_nonce(
+    compat_server: str, wpapi_dir: Path
+) -> None:
     import httpx
 
     with httpx.Client(base_url=compat_server) as client:
@@ -165,17 +194,7 @@ def test_unmodified_wpapi_pages_and_writes_with_a_nonce(compat_server: str, tmp_
                 f"/svc-json/demo/v1/notes/{note['id']}", headers={"X-SVC-Nonce": nonce}
             )
             assert deleted.status_code == 200
-    npm_install(tmp_path, "wpapi@1.2.2")
-    script = tmp_path / "wpapi.cjs"
-    script.write_text(WPAPI_SCRIPT)
-    run = subprocess.run(
-        ["node", str(script), compat_server, cookie, nonce],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    run = run_node(wpapi_dir, "wpapi.cjs", WPAPI_SCRIPT, compat_server, cookie, nonce)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == {
         "total": 3,
@@ -184,3 +203,77 @@ def test_unmodified_wpapi_pages_and_writes_with_a_nonce(compat_server: str, tmp_
         "next": ["first"],
         "nextOfNext": True,
     }
+
+
+WPAPI_APP_PASSWORD_SCRIPT = r"""
+const WPAPI = require("wpapi");
+const [home, username, password] = process.argv.slice(2);
+WPAPI.discover(home).then(async (site) => {
+  site.auth({username, password});  // wpapi sends Authorization: Basic
+  const notes = () => site.namespace("demo/v1").notes();
+  const created = await notes().create({title: "Written with an application password"});
+  const read = await notes().id(created.id).get();
+  let refused;
+  try {
+    await notes().auth({username, password: "abcd EFGH ijkl MNOP qrst UVWX"}).create({title: "no"});
+  } catch (error) {
+    refused = [error.code, error.data.status];
+  }
+  console.log(JSON.stringify({
+    created: [created.title, created.author],
+    read: read.title,
+    refused,
+  }));
+}).catch((error) => { console.error(JSON.stringify(error) + " " + error); process.exit(1); });
+"""
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
+def test_unmodified_wpapi_writes_with_an_application_password(
+    compat_server: str, wpapi_dir: Path
+) -> None:
+    import httpx
+
+    # The editor creates an application password over the REST route (cookie + nonce), as a
+    # settings page would, and hands it to the script: no cookie, no nonce there.
+    with httpx.Client(base_url=compat_server) as client:
+        login = client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
+        assert login.status_code == 303
+        nonce = client.get("/auth/nonce").json()["nonce"]
+        created = client.post(
+            "/svc-json/svc/v2/users/me/application-passwords",
+            json={"name": "wpapi script"},
+            headers={"X-SVC-Nonce": nonce},
+        )
+    assert created.status_code == 201, created.text
+    password = created.json()["password"]
+    run = run_node(
+        wpapi_dir,
+        "wpapi-app-password.cjs",
+        WPAPI_APP_PASSWORD_SCRIPT,
+        compat_server,
+        "editor1",
+        password,
+    )
+    assert run.returncode == 0, run.stderr
+    answer = json.loads(run.stdout)
+    author = answer["created"][1]
+    assert answer == {
+        "created": ["Written with an application password", author],
+        "read": "Written with an application password",
+        "refused": ["incorrect_password", 401],
+    }
+    with httpx.Client(base_url=compat_server) as client:
+        # The note is the editor's: the application password authenticated them.
+        assert client.get(f"/svc-json/demo/v1/users/{author}").json() == {
+            "id": author,
+            "name": "editor1",
+        }
+        client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
+        listed = client.get(
+            "/svc-json/svc/v2/users/me/application-passwords",
+            headers={"X-SVC-Nonce": client.get("/auth/nonce").json()["nonce"]},
+        ).json()
+    (item,) = listed
+    assert (item["name"], item["last_ip"]) == ("wpapi script", "127.0.0.1")
+    assert item["last_used"] is not None
