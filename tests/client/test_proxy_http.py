@@ -566,3 +566,55 @@ def test_async_proxy_closes_its_own_client() -> None:
             return proxy.client
 
     assert asyncio.run(scenario()).is_closed
+
+
+# -- paging ---------------------------------------------------------------------------------
+
+
+def next_page(url: str) -> dict[str, str]:
+    return {"Link": f'<{url}>; rel="next"'}
+
+
+def paging_loop_steps() -> list[Step]:
+    """Page 1 links to page 2, whose next link leads back to page 1's URL."""
+    first = f"{URL}?per_page=1&page=1"
+    second = f"{URL}?per_page=1&page=2"
+    return [
+        Step("GET", f"{URL}?{DC}&per_page=1", reply(200, [{"id": 2}], next_page(first))),
+        Step("GET", first, reply(200, [{"id": 2}], next_page(second))),
+        Step("GET", second, reply(200, [{"id": 1}], next_page(first))),
+    ]
+
+
+LOOP = "The next page link leads back to a page already read: " + f"{URL}?per_page=1&page=1"
+
+
+def test_iter_pages_stops_at_a_next_link_back_to_a_page_read(script: Script) -> None:
+    proxy = run(script, *paging_loop_steps())
+    read: list[Any] = []
+    with pytest.raises(ProxyError) as caught:
+        for page in proxy.iter_pages(per_page=1):
+            read.append(page.records)
+    assert read == [[{"id": 2}], [{"id": 2}], [{"id": 1}]]
+    assert (caught.value.code, caught.value.message, caught.value.status) == (
+        "paging_loop",
+        LOOP,
+        200,
+    )
+    assert script.finished()
+
+
+def test_async_iter_pages_stops_at_a_loop_too(script: Script) -> None:
+    script.steps.extend(paging_loop_steps())
+
+    async def scenario() -> list[Any]:
+        read: list[Any] = []
+        async with async_proxy_with(script) as proxy:
+            with pytest.raises(ProxyError, match="paging_loop"):
+                async for page in proxy.iter_pages(per_page=1):
+                    read.append(page.records)
+            await proxy.client.aclose()
+        return read
+
+    assert asyncio.run(scenario()) == [[{"id": 2}], [{"id": 2}], [{"id": 1}]]
+    assert script.finished()

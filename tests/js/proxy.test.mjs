@@ -427,6 +427,34 @@ describe("RestProxy additions", () => {
     assert.ok(fetch.finished());
   });
 
+  test("iterPages stops at a next link back to a page already read", async () => {
+    const first = `${URL_}?per_page=1&page=1`;
+    const second = `${URL_}?per_page=1&page=2`;
+    const next = (url) => ({ Link: `<${url}>; rel="next"` });
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}?${DC}&per_page=1`, response: json(200, [{ id: 2 }], next(first)) },
+      { method: "GET", url: first, response: json(200, [{ id: 2 }], next(second)) },
+      { method: "GET", url: second, response: json(200, [{ id: 1 }], next(first)) },
+    ]);
+    const notes = proxy({ client: new RestClient({ root: ROOT, nonce: null, fetch }) });
+    const read = [];
+    await assert.rejects(
+      async () => {
+        for await (const page of notes.iterPages({ per_page: 1 })) read.push(page.records);
+      },
+      (error) => {
+        assert.ok(error instanceof ProxyError);
+        assert.deepEqual(
+          [error.code, error.message, error.status],
+          ["paging_loop", `The next page link leads back to a page already read: ${first}`, 200],
+        );
+        return true;
+      },
+    );
+    assert.deepEqual(read, [[{ id: 2 }], [{ id: 2 }], [{ id: 1 }]]);
+    assert.ok(fetch.finished());
+  });
+
   test("batchRequest: one entry per operation under the REST root, no cache buster", () => {
     const notes = proxy({ extraParams: { lang: "fr" } });
     const request = notes.batchRequest(

@@ -27,7 +27,7 @@ from svcrest.client.base import (
     error_from_response,
 )
 from svcrest.client.operation import Operation
-from svcrest.client.results import ResultSet
+from svcrest.client.results import PageTrail, ResultSet
 
 __all__ = [
     "DEFAULT_ACTION_METHODS",
@@ -103,12 +103,14 @@ class RestProxy(BaseRestProxy[httpx.Client]):
 
     def iter_pages(self, **params: Any) -> Iterator[ResultSet]:
         """Read the collection with ``params``, then each page the ``Link rel="next"`` header
-        of the last one names, until a page has none; yields a `ResultSet` per page."""
+        of the last one names, until a page has none; yields a `ResultSet` per page. A
+        ``next`` link back to a page already read raises `ProxyError` ``paging_loop``."""
         operation = Operation("read", params=params)
+        trail = PageTrail()
         page = self._run(self._read_page(operation))
         yield page
-        while page.next_url is not None:
-            page = self._run(self._read_page(operation, page.next_url))
+        while (url := trail.next_url(page)) is not None:
+            page = self._run(self._read_page(operation, url))
             yield page
 
     def update(self, *records: Any) -> list[Any]:
@@ -203,10 +205,11 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         """Every page of the collection, following ``Link rel="next"`` (see
         `RestProxy.iter_pages`)."""
         operation = Operation("read", params=params)
+        trail = PageTrail()
         page = await self._run(self._read_page(operation))
         yield page
-        while page.next_url is not None:
-            page = await self._run(self._read_page(operation, page.next_url))
+        while (url := trail.next_url(page)) is not None:
+            page = await self._run(self._read_page(operation, url))
             yield page
 
     async def update(self, *records: Any) -> list[Any]:

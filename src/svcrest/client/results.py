@@ -7,7 +7,16 @@ from typing import Any, Final
 
 import httpx
 
-__all__ = ["TOTAL_HEADER", "TOTAL_PAGES_HEADER", "ResultSet", "header_int", "next_link"]
+from svcrest.client.errors import ProxyError
+
+__all__ = [
+    "TOTAL_HEADER",
+    "TOTAL_PAGES_HEADER",
+    "PageTrail",
+    "ResultSet",
+    "header_int",
+    "next_link",
+]
 
 #: The response header with the number of records of the whole collection.
 TOTAL_HEADER: Final = "X-SVC-Total"
@@ -63,3 +72,30 @@ class ResultSet:
             next_url=next_link(response),
             response=response,
         )
+
+
+class PageTrail:
+    """The ``next`` links a paging loop has followed, to stop at one that leads back.
+
+    A server whose ``Link rel="next"`` names a page already read would otherwise keep a
+    client paging forever; :meth:`next_url` raises `ProxyError` ``paging_loop`` instead.
+    """
+
+    __slots__ = ("_read",)
+
+    def __init__(self) -> None:
+        self._read: set[str] = set()
+
+    def next_url(self, page: ResultSet) -> str | None:
+        """The URL of the page after ``page`` (None after the last one)."""
+        url = page.next_url
+        if url is None:
+            return None
+        if url in self._read:
+            raise ProxyError(
+                "paging_loop",
+                f"The next page link leads back to a page already read: {url}",
+                page.response.status_code,
+            )
+        self._read.add(url)
+        return url

@@ -569,15 +569,25 @@ export class RestProxy {
 
   /**
    * Every page of the collection: reads with `params`, then follows `Link rel="next"` until
-   * a page has none.
+   * a page has none. A next link back to a page already read throws `paging_loop`.
    * @param {Object<string, *>} [params]
    * @returns {AsyncGenerator<ResultSet, void, undefined>}
    */
   async *iterPages(params = undefined) {
     const operation = { action: "read", params };
+    const followed = new Set();
     let page = await this.#page(operation, null);
     yield page;
     while (page.nextUrl !== null) {
+      // A next link back to a page already read would page forever.
+      if (followed.has(page.nextUrl)) {
+        throw new ProxyError(
+          "paging_loop",
+          `The next page link leads back to a page already read: ${page.nextUrl}`,
+          page.response.status,
+        );
+      }
+      followed.add(page.nextUrl);
       page = await this.#page(operation, page.nextUrl);
       yield page;
     }
