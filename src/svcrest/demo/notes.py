@@ -491,8 +491,9 @@ def _paging(request: Request) -> _Paging:
 
 def _null_unchanged(definition: dict[str, Any]) -> dict[str, Any]:
     """An update argument that takes null as "leave unchanged": a sent null is validated like
-    any value (DESIGN §3), so the schema keywords move into a ``validate_callback`` that lets
-    null through and checks every other value exactly as the keywords would."""
+    any value, so the argument's type also allows ``"null"`` (shown so in OPTIONS help and the
+    OpenAPI document), and a ``validate_callback`` lets null through and checks every other
+    value exactly as the original keywords (and validate callback) would."""
     keywords = {
         k: v for k, v in definition.items() if k not in ("description", "validate_callback")
     }
@@ -506,7 +507,10 @@ def _null_unchanged(definition: dict[str, Any]) -> dict[str, Any]:
             return error
         return True if extra is None else _verdict(extra(value, request, key))
 
-    return {"description": definition["description"], "validate_callback": validate}
+    shown = dict(keywords)
+    if isinstance(shown.get("type"), str):
+        shown["type"] = [shown["type"], "null"]
+    return {"description": definition["description"], **shown, "validate_callback": validate}
 
 
 def _verdict(outcome: Any) -> RestError | bool:
