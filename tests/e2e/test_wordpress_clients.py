@@ -12,12 +12,14 @@ application password over Basic authentication.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.e2e.test_e2e_server import PASSWORD, npm_install, served_site
@@ -178,17 +180,21 @@ def run_node(
     )
 
 
+@contextlib.contextmanager
+def logged_in_editor(server: str) -> Iterator[tuple[httpx.Client, str]]:
+    """A client logged in as ``editor1`` (its cookie kept) and a REST nonce for it."""
+    with httpx.Client(base_url=server) as client:
+        login = client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
+        assert login.status_code == 303
+        yield client, client.get("/auth/nonce").json()["nonce"]
+
+
 @pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not installed")
 def test_unmodified_wpapi_pages_and_writes_with_a_nonce(
     compat_server: str, wpapi_dir: Path
 ) -> None:
-    import httpx
-
-    with httpx.Client(base_url=compat_server) as client:
-        login = client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
-        assert login.status_code == 303
+    with logged_in_editor(compat_server) as (client, nonce):
         cookie = "svc_logged_in=" + client.cookies["svc_logged_in"]
-        nonce = client.get("/auth/nonce").json()["nonce"]
         for note in client.get("/svc-json/demo/v1/notes?per_page=100").json():
             deleted = client.delete(
                 f"/svc-json/demo/v1/notes/{note['id']}", headers={"X-SVC-Nonce": nonce}
@@ -232,14 +238,9 @@ WPAPI.discover(home).then(async (site) => {
 def test_unmodified_wpapi_writes_with_an_application_password(
     compat_server: str, wpapi_dir: Path
 ) -> None:
-    import httpx
-
     # The editor creates an application password over the REST route (cookie + nonce), as a
     # settings page would, and hands it to the script: no cookie, no nonce there.
-    with httpx.Client(base_url=compat_server) as client:
-        login = client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
-        assert login.status_code == 303
-        nonce = client.get("/auth/nonce").json()["nonce"]
+    with logged_in_editor(compat_server) as (client, nonce):
         created = client.post(
             "/svc-json/svc/v2/users/me/application-passwords",
             json={"name": "wpapi script"},
@@ -263,16 +264,15 @@ def test_unmodified_wpapi_writes_with_an_application_password(
         "read": "Written with an application password",
         "refused": ["incorrect_password", 401],
     }
-    with httpx.Client(base_url=compat_server) as client:
+    with logged_in_editor(compat_server) as (client, nonce):
         # The note is the editor's: the application password authenticated them.
         assert client.get(f"/svc-json/demo/v1/users/{author}").json() == {
             "id": author,
             "name": "editor1",
         }
-        client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
         listed = client.get(
             "/svc-json/svc/v2/users/me/application-passwords",
-            headers={"X-SVC-Nonce": client.get("/auth/nonce").json()["nonce"]},
+            headers={"X-SVC-Nonce": nonce},
         ).json()
     (item,) = listed
     assert (item["name"], item["last_ip"]) == ("wpapi script", "127.0.0.1")
