@@ -24,6 +24,7 @@ import uvicorn
 
 from svcrest import App, Request, cli, public
 from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
+from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
 from svcrest.serve import launcher
@@ -87,7 +88,7 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     module = types.ModuleType(PLUGIN)
     vars(module).update(register=_register, broken=_broken, value=42)
     monkeypatch.setitem(sys.modules, PLUGIN, module)
-    monkeypatch.setattr(cli, "entry_points", lambda group: [])
+    monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
     # The serve command sets these for its workers: each test starts and ends without them.
     for name in (
@@ -202,7 +203,7 @@ def test_routes_with_entry_point_plugins(
         seen.append(group)
         return found
 
-    monkeypatch.setattr(cli, "entry_points", fake_entry_points)
+    monkeypatch.setattr(cli_site, "entry_points", fake_entry_points)
     status, out, _ = run(capsys, "routes", "--plugin", f"{PLUGIN}:register", "--db", ":memory:")
     assert status == 0
     assert out.splitlines() == DEMO_ROUTES + EXTRA_ROUTES
@@ -213,7 +214,7 @@ def test_broken_entry_point(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     found = [EntryPoint("gone", "svcrest_no_such_module:register", "svcrest.plugins")]
-    monkeypatch.setattr(cli, "entry_points", lambda group: found)
+    monkeypatch.setattr(cli_site, "entry_points", lambda group: found)
     status, out, err = run(capsys, "routes")
     assert (status, out) == (2, "")
     assert err == (

@@ -1,0 +1,289 @@
+"""The ``svcrest`` argument parser and :func:`main`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from svcrest.cli.common import (
+    BROKEN_PIPE_STATUS,
+    DEFAULT_DB,
+    DEFAULT_HOME,
+    DEFAULT_HOST,
+    DEFAULT_PORT,
+    PLUGIN_SPEC,
+    CliError,
+    Parser,
+    svcrest_version,
+)
+from svcrest.cli.requests import cmd_openapi, cmd_request, cmd_routes
+from svcrest.cli.serve import add_proxy_options, cmd_serve
+from svcrest.cli.users import (
+    cmd_app_password_add,
+    cmd_app_password_delete,
+    cmd_app_password_list,
+    cmd_user_add,
+    cmd_user_delete,
+    cmd_user_list,
+    cmd_user_set_password,
+)
+from svcrest.http.user import ROLE_CAPABILITIES
+from svcrest.serve import launcher
+
+_METHOD = re.compile(r"[A-Za-z]+")
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {value!r} (1-65535)")
+    return int(value)
+
+
+def _workers(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 1024:
+        raise argparse.ArgumentTypeError(f"invalid worker count {value!r} (1-1024)")
+    return int(value)
+
+
+def _plugin_spec(value: str) -> str:
+    if PLUGIN_SPEC.fullmatch(value.strip()) is None:
+        raise argparse.ArgumentTypeError(f"invalid plugin {value!r} (expected module:function)")
+    return value.strip()
+
+
+def _role(value: str) -> str:
+    if value not in ROLE_CAPABILITIES:
+        known = ", ".join(sorted(ROLE_CAPABILITIES))
+        raise argparse.ArgumentTypeError(f"unknown role {value!r} (known roles: {known})")
+    return value
+
+
+def _method(value: str) -> str:
+    if _METHOD.fullmatch(value) is None:
+        raise argparse.ArgumentTypeError(f"invalid HTTP method {value!r}")
+    return value.upper()
+
+
+def _add_db(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--db",
+        default=DEFAULT_DB,
+        metavar="PATH",
+        help="the database: a SQLite path, sqlite:///URL or :memory:, or a PostgreSQL URL"
+        f" postgresql://user:password@host:port/dbname (default {DEFAULT_DB})",
+    )
+
+
+def _add_site_options(parser: argparse.ArgumentParser, home_default: str | None) -> None:
+    _add_db(parser)
+    parser.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        type=_plugin_spec,
+        metavar="MODULE:FUNCTION",
+        help="register a plugin (repeatable); the demo and svcrest.plugins entry points are"
+        " always loaded",
+    )
+    parser.add_argument(
+        "--home",
+        default=home_default,
+        metavar="URL",
+        help="the site's home address"
+        + (" (default http://HOST:PORT)" if home_default is None else f" (default {home_default})"),
+    )
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"invalid time-out {value!r} (seconds, 0-3600)")
+    return seconds
+
+
+def _add_server_options(serve: argparse.ArgumentParser) -> None:
+    limits = launcher.Limits()
+    serve.add_argument(
+        "--server",
+        choices=launcher.SERVERS,
+        help=f"(default {launcher.DEFAULT_SERVER}; uvicorn for an in-memory database)",
+    )
+    serve.add_argument(
+        "--interface",
+        choices=launcher.INTERFACES,
+        default=launcher.DEFAULT_INTERFACE,
+        help=f"(default {launcher.DEFAULT_INTERFACE})",
+    )
+    serve.add_argument("--reload", action="store_true", help="restart when a source file changes")
+    serve.add_argument(
+        "--access-log",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="log each request's method, path and status, nonces redacted (default on)",
+    )
+    serve.add_argument(
+        "--no-demo", dest="demo", action="store_false", help="leave the demo plugin out"
+    )
+    serve.add_argument(
+        "--wordpress-compat",
+        action="store_true",
+        help="let clients written for WordPress work unchanged (X-WP-Nonce, X-WP-Total…)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=_seconds,
+        default=limits.header_timeout,
+        metavar="S",
+        help="seconds to send a request head (default %(default)s)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        type=_seconds,
+        default=limits.keep_alive_timeout,
+        metavar="S",
+        help="seconds an idle connection stays open (default %(default)s)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``svcrest`` argument parser."""
+    parser = Parser(prog="svcrest", description="Serve and inspect a svcrest site.")
+    parser.add_argument("--version", action="version", version=f"svcrest {svcrest_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    serve = commands.add_parser("serve", help="serve the site with granian or uvicorn")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"(default {DEFAULT_HOST})")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"(default {DEFAULT_PORT})")
+    serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
+    _add_server_options(serve)
+    add_proxy_options(serve)
+    _add_site_options(serve, None)
+    serve.set_defaults(handler=cmd_serve)
+
+    routes = commands.add_parser("routes", help="print the route table, one route a line")
+    _add_site_options(routes, DEFAULT_HOME)
+    routes.set_defaults(handler=cmd_routes)
+
+    request = commands.add_parser(
+        "request", help="serve one request in-process, as over HTTP, and print the answer"
+    )
+    request.add_argument("method", type=_method, metavar="METHOD")
+    request.add_argument(
+        "route",
+        metavar="ROUTE",
+        help="a route (/demo/v1/notes?per_page=5), a path under the REST root"
+        " (/svc-json/demo/v1/notes, ?rest_route=/demo/v1/notes) or a full URL on the site",
+    )
+    request.add_argument("--json", metavar="DATA", help="a JSON request body")
+    request.add_argument("--user", metavar="LOGIN", help="act as this user (default: anonymous)")
+    request.add_argument(
+        "-i",
+        "--include",
+        action="store_true",
+        help="print the response's header lines too, as served over HTTP",
+    )
+    _add_site_options(request, DEFAULT_HOME)
+    request.set_defaults(handler=cmd_request)
+
+    openapi = commands.add_parser(
+        "openapi", help="print the OpenAPI 3.1 document of the site's routes (JSON)"
+    )
+    _add_site_options(openapi, DEFAULT_HOME)
+    openapi.set_defaults(handler=cmd_openapi)
+
+    user = commands.add_parser("user", help="manage users")
+    user_commands = user.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = user_commands.add_parser("add", help="create a user")
+    add.add_argument("login", metavar="LOGIN")
+    add.add_argument(
+        "--role",
+        action="append",
+        required=True,
+        type=_role,
+        metavar="ROLE",
+        help=f"the user's role, one of {', '.join(sorted(ROLE_CAPABILITIES))} (repeatable)",
+    )
+    add.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from the first line of standard input (else one is generated)",
+    )
+    _add_db(add)
+    add.set_defaults(handler=cmd_user_add)
+    listing = user_commands.add_parser("list", help="list the users (id, login, roles, name)")
+    _add_db(listing)
+    listing.set_defaults(handler=cmd_user_list)
+    delete = user_commands.add_parser("delete", help="delete a user and their sessions")
+    delete.add_argument("login", metavar="LOGIN")
+    _add_db(delete)
+    delete.set_defaults(handler=cmd_user_delete)
+    set_password = user_commands.add_parser(
+        "set-password", help="change a user's password (signs them out everywhere)"
+    )
+    set_password.add_argument("login", metavar="LOGIN")
+    set_password.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="read the password from the first line of standard input (else one is generated)",
+    )
+    _add_db(set_password)
+    set_password.set_defaults(handler=cmd_user_set_password)
+    app_password = user_commands.add_parser(
+        "app-password", help="manage a user's application passwords"
+    )
+    app_commands = app_password.add_subparsers(dest="app_action", metavar="ACTION", required=True)
+    app_add = app_commands.add_parser("add", help="create one and print it (shown once)")
+    app_add.add_argument("login", metavar="LOGIN")
+    app_add.add_argument("name", metavar="NAME")
+    _add_db(app_add)
+    app_add.set_defaults(handler=cmd_app_password_add)
+    app_list = app_commands.add_parser("list", help="their uuids and names (never a password)")
+    app_list.add_argument("login", metavar="LOGIN")
+    _add_db(app_list)
+    app_list.set_defaults(handler=cmd_app_password_list)
+    app_delete = app_commands.add_parser("delete", help="revoke one")
+    app_delete.add_argument("login", metavar="LOGIN")
+    app_delete.add_argument("uuid", metavar="UUID")
+    _add_db(app_delete)
+    app_delete.set_defaults(handler=cmd_app_password_delete)
+    return parser
+
+
+def _discard_stdout() -> None:
+    """Point standard output at the null device, so the interpreter's last flush of what
+    could not be written raises nothing (the recipe of Python's signal documentation)."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by an object without a descriptor
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fileno)
+    finally:
+        os.close(devnull)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        status = handler(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit
+        return status
+    except BrokenPipeError:
+        _discard_stdout()
+        return BROKEN_PIPE_STATUS
+    except CliError as exc:
+        print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
+        return exc.status
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else 0
+    except KeyboardInterrupt:
+        return 130

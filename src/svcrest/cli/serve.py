@@ -1,0 +1,155 @@
+"""``svcrest serve``: check the port, prepare the site, start granian or uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import socket
+from typing import Any
+
+from svcrest.app import App
+from svcrest.cli.common import (
+    ADMIN_LOGIN,
+    ENV_DB,
+    ENV_DEMO,
+    ENV_HOME,
+    ENV_PLUGINS,
+    ENV_WORDPRESS_COMPAT,
+    CliError,
+)
+from svcrest.cli.site import ensure_admin, is_memory, make_app, prepare_new_database
+from svcrest.serve import launcher
+from svcrest.serve.launcher import ServeConfig
+
+
+def check_port(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be listened on, or None when it can (bound and released at
+    once, with SO_REUSEADDR as uvicorn binds)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        return f"cannot resolve host {host!r}: {exc.strerror}"
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is already in use"
+            return f"cannot listen on {host} port {port}: {exc.strerror or exc}"
+    return None
+
+
+def _default_home(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def _server_choice(args: argparse.Namespace) -> str:
+    """The server asked for; without ``--server``, the default one, or uvicorn where granian
+    cannot serve: an in-memory database (it lives in the one process uvicorn serves it from)
+    and ``--proxy-headers`` (granian does not read X-Forwarded-*)."""
+    memory = is_memory(args.db)
+    needs_uvicorn = memory or args.proxy_headers
+    if args.server is None:
+        return "uvicorn" if needs_uvicorn else launcher.DEFAULT_SERVER
+    if args.server == "granian" and memory:
+        raise CliError(
+            "granian serves from worker processes, which cannot share an in-memory database"
+            " (use --db PATH, or --server uvicorn)"
+        )
+    if args.server == "granian" and args.proxy_headers:
+        raise CliError("granian does not read proxy headers (use --server uvicorn)")
+    return str(args.server)
+
+
+def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) -> ServeConfig:
+    limits = launcher.Limits(
+        header_timeout=args.header_timeout, keep_alive_timeout=args.keep_alive_timeout
+    )
+    config = ServeConfig(
+        asgi_factory="svcrest.cli:app_from_env",
+        wsgi_factory="svcrest.cli:wsgi_from_env",
+        server=server,
+        interface=args.interface,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        reload=args.reload,
+        access_log=args.access_log,
+        proxy_headers=args.proxy_headers,
+        forwarded_allow_ips=proxy_options(args).get("forwarded_allow_ips"),
+        limits=limits,
+        app=app,
+    )
+    if not config.in_process:  # the workers build the site from the environment
+        app.store.close()
+        os.environ[ENV_DB] = args.db
+        os.environ[ENV_HOME] = home
+        os.environ[ENV_PLUGINS] = ",".join(args.plugin)
+        os.environ[ENV_DEMO] = "1" if args.demo else "0"
+        os.environ[ENV_WORDPRESS_COMPAT] = "1" if args.wordpress_compat else "0"
+    return config
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.workers > 1 and is_memory(args.db):
+        raise CliError("an in-memory database cannot be shared by several workers")
+    if args.reload and is_memory(args.db):
+        raise CliError("an in-memory database does not survive a reload (use --db PATH)")
+    proxy_options(args)  # refuses --forwarded-allow-ips without --proxy-headers
+    server = _server_choice(args)
+    problem = check_port(args.host, args.port)
+    if problem is not None:
+        raise CliError(problem)
+    home = args.home or _default_home(args.host, args.port)
+    app = make_app(
+        args.db, home, args.plugin, demo=args.demo, wordpress_compat=args.wordpress_compat
+    )
+    prepare_new_database(app, args.db)
+    password = ensure_admin(app)
+    if password is not None:
+        print(f"Created user {ADMIN_LOGIN} with password: {password}")
+    print(
+        f"Serving {app.home}/ (REST API at {app.get_rest_url()}) with {server} ({args.interface})"
+    )
+    print(
+        f"Log in at {app.home}/login as {ADMIN_LOGIN} (its password was printed on first"
+        " start); add users with: svcrest user add LOGIN --role ROLE",
+        flush=True,
+    )
+    try:
+        return launcher.serve(_serve_config(args, app, home, server))
+    except launcher.ServerMissingError as exc:
+        raise CliError(str(exc)) from None
+
+
+def add_proxy_options(parser: argparse.ArgumentParser) -> None:
+    """``--proxy-headers`` and ``--forwarded-allow-ips`` (DESIGN §6: behind a TLS proxy)."""
+    parser.add_argument(
+        "--proxy-headers",
+        action="store_true",
+        help="trust X-Forwarded-Proto and X-Forwarded-For from --forwarded-allow-ips (a"
+        " request forwarded as https gets Secure cookies and https URLs)",
+    )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default=None,
+        metavar="IPS",
+        help="comma-separated addresses (or *) whose forwarded headers are trusted"
+        " (default 127.0.0.1)",
+    )
+
+
+def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The server options of ``--proxy-headers`` / ``--forwarded-allow-ips``: forwarded
+    headers are ignored unless ``--proxy-headers`` is given, and then trusted only from the
+    listed addresses. CliError for ``--forwarded-allow-ips`` without ``--proxy-headers``."""
+    if not args.proxy_headers:
+        if args.forwarded_allow_ips is not None:
+            raise CliError("--forwarded-allow-ips needs --proxy-headers")
+        return {"proxy_headers": False}
+    ips = args.forwarded_allow_ips or "127.0.0.1"
+    return {"proxy_headers": True, "forwarded_allow_ips": ips}

@@ -1,0 +1,248 @@
+"""The site the command line builds: plugins, the App, and its database."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sqlite3
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from svcrest.app import App
+from svcrest.auth.users import DuplicateUserError
+from svcrest.cli.common import (
+    ADMIN_LOGIN,
+    DEFAULT_DB,
+    DEFAULT_HOME,
+    DEMO_PLUGIN,
+    ENV_DB,
+    ENV_DEMO,
+    ENV_HOME,
+    ENV_PLUGINS,
+    ENV_WORDPRESS_COMPAT,
+    PLUGIN_GROUP,
+    PLUGIN_SPEC,
+    CliError,
+    Plugin,
+    generate_password,
+)
+from svcrest.store.postgres import redact_url
+from svcrest.store.sqlite import StoreError
+
+_STORE_ERRORS = (StoreError, sqlite3.Error, OSError)
+
+
+_SQLITE_URL = "sqlite:///"
+
+
+def load_plugin(spec: str) -> Plugin:
+    """The callable named by ``module:function`` (the function may be a dotted attribute
+    path); CliError when it cannot be loaded."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or PLUGIN_SPEC.fullmatch(spec.strip()) is None:
+        raise CliError(f"invalid plugin {spec!r}: expected module:function")
+    _import_from_cwd()
+    try:
+        target: Any = importlib.import_module(module_name.strip())
+    except Exception as exc:  # a plugin may fail to import in any way
+        raise CliError(f"cannot load plugin {spec!r}: {type(exc).__name__}: {exc}") from exc
+    for part in attribute.strip().split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise CliError(
+                f"cannot load plugin {spec!r}: {module_name!r} has no attribute {attribute!r}"
+            ) from None
+    if not callable(target):
+        raise CliError(f"cannot load plugin {spec!r}: {attribute!r} is not callable")
+    return target  # type: ignore[no-any-return]
+
+
+def _import_from_cwd() -> None:
+    """Put the current directory first on ``sys.path``, as ``python -m`` does, so that a
+    plugin module sitting there imports whichever way ``svcrest`` was started (the console
+    script's ``sys.path`` starts with its own ``bin`` directory instead). Nothing changes when
+    the directory is already there, or with ``-P`` / ``PYTHONSAFEPATH``, under which
+    ``python -m`` does not add it either."""
+    if sys.flags.safe_path:
+        return
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the directory was removed under us: nothing to import from
+        return
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def _entry_point_plugins() -> Iterator[tuple[str, Callable[[], Plugin]]]:
+    for entry in entry_points(group=PLUGIN_GROUP):
+        spec = entry.value.split("[", 1)[0].replace(" ", "")
+
+        def load(entry: Any = entry, spec: str = spec) -> Plugin:
+            try:
+                loaded = entry.load()
+            except Exception as exc:  # a plugin may fail to import in any way
+                raise CliError(
+                    f"cannot load plugin {spec!r} (entry point {entry.name!r} in"
+                    f" {PLUGIN_GROUP}): {type(exc).__name__}: {exc}"
+                ) from exc
+            if not callable(loaded):
+                raise CliError(f"cannot load plugin {spec!r}: it is not callable")
+            return loaded  # type: ignore[no-any-return]
+
+        yield spec, load
+
+
+def _plugins(specs: Sequence[str], demo: bool = True) -> list[tuple[str, Callable[[], Plugin]]]:
+    """The demo (unless ``demo`` is false), the entry points, then ``specs``; each spec
+    once, first place kept."""
+    found: dict[str, Callable[[], Plugin]] = {DEMO_PLUGIN: _loader(DEMO_PLUGIN)} if demo else {}
+    for spec, load in _entry_point_plugins():
+        found.setdefault(spec, load)
+    for spec in specs:
+        found.setdefault(spec.strip(), _loader(spec.strip()))
+    return list(found.items())
+
+
+def _loader(spec: str) -> Callable[[], Plugin]:
+    return lambda: load_plugin(spec)
+
+
+def make_app(
+    db: str | None = DEFAULT_DB,
+    home: str = DEFAULT_HOME,
+    plugins: Sequence[str] = (),
+    *,
+    demo: bool = True,
+    wordpress_compat: bool = False,
+) -> App:
+    """The site the command line serves: an App on the store ``db`` (a path, a
+    ``sqlite:///`` URL, None / ``:memory:``, or a ``postgresql://`` URL) with the demo plugin
+    (unless ``demo`` is false), the entry-point plugins and ``plugins`` registered, in
+    WordPress compatibility mode with ``wordpress_compat``. The store is opened on first use.
+    Raises CliError for a bad home or a plugin that cannot be loaded or fails."""
+    try:
+        app = App(home, store=db, wordpress_compat=wordpress_compat)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    for spec, load in _plugins(plugins, demo):
+        register = load()
+        try:
+            register(app)
+        except CliError:
+            raise
+        except Exception as exc:  # report a broken plugin in one line
+            raise CliError(f"plugin {spec!r} failed: {type(exc).__name__}: {exc}") from exc
+    return app
+
+
+def _split_plugins(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def app_from_env() -> App:
+    """The ASGI factory of the servers' workers (``svcrest.cli:app_from_env``):
+    :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
+    (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
+    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode)."""
+    return make_app(
+        os.environ.get(ENV_DB, DEFAULT_DB),
+        os.environ.get(ENV_HOME, DEFAULT_HOME),
+        _split_plugins(os.environ.get(ENV_PLUGINS, "")),
+        demo=os.environ.get(ENV_DEMO, "1") != "0",
+        wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
+    )
+
+
+def wsgi_from_env() -> Any:
+    """The WSGI factory of the servers' workers (``svcrest.cli:wsgi_from_env``): the WSGI
+    callable of :func:`app_from_env`'s App."""
+    return app_from_env().wsgi
+
+
+def is_memory(db: str | None) -> bool:
+    return db in (None, "", ":memory:", "sqlite://", "sqlite:///:memory:")
+
+
+def open_store(app: App, db: str | None) -> None:
+    """Open the store and the user tables now, so a bad database fails in one line."""
+    try:
+        app.users  # noqa: B018 - opens the store and migrates the user tables
+    except _STORE_ERRORS as exc:
+        shown = redact_url(db) if db else db  # SECURITY: no password in the message
+        raise CliError(f"cannot open the database {shown!r}: {exc}") from exc
+
+
+def _database_file(db: str | None) -> str | None:
+    """The file of a SQLite ``--db`` (a path or ``sqlite:///`` URL); None for an in-memory
+    database or another kind of URL (the store reports those)."""
+    if db is None or is_memory(db):
+        return None
+    if db.startswith(_SQLITE_URL):
+        return db[len(_SQLITE_URL) :] or None  # sqlite:///rel.db -> rel.db, :////abs -> /abs
+    return None if "://" in db else db
+
+
+def require_database(db: str | None) -> None:
+    """Refuse a database file that does not exist (nor its directory): reading a site never
+    creates one."""
+    path = _database_file(db)
+    if path is not None and not os.path.lexists(path):
+        raise CliError(
+            f"the database {path!r} does not exist (svcrest serve or svcrest user add"
+            " creates it; --db :memory: reads an empty site)"
+        )
+
+
+def _new_database(db: str | None) -> str | None:
+    """The file ``db`` names when it does not exist yet (opening the store creates it)."""
+    path = _database_file(db)
+    return path if path is not None and not os.path.lexists(path) else None
+
+
+def _create_database_directory(db: str | None) -> str | None:
+    """Create the missing directory of the database file ``db`` names (``var/`` of
+    ``--db var/site.db``), for the commands that create a database; the directory created,
+    or None when there was nothing to create."""
+    path = _database_file(db)
+    if path is None:
+        return None
+    directory = Path(path).parent
+    if directory.is_dir():
+        return None
+    try:
+        directory.mkdir(parents=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create the directory {str(directory)!r} for the database {path!r}:"
+            f" {exc.strerror or exc}"
+        ) from exc
+    return str(directory)
+
+
+def prepare_new_database(app: App, db: str | None) -> None:
+    """Open the store of a command that may create it (``serve``, ``user add``), creating
+    the database's missing directory first; each creation is announced on one line."""
+    directory = _create_database_directory(db)
+    if directory is not None:
+        print(f"Created the directory {directory}")
+    created = _new_database(db)
+    open_store(app, db)
+    if created is not None:
+        print(f"Created the database {created}")
+
+
+def ensure_admin(app: App) -> str | None:
+    """Create ``admin`` (administrator) when there is no user yet; its password, else None."""
+    with app.store.read() as conn:
+        if conn.execute("SELECT 1 FROM users LIMIT 1").fetchone() is not None:
+            return None
+    password = generate_password()
+    try:
+        app.users.create(ADMIN_LOGIN, password, roles=("administrator",))
+    except DuplicateUserError:  # another process created it first
+        return None
+    return password
