@@ -12,6 +12,7 @@ import re
 import secrets
 from collections.abc import Callable
 
+from svcrest.auth.session_cache import announce, settle
 from svcrest.auth.users import AUTH_SCHEMA
 from svcrest.store.base import Store
 
@@ -103,6 +104,8 @@ class SessionManager:
                 "DELETE FROM sessions WHERE token_hash = ? AND user_id = ?",
                 (hash_token(token), user_id),
             )
+            announce(self.store, conn, user_id)
+        settle(self.store)
 
     def destroy_all(self, user_id: int) -> None:
         """End every session of ``user_id``."""
@@ -110,6 +113,8 @@ class SessionManager:
             return
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
+            announce(self.store, conn, user_id)
+        settle(self.store)
 
     def count(self, user_id: int) -> int:
         """How many unexpired sessions ``user_id`` has."""

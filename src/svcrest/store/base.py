@@ -18,6 +18,8 @@ __all__ = [
     "Connection",
     "Cursor",
     "Dialect",
+    "Listener",
+    "NotifyingStore",
     "Step",
     "Store",
     "StoreError",
@@ -84,6 +86,42 @@ class Store(Protocol):
     def __enter__(self) -> Store: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
+
+
+class Listener(Protocol):
+    """A connection listening on one notification channel (see :class:`NotifyingStore`).
+
+    ``poll()`` never blocks and makes no round trip: it returns the payloads received since
+    the last call, or None while the listener is not listening (its connection broke; it
+    reconnects on a later call). ``epoch`` counts the times it started listening: anything
+    sent while it was not listening is lost, so a caller that sees ``epoch`` change (or gets
+    None) must forget whatever the notifications protect. ``closed``: after ``close()``.
+    """
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def poll(self) -> list[str] | None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class NotifyingStore(Protocol):
+    """A store that can tell every process and host sharing the database that something
+    changed (PostgreSQL's ``NOTIFY``/``LISTEN``). SQLite offers no such channel.
+
+    ``notify(conn, channel, payload)`` inside a :meth:`Store.transaction` block sends the
+    payload when (and only if) the transaction commits; ``listen(channel)`` opens a
+    :class:`Listener`, closed with the store.
+    """
+
+    def notify(self, conn: Connection, channel: str, payload: str) -> None: ...
+
+    def listen(self, channel: str) -> Listener: ...
 
 
 def step_sql(step: Step, dialect: Dialect, component: str, number: int) -> str:

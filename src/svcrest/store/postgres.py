@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
 
+    from svcrest.store.pg_listen import PostgresListener
+
 __all__ = ["POSTGRES_EXTRA", "PostgresStore", "is_postgres_url", "redact_url"]
 
 #: What to install for PostgreSQL URLs.
@@ -110,6 +112,7 @@ class PostgresStore:
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
         self._local = threading.local()
         self._closed = False
+        self._listeners: list[PostgresListener] = []
         self._pool: psycopg_pool.ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=1,
@@ -232,12 +235,32 @@ class PostgresStore:
         (every host adding one at once gets the first insert's value)."""
         return add_option_once(self, name, value)
 
+    # -- notifications (svcrest.store.NotifyingStore) --------------------------------------------
+
+    def notify(self, conn: Connection, channel: str, payload: str) -> None:
+        """Send ``payload`` on ``channel`` to every listener of the database when the
+        transaction ``conn`` belongs to commits (nothing is sent on a rollback)."""
+        conn.execute("SELECT pg_notify(?, ?)", (channel, payload))
+
+    def listen(self, channel: str) -> PostgresListener:
+        """A :class:`~svcrest.store.Listener` of ``channel`` on its own connection (not one of
+        the pool's), closed by :meth:`close`."""
+        from svcrest.store.pg_listen import PostgresListener
+
+        if self._closed:
+            raise StoreError("the store is closed")
+        listener = PostgresListener(self.url, channel)
+        self._listeners.append(listener)
+        return listener
+
     def close(self) -> None:
-        """Close the pool; using the store afterwards raises StoreError."""
+        """Close the pool and the listeners; using the store afterwards raises StoreError."""
         if getattr(self._local, "conn", None) is not None:
             raise StoreError("close() called inside a read() or transaction() block")
         if not self._closed:
             self._closed = True
+            for listener in self._listeners:
+                listener.close()
             self._pool.close()
 
     @property
