@@ -85,6 +85,32 @@ def test_transaction_commits_rolls_back_and_counts_rows(store: Store, engine: st
         ]
 
 
+def test_read_one_reads_one_statement_alone_or_in_the_open_block(store: Store) -> None:
+    store.migrate("t", [ITEMS])
+    assert store.read_one("SELECT name FROM items WHERE id = ?", (1,)) is None
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO items (name) VALUES (?), (?)", ("a", "b"))
+        # Inside the block: its connection, so its uncommitted rows.
+        assert tuple(store.read_one("SELECT COUNT(*), MAX(name) FROM items")) == (2, "b")
+        assert store.in_block()
+    assert tuple(store.read_one("SELECT name FROM items ORDER BY id DESC")) == ("b",)
+    assert not store.in_block()
+    with pytest.raises(RuntimeError), store.transaction():
+        raise RuntimeError("boom")
+    assert tuple(store.read_one("SELECT COUNT(*) FROM items")) == (2,)
+
+
+def test_postgres_pool_replaces_a_connection_the_server_ended(postgres: PostgresServer) -> None:
+    store = PostgresStore(postgres.new_schema())
+    try:
+        pids = {store.read_one("SELECT pg_backend_pid()")[0] for _ in range(3)}
+        assert len(pids) == 1  # one idle connection, reused without a check round trip
+        postgres.psql(f"SELECT pg_terminate_backend({pids.pop()}, 5000)")
+        assert tuple(store.read_one("SELECT 1")) == (1,)
+    finally:
+        store.close()
+
+
 def test_nested_transaction_is_a_savepoint(store: Store) -> None:
     store.migrate("t", [ITEMS])
     with store.transaction() as outer:

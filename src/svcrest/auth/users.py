@@ -343,17 +343,16 @@ class UserStore:
     ) -> tuple[User, str, int | None] | None:
         """``get_auth_record`` and the expiration of the session ``token_hash`` of that user
         (None when they have no such session), read in one statement (one snapshot; PERF:
-        one query per cookie check)."""
+        one query, one round trip on PostgreSQL, per cookie check)."""
         key = lookup_key(login)
         if key is None:
             return None
-        with self.store.read() as conn:
-            row = conn.execute(
-                f"SELECT {_USER_COLUMNS}, password_hash, (SELECT expiration FROM sessions"
-                " WHERE token_hash = ? AND user_id = users.id)"
-                " FROM users WHERE login_key = ?",
-                (token_hash, key),
-            ).fetchone()
+        row = self.store.read_one(
+            f"SELECT {_USER_COLUMNS}, password_hash, (SELECT expiration FROM sessions"
+            " WHERE token_hash = ? AND user_id = users.id)"
+            " FROM users WHERE login_key = ?",
+            (token_hash, key),
+        )
         if row is None:
             return None
         return _user_from_row(row), str(row[4]), None if row[5] is None else int(row[5])

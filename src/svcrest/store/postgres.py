@@ -14,6 +14,7 @@ hosts starting together against an empty database create one schema.
 from __future__ import annotations
 
 import contextlib
+import select
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
@@ -75,6 +76,22 @@ def _run_step(conn: Connection, sql: str) -> None:
     conn.execute(sql)
 
 
+def _check_connection(raw: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection it hands out. PERF: a round trip (psycopg_pool's
+    ``check_connection``) only when the idle connection's socket holds something: a server
+    that ends a connection (shutdown, termination, restart) says so or closes the socket,
+    which makes it readable; an idle connection that works is told nothing."""
+    from psycopg.pq import ConnStatus
+    from psycopg_pool import ConnectionPool
+
+    pgconn = raw.pgconn
+    if not raw.closed and pgconn.status == ConnStatus.OK:
+        readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        if not readable:
+            return
+    ConnectionPool.check_connection(raw)
+
+
 class _Connection:
     """A psycopg connection that takes ``?`` placeholders."""
 
@@ -118,7 +135,7 @@ class PostgresStore:
             min_size=1,
             max_size=pool_size,
             kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
+            check=_check_connection,
             open=False,
             name="svcrest",
         )
@@ -211,6 +228,13 @@ class PostgresStore:
                 self._local.reading = False
                 if self._in_transaction(conn) and not conn.raw.closed:
                     conn.execute("COMMIT")
+
+    def read_one(self, sql: str, params: Sequence[Any] = (), /) -> Any:
+        """The first row of the read statement ``sql`` (None when there is none): one round
+        trip, the statement alone in autocommit (one statement is one snapshot); inside a
+        block of this thread, in that block."""
+        with self._checkout() as (conn, _depth):
+            return conn.execute(sql, params).fetchone()
 
     def in_block(self) -> bool:
         """Whether this thread is inside a :meth:`read` or :meth:`transaction` block."""
