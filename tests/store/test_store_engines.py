@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from svcrest.store import Step, Store, StoreError, open_store
-from svcrest.store.base import to_pyformat
+from svcrest.store.base import NotifyingStore, to_pyformat
 from svcrest.store.postgres import PostgresStore
 from svcrest.store.sqlite import SqliteStore
 from tests.pg import PostgresServer
@@ -109,6 +110,30 @@ def test_postgres_pool_replaces_a_connection_the_server_ended(postgres: Postgres
         assert tuple(store.read_one("SELECT 1")) == (1,)
     finally:
         store.close()
+
+
+def test_notifications_reach_listeners_at_commit_only(store: Store, engine: str) -> None:
+    assert isinstance(store, NotifyingStore) is (engine == "postgresql")
+    if not isinstance(store, NotifyingStore):
+        return
+    listener = store.listen("svc_test")
+    other = store.listen("svc_other")
+    assert (listener.epoch, listener.closed, listener.poll()) == (1, False, [])
+    with pytest.raises(RuntimeError), store.transaction() as conn:
+        store.notify(conn, "svc_test", "rolled back")
+        raise RuntimeError("boom")
+    with store.transaction() as conn:
+        store.notify(conn, "svc_test", "1")
+        store.notify(conn, "svc_test", "2")
+        assert listener.poll() == []  # not before the commit
+    deadline = time.monotonic() + 5
+    received: list[str] = []
+    while len(received) < 2 and time.monotonic() < deadline:
+        received += listener.poll() or []
+    assert received == ["1", "2"]
+    assert other.poll() == []
+    store.close()
+    assert (listener.closed, listener.poll(), other.closed) == (True, None, True)
 
 
 def test_nested_transaction_is_a_savepoint(store: Store) -> None:

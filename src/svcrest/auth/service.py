@@ -114,12 +114,12 @@ class AuthService:
 
     ``secret_key``: the site secret (see ``ensure_secret_key``); ``clock``: Unix seconds;
     ``secret_key_fallbacks``: earlier secrets whose cookies and nonces still verify (new ones
-    are signed with ``secret_key``). Every cookie check reads the user and the session from
-    the store, so a logout, a password change, a role change or a deleted user on one host
-    applies on every host sharing the store; on a store with a notification channel
-    (PostgreSQL) valid sessions are cached between checks, invalidated on every host by those
-    changes (``svcrest.auth.session_cache``; the filter ``svc_session_cache_entries``, default
-    10,000, sets its size, 0 turns it off).
+    are signed with ``secret_key``). A cookie check reads the user and the session from the
+    store, or on a store with a notification channel (PostgreSQL) from the cache of sessions
+    this process verified (``svcrest.auth.session_cache``; the filter
+    ``svc_session_cache_entries``, default 10,000, sets its size, 0 turns it off): either way
+    a logout, a password change, a role change or a deleted user on one host applies on every
+    host sharing the store from the next request.
     Actions fired on ``hooks``: exactly one ``auth_cookie_*`` action per
     ``validate_cookie`` call with a non-empty value, ``svc_login`` (login, user) after
     ``log_in`` and ``svc_logout`` (user id) after ``log_out``.
@@ -268,8 +268,7 @@ class AuthService:
         hash_ok = self._hmac_matches(elements, fragment)
         session_ok = expiration is not None and expiration >= now
         if cache is not None and hash_ok and session_ok:
-            assert expiration is not None
-            cache.put(key, ticket, CachedSession(user, fragment, expiration))
+            cache.put(key, ticket, CachedSession(user, fragment, int(expiration or 0)))
         return user, hash_ok, session_ok
 
     def _hmac_matches(self, elements: CookieElements, fragment: str) -> bool:
