@@ -2,12 +2,15 @@
 
 Each App here is a host: its own store object (its own connections or pool), its own auth
 service, over one database (a SQLite file, or a PostgreSQL schema). Nothing a host remembers
-may outlive a logout, a password change or a deleted user on the other.
+may outlive a logout, a password change, a role change or a deleted user on the other: on
+PostgreSQL the second host has cached the session (``svcrest.auth.session_cache``) before the
+first one revokes it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -77,6 +80,36 @@ def on_other_host(client_for: ClientFor, app: App, cookie: str) -> SiteClient:
     return other
 
 
+def behind_svcrest(app: App, sql: str) -> None:
+    """Change the database without telling any host (no notification)."""
+    with app.store.transaction() as conn:
+        conn.execute(sql)
+
+
+def cache_on(app: App, cookie: str) -> None:
+    """On PostgreSQL: check ``cookie`` on ``app`` until a check is answered from its cache
+    (a change made behind svcrest's back does not show). On SQLite: there is no cache."""
+    cache = app.auth.session_cache
+    if app.store.dialect == "sqlite":
+        assert cache is None
+        return
+    assert cache is not None
+    deadline = time.monotonic() + 5
+    while True:
+        assert time.monotonic() < deadline, "the cache never answered"
+        cache.clear()
+        while not cache.trusted:  # the first check starts the heartbeats
+            assert app.auth.validate_cookie(cookie) is not None
+            time.sleep(0.002)
+        assert app.auth.validate_cookie(cookie) is not None  # cached, unless the lease ran out
+        behind_svcrest(app, "UPDATE users SET display_name = 'changed' WHERE id = 1")
+        found = app.auth.validate_cookie(cookie)
+        behind_svcrest(app, "UPDATE users SET display_name = 'alice' WHERE id = 1")
+        assert found is not None
+        if found[0].display_name == "alice":
+            return
+
+
 def test_hosts_share_the_secret_and_a_login(hosts: tuple[App, App], client_for: ClientFor) -> None:
     first, second = hosts
     assert first.secret_key == second.secret_key
@@ -99,7 +132,9 @@ def test_a_revocation_on_one_host_applies_on_the_other_at_once(
     cookie = log_in(a)
     nonce = nonce_of(a)
     b = on_other_host(client_for, second, cookie)
-    assert b.get(ME, headers={"X-SVC-Nonce": nonce}).json() == {"id": 1}
+    for _ in range(3):
+        assert b.get(ME, headers={"X-SVC-Nonce": nonce}).json() == {"id": 1}
+    cache_on(second, cookie)
     if revocation == "logout":
         logout_nonce = first.auth.create_nonce("log-out", 1, unquote(cookie).split("|")[2])
         assert a.post("/logout", data={"_wpnonce": logout_nonce}).status_code == 303
@@ -112,6 +147,35 @@ def test_a_revocation_on_one_host_applies_on_the_other_at_once(
     response = b.get(ME, headers={"X-SVC-Nonce": nonce})
     assert (response.status_code, response.json()["code"]) == (403, "rest_cookie_invalid_nonce")
     assert b.get(ME).json() == {"id": 0}
+
+
+def test_a_role_change_on_one_host_applies_on_the_other_at_once(
+    hosts: tuple[App, App], client_for: ClientFor
+) -> None:
+    first, second = hosts
+    cookie = log_in(client_for(first))
+    cache_on(second, cookie)
+    assert first.users.set_roles(1, ["subscriber"]).roles == ("subscriber",)
+    found = second.auth.validate_cookie(cookie)
+    assert found is not None
+    assert (found[0].roles, found[0].can("edit_notes")) == (("subscriber",), False)
+    cache_on(second, cookie)
+    assert first.users.set_roles(1, "administrator").roles == ("administrator",)
+    found = second.auth.validate_cookie(cookie)
+    assert found is not None
+    assert found[0].roles == ("administrator",)
+
+
+def test_every_session_ended_on_one_host_is_refused_on_the_other(
+    hosts: tuple[App, App], client_for: ClientFor
+) -> None:
+    first, second = hosts
+    cookies = [log_in(client_for(first)) for _ in range(2)]
+    for cookie in cookies:
+        assert second.auth.validate_cookie(cookie) is not None
+    cache_on(second, cookies[1])
+    first.auth.sessions.destroy_all(1)
+    assert [second.auth.validate_cookie(cookie) for cookie in cookies] == [None, None]
 
 
 def test_secret_key_fallbacks_verify_old_cookies_and_nonces(shared: str) -> None:

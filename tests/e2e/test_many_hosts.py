@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -117,11 +118,19 @@ def test_one_site_over_two_hosts(hosts: tuple[Host, Host]) -> None:
         assert created.status_code == 201
         assert (created.json()["id"], created.json()["author"]) == (1, 1)
         assert a.get(f"{NOTES}/1").json()["title"] == "across"
+        # The second host checks the cookie a few times: its session cache holds the session
+        # (and its heartbeat lease is up) by the time the first host logs out.
+        for _ in range(10):
+            seen = b.get(f"{NOTES}/1", headers=headers)
+            assert (seen.status_code, seen.headers.get("X-SVC-Nonce")) == (200, nonce)
+            time.sleep(0.02)
         # Logging out on the first host refuses the cookie on the second at once.
         home = a.get("/").text
         logout_nonce = home.split('name="_wpnonce" value="')[1].split('"')[0]
         assert a.post("/logout", data={"_wpnonce": logout_nonce}).status_code == 303
         refused = b.post(NOTES, json={"title": "after logout"}, headers=headers)
+        assert (refused.status_code, refused.json()["code"]) == (403, "rest_cookie_invalid_nonce")
+        refused = b.get(f"{NOTES}/1", headers=headers)
         assert (refused.status_code, refused.json()["code"]) == (403, "rest_cookie_invalid_nonce")
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from svcrest.store import Step, Store, StoreError, open_store
-from svcrest.store.base import to_pyformat
+from svcrest.store.base import NotifyingStore, to_pyformat
 from svcrest.store.postgres import PostgresStore
 from svcrest.store.sqlite import SqliteStore
 from tests.pg import PostgresServer
@@ -83,6 +84,56 @@ def test_transaction_commits_rolls_back_and_counts_rows(store: Store, engine: st
             (1, "a!"),
             (2, "b!"),
         ]
+
+
+def test_read_one_reads_one_statement_alone_or_in_the_open_block(store: Store) -> None:
+    store.migrate("t", [ITEMS])
+    assert store.read_one("SELECT name FROM items WHERE id = ?", (1,)) is None
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO items (name) VALUES (?), (?)", ("a", "b"))
+        # Inside the block: its connection, so its uncommitted rows.
+        assert tuple(store.read_one("SELECT COUNT(*), MAX(name) FROM items")) == (2, "b")
+        assert store.in_block()
+    assert tuple(store.read_one("SELECT name FROM items ORDER BY id DESC")) == ("b",)
+    assert not store.in_block()
+    with pytest.raises(RuntimeError), store.transaction():
+        raise RuntimeError("boom")
+    assert tuple(store.read_one("SELECT COUNT(*) FROM items")) == (2,)
+
+
+def test_postgres_pool_replaces_a_connection_the_server_ended(postgres: PostgresServer) -> None:
+    store = PostgresStore(postgres.new_schema())
+    try:
+        pids = {store.read_one("SELECT pg_backend_pid()")[0] for _ in range(3)}
+        assert len(pids) == 1  # one idle connection, reused without a check round trip
+        postgres.psql(f"SELECT pg_terminate_backend({pids.pop()}, 5000)")
+        assert tuple(store.read_one("SELECT 1")) == (1,)
+    finally:
+        store.close()
+
+
+def test_notifications_reach_listeners_at_commit_only(store: Store, engine: str) -> None:
+    assert isinstance(store, NotifyingStore) is (engine == "postgresql")
+    if not isinstance(store, NotifyingStore):
+        return
+    listener = store.listen("svc_test")
+    other = store.listen("svc_other")
+    assert (listener.epoch, listener.closed, listener.poll()) == (1, False, [])
+    with pytest.raises(RuntimeError), store.transaction() as conn:
+        store.notify(conn, "svc_test", "rolled back")
+        raise RuntimeError("boom")
+    with store.transaction() as conn:
+        store.notify(conn, "svc_test", "1")
+        store.notify(conn, "svc_test", "2")
+        assert listener.poll() == []  # not before the commit
+    deadline = time.monotonic() + 5
+    received: list[str] = []
+    while len(received) < 2 and time.monotonic() < deadline:
+        received += listener.poll() or []
+    assert received == ["1", "2"]
+    assert other.poll() == []
+    store.close()
+    assert (listener.closed, listener.poll(), other.closed) == (True, None, True)
 
 
 def test_nested_transaction_is_a_savepoint(store: Store) -> None:

@@ -27,6 +27,12 @@ from svcrest.auth.cookies import (
 )
 from svcrest.auth.nonces import NonceManager
 from svcrest.auth.passwords import password_fragment
+from svcrest.auth.session_cache import (
+    DEFAULT_MAX_ENTRIES,
+    CachedSession,
+    SessionCache,
+    open_session_cache,
+)
 from svcrest.auth.sessions import SessionManager, hash_token
 from svcrest.auth.users import UserStore
 from svcrest.hooks import Hooks
@@ -37,6 +43,7 @@ __all__ = [
     "COOKIE_NAME",
     "REMEMBER_LIFETIME",
     "SECRET_KEY_OPTION",
+    "SESSION_CACHE_FILTER",
     "SESSION_LIFETIME",
     "AuthService",
     "IssuedCookie",
@@ -50,6 +57,8 @@ SESSION_LIFETIME = 2 * 86400
 REMEMBER_LIFETIME = 14 * 86400
 #: The option holding the generated site secret.
 SECRET_KEY_OPTION = "svc_secret_key"
+#: The filter giving the most sessions the cookie check caches (0 turns the cache off).
+SESSION_CACHE_FILTER = "svc_session_cache_entries"
 
 _ATTRIBUTES = "Path=/; HttpOnly; SameSite=Lax"
 
@@ -105,9 +114,12 @@ class AuthService:
 
     ``secret_key``: the site secret (see ``ensure_secret_key``); ``clock``: Unix seconds;
     ``secret_key_fallbacks``: earlier secrets whose cookies and nonces still verify (new ones
-    are signed with ``secret_key``). Nothing about users or sessions is kept between calls:
-    every cookie check reads the user and the session from the store, so a logout, a password
-    change or a deleted user on one host applies on every host sharing the store.
+    are signed with ``secret_key``). A cookie check reads the user and the session from the
+    store, or on a store with a notification channel (PostgreSQL) from the cache of sessions
+    this process verified (``svcrest.auth.session_cache``; the filter
+    ``svc_session_cache_entries``, default 10,000, sets its size, 0 turns it off): either way
+    a logout, a password change, a role change or a deleted user on one host applies on every
+    host sharing the store from the next request.
     Actions fired on ``hooks``: exactly one ``auth_cookie_*`` action per
     ``validate_cookie`` call with a non-empty value, ``svc_login`` (login, user) after
     ``log_in`` and ``svc_logout`` (user id) after ``log_out``.
@@ -135,6 +147,9 @@ class AuthService:
         self.nonces = NonceManager(secret_key, clock, fallbacks=secret_key_fallbacks)
         self._secret = secret_key
         self._fallbacks = tuple(secret_key_fallbacks)
+        entries = hooks.apply_filters(SESSION_CACHE_FILTER, DEFAULT_MAX_ENTRIES)
+        #: The cache of verified sessions, None when off or the store cannot invalidate it.
+        self.session_cache: SessionCache | None = open_session_cache(store, int(entries))
 
     # -- nonces ----------------------------------------------------------------------------------
 
@@ -211,16 +226,12 @@ class AuthService:
         if elements.expiration < self.clock():
             self.hooks.do_action("auth_cookie_expired", info)
             return None
-        # The user and the session in one statement; the actions fire after it, so their
-        # callbacks may write.
-        record = self.users.get_auth_record_with_session(
-            elements.login, hash_token(elements.token), float(self.clock())
-        )
-        if record is None:
+        found = self._user_and_session(elements, float(self.clock()))
+        if found is None:
             self.hooks.do_action("auth_cookie_bad_username", info)
             return None
-        user, encoded, session_ok = record
-        if not self._hmac_matches(elements, password_fragment(encoded)):
+        user, hash_ok, session_ok = found
+        if not hash_ok:
             self.hooks.do_action("auth_cookie_bad_hash", info)
             return None
         if not session_ok:
@@ -228,6 +239,37 @@ class AuthService:
             return None
         self.hooks.do_action("auth_cookie_valid", info, user)
         return user, elements.token
+
+    def _user_and_session(
+        self, elements: CookieElements, now: float
+    ) -> tuple[User, bool, bool] | None:
+        """The cookie's user, whether its HMAC matches and whether its session is live at
+        ``now``; None for no such user. From the session cache when it holds the session,
+        else from the store in one statement (the actions fire after it, so their callbacks
+        may write)."""
+        token_hash = hash_token(elements.token)
+        cache = self.session_cache
+        key = (elements.login, token_hash)
+        ticket = -1
+        if cache is not None:
+            cached, ticket = cache.lookup(key)
+            if cached is not None:
+                # SECURITY: the cache holds no verdict: the HMAC and the expiration are
+                # checked on every hit, as for a read.
+                if cached.expiration < now:
+                    cache.discard(key)
+                    return cached.user, self._hmac_matches(elements, cached.fragment), False
+                return cached.user, self._hmac_matches(elements, cached.fragment), True
+        record = self.users.get_auth_record_with_session(elements.login, token_hash)
+        if record is None:
+            return None
+        user, encoded, expiration = record
+        fragment = password_fragment(encoded)
+        hash_ok = self._hmac_matches(elements, fragment)
+        session_ok = expiration is not None and expiration >= now
+        if cache is not None and hash_ok and session_ok:
+            cache.put(key, ticket, CachedSession(user, fragment, int(expiration or 0)))
+        return user, hash_ok, session_ok
 
     def _hmac_matches(self, elements: CookieElements, fragment: str) -> bool:
         """Whether the cookie was signed with the secret or one of its fallbacks."""

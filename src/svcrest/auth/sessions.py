@@ -12,6 +12,7 @@ import re
 import secrets
 from collections.abc import Callable
 
+from svcrest.auth.session_cache import announce, settle
 from svcrest.auth.users import AUTH_SCHEMA
 from svcrest.store.base import Store
 
@@ -95,7 +96,9 @@ class SessionManager:
         return row is not None
 
     def destroy(self, user_id: int, token: str) -> None:
-        """End the session ``token`` of ``user_id`` (nothing happens when there is none)."""
+        """End the session ``token`` of ``user_id`` (nothing happens when there is none), on
+        every host: on a store with a notification channel this returns once no host's
+        session cache may still trust it (``session_cache.settle``, 50 ms)."""
         if not _valid(user_id, token):
             return
         with self.store.transaction() as conn:
@@ -103,13 +106,17 @@ class SessionManager:
                 "DELETE FROM sessions WHERE token_hash = ? AND user_id = ?",
                 (hash_token(token), user_id),
             )
+            announce(self.store, conn, user_id)
+        settle(self.store)
 
     def destroy_all(self, user_id: int) -> None:
-        """End every session of ``user_id``."""
+        """End every session of ``user_id`` (on every host, as :meth:`destroy`)."""
         if not _is_user_id(user_id):
             return
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
+            announce(self.store, conn, user_id)
+        settle(self.store)
 
     def count(self, user_id: int) -> int:
         """How many unexpired sessions ``user_id`` has."""

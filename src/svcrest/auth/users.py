@@ -17,6 +17,7 @@ from svcrest.auth.passwords import (
     hash_password,
     verify_password,
 )
+from svcrest.auth.session_cache import announce, settle
 from svcrest.hooks import Hooks
 from svcrest.http.user import ANONYMOUS, ROLE_CAPABILITIES, User
 from svcrest.store.base import Step, Store
@@ -338,21 +339,23 @@ class UserStore:
         return None if row is None else (_user_from_row(row), str(row[4]))
 
     def get_auth_record_with_session(
-        self, login: str, token_hash: str, now: float
-    ) -> tuple[User, str, bool] | None:
-        """``get_auth_record`` and whether ``token_hash`` is an unexpired session of that user
-        at ``now``, read in one statement (one snapshot; PERF: one query per cookie check)."""
+        self, login: str, token_hash: str
+    ) -> tuple[User, str, int | None] | None:
+        """``get_auth_record`` and the expiration of the session ``token_hash`` of that user
+        (None when they have no such session), read in one statement (one snapshot; PERF:
+        one query, one round trip on PostgreSQL, per cookie check)."""
         key = lookup_key(login)
         if key is None:
             return None
-        with self.store.read() as conn:
-            row = conn.execute(
-                f"SELECT {_USER_COLUMNS}, password_hash, EXISTS (SELECT 1 FROM sessions"
-                " WHERE token_hash = ? AND user_id = users.id AND expiration >= ?)"
-                " FROM users WHERE login_key = ?",
-                (token_hash, now, key),
-            ).fetchone()
-        return None if row is None else (_user_from_row(row), str(row[4]), bool(row[5]))
+        row = self.store.read_one(
+            f"SELECT {_USER_COLUMNS}, password_hash, (SELECT expiration FROM sessions"
+            " WHERE token_hash = ? AND user_id = users.id)"
+            " FROM users WHERE login_key = ?",
+            (token_hash, key),
+        )
+        if row is None:
+            return None
+        return _user_from_row(row), str(row[4]), None if row[5] is None else int(row[5])
 
     def authenticate(self, login: str, password: str) -> User | None:
         """The user when ``password`` is theirs, else None.
@@ -386,14 +389,38 @@ class UserStore:
             if changed != 1:
                 raise UnknownUserError(f"no user with id {user_id!r}")
             conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
+            announce(self.store, conn, user_id)
+        settle(self.store)
         self.hooks.do_action("svc_set_password", user_id)
+
+    def set_roles(self, user_id: int, roles: Iterable[str]) -> User:
+        """Give ``user_id`` exactly ``roles`` (known role names; a string is one role) and
+        return the updated user; UnknownUserError when there is no such user.
+
+        The new roles (and so capabilities) apply on every host sharing the store from the
+        next request; the user's sessions stay valid.
+        """
+        role_tuple = _clean_roles(roles)
+        with self.store.transaction() as conn:
+            changed = 0
+            if _is_id(user_id) and user_id != 0:
+                changed = conn.execute(
+                    "UPDATE users SET roles = ? WHERE id = ?", (",".join(role_tuple), user_id)
+                ).rowcount
+            if changed != 1:
+                raise UnknownUserError(f"no user with id {user_id!r}")
+            announce(self.store, conn, user_id)
+            row = conn.execute(f"SELECT {_USER_COLUMNS} FROM users WHERE id = ?", (user_id,))
+            user = _user_from_row(row.fetchone())
+        settle(self.store)
+        return user
 
     def delete(self, user_id: int) -> bool:
         """Delete user ``user_id`` and their sessions; whether there was such a user.
 
-        Their cookies fail on every host sharing the store from the next request (each cookie
-        check reads the user from the store). Fires ``deleted_user`` (user id) after it, as
-        WordPress does.
+        Their cookies fail on every host sharing the store from the next request (a cookie
+        check reads the user from the store, or from a cache this deletion invalidates). Fires
+        ``deleted_user`` (user id) after it, as WordPress does.
         """
         if not _is_id(user_id) or user_id == 0:
             return False
@@ -401,7 +428,10 @@ class UserStore:
             conn.execute("DELETE FROM sessions WHERE user_id = ?", (user_id,))
             conn.execute("DELETE FROM application_passwords WHERE user_id = ?", (user_id,))
             deleted = conn.execute("DELETE FROM users WHERE id = ?", (user_id,)).rowcount
+            if deleted:
+                announce(self.store, conn, user_id)
         if deleted:
+            settle(self.store)
             self.hooks.do_action("deleted_user", user_id)
         return deleted == 1
 

@@ -18,6 +18,8 @@ __all__ = [
     "Connection",
     "Cursor",
     "Dialect",
+    "Listener",
+    "NotifyingStore",
     "Step",
     "Store",
     "StoreError",
@@ -58,8 +60,11 @@ class Store(Protocol):
 
     ``transaction()``: a write transaction (a SAVEPOINT when nested in another block of the
     same thread); ``read()``: one consistent snapshot. Neither may be held across an
-    ``await``. ``migrate(component, steps)`` applies the steps not applied yet, once per
-    database, and returns the component's version. ``add_option`` inserts unless the option
+    ``await``. ``read_one(sql, params)``: the first row (or None) of one read statement,
+    which is its own snapshot (PERF: on PostgreSQL one round trip, where a ``read()`` block
+    takes three); inside a block of the same thread it runs in that block.
+    ``migrate(component, steps)`` applies the steps not applied yet, once per database, and
+    returns the component's version. ``add_option`` inserts unless the option
     exists and returns the stored value (race-safe across processes and hosts).
     ``in_block()`` and ``close()`` serve lazy migrations and the command line.
     """
@@ -70,6 +75,8 @@ class Store(Protocol):
     def transaction(self) -> AbstractContextManager[Connection]: ...
 
     def read(self) -> AbstractContextManager[Connection]: ...
+
+    def read_one(self, sql: str, params: Sequence[Any] = (), /) -> Any: ...
 
     def migrate(self, component: str, steps: Sequence[Step]) -> int: ...
 
@@ -84,6 +91,42 @@ class Store(Protocol):
     def __enter__(self) -> Store: ...
 
     def __exit__(self, *exc_info: object) -> None: ...
+
+
+class Listener(Protocol):
+    """A connection listening on one notification channel (see :class:`NotifyingStore`).
+
+    ``poll()`` never blocks and makes no round trip: it returns the payloads received since
+    the last call, or None while the listener is not listening (its connection broke; it
+    reconnects on a later call). ``epoch`` counts the times it started listening: anything
+    sent while it was not listening is lost, so a caller that sees ``epoch`` change (or gets
+    None) must forget whatever the notifications protect. ``closed``: after ``close()``.
+    """
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    def poll(self) -> list[str] | None: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class NotifyingStore(Protocol):
+    """A store that can tell every process and host sharing the database that something
+    changed (PostgreSQL's ``NOTIFY``/``LISTEN``). SQLite offers no such channel.
+
+    ``notify(conn, channel, payload)`` inside a :meth:`Store.transaction` block sends the
+    payload when (and only if) the transaction commits; ``listen(channel)`` opens a
+    :class:`Listener`, closed with the store.
+    """
+
+    def notify(self, conn: Connection, channel: str, payload: str) -> None: ...
+
+    def listen(self, channel: str) -> Listener: ...
 
 
 def step_sql(step: Step, dialect: Dialect, component: str, number: int) -> str:
@@ -167,6 +210,12 @@ def apply_steps(
             (component, len(steps)),
         )
     return max(current, len(steps))
+
+
+def read_one_in_block(store: Store, sql: str, params: Sequence[Any]) -> Any:
+    """``Store.read_one`` through a ``read()`` block (engines where a block costs nothing)."""
+    with store.read() as conn:
+        return conn.execute(sql, params).fetchone()
 
 
 def read_option(store: Store, name: str) -> str | None:

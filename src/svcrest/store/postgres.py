@@ -14,6 +14,7 @@ hosts starting together against an empty database create one schema.
 from __future__ import annotations
 
 import contextlib
+import select
 import threading
 import zlib
 from collections.abc import Iterator, Sequence
@@ -34,6 +35,8 @@ from svcrest.store.base import (
 if TYPE_CHECKING:
     import psycopg
     import psycopg_pool
+
+    from svcrest.store.pg_listen import PostgresListener
 
 __all__ = ["POSTGRES_EXTRA", "PostgresStore", "is_postgres_url", "redact_url"]
 
@@ -73,6 +76,22 @@ def _run_step(conn: Connection, sql: str) -> None:
     conn.execute(sql)
 
 
+def _check_connection(raw: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection it hands out. PERF: a round trip (psycopg_pool's
+    ``check_connection``) only when the idle connection's socket holds something: a server
+    that ends a connection (shutdown, termination, restart) says so or closes the socket,
+    which makes it readable; an idle connection that works is told nothing."""
+    from psycopg.pq import ConnStatus
+    from psycopg_pool import ConnectionPool
+
+    pgconn = raw.pgconn
+    if not raw.closed and pgconn.status == ConnStatus.OK:
+        readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        if not readable:
+            return
+    ConnectionPool.check_connection(raw)
+
+
 class _Connection:
     """A psycopg connection that takes ``?`` placeholders."""
 
@@ -110,12 +129,13 @@ class PostgresStore:
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
         self._local = threading.local()
         self._closed = False
+        self._listeners: list[PostgresListener] = []
         self._pool: psycopg_pool.ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=1,
             max_size=pool_size,
             kwargs={"autocommit": True},
-            check=ConnectionPool.check_connection,
+            check=_check_connection,
             open=False,
             name="svcrest",
         )
@@ -209,6 +229,13 @@ class PostgresStore:
                 if self._in_transaction(conn) and not conn.raw.closed:
                     conn.execute("COMMIT")
 
+    def read_one(self, sql: str, params: Sequence[Any] = (), /) -> Any:
+        """The first row of the read statement ``sql`` (None when there is none): one round
+        trip, the statement alone in autocommit (one statement is one snapshot); inside a
+        block of this thread, in that block."""
+        with self._checkout() as (conn, _depth):
+            return conn.execute(sql, params).fetchone()
+
     def in_block(self) -> bool:
         """Whether this thread is inside a :meth:`read` or :meth:`transaction` block."""
         return getattr(self._local, "conn", None) is not None
@@ -232,12 +259,32 @@ class PostgresStore:
         (every host adding one at once gets the first insert's value)."""
         return add_option_once(self, name, value)
 
+    # -- notifications (svcrest.store.NotifyingStore) --------------------------------------------
+
+    def notify(self, conn: Connection, channel: str, payload: str) -> None:
+        """Send ``payload`` on ``channel`` to every listener of the database when the
+        transaction ``conn`` belongs to commits (nothing is sent on a rollback)."""
+        conn.execute("SELECT pg_notify(?, ?)", (channel, payload))
+
+    def listen(self, channel: str) -> PostgresListener:
+        """A :class:`~svcrest.store.Listener` of ``channel`` on its own connection (not one of
+        the pool's), closed by :meth:`close`."""
+        from svcrest.store.pg_listen import PostgresListener
+
+        if self._closed:
+            raise StoreError("the store is closed")
+        listener = PostgresListener(self.url, channel)
+        self._listeners.append(listener)
+        return listener
+
     def close(self) -> None:
-        """Close the pool; using the store afterwards raises StoreError."""
+        """Close the pool and the listeners; using the store afterwards raises StoreError."""
         if getattr(self._local, "conn", None) is not None:
             raise StoreError("close() called inside a read() or transaction() block")
         if not self._closed:
             self._closed = True
+            for listener in self._listeners:
+                listener.close()
             self._pool.close()
 
     @property

@@ -31,6 +31,7 @@ from svcrest.store.base import (
     StoreError,
     add_option_once,
     apply_steps,
+    read_one_in_block,
     read_option,
 )
 
@@ -300,6 +301,10 @@ class SqliteStore:
         Writes belong in :meth:`transaction`.
         """
         return _ReadBlock(self)
+
+    def read_one(self, sql: str, params: Sequence[Any] = (), /) -> Any:
+        """The first row of the read statement ``sql`` (None when there is none)."""
+        return read_one_in_block(self, sql, params)
 
     def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.

@@ -1,0 +1,357 @@
+"""A bounded cache of verified login sessions, invalidated across hosts (DESIGN §6).
+
+A cookie check reads the user and the session from the store; on PostgreSQL that is a round
+trip to the server per request. :class:`SessionCache` keeps what such a read found for a valid
+session (the user, their password's cookie fragment and the session's expiration), so later
+requests with the same cookie skip the read, but only while the store's notification channel
+(``NOTIFY``/``LISTEN``) tells this process about every change that could revoke it.
+
+SECURITY: why no entry outlives a revocation.
+
+- Every write that can revoke a session or change what a cookie check returns (a logout,
+  ending all sessions, a password change, a deleted user, a role change) calls
+  :func:`announce` inside its transaction: PostgreSQL delivers the notification to every
+  listening connection when, and only when, that transaction commits, in commit order.
+- Before every look-up, :meth:`SessionCache.lookup` drains the listener's socket (a
+  non-blocking read, no round trip) and drops the entries of each user named.
+- Delivery takes time (microseconds, milliseconds on a loaded machine), so the drain alone
+  could miss a revocation committed just before the request. Hence a lease: each process
+  sends itself a heartbeat notification every ``lease / 3`` seconds while its cache is in
+  use, and trusts the cache only while the newest heartbeat it has received was sent less
+  than ``lease`` seconds ago. Notifications arrive in commit order, so every revocation
+  committed before that heartbeat was sent has been applied. A revoking write waits
+  ``lease`` seconds after its commit (:func:`settle`) before it returns: any request that
+  starts afterwards, on any host, either sees a heartbeat sent after the revocation's commit
+  (and so the revocation itself) or does not trust its cache.
+- A read that started before an invalidation is applied is not cached (the generation
+  check of :meth:`SessionCache.put`): it may have seen the row before the change.
+- While the listener is not listening (its connection broke, or the network went silent)
+  heartbeats stop arriving and the lease runs out; a broken connection also forgets
+  everything, and so does listening anew (a new epoch: notifications may have been lost).
+- Each hit still checks the session's expiration against the clock, and the HMAC of the
+  cookie; entries are forgotten after ``max_age`` seconds anyway.
+
+A store without a channel (SQLite) gets no cache: :func:`open_session_cache` returns None.
+Writes made behind svcrest's back (SQL typed by hand) must ``NOTIFY svcrest_auth, '*'`` and
+wait the lease (50 ms) before a revocation is sure to apply everywhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from svcrest.http.user import User
+from svcrest.store.base import Connection, Listener, NotifyingStore, Store, StoreError
+
+__all__ = [
+    "CHANNEL",
+    "DEFAULT_MAX_AGE",
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_ENTRIES",
+    "LEASE",
+    "CachedSession",
+    "SessionCache",
+    "announce",
+    "open_session_cache",
+    "settle",
+]
+
+_log = logging.getLogger("svcrest.auth")
+
+#: The notification channel of auth changes; a payload is a user id, or ``*`` for everyone.
+CHANNEL = "svcrest_auth"
+_EVERYONE = "*"
+#: Default bounds: entries, approximate bytes, and seconds an entry is trusted at most.
+DEFAULT_MAX_ENTRIES = 10_000
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_AGE = 60.0
+#: Seconds a cache trusts its entries after sending the newest heartbeat it received back;
+#: also how long a revoking write waits after its commit.
+LEASE = 0.05
+#: Seconds without a look-up after which a cache stops sending heartbeats.
+_IDLE = 2.0
+_HEARTBEAT = "hb:"
+#: What an entry costs beyond its strings (objects, dict slots, the key tuple), roughly.
+_ENTRY_OVERHEAD = 600
+
+Key = tuple[str, str]
+
+
+def announce(store: Store, conn: Connection, user_id: int | None) -> None:
+    """Inside a write transaction of ``store``: tell every host, at commit, that the
+    sessions or the record of ``user_id`` (None: of every user) changed. Nothing to do on a
+    store without a notification channel (no host caches sessions there)."""
+    if isinstance(store, NotifyingStore):
+        store.notify(conn, CHANNEL, _EVERYONE if user_id is None else str(int(user_id)))
+
+
+def settle(store: Store) -> None:
+    """After a write that called :func:`announce` has committed: wait out the lease, so that
+    no host trusts a cache entry the write revoked from now on (see the module docstring).
+    Nothing to do on a store without a notification channel."""
+    if isinstance(store, NotifyingStore) and not store.in_block():
+        time.sleep(LEASE)
+
+
+@dataclass(frozen=True, slots=True)
+class CachedSession:
+    """What a cookie check read for a valid session: the user, the cookie key fragment of
+    their password hash, and the session's expiration (Unix seconds)."""
+
+    user: User
+    fragment: str
+    expiration: int
+
+
+@dataclass(slots=True)
+class _Entry:
+    session: CachedSession
+    size: int
+    stored: float
+
+
+def _size(key: Key, session: CachedSession) -> int:
+    user = session.user
+    strings = (*key, user.login, user.display_name, session.fragment, *user.roles)
+    return _ENTRY_OVERHEAD + sum(len(text) for text in strings)
+
+
+class SessionCache:
+    """Verified sessions keyed by (cookie login, token hash), trusted only while
+    ``listener`` listens and a heartbeat sent with ``send`` (a payload on the listener's
+    channel, at commit) came back within ``lease`` seconds; at most ``max_entries`` entries
+    and about ``max_bytes`` bytes (least recently used go first), each for at most
+    ``max_age`` seconds of ``monotonic``. Thread-safe; heartbeats go from a daemon thread
+    started on the first look-up and ending with the listener (without ``heartbeat_thread``,
+    only when :meth:`send_heartbeat` is called: tests drive it)."""
+
+    def __init__(
+        self,
+        listener: Listener,
+        send: Callable[[str], None],
+        *,
+        lease: float = LEASE,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_age: float = DEFAULT_MAX_AGE,
+        monotonic: Callable[[], float] = time.monotonic,
+        heartbeat_thread: bool = True,
+    ) -> None:
+        if max_entries < 1 or max_bytes < 1 or max_age <= 0 or lease <= 0:
+            raise ValueError("a session cache needs positive bounds")
+        self._listener = listener
+        self._send = send
+        self.lease = lease
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.max_age = max_age
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[Key, _Entry] = OrderedDict()
+        self._by_user: dict[int, set[Key]] = {}
+        self._bytes = 0
+        self._generation = 0
+        # The listener's epoch when this cache last looked (heartbeats sent in it count).
+        self._epoch = listener.epoch
+        self._listening = True
+        # Heartbeats: this cache's id, the send time of each one in flight, the newest
+        # send time received back (the horizon), the time of the last look-up.
+        self._id = secrets.token_hex(8)
+        self._prefix = f"{_HEARTBEAT}{self._id}:"
+        self._sequence = itertools.count(1)
+        self._in_flight: dict[int, float] = {}
+        self._horizon = float("-inf")
+        self._last_used = float("-inf")
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._heartbeat_thread = heartbeat_thread
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def size_bytes(self) -> int:
+        """The approximate bytes the entries hold."""
+        return self._bytes
+
+    @property
+    def listening(self) -> bool:
+        """Whether the last look-up found the listener listening."""
+        return self._listening
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the last look-up could trust the cache (listening, lease held)."""
+        return self._listening and self._monotonic() - self._horizon <= self.lease
+
+    def lookup(self, key: Key) -> tuple[CachedSession | None, int]:
+        """The trusted entry of ``key`` (or None) and a ticket for :meth:`put`, after
+        applying every notification already received."""
+        with self._lock:
+            now = self._monotonic()
+            self._last_used = now
+            if self._thread is None and self._heartbeat_thread:
+                self._start_heartbeats()
+            self._sync()
+            if not self._listening:
+                return None, -1
+            # SECURITY: only within the lease is every revocation committed before this
+            # request known to have been applied (see the module docstring).
+            if now - self._horizon > self.lease:
+                self._wake.set()
+                return None, self._generation
+            entry = self._entries.get(key)
+            if entry is None:
+                return None, self._generation
+            if now - entry.stored > self.max_age:
+                self._remove(key)
+                return None, self._generation
+            self._entries.move_to_end(key)
+            return entry.session, self._generation
+
+    def put(self, key: Key, ticket: int, session: CachedSession) -> None:
+        """Remember ``session`` under ``key`` when nothing was invalidated since the
+        :meth:`lookup` that gave ``ticket`` (the read may predate the invalidation)."""
+        with self._lock:
+            self._sync()
+            # SECURITY: an invalidation applied since the ticket may concern this read.
+            if not self._listening or ticket != self._generation:
+                return
+            size = _size(key, session)
+            if size > self.max_bytes:
+                return
+            self._remove(key)
+            self._entries[key] = _Entry(session, size, self._monotonic())
+            self._by_user.setdefault(session.user.id, set()).add(key)
+            self._bytes += size
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                self._remove(next(iter(self._entries)))
+
+    def discard(self, key: Key) -> None:
+        """Forget ``key`` (its session was found expired)."""
+        with self._lock:
+            self._remove(key)
+
+    def clear(self) -> None:
+        """Forget every entry; reads in flight are not cached."""
+        with self._lock:
+            self._clear()
+
+    # -- under the lock --------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """Apply what the listener received; forget everything when it is not listening or
+        listens anew (notifications may have been lost)."""
+        payloads = self._listener.poll()
+        if payloads is None:
+            if self._listening or self._entries:
+                self._clear()
+            self._listening = False
+            self._in_flight.clear()
+            self._horizon = float("-inf")
+            return
+        epoch = self._listener.epoch
+        if epoch != self._epoch:
+            self._clear()
+            self._epoch = epoch
+            self._listening = True
+            # Heartbeats sent before this epoch's LISTEN prove nothing.
+            self._horizon = float("-inf")
+            self._in_flight.clear()
+        if not payloads:
+            return
+        for payload in payloads:
+            if payload.startswith(_HEARTBEAT):
+                if payload.startswith(self._prefix):
+                    self._heartbeat_back(payload[len(self._prefix) :])
+                continue  # another process's heartbeat
+            self._generation += 1
+            if payload.isdigit():
+                for key in tuple(self._by_user.get(int(payload), ())):
+                    self._remove(key)
+            else:  # "*", or anything unexpected: forget everyone
+                self._clear()
+
+    def _heartbeat_back(self, sequence: str) -> None:
+        """One of this cache's heartbeats came back: everything committed before it was sent
+        has been applied; earlier heartbeats still in flight are moot."""
+        sent = self._in_flight.get(int(sequence)) if sequence.isdigit() else None
+        if sent is None:
+            return
+        self._horizon = max(self._horizon, sent)
+        for number in [n for n in self._in_flight if n <= int(sequence)]:
+            del self._in_flight[number]
+
+    def _start_heartbeats(self) -> None:
+        self._thread = threading.Thread(
+            target=self._heartbeats, name="svcrest-session-cache", daemon=True
+        )
+        self._thread.start()
+
+    # -- heartbeats ----------------------------------------------------------------------------
+
+    def send_heartbeat(self) -> None:
+        """Send one heartbeat (it comes back through the listener, after every notification
+        committed before it)."""
+        number = next(self._sequence)
+        with self._lock:
+            self._in_flight[number] = self._monotonic()
+            if len(self._in_flight) > 64:  # lost ones (a broken listener) are dropped
+                del self._in_flight[min(self._in_flight)]
+        self._send(f"{self._prefix}{number}")
+
+    def _heartbeats(self) -> None:
+        """Send a heartbeat every third of the lease while the cache is in use; end when the
+        listener is closed or the store cannot be used any more."""
+        while not self._listener.closed:
+            if self._monotonic() - self._last_used > _IDLE:
+                self._wake.wait(1.0)
+                self._wake.clear()
+                continue
+            try:
+                self.send_heartbeat()
+            except StoreError:
+                return
+            except Exception as exc:  # the database is unreachable: the lease runs out
+                _log.warning("session cache heartbeat failed: %s", exc)
+                time.sleep(self.lease)
+            self._wake.wait(self.lease / 3)
+            self._wake.clear()
+
+    def _remove(self, key: Key) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        self._bytes -= entry.size
+        keys = self._by_user.get(entry.session.user.id)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_user[entry.session.user.id]
+
+    def _clear(self) -> None:
+        self._entries.clear()
+        self._by_user.clear()
+        self._bytes = 0
+        self._generation += 1
+
+
+def open_session_cache(store: Store, max_entries: int) -> SessionCache | None:
+    """A session cache listening on ``store``'s channel, or None when ``max_entries`` is
+    not positive or the store has no notification channel (SQLite)."""
+    if max_entries < 1 or not isinstance(store, NotifyingStore):
+        return None
+    notifying = store
+
+    def send(payload: str) -> None:
+        with store.transaction() as conn:
+            notifying.notify(conn, CHANNEL, payload)
+
+    return SessionCache(store.listen(CHANNEL), send, max_entries=max_entries)

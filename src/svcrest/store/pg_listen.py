@@ -1,0 +1,149 @@
+"""A PostgreSQL ``LISTEN`` connection polled without blocking (:class:`svcrest.store.Listener`).
+
+Imported only by :meth:`svcrest.store.postgres.PostgresStore.listen` (psycopg is installed).
+One dedicated connection per listener, outside the pool, in autocommit mode and idle: the
+server writes each notification to its socket as soon as the notifying transaction commits.
+:meth:`PostgresListener.poll` reads what is already in the socket (one non-blocking
+``recv``, no round trip). When the connection breaks, ``poll`` answers None and a background
+thread reconnects (at most once per ``retry_interval`` seconds); ``epoch`` then grows, telling
+callers that notifications may have been lost in between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.pq import ConnStatus
+
+__all__ = ["PostgresListener"]
+
+_log = logging.getLogger("svcrest.store")
+#: libpq settings of the listener connection: TCP keepalives notice a silent network break
+#: (unix sockets ignore them).
+_CONNECT_OPTIONS: dict[str, Any] = {
+    "autocommit": True,
+    "application_name": "svcrest-listen",
+    "connect_timeout": 5,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+}
+
+
+class PostgresListener:
+    """``LISTEN channel`` on its own connection to ``url``; see the module docstring."""
+
+    def __init__(self, url: str, channel: str, *, retry_interval: float = 1.0) -> None:
+        self._url = url
+        self._channel = channel
+        self._retry_interval = retry_interval
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._noticed = False
+        self._epoch = 0
+        self._closed = False
+        self._reconnecting = False
+        self._next_attempt = 0.0
+        self._connect()
+
+    @property
+    def epoch(self) -> int:
+        """How many times this listener has started listening."""
+        return self._epoch
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+        return self._closed
+
+    @property
+    def listening(self) -> bool:
+        """Whether the listener holds a connection it believes is listening."""
+        return self._conn is not None
+
+    def poll(self) -> list[str] | None:
+        """The payloads received since the last call, or None when not listening."""
+        with self._lock:
+            conn = self._conn
+            if conn is None:
+                self._start_reconnect()
+                return None
+            pgconn = conn.pgconn
+            payloads: list[str] = []
+            try:
+                # Reads only what the socket holds (libpq's socket is non-blocking).
+                pgconn.consume_input()
+                while (notify := pgconn.notifies()) is not None:
+                    payloads.append(notify.extra.decode("utf-8", "replace"))
+                # An idle connection is told nothing but notifications, except the error a
+                # server sends before it closes the connection (shutdown, termination): libpq
+                # hands that error to the notice handler, often before the close is read.
+                broken = self._noticed or pgconn.status != ConnStatus.OK
+            except Exception:
+                broken = True
+            if broken:
+                self._drop()
+                return None
+            return payloads
+
+    def _drop(self) -> None:
+        """Forget the broken connection (under the lock) and start reconnecting."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            _log.warning("notification listener on %r lost its connection", self._channel)
+            with contextlib.suppress(Exception):  # closing a broken connection
+                conn.close()
+        self._start_reconnect()
+
+    def _start_reconnect(self) -> None:
+        """Reconnect in a background thread, at most once per retry interval (under the lock)."""
+        if self._closed or self._reconnecting or time.monotonic() < self._next_attempt:
+            return
+        self._reconnecting = True
+        self._next_attempt = time.monotonic() + self._retry_interval
+        threading.Thread(target=self._connect, name="svcrest-listen", daemon=True).start()
+
+    def _connect(self) -> None:
+        try:
+            conn = psycopg.connect(self._url, **_CONNECT_OPTIONS)
+        except Exception as exc:
+            _log.warning("notification listener on %r cannot connect: %s", self._channel, exc)
+            with self._lock:
+                self._reconnecting = False
+            return
+        try:
+            conn.add_notice_handler(self._on_notice)
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+        except Exception as exc:
+            _log.warning("notification listener on %r cannot listen: %s", self._channel, exc)
+            conn.close()
+            with self._lock:
+                self._reconnecting = False
+            return
+        with self._lock:
+            self._reconnecting = False
+            if self._closed:
+                conn.close()
+                return
+            self._conn = conn
+            self._noticed = False
+            self._epoch += 1
+
+    def _on_notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
+        """Any message but a notification on the idle connection means it is going away."""
+        self._noticed = True
+
+    def close(self) -> None:
+        """Stop listening; ``poll`` answers None from now on."""
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()

@@ -1,0 +1,143 @@
+"""The session cache on PostgreSQL: a broken listener, the setting that turns it off, expired
+sessions and revocations made by another process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from svcrest import App
+from svcrest.auth.cookies import format_auth_cookie
+from svcrest.auth.passwords import password_fragment
+from svcrest.auth.service import SESSION_CACHE_FILTER, SESSION_LIFETIME
+from svcrest.auth.session_cache import DEFAULT_MAX_ENTRIES, SessionCache
+from tests.auth.test_auth_hosts import behind_svcrest, cache_on, make_host
+from tests.pg import PostgresServer
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def url(postgres: PostgresServer) -> str:
+    return postgres.new_schema()
+
+
+@pytest.fixture
+def host(url: str) -> Iterator[App]:
+    app = make_host(url)
+    app.users.create("alice", "alice-pw", roles=("editor",))
+    yield app
+    app.store.close()
+
+
+def issue(app: App) -> str:
+    user = app.users.get(1)
+    assert user is not None
+    return app.auth.log_in(user, remember=False, ip="ip", user_agent="ua", secure=False).value
+
+
+def the_cache(app: App) -> SessionCache:
+    cache = app.auth.session_cache
+    assert cache is not None
+    return cache
+
+
+def test_postgresql_hosts_cache_sessions_with_the_default_bounds(host: App) -> None:
+    cache = the_cache(host)
+    assert (cache.max_entries, cache.max_bytes, cache.lease) == (DEFAULT_MAX_ENTRIES, 8 << 20, 0.05)
+
+
+def test_the_filter_turns_the_cache_off(url: str) -> None:
+    app = make_host(url)
+    app.hooks.add_filter(SESSION_CACHE_FILTER, lambda entries: 0)
+    app.users.create("alice", "alice-pw")
+    cookie = issue(app)
+    assert app.auth.session_cache is None
+    assert app.auth.validate_cookie(cookie) is not None
+    behind_svcrest(app, "DELETE FROM sessions")
+    assert app.auth.validate_cookie(cookie) is None
+    app.store.close()
+
+
+def test_a_broken_listener_turns_the_cache_off_until_it_listens_again(host: App) -> None:
+    cookie = issue(host)
+    cache_on(host, cookie)
+    cache = the_cache(host)
+    listener: Any = host.store._listeners[0]  # type: ignore[attr-defined]
+    pid = listener._conn.info.backend_pid
+    listener._next_attempt = time.monotonic() + 3600  # no reconnection for now
+    behind_svcrest(host, f"SELECT pg_terminate_backend({pid}, 5000)")
+    # Still correct: the session is read from the store, the cache is empty and unused.
+    assert host.auth.validate_cookie(cookie) is not None
+    assert (cache.listening, cache.trusted, len(cache)) == (False, False, 0)
+    behind_svcrest(host, "DELETE FROM sessions")  # no notification: only a read sees it
+    assert host.auth.validate_cookie(cookie) is None
+    assert (cache.listening, len(cache)) == (False, 0)
+    # The listener reconnects in the background; then the cache serves again.
+    listener._next_attempt = 0.0
+    second = issue(host)
+    deadline = time.monotonic() + 10
+    while not cache.listening:
+        assert time.monotonic() < deadline, "the listener did not reconnect"
+        time.sleep(0.01)
+        assert host.auth.validate_cookie(second) is not None
+    assert listener.epoch == 2
+    cache_on(host, second)
+
+
+def test_an_expired_session_is_refused_from_the_cache(url: str) -> None:
+    clock = Clock()
+    app = make_host(url, clock=clock)
+    user = app.users.create("alice", "alice-pw")
+    issued = app.auth.log_in(user, remember=False, ip="ip", user_agent="ua", secure=False)
+    encoded = app.users.password_hash(1)
+    assert encoded is not None
+    # A cookie that outlives its session (signed with the site secret): only the session's
+    # own expiration refuses it.
+    longer = format_auth_cookie(
+        app.secret_key, "alice", issued.expiration + 86400, issued.token, password_fragment(encoded)
+    )
+    seen: list[str] = []
+    app.hooks.add_action("auth_cookie_bad_session_token", lambda info: seen.append("bad"))
+    cache = the_cache(app)
+    deadline = time.monotonic() + 5
+    while True:
+        assert time.monotonic() < deadline, "never refused from the cache"
+        clock.now = issued.expiration - SESSION_LIFETIME
+        cache.clear()
+        while not cache.trusted:
+            assert app.auth.validate_cookie(longer) is not None
+            time.sleep(0.002)
+        assert app.auth.validate_cookie(longer) is not None
+        clock.now = issued.expiration + 1
+        assert app.auth.validate_cookie(longer) is None
+        if len(cache) == 0:  # the expired entry was found in the cache and dropped
+            break
+    clock.now = issued.expiration
+    assert app.auth.validate_cookie(longer) is not None  # up to and including that second
+    assert seen[-1] == "bad"
+    app.store.close()
+
+
+def test_a_password_set_by_the_command_line_refuses_cached_cookies(url: str) -> None:
+    app = make_host(url)
+    app.users.create("alice", "alice-pw")
+    cookie = issue(app)
+    cache_on(app, cookie)
+    command = [sys.executable, "-m", "svcrest", "user", "set-password", "alice", "--db", url]
+    command.append("--password-stdin")
+    done = subprocess.run(command, input="new-password-1\n", capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert app.auth.validate_cookie(cookie) is None
+    app.store.close()
