@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 import pytest
 
-from svcrest.auth.session_cache import CachedSession, SessionCache
+from svcrest.auth.session_cache import LEASE, CachedSession, SessionCache, settle, wait_settled
 from svcrest.http.user import User
 
 
@@ -204,3 +207,68 @@ def test_entries_are_forgotten_after_max_age() -> None:
 def test_bounds_must_be_positive(bounds: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="positive bounds"):
         SessionCache(FakeListener(), lambda payload: None, **bounds)  # type: ignore[arg-type]
+
+
+# -- the wait of a revoking write ---------------------------------------------------------------
+
+
+class ChannelStore:
+    """Just enough of a store with a notification channel for ``settle``."""
+
+    def __init__(self, in_block: bool = False) -> None:
+        self.block = in_block
+
+    def notify(self, conn: object, channel: str, payload: str) -> None:
+        raise AssertionError("not used")
+
+    def listen(self, channel: str) -> FakeListener:
+        return FakeListener()
+
+    def in_block(self) -> bool:
+        return self.block
+
+
+@pytest.fixture
+def waits(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[float]]:
+    """Every ``time.sleep`` and ``asyncio.sleep``, recorded instead of slept (at monotonic
+    time 0)."""
+    recorded: dict[str, list[float]] = {"sleep": [], "await": []}
+
+    async def fake_async_sleep(delay: float) -> None:
+        recorded["await"].append(delay)
+
+    monkeypatch.setattr(time, "sleep", recorded["sleep"].append)
+    monkeypatch.setattr(time, "monotonic", lambda: 0.0)
+    monkeypatch.setattr(asyncio, "sleep", fake_async_sleep)
+    return recorded
+
+
+def test_a_revoking_write_off_an_event_loop_sleeps_the_lease(waits: dict[str, list[float]]) -> None:
+    settle(ChannelStore())  # type: ignore[arg-type]
+    assert waits == {"sleep": [LEASE], "await": []}
+
+
+def test_inside_a_transaction_the_outer_block_waits_not_the_inner_write(
+    waits: dict[str, list[float]],
+) -> None:
+    settle(ChannelStore(in_block=True))  # type: ignore[arg-type]
+    assert waits == {"sleep": [], "await": []}
+
+
+def test_on_an_event_loop_the_answer_waits_instead_of_the_loop(
+    waits: dict[str, list[float]],
+) -> None:
+    async def request() -> None:
+        settle(ChannelStore())  # type: ignore[arg-type]
+        settle(ChannelStore())  # type: ignore[arg-type]  # two writes: one wait
+        assert waits == {"sleep": [], "await": []}  # the loop was not held
+        await wait_settled()
+
+    asyncio.run(request())
+    assert waits == {"sleep": [], "await": [LEASE]}
+
+    async def another_request() -> None:
+        await wait_settled()
+
+    asyncio.run(another_request())  # its own context: nothing deferred, nothing awaited
+    assert waits == {"sleep": [], "await": [LEASE]}

@@ -3,19 +3,22 @@ sessions and revocations made by another process."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from svcrest import App
 from svcrest.auth.cookies import format_auth_cookie
 from svcrest.auth.passwords import password_fragment
 from svcrest.auth.service import SESSION_CACHE_FILTER, SESSION_LIFETIME
-from svcrest.auth.session_cache import DEFAULT_MAX_ENTRIES, SessionCache
+from svcrest.auth.session_cache import DEFAULT_MAX_ENTRIES, LEASE, SessionCache
+from svcrest.site.pages import LOGOUT_ACTION
 from tests.auth.test_auth_hosts import behind_svcrest, cache_on, make_host
 from tests.pg import PostgresServer
 
@@ -141,3 +144,34 @@ def test_a_password_set_by_the_command_line_refuses_cached_cookies(url: str) -> 
     assert done.returncode == 0, done.stderr
     assert app.auth.validate_cookie(cookie) is None
     app.store.close()
+
+
+def test_an_asgi_logout_holds_its_answer_for_the_lease_not_the_event_loop(
+    host: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = host.users.get(1)
+    assert user is not None
+    issued = host.auth.log_in(user, remember=False, ip="ip", user_agent="ua", secure=False)
+    nonce = host.auth.create_nonce(LOGOUT_ACTION, user.id, issued.token)
+    slept: list[float] = []
+    awaited: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded_sleep(delay: float) -> None:
+        awaited.append(delay)
+        await real_sleep(delay)
+
+    monkeypatch.setattr(time, "sleep", slept.append)  # a sleep on the loop would hold it
+    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
+
+    async def log_out() -> httpx.Response:
+        transport = httpx.ASGITransport(app=host)
+        async with httpx.AsyncClient(transport=transport, base_url=host.home) as client:
+            client.cookies.set("svc_logged_in", issued.value)
+            return await client.post("/logout", data={"_wpnonce": nonce})
+
+    response = asyncio.run(log_out())
+    assert response.status_code == 303
+    assert slept == []
+    assert len(awaited) == 1 and 0 < awaited[0] <= LEASE
+    assert host.auth.validate_cookie(issued.value) is None

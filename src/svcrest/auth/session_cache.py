@@ -20,7 +20,8 @@ SECURITY: why no entry outlives a revocation.
   use, and trusts the cache only while the newest heartbeat it has received was sent less
   than ``lease`` seconds ago. Notifications arrive in commit order, so every revocation
   committed before that heartbeat was sent has been applied. A revoking write waits
-  ``lease`` seconds after its commit (:func:`settle`) before it returns: any request that
+  ``lease`` seconds after its commit (:func:`settle`) before it returns, or before its
+  request is answered when it runs on an event loop: any request that
   starts afterwards, on any host, either sees a heartbeat sent after the revocation's commit
   (and so the revocation itself) or does not trust its cache.
 - A read that started before an invalidation is applied is not cached (the generation
@@ -38,6 +39,7 @@ wait the lease (50 ms) before a revocation is sure to apply everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import secrets
@@ -45,6 +47,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from svcrest.http.user import User
@@ -56,11 +59,13 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_ENTRIES",
     "LEASE",
+    "SETTLE_UNTIL",
     "CachedSession",
     "SessionCache",
     "announce",
     "open_session_cache",
     "settle",
+    "wait_settled",
 ]
 
 _log = logging.getLogger("svcrest.auth")
@@ -92,12 +97,40 @@ def announce(store: Store, conn: Connection, user_id: int | None) -> None:
         store.notify(conn, CHANNEL, _EVERYONE if user_id is None else str(int(user_id)))
 
 
+#: The monotonic time before which the current request's answer must not leave (a revoking
+#: write deferred its wait, see :func:`settle`); per request, as every asyncio task has its
+#: own context.
+SETTLE_UNTIL: ContextVar[float] = ContextVar("svcrest_settle_until", default=0.0)
+
+
 def settle(store: Store) -> None:
     """After a write that called :func:`announce` has committed: wait out the lease, so that
     no host trusts a cache entry the write revoked from now on (see the module docstring).
-    Nothing to do on a store without a notification channel."""
-    if isinstance(store, NotifyingStore) and not store.in_block():
+    Nothing to do on a store without a notification channel.
+
+    PERF: on a thread that runs an event loop (an ASGI request handled on the loop) a sleep
+    would hold every other request of the process, so the wait is deferred instead: the
+    request's answer is held until the lease has passed (:func:`wait_settled`, awaited by
+    the one entry point before it answers). The revocation is just as sure to apply from the
+    client's next request on, which cannot start before it has the answer."""
+    if not isinstance(store, NotifyingStore) or store.in_block():
+        return
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop on this thread: sleeping holds only this caller
         time.sleep(LEASE)
+        return
+    SETTLE_UNTIL.set(max(SETTLE_UNTIL.get(), time.monotonic() + LEASE))
+
+
+async def wait_settled() -> None:
+    """Wait until the lease of every revoking write this request deferred has passed
+    (returns at once, with no wait, when there was none)."""
+    until = SETTLE_UNTIL.get()
+    if until:
+        delay = until - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
 
 
 @dataclass(frozen=True, slots=True)

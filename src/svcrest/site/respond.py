@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
 from svcrest.http.context import RequestContext, _current
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
@@ -79,6 +80,8 @@ async def respond(
                 response = _plain_500()
     finally:
         _current.reset(token)
+    if SETTLE_UNTIL.get():  # a revocation deferred its wait: hold the answer until it passed
+        await wait_settled()
     if http.method == "HEAD":
         response.strip_body_for_head()
     return response
