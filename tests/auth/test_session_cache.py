@@ -221,6 +221,9 @@ class ChannelStore:
     def notify(self, conn: object, channel: str, payload: str) -> None:
         raise AssertionError("not used")
 
+    def publish(self, channel: str, payload: str) -> None:
+        raise AssertionError("not used")
+
     def listen(self, channel: str) -> FakeListener:
         return FakeListener()
 

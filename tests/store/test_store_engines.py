@@ -131,6 +131,11 @@ def test_notifications_reach_listeners_at_commit_only(store: Store, engine: str)
     while len(received) < 2 and time.monotonic() < deadline:
         received += listener.poll() or []
     assert received == ["1", "2"]
+    store.publish("svc_test", "at once")  # a statement of its own: sent without a block
+    received = []
+    while not received and time.monotonic() < deadline:
+        received += listener.poll() or []
+    assert received == ["at once"]
     assert other.poll() == []
     store.close()
     assert (listener.closed, listener.poll(), other.closed) == (True, None, True)

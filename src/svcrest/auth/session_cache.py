@@ -384,7 +384,7 @@ def open_session_cache(store: Store, max_entries: int) -> SessionCache | None:
     notifying = store
 
     def send(payload: str) -> None:
-        with store.transaction() as conn:
-            notifying.notify(conn, CHANNEL, payload)
+        # PERF: a heartbeat is one statement on its own (one round trip, not three).
+        notifying.publish(CHANNEL, payload)
 
     return SessionCache(store.listen(CHANNEL), send, max_entries=max_entries)

@@ -120,11 +120,14 @@ class NotifyingStore(Protocol):
     changed (PostgreSQL's ``NOTIFY``/``LISTEN``). SQLite offers no such channel.
 
     ``notify(conn, channel, payload)`` inside a :meth:`Store.transaction` block sends the
-    payload when (and only if) the transaction commits; ``listen(channel)`` opens a
-    :class:`Listener`, closed with the store.
+    payload when (and only if) the transaction commits; ``publish(channel, payload)`` sends
+    it at once, in a statement of its own (inside a block of the thread: at that block's
+    commit); ``listen(channel)`` opens a :class:`Listener`, closed with the store.
     """
 
     def notify(self, conn: Connection, channel: str, payload: str) -> None: ...
+
+    def publish(self, channel: str, payload: str) -> None: ...
 
     def listen(self, channel: str) -> Listener: ...
 

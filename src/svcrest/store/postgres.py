@@ -266,6 +266,12 @@ class PostgresStore:
         transaction ``conn`` belongs to commits (nothing is sent on a rollback)."""
         conn.execute("SELECT pg_notify(?, ?)", (channel, payload))
 
+    def publish(self, channel: str, payload: str) -> None:
+        """Send ``payload`` on ``channel`` now: one statement in autocommit, one round trip
+        (inside a block of this thread, when that block commits)."""
+        with self._checkout() as (conn, _depth):
+            self.notify(conn, channel, payload)
+
     def listen(self, channel: str) -> PostgresListener:
         """A :class:`~svcrest.store.Listener` of ``channel`` on its own connection (not one of
         the pool's), closed by :meth:`close`."""
