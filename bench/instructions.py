@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/instructions.py [--requests 2000] [--baseline-src PATH]
+    python bench/instructions.py [--requests 2000] [--baseline-src PATH] [--cases plain,wsgi]
 
 Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
 ``rest_pre_serve_request`` filter, a 404, a cookie + nonce GET, a WSGI GET) runs twice under
@@ -91,6 +91,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--baseline-src", default=None)
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}"
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -103,7 +106,9 @@ def main() -> None:
     if options.baseline_src:
         header += f" {'baseline':>10} {'ratio':>6}"
     print(header)
-    for kind in CASES:
+    for kind in options.cases.split(","):
+        if kind not in LABELS:
+            raise SystemExit(f"unknown case {kind!r} (known: {', '.join(CASES)})")
         mine = per_request(kind, options.requests, None)
         line = f"{LABELS[kind]:24} {mine:>10,}"
         if options.baseline_src:
