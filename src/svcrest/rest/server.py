@@ -20,6 +20,11 @@ from svcrest.rest.schema import schema_keywords_for_help
 from svcrest.rest.validation import apply_defaults, check_params, sanitize_params
 from svcrest.syncrun import run_sync
 
+try:  # the compiled build (mypyc) reads the decorator; without mypy_extensions it is a no-op
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - mypy_extensions comes with mypy, a dev dependency
+    from svcrest.rest._compiled import mypyc_attr
+
 if TYPE_CHECKING:
     from svcrest.rest.settings import SiteSettings
 
@@ -107,6 +112,7 @@ def _refusal(allowed: Any, request: Request) -> RestError:
     return RestError("rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status})
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # ``svc_rest_server_class`` subclasses it
 class RestServer:
     """Holds the routes of one App and dispatches requests to their handlers."""
 

@@ -34,13 +34,24 @@ def _wsgi_str(value: str) -> str:
 
 
 def _headers(environ: Environ) -> Headers:
+    """The request's header lines (``HTTP_X_Y`` as ``X-Y``), decoded and indexed in one pass
+    as the ASGI adapter does."""
     lines: list[tuple[str, str]] = []
+    index: dict[str, list[str]] = {}
     for key, value in environ.items():
-        if key.startswith("HTTP_"):
-            lines.append((key[5:].replace("_", "-").title(), value))
+        if key[:5] == "HTTP_":
+            name = key[5:].replace("_", "-").lower()
         elif (key == "CONTENT_TYPE" or key == "CONTENT_LENGTH") and value:
-            lines.append((key.replace("_", "-").title(), value))
-    return Headers.from_lines(lines)
+            name = key.replace("_", "-").lower()
+        else:
+            continue
+        lines.append((name.title(), value))
+        values = index.get(name)
+        if values is None:
+            index[name] = [value]
+        else:
+            values.append(value)
+    return Headers.from_lines(lines, index)
 
 
 # PERF: the status line of each status code, made once (HTTPStatus lookups cost ~1 µs).
@@ -89,7 +100,7 @@ class WSGIAdapter:
 
     def _request(self, environ: Environ) -> HttpRequest:
         headers = _headers(environ)
-        host = host_name(headers.get("host") or environ.get("SERVER_NAME", ""))
+        host = host_name(headers.get_joined("host") or environ.get("SERVER_NAME", ""))
         path = _wsgi_str(environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")) or "/"
         # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs).
         return HttpRequest(
