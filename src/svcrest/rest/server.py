@@ -94,16 +94,6 @@ def _ask_permission(handler: Handler, request: Request) -> Any:
         return _refused_for_allow(request)
 
 
-def _as_response(result: Any) -> Response:
-    """The Response of a handler's (or ``rest_pre_dispatch``'s) answer; errors converted."""
-    kind = type(result)
-    if kind is Response:
-        return result  # type: ignore[no-any-return]
-    if kind is dict or kind is list:  # PERF: the common answer of a callback
-        return Response(result)
-    return RestServer.to_response(rest_ensure_response(result))
-
-
 def _refusal(allowed: Any, request: Request) -> RestError:
     """The error of a permission callback that did not answer exactly True."""
     if isinstance(allowed, RestError):
@@ -217,7 +207,7 @@ class RestServer:
                 if type(pre) not in NOT_AWAITABLE and is_awaitable(pre):
                     pre = await pre
             if pre is not None:
-                return _as_response(pre)
+                return self._as_response(pre)
             matches = self.table.matches(request.route)
             chosen = select_handler(matches, request.method)
             if chosen is None:
@@ -241,7 +231,7 @@ class RestServer:
                 result = callback(result, handler, request)
                 if is_awaitable(result):
                     result = await result
-            response = _as_response(result)
+            response = self._as_response(result)
             response.matched_route = entry.route
             response.matched_handler = handler
             return response
@@ -285,6 +275,16 @@ class RestServer:
         if isinstance(result, RestError):
             return Response.from_error(result)
         return result
+
+    def _as_response(self, result: Any) -> Response:
+        """The Response of a handler's (or ``rest_pre_dispatch``'s) answer; errors converted
+        by ``to_response``."""
+        kind = type(result)
+        if kind is Response:
+            return result  # type: ignore[no-any-return]
+        if kind is dict or kind is list:  # PERF: the common answer of a callback
+            return Response(result)
+        return self.to_response(rest_ensure_response(result))
 
     async def _unmatched(
         self, request: Request, matches: tuple[tuple[RouteEntry, dict[str, str]], ...]
