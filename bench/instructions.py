@@ -2,7 +2,8 @@
 
 Usage::
 
-    python bench/instructions.py [--requests 2000] [--baseline-src PATH]
+    python bench/instructions.py [--requests 2000] [--baseline-src PATH] [--cases plain,wsgi]
+        [--compare NAME=SRC ...] [--jobs N]
 
 Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
 ``rest_pre_serve_request`` filter, a 404, a cookie + nonce GET, a WSGI GET) runs twice under
@@ -11,7 +12,9 @@ the difference divided by the number of requests is the cost of one request in C
 instructions. Unlike seconds, the count does not change when other processes share the
 machine. With ``--baseline-src`` (a ``src`` directory of another checkout, e.g. a
 ``git worktree`` of an older commit) every case is also counted with that svcrest on
-``PYTHONPATH``, interleaved, and the ratio is shown. Needs ``valgrind`` (Debian package).
+``PYTHONPATH``, interleaved, and the ratio is shown; ``--compare NAME=SRC`` adds more trees
+(e.g. a compiled build installed with ``pip install --target``), counted in parallel.
+Needs ``valgrind`` (Debian package).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -91,6 +95,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--baseline-src", default=None)
+    parser.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}"
+    )
+    parser.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="NAME=SRC",
+        help="also count with the svcrest of SRC on PYTHONPATH (repeatable; a source tree or "
+        "an installed compiled build)",
+    )
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -98,17 +114,27 @@ def main() -> None:
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
-    print(f"instructions per request ({options.requests} requests, callgrind)")
-    header = f"{'case':24} {'this tree':>10}"
+    trees: list[tuple[str, str | None]] = [("this tree", None)]
     if options.baseline_src:
-        header += f" {'baseline':>10} {'ratio':>6}"
-    print(header)
-    for kind in CASES:
-        mine = per_request(kind, options.requests, None)
-        line = f"{LABELS[kind]:24} {mine:>10,}"
-        if options.baseline_src:
-            theirs = per_request(kind, options.requests, options.baseline_src)
-            line += f" {theirs:>10,} {mine / theirs:>6.2f}"
+        trees.append(("baseline", options.baseline_src))
+    for spec in options.compare:
+        name, _, src = spec.partition("=")
+        trees.append((name, src))
+    print(f"instructions per request ({options.requests} requests, callgrind)")
+    print(f"{'case':24}" + "".join(f" {name:>12}" for name, _ in trees))
+    for kind in options.cases.split(","):
+        if kind not in LABELS:
+            raise SystemExit(f"unknown case {kind!r} (known: {', '.join(CASES)})")
+        # The trees of one case are counted side by side, in parallel (a count does not
+        # change with the load).
+        with ThreadPoolExecutor(max_workers=options.jobs) as pool:
+            futures = [pool.submit(per_request, kind, options.requests, src) for _, src in trees]
+            counts = [future.result() for future in futures]
+        line = f"{LABELS[kind]:24}" + "".join(f" {count:>12,}" for count in counts)
+        if len(counts) > 1:
+            line += "   ratios to the first: " + " ".join(
+                f"{counts[0] / count:.2f}" for count in counts[1:]
+            )
         print(line, flush=True)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import harness
@@ -53,6 +53,8 @@ class Target:
     server: str = "uvicorn"  # or granian (harness.SERVER_COMMANDS)
     interface: str = "asgi"  # or wsgi
     attribute: str = "app"  # what the server serves in the module (svcrest's WSGI: app.wsgi)
+    #: Extra environment of the server (``--compiled``: PYTHONPATH of a compiled build).
+    env: tuple[tuple[str, str], ...] = ()
 
     @property
     def expect(self) -> Mapping[str, object]:
@@ -121,6 +123,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=1, help="warm-up seconds (default 1)")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (default 2)")
     parser.add_argument("--connections", type=int, default=64, help="wrk -c (default 64)")
+    parser.add_argument(
+        "--compiled",
+        metavar="PATH",
+        help="also run every svcrest target as NAME+compiled, with PATH (a compiled build "
+        "installed by `make compiled`: build/compiled) first on the server's PYTHONPATH",
+    )
     names = [t.name for t in TARGETS] + list(SECTIONS)
     parser.add_argument(
         "--only",
@@ -177,6 +185,7 @@ def measure_target(
         server=target.server,
         interface=target.interface,
         attribute=target.attribute,
+        env=dict(target.env),
     ) as server:
         url = server.url + target.path
         headers = dict(ORIGIN) if target.origin else {}
@@ -267,6 +276,17 @@ def targets_table(targets: list[Target], results: dict[str, harness.Measured]) -
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     targets = [t for t in TARGETS if _selected(args, t.name)]
+    if args.compiled:
+        compiled = str(Path(args.compiled).resolve())
+        targets = [
+            variant
+            for t in targets
+            for variant in (
+                [t, replace(t, name=t.name + "+compiled", env=(("PYTHONPATH", compiled),))]
+                if t.svcrest
+                else [t]
+            )
+        ]
     harness.ensure_env(__file__, need_wrk=bool(targets) or _selected(args, "scaling"))
 
     import internal

@@ -47,13 +47,8 @@ def _thread_loop() -> asyncio.AbstractEventLoop:
 def run_sync(coroutine_factory: Callable[[], Any]) -> Any:
     """Run ``coroutine_factory()`` to completion from sync code, also when this thread is
     already running an event loop (then in a helper thread, with the caller's context)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        in_loop = False
-    else:
-        in_loop = True
-    if not in_loop:  # outside the except block, so errors do not chain to this RuntimeError
+    # PERF: asks without raising (``get_running_loop`` raises a RuntimeError outside a loop).
+    if asyncio.events._get_running_loop() is None:
         return _run_eagerly(coroutine_factory())
     context = contextvars.copy_context()
     with ThreadPoolExecutor(max_workers=1) as pool:

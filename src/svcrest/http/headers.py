@@ -41,10 +41,14 @@ class Headers(MutableMapping[str, str]):
         self._items = [(str(name), str(value)) for name, value in pairs]
 
     @classmethod
-    def from_lines(cls, lines: list[tuple[str, str]]) -> Headers:
-        """Headers holding ``lines`` (a list of str pairs, taken as it is, not copied)."""
+    def from_lines(
+        cls, lines: list[tuple[str, str]], index: dict[str, list[str]] | None = None
+    ) -> Headers:
+        """Headers holding ``lines`` (a list of str pairs, taken as it is, not copied);
+        ``index``, when given, is their lower-cased name → values (taken as it is too)."""
         headers = cls()
         headers._items = lines
+        headers._index = index
         return headers
 
     @classmethod

@@ -111,6 +111,13 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
 
     Returns the response, or a coroutine of it when a permission callback is async.
     """
+    if type(response) is Response and response.matched_route:
+        # PERF: a route without permission callbacks answers from its remembered value.
+        entry = server.table.get(response.matched_route)
+        remembered = None if entry is None else entry.permissionless_allow()
+        if remembered:
+            response.set_header_line("Allow", remembered)
+            return response
     value = allow_value(server, response, request)
     if value is None:
         return response
@@ -189,7 +196,7 @@ def rest_send_cors_headers(served: Any, response: Any, request: Request, server:
     does)."""
     origin = request.headers.get_joined("origin")
     if origin is not None and isinstance(response, Response):
-        lines = cors_lines(origin)
+        lines = _CORS_LINES.get(origin) or cors_lines(origin)
         if lines:
             # PERF: usually none is set yet, and adding beats three replacing writes.
             if response.has_header("access-control-allow-origin"):

@@ -8,10 +8,13 @@ from typing import Any
 
 from svcrest.hooks import fit_arguments, is_awaitable
 
-__all__ = ["call_maybe_async", "fitted"]
+__all__ = ["call_maybe_async", "fit_cached", "fitted"]
 
 # PERF: reading a signature costs ~5 µs; route callbacks are few and long-lived.
 _fit = functools.lru_cache(maxsize=4096)(fit_arguments)
+#: ``fit_arguments`` remembered (bounded): raises TypeError for an unhashable callable, which
+#: the caller then calls with every argument. PERF: the hot path calls it without ``fitted``.
+fit_cached = _fit
 
 
 def fitted(function: Callable[..., Any], count: int = 1) -> Callable[..., Any]:

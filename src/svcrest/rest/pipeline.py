@@ -144,17 +144,16 @@ def carries_credentials(request: Request) -> bool:
     string that names
     ``_wpnonce`` or percent-encodes anything."""
     index = request.headers.index()
-    return (
+    if (
         "cookie" in index
         or "authorization" in index
         or "x-svc-nonce" in index
         or "x-wp-nonce" in index
-        or bool(request.raw_body)
-        or (
-            request.has_query_string()
-            and (request.query_string_has("wpnonce") or request.query_string_has("%"))
-        )
-    )
+        or request.raw_body
+    ):
+        return True
+    query = request.query_string
+    return query is not None and ("wpnonce" in query or "%" in query)
 
 
 async def authenticate(
@@ -306,12 +305,16 @@ async def serve_rest(
     without a body.
     """
     settings = server.app
-    body = b"" if read_body is None else await read_body()
-    if body is None:
-        return error_answer(settings, ctx, too_large_error(settings.max_body_size))
-    http.body = body
+    if read_body is None:
+        body = b""
+    else:
+        read = await read_body()
+        if read is None:
+            return error_answer(settings, ctx, too_large_error(settings.max_body_size))
+        body = http.body = read
     request = Request.from_http(http.method, route, http.query_string, http.headers, body)
-    ctx.method_overridden = _method_override(request)
+    if request.method == "POST":
+        ctx.method_overridden = _method_override(request)
     plan = server.plan()
     if plan.auth_inert and not carries_credentials(request):
         # PERF: every authentication callback is marked ``inert_without_credentials``: a
@@ -327,10 +330,13 @@ async def serve_rest(
     )
     result = await finish_hooks(plan, server, request, result)
     own = result.header_lines()
+    # PERF: without a query string (and no parameter set by a filter) there is no ``_embed``.
     if request.has_query_string() and "_embed" in request.query_params:
         data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)
-    else:
+    elif result.links:
         data = data_with_links(result, request)
+    else:
+        data = result.data
     return finish(settings, ctx, result.status, own, data)
 
 

@@ -36,20 +36,11 @@ async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
 
 
 def _body_reader(
-    method: str, headers: Headers, receive: ASGIReceive, limit: int
-) -> Callable[[], Awaitable[bytes | None]] | None:
+    declared: list[str] | None, receive: ASGIReceive, limit: int
+) -> Callable[[], Awaitable[bytes | None]]:
     """Reads the body once: its bytes, or None when it is longer than ``limit``
     (SECURITY: refused from Content-Length before reading, or as soon as the stream passes
-    the limit). None for a request without a body: PERF: a GET without Content-Length or
-    Transfer-Encoding has no body to wait for (RFC 9112 §6.3)."""
-    index = headers.index()
-    declared = index.get("content-length")
-    if (
-        method in _BODILESS_METHODS
-        and "transfer-encoding" not in index
-        and (declared is None or declared == ["0"])
-    ):
-        return None
+    the limit)."""
 
     async def read() -> bytes | None:
         if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
@@ -104,12 +95,13 @@ async def handle_asgi(
             await send({"type": "websocket.close", "code": 1000})
         return
     headers = Headers.from_asgi(scope["headers"])
+    index = headers.index()
     method = scope["method"].upper()
     raw_query = scope.get("query_string")
     client = scope.get("client")
-    host_header = headers.get_joined("host")
-    if host_header:
-        host_value = host_name(host_header)
+    host_lines = index.get("host")
+    if host_lines:
+        host_value = host_name(host_lines[0] if len(host_lines) == 1 else ", ".join(host_lines))
     else:
         server = scope.get("server")
         host_value = str(server[0]).lower() if server else ""
@@ -124,7 +116,17 @@ async def handle_asgi(
         host_value,
         str(client[0]) if client else "",
     )
-    answer = await respond(host, http, _body_reader(method, headers, receive, host.max_body_size))
+    # A body reader only for a request with a body. PERF: a GET without Content-Length or
+    # Transfer-Encoding has no body to wait for (RFC 9112 §6.3).
+    declared = index.get("content-length")
+    reader = (
+        None
+        if method in _BODILESS_METHODS
+        and "transfer-encoding" not in index
+        and (declared is None or declared == ["0"])
+        else _body_reader(declared, receive, host.max_body_size)
+    )
+    answer = await respond(host, http, reader)
     if type(answer) is SiteForward:
         site = host.site
         assert site is not None  # respond forwards only when there is a site app

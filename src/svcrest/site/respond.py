@@ -16,6 +16,7 @@ from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
 from svcrest.http.context import RequestContext, _current
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.user import ANONYMOUS
 from svcrest.rest.pipeline import error_answer, rest_route_of, serve_rest
 from svcrest.rest.server import internal_error
 from svcrest.site.host import SiteHost
@@ -55,11 +56,17 @@ async def respond(
     route = rest_route_of(host.rest_base_path(), http.path, http.query_string)
     if route is None and host.site is not None:
         return SiteForward(_link_lines(host))
+    # PERF: positional arguments, in the field order (keyword parsing costs ~0.5 µs).
     ctx = RequestContext(
-        is_rest=route is not None,
-        secure=http.scheme == "https",
-        host=http.host,
-        client=http.client,
+        route is not None,
+        ANONYMOUS,
+        None,
+        "",
+        None,
+        http.scheme == "https",
+        http.host,
+        False,
+        http.client,
     )
     token = _current.set(ctx)
     try:
