@@ -67,12 +67,14 @@ def other(request: Any) -> dict[str, Any]:
 
 
 def register_svcrest(app: Any, table: Iterable[RouteDef]) -> None:
-    """Register ``table`` on a svcrest ``App`` in order (GET handlers, no permission check)."""
+    """Register ``table`` on a svcrest ``App`` in order (public GET handlers)."""
+    import svcrest
+
+    public = getattr(svcrest, "public", None)  # older trees, compared with this, lack it
     for route in table:
         callback = get_item if route.shape == 0 else other
-        app.register_rest_route(
-            route.namespace, route.regex, {"methods": "GET", "callback": callback}
-        )
+        handler = {"methods": "GET", "callback": callback, "permission_callback": public}
+        app.register_rest_route(route.namespace, route.regex, handler)
 
 
 def routes_from_env() -> int:
