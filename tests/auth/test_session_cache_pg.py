@@ -47,9 +47,7 @@ def host(url: str) -> Iterator[App]:
 def issue(app: App) -> str:
     user = app.users.get(1)
     assert user is not None
-    return app.auth.log_in(
-        user, remember=False, ip="ip", user_agent="ua", secure=False
-    ).value
+    return app.auth.log_in(user, remember=False, ip="ip", user_agent="ua", secure=False).value
 
 
 def the_cache(app: App) -> SessionCache:
@@ -111,9 +109,7 @@ def test_an_expired_session_is_refused_from_the_cache(url: str) -> None:
     clock = Clock()
     app = make_host(url, clock=clock)
     user = app.users.create("alice", "alice-pw")
-    issued = app.auth.log_in(
-        user, remember=False, ip="ip", user_agent="ua", secure=False
-    )
+    issued = app.auth.log_in(user, remember=False, ip="ip", user_agent="ua", secure=False)
     encoded = app.users.password_hash(1)
     assert encoded is not None
     # A cookie that outlives its session (signed with the site secret): only the session's
@@ -126,9 +122,7 @@ def test_an_expired_session_is_refused_from_the_cache(url: str) -> None:
         password_fragment(encoded),
     )
     seen: list[str] = []
-    app.hooks.add_action(
-        "auth_cookie_bad_session_token", lambda info: seen.append("bad")
-    )
+    app.hooks.add_action("auth_cookie_bad_session_token", lambda info: seen.append("bad"))
     cache = the_cache(app)
     deadline = time.monotonic() + 5
     while True:
@@ -144,9 +138,7 @@ def test_an_expired_session_is_refused_from_the_cache(url: str) -> None:
         if len(cache) == 0:  # the expired entry was found in the cache and dropped
             break
     clock.now = issued.expiration
-    assert (
-        app.auth.validate_cookie(longer) is not None
-    )  # up to and including that second
+    assert app.auth.validate_cookie(longer) is not None  # up to and including that second
     assert seen[-1] == "bad"
     app.store.close()
 
@@ -167,9 +159,7 @@ def test_a_password_set_by_the_command_line_refuses_cached_cookies(url: str) -> 
         url,
     ]
     command.append("--password-stdin")
-    done = subprocess.run(
-        command, input="new-password-1\n", capture_output=True, text=True
-    )
+    done = subprocess.run(command, input="new-password-1\n", capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert app.auth.validate_cookie(cookie) is None
     app.store.close()
@@ -181,9 +171,7 @@ def test_a_logout_holds_its_answer_for_the_lease_not_the_event_loop(
 ) -> None:
     user = host.users.get(1)
     assert user is not None
-    issued = host.auth.log_in(
-        user, remember=False, ip="ip", user_agent="ua", secure=False
-    )
+    issued = host.auth.log_in(user, remember=False, ip="ip", user_agent="ua", secure=False)
     nonce = host.auth.create_nonce(LOGOUT_ACTION, user.id, issued.token)
     slept: list[float] = []
     awaited: list[float] = []
@@ -193,9 +181,7 @@ def test_a_logout_holds_its_answer_for_the_lease_not_the_event_loop(
         awaited.append(delay)
         await real_sleep(delay)
 
-    monkeypatch.setattr(
-        time, "sleep", slept.append
-    )  # a sleep on the loop would hold it
+    monkeypatch.setattr(time, "sleep", slept.append)  # a sleep on the loop would hold it
     monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
 
     async def log_out() -> httpx.Response:
@@ -207,9 +193,7 @@ def test_a_logout_holds_its_answer_for_the_lease_not_the_event_loop(
     if adapter == "asgi":
         response = asyncio.run(log_out())
     else:  # the WSGI thread's own loop waits, as an ASGI server's would
-        with httpx.Client(
-            transport=httpx.WSGITransport(app=host.wsgi), base_url=host.home
-        ) as c:
+        with httpx.Client(transport=httpx.WSGITransport(app=host.wsgi), base_url=host.home) as c:
             c.cookies.set("svc_logged_in", issued.value)
             response = c.post("/logout", data={"_wpnonce": nonce})
     assert response.status_code == 303
