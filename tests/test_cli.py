@@ -54,6 +54,8 @@ DEMO_ROUTES = [
     r"/demo/v1/users/(?P<id>\d+) GET",
 ]
 EXTRA_ROUTES = ["/extra/v1 GET", "/extra/v1/ping GET, POST"]
+#: `svcrest serve` on uvicorn's ASGI interface (the tests that replace uvicorn.run).
+UVICORN_ASGI = ("--server", "uvicorn", "--interface", "asgi")
 #: The header lines every REST answer of the default site starts with (home 127.0.0.1:8000).
 REST_HEADER_BLOCK = [
     "Content-Type: application/json; charset=UTF-8",
@@ -569,10 +571,7 @@ def test_port_in_use(capsys: pytest.CaptureFixture[str], db: str) -> None:
         status, out, err = run(
             capsys,
             "serve",
-            "--server",
-            "uvicorn",
-            "--interface",
-            "asgi",
+            *UVICORN_ASGI,
             "--port",
             str(port),
             "--db",
@@ -610,10 +609,7 @@ def test_serve_creates_admin_once(
     status, out, err = run(
         capsys,
         "serve",
-        "--server",
-        "uvicorn",
-        "--interface",
-        "asgi",
+        *UVICORN_ASGI,
         "--port",
         str(port),
         "--db",
@@ -654,10 +650,7 @@ def test_serve_creates_admin_once(
     status, out, _ = run(
         capsys,
         "serve",
-        "--server",
-        "uvicorn",
-        "--interface",
-        "asgi",
+        *UVICORN_ASGI,
         "--port",
         str(port),
         "--db",
@@ -674,10 +667,7 @@ def test_serve_with_workers_uses_the_env_factory(
     port = free_port()
     argv = [
         "serve",
-        "--server",
-        "uvicorn",
-        "--interface",
-        "asgi",
+        *UVICORN_ASGI,
         "--port",
         str(port),
         "--db",
@@ -758,10 +748,7 @@ def test_serve_subprocess(tmp_path: Path) -> None:
         "-m",
         "svcrest",
         "serve",
-        "--server",
-        "uvicorn",
-        "--interface",
-        "asgi",
+        *UVICORN_ASGI,
         "--port",
         str(port),
     ]
