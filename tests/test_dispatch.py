@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from svcrest import App, Request, Response, RestError, public, rest_ensure_response
 from svcrest.http.user import User
+from tests.conftest import SiteClient
 
 NO_ROUTE = "No route was found matching the URL and request method."
 
@@ -47,6 +49,21 @@ def test_wrong_method_is_405_with_allow(app: App) -> None:
     assert response.status == 405
     assert response.data["code"] == "rest_no_route"
     assert response.headers["Allow"] == "GET, PUT"
+
+
+def test_a_405_where_no_method_is_allowed_sends_no_allow_header(
+    app: App, client_for: Callable[..., SiteClient]
+) -> None:
+    # Spec 4.5: when no method is allowed the header is not sent (also on a 405).
+    app.register_rest_route(
+        "demo/v1",
+        "/locked",
+        {"methods": "GET", "callback": echo, "permission_callback": lambda request: False},
+    )
+    internal = app.rest_do_request(Request("DELETE", "/demo/v1/locked"))
+    assert (internal.status, "Allow" in internal.headers) == (405, False)
+    served = client_for(app).request("DELETE", "/svc-json/demo/v1/locked")
+    assert (served.status_code, "allow" in served.headers) == (405, False)
 
 
 def test_named_groups_become_url_params_unnamed_do_not(app: App) -> None:

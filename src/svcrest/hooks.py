@@ -58,21 +58,20 @@ def fit_arguments(callback: Callable[..., Any], count: int | None = None) -> Cal
 #: Types known not to be awaitable. PERF: one set lookup answers for the values callbacks
 #: return again and again (None, bools, dicts, Responses…). Bounded: types come from code,
 #: and the set stops growing at 512.
-_NOT_AWAITABLE: set[type] = {type(None), *_PLAIN, float}
-NOT_AWAITABLE = _NOT_AWAITABLE
+NOT_AWAITABLE: set[type] = {type(None), *_PLAIN, float}
 
 
 def is_awaitable(value: Any) -> bool:
     """Whether ``value`` must be awaited (fast for plain values)."""
     kind = type(value)
-    if kind in _NOT_AWAITABLE:
+    if kind in NOT_AWAITABLE:
         return False
     # PERF: the awaitable protocol is looked up on the type; inspect.isawaitable's ABC check
     # costs ~1 µs for every Response a filter returns.
     if kind is CoroutineType or hasattr(kind, "__await__"):
         return True
-    if len(_NOT_AWAITABLE) < 512:
-        _NOT_AWAITABLE.add(kind)
+    if len(NOT_AWAITABLE) < 512:
+        NOT_AWAITABLE.add(kind)
     return False
 
 
@@ -204,7 +203,7 @@ class Hooks:
         before the next callback gets it (as the REST pipeline runs its hooks)."""
         for callback in self.prepared(name, len(args) + 1):
             value = callback(value, *args)
-            if type(value) not in _NOT_AWAITABLE and is_awaitable(value):
+            if type(value) not in NOT_AWAITABLE and is_awaitable(value):
                 value = await value
         return value
 

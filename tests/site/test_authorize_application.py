@@ -148,3 +148,16 @@ def test_a_post_needs_the_nonce_and_the_same_origin(app: App, client_for: Client
     assert client_for(app).post(PAGE, data=form).status_code == 401
     user = app.users.get_by_login("alice")
     assert user is not None and app.users.list_application_passwords(user.id) == []
+
+
+def test_an_app_name_with_control_characters_is_a_400_not_a_500(
+    app: App, client_for: ClientFor
+) -> None:
+    client = logged_in(client_for, app)
+    page = client.get(PAGE, params={"app_name": "x"})
+    form = {"app_name": "bad\x01name", "approve": "1", "_wpnonce": form_nonce(page.text)}
+    response = client.post(PAGE, data=form)
+    assert response.status_code == 400
+    assert "name must not contain control or invisible characters" in response.text
+    user = app.users.get_by_login("alice")
+    assert user is not None and app.users.list_application_passwords(user.id) == []

@@ -160,12 +160,13 @@ class ApplicationPasswordsController:
             )
         invalid = RestError("rest_user_invalid_id", "Invalid user ID.", {"status": 404})
         raw = request.get_param("user_id")
+        current = request.user
         if raw == "me":
-            if not request.user.is_logged_in:
+            if not current.is_logged_in:
                 return RestError(
                     "rest_not_logged_in", "You are not currently logged in.", {"status": 401}
                 )
-            found = self._users().get(request.user.id)
+            user_id = current.id
         else:
             try:
                 user_id = int(str(raw))
@@ -173,6 +174,10 @@ class ApplicationPasswordsController:
                 return invalid
             if user_id <= 0:
                 return invalid
+        # PERF: the current user was read for this request already (the permission check of
+        # every method of the route, for Allow, and the callback each ask for the target).
+        found = current if current.is_logged_in and current.id == user_id else None
+        if found is None:
             found = self._users().get(user_id)
         if found is None or not found.is_logged_in:
             return invalid

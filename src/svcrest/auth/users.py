@@ -25,11 +25,13 @@ from svcrest.store.base import Step, Store
 __all__ = [
     "APP_PASSWORD_USE_INTERVAL",
     "AUTH_SCHEMA",
+    "MAX_APP_NAME_LENGTH",
     "MAX_LOGIN_LENGTH",
     "ApplicationPassword",
     "DuplicateUserError",
     "UnknownUserError",
     "UserStore",
+    "clean_app_name",
     "login_key",
     "lookup_key",
 ]
@@ -123,7 +125,7 @@ _USER_COLUMNS = "id, login, roles, display_name"
 #: ``last_used``/``last_ip`` of an application password are written at most this often
 #: (seconds) while the address stays the same.
 APP_PASSWORD_USE_INTERVAL = 60
-_MAX_APP_NAME_LENGTH = 200
+MAX_APP_NAME_LENGTH = 200
 _APP_COLUMNS = "uuid, name, created, last_used, last_ip"
 
 #: An application password as listed: ``uuid``, ``name``, ``created`` (Unix time), ``last_used``
@@ -142,14 +144,16 @@ def _app_item(row: Sequence[Any]) -> ApplicationPassword:
     }
 
 
-def _clean_app_name(name: object) -> str:
+def clean_app_name(name: object) -> str:
+    """An application password's name, stripped; ValueError when it is not a string, is
+    empty, longer than 200 characters or holds control or invisible characters."""
     if not isinstance(name, str):
         raise ValueError("name must be a string")
     name = name.strip()
     if not name:
         raise ValueError("An application name is required to create an application password.")
-    if len(name) > _MAX_APP_NAME_LENGTH:
-        raise ValueError(f"name must be at most {_MAX_APP_NAME_LENGTH} characters")
+    if len(name) > MAX_APP_NAME_LENGTH:
+        raise ValueError(f"name must be at most {MAX_APP_NAME_LENGTH} characters")
     if _has_control(name):
         raise ValueError("name must not contain control or invisible characters")
     return name
@@ -461,7 +465,7 @@ class UserStore:
         The password (24 characters of ``[A-Za-z0-9]``) is returned only here; the store keeps
         its hash. ValueError for an empty name, UnknownUserError for no such user.
         """
-        name = _clean_app_name(name)
+        name = clean_app_name(name)
         if not _is_id(user_id) or user_id == 0:
             raise UnknownUserError(f"no user with id {user_id!r}")
         password = generate_application_password()

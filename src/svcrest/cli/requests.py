@@ -23,19 +23,14 @@ import orjson
 
 from svcrest.app import App
 from svcrest.cli.common import CliError, svcrest_version
-from svcrest.cli.site import make_app, open_store, require_database
+from svcrest.cli.site import existing_site, make_app, require_database
 from svcrest.http.user import User
 from svcrest.rest.pipeline import rest_route_of
 
 
 def cmd_routes(args: argparse.Namespace) -> int:
-    app = make_app(args.db, args.home, args.plugin)
-    require_database(args.db)
-    open_store(app, args.db)
-    try:
+    with existing_site(make_app(args.db, args.home, args.plugin), args.db) as app:
         routes = app.rest_get_server().get_routes()
-    finally:
-        app.store.close()
     for route, handlers in routes.items():
         methods = dict.fromkeys(method for handler in handlers for method in handler["methods"])
         print(f"{route} {', '.join(methods)}".rstrip())
@@ -43,13 +38,8 @@ def cmd_routes(args: argparse.Namespace) -> int:
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
-    app = make_app(args.db, args.home, args.plugin)
-    require_database(args.db)
-    open_store(app, args.db)
-    try:
+    with existing_site(make_app(args.db, args.home, args.plugin), args.db) as app:
         document = app.openapi()
-    finally:
-        app.store.close()
     option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     print(orjson.dumps(document, option=option).decode())
     return 0
@@ -181,14 +171,11 @@ def cmd_request(args: argparse.Namespace) -> int:
     require_database(args.db)
     target = request_target(app, args.route)
     headers, body = _request_body(args)
-    open_store(app, args.db)
-    try:
+    with existing_site(app, args.db):
         if args.user is not None:
             _act_as(app, args.user)
         origin = urlsplit(app.home)
         url = f"{origin.scheme}://{origin.netloc}{target}"
         response = _serve_in_process(app, args.method, url, headers, body)
-    finally:
-        app.store.close()
     _print_answer(response, args.include)
     return 0 if response.status_code < 400 else 1

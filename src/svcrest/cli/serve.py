@@ -18,9 +18,10 @@ from svcrest.cli.common import (
     ENV_WORDPRESS_COMPAT,
     CliError,
 )
-from svcrest.cli.site import ensure_admin, is_memory, make_app, prepare_new_database
+from svcrest.cli.site import ensure_admin, make_app, prepare_new_database
 from svcrest.serve import launcher
 from svcrest.serve.launcher import ServeConfig
+from svcrest.store.locations import is_memory
 
 
 def check_port(host: str, port: int) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sqlite3
@@ -29,6 +30,7 @@ from svcrest.cli.common import (
     Plugin,
     generate_password,
 )
+from svcrest.store.locations import is_memory
 from svcrest.store.postgres import redact_url
 from svcrest.store.sqlite import StoreError
 
@@ -163,10 +165,6 @@ def wsgi_from_env() -> Any:
     return app_from_env().wsgi
 
 
-def is_memory(db: str | None) -> bool:
-    return db in (None, "", ":memory:", "sqlite://", "sqlite:///:memory:")
-
-
 def open_store(app: App, db: str | None) -> None:
     """Open the store and the user tables now, so a bad database fails in one line."""
     try:
@@ -195,6 +193,18 @@ def require_database(db: str | None) -> None:
             f"the database {path!r} does not exist (svcrest serve or svcrest user add"
             " creates it; --db :memory: reads an empty site)"
         )
+
+
+@contextlib.contextmanager
+def existing_site(app: App, db: str | None) -> Iterator[App]:
+    """``app`` on the database ``db``, which must exist, its user tables open; its store is
+    closed after the block (the commands that only read a site)."""
+    require_database(db)
+    open_store(app, db)
+    try:
+        yield app
+    finally:
+        app.store.close()
 
 
 def _new_database(db: str | None) -> str | None:

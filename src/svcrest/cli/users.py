@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
 
 from svcrest.app import App
 from svcrest.auth.users import DuplicateUserError
 from svcrest.cli.common import DEFAULT_HOME, CliError, generate_password, read_password
-from svcrest.cli.site import open_store, prepare_new_database, require_database
+from svcrest.cli.site import existing_site, prepare_new_database
 from svcrest.http.user import User
 
 
@@ -33,16 +32,9 @@ def cmd_user_add(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _existing_users(db: str | None) -> Iterator[App]:
+def _existing_users(db: str | None) -> contextlib.AbstractContextManager[App]:
     """The site of ``db`` (which must exist), its user tables open; its store closed after."""
-    require_database(db)
-    app = App(DEFAULT_HOME, store=db)
-    open_store(app, db)
-    try:
-        yield app
-    finally:
-        app.store.close()
+    return existing_site(App(DEFAULT_HOME, store=db), db)
 
 
 def _user_named(app: App, login: str) -> User:

@@ -144,11 +144,6 @@ class Request:
         from a mapping)."""
         return self._query_string
 
-    def query_string_has(self, text: str) -> bool:
-        """Whether the raw query string contains ``text`` (False for a request built from a
-        mapping; PERF: the query string is not parsed)."""
-        return text in (self._query_string or "")
-
     def has_query_string(self) -> bool:
         """Whether the request may have query parameters (PERF: answered without parsing
         the query string: False only when it is empty and no parameter was set)."""

@@ -96,6 +96,13 @@ def allow_value(
     remembered = entry.permissionless_allow()
     if remembered is not None:  # PERF: the header's string as remembered, not split and joined
         return remembered or None
+    return _asked_allow(server, entry, request)
+
+
+def _asked_allow(
+    server: RestServer, entry: RouteEntry, request: Request
+) -> str | Coroutine[Any, Any, str | None] | None:
+    """``allow_value`` of a route whose permission callbacks decide."""
     allowed = server.allowed_methods_eager(entry, request)
     if isinstance(allowed, list):
         return ", ".join(allowed) or None
@@ -111,14 +118,19 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
 
     Returns the response, or a coroutine of it when a permission callback is async.
     """
-    if type(response) is Response and response.matched_route:
-        # PERF: a route without permission callbacks answers from its remembered value.
-        entry = server.table.get(response.matched_route)
-        remembered = None if entry is None else entry.permissionless_allow()
+    if not isinstance(response, Response) or not response.matched_route:
+        return response
+    entry = server.table.get(response.matched_route)
+    if entry is None:
+        return response
+    # PERF: a route without permission callbacks answers from its remembered value; the
+    # entry is looked up once (``allow_value`` without its own look-up).
+    remembered = entry.permissionless_allow()
+    if remembered is not None:
         if remembered:
             response.set_header_line("Allow", remembered)
-            return response
-    value = allow_value(server, response, request)
+        return response
+    value = _asked_allow(server, entry, request)
     if value is None:
         return response
     if isinstance(value, str):

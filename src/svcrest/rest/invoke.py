@@ -10,18 +10,17 @@ from svcrest.hooks import fit_arguments, is_awaitable
 
 __all__ = ["call_maybe_async", "fit_cached", "fitted"]
 
-# PERF: reading a signature costs ~5 µs; route callbacks are few and long-lived.
-_fit = functools.lru_cache(maxsize=4096)(fit_arguments)
 #: ``fit_arguments`` remembered (bounded): raises TypeError for an unhashable callable, which
-#: the caller then calls with every argument. PERF: the hot path calls it without ``fitted``.
-fit_cached = _fit
+#: the caller then calls with every argument. PERF: reading a signature costs ~5 µs and route
+#: callbacks are few and long-lived; the hot path calls it without ``fitted``.
+fit_cached = functools.lru_cache(maxsize=4096)(fit_arguments)
 
 
 def fitted(function: Callable[..., Any], count: int = 1) -> Callable[..., Any]:
     """``function`` taking only the leading arguments it accepts of the ``count`` passed
     (cached; a function that takes them all is returned as it is)."""
     try:
-        return _fit(function, count)
+        return fit_cached(function, count)
     except TypeError:  # an unhashable callable: call it with everything
         return function
 

@@ -89,9 +89,8 @@ def rest_route_of(base_path: str, path: str, query_string: str) -> str | RestErr
 
 
 def _method_override(request: Request) -> bool:
-    """``X-HTTP-Method-Override`` or ``?_method=`` on POST only; True when one applied."""
-    if request.method != "POST":
-        return False
+    """``X-HTTP-Method-Override`` or ``?_method=`` (the caller asks for a POST only); True
+    when one applied."""
     override = request.query_params.get("_method") if request.has_query_string() else None
     if not isinstance(override, str) or not override:
         override = request.get_header("X-HTTP-Method-Override")

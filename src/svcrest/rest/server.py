@@ -297,14 +297,17 @@ class RestServer:
     async def _method_not_allowed(
         self, request: Request, matches: tuple[tuple[RouteEntry, dict[str, str]], ...]
     ) -> Response:
-        """The 405 of a route without a handler for the method, with its Allow header."""
+        """The 405 of a route without a handler for the method, with its Allow header (also
+        for internal dispatch, which runs no ``rest_post_dispatch``); none when the caller may
+        use no method (spec 4.5)."""
         first, first_params = matches[0]
         response = Response.from_error(no_route_error(405))
         response.matched_route = first.route
         # The permission callbacks asked for Allow see the route's URL params, as in dispatch.
         request.url_params = dict(first_params)
         allowed = await self.allowed_methods(first, request)
-        response.headers["Allow"] = ", ".join(allowed)
+        if allowed:
+            response.headers["Allow"] = ", ".join(allowed)
         return response
 
     async def _permitted_call(

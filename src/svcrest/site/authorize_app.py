@@ -16,6 +16,7 @@ import html
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from svcrest.auth.app_passwords import is_loopback_host
+from svcrest.auth.users import MAX_APP_NAME_LENGTH, clean_app_name
 from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
@@ -27,7 +28,6 @@ __all__ = ["AUTHORIZE_ACTION", "install_authorize_application_page", "valid_succ
 
 #: The nonce action of the approval form.
 AUTHORIZE_ACTION = "authorize_application"
-_MAX_APP_NAME = 200
 
 
 def _first(form: dict[str, object], name: str) -> str:
@@ -73,8 +73,12 @@ def _redirect(location: str) -> HttpResponse:
 
 
 def _check(app_name: str, success_url: str) -> HttpResponse | None:
-    if not app_name.strip() or len(app_name) > _MAX_APP_NAME:
-        return _error("An application name is required to authorize an application.")
+    try:
+        clean_app_name(app_name)  # the rule the password's creation applies
+    except ValueError as exc:
+        if not app_name.strip() or len(app_name.strip()) > MAX_APP_NAME_LENGTH:
+            return _error("An application name is required to authorize an application.")
+        return _error(str(exc))
     if success_url and not valid_success_url(success_url):
         return _error("The success URL must be served over a secure connection.")
     return None

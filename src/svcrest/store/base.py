@@ -215,12 +215,6 @@ def apply_steps(
     return max(current, len(steps))
 
 
-def read_one_in_block(store: Store, sql: str, params: Sequence[Any]) -> Any:
-    """``Store.read_one`` through a ``read()`` block (engines where a block costs nothing)."""
-    with store.read() as conn:
-        return conn.execute(sql, params).fetchone()
-
-
 def read_option(store: Store, name: str) -> str | None:
     """``Store.get_option`` on either engine."""
     with store.read() as conn:

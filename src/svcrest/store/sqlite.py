@@ -31,7 +31,6 @@ from svcrest.store.base import (
     StoreError,
     add_option_once,
     apply_steps,
-    read_one_in_block,
     read_option,
 )
 
@@ -285,16 +284,6 @@ class SqliteStore:
         done now joins that block: a schema change made in it is undone by its rollback)."""
         return getattr(self._local, "conn", None) is not None
 
-    def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        """The first row of one statement (None when there is none).
-
-        A single statement reads one consistent snapshot by itself; inside a :meth:`read` or
-        :meth:`transaction` block of this thread it reads that block's. PERF: no
-        ``BEGIN``/``COMMIT`` round for a one-query read.
-        """
-        with self._checkout() as (conn, _depth):
-            return conn.execute(sql, params).fetchone()
-
     def read(self) -> _ReadBlock:
         """A connection for reads; every query in the block sees one consistent snapshot.
 
@@ -303,8 +292,14 @@ class SqliteStore:
         return _ReadBlock(self)
 
     def read_one(self, sql: str, params: Sequence[Any] = (), /) -> Any:
-        """The first row of the read statement ``sql`` (None when there is none)."""
-        return read_one_in_block(self, sql, params)
+        """The first row of the read statement ``sql`` (None when there is none).
+
+        A single statement reads one consistent snapshot by itself; inside a :meth:`read` or
+        :meth:`transaction` block of this thread it reads that block's. PERF: no
+        ``BEGIN``/``COMMIT`` round for a one-query read.
+        """
+        with self._checkout() as (conn, _depth):
+            return conn.execute(sql, params).fetchone()
 
     def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.
