@@ -17,6 +17,7 @@ import pytest
 
 from svcrest.client import Operation, ProxyError, RestProxy
 from svcrest.client.proxy import AsyncRestProxy
+from svcrest.client.results import next_link
 
 SITE = "http://example.test"
 URL = f"{SITE}/svc-json/demo/v1/notes"
@@ -618,3 +619,38 @@ def test_async_iter_pages_stops_at_a_loop_too(script: Script) -> None:
 
     assert asyncio.run(scenario()) == [[{"id": 2}], [{"id": 2}], [{"id": 1}]]
     assert script.finished()
+
+
+def test_a_paging_loop_is_told_to_on_exception(script: Script) -> None:
+    told: list[tuple[str, str | None]] = []
+
+    def on_exception(error: ProxyError, operation: Operation | None) -> None:
+        told.append((error.code, None if operation is None else operation.action))
+
+    proxy = run(script, *paging_loop_steps(), on_exception=on_exception)
+    with pytest.raises(ProxyError):
+        list(proxy.iter_pages(per_page=1))
+    assert told == [("paging_loop", "read")]
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (
+            f'<{SITE}/svc-json/>; rel="https://api.w.org/", <{URL}?page=1>; rel="prev",'
+            " </svc-json/demo/v1/notes?page=3>; rel=next",
+            f"{URL}?page=3",
+        ),
+        ('<a?page=2>; rel="prev next"', f"{SITE}/svc-json/demo/v1/a?page=2"),
+        ('<a?page=2>; rel="NEXT"', f"{SITE}/svc-json/demo/v1/a?page=2"),
+        ('<a?page=2>; rel="next", <b?page=3>; rel="next"', f"{SITE}/svc-json/demo/v1/a?page=2"),
+        (f'<{SITE}/svc-json/>; rel="https://api.w.org/"', None),
+    ],
+    ids=["among-several", "one-of-two-rels", "upper-case", "first-of-two", "none"],
+)
+def test_next_link_reads_the_header_as_the_browser_module_does(
+    header: str, expected: str | None
+) -> None:
+    # The same rules as svc-rest.mjs's nextLink (tests/js/proxy.test.mjs).
+    response = httpx.Response(200, headers={"Link": header}, request=httpx.Request("GET", URL))
+    assert next_link(response) == expected

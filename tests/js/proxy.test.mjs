@@ -455,6 +455,25 @@ describe("RestProxy additions", () => {
     assert.ok(fetch.finished());
   });
 
+  test("a paging loop is told to onException", async () => {
+    const first = `${URL_}?per_page=1&page=1`;
+    const next = (url) => ({ Link: `<${url}>; rel="next"` });
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}?${DC}&per_page=1`, response: json(200, [], next(first)) },
+      { method: "GET", url: first, response: json(200, [], next(first)) },
+    ]);
+    const told = [];
+    const notes = proxy({
+      client: new RestClient({ root: ROOT, nonce: null, fetch }),
+      onException: (error, operation) => told.push([error.code, operation.action]),
+    });
+    await assert.rejects(async () => {
+      for await (const page of notes.iterPages({ per_page: 1 })) assert.ok(page);
+    }, ProxyError);
+    assert.deepEqual(told, [["paging_loop", "read"]]);
+    assert.ok(fetch.finished());
+  });
+
   test("batchRequest: one entry per operation under the REST root, no cache buster", () => {
     const notes = proxy({ extraParams: { lang: "fr" } });
     const request = notes.batchRequest(

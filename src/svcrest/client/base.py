@@ -18,9 +18,9 @@ import httpx
 import orjson
 
 from svcrest.client.batch import BATCH_ROUTE, batch_body, batch_slots, root_of, route_path
-from svcrest.client.errors import ProxyError
+from svcrest.client.errors import ProxyError, error_from_body
 from svcrest.client.operation import ACTIONS, Operation
-from svcrest.client.results import ResultSet
+from svcrest.client.results import PageTrail, ResultSet
 from svcrest.client.urls import (
     encode_component,
     is_valid_id,
@@ -110,14 +110,7 @@ def error_from_response(response: httpx.Response) -> ProxyError:
         body = orjson.loads(response.content) if response.content else None
     except orjson.JSONDecodeError:
         body = None
-    reason = response.reason_phrase
-    status = response.status_code
-    if isinstance(body, dict) and isinstance(body.get("code"), str):
-        message = body.get("message")
-        return ProxyError(
-            body["code"], message if isinstance(message, str) else reason, status, body.get("data")
-        )
-    return ProxyError("http_error", reason, status)
+    return error_from_body(body, response.status_code, response.reason_phrase)
 
 
 class BaseRestProxy(Generic[ClientT]):
@@ -395,6 +388,15 @@ class BaseRestProxy(Generic[ClientT]):
     def _report(self, error: ProxyError, operation: Operation | None) -> None:
         if self.on_exception is not None:
             self.on_exception(error, operation)
+
+    def _next_url(self, trail: PageTrail, page: ResultSet, operation: Operation) -> str | None:
+        """The URL of the page after ``page`` (see `PageTrail`); `on_exception` is told of a
+        ``paging_loop`` as of any error the proxy raises."""
+        try:
+            return trail.next_url(page)
+        except ProxyError as error:
+            self._report(error, operation)
+            raise
 
     def _reported(self, operation: Operation | None, exchange: Exchange[T]) -> Exchange[T]:
         """``exchange``, with `on_exception` told of the `ProxyError` it raises."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from svcrest.client.errors import ProxyError
+from svcrest.client.errors import ProxyError, error_from_body
 from svcrest.client.operation import Operation
 from svcrest.client.urls import split_url
 
@@ -53,13 +53,8 @@ def batch_body(requests: Sequence[dict[str, Any]], *, atomic: bool) -> dict[str,
 
 def slot_error(slot: BatchSlot) -> ProxyError:
     """The `ProxyError` of one failed answer (status >= 400) of a batch."""
-    body = slot.get("body")
     status = slot["status"]
-    if isinstance(body, dict) and isinstance(body.get("code"), str):
-        message = body.get("message")
-        text = message if isinstance(message, str) else f"HTTP {status}"
-        return ProxyError(body["code"], text, status, body.get("data"))
-    return ProxyError("http_error", f"HTTP {status}", status)
+    return error_from_body(slot.get("body"), status, f"HTTP {status}")
 
 
 def _invalid(status: int) -> ProxyError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ProxyError"]
+__all__ = ["ProxyError", "error_from_body"]
 
 
 class ProxyError(Exception):
@@ -28,3 +28,14 @@ class ProxyError(Exception):
 
     def __repr__(self) -> str:
         return f"ProxyError({self.code!r}, {self.message!r}, {self.status!r})"
+
+
+def error_from_body(body: Any, status: int, fallback: str) -> ProxyError:
+    """The `ProxyError` of an error answer's decoded ``body``: a JSON object with a string
+    ``code`` gives that code, its ``message`` (``fallback`` when not a string) and its
+    ``data``; any other body gives ``"http_error"`` and ``fallback``."""
+    if isinstance(body, dict) and isinstance(body.get("code"), str):
+        message = body.get("message")
+        text = message if isinstance(message, str) else fallback
+        return ProxyError(body["code"], text, status, body.get("data"))
+    return ProxyError("http_error", fallback, status)

@@ -109,7 +109,7 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         trail = PageTrail()
         page = self._run(self._read_page(operation))
         yield page
-        while (url := trail.next_url(page)) is not None:
+        while (url := self._next_url(trail, page, operation)) is not None:
             page = self._run(self._read_page(operation, url))
             yield page
 
@@ -208,7 +208,7 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         trail = PageTrail()
         page = await self._run(self._read_page(operation))
         yield page
-        while (url := trail.next_url(page)) is not None:
+        while (url := self._next_url(trail, page, operation)) is not None:
             page = await self._run(self._read_page(operation, url))
             yield page
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -30,13 +31,24 @@ def header_int(response: httpx.Response, name: str) -> int | None:
     return int(value) if value.isdecimal() and len(value) < 20 else None
 
 
+_LINK = re.compile(r"<([^>]*)>([^,]*)")
+_REL = re.compile(r';\s*rel\s*=\s*(?:"([^"]*)"|([^\s;]+))', re.IGNORECASE)
+
+
 def next_link(response: httpx.Response) -> str | None:
-    """The URL of the ``Link`` header with ``rel="next"`` (resolved against the request URL)."""
-    link = response.links.get("next")
-    url = link.get("url") if link else None
-    if not url:
-        return None
-    return str(response.request.url.join(url)) if response.request.url.is_absolute_url else url
+    """The URL of the first ``Link`` whose ``rel`` names ``next`` among its space-separated,
+    case-insensitive values (resolved against the request URL); the browser module's
+    ``nextLink`` reads the header by the same rules."""
+    for match in _LINK.finditer(", ".join(response.headers.get_list("link"))):
+        rel = _REL.search(match.group(2))
+        rels = (rel.group(1) if rel.group(1) is not None else rel.group(2)) if rel else ""
+        if "next" in rels.lower().split():
+            url = match.group(1)
+            if not url:
+                return None
+            request_url = response.request.url
+            return str(request_url.join(url)) if request_url.is_absolute_url else url
+    return None
 
 
 @dataclass(frozen=True)

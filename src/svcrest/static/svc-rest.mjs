@@ -581,11 +581,13 @@ export class RestProxy {
     while (page.nextUrl !== null) {
       // A next link back to a page already read would page forever.
       if (followed.has(page.nextUrl)) {
-        throw new ProxyError(
+        const error = new ProxyError(
           "paging_loop",
           `The next page link leads back to a page already read: ${page.nextUrl}`,
           page.response.status,
         );
+        this.onException?.(error, operation);
+        throw error;
       }
       followed.add(page.nextUrl);
       page = await this.#page(operation, page.nextUrl);
@@ -729,12 +731,7 @@ function routePath(url, root) {
 }
 
 function slotError(slot) {
-  const { body, status } = slot;
-  if (body && typeof body === "object" && !Array.isArray(body) && typeof body.code === "string") {
-    const message = typeof body.message === "string" ? body.message : `HTTP ${status}`;
-    return new ProxyError(body.code, message, status, body.data ?? null);
-  }
-  return new ProxyError("http_error", `HTTP ${status}`, status);
+  return errorFromBody(slot.body, slot.status, `HTTP ${slot.status}`);
 }
 
 function batchSlots(answer, operations, status) {
@@ -780,11 +777,16 @@ function joinRoute(root, route) {
 }
 
 function errorFrom(response, data) {
-  if (data && typeof data === "object" && !Array.isArray(data) && typeof data.code === "string") {
-    const message = typeof data.message === "string" ? data.message : response.statusText;
-    return new ProxyError(data.code, message, response.status, data.data ?? null);
+  return errorFromBody(data, response.status, response.statusText);
+}
+
+/** The ProxyError of an error answer's body; `fallback` when it has no string `message`. */
+function errorFromBody(body, status, fallback) {
+  if (body && typeof body === "object" && !Array.isArray(body) && typeof body.code === "string") {
+    const message = typeof body.message === "string" ? body.message : fallback;
+    return new ProxyError(body.code, message, status, body.data ?? null);
   }
-  return new ProxyError("http_error", response.statusText, response.status);
+  return new ProxyError("http_error", fallback, status);
 }
 
 async function readJson(response) {
