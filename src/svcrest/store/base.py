@@ -9,12 +9,14 @@ text, or a mapping ``{"sqlite": sql, "postgresql": sql}`` when the engines need 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
 __all__ = [
-    "DIALECTS",
+    "BOOTSTRAP_SQL",
+    "STORE_SCHEMA",
     "Connection",
     "Cursor",
     "Dialect",
@@ -22,15 +24,26 @@ __all__ = [
     "NotifyingStore",
     "Step",
     "Store",
+    "StoreBase",
     "StoreError",
+    "check_component",
     "step_sql",
     "to_pyformat",
 ]
 
 Dialect = Literal["sqlite", "postgresql"]
-DIALECTS: tuple[Dialect, ...] = ("sqlite", "postgresql")
 #: One migration step: portable SQL, or the SQL of each dialect.
 Step = str | Mapping[str, str]
+#: The table of each component's schema version, created before any migration (both engines).
+BOOTSTRAP_SQL = (
+    "CREATE TABLE IF NOT EXISTS schema_versions ("
+    " component TEXT PRIMARY KEY,"
+    " version INTEGER NOT NULL)"
+)
+#: The schema of the store's own component, ``store``: the options.
+STORE_SCHEMA: tuple[Step, ...] = (
+    "CREATE TABLE options (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+)
 
 
 class StoreError(ValueError):
@@ -232,3 +245,49 @@ def add_option_once(store: Store, name: str, value: str) -> str:
         )
         row = conn.execute("SELECT value FROM options WHERE name = ?", (name,)).fetchone()
     return str(row[0])
+
+
+def check_component(component: object) -> None:
+    """ValueError unless ``component`` (of ``Store.migrate``) is a non-empty string."""
+    if not isinstance(component, str) or not component:
+        raise ValueError("migrate() needs a non-empty component name")
+
+
+class StoreBase:
+    """What both engines share: options, the in-block test, ``closed`` and use as a context
+    manager. An engine sets ``_closed`` and ``_local`` (its thread's block connection as
+    ``conn``) and implements the rest of :class:`Store`."""
+
+    _closed: bool
+    _local: threading.local
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def in_block(self) -> bool:
+        """Whether this thread is inside a ``read()`` or ``transaction()`` block (work done
+        now joins that block: a schema change made in it is undone by its rollback)."""
+        return getattr(self._local, "conn", None) is not None
+
+    def get_option(self, name: str) -> str | None:
+        """The stored value of option ``name``, or None."""
+        return read_option(cast(Store, self), name)
+
+    def add_option(self, name: str, value: str) -> str:
+        """Store ``value`` under ``name`` unless the option exists; return the stored value.
+
+        Race-safe: when several processes or hosts add the same option at once, every one of
+        them gets the value of the first insert (used for the site's secret key).
+        """
+        return add_option_once(cast(Store, self), name, value)
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has been called."""
+        return self._closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

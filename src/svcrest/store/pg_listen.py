@@ -63,11 +63,6 @@ class PostgresListener:
         """Whether :meth:`close` has been called."""
         return self._closed
 
-    @property
-    def listening(self) -> bool:
-        """Whether the listener holds a connection it believes is listening."""
-        return self._conn is not None
-
     def poll(self) -> list[str] | None:
         """The payloads received since the last call, or None when not listening."""
         with self._lock:

@@ -21,14 +21,16 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from svcrest.store.base import (
+    BOOTSTRAP_SQL,
+    STORE_SCHEMA,
     Connection,
     Cursor,
     Dialect,
     Step,
+    StoreBase,
     StoreError,
-    add_option_once,
     apply_steps,
-    read_option,
+    check_component,
     to_pyformat,
 )
 
@@ -45,14 +47,6 @@ POSTGRES_EXTRA = "svcrest[postgres]"
 _SCHEMES = ("postgresql://", "postgres://")
 #: The advisory lock key of migrations (any fixed 64-bit number; this one spells svcrest).
 _MIGRATION_LOCK = zlib.crc32(b"svcrest-migrate")
-_BOOTSTRAP = (
-    "CREATE TABLE IF NOT EXISTS schema_versions ("
-    " component TEXT PRIMARY KEY,"
-    " version INTEGER NOT NULL)"
-)
-_STORE_SCHEMA: tuple[Step, ...] = (
-    "CREATE TABLE options (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
-)
 _OPEN_TIMEOUT = 10.0
 
 
@@ -106,7 +100,7 @@ class _Connection:
         return self.raw.execute(to_pyformat(sql), params)
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """A PostgreSQL database shared by any number of hosts and processes.
 
     ``pool_size``: the most connections this process opens (one per thread in a block).
@@ -144,7 +138,7 @@ class PostgresStore:
             # (the pool would retry in the background until its time-out).
             psycopg.connect(url, connect_timeout=int(_OPEN_TIMEOUT)).close()
             self._pool.open(wait=True, timeout=_OPEN_TIMEOUT)
-            self.migrate("store", _STORE_SCHEMA)
+            self.migrate("store", STORE_SCHEMA)
         except Exception as exc:
             self._pool.close()
             self._closed = True
@@ -236,28 +230,14 @@ class PostgresStore:
         with self._checkout() as (conn, _depth):
             return conn.execute(sql, params).fetchone()
 
-    def in_block(self) -> bool:
-        """Whether this thread is inside a :meth:`read` or :meth:`transaction` block."""
-        return getattr(self._local, "conn", None) is not None
-
     def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the steps of ``component`` not applied yet, in one transaction under an
         advisory lock (hosts starting at once apply each step exactly once); its version."""
-        if not isinstance(component, str) or not component:
-            raise ValueError("migrate() needs a non-empty component name")
+        check_component(component)
         with self.transaction() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
-            conn.execute(_BOOTSTRAP)
+            conn.execute(BOOTSTRAP_SQL)
             return apply_steps(conn, component, steps, "postgresql", _run_step)
-
-    def get_option(self, name: str) -> str | None:
-        """The stored value of option ``name``, or None."""
-        return read_option(self, name)
-
-    def add_option(self, name: str, value: str) -> str:
-        """Store ``value`` under ``name`` unless the option exists; return the stored value
-        (every host adding one at once gets the first insert's value)."""
-        return add_option_once(self, name, value)
 
     # -- notifications (svcrest.store.NotifyingStore) --------------------------------------------
 
@@ -292,17 +272,6 @@ class PostgresStore:
             for listener in self._listeners:
                 listener.close()
             self._pool.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has been called."""
-        return self._closed
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._shown()})"

@@ -25,13 +25,15 @@ from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.store.base import (
+    BOOTSTRAP_SQL,
+    STORE_SCHEMA,
     Connection,
     Dialect,
     Step,
+    StoreBase,
     StoreError,
-    add_option_once,
     apply_steps,
-    read_option,
+    check_component,
 )
 
 __all__ = [
@@ -51,13 +53,6 @@ RETRY_AFTER_SECONDS = 1
 # PERF: idle file connections kept for reuse; more concurrent threads than this still work,
 # their extra connections are closed when released.
 _MAX_IDLE = 16
-
-_BOOTSTRAP = (
-    "CREATE TABLE IF NOT EXISTS schema_versions ("
-    " component TEXT PRIMARY KEY,"
-    " version INTEGER NOT NULL)"
-)
-_STORE_SCHEMA = ("CREATE TABLE options (name TEXT PRIMARY KEY, value TEXT NOT NULL)",)
 
 
 def _resolve_location(location: str | None) -> str | None:
@@ -115,7 +110,7 @@ def _split_statements(script: str) -> list[str]:
     return statements
 
 
-class SqliteStore:
+class SqliteStore(StoreBase):
     """An embedded SQLite database (in memory, or a WAL-mode file).
 
     PERF: a file store hands each thread its own connection from a small pool instead of
@@ -148,7 +143,7 @@ class SqliteStore:
                 raise StoreError(f"cannot open store {self.path!r}: {exc}") from exc
             self._idle.append(first)
         try:
-            self.migrate("store", _STORE_SCHEMA)
+            self.migrate("store", STORE_SCHEMA)
         except sqlite3.Error as exc:
             self.close()
             raise StoreError(f"cannot open store {self.path or _MEMORY!r}: {exc}") from exc
@@ -279,11 +274,6 @@ class SqliteStore:
                     conn.execute("ROLLBACK")
                 raise
 
-    def in_block(self) -> bool:
-        """Whether this thread is inside a :meth:`read` or :meth:`transaction` block (work
-        done now joins that block: a schema change made in it is undone by its rollback)."""
-        return getattr(self._local, "conn", None) is not None
-
     def read(self) -> _ReadBlock:
         """A connection for reads; every query in the block sees one consistent snapshot.
 
@@ -310,23 +300,10 @@ class SqliteStore:
         transaction, so two processes starting at once apply each step exactly once. Steps are
         append-only: never edit or remove a step that has shipped.
         """
-        if not isinstance(component, str) or not component:
-            raise ValueError("migrate() needs a non-empty component name")
+        check_component(component)
         with self.transaction() as conn:
-            conn.execute(_BOOTSTRAP)
+            conn.execute(BOOTSTRAP_SQL)
             return apply_steps(conn, component, steps, "sqlite", _run_statements)
-
-    def get_option(self, name: str) -> str | None:
-        """The stored value of option ``name``, or None."""
-        return read_option(self, name)
-
-    def add_option(self, name: str, value: str) -> str:
-        """Store ``value`` under ``name`` unless the option exists; return the stored value.
-
-        Race-safe: when several processes add the same option at once, every one of them gets
-        the value of the first insert (used for the site's secret key).
-        """
-        return add_option_once(self, name, value)
 
     def close(self) -> None:
         """Close the store's connections; using the store afterwards raises StoreError.
@@ -348,17 +325,6 @@ class SqliteStore:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has been called."""
-        return self._closed
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"SqliteStore({self.path or _MEMORY!r})"
