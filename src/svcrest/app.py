@@ -36,7 +36,7 @@ from svcrest.rest.urls import DEFAULT_PREFIX, get_rest_url, https_forced
 from svcrest.serve.asgi import handle_asgi
 from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
-from svcrest.site.authorize_app import install_authorize_application_page
+from svcrest.site.authorize_app import AUTHORIZE_PATH, install_authorize_application_page
 from svcrest.site.docs_pages import install_docs_pages
 from svcrest.site.host import ASGIApp, Page
 from svcrest.site.pages import install_core_pages
@@ -416,7 +416,7 @@ class App:
 
         ApplicationPasswordsController(lambda: self.users, self.rest_url).register(server)
         server.authentication["application-passwords"] = {
-            "endpoints": {"authorization": self.home + "/authorize-application"}
+            "endpoints": {"authorization": self.home + AUTHORIZE_PATH}
         }
 
     @property

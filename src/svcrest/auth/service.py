@@ -222,11 +222,12 @@ class AuthService:
             self.hooks.do_action("auth_cookie_malformed", value, COOKIE_SCHEME)
             return None
         info = elements.as_dict()
+        now = float(self.clock())  # one reading for the cookie's and the session's expiry
         # WordPress's rule: the cookie is good up to and including its expiration second.
-        if elements.expiration < self.clock():
+        if elements.expiration < now:
             self.hooks.do_action("auth_cookie_expired", info)
             return None
-        found = self._user_and_session(elements, float(self.clock()))
+        found = self._user_and_session(elements, now)
         if found is None:
             self.hooks.do_action("auth_cookie_bad_username", info)
             return None
@@ -256,10 +257,10 @@ class AuthService:
             if cached is not None:
                 # SECURITY: the cache holds no verdict: the HMAC and the expiration are
                 # checked on every hit, as for a read.
-                if cached.expiration < now:
+                live = cached.expiration >= now
+                if not live:
                     cache.discard(key)
-                    return cached.user, self._hmac_matches(elements, cached.fragment), False
-                return cached.user, self._hmac_matches(elements, cached.fragment), True
+                return cached.user, self._hmac_matches(elements, cached.fragment), live
         record = self.users.get_auth_record_with_session(elements.login, token_hash)
         if record is None:
             return None

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from svcrest.auth.app_passwords import too_many_attempts
 from svcrest.auth.rest_cookie import NONCE_ACTION
 from svcrest.auth.service import IssuedCookie
 from svcrest.http.context import RequestContext
@@ -199,7 +200,8 @@ async def _start_session(
     )
 
 
-_THROTTLED = "Too many failed login attempts. Try again later."
+#: The 429 of a throttled login, as Basic authentication answers it.
+_THROTTLED = too_many_attempts()
 
 
 def _throttled(app: SiteHost, http: HttpRequest, login: str) -> int | None:
@@ -214,7 +216,13 @@ async def _login_form_post(app: SiteHost, http: HttpRequest, ctx: RequestContext
     remember = bool(_first(form, "rememberme"))
     wait = _throttled(app, http, login)
     if wait is not None:
-        page = _login_form(app, error=_THROTTLED, login=login, redirect_to=redirect_to, status=429)
+        page = _login_form(
+            app,
+            error=_THROTTLED.message,
+            login=login,
+            redirect_to=redirect_to,
+            status=_THROTTLED.status,
+        )
         page.headers.append(("Retry-After", str(wait)))
         return page
     issued = await _start_session(app, http, ctx, login, password, remember)
@@ -243,7 +251,7 @@ async def _login_json_post(app: SiteHost, http: HttpRequest, ctx: RequestContext
         return _json_error(400, "svc_login_invalid_body", _JSON_FIELDS)
     wait = _throttled(app, http, login)
     if wait is not None:
-        answer = _json_error(429, "svc_too_many_login_attempts", _THROTTLED)
+        answer = _json_error(_THROTTLED.status, _THROTTLED.code, _THROTTLED.message)
         answer.headers.append(("Retry-After", str(wait)))
         return answer
     issued = await _start_session(app, http, ctx, login, password, remember)

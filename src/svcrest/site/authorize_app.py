@@ -24,10 +24,17 @@ from svcrest.site.auth_pages import is_cross_origin
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.pages import html_page, site_request_user
 
-__all__ = ["AUTHORIZE_ACTION", "install_authorize_application_page", "valid_success_url"]
+__all__ = [
+    "AUTHORIZE_ACTION",
+    "AUTHORIZE_PATH",
+    "install_authorize_application_page",
+    "valid_success_url",
+]
 
 #: The nonce action of the approval form.
 AUTHORIZE_ACTION = "authorize_application"
+#: The page's path under the home (WordPress's ``authorize-application.php``).
+AUTHORIZE_PATH = "/authorize-application"
 
 
 def _first(form: dict[str, object], name: str) -> str:
@@ -91,7 +98,7 @@ async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> H
     query = parse_form(http.query_string)
     app_name, success_url = _first(query, "app_name"), _first(query, "success_url")
     if not ctx.user.is_logged_in:
-        back = "/authorize-application" + ("?" + http.query_string if http.query_string else "")
+        back = AUTHORIZE_PATH + ("?" + http.query_string if http.query_string else "")
         return _redirect(app.home + "/login?redirect_to=" + quote(back, safe=""))
     problem = _check(app_name, success_url)
     if problem is not None:
@@ -163,4 +170,4 @@ async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext)
 
 def install_authorize_application_page(app: SiteHost) -> None:
     """Register ``/authorize-application`` on ``app``."""
-    app.pages["/authorize-application"] = Page(_authorize, ("GET", "POST"))
+    app.pages[AUTHORIZE_PATH] = Page(_authorize, ("GET", "POST"))

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from svcrest.auth.rest_cookie import NONCE_ACTION
 from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.rest.openapi import build_openapi, rest_root_for_servers
@@ -149,7 +150,7 @@ async def _docs(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpRe
     assets = html.escape(f"{base}{DOCS_PATH}/swagger-ui/{located[0]}/")
     nonce = ""
     if ctx.user.is_logged_in:
-        nonce = app.auth.create_nonce("svc_rest", ctx.user.id, ctx.session_token)
+        nonce = app.auth.create_nonce(NONCE_ACTION, ctx.user.id, ctx.session_token)
     title = f"{app.name} API"
     document = (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -14,6 +14,7 @@ from importlib import resources
 
 import orjson
 
+from svcrest.auth.rest_cookie import NONCE_ACTION
 from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.request import Request
@@ -96,7 +97,7 @@ def api_settings_script(app: SiteHost, ctx: RequestContext) -> str:
         return ""
     settings = {
         "root": app.get_rest_url(),
-        "nonce": app.auth.create_nonce("svc_rest", ctx.user.id, ctx.session_token),
+        "nonce": app.auth.create_nonce(NONCE_ACTION, ctx.user.id, ctx.session_token),
     }
     return f"<script>var svcApiSettings = {script_json(settings)};</script>\n"
 
