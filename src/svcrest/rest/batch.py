@@ -37,7 +37,6 @@ from svcrest.rest.pipeline import envelope_response, finish_hooks
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.schema import validate_value
 from svcrest.rest.server import no_route_error, select_handler
-from svcrest.rest.validation import apply_defaults, check_params, sanitize_params
 from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
@@ -254,11 +253,7 @@ class BatchController:
             return None
         if handler is None:
             return no_route_error(404)
-        args = handler["args"]
-        if not args:
-            return None
-        apply_defaults(request, args)
-        return await check_params(request, args) or await sanitize_params(request, args)
+        return await self.server.checked_params(request, handler)
 
     # -- running --------------------------------------------------------------------------------
 

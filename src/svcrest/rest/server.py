@@ -217,7 +217,7 @@ class RestServer:
             request.handler = handler
             # JSON bodies are parsed on every matched route before anything else runs.
             result: Any = (
-                await self._checked_params(request, handler)
+                await self.checked_params(request, handler)
                 if request.raw_body or handler["args"]
                 else None
             )
@@ -241,9 +241,9 @@ class RestServer:
             return Response.from_error(self.unexpected_error(request))
 
     @staticmethod
-    async def _checked_params(request: Request, handler: Handler) -> RestError | None:
+    async def checked_params(request: Request, handler: Handler) -> RestError | None:
         """The JSON body parsed, then the handler's argument defaults, checks and
-        sanitising: the first error, or None."""
+        sanitising: the first error, or None (also a batch's validation step)."""
         if request.raw_body:
             try:
                 if len(request.raw_body) > OFFLOAD_BODY_SIZE:
