@@ -33,7 +33,14 @@ from svcrest.http.user import User
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.pages import LOGOUT_ACTION, html_page, site_request_user
 
-__all__ = ["LOGGED_OUT_NOTICE", "install_auth_pages", "is_cross_origin", "safe_redirect"]
+__all__ = [
+    "LOGGED_OUT_NOTICE",
+    "first_value",
+    "install_auth_pages",
+    "is_cross_origin",
+    "redirect",
+    "safe_redirect",
+]
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _LOGIN_FAILED = "Unknown username or incorrect password."
@@ -92,7 +99,8 @@ def _origin_url(app: SiteHost) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _redirect(location: str, cookie: str | None = None) -> HttpResponse:
+def redirect(location: str, cookie: str | None = None) -> HttpResponse:
+    """A 303 to ``location`` that no cache keeps, setting ``cookie`` when given."""
     headers = [("Location", location), ("Cache-Control", "no-store")]
     if cookie is not None:
         headers.append(("Set-Cookie", cookie))
@@ -147,15 +155,16 @@ def _login_form(
     return response
 
 
-def _first(form: dict[str, object], name: str) -> str:
+def first_value(form: dict[str, object], name: str) -> str:
+    """The form field ``name`` as text ("" when absent or not text)."""
     value = form.get(name)
     return value if isinstance(value, str) else ""
 
 
 async def _login_get(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     query = parse_form(http.query_string)
-    notice = LOGGED_OUT_NOTICE if _first(query, "loggedout") == "true" else ""
-    return _login_form(app, notice=notice, redirect_to=_first(query, "redirect_to"))
+    notice = LOGGED_OUT_NOTICE if first_value(query, "loggedout") == "true" else ""
+    return _login_form(app, notice=notice, redirect_to=first_value(query, "redirect_to"))
 
 
 def _json_answer(status: int, value: object, cookie: str | None = None) -> HttpResponse:
@@ -211,9 +220,9 @@ def _throttled(app: SiteHost, http: HttpRequest, login: str) -> int | None:
 
 async def _login_form_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     form = parse_form(http.body)
-    login, password = _first(form, "log"), _first(form, "pwd")
-    redirect_to = _first(form, "redirect_to")
-    remember = bool(_first(form, "rememberme"))
+    login, password = first_value(form, "log"), first_value(form, "pwd")
+    redirect_to = first_value(form, "redirect_to")
+    remember = bool(first_value(form, "rememberme"))
     wait = _throttled(app, http, login)
     if wait is not None:
         page = _login_form(
@@ -230,7 +239,7 @@ async def _login_form_post(app: SiteHost, http: HttpRequest, ctx: RequestContext
         return _login_form(
             app, error=_LOGIN_FAILED, login=login, redirect_to=redirect_to, status=403
         )
-    return _redirect(safe_redirect(app, redirect_to), issued.set_cookie_header())
+    return redirect(safe_redirect(app, redirect_to), issued.set_cookie_header())
 
 
 _JSON_FIELDS = 'Send a JSON object {"log": "…", "pwd": "…"} ("rememberme": true is optional).'
@@ -289,11 +298,11 @@ async def _login(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpR
 
 async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     await site_request_user(app, http, ctx)
-    nonce = _first(parse_form(http.body), "_wpnonce") or _first(
+    nonce = first_value(parse_form(http.body), "_wpnonce") or first_value(
         parse_form(http.query_string), "_wpnonce"
     )
     if not ctx.user.is_logged_in:
-        return _redirect(
+        return redirect(
             app.home + "/login?loggedout=true", app.auth.clear_cookie_header(http.scheme == "https")
         )
     if not app.auth.verify_nonce(nonce, LOGOUT_ACTION, ctx.user.id, ctx.session_token):
@@ -301,7 +310,7 @@ async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Http
             "Forbidden", "<h1>The log-out link has expired. Please try again.</h1>", status=403
         )
     app.auth.log_out(ctx.user.id, ctx.session_token)
-    return _redirect(
+    return redirect(
         app.home + "/login?loggedout=true", app.auth.clear_cookie_header(http.scheme == "https")
     )
 

@@ -20,7 +20,7 @@ from svcrest.auth.users import MAX_APP_NAME_LENGTH, clean_app_name
 from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
-from svcrest.site.auth_pages import is_cross_origin
+from svcrest.site.auth_pages import first_value, is_cross_origin, redirect
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.pages import html_page, site_request_user
 
@@ -35,11 +35,6 @@ __all__ = [
 AUTHORIZE_ACTION = "authorize_application"
 #: The page's path under the home (WordPress's ``authorize-application.php``).
 AUTHORIZE_PATH = "/authorize-application"
-
-
-def _first(form: dict[str, object], name: str) -> str:
-    value = form.get(name)
-    return value if isinstance(value, str) else ""
 
 
 def valid_success_url(url: str) -> bool:
@@ -75,10 +70,6 @@ def _error(message: str, status: int = 400) -> HttpResponse:
     )
 
 
-def _redirect(location: str) -> HttpResponse:
-    return HttpResponse(303, [("Location", location), ("Cache-Control", "no-store")], b"")
-
-
 def _check(app_name: str, success_url: str) -> HttpResponse | None:
     try:
         clean_app_name(app_name)  # the rule the password's creation applies
@@ -96,10 +87,10 @@ async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> H
         return await _authorize_post(app, http, ctx)
     await site_request_user(app, http, ctx)
     query = parse_form(http.query_string)
-    app_name, success_url = _first(query, "app_name"), _first(query, "success_url")
+    app_name, success_url = first_value(query, "app_name"), first_value(query, "success_url")
     if not ctx.user.is_logged_in:
         back = AUTHORIZE_PATH + ("?" + http.query_string if http.query_string else "")
-        return _redirect(app.home + "/login?redirect_to=" + quote(back, safe=""))
+        return redirect(app.home + "/login?redirect_to=" + quote(back, safe=""))
     problem = _check(app_name, success_url)
     if problem is not None:
         return problem
@@ -136,18 +127,18 @@ async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext)
         return _error("Cross-origin request refused.", 403)
     await site_request_user(app, http, ctx)
     form = parse_form(http.body)
-    app_name, success_url = _first(form, "app_name"), _first(form, "success_url")
+    app_name, success_url = first_value(form, "app_name"), first_value(form, "success_url")
     if not ctx.user.is_logged_in:
         return _error("You must be logged in to authorize an application.", 401)
-    nonce = _first(form, "_wpnonce")
+    nonce = first_value(form, "_wpnonce")
     if not app.auth.verify_nonce(nonce, AUTHORIZE_ACTION, ctx.user.id, ctx.session_token):
         return _error("The link you followed has expired. Please try again.", 403)
     problem = _check(app_name, success_url)
     if problem is not None:
         return problem
-    if _first(form, "reject"):
+    if first_value(form, "reject"):
         if success_url:
-            return _redirect(_with_query(success_url, {"success": "false"}))
+            return redirect(_with_query(success_url, {"success": "false"}))
         return html_page(
             "Authorize application",
             '<main class="auth"><h1>Connection rejected</h1></main>',
@@ -155,7 +146,7 @@ async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext)
     password, _item = app.users.create_application_password(ctx.user.id, app_name.strip())
     if success_url:
         params = {"site_url": app.home, "user_login": ctx.user.login, "password": password}
-        return _redirect(_with_query(success_url, params))
+        return redirect(_with_query(success_url, params))
     page = html_page(
         "Authorize application",
         '<main class="auth"><h1>Your new password</h1>'
