@@ -46,7 +46,6 @@ class RestServer(Protocol):
 
 __all__ = [
     "CORS_ALLOW_METHODS",
-    "allow_value",
     "cors_lines",
     "register_default_filters",
     "rest_handle_deprecated_argument",
@@ -82,27 +81,12 @@ def rest_handle_options_request(result: Any, server: RestServer, request: Reques
     return response
 
 
-def allow_value(
-    server: RestServer, response: Any, request: Request
-) -> str | Coroutine[Any, Any, str | None] | None:
-    """The ``Allow`` value for ``response``: the methods of its matched route the caller may
-    use, ", "-joined; None when no header is sent (no matched route, or nothing allowed).
-    A coroutine of it when a permission callback is async."""
-    if not isinstance(response, Response) or not response.matched_route:
-        return None
-    entry = server.table.get(response.matched_route)
-    if entry is None:
-        return None
-    remembered = entry.permissionless_allow()
-    if remembered is not None:  # PERF: the header's string as remembered, not split and joined
-        return remembered or None
-    return _asked_allow(server, entry, request)
-
-
 def _asked_allow(
     server: RestServer, entry: RouteEntry, request: Request
 ) -> str | Coroutine[Any, Any, str | None] | None:
-    """``allow_value`` of a route whose permission callbacks decide."""
+    """The ``Allow`` value of ``entry`` when its permission callbacks decide: the methods the
+    caller may use, ", "-joined; None when nothing is allowed (no header is sent). A
+    coroutine of it when a permission callback is async."""
     allowed = server.allowed_methods_eager(entry, request)
     if isinstance(allowed, list):
         return ", ".join(allowed) or None
@@ -123,8 +107,8 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
     entry = server.table.get(response.matched_route)
     if entry is None:
         return response
-    # PERF: a route without permission callbacks answers from its remembered value; the
-    # entry is looked up once (``allow_value`` without its own look-up).
+    # PERF: a route without permission callbacks answers from its remembered value (the
+    # header's string as remembered, not split and joined).
     remembered = entry.permissionless_allow()
     if remembered is not None:
         if remembered:
