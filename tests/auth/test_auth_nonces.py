@@ -210,3 +210,63 @@ def test_fuzz_verify_returns_only_declared_outcomes() -> None:
         assert manager.verify(nonce, action, user_id, token) is False
 
     check()
+
+
+def _counting(manager: NonceManager) -> list[int]:
+    """Count the HMACs ``manager`` computes."""
+    calls = [0]
+    original = manager._value
+
+    def counted(*args: Any) -> bytes:
+        calls[0] += 1
+        return original(*args)
+
+    manager._value = counted  # type: ignore[method-assign,assignment]
+    return calls
+
+
+def test_a_verified_nonce_is_known_without_an_hmac_until_it_expires() -> None:
+    manager, clock = make()
+    nonce = manager.create("svc_rest", 5, "tok")
+    hmacs = _counting(manager)
+    assert manager.verify(nonce, "svc_rest", 5, "tok") == 1
+    assert hmacs == [1]
+    assert manager.verify(nonce, "svc_rest", 5, "tok") == 1
+    clock.now = START + HALF
+    assert manager.verify(nonce, "svc_rest", 5, "tok") == 2
+    assert hmacs == [1]
+    clock.now = START + 2 * HALF
+    assert manager.verify(nonce, "svc_rest", 5, "tok") is False
+    assert hmacs == [3]  # checked afresh: the current tick and the previous one
+
+
+def test_a_nonce_verified_at_its_second_tick_is_known_as_such() -> None:
+    manager, clock = make()
+    nonce = manager.create("svc_rest", 5, "tok")
+    clock.now = START + HALF
+    assert manager.verify(nonce, "svc_rest", 5, "tok") == 2
+    hmacs = _counting(manager)
+    assert manager.verify(nonce, "svc_rest", 5, "tok") == 2
+    assert hmacs == [0]
+    clock.now = START + 2 * HALF
+    assert manager.verify(nonce, "svc_rest", 5, "tok") is False
+
+
+def test_a_verified_nonce_stays_bound_to_its_action_user_and_token() -> None:
+    manager, _clock = make()
+    nonce = manager.create("svc_rest", 5, "tok")
+    assert manager.verify(nonce, "svc_rest", 5, "tok") == 1
+    assert manager.verify(nonce, "svc_rest", 6, "tok") is False
+    assert manager.verify(nonce, "svc_rest", 5, "other") is False
+    assert manager.verify(nonce, "log-out", 5, "tok") is False
+
+
+def test_the_memo_of_verified_nonces_is_bounded() -> None:
+    manager, _clock = make()
+    for index in range(5000):
+        token = f"token-{index}"
+        assert manager.verify(manager.create("svc_rest", 1, token), "svc_rest", 1, token) == 1
+    assert len(manager._verified) == 4096
+    long_token = "t" * 300
+    assert manager.verify(manager.create("svc_rest", 1, long_token), "svc_rest", 1, long_token)
+    assert ("svc_rest", long_token) not in {(key[1], key[3]) for key in manager._verified}

@@ -362,3 +362,99 @@ def test_a_lock_held_past_the_timeout_or_another_error_propagates() -> None:
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
         retry_while_locked(broken, 5.0, clock=clock, sleep=clock.sleep)
     assert calls.count(2) == 1
+
+
+# -- change_mark: whether anything was written since ----------------------------------------
+
+
+def _write(store: SqliteStore, value: int) -> None:
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO marks VALUES (?)", (value,))
+
+
+@pytest.fixture
+def marked_file(tmp_path: Path) -> Iterator[tuple[str, SqliteStore]]:
+    path = str(tmp_path / "marks.db")
+    store = SqliteStore(path)
+    store.migrate("marks", ["CREATE TABLE marks (v INTEGER)"])
+    yield path, store
+    store.close()
+
+
+def test_change_mark_holds_while_nothing_is_written(marked_file: tuple[str, SqliteStore]) -> None:
+    _path, store = marked_file
+    first = store.change_mark()
+    assert isinstance(first, int)
+    assert store.change_mark() == first
+    assert store.read_one("SELECT COUNT(*) FROM marks") == (0,)
+    with store.read() as conn:
+        conn.execute("SELECT * FROM marks").fetchall()
+    assert store.change_mark() == first
+
+
+def test_change_mark_moves_after_a_write_of_this_store(
+    marked_file: tuple[str, SqliteStore], memory_store: SqliteStore
+) -> None:
+    _path, store = marked_file
+    memory_store.migrate("marks", ["CREATE TABLE marks (v INTEGER)"])
+    for each in (store, memory_store):
+        before = each.change_mark()
+        _write(each, 1)
+        after = each.change_mark()
+        assert after is not None and before is not None and after > before
+        assert each.change_mark() == after
+
+
+def test_change_mark_moves_after_a_write_on_another_connection(
+    marked_file: tuple[str, SqliteStore],
+) -> None:
+    path, store = marked_file
+    before = store.change_mark()
+    with SqliteStore(path) as other:
+        _write(other, 2)
+    after = store.change_mark()
+    assert after is not None and before is not None and after > before
+
+
+def test_change_mark_moves_after_a_write_by_another_process(
+    marked_file: tuple[str, SqliteStore],
+) -> None:
+    path, store = marked_file
+    before = store.change_mark()
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('INSERT INTO marks VALUES (3)')",
+            path,
+        ],
+        check=True,
+        timeout=60,
+    )
+    after = store.change_mark()
+    assert after is not None and before is not None and after > before
+
+
+def test_change_mark_moves_for_a_write_made_on_a_pooled_connection(
+    marked_file: tuple[str, SqliteStore],
+) -> None:
+    """A write by another thread, on a connection of the same pool, moves the mark for the
+    connection this thread gets next, whichever it is."""
+    _path, store = marked_file
+    before = store.change_mark()
+    worker = threading.Thread(target=_write, args=(store, 4))
+    worker.start()
+    worker.join()
+    after = store.change_mark()
+    assert after is not None and before is not None and after > before
+
+
+def test_change_mark_is_unknown_inside_a_block(marked_file: tuple[str, SqliteStore]) -> None:
+    _path, store = marked_file
+    with store.read():
+        assert store.change_mark() is None
+    with store.transaction():
+        assert store.change_mark() is None
+    assert isinstance(store.change_mark(), int)

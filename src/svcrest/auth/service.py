@@ -35,9 +35,10 @@ from svcrest.auth.session_cache import (
 )
 from svcrest.auth.sessions import SessionManager, hash_token
 from svcrest.auth.users import UserStore
+from svcrest.auth.verified_cookies import VerifiedCookie, VerifiedCookies
 from svcrest.hooks import Hooks
 from svcrest.http.user import User
-from svcrest.store.base import Store
+from svcrest.store.base import ChangeMarkingStore, Store
 
 __all__ = [
     "COOKIE_NAME",
@@ -150,6 +151,12 @@ class AuthService:
         entries = hooks.apply_filters(SESSION_CACHE_FILTER, DEFAULT_MAX_ENTRIES)
         #: The cache of verified sessions, None when off or the store cannot invalidate it.
         self.session_cache: SessionCache | None = open_session_cache(store, int(entries))
+        #: The memo of valid cookies, on a store that marks its changes (SQLite), else None.
+        self.verified_cookies: VerifiedCookies | None = None
+        self._change_mark: Callable[[], int | None] | None = None
+        if isinstance(store, ChangeMarkingStore) and int(entries) > 0:
+            self.verified_cookies = VerifiedCookies(int(entries))
+            self._change_mark = store.change_mark
 
     # -- nonces ----------------------------------------------------------------------------------
 
@@ -217,12 +224,22 @@ class AuthService:
         """
         if value is None or value == "":
             return None
+        now = float(self.clock())  # one reading for the cookie's and the session's expiry
+        mark = None
+        if self._change_mark is not None and self.verified_cookies is not None:
+            # PERF: a cookie found valid since the last write to the database is answered
+            # from the memo (svcrest.auth.verified_cookies says why that is safe).
+            mark = self._change_mark()
+            if mark is not None:
+                known = self.verified_cookies.get(value, mark, now)
+                if known is not None:
+                    self.hooks.do_action("auth_cookie_valid", dict(known.elements), known.user)
+                    return known.user, known.token
         elements = parse_auth_cookie(value)
         if elements is None:
             self.hooks.do_action("auth_cookie_malformed", value, COOKIE_SCHEME)
             return None
         info = elements.as_dict()
-        now = float(self.clock())  # one reading for the cookie's and the session's expiry
         # WordPress's rule: the cookie is good up to and including its expiration second.
         if elements.expiration < now:
             self.hooks.do_action("auth_cookie_expired", info)
@@ -231,23 +248,27 @@ class AuthService:
         if found is None:
             self.hooks.do_action("auth_cookie_bad_username", info)
             return None
-        user, hash_ok, session_ok = found
+        user, hash_ok, session_expiration = found
         if not hash_ok:
             self.hooks.do_action("auth_cookie_bad_hash", info)
             return None
-        if not session_ok:
+        if session_expiration is None or session_expiration < now:
             self.hooks.do_action("auth_cookie_bad_session_token", info)
             return None
+        if mark is not None and self.verified_cookies is not None:
+            valid_until = min(elements.expiration, session_expiration)
+            known = VerifiedCookie(user, elements.token, dict(info), valid_until)
+            self.verified_cookies.put(value, mark, known)
         self.hooks.do_action("auth_cookie_valid", info, user)
         return user, elements.token
 
     def _user_and_session(
         self, elements: CookieElements, now: float
-    ) -> tuple[User, bool, bool] | None:
-        """The cookie's user, whether its HMAC matches and whether its session is live at
-        ``now``; None for no such user. From the session cache when it holds the session,
-        else from the store in one statement (the actions fire after it, so their callbacks
-        may write)."""
+    ) -> tuple[User, bool, int | None] | None:
+        """The cookie's user, whether its HMAC matches and its session's expiration (None:
+        no such session); None for no such user. From the session cache when it holds the
+        session (live at ``now``), else from the store in one statement (the actions fire
+        after it, so their callbacks may write)."""
         token_hash = hash_token(elements.token)
         cache = self.session_cache
         key = (elements.login, token_hash)
@@ -257,20 +278,19 @@ class AuthService:
             if cached is not None:
                 # SECURITY: the cache holds no verdict: the HMAC and the expiration are
                 # checked on every hit, as for a read.
-                live = cached.expiration >= now
-                if not live:
+                if cached.expiration < now:
                     cache.discard(key)
-                return cached.user, self._hmac_matches(elements, cached.fragment), live
+                hash_ok = self._hmac_matches(elements, cached.fragment)
+                return cached.user, hash_ok, cached.expiration
         record = self.users.get_auth_record_with_session(elements.login, token_hash)
         if record is None:
             return None
         user, encoded, expiration = record
         fragment = password_fragment(encoded)
         hash_ok = self._hmac_matches(elements, fragment)
-        session_ok = expiration is not None and expiration >= now
-        if cache is not None and hash_ok and session_ok:
-            cache.put(key, ticket, CachedSession(user, fragment, int(expiration or 0)))
-        return user, hash_ok, session_ok
+        if cache is not None and hash_ok and expiration is not None and expiration >= now:
+            cache.put(key, ticket, CachedSession(user, fragment, expiration))
+        return user, hash_ok, expiration
 
     def _hmac_matches(self, elements: CookieElements, fragment: str) -> bool:
         """Whether the cookie was signed with the secret or one of its fallbacks."""

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 __all__ = [
     "BOOTSTRAP_SQL",
     "STORE_SCHEMA",
+    "ChangeMarkingStore",
     "Connection",
     "Cursor",
     "Dialect",
@@ -143,6 +144,21 @@ class NotifyingStore(Protocol):
     def publish(self, channel: str, payload: str) -> None: ...
 
     def listen(self, channel: str) -> Listener: ...
+
+
+@runtime_checkable
+class ChangeMarkingStore(Protocol):
+    """A store that can tell cheaply whether anything was written to its database since an
+    earlier moment (SQLite's ``PRAGMA data_version``).
+
+    ``change_mark()`` returns the same number at two calls only if no write was committed in
+    between, by this store, another connection or another process; it returns None when it
+    cannot tell (inside a ``read()`` or ``transaction()`` block of the calling thread, whose
+    snapshot may be older than the database). A reader takes the mark *before* it reads, so
+    whatever it derives from the read is current for as long as the mark stays the same.
+    """
+
+    def change_mark(self) -> int | None: ...
 
 
 def step_sql(step: Step, dialect: Dialect, component: str, number: int) -> str:
