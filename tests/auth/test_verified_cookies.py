@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from svcrest.auth.cookies import CookieElements
 from svcrest.auth.service import SESSION_CACHE_FILTER, SESSION_LIFETIME, AuthService
 from svcrest.auth.users import UserStore
 from svcrest.auth.verified_cookies import (
     MAX_VALUE_LENGTH,
+    CookieSignature,
+    KnownSignatures,
     VerifiedCookie,
     VerifiedCookies,
 )
@@ -287,3 +290,60 @@ def test_the_memo_is_only_on_stores_that_mark_changes(engine_env: Env) -> None:
         assert memo is not None and env.auth.session_cache is None
     else:
         assert memo is None and env.auth.session_cache is not None
+
+
+# -- known signatures: no HMAC for a cookie already found signed -----------------------------
+
+
+def _count_hmacs(env: Env) -> list[int]:
+    calls = [0]
+    original = env.auth._hmac_matches
+
+    def counted(*args: Any) -> bool:
+        calls[0] += 1
+        return original(*args)
+
+    env.auth._hmac_matches = counted  # type: ignore[method-assign,assignment]
+    return calls
+
+
+def test_known_signatures_are_bounded() -> None:
+    memo = KnownSignatures(2)
+    signature = CookieSignature(CookieElements("a", "a", "1", "t", "h" * 64), "hash", "frag")
+    for value in ("one", "two", "three"):
+        memo.put(value, signature)
+    assert len(memo) == 2
+    assert memo.get("one") is None
+    assert memo.get("three") is signature
+    memo.put("x" * (MAX_VALUE_LENGTH + 1), signature)
+    assert memo.get("x" * (MAX_VALUE_LENGTH + 1)) is None
+    with pytest.raises(ValueError, match="at least one entry"):
+        KnownSignatures(0)
+
+
+def test_a_known_signature_spares_the_hmac_not_the_read(file_env: Env) -> None:
+    env = file_env
+    cookie = env.log_in(env.alice)
+    assert env.auth.validate_cookie(cookie.value) == (env.alice, cookie.token)
+    env.users.create("carol", "carol-pw")  # any write: the next check reads the store again
+    reads, hmacs = _count_reads(env), _count_hmacs(env)
+    assert env.auth.validate_cookie(cookie.value) == (env.alice, cookie.token)
+    assert (reads, hmacs) == ([1], [0])
+    env.users.set_password(env.alice.id, "changed-pw")
+    env.fired.clear()
+    assert env.auth.validate_cookie(cookie.value) is None
+    assert (reads, hmacs) == ([2], [1])
+    assert env.names() == ["auth_cookie_bad_hash"]
+
+
+def test_each_engine_signs_a_cookie_once(engine_env: Env) -> None:
+    env = engine_env
+    cookie = env.log_in(env.alice)
+    hmacs = _count_hmacs(env)
+    for _ in range(3):
+        assert env.auth.validate_cookie(cookie.value) == (env.alice, cookie.token)
+    assert hmacs == [1]
+    env.auth.sessions.destroy_all(env.alice.id)
+    env.fired.clear()
+    assert env.auth.validate_cookie(cookie.value) is None
+    assert env.names() == ["auth_cookie_bad_session_token"]

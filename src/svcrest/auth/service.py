@@ -35,7 +35,12 @@ from svcrest.auth.session_cache import (
 )
 from svcrest.auth.sessions import SessionManager, hash_token
 from svcrest.auth.users import UserStore
-from svcrest.auth.verified_cookies import VerifiedCookie, VerifiedCookies
+from svcrest.auth.verified_cookies import (
+    CookieSignature,
+    KnownSignatures,
+    VerifiedCookie,
+    VerifiedCookies,
+)
 from svcrest.hooks import Hooks
 from svcrest.http.user import User
 from svcrest.store.base import ChangeMarkingStore, Store
@@ -157,6 +162,10 @@ class AuthService:
         if isinstance(store, ChangeMarkingStore) and int(entries) > 0:
             self.verified_cookies = VerifiedCookies(int(entries))
             self._change_mark = store.change_mark
+        #: Cookies whose HMAC was found right, with their password fragment (None when off).
+        self.known_signatures: KnownSignatures | None = (
+            KnownSignatures() if int(entries) > 0 else None
+        )
 
     # -- nonces ----------------------------------------------------------------------------------
 
@@ -235,7 +244,9 @@ class AuthService:
                 if known is not None:
                     self.hooks.do_action("auth_cookie_valid", dict(known.elements), known.user)
                     return known.user, known.token
-        elements = parse_auth_cookie(value)
+        signatures = self.known_signatures
+        signature = signatures.get(value) if signatures is not None else None
+        elements = signature.elements if signature is not None else parse_auth_cookie(value)
         if elements is None:
             self.hooks.do_action("auth_cookie_malformed", value, COOKIE_SCHEME)
             return None
@@ -244,7 +255,7 @@ class AuthService:
         if elements.expiration < now:
             self.hooks.do_action("auth_cookie_expired", info)
             return None
-        found = self._user_and_session(elements, now)
+        found = self._user_and_session(value, elements, signature, now)
         if found is None:
             self.hooks.do_action("auth_cookie_bad_username", info)
             return None
@@ -263,13 +274,18 @@ class AuthService:
         return user, elements.token
 
     def _user_and_session(
-        self, elements: CookieElements, now: float
+        self,
+        value: str,
+        elements: CookieElements,
+        signature: CookieSignature | None,
+        now: float,
     ) -> tuple[User, bool, int | None] | None:
         """The cookie's user, whether its HMAC matches and its session's expiration (None:
         no such session); None for no such user. From the session cache when it holds the
         session (live at ``now``), else from the store in one statement (the actions fire
-        after it, so their callbacks may write)."""
-        token_hash = hash_token(elements.token)
+        after it, so their callbacks may write). ``signature``: what is known of ``value``
+        (its HMAC is right for one password fragment), or None."""
+        token_hash = signature.token_hash if signature is not None else hash_token(elements.token)
         cache = self.session_cache
         key = (elements.login, token_hash)
         ticket = -1
@@ -280,17 +296,37 @@ class AuthService:
                 # checked on every hit, as for a read.
                 if cached.expiration < now:
                     cache.discard(key)
-                hash_ok = self._hmac_matches(elements, cached.fragment)
+                hash_ok = self._signed(value, elements, signature, token_hash, cached.fragment)
                 return cached.user, hash_ok, cached.expiration
         record = self.users.get_auth_record_with_session(elements.login, token_hash)
         if record is None:
             return None
         user, encoded, expiration = record
         fragment = password_fragment(encoded)
-        hash_ok = self._hmac_matches(elements, fragment)
+        hash_ok = self._signed(value, elements, signature, token_hash, fragment)
         if cache is not None and hash_ok and expiration is not None and expiration >= now:
             cache.put(key, ticket, CachedSession(user, fragment, expiration))
         return user, hash_ok, expiration
+
+    def _signed(
+        self,
+        value: str,
+        elements: CookieElements,
+        signature: CookieSignature | None,
+        token_hash: str,
+        fragment: str,
+    ) -> bool:
+        """Whether cookie ``value`` was signed for the password ``fragment``: known without
+        an HMAC when it was found so before (PERF: two HMACs a check), else computed."""
+        # Both fragments come from the server (the store or the session cache), not from the
+        # client: a plain comparison.
+        if signature is not None and signature.fragment == fragment:
+            return True
+        if not self._hmac_matches(elements, fragment):
+            return False
+        if self.known_signatures is not None:
+            self.known_signatures.put(value, CookieSignature(elements, token_hash, fragment))
+        return True
 
     def _hmac_matches(self, elements: CookieElements, fragment: str) -> bool:
         """Whether the cookie was signed with the secret or one of its fallbacks."""

@@ -19,6 +19,12 @@ SECURITY: why no entry outlives a revocation (DESIGN §6, "no cache may outlive 
 - Only valid cookies are kept, so an anonymous client cannot fill the memo; it is bounded in
   entries (the ``svc_session_cache_entries`` filter, 0 turns it off) and in bytes, and a
   cookie value over ``MAX_VALUE_LENGTH`` characters is never kept.
+
+On every store, :class:`KnownSignatures` also remembers, for a cookie whose HMAC was found
+right, the password fragment it was signed with (with its parsed fields and its token's hash):
+a later check of the same cookie against the same fragment needs no parsing and no HMAC. That
+is a pure function's answer; the user, the session and the fragment are still read (from the
+store, or PostgreSQL's session cache) on every check, so it stores no verdict.
 """
 
 from __future__ import annotations
@@ -26,15 +32,26 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from svcrest.auth.cookies import CookieElements
 from svcrest.http.user import User
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_VALUE_LENGTH", "VerifiedCookie", "VerifiedCookies"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_SIGNATURES",
+    "MAX_VALUE_LENGTH",
+    "CookieSignature",
+    "KnownSignatures",
+    "VerifiedCookie",
+    "VerifiedCookies",
+]
 
 #: Approximate bytes the memo may hold.
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 #: Longest cookie value kept (a cookie is login, expiration, a 43-character token and a
 #: 64-character HMAC: about 130 characters for a 20-character login).
 MAX_VALUE_LENGTH = 512
+#: Most cookie signatures remembered (a few hundred bytes each).
+MAX_SIGNATURES = 4096
 # Approximate bytes of one entry beyond its strings: the dict slot, the entry, the info dict.
 _ENTRY_OVERHEAD = 800
 
@@ -125,3 +142,43 @@ class VerifiedCookies:
 
 def _entry_bytes(value: str, entry: VerifiedCookie) -> int:
     return _ENTRY_OVERHEAD + 2 * len(value) + len(entry.token) + len(entry.user.login)
+
+
+@dataclass(frozen=True, slots=True)
+class CookieSignature:
+    """A cookie value whose HMAC is right for the password ``fragment``: its parsed
+    ``elements`` and the hash of its session token."""
+
+    elements: CookieElements
+    token_hash: str
+    fragment: str
+
+
+class KnownSignatures:
+    """Cookie values → :class:`CookieSignature`, for cookies whose HMAC was found right;
+    bounded (the oldest goes first), and a value over ``MAX_VALUE_LENGTH`` is never kept."""
+
+    def __init__(self, max_entries: int = MAX_SIGNATURES) -> None:
+        if max_entries < 1:
+            raise ValueError("the memo needs room for at least one entry")
+        self.max_entries = max_entries
+        self._entries: dict[str, CookieSignature] = {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, value: str) -> CookieSignature | None:
+        """The signature of cookie ``value``, when it is known."""
+        return self._entries.get(value)
+
+    def put(self, value: str, signature: CookieSignature) -> None:
+        """Remember ``signature`` for cookie ``value``."""
+        if len(value) > MAX_VALUE_LENGTH:
+            return
+        with self._lock:
+            entries = self._entries
+            entries.pop(value, None)
+            while len(entries) >= self.max_entries:
+                del entries[next(iter(entries))]
+            entries[value] = signature
