@@ -458,3 +458,21 @@ def test_change_mark_is_unknown_inside_a_block(marked_file: tuple[str, SqliteSto
     with store.transaction():
         assert store.change_mark() is None
     assert isinstance(store.change_mark(), int)
+
+
+def test_change_mark_of_a_memory_store_follows_its_one_connection(
+    memory_store: SqliteStore,
+) -> None:
+    """The in-memory database's only connection makes every write: a write from another
+    thread, committed or still open, moves the mark; a closed store refuses."""
+    memory_store.migrate("marks", ["CREATE TABLE marks (v INTEGER)"])
+    first = memory_store.change_mark()
+    assert memory_store.change_mark() == first
+    worker = threading.Thread(target=_write, args=(memory_store, 5))
+    worker.start()
+    worker.join()
+    second = memory_store.change_mark()
+    assert second is not None and first is not None and second > first
+    memory_store.close()
+    with pytest.raises(StoreError, match="closed"):
+        memory_store.change_mark()

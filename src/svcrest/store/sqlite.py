@@ -316,18 +316,34 @@ class SqliteStore(StoreBase):
         """
         if getattr(self._local, "conn", None) is not None:
             return None
+        memory = self._memory
+        if memory is not None:
+            # PERF: the one connection of an in-memory database makes every write there, so
+            # its own count of changed rows is enough (no lock, no PRAGMA). A write still in
+            # flight in another thread counts already: a reader waits for its commit anyway.
+            if self._closed:
+                raise StoreError("the store is closed")
+            return self._moved(cast(_MarkedConnection, memory), 0, memory.total_changes)
         conn = self._take()
         try:
             version = conn.execute("PRAGMA data_version").fetchone()[0]
-            marked = cast(_MarkedConnection, conn)
-            changes = conn.total_changes
-            if version != marked.seen_version or changes != marked.seen_changes:
-                marked.seen_version, marked.seen_changes = version, changes
-                with self._lock:
-                    self._mark += 1
-            return self._mark
+            return self._moved(cast(_MarkedConnection, conn), version, conn.total_changes)
         finally:
             self._give_back(conn)
+
+    def _moved(self, conn: _MarkedConnection, version: int, changes: int) -> int:
+        """The mark, moved first when ``conn`` sees a version or a change count it has not
+        seen before.
+
+        SECURITY: the mark moves *before* the connection records what it saw, so a thread
+        that finds the record current (the shared in-memory connection) also finds the mark
+        moved; never the old mark after a write.
+        """
+        if version != conn.seen_version or changes != conn.seen_changes:
+            with self._lock:
+                self._mark += 1
+            conn.seen_version, conn.seen_changes = version, changes
+        return self._mark
 
     def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.
