@@ -1247,7 +1247,7 @@ def granian_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return calls
 
 
-def test_serve_defaults_to_granian_asgi(
+def test_serve_defaults_to_granian_wsgi(
     capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
 ) -> None:
     from granian.constants import Interfaces
@@ -1255,6 +1255,44 @@ def test_serve_defaults_to_granian_asgi(
 
     port = free_port()
     status, out, err = run(capsys, "serve", "--port", str(port), "--db", db, "--no-demo")
+    assert (status, err) == (0, "")
+    home = f"http://127.0.0.1:{port}"
+    assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (wsgi)" in out
+    [options] = granian_calls
+    assert_redacting_access_log(options.pop("log_dictconfig"))
+    assert options == {
+        "target": "svcrest.cli:wsgi_from_env",
+        "factory": True,
+        "address": "127.0.0.1",
+        "port": port,
+        "interface": Interfaces.WSGI,
+        "workers": 1,
+        "reload": False,
+        "log_access": True,
+        "backpressure": 1024,
+        "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
+        "websockets": False,
+        "blocking_threads": launcher.GRANIAN_WSGI_THREADS,
+    }
+    assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, home)
+    assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
+    # What the worker builds: the site without the demo.
+    wsgi = cli.wsgi_from_env()
+    site = wsgi.host
+    assert isinstance(site, App)
+    assert list(site.rest_get_server().get_routes()) == CORE_ROUTES
+    site.store.close()
+
+
+def test_serve_granian_asgi_options(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
+
+    port = free_port()
+    argv = ["serve", "--interface", "asgi", "--port", str(port), "--db", db, "--no-demo"]
+    status, out, err = run(capsys, *argv)
     assert (status, err) == (0, "")
     home = f"http://127.0.0.1:{port}"
     assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (asgi)" in out
@@ -1273,8 +1311,6 @@ def test_serve_defaults_to_granian_asgi(
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
     }
-    assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, home)
-    assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
     # What the worker builds: the site without the demo.
     site = app_from_env()
     assert list(site.rest_get_server().get_routes()) == CORE_ROUTES

@@ -97,11 +97,20 @@ def server(
 ) -> Iterator[Server]:
     name, interface = request.param
     directory = tmp_path_factory.mktemp(f"{name}-{interface}")
+    yield from _serve(
+        directory, PLUGIN, name, interface, ["--server", name, "--interface", interface]
+    )
+
+
+def _serve(
+    directory: Path, plugin: str, name: str, interface: str, choice: list[str]
+) -> Iterator[Server]:
+    """``svcrest serve`` with ``choice`` (its server options) and ``plugin``, until the end."""
     port = free_port()
     log = directory / "server.log"
-    (directory / "blocking_routes.py").write_text(PLUGIN)
-    command = [sys.executable, "-m", "svcrest", "serve", "--server", name]
-    command += ["--interface", interface, "--port", str(port), "--db", str(directory / "s.db")]
+    (directory / "blocking_routes.py").write_text(plugin)
+    command = [sys.executable, "-m", "svcrest", "serve", *choice]
+    command += ["--port", str(port), "--db", str(directory / "s.db")]
     command += ["--header-timeout", str(TIMEOUT), "--keep-alive-timeout", str(TIMEOUT)]
     command += ["--plugin", "blocking_routes:register"]
     with log.open("wb") as out:
@@ -113,6 +122,16 @@ def server(
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``svcrest serve`` with its default server and interface, and routes that block without
+    the ``"blocking"`` mark."""
+    directory = tmp_path_factory.mktemp("default")
+    unmarked = PLUGIN.replace('"blocking": True, ', "")
+    assert '"blocking"' not in unmarked
+    yield from _serve(directory, unmarked, "granian", "wsgi", [])
 
 
 def _served(server: Server) -> None:
@@ -262,6 +281,49 @@ def test_a_blocking_callback_delays_only_its_own_request(server: Server) -> None
     assert (blocked.status_code, blocked.json()) == (200, {"slept": True})
     assert time.monotonic() - started >= SLEEP_SECONDS
     assert max(latencies) < 0.5, latencies
+
+
+def test_the_default_pair_isolates_an_unmarked_blocking_callback(default_server: Server) -> None:
+    """DESIGN §1: on the default deployment a sync callback that blocks, marked or not,
+    delays only its own request."""
+    assert "with granian (wsgi)" in default_server.log_text()
+    test_a_blocking_callback_delays_only_its_own_request(default_server)
+
+
+def test_the_default_pair_serves_others_while_a_write_waits_for_the_lock(
+    default_server: Server,
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(default_server.db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+
+        async def write_and_read() -> tuple[httpx.Response, list[float]]:
+            async with httpx.AsyncClient(base_url=default_server.url, timeout=15) as client:
+                write = asyncio.create_task(client.post("/svc-json/test/v1/write"))
+                await asyncio.sleep(0.5)
+                latencies = []
+                for _ in range(10):
+                    sent = time.monotonic()
+                    response = await client.get("/svc-json/test/v1/fast")
+                    assert (response.status_code, response.json()) == (200, "ok")
+                    latencies.append(time.monotonic() - sent)
+                return await write, latencies
+
+        gc.disable()
+        try:
+            written, latencies = asyncio.run(write_and_read())
+        finally:
+            gc.enable()
+        assert written.status_code == 503
+        assert written.headers["Retry-After"] == "1"
+        assert max(latencies) < 0.5, latencies
+    finally:
+        holder.communicate("", timeout=10)
 
 
 def test_a_held_write_lock_answers_503(server: Server) -> None:

@@ -117,8 +117,7 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--interface",
         choices=launcher.INTERFACES,
-        default=launcher.DEFAULT_INTERFACE,
-        help=f"(default {launcher.DEFAULT_INTERFACE})",
+        help="(default: wsgi on granian, asgi on uvicorn)",
     )
     serve.add_argument("--reload", action="store_true", help="restart when a source file changes")
     serve.add_argument(

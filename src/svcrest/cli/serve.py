@@ -66,6 +66,11 @@ def _server_choice(args: argparse.Namespace) -> str:
     return str(args.server)
 
 
+def _interface_choice(args: argparse.Namespace, server: str) -> str:
+    """The interface asked for, else the server's faster one."""
+    return str(args.interface or launcher.SERVER_INTERFACES[server])
+
+
 def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) -> ServeConfig:
     limits = launcher.Limits(
         header_timeout=args.header_timeout, keep_alive_timeout=args.keep_alive_timeout
@@ -74,7 +79,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         asgi_factory="svcrest.cli:app_from_env",
         wsgi_factory="svcrest.cli:wsgi_from_env",
         server=server,
-        interface=args.interface,
+        interface=_interface_choice(args, server),
         host=args.host,
         port=args.port,
         workers=args.workers,
@@ -114,7 +119,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if password is not None:
         print(f"Created user {ADMIN_LOGIN} with password: {password}")
     print(
-        f"Serving {app.home}/ (REST API at {app.get_rest_url()}) with {server} ({args.interface})"
+        f"Serving {app.home}/ (REST API at {app.get_rest_url()}) with {server}"
+        f" ({_interface_choice(args, server)})"
     )
     print(
         f"Log in at {app.home}/login as {ADMIN_LOGIN} (its password was printed on first"

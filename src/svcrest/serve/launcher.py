@@ -39,6 +39,7 @@ __all__ = [
     "GRANIAN_WSGI_THREADS",
     "INTERFACES",
     "SERVERS",
+    "SERVER_INTERFACES",
     "Limits",
     "ServeConfig",
     "ServerMissingError",
@@ -49,9 +50,14 @@ __all__ = [
 
 SERVERS: Final = ("granian", "uvicorn")
 INTERFACES: Final = ("wsgi", "asgi")
-#: The fastest pair for svcrest in ``bench/`` (bench/RESULTS.md, "Serving pairs").
+#: The fastest pair for svcrest in ``bench/`` (bench/RESULTS.md, "Serving pairs"). On WSGI
+#: each request runs in a thread of its own, so a sync callback that blocks (a lock wait, a
+#: slow query) holds that thread only, marked ``"blocking"`` or not.
 DEFAULT_SERVER: Final = "granian"
-DEFAULT_INTERFACE: Final = "asgi"
+DEFAULT_INTERFACE: Final = "wsgi"
+#: Each server's interface when none is asked for: its faster one (uvicorn's WSGI bridge is
+#: half as fast as its ASGI).
+SERVER_INTERFACES: Final = {"granian": "wsgi", "uvicorn": "asgi"}
 #: Python threads per granian WSGI worker: requests run in them, so a blocking callback
 #: holds one thread, not the worker.
 GRANIAN_WSGI_THREADS: Final = 8
