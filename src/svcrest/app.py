@@ -17,7 +17,7 @@ from svcrest.auth.rest_cookie import install_cookie_auth
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
-from svcrest.http.context import current_context
+from svcrest.http.context import _current, current_context
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest import discovery
@@ -187,6 +187,10 @@ class App:
 
     def rest_base_path(self) -> str:
         """The URL path REST requests live under: the home's path + ``/`` + the prefix."""
+        # PERF: the memo of ``_url_filters`` read in place (this runs on every request).
+        memo = self._url_filter_memo
+        if memo[0] == self.hooks.version and not memo[1]:
+            return self._default_base_path
         if not self._url_filters():
             return self._default_base_path
         return self._home_path + "/" + self.rest_get_url_prefix()
@@ -228,11 +232,13 @@ class App:
     def rest_output_link_header(self) -> str | None:
         """The discovery ``Link`` header value (WordPress's ``rest_output_link_header``), None
         when not sent."""
-        if self._url_filters():
+        # PERF: the memo of ``_url_filters`` read in place (this runs on every request).
+        memo = self._url_filter_memo
+        if memo[1] if memo[0] == self.hooks.version else self._url_filters():
             return discovery.rest_output_link_header(self)
         # PERF: without URL filters the value depends only on whether https is forced, which
         # needs a request over TLS.
-        ctx = current_context()
+        ctx = _current.get()
         key = ctx is not None and ctx.secure and https_forced(self.home)
         cache = self._link_cache
         if key not in cache:

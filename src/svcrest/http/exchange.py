@@ -9,10 +9,12 @@ from typing import Any
 from svcrest.http.headers import Headers
 
 __all__ = [
+    "HOST_NAMES",
     "HttpRequest",
     "HttpResponse",
     "encode_lines",
     "host_name",
+    "remembered_host_name",
     "safe_header_line",
     "safe_lines",
     "wire_lines",
@@ -88,6 +90,26 @@ def host_name(host: str) -> str:
     return (host.rsplit(":", 1)[0] if ":" in host else host).lower()
 
 
+# PERF: a Host value → its host name (~3,000 instructions to compute, one dict lookup to
+# remember). SECURITY: the value is the client's: bounded in entries and bytes, only values of
+# at most ``_HOST_LENGTH`` characters are kept, and the memory is emptied when full.
+HOST_NAMES: dict[str, str] = {}
+_HOSTS_MAX = 64
+_HOST_LENGTH = 128
+
+
+def remembered_host_name(host: str) -> str:
+    """``host_name(host)``, remembered for the few Host values a site sees."""
+    name = HOST_NAMES.get(host)
+    if name is None:
+        name = host_name(host)
+        if len(host) <= _HOST_LENGTH:
+            if len(HOST_NAMES) >= _HOSTS_MAX:
+                HOST_NAMES.clear()
+            HOST_NAMES[host] = name
+    return name
+
+
 @dataclass(slots=True)
 class HttpRequest:
     """An HTTP request as the adapters hand it over: ``path`` is percent-decoded UTF-8."""
@@ -100,6 +122,13 @@ class HttpRequest:
     scheme: str = "http"
     host: str = ""
     client: str = ""
+
+
+# PERF: body length → its encoded ``Content-Length`` line (str, encode and a tuple: ~1,000
+# instructions). Bounded: only lengths under ``_LENGTH_LINES_UNDER`` are kept (at most that
+# many entries of ~100 bytes).
+_LENGTH_LINES: dict[int, tuple[bytes, bytes]] = {}
+_LENGTH_LINES_UNDER = 2048
 
 
 @dataclass(slots=True)
@@ -133,7 +162,12 @@ class HttpResponse:
         status = self.status
         if status >= 200 and status != 204 and status != 304:
             length = len(self.body) if self.content_length is None else self.content_length
-            wire.append((b"Content-Length", str(length).encode("ascii")))
+            line = _LENGTH_LINES.get(length)
+            if line is None:
+                line = (b"Content-Length", str(length).encode("ascii"))
+                if length < _LENGTH_LINES_UNDER:
+                    _LENGTH_LINES[length] = line
+            wire.append(line)
         return wire
 
     def safe_headers(self) -> list[tuple[str, str]]:

@@ -15,6 +15,8 @@ from svcrest.types import JSONLike
 
 __all__ = ["FORM_BODY_METHODS", "Request", "RestUrls"]
 
+_new = object.__new__
+
 #: Methods whose form body (urlencoded or multipart) gives parameters, as in WordPress: a GET
 #: never reads a form body.
 FORM_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -106,7 +108,7 @@ class Request:
         """A request built by the HTTP layer; the query string is parsed on first use.
 
         PERF: the slots are set directly (the HTTP layer's values need no normalising)."""
-        request = cls.__new__(cls)
+        request = _new(cls)  # PERF: object.__new__ bound once (~250 instructions)
         request.method = method.upper()
         request.route = route
         request.headers = headers

@@ -104,6 +104,14 @@ class Response:
             return headers.items_list()
         return list(self._lines) if self._lines else []
 
+    def header_tuple(self) -> tuple[tuple[str, str], ...]:
+        """The response's own header lines, in order, as a tuple."""
+        headers = self._headers
+        if headers is not None:
+            return tuple(headers.items_list())
+        lines = self._lines
+        return tuple(lines) if lines else ()
+
     def add_link(self, rel: str, href: str, *, embeddable: bool = False, **attributes: Any) -> None:
         """Add a link, sent in the response body under ``_links`` (WordPress's format); an
         ``embeddable`` link is embedded by ``?_embed``."""

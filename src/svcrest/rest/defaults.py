@@ -21,6 +21,7 @@ from svcrest.http.context import current_context, is_rest_request
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.fields import filter_response_fields
+from svcrest.rest.plan import options_only
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import RouteEntry, RouteTable
 
@@ -64,6 +65,7 @@ _ORIGIN = re.compile(
 )
 
 
+@options_only
 def rest_handle_options_request(result: Any, server: RestServer, request: Request) -> Any:
     """Answer OPTIONS with the help data of the first matching route (as WordPress does)."""
     if result is not None or request.method != "OPTIONS":
@@ -132,7 +134,9 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
-    if not request.has_query_string():  # PERF: no query string, no ``_fields``
+    # PERF: no query string, no ``_fields`` (``request.has_query_string()`` read in place).
+    params = request._query_params
+    if not (request._query_string if params is None else params):
         return response
     if not isinstance(response, Response) or response.is_error():
         return response

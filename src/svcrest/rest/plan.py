@@ -12,10 +12,12 @@ from typing import Any, TypeVar
 
 from svcrest.hooks import Hooks
 
-__all__ = ["PIPELINE_HOOKS", "PipelinePlan", "inert_without_credentials"]
+__all__ = ["PIPELINE_HOOKS", "PipelinePlan", "inert_without_credentials", "options_only"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+Chain = tuple[Callable[..., Any], ...]
 _INERT = "svc_inert_without_credentials"
+_OPTIONS_ONLY = "svc_options_only"
 
 
 def inert_without_credentials(function: F) -> F:
@@ -26,6 +28,23 @@ def inert_without_credentials(function: F) -> F:
     a request is anonymous without calling them."""
     setattr(function, _INERT, True)
     return function
+
+
+def options_only(function: F) -> F:
+    """Mark a ``rest_pre_dispatch`` callback that returns its first argument unchanged, and
+    does nothing else, for every method but OPTIONS (the default OPTIONS filter). While such
+    callbacks run first in the chain (nothing before them can change the method), a request
+    of another method skips them: the same answer without their calls."""
+    setattr(function, _OPTIONS_ONLY, True)
+    return function
+
+
+def _without_leading(chain: Chain, marker: str) -> Chain:
+    """``chain`` without the callbacks marked ``marker`` that run before any other."""
+    start = 0
+    while start < len(chain) and getattr(chain[start], marker, False):
+        start += 1
+    return chain[start:]
 
 
 #: Each hook of the pipeline and how many arguments its callbacks receive, in run order.
@@ -40,8 +59,6 @@ PIPELINE_HOOKS: tuple[tuple[str, int], ...] = (
     ("rest_pre_serve_request", 4),
 )
 
-Chain = tuple[Callable[..., Any], ...]
-
 
 class PipelinePlan:
     """The fitted callbacks of every pipeline hook for one version of ``hooks``."""
@@ -55,6 +72,7 @@ class PipelinePlan:
         "dispatch_request",
         "post_dispatch",
         "pre_dispatch",
+        "pre_dispatch_no_options",
         "pre_serve",
         "version",
     )
@@ -72,6 +90,8 @@ class PipelinePlan:
             self.post_dispatch,
             self.pre_serve,
         ) = chains
+        #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.
+        self.pre_dispatch_no_options = _without_leading(self.pre_dispatch, _OPTIONS_ONLY)
         #: Every authentication callback is inert for a request without credentials.
         self.auth_inert = all(
             getattr(callback, _INERT, False)

@@ -14,7 +14,7 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.invoke import fit_cached, fitted
 from svcrest.rest.plan import PipelinePlan
-from svcrest.rest.routing.definitions import Handler
+from svcrest.rest.routing.definitions import Handler, public
 from svcrest.rest.routing.table import RouteEntry, RouteTable
 from svcrest.rest.schema import schema_keywords_for_help
 from svcrest.rest.validation import apply_defaults, check_params, sanitize_params
@@ -189,7 +189,8 @@ class RestServer:
         """
         return await self.dispatch_planned(request, self.plan())
 
-    async def dispatch_planned(self, request: Request, plan: PipelinePlan) -> Response:
+    # One frame on purpose (PERF, see the docstring): the stages are not split into helpers.
+    async def dispatch_planned(self, request: Request, plan: PipelinePlan) -> Response:  # noqa: C901
         """``dispatch_async`` with the hooks prepared by ``plan`` (the pipeline has it).
 
         WordPress's ``dispatch`` and ``respond_to_request`` in one coroutine: match, the JSON
@@ -200,9 +201,12 @@ class RestServer:
         request.site = self.app
         try:
             # Each hook's chain runs in place: an ``async`` callback's answer is awaited
-            # before the next callback gets it.
+            # before the next callback gets it. PERF: the plan leaves out the default
+            # OPTIONS filter for any other method (it answers OPTIONS only).
             pre: Any = None
-            for callback in plan.pre_dispatch:
+            for callback in (
+                plan.pre_dispatch if request.method == "OPTIONS" else plan.pre_dispatch_no_options
+            ):
                 pre = callback(pre, self, request)
                 if type(pre) not in NOT_AWAITABLE and is_awaitable(pre):
                     pre = await pre
@@ -226,12 +230,54 @@ class RestServer:
                 if is_awaitable(result):
                     result = await result
             if not isinstance(result, RestError):
-                result = await self._permitted_call(plan, request, entry.route, handler)
+                # Permission, ``rest_dispatch_request`` and the callback: a RestError raised
+                # by any of them is the answer (``rest_request_after_callbacks`` sees it).
+                # PERF: in this frame (a coroutine of its own cost ~1 µs).
+                try:
+                    permission = handler.get("permission_callback")
+                    # ``public`` allows everyone: its answer is known without calling it.
+                    if permission is not None and permission is not public:
+                        allowed = fitted(permission)(request)
+                        if allowed is not True:
+                            if is_awaitable(allowed):
+                                allowed = await allowed
+                            if allowed is not True:
+                                raise _refusal(allowed, request)
+                    result = None
+                    for callback in plan.dispatch_request:
+                        result = callback(result, request, entry.route, handler)
+                        if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+                            result = await result
+                    if result is None:
+                        handler_callback = handler["callback"]
+                        if handler_callback is None:
+                            raise RestError(
+                                "rest_invalid_handler",
+                                "The handler for the route is invalid.",
+                                {"status": 500},
+                            )
+                        try:
+                            call = fit_cached(handler_callback, 1)
+                        except TypeError:  # an unhashable callable: called with everything
+                            call = handler_callback
+                        result = call(request)
+                        if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+                            result = await result
+                except RestError as raised:
+                    result = raised
             for callback in plan.after_callbacks:
                 result = callback(result, handler, request)
                 if is_awaitable(result):
                     result = await result
-            response = self._as_response(result)
+            kind = type(result)
+            # PERF: a callback's common answers without a call of ``_as_response``.
+            response = (
+                result
+                if kind is Response
+                else Response(result)
+                if kind is dict or kind is list
+                else self._as_response(result)
+            )
             response.matched_route = entry.route
             response.matched_handler = handler
             return response
@@ -309,43 +355,6 @@ class RestServer:
         if allowed:
             response.headers["Allow"] = ", ".join(allowed)
         return response
-
-    async def _permitted_call(
-        self, plan: PipelinePlan, request: Request, route: str, handler: Handler
-    ) -> Any:
-        """Permission, ``rest_dispatch_request`` and the callback (a RestError raised by
-        any of them is the answer)."""
-        try:
-            permission = handler.get("permission_callback")
-            if permission is not None:
-                allowed = fitted(permission)(request)
-                if allowed is not True:
-                    if is_awaitable(allowed):
-                        allowed = await allowed
-                    if allowed is not True:
-                        return _refusal(allowed, request)
-            dispatched: Any = None
-            for callback in plan.dispatch_request:
-                dispatched = callback(dispatched, request, route, handler)
-                if type(dispatched) not in NOT_AWAITABLE and is_awaitable(dispatched):
-                    dispatched = await dispatched
-            if dispatched is not None:
-                return dispatched
-            handler_callback = handler["callback"]
-            if handler_callback is None:
-                return RestError(
-                    "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
-                )
-            try:
-                call = fit_cached(handler_callback, 1)
-            except TypeError:  # an unhashable callable: called with everything
-                call = handler_callback
-            result = call(request)
-            if type(result) not in NOT_AWAITABLE and is_awaitable(result):
-                result = await result
-            return result
-        except RestError as raised:
-            return raised
 
     @staticmethod
     def prepare_response_for_collection(response: Any) -> Any:

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from svcrest.http.exchange import HttpRequest, encode_lines, host_name
+from svcrest.http.exchange import (
+    HOST_NAMES,
+    HttpRequest,
+    encode_lines,
+    host_name,
+    remembered_host_name,
+)
 from svcrest.http.headers import Headers
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
@@ -101,7 +107,12 @@ async def handle_asgi(
     client = scope.get("client")
     host_lines = index.get("host")
     if host_lines:
-        host_value = host_name(host_lines[0] if len(host_lines) == 1 else ", ".join(host_lines))
+        # PERF: a remembered Host value without a call.
+        host_value = (
+            (HOST_NAMES.get(host_lines[0]) or remembered_host_name(host_lines[0]))
+            if len(host_lines) == 1
+            else host_name(", ".join(host_lines))
+        )
     else:
         server = scope.get("server")
         host_value = str(server[0]).lower() if server else ""

@@ -1,0 +1,248 @@
+"""What the pipeline prepares ahead leaves every answer as WordPress gives it.
+
+The plan skips the default OPTIONS filter for other methods, the finishing hooks run without
+a coroutine while their callbacks answer plainly, and an answer's header lines are encoded
+once per shape: each test here pins a case where a shortcut could have changed an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from svcrest import App, Request, Response, public
+from svcrest.http import exchange, headers
+from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
+from svcrest.http.headers import Headers
+from svcrest.rest import pipeline
+from svcrest.rest.defaults import rest_filter_response_fields, rest_handle_options_request
+from svcrest.rest.plan import PipelinePlan
+from tests.conftest import SiteClient
+
+ClientFor = Callable[..., SiteClient]
+ITEM = "/svc-json/demo/v1/items/7"
+
+
+def make_app() -> App:
+    app = App()
+    app.register_rest_route(
+        "demo/v1",
+        r"/items/(?P<id>\d+)",
+        {
+            "methods": "GET",
+            "permission_callback": public,
+            "callback": lambda r: {"id": int(r["id"]), "title": "t", "extra": True},
+        },
+    )
+    return app
+
+
+def test_the_plan_leaves_out_a_leading_options_filter_for_other_methods() -> None:
+    app = make_app()
+    server = app.rest_get_server()
+    plan = server.plan()
+    assert plan.pre_dispatch == (rest_handle_options_request,)
+    assert plan.pre_dispatch_no_options == ()
+
+
+def test_a_callback_before_the_options_filter_keeps_it_for_every_method() -> None:
+    app = make_app()
+    server = app.rest_get_server()
+
+    def early(result: Any, server: Any, request: Request) -> Any:
+        return result
+
+    app.hooks.add_filter("rest_pre_dispatch", early, 5)
+    plan = server.plan()
+    assert plan.pre_dispatch_no_options == (early, rest_handle_options_request)
+    app.hooks.add_filter("rest_pre_dispatch", early, 20)
+    assert PipelinePlan(app.hooks).pre_dispatch_no_options[-1] is early
+
+
+def test_a_method_changed_to_options_by_an_earlier_filter_gets_the_help(
+    client_for: ClientFor,
+) -> None:
+    app = make_app()
+
+    def to_options(result: Any, server: Any, request: Request) -> Any:
+        request.method = "OPTIONS"
+        return result
+
+    app.hooks.add_filter("rest_pre_dispatch", to_options, 5)
+    data = client_for(app).get(ITEM).json()
+    assert data["namespace"] == "demo/v1"
+    assert data["methods"] == ["GET"]
+
+
+def test_options_answers_help_and_a_get_does_not(client_for: ClientFor) -> None:
+    client = client_for(make_app())
+    assert client.request("OPTIONS", ITEM).json()["namespace"] == "demo/v1"
+    assert client.get(ITEM).json() == {"id": 7, "title": "t", "extra": True}
+
+
+def test_removing_the_options_filter_takes_effect(client_for: ClientFor) -> None:
+    app = make_app()
+    app.rest_get_server()
+    assert app.hooks.remove_filter("rest_pre_dispatch", rest_handle_options_request)
+    response = client_for(app).request("OPTIONS", ITEM)
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET"
+
+
+def test_a_users_pre_dispatch_filter_runs_on_a_get(client_for: ClientFor) -> None:
+    app = make_app()
+    seen: list[str] = []
+
+    def answer(result: Any, server: Any, request: Request) -> Any:
+        seen.append(request.method)
+        return {"short": "circuit"}
+
+    app.hooks.add_filter("rest_pre_dispatch", answer)
+    assert client_for(app).get(ITEM).json() == {"short": "circuit"}
+    assert seen == ["GET"]
+
+
+def test_fields_and_envelope_still_apply(client_for: ClientFor) -> None:
+    client = client_for(make_app())
+    assert client.get(ITEM + "?_fields=id").json() == {"id": 7}
+    enveloped = client.get(ITEM + "?_envelope&_fields=title").json()
+    assert enveloped["status"] == 200
+    assert enveloped["body"] == {"title": "t"}
+    assert enveloped["headers"]["Allow"] == "GET"
+
+
+def test_removing_the_fields_filter_takes_effect(client_for: ClientFor) -> None:
+    app = make_app()
+    app.rest_get_server()
+    assert app.hooks.remove_filter("rest_post_dispatch", rest_filter_response_fields)
+    assert client_for(app).get(ITEM + "?_fields=id").json() == {
+        "id": 7,
+        "title": "t",
+        "extra": True,
+    }
+
+
+def test_async_finishing_callbacks_run_in_order(client_for: ClientFor) -> None:
+    app = make_app()
+    order: list[str] = []
+
+    async def posted_async(response: Any, server: Any, request: Request) -> Any:
+        order.append("post async")
+        response.header("X-Async", "1")
+        return response
+
+    def posted_after(response: Any, server: Any, request: Request) -> Any:
+        order.append("post after")
+        assert response.headers["X-Async"] == "1"
+        return response
+
+    async def served_async(served: Any, result: Any, request: Request, server: Any) -> Any:
+        order.append("serve async")
+        return served
+
+    def served_after(served: Any, result: Any, request: Request, server: Any) -> Any:
+        order.append("serve after")
+        return served
+
+    app.hooks.add_filter("rest_post_dispatch", posted_async, 5)
+    app.hooks.add_filter("rest_post_dispatch", posted_after, 20)
+    app.hooks.add_filter("rest_pre_serve_request", served_async, 5)
+    app.hooks.add_filter("rest_pre_serve_request", served_after, 20)
+    response = client_for(app).get(ITEM + "?_fields=id")
+    assert response.json() == {"id": 7}
+    assert response.headers["x-async"] == "1"
+    assert response.headers["allow"] == "GET"
+    assert order == ["post async", "post after", "serve async", "serve after"]
+
+
+def test_an_async_pre_serve_callback_answering_true_drops_the_body(
+    client_for: ClientFor,
+) -> None:
+    app = make_app()
+
+    async def served(served: Any, result: Any, request: Request, server: Any) -> Any:
+        return True
+
+    app.hooks.add_filter("rest_pre_serve_request", served)
+    response = client_for(app).get(ITEM)
+    assert response.status_code == 200
+    assert response.content == b""
+
+
+def test_a_non_public_permission_callback_is_still_asked(client_for: ClientFor) -> None:
+    app = App()
+    asked: list[int] = []
+
+    def permission(request: Request) -> bool:
+        asked.append(1)
+        return False
+
+    app.register_rest_route(
+        "demo/v1", "/closed", {"callback": lambda r: "x", "permission_callback": permission}
+    )
+    response = client_for(app).get("/svc-json/demo/v1/closed")
+    assert response.status_code == 401
+    assert response.json()["code"] == "rest_forbidden"
+    assert asked  # for the dispatch (and again for Allow)
+
+
+def test_own_header_lines_are_sent_safe_and_per_response(client_for: ClientFor) -> None:
+    app = App()
+    app.register_rest_route(
+        "demo/v1",
+        r"/echo/(?P<word>\w+)",
+        {
+            "permission_callback": public,
+            "callback": lambda r: Response({"w": r["word"]}, 200, {"X-Word": r["word"] + "\r\nX"}),
+        },
+    )
+    client = client_for(app)
+    for word in ("one", "two", "one"):
+        response = client.get(f"/svc-json/demo/v1/echo/{word}")
+        assert response.headers["x-word"] == word + "X"
+        assert response.json() == {"w": word}
+
+
+def test_the_answer_templates_are_bounded(monkeypatch: Any) -> None:
+    monkeypatch.setattr(pipeline, "_TEMPLATES", {})
+    for number in range(pipeline._TEMPLATES_MAX + 10):
+        lines, wire = pipeline._template(None, False, False, (("X-N", str(number)),))
+        assert lines[-1] == ("X-N", str(number))
+        assert wire[-1] == (b"X-N", str(number).encode())
+    assert 0 < len(pipeline._TEMPLATES) <= pipeline._TEMPLATES_MAX
+    long_line = (("X-Long", "v" * (pipeline._TEMPLATE_LINES + 1)),)
+    pipeline._template(None, False, False, long_line)
+    assert all(key[3] != long_line for key in pipeline._TEMPLATES)
+
+
+def test_an_own_content_type_replaces_the_block_one() -> None:
+    lines, wire = pipeline._template(None, False, False, (("Content-Type", "text/plain"),))
+    assert [value for name, value in lines if name == "Content-Type"] == ["text/plain"]
+    assert len(lines) == len(wire)
+
+
+def test_host_names_and_header_names_are_remembered_within_bounds(monkeypatch: Any) -> None:
+    monkeypatch.setattr(exchange, "HOST_NAMES", {})
+    for number in range(exchange._HOSTS_MAX + 5):
+        assert remembered_host_name(f"h{number}.example:80") == f"h{number}.example"
+    assert len(exchange.HOST_NAMES) <= exchange._HOSTS_MAX
+    long_host = "a" * (exchange._HOST_LENGTH + 1)
+    assert remembered_host_name(long_host) == host_name(long_host)
+    assert long_host not in exchange.HOST_NAMES
+    monkeypatch.setattr(headers, "_NAMES", {})
+    for number in range(headers._NAMES_MAX + 5):
+        parsed = Headers.from_asgi([(f"x-h{number}".encode(), b"v")])
+        assert parsed.get(f"x-h{number}") == "v"
+    assert len(headers._NAMES) <= headers._NAMES_MAX
+    long_name = b"x" * (headers._NAME_LENGTH + 1)
+    assert Headers.from_asgi([(long_name, b"v")]).get(long_name.decode()) == "v"
+    assert long_name not in headers._NAMES
+
+
+def test_content_length_lines() -> None:
+    for body in (b"", b"x" * 5, b"y" * (exchange._LENGTH_LINES_UNDER + 3)):
+        for _ in range(2):
+            wire = HttpResponse(200, [], body).wire_headers()
+            assert wire == [(b"Content-Length", str(len(body)).encode())]
+    assert HttpResponse(204, [], b"").wire_headers() == []
+    assert len(exchange._LENGTH_LINES) <= exchange._LENGTH_LINES_UNDER
