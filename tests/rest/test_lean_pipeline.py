@@ -246,3 +246,24 @@ def test_content_length_lines() -> None:
             assert wire == [(b"Content-Length", str(len(body)).encode())]
     assert HttpResponse(204, [], b"").wire_headers() == []
     assert len(exchange._LENGTH_LINES) <= exchange._LENGTH_LINES_UNDER
+
+
+def test_a_compiled_default_options_filter_is_still_recognised() -> None:
+    """The compiled build's functions take no attributes; ``options_only`` keeps them aside."""
+    from svcrest.rest import plan
+
+    compiled_like = len  # a builtin, as mypyc makes the default filter
+    try:
+        assert plan.options_only(compiled_like) is compiled_like
+        assert plan._marked(compiled_like, plan._OPTIONS_ONLY)
+        assert not plan._marked(compiled_like, plan._INERT)
+
+        class Unhashable:
+            __hash__ = None  # type: ignore[assignment]
+
+            def __call__(self, *args: object) -> None:
+                return None
+
+        assert not plan._marked(Unhashable(), plan._OPTIONS_ONLY)
+    finally:
+        plan._COMPILED_OPTIONS_ONLY.discard(compiled_like)

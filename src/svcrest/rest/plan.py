@@ -18,6 +18,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 Chain = tuple[Callable[..., Any], ...]
 _INERT = "svc_inert_without_credentials"
 _OPTIONS_ONLY = "svc_options_only"
+# The compiled functions marked ``options_only``: set once, at import, by the modules that
+# define them (never per request; as many as such definitions).
+_COMPILED_OPTIONS_ONLY: set[Callable[..., Any]] = set()
 
 
 def inert_without_credentials(function: F) -> F:
@@ -35,14 +38,29 @@ def options_only(function: F) -> F:
     does nothing else, for every method but OPTIONS (the default OPTIONS filter). While such
     callbacks run first in the chain (nothing before them can change the method), a request
     of another method skips them: the same answer without their calls."""
-    setattr(function, _OPTIONS_ONLY, True)
+    try:
+        setattr(function, _OPTIONS_ONLY, True)
+    except AttributeError:
+        # A function compiled by mypyc (the opt-in compiled build) takes no attributes.
+        _COMPILED_OPTIONS_ONLY.add(function)
     return function
+
+
+def _marked(callback: Callable[..., Any], marker: str) -> bool:
+    if getattr(callback, marker, False):
+        return True
+    if marker != _OPTIONS_ONLY or not _COMPILED_OPTIONS_ONLY:
+        return False
+    try:
+        return callback in _COMPILED_OPTIONS_ONLY
+    except TypeError:  # an unhashable callable object
+        return False
 
 
 def _without_leading(chain: Chain, marker: str) -> Chain:
     """``chain`` without the callbacks marked ``marker`` that run before any other."""
     start = 0
-    while start < len(chain) and getattr(chain[start], marker, False):
+    while start < len(chain) and _marked(chain[start], marker):
         start += 1
     return chain[start:]
 
