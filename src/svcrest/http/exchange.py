@@ -150,16 +150,12 @@ class HttpResponse:
         count = len(self.wire_prefix)
         rest = headers[count:]
         # PERF: the usual lines are remembered as safe already: one set operation in C.
-        if _SAFE_AS_IS.issuperset(rest):
-            safe = headers.copy()
-        else:
-            safe = headers[:count]
-            safe += safe_lines(rest)
+        safe = headers if _SAFE_AS_IS.issuperset(rest) else [*headers[:count], *safe_lines(rest)]
         status = self.status
-        if status >= 200 and status != 204 and status != 304:
-            length = len(self.body) if self.content_length is None else self.content_length
-            safe.append(("Content-Length", str(length)))  # digits: safe as they are
-        return safe
+        if status < 200 or status == 204 or status == 304:
+            return [*safe]
+        length = len(self.body) if self.content_length is None else self.content_length
+        return [*safe, ("Content-Length", str(length))]  # digits: safe as they are
 
     def length_header(self) -> list[tuple[str, str]]:
         """The ``Content-Length`` line the adapters add (none for 1xx, 204 and 304, which

@@ -18,6 +18,10 @@ __all__ = ["WSGIAdapter"]
 StartResponse = Callable[..., Any]
 #: Methods whose requests carry no body unless the headers announce one.
 _BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+#: The usual request methods, as they are (others are upper-cased).
+_METHODS = {
+    method: method for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
+}
 Environ = MutableMapping[str, Any]
 
 
@@ -40,8 +44,8 @@ def _header_names(key: str) -> tuple[str, str]:
     return name.title(), name
 
 
-#: The request headers most clients send, by environ key. PERF: a table made once (naming
-#: a line costs three string methods); a fixed set of names, never what a client sends.
+#: The request headers most clients send: their environ keys are named once, in
+#: ``_HEADER_KEYS`` (PERF: naming a line costs three string methods).
 _COMMON_HEADERS = (
     "accept",
     "accept-encoding",
@@ -79,42 +83,44 @@ _COMMON_HEADERS = (
     "x-svc-nonce",
     "x-wp-nonce",
 )
-#: The CGI and WSGI variables servers put in an environ: not header lines.
-_NOT_HEADERS = (
-    "AUTH_TYPE",
-    "GATEWAY_INTERFACE",
-    "HTTPS",
-    "PATH_INFO",
-    "PATH_TRANSLATED",
-    "QUERY_STRING",
-    "RAW_URI",
-    "REMOTE_ADDR",
-    "REMOTE_HOST",
-    "REMOTE_PORT",
-    "REMOTE_USER",
-    "REQUEST_METHOD",
-    "REQUEST_URI",
-    "SCRIPT_NAME",
-    "SERVER_NAME",
-    "SERVER_PORT",
-    "SERVER_PROTOCOL",
-    "SERVER_SOFTWARE",
-    "gunicorn.socket",
-    "wsgi.errors",
-    "wsgi.file_wrapper",
-    "wsgi.input",
-    "wsgi.input_terminated",
-    "wsgi.multiprocess",
-    "wsgi.multithread",
-    "wsgi.run_once",
-    "wsgi.url_scheme",
-    "wsgi.version",
+#: The CGI and WSGI variables servers put in an environ: not header lines. PERF: most keys
+#: are skipped by one set look-up.
+_NOT_HEADERS = frozenset(
+    {
+        "AUTH_TYPE",
+        "GATEWAY_INTERFACE",
+        "HTTPS",
+        "PATH_INFO",
+        "PATH_TRANSLATED",
+        "QUERY_STRING",
+        "RAW_URI",
+        "REMOTE_ADDR",
+        "REMOTE_HOST",
+        "REMOTE_PORT",
+        "REMOTE_USER",
+        "REQUEST_METHOD",
+        "REQUEST_URI",
+        "SCRIPT_NAME",
+        "SERVER_NAME",
+        "SERVER_PORT",
+        "SERVER_PROTOCOL",
+        "SERVER_SOFTWARE",
+        "gunicorn.socket",
+        "wsgi.errors",
+        "wsgi.file_wrapper",
+        "wsgi.input",
+        "wsgi.input_terminated",
+        "wsgi.multiprocess",
+        "wsgi.multithread",
+        "wsgi.run_once",
+        "wsgi.url_scheme",
+        "wsgi.version",
+    }
 )
-#: What an environ key is: a header line's names (see ``_header_names``), or ``()`` for a
-#: variable that is not a header line. PERF: one lookup per key; a table made once, of fixed
-#: names, never of what a client sends (other keys are looked at one by one).
-_KEYS: dict[str, tuple[str, str] | tuple[()]] = {
-    **{key: () for key in _NOT_HEADERS},
+#: The header lines most clients send, by environ key: their names (see ``_header_names``).
+#: PERF: a table made once, of fixed names, never of what a client sends (other keys are
+#: named one by one).
+_HEADER_KEYS: dict[str, tuple[str, str]] = {
     **{
         key: _header_names(key)
         for key in ("HTTP_" + name.upper().replace("-", "_") for name in _COMMON_HEADERS)
@@ -130,11 +136,12 @@ def _headers(environ: Environ) -> tuple[Headers, dict[str, list[str]]]:
     and indexed in one pass as the ASGI adapter does."""
     lines: list[tuple[str, str]] = []
     index: dict[str, list[str]] = {}
-    kinds = _KEYS
     for key in environ:
-        names = kinds.get(key)
-        if not names:
-            if names is not None or key[:5] != "HTTP_":
+        if key in _NOT_HEADERS:
+            continue
+        names = _HEADER_KEYS.get(key)
+        if names is None:
+            if key[:5] != "HTTP_":
                 continue
             names = _header_names(key)
         value = environ[key]
@@ -202,30 +209,6 @@ class WSGIAdapter:
     def __init__(self, host: SiteHost) -> None:
         self.host = host
 
-    def _request(self, environ: Environ) -> HttpRequest:
-        headers, index = _headers(environ)
-        host_lines = index.get("host")
-        named = (
-            (host_lines[0] if len(host_lines) == 1 else ", ".join(host_lines))
-            if host_lines
-            else None
-        )
-        host = host_name(named or environ.get("SERVER_NAME", ""))
-        path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
-        query = environ.get("QUERY_STRING", "")
-        # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs); ASCII (most
-        # paths and queries) needs no decoding.
-        return HttpRequest(
-            str(environ.get("REQUEST_METHOD", "GET")).upper(),
-            (path if path.isascii() else _wsgi_str(path)) or "/",
-            query if query.isascii() else _wsgi_str(query),
-            headers,
-            b"",
-            environ.get("wsgi.url_scheme", "http"),
-            host,
-            environ.get("REMOTE_ADDR", ""),
-        )
-
     async def _site_response(
         self, http: HttpRequest, environ: Environ, lines: tuple[tuple[str, str], ...]
     ) -> HttpResponse:
@@ -278,17 +261,41 @@ class WSGIAdapter:
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         host = self.host
-        http = self._request(environ)
-        # A body reader only for a request with a body, as the ASGI adapter decides. PERF: a
-        # GET without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3).
-        length = environ.get("CONTENT_LENGTH")
-        reader = (
-            None
-            if http.method in _BODILESS_METHODS
-            and not environ.get("HTTP_TRANSFER_ENCODING")
-            and (not length or str(length).strip() == "0")
-            else _body_reader(environ, host.max_body_size)
+        headers, index = _headers(environ)
+        host_lines = index.get("host")
+        named = (
+            (host_lines[0] if len(host_lines) == 1 else ", ".join(host_lines))
+            if host_lines
+            else None
         )
+        path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+        query = environ.get("QUERY_STRING", "")
+        method = environ.get("REQUEST_METHOD", "GET")
+        # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs); the usual
+        # methods as they are, ASCII (most paths and queries) without decoding.
+        http = HttpRequest(
+            _METHODS.get(method) or str(method).upper(),
+            (path if path.isascii() else _wsgi_str(path)) or "/",
+            query if query.isascii() else _wsgi_str(query),
+            headers,
+            b"",
+            environ.get("wsgi.url_scheme", "http"),
+            host_name(named or environ.get("SERVER_NAME", "")),
+            environ.get("REMOTE_ADDR", ""),
+        )
+        # A body reader only for a request with a body, as the ASGI adapter decides. PERF: a
+        # GET without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3); the
+        # index says at once when neither header is there.
+        if http.method in _BODILESS_METHODS and (
+            ("transfer-encoding" not in index and "content-length" not in index)
+            or (
+                not environ.get("HTTP_TRANSFER_ENCODING")
+                and str(environ.get("CONTENT_LENGTH") or "0").strip() == "0"
+            )
+        ):
+            reader = None
+        else:
+            reader = _body_reader(environ, host.max_body_size)
         # This request has its own server thread: "blocking" callbacks run on it, in place.
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
         # context variables never reaches the next request served by this thread.
