@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from svcrest import App, Request
 from svcrest.http import exchange
 from svcrest.http.exchange import HttpResponse, safe_header_line
-from svcrest.serve.wsgi import _headers
+from svcrest.serve.wsgi import _request
 
 #: Set by the test routes' callbacks: must never be seen outside the request that set it.
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("test_wsgi_mark", default="")
@@ -60,7 +60,8 @@ ENVIRON_KEYS = st.sampled_from(
 
 @given(st.dictionaries(ENVIRON_KEYS, st.sampled_from(["", "0", "a b", "x, y", "é"])))
 def test_environ_header_lines_match_the_reference(environ: dict[str, Any]) -> None:
-    headers, index = _headers(environ)
+    http, index = _request(environ)
+    headers = http.headers
     expected = _reference_headers(environ)
     assert headers.items_list() == expected
     grouped: dict[str, list[str]] = {}
@@ -68,6 +69,24 @@ def test_environ_header_lines_match_the_reference(environ: dict[str, Any]) -> No
         grouped.setdefault(name.lower(), []).append(value)
     assert index == grouped
     assert headers.index() == grouped
+
+
+@pytest.mark.parametrize(
+    ("lines", "host"),
+    [
+        ({"HTTP_HOST": "Example.org:8080"}, "example.org"),
+        ({"HTTP_HOST": "[::1]:8000"}, "::1"),
+        ({"HTTP_HOST": ""}, "server.example"),  # an empty Host: the server's name
+        ({}, "server.example"),
+    ],
+    ids=["with port", "IPv6", "empty", "none"],
+)
+def test_the_host_comes_from_the_host_line_else_the_server_name(
+    lines: dict[str, str], host: str
+) -> None:
+    http, _ = _request({"SERVER_NAME": "Server.Example", **lines})
+    assert http.host == host
+    assert (http.method, http.path, http.query_string) == ("GET", "/", "")
 
 
 LINES = st.lists(

@@ -130,10 +130,12 @@ _HEADER_KEYS: dict[str, tuple[str, str]] = {
 }
 
 
-def _headers(environ: Environ) -> tuple[Headers, dict[str, list[str]]]:
-    """The request's header lines (``HTTP_X_Y`` as ``X-Y``, and ``CONTENT_TYPE`` and
-    ``CONTENT_LENGTH`` when not empty) and their index (lower-cased name → values), decoded
-    and indexed in one pass as the ASGI adapter does."""
+def _request(environ: Environ) -> tuple[HttpRequest, dict[str, list[str]]]:
+    """The request of ``environ`` and its header index (lower-cased name → values).
+
+    The header lines are ``HTTP_X_Y`` as ``X-Y``, and ``CONTENT_TYPE`` and ``CONTENT_LENGTH``
+    when not empty, decoded and indexed in one pass as the ASGI adapter does.
+    """
     lines: list[tuple[str, str]] = []
     index: dict[str, list[str]] = {}
     for key in environ:
@@ -153,7 +155,24 @@ def _headers(environ: Environ) -> tuple[Headers, dict[str, list[str]]]:
             index[name].append(value)
         else:
             index[name] = [value]
-    return Headers.from_lines(lines, index), index
+    host = index.get("host")
+    named = (host[0] if len(host) == 1 else ", ".join(host)) if host else ""
+    path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+    query = environ.get("QUERY_STRING", "")
+    method = environ.get("REQUEST_METHOD", "GET")
+    # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs); the usual
+    # methods as they are, ASCII (most paths and queries) without decoding.
+    http = HttpRequest(
+        _METHODS.get(method) or str(method).upper(),
+        (path if path.isascii() else _wsgi_str(path)) or "/",
+        query if query.isascii() else _wsgi_str(query),
+        Headers.from_lines(lines, index),
+        b"",
+        environ.get("wsgi.url_scheme", "http"),
+        host_name(named or environ.get("SERVER_NAME", "")),
+        environ.get("REMOTE_ADDR", ""),
+    )
+    return http, index
 
 
 # PERF: the status line of each status code, made once (HTTPStatus lookups cost ~1 µs).
@@ -261,28 +280,7 @@ class WSGIAdapter:
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         host = self.host
-        headers, index = _headers(environ)
-        host_lines = index.get("host")
-        named = (
-            (host_lines[0] if len(host_lines) == 1 else ", ".join(host_lines))
-            if host_lines
-            else None
-        )
-        path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
-        query = environ.get("QUERY_STRING", "")
-        method = environ.get("REQUEST_METHOD", "GET")
-        # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs); the usual
-        # methods as they are, ASCII (most paths and queries) without decoding.
-        http = HttpRequest(
-            _METHODS.get(method) or str(method).upper(),
-            (path if path.isascii() else _wsgi_str(path)) or "/",
-            query if query.isascii() else _wsgi_str(query),
-            headers,
-            b"",
-            environ.get("wsgi.url_scheme", "http"),
-            host_name(named or environ.get("SERVER_NAME", "")),
-            environ.get("REMOTE_ADDR", ""),
-        )
+        http, index = _request(environ)
         # A body reader only for a request with a body, as the ASGI adapter decides. PERF: a
         # GET without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3); the
         # index says at once when neither header is there.
