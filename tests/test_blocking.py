@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from svcrest import App, Request
-from svcrest.blocking import inline, is_offloaded, offload
+from svcrest.blocking import inline, inline_context, is_offloaded, offload
 from svcrest.store import sqlite as sqlite_store
 from tests.conftest import SiteClient
 
@@ -127,3 +127,46 @@ def test_a_held_write_lock_answers_503_with_retry_after(
     }
     assert client.post("/svc-json/t/v1/write").json() == {"written": True}
     app.store.close()
+
+
+def test_inline_context_runs_offloaded_functions_in_place_and_leaves_the_caller_alone() -> None:
+    import asyncio
+
+    names: list[str] = []
+
+    def record() -> None:
+        names.append(threading.current_thread().name)
+
+    async def call() -> None:
+        await offload(record)()
+
+    context = inline_context()
+    context.run(asyncio.run, call())
+    asyncio.run(call())  # the caller's own context: not inline
+    assert names[0] == threading.current_thread().name
+    assert names[1].startswith(POOL)
+
+
+def test_inline_context_of_a_thread_without_context_variables() -> None:
+    import contextvars
+
+    from svcrest.syncrun import run_in_context
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("test_inline_var", default="")
+    names: list[str] = []
+    seen: list[str] = []
+
+    async def call() -> None:
+        await offload(lambda: names.append(threading.current_thread().name))()
+        seen.append(var.get())
+        var.set("set by a request")
+
+    def serve_twice() -> None:  # a fresh thread: its context is empty
+        for _ in range(2):
+            run_in_context(call(), inline_context())  # the coroutine runs in the context given
+
+    thread = threading.Thread(target=serve_twice, name="fresh")
+    thread.start()
+    thread.join(10)
+    assert names == ["fresh", "fresh"]  # in place, both times
+    assert seen == ["", ""]  # the second context did not see what the first set

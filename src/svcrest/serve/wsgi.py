@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import http as http_status
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from svcrest.blocking import inline
+from svcrest.blocking import inline_context
 from svcrest.http.exchange import HttpRequest, HttpResponse, host_name
 from svcrest.http.headers import Headers
 from svcrest.site.host import SiteHost
 from svcrest.site.respond import SiteForward, respond
-from svcrest.syncrun import run_sync
+from svcrest.syncrun import run_in_context
 
 __all__ = ["WSGIAdapter"]
 
 StartResponse = Callable[..., Any]
 #: Methods whose requests carry no body unless the headers announce one.
 _BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+#: The usual request methods, as they are (others are upper-cased).
+_METHODS = {
+    method: method for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
+}
 Environ = MutableMapping[str, Any]
 
 
@@ -33,25 +37,142 @@ def _wsgi_str(value: str) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _headers(environ: Environ) -> Headers:
-    """The request's header lines (``HTTP_X_Y`` as ``X-Y``), decoded and indexed in one pass
-    as the ASGI adapter does."""
+def _header_names(key: str) -> tuple[str, str]:
+    """The header line name of an environ key (``HTTP_X_Y`` → ``X-Y``, ``CONTENT_TYPE`` →
+    ``Content-Type``) and its lower-cased form."""
+    name = (key[5:] if key[:5] == "HTTP_" else key).replace("_", "-").lower()
+    return name.title(), name
+
+
+#: The request headers most clients send: their environ keys are named once, in
+#: ``_HEADER_KEYS`` (PERF: naming a line costs three string methods).
+_COMMON_HEADERS = (
+    "accept",
+    "accept-encoding",
+    "accept-language",
+    "authorization",
+    "cache-control",
+    "connection",
+    "cookie",
+    "dnt",
+    "forwarded",
+    "host",
+    "if-modified-since",
+    "if-none-match",
+    "origin",
+    "pragma",
+    "priority",
+    "referer",
+    "sec-ch-ua",
+    "sec-ch-ua-mobile",
+    "sec-ch-ua-platform",
+    "sec-fetch-dest",
+    "sec-fetch-mode",
+    "sec-fetch-site",
+    "sec-fetch-user",
+    "te",
+    "transfer-encoding",
+    "upgrade-insecure-requests",
+    "user-agent",
+    "x-forwarded-for",
+    "x-forwarded-host",
+    "x-forwarded-proto",
+    "x-http-method-override",
+    "x-real-ip",
+    "x-requested-with",
+    "x-svc-nonce",
+    "x-wp-nonce",
+)
+#: The CGI and WSGI variables servers put in an environ: not header lines. PERF: most keys
+#: are skipped by one set look-up.
+_NOT_HEADERS = frozenset(
+    {
+        "AUTH_TYPE",
+        "GATEWAY_INTERFACE",
+        "HTTPS",
+        "PATH_INFO",
+        "PATH_TRANSLATED",
+        "QUERY_STRING",
+        "RAW_URI",
+        "REMOTE_ADDR",
+        "REMOTE_HOST",
+        "REMOTE_PORT",
+        "REMOTE_USER",
+        "REQUEST_METHOD",
+        "REQUEST_URI",
+        "SCRIPT_NAME",
+        "SERVER_NAME",
+        "SERVER_PORT",
+        "SERVER_PROTOCOL",
+        "SERVER_SOFTWARE",
+        "gunicorn.socket",
+        "wsgi.errors",
+        "wsgi.file_wrapper",
+        "wsgi.input",
+        "wsgi.input_terminated",
+        "wsgi.multiprocess",
+        "wsgi.multithread",
+        "wsgi.run_once",
+        "wsgi.url_scheme",
+        "wsgi.version",
+    }
+)
+#: The header lines most clients send, by environ key: their names (see ``_header_names``).
+#: PERF: a table made once, of fixed names, never of what a client sends (other keys are
+#: named one by one).
+_HEADER_KEYS: dict[str, tuple[str, str]] = {
+    **{
+        key: _header_names(key)
+        for key in ("HTTP_" + name.upper().replace("-", "_") for name in _COMMON_HEADERS)
+    },
+    "CONTENT_TYPE": _header_names("CONTENT_TYPE"),
+    "CONTENT_LENGTH": _header_names("CONTENT_LENGTH"),
+}
+
+
+def _request(environ: Environ) -> tuple[HttpRequest, dict[str, list[str]]]:
+    """The request of ``environ`` and its header index (lower-cased name → values).
+
+    The header lines are ``HTTP_X_Y`` as ``X-Y``, and ``CONTENT_TYPE`` and ``CONTENT_LENGTH``
+    when not empty, decoded and indexed in one pass as the ASGI adapter does.
+    """
     lines: list[tuple[str, str]] = []
     index: dict[str, list[str]] = {}
-    for key, value in environ.items():
-        if key[:5] == "HTTP_":
-            name = key[5:].replace("_", "-").lower()
-        elif (key == "CONTENT_TYPE" or key == "CONTENT_LENGTH") and value:
-            name = key.replace("_", "-").lower()
-        else:
+    for key in environ:
+        if key in _NOT_HEADERS:
             continue
-        lines.append((name.title(), value))
-        values = index.get(name)
-        if values is None:
-            index[name] = [value]
+        names = _HEADER_KEYS.get(key)
+        if names is None:
+            if key[:5] != "HTTP_":
+                continue
+            names = _header_names(key)
+        value = environ[key]
+        if not value and (key == "CONTENT_TYPE" or key == "CONTENT_LENGTH"):
+            continue
+        title, name = names
+        lines.append((title, value))
+        if name in index:
+            index[name].append(value)
         else:
-            values.append(value)
-    return Headers.from_lines(lines, index)
+            index[name] = [value]
+    host = index.get("host")
+    named = (host[0] if len(host) == 1 else ", ".join(host)) if host else ""
+    path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
+    query = environ.get("QUERY_STRING", "")
+    method = environ.get("REQUEST_METHOD", "GET")
+    # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs); the usual
+    # methods as they are, ASCII (most paths and queries) without decoding.
+    http = HttpRequest(
+        _METHODS.get(method) or str(method).upper(),
+        (path if path.isascii() else _wsgi_str(path)) or "/",
+        query if query.isascii() else _wsgi_str(query),
+        Headers.from_lines(lines, index),
+        b"",
+        environ.get("wsgi.url_scheme", "http"),
+        host_name(named or environ.get("SERVER_NAME", "")),
+        environ.get("REMOTE_ADDR", ""),
+    )
+    return http, index
 
 
 # PERF: the status line of each status code, made once (HTTPStatus lookups cost ~1 µs).
@@ -69,6 +190,15 @@ def _status_line(status: int) -> str:
         if 100 <= status <= 999:
             _STATUS_LINES[status] = line
     return line
+
+
+def _body_reader(environ: Environ, limit: int) -> Callable[[], Awaitable[bytes | None]]:
+    """The reader of a request's body (see ``_read_body``)."""
+
+    async def read_body() -> bytes | None:
+        return _read_body(environ, limit)
+
+    return read_body
 
 
 def _read_body(environ: Environ, limit: int) -> bytes | None:
@@ -97,22 +227,6 @@ class WSGIAdapter:
 
     def __init__(self, host: SiteHost) -> None:
         self.host = host
-
-    def _request(self, environ: Environ) -> HttpRequest:
-        headers = _headers(environ)
-        host = host_name(headers.get_joined("host") or environ.get("SERVER_NAME", ""))
-        path = _wsgi_str(environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")) or "/"
-        # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs).
-        return HttpRequest(
-            str(environ.get("REQUEST_METHOD", "GET")).upper(),
-            path,
-            _wsgi_str(environ.get("QUERY_STRING", "")),
-            headers,
-            b"",
-            environ.get("wsgi.url_scheme", "http"),
-            host,
-            environ.get("REMOTE_ADDR", ""),
-        )
 
     async def _site_response(
         self, http: HttpRequest, environ: Environ, lines: tuple[tuple[str, str], ...]
@@ -166,27 +280,29 @@ class WSGIAdapter:
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         host = self.host
-        http = self._request(environ)
-        limit = host.max_body_size
-
-        async def read_body() -> bytes | None:
-            return _read_body(environ, limit)
-
+        http, index = _request(environ)
         # A body reader only for a request with a body, as the ASGI adapter decides. PERF: a
-        # GET without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3).
-        reader = (
-            None
-            if http.method in _BODILESS_METHODS
-            and not environ.get("HTTP_TRANSFER_ENCODING")
-            and str(environ.get("CONTENT_LENGTH") or "0").strip() == "0"
-            else read_body
-        )
+        # GET without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3); the
+        # index says at once when neither header is there.
+        if http.method in _BODILESS_METHODS and (
+            ("transfer-encoding" not in index and "content-length" not in index)
+            or (
+                not environ.get("HTTP_TRANSFER_ENCODING")
+                and str(environ.get("CONTENT_LENGTH") or "0").strip() == "0"
+            )
+        ):
+            reader = None
+        else:
+            reader = _body_reader(environ, host.max_body_size)
         # This request has its own server thread: "blocking" callbacks run on it, in place.
-        with inline():
-            answer = run_sync(lambda: respond(host, http, reader))
+        # The pipeline runs in a context of its own (as a Task would), so what it sets in
+        # context variables never reaches the next request served by this thread.
+        answer = run_in_context(respond(host, http, reader), inline_context())
         if type(answer) is SiteForward:
-            http.body = _read_body(environ, limit) or b""
-            lines = answer.lines
-            answer = run_sync(lambda: self._site_response(http, environ, lines))
-        start_response(_status_line(answer.status), answer.safe_headers())
+            http.body = _read_body(environ, host.max_body_size) or b""
+            answer = run_in_context(
+                self._site_response(http, environ, answer.lines), inline_context()
+            )
+        status = answer.status
+        start_response(_STATUS_LINES.get(status) or _status_line(status), answer.safe_headers())
         return [answer.body]
