@@ -213,6 +213,10 @@ def test_the_answer_templates_are_bounded(monkeypatch: Any) -> None:
     long_line = (("X-Long", "v" * (pipeline._TEMPLATE_LINES + 1)),)
     pipeline._template(None, False, False, long_line)
     assert all(key[3] != long_line for key in pipeline._TEMPLATES)
+    paging = (("Link", '<http://example.com/svc-json/demo/v1/notes?page=2>; rel="next"'),)
+    lines, _wire = pipeline._template(None, False, False, paging)
+    assert lines[-1] == paging[0]
+    assert all(key[3] != paging for key in pipeline._TEMPLATES)
 
 
 def test_an_own_content_type_replaces_the_block_one() -> None:

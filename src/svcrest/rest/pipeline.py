@@ -314,9 +314,9 @@ def header_block(
 # but the pending ones, made safe, and their wire encoding: a response's own lines (Allow,
 # CORS) repeat from one answer to the next, and encoding them line by line cost ~2 µs.
 # SECURITY: bounded in entries and bytes: only answers whose own lines total at most
-# ``_TEMPLATE_LINES`` characters are kept (the CORS lines hold a validated Origin of at most
-# 300 characters; a plugin's header may echo a client's value), and the memory is emptied
-# when full.
+# ``_TEMPLATE_LINES`` characters and no ``?`` are kept (the CORS lines hold a validated
+# Origin of at most 300 characters; a plugin's header may echo a client's value; a paging
+# Link holds the client's query string), and the memory is emptied when full.
 _TEMPLATES: dict[
     tuple[str | None, bool, bool, tuple[tuple[str, str], ...]],
     tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]],
@@ -340,7 +340,10 @@ def _template(
     if own:
         lines = (*lines, *safe_lines(own))
         wire = (*wire, *encode_lines(own))
-    if sum(len(name) + len(value) for name, value in own) <= _TEMPLATE_LINES:
+    if sum(len(name) + len(value) for name, value in own) <= _TEMPLATE_LINES and not any(
+        "?" in value for _, value in own
+    ):
+        # SECURITY: never keyed on a query string (a paging ``Link`` carries the client's).
         if len(_TEMPLATES) >= _TEMPLATES_MAX:
             _TEMPLATES.clear()
         _TEMPLATES[(link, no_store, wordpress_compat, own)] = (lines, wire)
