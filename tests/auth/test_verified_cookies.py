@@ -107,17 +107,22 @@ def file_env(tmp_path: Path) -> Iterator[Env]:
     environment.store.close()
 
 
+def _count_calls(owner: object, name: str) -> list[int]:
+    """Count the calls of the method ``name`` of ``owner`` from now on."""
+    calls = [0]
+    original = getattr(owner, name)
+
+    def counted(*args: Any) -> Any:
+        calls[0] += 1
+        return original(*args)
+
+    setattr(owner, name, counted)
+    return calls
+
+
 def _count_reads(env: Env) -> list[int]:
     """Count the cookie check's reads of the store."""
-    reads = [0]
-    original = env.users.get_auth_record_with_session
-
-    def counted(login: str, token_hash: str) -> Any:
-        reads[0] += 1
-        return original(login, token_hash)
-
-    env.users.get_auth_record_with_session = counted  # type: ignore[method-assign]
-    return reads
+    return _count_calls(env.users, "get_auth_record_with_session")
 
 
 def test_a_valid_cookie_is_checked_against_the_store_once(file_env: Env) -> None:
@@ -296,15 +301,8 @@ def test_the_memo_is_only_on_stores_that_mark_changes(engine_env: Env) -> None:
 
 
 def _count_hmacs(env: Env) -> list[int]:
-    calls = [0]
-    original = env.auth._hmac_matches
-
-    def counted(*args: Any) -> bool:
-        calls[0] += 1
-        return original(*args)
-
-    env.auth._hmac_matches = counted  # type: ignore[method-assign,assignment]
-    return calls
+    """Count the cookie check's HMAC computations."""
+    return _count_calls(env.auth, "_hmac_matches")
 
 
 def test_known_signatures_are_bounded() -> None:

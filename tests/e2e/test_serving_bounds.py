@@ -254,6 +254,33 @@ def test_the_access_log_redacts_nonces(server: Server) -> None:
 # -- blocking isolation ----------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _client_without_gc() -> Iterator[None]:
+    """The latencies measured are the server's: a full collection of the test process's own
+    heap (late in a long suite, it can pause the client for half a second) must not count."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@contextlib.contextmanager
+def _write_lock_held(db: Path) -> Iterator[None]:
+    """Another process holds the write lock of ``db`` during the block."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", LOCK_HOLDER, str(db)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        yield
+    finally:
+        holder.communicate("", timeout=10)
+
+
 async def _fast_while_blocked(server: Server) -> tuple[httpx.Response, list[float]]:
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
         blocked = asyncio.create_task(client.get("/svc-json/test/v1/sleep"))
@@ -271,13 +298,8 @@ async def _fast_while_blocked(server: Server) -> tuple[httpx.Response, list[floa
 
 def test_a_blocking_callback_delays_only_its_own_request(server: Server) -> None:
     started = time.monotonic()
-    # The latencies are the server's: a full collection of the test process's own heap (late
-    # in a long suite, it can pause the client for half a second) must not count in them.
-    gc.disable()
-    try:
+    with _client_without_gc():
         blocked, latencies = asyncio.run(_fast_while_blocked(server))
-    finally:
-        gc.enable()
     assert (blocked.status_code, blocked.json()) == (200, {"slept": True})
     assert time.monotonic() - started >= SLEEP_SECONDS
     assert max(latencies) < 0.5, latencies
@@ -293,50 +315,29 @@ def test_the_default_pair_isolates_an_unmarked_blocking_callback(default_server:
 def test_the_default_pair_serves_others_while_a_write_waits_for_the_lock(
     default_server: Server,
 ) -> None:
-    holder = subprocess.Popen(
-        [sys.executable, "-c", LOCK_HOLDER, str(default_server.db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+    async def write_and_read() -> tuple[httpx.Response, list[float]]:
+        async with httpx.AsyncClient(base_url=default_server.url, timeout=15) as client:
+            write = asyncio.create_task(client.post("/svc-json/test/v1/write"))
+            await asyncio.sleep(0.5)
+            latencies = []
+            for _ in range(10):
+                sent = time.monotonic()
+                response = await client.get("/svc-json/test/v1/fast")
+                assert (response.status_code, response.json()) == (200, "ok")
+                latencies.append(time.monotonic() - sent)
+            return await write, latencies
 
-        async def write_and_read() -> tuple[httpx.Response, list[float]]:
-            async with httpx.AsyncClient(base_url=default_server.url, timeout=15) as client:
-                write = asyncio.create_task(client.post("/svc-json/test/v1/write"))
-                await asyncio.sleep(0.5)
-                latencies = []
-                for _ in range(10):
-                    sent = time.monotonic()
-                    response = await client.get("/svc-json/test/v1/fast")
-                    assert (response.status_code, response.json()) == (200, "ok")
-                    latencies.append(time.monotonic() - sent)
-                return await write, latencies
-
-        gc.disable()
-        try:
-            written, latencies = asyncio.run(write_and_read())
-        finally:
-            gc.enable()
-        assert written.status_code == 503
-        assert written.headers["Retry-After"] == "1"
-        assert max(latencies) < 0.5, latencies
-    finally:
-        holder.communicate("", timeout=10)
+    with _write_lock_held(default_server.db), _client_without_gc():
+        written, latencies = asyncio.run(write_and_read())
+    assert written.status_code == 503
+    assert written.headers["Retry-After"] == "1"
+    assert max(latencies) < 0.5, latencies
 
 
 def test_a_held_write_lock_answers_503(server: Server) -> None:
     if (server.name, server.interface) != ("granian", "asgi"):
-        pytest.skip("the store is the same under every server: the default pair shows it")
-    holder = subprocess.Popen(
-        [sys.executable, "-c", LOCK_HOLDER, str(server.db)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        pytest.skip("the store is the same under every server: granian ASGI shows it")
+    with _write_lock_held(server.db):
         started = time.monotonic()
         response = httpx.post(server.url + "/svc-json/test/v1/write", timeout=15)
         waited = time.monotonic() - started
@@ -348,8 +349,6 @@ def test_a_held_write_lock_answers_503(server: Server) -> None:
             "data": {"status": 503},
         }
         assert 4.5 <= waited <= 8, waited  # the store's 5 s busy time-out
-    finally:
-        holder.communicate("", timeout=10)
     written = httpx.post(server.url + "/svc-json/test/v1/write", timeout=15)
     assert (written.status_code, written.json()) == (200, {"written": True})
 
