@@ -4,9 +4,11 @@ A route handler registered with ``"blocking": True`` has its sync ``callback`` a
 ``permission_callback`` wrapped by :func:`offload` at registration. Under ASGI the wrapper
 runs the function in this module's pool (at most :data:`MAX_THREADS` threads, the caller's
 context variables copied), so a callback that waits on a lock or a slow query delays only
-its own request while the event loop keeps answering the others. Driven from sync code (the
-WSGI adapter, internal dispatch) there is no loop to keep free: the function is called in
-place, on the server's own request thread.
+its own request while the event loop keeps answering the others. The WSGI adapter runs
+every request inline (:func:`inline_context`): there is no loop to keep free, and the
+function is called in place, on the server's own request thread. Internal dispatch driven
+from sync code (``rest_do_request`` outside a loop) runs the pipeline on a private loop, so
+the function goes to the pool as under ASGI: it works, at the cost of the hop.
 
 Inside :func:`inline` (an atomic batch's transaction, which belongs to its thread) the
 functions are called in place too.

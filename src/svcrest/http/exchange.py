@@ -168,6 +168,7 @@ class HttpResponse:
             else [*prefix]
         )
         status = self.status
+        # No Content-Length on 1xx, 204 and 304: RFC 9110 forbids it there.
         if status >= 200 and status != 204 and status != 304:
             length = len(self.body) if self.content_length is None else self.content_length
             line = _LENGTH_LINES.get(length)
@@ -186,15 +187,7 @@ class HttpResponse:
         # PERF: the usual lines are remembered as safe already: one set operation in C.
         safe = headers if _SAFE_AS_IS.issuperset(rest) else [*headers[:count], *safe_lines(rest)]
         status = self.status
-        if status < 200 or status == 204 or status == 304:
+        if status < 200 or status == 204 or status == 304:  # RFC 9110: no Content-Length
             return [*safe]
         length = len(self.body) if self.content_length is None else self.content_length
         return [*safe, ("Content-Length", str(length))]  # digits: safe as they are
-
-    def length_header(self) -> list[tuple[str, str]]:
-        """The ``Content-Length`` line the adapters add (none for 1xx, 204 and 304, which
-        RFC 9110 forbids it on)."""
-        if self.status < 200 or self.status in (204, 304):
-            return []
-        length = len(self.body) if self.content_length is None else self.content_length
-        return [("Content-Length", str(length))]
