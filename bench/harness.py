@@ -299,7 +299,7 @@ def uvicorn_server(
         # one worker process under its own: the CPU figures add up the whole process tree.
         yield Server(f"http://127.0.0.1:{port}", proc.pid)
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log_path: Path) -> None:
@@ -315,7 +315,8 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log_path: Path) -> 
     raise ServerError(f"server did not listen on port {port} within 120 s")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server started in its own session: SIGTERM to its group, SIGKILL if it lingers."""
     if proc.poll() is not None:
         return
     with contextlib.suppress(ProcessLookupError):
@@ -326,6 +327,33 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+#: The user the authenticated targets create and the benchmarks log in as.
+AUTH_LOGIN = "bench"
+AUTH_PASSWORD = "bench-password-0123"
+COOKIE_NAME = "svc_logged_in"
+
+
+def login(base_url: str) -> dict[str, str]:
+    """Log in through the running server; the headers that make wrk's requests authenticated."""
+    import httpx
+
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        resp = client.post("/login", data={"log": AUTH_LOGIN, "pwd": AUTH_PASSWORD})
+        if resp.status_code >= 400:
+            raise ServerError(f"POST /login answered {resp.status_code}")
+        cookies = {cookie.name: cookie.value for cookie in client.cookies.jar}
+        if COOKIE_NAME not in cookies:
+            raise ServerError(f"POST /login set no {COOKIE_NAME} cookie")
+        resp = client.get("/auth/nonce")
+        if resp.status_code != 200:
+            raise ServerError(f"GET /auth/nonce answered {resp.status_code}")
+        nonce = resp.json().get("nonce")
+        if not isinstance(nonce, str):
+            raise ServerError(f"GET /auth/nonce gave no nonce: {resp.text[:200]}")
+    cookie = "; ".join(f"{name}={value}" for name, value in cookies.items())
+    return {"Cookie": cookie, "X-SVC-Nonce": nonce}
 
 
 def check_response(

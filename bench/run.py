@@ -33,9 +33,6 @@ MISS_PATH = "/svc-json/demo/v1/nothing/42"
 ITEM = {"id": 42, "title": "item"}
 ORIGIN = {"Origin": "http://example.com"}
 # The administrator that targets/svcrest_auth.py creates.
-AUTH_LOGIN = "bench"
-AUTH_PASSWORD = "bench-password-0123"
-COOKIE_NAME = "svc_logged_in"
 
 
 @dataclass(frozen=True)
@@ -151,27 +148,6 @@ def _selected(args: argparse.Namespace, name: str) -> bool:
     return not args.only or name in args.only
 
 
-def login(base_url: str) -> dict[str, str]:
-    """Log in through the running server; the headers that make wrk's requests authenticated."""
-    import httpx
-
-    with httpx.Client(base_url=base_url, timeout=60) as client:
-        resp = client.post("/login", data={"log": AUTH_LOGIN, "pwd": AUTH_PASSWORD})
-        if resp.status_code >= 400:
-            raise harness.ServerError(f"POST /login answered {resp.status_code}")
-        cookies = {cookie.name: cookie.value for cookie in client.cookies.jar}
-        if COOKIE_NAME not in cookies:
-            raise harness.ServerError(f"POST /login set no {COOKIE_NAME} cookie")
-        resp = client.get("/auth/nonce")
-        if resp.status_code != 200:
-            raise harness.ServerError(f"GET /auth/nonce answered {resp.status_code}")
-        nonce = resp.json().get("nonce")
-        if not isinstance(nonce, str):
-            raise harness.ServerError(f"GET /auth/nonce gave no nonce: {resp.text[:200]}")
-    cookie = "; ".join(f"{name}={value}" for name, value in cookies.items())
-    return {"Cookie": cookie, "X-SVC-Nonce": nonce}
-
-
 def measure_target(
     target: Target, result: harness.Measured, args: argparse.Namespace, cpus: harness.Cpus
 ) -> None:
@@ -192,7 +168,7 @@ def measure_target(
         if target.auth:
             # Without the cookie the route must refuse, or the figure measures no auth at all.
             harness.check_response(url, headers=headers, status=401)
-            headers.update(login(server.url))
+            headers.update(harness.login(server.url))
         harness.check_response(
             url, headers=headers, status=target.status, json_subset=target.expect
         )

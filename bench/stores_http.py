@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,8 +31,6 @@ from pathlib import Path
 import harness
 
 PATH = "/svc-json/demo/v1/items/42"
-LOGIN = "bench"
-PASSWORD = "bench-password-0123"
 WORKERS = 2
 
 
@@ -42,7 +39,7 @@ def create_user(db: str) -> None:
     from svcrest import App
 
     app = App("http://127.0.0.1", store=db)
-    app.users.create(LOGIN, PASSWORD, roles=("administrator",))
+    app.users.create(harness.AUTH_LOGIN, harness.AUTH_PASSWORD, roles=("administrator",))
     app.store.close()
 
 
@@ -68,27 +65,7 @@ def serve(db: str, label: str, cache: bool) -> Iterator[harness.Server]:
         harness._wait_for_port(port, proc, log_path)
         yield harness.Server(f"http://127.0.0.1:{port}", proc.pid)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-
-
-def login(base_url: str) -> dict[str, str]:
-    """Log in through the server; the headers that make wrk's requests authenticated."""
-    import httpx
-
-    with httpx.Client(base_url=base_url, timeout=60) as client:
-        response = client.post("/login", data={"log": LOGIN, "pwd": PASSWORD})
-        if response.status_code != 303:
-            raise harness.ServerError(f"POST /login answered {response.status_code}")
-        cookie = client.cookies["svc_logged_in"]
-        nonce = client.get("/auth/nonce").json()["nonce"]
-    return {"Cookie": f"svc_logged_in={cookie}", "X-SVC-Nonce": nonce}
+        harness.stop(proc)
 
 
 def measure(db: str, label: str, cache: bool, settings: harness.WrkSettings) -> harness.WrkResult:
@@ -96,7 +73,7 @@ def measure(db: str, label: str, cache: bool, settings: harness.WrkSettings) -> 
         url = server.url + PATH
         # Without the cookie the route must refuse, or the figure measures no auth at all.
         harness.check_response(url, status=401)
-        headers = login(server.url)
+        headers = harness.login(server.url)
         harness.check_response(url, headers=headers, status=200)
         return harness.run_wrk(
             url,

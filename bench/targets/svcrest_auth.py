@@ -8,7 +8,8 @@ a nonce from ``GET /auth/nonce`` and gives wrk the ``Cookie`` and ``X-SVC-Nonce`
 from __future__ import annotations
 
 import os
-from typing import Any
+
+import auth_route
 
 from svcrest import App
 
@@ -19,18 +20,4 @@ app = App(os.environ.get("SVCREST_BENCH_HOME", "http://127.0.0.1:8000"))
 app.users.create(LOGIN, PASSWORD, roles=("administrator",))
 
 
-def get_item(request: Any) -> dict[str, Any]:
-    """Return the item named by the URL parameter."""
-    return {"id": int(request["id"]), "title": "item"}
-
-
-def logged_in(request: Any) -> bool:
-    """Only a logged-in user (not the anonymous user 0) may read."""
-    return bool(getattr(request.user, "id", 0))
-
-
-app.register_rest_route(
-    "demo/v1",
-    r"/items/(?P<id>\d+)",
-    {"methods": "GET", "callback": get_item, "permission_callback": logged_in},
-)
+auth_route.register(app)

@@ -9,7 +9,8 @@ through ``POST /login`` and gives wrk the ``Cookie`` and ``X-SVC-Nonce`` headers
 from __future__ import annotations
 
 import os
-from typing import Any
+
+import auth_route
 
 from svcrest import App
 
@@ -21,18 +22,4 @@ if os.environ.get("SVCREST_BENCH_SESSION_CACHE") == "0":
     app.hooks.add_filter("svc_session_cache_entries", lambda entries: 0)
 
 
-def get_item(request: Any) -> dict[str, Any]:
-    """Return the item named by the URL parameter."""
-    return {"id": int(request["id"]), "title": "item"}
-
-
-def logged_in(request: Any) -> bool:
-    """Only a logged-in user (not the anonymous user 0) may read."""
-    return bool(getattr(request.user, "id", 0))
-
-
-app.register_rest_route(
-    "demo/v1",
-    r"/items/(?P<id>\d+)",
-    {"methods": "GET", "callback": get_item, "permission_callback": logged_in},
-)
+auth_route.register(app)

@@ -24,6 +24,7 @@ from svcrest.hooks import Hooks
 from svcrest.http.user import User
 from svcrest.store.sqlite import SqliteStore
 from tests.auth.test_auth_service import FAST, NOW, SECRET, Env
+from tests.auth.test_auth_service import env as env
 
 ALICE = User(id=7, login="alice", roles=("editor",))
 
@@ -279,17 +280,8 @@ def test_the_filter_at_zero_turns_the_memo_off(tmp_path: Path) -> None:
     store.close()
 
 
-@pytest.fixture
-def engine_env(store_location: str | None) -> Iterator[Env]:
-    """The service on each engine."""
-    environment = Env(store_location)
-    yield environment
-    environment.store.close()
-
-
-def test_the_memo_is_only_on_stores_that_mark_changes(engine_env: Env) -> None:
+def test_the_memo_is_only_on_stores_that_mark_changes(env: Env) -> None:
     """SQLite marks its changes; PostgreSQL has the session cache instead."""
-    env = engine_env
     memo = env.auth.verified_cookies
     if env.store.dialect == "sqlite":
         assert memo is not None and env.auth.session_cache is None
@@ -334,8 +326,7 @@ def test_a_known_signature_spares_the_hmac_not_the_read(file_env: Env) -> None:
     assert env.names() == ["auth_cookie_bad_hash"]
 
 
-def test_each_engine_signs_a_cookie_once(engine_env: Env) -> None:
-    env = engine_env
+def test_each_engine_signs_a_cookie_once(env: Env) -> None:
     cookie = env.log_in(env.alice)
     hmacs = _count_hmacs(env)
     for _ in range(3):

@@ -226,13 +226,13 @@ def test_an_own_content_type_replaces_the_block_one() -> None:
 
 
 def test_host_names_and_header_names_are_remembered_within_bounds(monkeypatch: Any) -> None:
-    monkeypatch.setattr(exchange, "HOST_NAMES", {})
+    monkeypatch.setattr(exchange, "_HOST_NAMES", {})
     for number in range(exchange._HOSTS_MAX + 5):
         assert remembered_host_name(f"h{number}.example:80") == f"h{number}.example"
-    assert len(exchange.HOST_NAMES) <= exchange._HOSTS_MAX
+    assert len(exchange._HOST_NAMES) <= exchange._HOSTS_MAX
     long_host = "a" * (exchange._HOST_LENGTH + 1)
     assert remembered_host_name(long_host) == host_name(long_host)
-    assert long_host not in exchange.HOST_NAMES
+    assert long_host not in exchange._HOST_NAMES
     monkeypatch.setattr(headers, "_NAMES", {})
     for number in range(headers._NAMES_MAX + 5):
         parsed = Headers.from_asgi([(f"x-h{number}".encode(), b"v")])
@@ -270,4 +270,4 @@ def test_a_compiled_default_options_filter_is_still_recognised() -> None:
 
         assert not plan._marked(Unhashable(), plan._OPTIONS_ONLY)
     finally:
-        plan._COMPILED_OPTIONS_ONLY.discard(compiled_like)
+        plan._COMPILED_MARKS[plan._OPTIONS_ONLY].discard(compiled_like)

@@ -82,6 +82,11 @@ def ensure_secret_key(store: Store, secret_key: str | bytes | None = None) -> by
     return store.add_option(SECRET_KEY_OPTION, secrets.token_urlsafe(48)).encode("ascii")
 
 
+def _no_mark() -> int | None:
+    """The change mark of a store that cannot tell (none)."""
+    return None
+
+
 def _set_cookie(value: str, secure: bool, expiry: str) -> str:
     return f"{COOKIE_NAME}={value}; {_ATTRIBUTES}{'; Secure' if secure else ''}{expiry}"
 
@@ -153,19 +158,17 @@ class AuthService:
         self.nonces = NonceManager(secret_key, clock, fallbacks=secret_key_fallbacks)
         self._secret = secret_key
         self._fallbacks = tuple(secret_key_fallbacks)
-        entries = hooks.apply_filters(SESSION_CACHE_FILTER, DEFAULT_MAX_ENTRIES)
+        entries = int(hooks.apply_filters(SESSION_CACHE_FILTER, DEFAULT_MAX_ENTRIES))
         #: The cache of verified sessions, None when off or the store cannot invalidate it.
-        self.session_cache: SessionCache | None = open_session_cache(store, int(entries))
+        self.session_cache: SessionCache | None = open_session_cache(store, entries)
         #: The memo of valid cookies, on a store that marks its changes (SQLite), else None.
         self.verified_cookies: VerifiedCookies | None = None
-        self._change_mark: Callable[[], int | None] | None = None
-        if isinstance(store, ChangeMarkingStore) and int(entries) > 0:
-            self.verified_cookies = VerifiedCookies(int(entries))
+        self._change_mark: Callable[[], int | None] = _no_mark
+        if isinstance(store, ChangeMarkingStore) and entries > 0:
+            self.verified_cookies = VerifiedCookies(entries)
             self._change_mark = store.change_mark
         #: Cookies whose HMAC was found right, with their password fragment (None when off).
-        self.known_signatures: KnownSignatures | None = (
-            KnownSignatures() if int(entries) > 0 else None
-        )
+        self.known_signatures = KnownSignatures() if entries > 0 else None
 
     # -- nonces ----------------------------------------------------------------------------------
 
@@ -234,13 +237,14 @@ class AuthService:
         if value is None or value == "":
             return None
         now = float(self.clock())  # one reading for the cookie's and the session's expiry
+        memo = self.verified_cookies
         mark = None
-        if self._change_mark is not None and self.verified_cookies is not None:
+        if memo is not None:
             # PERF: a cookie found valid since the last write to the database is answered
             # from the memo (svcrest.auth.verified_cookies says why that is safe).
             mark = self._change_mark()
             if mark is not None:
-                known = self.verified_cookies.get(value, mark, now)
+                known = memo.get(value, mark, now)
                 if known is not None:
                     self.hooks.do_action("auth_cookie_valid", dict(known.elements), known.user)
                     return known.user, known.token
@@ -266,10 +270,9 @@ class AuthService:
         if session_expiration is None or session_expiration < now:
             self.hooks.do_action("auth_cookie_bad_session_token", info)
             return None
-        if mark is not None and self.verified_cookies is not None:
+        if memo is not None and mark is not None:
             valid_until = min(elements.expiration, session_expiration)
-            known = VerifiedCookie(user, elements.token, dict(info), valid_until)
-            self.verified_cookies.put(value, mark, known)
+            memo.put(value, mark, VerifiedCookie(user, elements.token, dict(info), valid_until))
         self.hooks.do_action("auth_cookie_valid", info, user)
         return user, elements.token
 

@@ -9,7 +9,6 @@ from typing import Any
 from svcrest.http.headers import Headers
 
 __all__ = [
-    "HOST_NAMES",
     "HttpRequest",
     "HttpResponse",
     "encode_lines",
@@ -101,20 +100,20 @@ def host_name(host: str) -> str:
 # PERF: a Host value → its host name (~3,000 instructions to compute, one dict lookup to
 # remember). SECURITY: the value is the client's: bounded in entries and bytes, only values of
 # at most ``_HOST_LENGTH`` characters are kept, and the memory is emptied when full.
-HOST_NAMES: dict[str, str] = {}
+_HOST_NAMES: dict[str, str] = {}
 _HOSTS_MAX = 64
 _HOST_LENGTH = 128
 
 
 def remembered_host_name(host: str) -> str:
     """``host_name(host)``, remembered for the few Host values a site sees."""
-    name = HOST_NAMES.get(host)
+    name = _HOST_NAMES.get(host)
     if name is None:
         name = host_name(host)
         if len(host) <= _HOST_LENGTH:
-            if len(HOST_NAMES) >= _HOSTS_MAX:
-                HOST_NAMES.clear()
-            HOST_NAMES[host] = name
+            if len(_HOST_NAMES) >= _HOSTS_MAX:
+                _HOST_NAMES.clear()
+            _HOST_NAMES[host] = name
     return name
 
 
@@ -167,10 +166,8 @@ class HttpResponse:
             if len(prefix) < len(headers)
             else [*prefix]
         )
-        status = self.status
-        # No Content-Length on 1xx, 204 and 304: RFC 9110 forbids it there.
-        if status >= 200 and status != 204 and status != 304:
-            length = len(self.body) if self.content_length is None else self.content_length
+        length = self.sent_length()
+        if length is not None:
             line = _LENGTH_LINES.get(length)
             if line is None:
                 line = (b"Content-Length", str(length).encode("ascii"))
@@ -186,8 +183,15 @@ class HttpResponse:
         rest = headers[count:]
         # PERF: the usual lines are remembered as safe already: one set operation in C.
         safe = headers if _SAFE_AS_IS.issuperset(rest) else [*headers[:count], *safe_lines(rest)]
-        status = self.status
-        if status < 200 or status == 204 or status == 304:  # RFC 9110: no Content-Length
+        length = self.sent_length()
+        if length is None:
             return [*safe]
-        length = len(self.body) if self.content_length is None else self.content_length
         return [*safe, ("Content-Length", str(length))]  # digits: safe as they are
+
+    def sent_length(self) -> int | None:
+        """The ``Content-Length`` the adapters send; None for 1xx, 204 and 304, which
+        RFC 9110 forbids it on."""
+        status = self.status
+        if status < 200 or status == 204 or status == 304:
+            return None
+        return len(self.body) if self.content_length is None else self.content_length

@@ -99,10 +99,7 @@ class Response:
 
     def header_lines(self) -> list[tuple[str, str]]:
         """The response's own header lines, in order (a new list)."""
-        headers = self._headers
-        if headers is not None:
-            return headers.items_list()
-        return list(self._lines) if self._lines else []
+        return list(self.header_tuple())
 
     def header_tuple(self) -> tuple[tuple[str, str], ...]:
         """The response's own header lines, in order, as a tuple."""

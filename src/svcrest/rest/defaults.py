@@ -134,9 +134,7 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
-    # PERF: no query string, no ``_fields`` (``request.has_query_string()`` read in place).
-    params = request._query_params
-    if not (request._query_string if params is None else params):
+    if not request.has_query_string():  # PERF: no query string, no ``_fields``
         return response
     if not isinstance(response, Response) or response.is_error():
         return response
@@ -196,7 +194,7 @@ def rest_send_cors_headers(served: Any, response: Any, request: Request, server:
     does)."""
     origin = request.headers.get_joined("origin")
     if origin is not None and isinstance(response, Response):
-        lines = _CORS_LINES.get(origin) or cors_lines(origin)
+        lines = cors_lines(origin)
         if lines:
             # PERF: usually none is set yet, and adding beats three replacing writes.
             if response.has_header("access-control-allow-origin"):

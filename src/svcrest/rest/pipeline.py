@@ -150,9 +150,7 @@ def carries_credentials(request: Request) -> bool:
     ``X-SVC-Nonce`` (or ``X-WP-Nonce``) header, a body (a form's ``_wpnonce``), or a query
     string that names
     ``_wpnonce`` or percent-encodes anything."""
-    headers = request.headers
-    # PERF: the index the adapters built, read in place.
-    index = headers._index if headers._index is not None else headers.index()
+    index = request.headers.index()
     if (
         "cookie" in index
         or "authorization" in index
@@ -224,11 +222,7 @@ def _posted_response(result: Response, posted: Any, request: Request) -> Respons
     if posted is not result:
         ensured = rest_ensure_response(posted)
         result = Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
-    # PERF: ``request.has_query_string()`` read in place (it runs on every request).
-    params = request._query_params
-    if (request._query_string if params is None else params) and (
-        "_envelope" in request.query_params
-    ):
+    if request.has_query_string() and "_envelope" in request.query_params:
         result = envelope_response(result, request)
     return result
 
@@ -437,8 +431,7 @@ async def serve_rest(
     result = finished if isinstance(finished, Response) else await finished
     own = result.header_tuple()
     # PERF: without a query string (and no parameter set by a filter) there is no ``_embed``.
-    params = request._query_params  # PERF: ``request.has_query_string()`` read in place
-    if (request._query_string if params is None else params) and "_embed" in request.query_params:
+    if request.has_query_string() and "_embed" in request.query_params:
         data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)
     elif result.links:
         data = data_with_links(result, request)

@@ -18,9 +18,17 @@ F = TypeVar("F", bound=Callable[..., Any])
 Chain = tuple[Callable[..., Any], ...]
 _INERT = "svc_inert_without_credentials"
 _OPTIONS_ONLY = "svc_options_only"
-# The compiled functions marked ``options_only``: set once, at import, by the modules that
-# define them (never per request; as many as such definitions).
-_COMPILED_OPTIONS_ONLY: set[Callable[..., Any]] = set()
+# Marked functions that take no attributes (compiled by mypyc, in the opt-in compiled build),
+# per marker: set at import by the modules that define them (never per request).
+_COMPILED_MARKS: dict[str, set[Callable[..., Any]]] = {_INERT: set(), _OPTIONS_ONLY: set()}
+
+
+def _mark(function: F, marker: str) -> F:
+    try:
+        setattr(function, marker, True)
+    except AttributeError:  # a compiled function
+        _COMPILED_MARKS[marker].add(function)
+    return function
 
 
 def inert_without_credentials(function: F) -> F:
@@ -29,8 +37,7 @@ def inert_without_credentials(function: F) -> F:
     credentials: no ``Cookie``, ``Authorization`` or ``X-SVC-Nonce`` header, no body and no
     ``_wpnonce`` in the query string. While every authentication callback is so marked, such
     a request is anonymous without calling them."""
-    setattr(function, _INERT, True)
-    return function
+    return _mark(function, _INERT)
 
 
 def options_only(function: F) -> F:
@@ -38,21 +45,17 @@ def options_only(function: F) -> F:
     does nothing else, for every method but OPTIONS (the default OPTIONS filter). While such
     callbacks run first in the chain (nothing before them can change the method), a request
     of another method skips them: the same answer without their calls."""
-    try:
-        setattr(function, _OPTIONS_ONLY, True)
-    except AttributeError:
-        # A function compiled by mypyc (the opt-in compiled build) takes no attributes.
-        _COMPILED_OPTIONS_ONLY.add(function)
-    return function
+    return _mark(function, _OPTIONS_ONLY)
 
 
 def _marked(callback: Callable[..., Any], marker: str) -> bool:
     if getattr(callback, marker, False):
         return True
-    if marker != _OPTIONS_ONLY or not _COMPILED_OPTIONS_ONLY:
+    compiled = _COMPILED_MARKS[marker]
+    if not compiled:
         return False
     try:
-        return callback in _COMPILED_OPTIONS_ONLY
+        return callback in compiled
     except TypeError:  # an unhashable callable object
         return False
 
@@ -112,7 +115,7 @@ class PipelinePlan:
         self.pre_dispatch_no_options = _without_leading(self.pre_dispatch, _OPTIONS_ONLY)
         #: Every authentication callback is inert for a request without credentials.
         self.auth_inert = all(
-            getattr(callback, _INERT, False)
+            _marked(callback, _INERT)
             for name in ("determine_current_user", "rest_authentication_errors")
             for callback in hooks.registered(name)
         )

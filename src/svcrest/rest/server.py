@@ -12,7 +12,7 @@ from svcrest.hooks import NOT_AWAITABLE, is_awaitable
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
-from svcrest.rest.invoke import fit_cached, fitted
+from svcrest.rest.invoke import fitted
 from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler, public
 from svcrest.rest.routing.table import RouteEntry, RouteTable
@@ -256,11 +256,7 @@ class RestServer:
                                 "The handler for the route is invalid.",
                                 {"status": 500},
                             )
-                        try:
-                            call = fit_cached(handler_callback, 1)
-                        except TypeError:  # an unhashable callable: called with everything
-                            call = handler_callback
-                        result = call(request)
+                        result = fitted(handler_callback)(request)
                         if type(result) not in NOT_AWAITABLE and is_awaitable(result):
                             result = await result
                 except RestError as raised:
@@ -269,15 +265,7 @@ class RestServer:
                 result = callback(result, handler, request)
                 if is_awaitable(result):
                     result = await result
-            kind = type(result)
-            # PERF: a callback's common answers without a call of ``_as_response``.
-            response = (
-                result
-                if kind is Response
-                else Response(result)
-                if kind is dict or kind is list
-                else self._as_response(result)
-            )
+            response = self._as_response(result)
             response.matched_route = entry.route
             response.matched_handler = handler
             return response

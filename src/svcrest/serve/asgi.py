@@ -10,7 +10,6 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from svcrest.http.exchange import (
-    HOST_NAMES,
     HttpRequest,
     encode_lines,
     host_name,
@@ -107,9 +106,9 @@ async def handle_asgi(
     client = scope.get("client")
     host_lines = index.get("host")
     if host_lines:
-        # PERF: a remembered Host value without a call.
+        # PERF: a Host value seen before is remembered.
         host_value = (
-            (HOST_NAMES.get(host_lines[0]) or remembered_host_name(host_lines[0]))
+            remembered_host_name(host_lines[0])
             if len(host_lines) == 1
             else host_name(", ".join(host_lines))
         )

@@ -50,9 +50,10 @@ __all__ = [
 
 SERVERS: Final = ("granian", "uvicorn")
 INTERFACES: Final = ("wsgi", "asgi")
-#: The fastest pair for svcrest in ``bench/`` (bench/RESULTS.md, "Serving pairs"). On WSGI
-#: each request runs in a thread of its own, so a sync callback that blocks (a lock wait, a
-#: slow query) holds that thread only, marked ``"blocking"`` or not.
+#: The fastest pair for svcrest in ``bench/`` over a plain and a cookie + nonce GET
+#: (bench/RESULTS.md, "Session 5"). On WSGI each request runs on one of the worker's threads,
+#: so a sync callback that blocks (a lock wait, a slow query) holds that thread only, marked
+#: ``"blocking"`` or not.
 DEFAULT_SERVER: Final = "granian"
 DEFAULT_INTERFACE: Final = "wsgi"
 #: Each server's interface when none is asked for: its faster one (uvicorn's WSGI bridge is

@@ -130,8 +130,8 @@ _HEADER_KEYS: dict[str, tuple[str, str]] = {
 }
 
 
-def _request(environ: Environ) -> tuple[HttpRequest, dict[str, list[str]]]:
-    """The request of ``environ`` and its header index (lower-cased name → values).
+def _request(environ: Environ) -> HttpRequest:
+    """The request of ``environ``, its headers indexed (lower-cased name → values).
 
     The header lines are ``HTTP_X_Y`` as ``X-Y``, and ``CONTENT_TYPE`` and ``CONTENT_LENGTH``
     when not empty, decoded and indexed in one pass as the ASGI adapter does.
@@ -172,7 +172,7 @@ def _request(environ: Environ) -> tuple[HttpRequest, dict[str, list[str]]]:
         host_name(named or environ.get("SERVER_NAME", "")),
         environ.get("REMOTE_ADDR", ""),
     )
-    return http, index
+    return http
 
 
 # PERF: the status line of each status code, made once (HTTPStatus lookups cost ~1 µs).
@@ -280,7 +280,8 @@ class WSGIAdapter:
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         host = self.host
-        http, index = _request(environ)
+        http = _request(environ)
+        index = http.headers.index()
         # A body reader only for a request with a body, as the ASGI adapter decides. PERF: a
         # GET without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3); the
         # index says at once when neither header is there.
@@ -303,6 +304,5 @@ class WSGIAdapter:
             answer = run_in_context(
                 self._site_response(http, environ, answer.lines), inline_context()
             )
-        status = answer.status
-        start_response(_STATUS_LINES.get(status) or _status_line(status), answer.safe_headers())
+        start_response(_status_line(answer.status), answer.safe_headers())
         return [answer.body]
