@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -217,6 +218,11 @@ class ChannelStore:
 
     def __init__(self, in_block: bool = False) -> None:
         self.block = in_block
+        self.after: list[Callable[[], None]] = []
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        if callback not in self.after:
+            self.after.append(callback)
 
     def notify(self, conn: object, channel: str, payload: str) -> None:
         raise AssertionError("not used")
@@ -251,11 +257,20 @@ def test_a_revoking_write_off_an_event_loop_sleeps_the_lease(waits: dict[str, li
     assert waits == {"sleep": [LEASE], "await": []}
 
 
-def test_inside_a_transaction_the_outer_block_waits_not_the_inner_write(
+def test_inside_a_transaction_the_wait_follows_the_outer_commit(
     waits: dict[str, list[float]],
 ) -> None:
-    settle(ChannelStore(in_block=True))  # type: ignore[arg-type]
-    assert waits == {"sleep": [], "await": []}
+    store = ChannelStore(in_block=True)
+    settle(store)  # type: ignore[arg-type]
+    settle(store)  # type: ignore[arg-type]  # two revocations in one transaction: one wait
+    assert waits == {"sleep": [], "await": []}  # nothing is sent before the commit
+    assert len(store.after) == 1
+    other = ChannelStore(in_block=True)
+    settle(other)  # type: ignore[arg-type]
+    assert len(other.after) == 1 and other.after[0] != store.after[0]
+    store.block = False  # the outermost block has committed and let its connection go
+    store.after[0]()
+    assert waits == {"sleep": [LEASE], "await": []}
 
 
 def test_on_an_event_loop_the_answer_waits_instead_of_the_loop(

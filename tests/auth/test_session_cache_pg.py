@@ -7,20 +7,23 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from svcrest import App
+from svcrest import App, Request, public
 from svcrest.auth.cookies import format_auth_cookie
 from svcrest.auth.passwords import password_fragment
 from svcrest.auth.service import SESSION_CACHE_FILTER, SESSION_LIFETIME
 from svcrest.auth.session_cache import DEFAULT_MAX_ENTRIES, LEASE, SessionCache
 from svcrest.site.pages import LOGOUT_ACTION
 from tests.auth.test_auth_hosts import behind_svcrest, cache_on, make_host
+from tests.conftest import SiteClient
 from tests.pg import PostgresServer
+
+ClientFor = Callable[..., SiteClient]
 
 
 class Clock:
@@ -200,3 +203,47 @@ def test_a_logout_holds_its_answer_for_the_lease_not_the_event_loop(
     assert slept == []
     assert len(awaited) == 1 and 0 < awaited[0] <= LEASE
     assert host.auth.validate_cookie(issued.value) is None
+
+
+def test_revocations_in_an_atomic_batch_wait_the_lease_after_its_commit(
+    host: App, url: str, client_for: ClientFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside the batch's transaction a revocation is not sent yet: the wait comes after
+    the commit, once for every revocation of the batch."""
+    cookie = issue(host)
+    revoked = 0
+
+    def revoke(request: Request) -> dict[str, int]:
+        nonlocal revoked
+        host.auth.sessions.destroy_all(1)
+        revoked += 1
+        return {"revoked": revoked}
+
+    host.register_rest_route(
+        "hosts/v1",
+        "/revoke",
+        {
+            "methods": "POST",
+            "callback": revoke,
+            "permission_callback": public,
+            "allow_batch": {"v1": True, "atomic": True},
+        },
+    )
+    witness = make_host(url)  # another host: sees what was committed, nothing else
+    slept: list[tuple[float, bool]] = []
+
+    def recorded_sleep(delay: float) -> None:
+        slept.append((delay, witness.auth.validate_cookie(cookie) is None))
+
+    monkeypatch.setattr(time, "sleep", recorded_sleep)
+    request = {"method": "POST", "path": "/hosts/v1/revoke"}
+    response = client_for(host).post(
+        "/svc-json/batch/v1", json={"validation": "atomic", "requests": [request, request]}
+    )
+    assert response.status_code == 207
+    assert [slot["body"] for slot in response.json()["responses"]] == [
+        {"revoked": 1},
+        {"revoked": 2},
+    ]
+    assert slept == [(LEASE, True)]  # one wait, begun when the revocation was committed
+    witness.store.close()

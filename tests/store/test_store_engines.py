@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -286,3 +286,44 @@ def test_unreachable_postgres_is_a_store_error_without_the_password(
         PostgresStore(missing)
     assert "hunter2" not in str(caught.value)
     assert str(caught.value).startswith("cannot open store 'postgresql://postgres@/no_such_db?")
+
+
+def test_after_commit_runs_once_the_outermost_block_committed(postgres: PostgresServer) -> None:
+    store = PostgresStore(postgres.new_schema())
+    try:
+        with store.transaction() as conn:
+            conn.execute(ITEMS["postgresql"])
+        seen: list[tuple[str, bool, list[str]]] = []
+
+        def callback(label: str) -> Callable[[], None]:
+            def record() -> None:
+                seen.append((label, store.in_block(), names(other)))
+
+            return record
+
+        other = PostgresStore(store.url)  # another connection: sees committed rows only
+        first, second = callback("first"), callback("second")
+        store.after_commit(callback("outside"))  # no block: at once
+        assert seen == [("outside", False, [])]
+        seen.clear()
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO items (name) VALUES (?)", ("a",))
+            store.after_commit(first)
+            with store.transaction() as inner:  # a savepoint: waits for the outer commit
+                inner.execute("INSERT INTO items (name) VALUES (?)", ("b",))
+                store.after_commit(second)
+                store.after_commit(first)  # already waiting: not added twice
+            assert seen == []
+        assert seen == [("first", False, ["a", "b"]), ("second", False, ["a", "b"])]
+        seen.clear()
+        with pytest.raises(RuntimeError), store.transaction() as conn:
+            conn.execute("INSERT INTO items (name) VALUES (?)", ("c",))
+            store.after_commit(first)
+            raise RuntimeError("rolled back")
+        with store.transaction():
+            pass  # a later block does not run what the failed one queued
+        assert seen == []
+        assert names(other) == ["a", "b"]
+        other.close()
+    finally:
+        store.close()

@@ -21,7 +21,8 @@ SECURITY: why no entry outlives a revocation.
   than ``lease`` seconds ago. Notifications arrive in commit order, so every revocation
   committed before that heartbeat was sent has been applied. A revoking write waits
   ``lease`` seconds after its commit (:func:`settle`) before it returns, or before its
-  request is answered when it runs on an event loop: any request that
+  request is answered when it runs on an event loop; inside an outer transaction (an atomic
+  batch) the wait follows that transaction's commit (``after_commit``): any request that
   starts afterwards, on any host, either sees a heartbeat sent after the revocation's commit
   (and so the revocation itself) or does not trust its cache.
 - A read that started before an invalidation is applied is not cached (the generation
@@ -113,7 +114,12 @@ def settle(store: Store) -> None:
     request's answer is held until the lease has passed (:func:`wait_settled`, awaited by
     the one entry point before it answers). The revocation is just as sure to apply from the
     client's next request on, which cannot start before it has the answer."""
-    if not isinstance(store, NotifyingStore) or store.in_block():
+    if not isinstance(store, NotifyingStore):
+        return
+    if store.in_block():
+        # SECURITY: inside an outer transaction (an atomic batch) the notification is sent
+        # only when that transaction commits: the wait starts then, not now.
+        store.after_commit(_SettleAfterCommit(store))
         return
     try:
         asyncio.get_running_loop()
@@ -121,6 +127,17 @@ def settle(store: Store) -> None:
         time.sleep(LEASE)
         return
     SETTLE_UNTIL.set(max(SETTLE_UNTIL.get(), time.monotonic() + LEASE))
+
+
+@dataclass(frozen=True, slots=True)
+class _SettleAfterCommit:
+    """:func:`settle` for ``store``, run when its outermost block has committed; equal for
+    the same store, so several revocations in one transaction wait once."""
+
+    store: Store
+
+    def __call__(self) -> None:
+        settle(self.store)
 
 
 async def wait_settled() -> None:

@@ -136,10 +136,15 @@ class NotifyingStore(Protocol):
     ``notify(conn, channel, payload)`` inside a :meth:`Store.transaction` block sends the
     payload when (and only if) the transaction commits; ``publish(channel, payload)`` sends
     it at once, in a statement of its own (inside a block of the thread: at that block's
-    commit); ``listen(channel)`` opens a :class:`Listener`, closed with the store.
+    commit); ``listen(channel)`` opens a :class:`Listener`, closed with the store;
+    ``after_commit(callback)`` calls ``callback`` once the outermost block of the calling
+    thread has committed, so that what a notification must be followed by (a wait) comes after
+    the commit that sends it (never when that block fails; outside a block, at once).
     """
 
     def notify(self, conn: Connection, channel: str, payload: str) -> None: ...
+
+    def after_commit(self, callback: Callable[[], None]) -> None: ...
 
     def publish(self, channel: str, payload: str) -> None: ...
 

@@ -17,7 +17,7 @@ import contextlib
 import select
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from svcrest.store.base import (
@@ -165,11 +165,18 @@ class PostgresStore(StoreBase):
             raise StoreError("the store is closed")
         with self._pool.connection() as raw:
             conn = _Connection(raw)
-            local.conn, local.depth = conn, 0
+            local.conn, local.depth, local.after_commit = conn, 0, None
             try:
                 yield conn, 0
             finally:
                 local.conn = None
+                callbacks: dict[Callable[[], None], None] | None = local.after_commit
+                local.after_commit = None
+        # Reached only when the outermost block ended without an exception: it committed.
+        # The connection is back in the pool, so a callback may open blocks of its own.
+        if callbacks:
+            for callback in callbacks:
+                callback()
 
     @staticmethod
     def _in_transaction(conn: _Connection) -> bool:
@@ -245,6 +252,19 @@ class PostgresStore(StoreBase):
         """Send ``payload`` on ``channel`` to every listener of the database when the
         transaction ``conn`` belongs to commits (nothing is sent on a rollback)."""
         conn.execute("SELECT pg_notify(?, ?)", (channel, payload))
+
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the outermost block of this thread has committed, after
+        its connection went back to the pool (never, when that block ends in an exception);
+        outside a block, at once. A callback equal to one already waiting is not added
+        twice."""
+        local = self._local
+        if getattr(local, "conn", None) is None:
+            callback()
+            return
+        if local.after_commit is None:
+            local.after_commit = {}
+        local.after_commit[callback] = None
 
     def publish(self, channel: str, payload: str) -> None:
         """Send ``payload`` on ``channel`` now: one statement in autocommit, one round trip
