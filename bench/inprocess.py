@@ -14,7 +14,9 @@ of ``--rounds`` rounds of ``--calls`` calls (noise only ever slows a round down)
 - ``404``: a path no route matches;
 - ``cookie + nonce GET``: a route with a permission callback, read by a logged-in
   administrator with the session cookie and an ``X-SVC-Nonce``;
-- ``WSGI anonymous GET``: the first case through ``app.wsgi``.
+- ``WSGI anonymous GET``: the first case through ``app.wsgi``;
+- ``WSGI cookie + nonce GET``: the cookie + nonce case through ``app.wsgi`` (what the
+  default pair, granian WSGI, serves).
 
 The ASGI cases run on uvloop when it is installed (as uvicorn would), else on asyncio.
 """
@@ -25,7 +27,7 @@ import argparse
 import asyncio
 import json
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 PATH = "/svc-json/demo/v1/items/42"
@@ -106,7 +108,12 @@ def asgi_case(app: Any, path: str, headers: list[tuple[bytes, bytes]], expect: i
     return run
 
 
-def wsgi_case(app: Any, path: str, expect: int) -> Callable[[int], None]:
+def wsgi_case(
+    app: Any,
+    path: str,
+    expect: int,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> Callable[[int], None]:
     environ = {
         "REQUEST_METHOD": "GET",
         "PATH_INFO": path,
@@ -118,6 +125,10 @@ def wsgi_case(app: Any, path: str, expect: int) -> Callable[[int], None]:
         "HTTP_HOST": "127.0.0.1:8000",
         "HTTP_USER_AGENT": "wrk",
         "HTTP_ORIGIN": "http://example.com",
+        **{
+            f"HTTP_{name.decode().upper().replace('-', '_')}": value.decode()
+            for name, value in headers
+        },
     }
     status: list[str] = []
 
@@ -177,6 +188,14 @@ def main() -> None:
         ("cookie + nonce GET", asgi_case(auth_app, PATH, login_headers(auth_app), 200), loop),
         ("WSGI anonymous GET", wsgi_case(make_app(), PATH, 200), None),
     ]
+    wsgi_auth_app = make_app(permission=True)
+    cases.append(
+        (
+            "WSGI cookie + nonce GET",
+            wsgi_case(wsgi_auth_app, PATH, 200, login_headers(wsgi_auth_app)),
+            None,
+        )
+    )
     results: dict[str, float] = {}
     for name, run, case_loop in cases:
         best_of(run, 1, 200, case_loop)  # warm up: server built, routes compiled

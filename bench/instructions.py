@@ -6,7 +6,8 @@ Usage::
         [--compare NAME=SRC ...] [--jobs N]
 
 Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
-``rest_pre_serve_request`` filter, a 404, a cookie + nonce GET, a WSGI GET) runs twice under
+``rest_pre_serve_request`` filter, a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie +
+nonce GET) runs twice under
 ``valgrind --tool=callgrind``: once warming up only, once with ``--requests`` more requests;
 the difference divided by the number of requests is the cost of one request in CPU
 instructions. Unlike seconds, the count does not change when other processes share the
@@ -30,13 +31,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CASES = ["plain", "filter", "404", "auth", "wsgi"]
+CASES = ["plain", "filter", "404", "auth", "wsgi", "wsgi-auth"]
 LABELS = {
     "plain": "anonymous GET",
     "filter": "+1 pre_serve filter",
     "404": "404 (no route)",
     "auth": "cookie + nonce GET",
     "wsgi": "WSGI anonymous GET",
+    "wsgi-auth": "WSGI cookie + nonce GET",
 }
 
 
@@ -45,8 +47,12 @@ def child(kind: str, requests: int) -> None:
     sys.path.insert(0, str(HERE))
     import inprocess
 
-    if kind == "wsgi":
-        run_wsgi = inprocess.wsgi_case(inprocess.make_app(), inprocess.PATH, 200)
+    if kind in ("wsgi", "wsgi-auth"):
+        if kind == "wsgi":
+            run_wsgi = inprocess.wsgi_case(inprocess.make_app(), inprocess.PATH, 200)
+        else:
+            app = inprocess.make_app(permission=True)
+            run_wsgi = inprocess.wsgi_case(app, inprocess.PATH, 200, inprocess.login_headers(app))
         run_wsgi(50)
         if requests:
             run_wsgi(requests)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from svcrest import Request, Response
+import asyncio
+from collections.abc import MutableMapping
+from typing import Any
+
+import pytest
+
+from svcrest import App, Request, Response, public
+from svcrest.http.exchange import announces_body
 
 
 def test_response_status_and_header_helpers() -> None:
@@ -26,3 +33,46 @@ def test_request_json_and_header_helpers() -> None:
     assert request.json_params == {}  # only a JSON object gives parameters
     request.set_header("X_Custom", "v")
     assert request.get_header("x-custom") == "v"
+
+
+@pytest.mark.parametrize(
+    ("method", "lines", "expected"),
+    [
+        ("GET", {}, False),
+        ("HEAD", {"content-length": ["0"]}, False),
+        ("DELETE", {"content-length": [" 0 "]}, False),
+        ("OPTIONS", {"content-length": ["0", "0"]}, False),
+        ("GET", {"content-length": ["12"]}, True),
+        ("GET", {"content-length": ["0", "3"]}, True),
+        ("GET", {"transfer-encoding": ["chunked"]}, True),
+        ("POST", {}, True),
+        ("PUT", {"content-length": ["0"]}, True),
+        ("PATCH", {}, True),
+    ],
+)
+def test_which_requests_announce_a_body(
+    method: str, lines: dict[str, list[str]], expected: bool
+) -> None:
+    assert announces_body(method, lines) is expected
+
+
+@pytest.mark.parametrize("length", [None, b"0", b" 0"])
+def test_the_asgi_adapter_never_waits_for_the_body_of_a_plain_get(length: bytes | None) -> None:
+    app = App("http://site.test")
+    app.register_rest_route(
+        "t/v1",
+        "/x",
+        {"methods": "GET", "callback": lambda request: 1, "permission_callback": public},
+    )
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        raise AssertionError("a GET without a body announced is answered without reading one")
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [(b"host", b"site.test")] + ([(b"content-length", length)] if length else [])
+    scope = {"type": "http", "method": "GET", "path": "/svc-json/t/v1/x", "headers": headers}
+    asyncio.run(app(scope, receive, send))
+    assert (sent[0]["status"], sent[1]["body"]) == (200, b"1")

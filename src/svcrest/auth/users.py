@@ -322,8 +322,7 @@ class UserStore:
             return None
         if id == 0:
             return ANONYMOUS
-        with self.store.read() as conn:
-            row = conn.execute(f"SELECT {_USER_COLUMNS} FROM users WHERE id = ?", (id,)).fetchone()
+        row = self.store.read_one(f"SELECT {_USER_COLUMNS} FROM users WHERE id = ?", (id,))
         return None if row is None else _user_from_row(row)
 
     def get_by_login(self, login: str) -> User | None:
@@ -336,10 +335,9 @@ class UserStore:
         key = lookup_key(login)
         if key is None:
             return None
-        with self.store.read() as conn:
-            row = conn.execute(
-                f"SELECT {_USER_COLUMNS}, password_hash FROM users WHERE login_key = ?", (key,)
-            ).fetchone()
+        row = self.store.read_one(
+            f"SELECT {_USER_COLUMNS}, password_hash FROM users WHERE login_key = ?", (key,)
+        )
         return None if row is None else (_user_from_row(row), str(row[4]))
 
     def get_auth_record_with_session(
@@ -443,10 +441,7 @@ class UserStore:
         """The encoded password hash of ``user_id`` (internal use), or None."""
         if not _is_id(user_id) or user_id == 0:
             return None
-        with self.store.read() as conn:
-            row = conn.execute(
-                "SELECT password_hash FROM users WHERE id = ?", (user_id,)
-            ).fetchone()
+        row = self.store.read_one("SELECT password_hash FROM users WHERE id = ?", (user_id,))
         return None if row is None else str(row[0])
 
     def list_users(self) -> list[User]:
@@ -503,11 +498,10 @@ class UserStore:
         """The application password ``uuid`` of ``user_id``, or None."""
         if not _is_id(user_id) or user_id == 0 or not isinstance(uuid, str):
             return None
-        with self.store.read() as conn:
-            row = conn.execute(
-                f"SELECT {_APP_COLUMNS} FROM application_passwords WHERE user_id = ? AND uuid = ?",
-                (user_id, uuid),
-            ).fetchone()
+        row = self.store.read_one(
+            f"SELECT {_APP_COLUMNS} FROM application_passwords WHERE user_id = ? AND uuid = ?",
+            (user_id, uuid),
+        )
         return None if row is None else _app_item(row)
 
     def delete_application_password(self, user_id: int, uuid: str) -> bool:
@@ -547,14 +541,13 @@ class UserStore:
             password = ""
         digest = hash_application_password(password.replace(" ", ""))
         key = lookup_key(login) or ""
-        with self.store.read() as conn:
-            row = conn.execute(
-                "SELECT users.id, users.login, users.roles, users.display_name,"
-                " a.uuid, a.last_used, a.last_ip"
-                " FROM application_passwords a JOIN users ON users.id = a.user_id"
-                " WHERE a.password_hash = ? AND users.login_key = ?",
-                (digest, key),
-            ).fetchone()
+        row = self.store.read_one(
+            "SELECT users.id, users.login, users.roles, users.display_name,"
+            " a.uuid, a.last_used, a.last_ip"
+            " FROM application_passwords a JOIN users ON users.id = a.user_id"
+            " WHERE a.password_hash = ? AND users.login_key = ?",
+            (digest, key),
+        )
         if row is None:
             return None
         user = _user_from_row(row)

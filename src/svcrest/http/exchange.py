@@ -11,6 +11,7 @@ from svcrest.http.headers import Headers
 __all__ = [
     "HttpRequest",
     "HttpResponse",
+    "announces_body",
     "encode_lines",
     "host_name",
     "remembered_host_name",
@@ -129,6 +130,22 @@ class HttpRequest:
     scheme: str = "http"
     host: str = ""
     client: str = ""
+
+
+#: Methods whose requests carry no body unless their headers announce one.
+_BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+
+
+def announces_body(method: str, index: dict[str, list[str]]) -> bool:
+    """Whether a request of ``method`` with the header lines ``index`` (``Headers.index()``)
+    has a body to read: a GET, HEAD, OPTIONS or DELETE only with ``Transfer-Encoding`` or a
+    ``Content-Length`` other than 0 (RFC 9112 §6.3), a request of any other method always.
+
+    PERF: a plain GET is answered without waiting for a body."""
+    if method not in _BODILESS_METHODS or "transfer-encoding" in index:
+        return True
+    declared = index.get("content-length")
+    return declared is not None and any(value.strip() != "0" for value in declared)
 
 
 # PERF: body length → its encoded ``Content-Length`` line (str, encode and a tuple: ~1,000

@@ -11,6 +11,7 @@ from typing import Any
 
 from svcrest.http.exchange import (
     HttpRequest,
+    announces_body,
     encode_lines,
     host_name,
     remembered_host_name,
@@ -24,9 +25,6 @@ __all__ = ["ASGIReceive", "ASGIScope", "ASGISend", "forward_to_site", "handle_as
 ASGIScope = MutableMapping[str, Any]
 ASGIReceive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-
-#: Methods whose requests carry no body unless the headers announce one.
-_BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
 
 async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
@@ -126,15 +124,10 @@ async def handle_asgi(
         host_value,
         str(client[0]) if client else "",
     )
-    # A body reader only for a request with a body. PERF: a GET without Content-Length or
-    # Transfer-Encoding has no body to wait for (RFC 9112 §6.3).
-    declared = index.get("content-length")
     reader = (
-        None
-        if method in _BODILESS_METHODS
-        and "transfer-encoding" not in index
-        and (declared is None or declared == ["0"])
-        else _body_reader(declared, receive, host.max_body_size)
+        _body_reader(index.get("content-length"), receive, host.max_body_size)
+        if announces_body(method, index)
+        else None
     )
     answer = await respond(host, http, reader)
     if type(answer) is SiteForward:

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from svcrest.blocking import inline_context
-from svcrest.http.exchange import HttpRequest, HttpResponse, host_name
+from svcrest.http.exchange import HttpRequest, HttpResponse, announces_body, host_name
 from svcrest.http.headers import Headers
 from svcrest.site.host import SiteHost
 from svcrest.site.respond import SiteForward, respond
@@ -16,8 +16,6 @@ from svcrest.syncrun import run_in_context
 __all__ = ["WSGIAdapter"]
 
 StartResponse = Callable[..., Any]
-#: Methods whose requests carry no body unless the headers announce one.
-_BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 #: The usual request methods, as they are (others are upper-cased).
 _METHODS = {
     method: method for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
@@ -281,20 +279,11 @@ class WSGIAdapter:
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         host = self.host
         http = _request(environ)
-        index = http.headers.index()
-        # A body reader only for a request with a body, as the ASGI adapter decides. PERF: a
-        # GET without Content-Length or Transfer-Encoding has no body (RFC 9112 §6.3); the
-        # index says at once when neither header is there.
-        if http.method in _BODILESS_METHODS and (
-            ("transfer-encoding" not in index and "content-length" not in index)
-            or (
-                not environ.get("HTTP_TRANSFER_ENCODING")
-                and str(environ.get("CONTENT_LENGTH") or "0").strip() == "0"
-            )
-        ):
-            reader = None
-        else:
-            reader = _body_reader(environ, host.max_body_size)
+        reader = (
+            _body_reader(environ, host.max_body_size)
+            if announces_body(http.method, http.headers.index())
+            else None
+        )
         # This request has its own server thread: "blocking" callbacks run on it, in place.
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
         # context variables never reaches the next request served by this thread.
