@@ -16,7 +16,14 @@ PACKAGE = SRC / "svcrest"
 
 #: Layers from the bottom up; a module may import its own layer and the ones below.
 LAYERS: list[tuple[str, ...]] = [
-    ("svcrest.constants", "svcrest.types", "svcrest.dates", "svcrest.syncrun", "svcrest.blocking"),
+    (
+        "svcrest.constants",
+        "svcrest.types",
+        "svcrest.dates",
+        "svcrest.syncrun",
+        "svcrest.blocking",
+        "svcrest.bounded",
+    ),
     ("svcrest.http",),
     ("svcrest.hooks",),
     ("svcrest.rest",),

@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Literal
 
+from svcrest.bounded import BoundedDict
+
 __all__ = ["NONCE_LENGTH", "NONCE_LIFETIME", "NonceManager", "derive_key"]
 
 #: Default lifetime in seconds (one day).
@@ -64,7 +66,10 @@ class NonceManager:
         self._clock = clock
         self.lifetime = lifetime
         # (nonce, action, user id, token) of verified nonces → the tick each was made in.
-        self._verified: dict[tuple[str, str, int, str], int] = {}
+        # Written without a lock: a lost race empties it (svcrest.bounded).
+        self._memo: BoundedDict[tuple[str, str, int, str], int] = BoundedDict(_MEMO_MAX_ENTRIES)
+        # PERF: its dict, read directly (the same object for the memo's life).
+        self._verified = self._memo.entries
 
     def tick(self) -> int:
         """The current tick: ``ceil(now / (lifetime / 2))``."""
@@ -122,12 +127,5 @@ class NonceManager:
     def _remember(self, memo_key: tuple[str, str, int, str], made: int) -> None:
         """Keep the tick a verified nonce was made in (bounded; only verified nonces, so an
         anonymous client cannot fill it, and only short action names and tokens)."""
-        if len(memo_key[1]) + len(memo_key[3]) > _MEMO_MAX_TEXT:
-            return
-        verified = self._verified
-        if len(verified) >= _MEMO_MAX_ENTRIES:
-            try:
-                del verified[next(iter(verified))]
-            except (KeyError, RuntimeError, StopIteration):  # another thread got there first
-                verified.clear()
-        verified[memo_key] = made
+        if len(memo_key[1]) + len(memo_key[3]) <= _MEMO_MAX_TEXT:
+            self._memo.put(memo_key, made)

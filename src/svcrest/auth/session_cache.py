@@ -46,11 +46,11 @@ import logging
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from svcrest.bounded import BoundedDict
 from svcrest.http.user import User
 from svcrest.store.base import Connection, Listener, NotifyingStore, Store, StoreError
 
@@ -173,6 +173,10 @@ def _size(key: Key, session: CachedSession) -> int:
     return _ENTRY_OVERHEAD + sum(len(text) for text in strings)
 
 
+def _entry_size(key: Key, entry: _Entry) -> int:
+    return entry.size
+
+
 class SessionCache:
     """Verified sessions keyed by (cookie login, token hash), trusted only while
     ``listener`` listens and a heartbeat sent with ``send`` (a payload on the listener's
@@ -204,9 +208,10 @@ class SessionCache:
         self.max_age = max_age
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._entries: OrderedDict[Key, _Entry] = OrderedDict()
+        self._entries: BoundedDict[Key, _Entry] = BoundedDict(
+            max_entries, max_bytes, _entry_size, self._unindex
+        )
         self._by_user: dict[int, set[Key]] = {}
-        self._bytes = 0
         self._generation = 0
         # The listener's epoch when this cache last looked (heartbeats sent in it count).
         self._epoch = listener.epoch
@@ -229,7 +234,7 @@ class SessionCache:
     @property
     def size_bytes(self) -> int:
         """The approximate bytes the entries hold."""
-        return self._bytes
+        return self._entries.size_bytes
 
     @property
     def listening(self) -> bool:
@@ -257,13 +262,13 @@ class SessionCache:
             if now - self._horizon > self.lease:
                 self._wake.set()
                 return None, self._generation
-            entry = self._entries.get(key)
+            entry = self._entries.entries.get(key)
             if entry is None:
                 return None, self._generation
             if now - entry.stored > self.max_age:
-                self._remove(key)
+                self._entries.remove(key)
                 return None, self._generation
-            self._entries.move_to_end(key)
+            self._entries.refresh(key)
             return entry.session, self._generation
 
     def put(self, key: Key, ticket: int, session: CachedSession) -> None:
@@ -274,20 +279,14 @@ class SessionCache:
             # SECURITY: an invalidation applied since the ticket may concern this read.
             if not self._listening or ticket != self._generation:
                 return
-            size = _size(key, session)
-            if size > self.max_bytes:
-                return
-            self._remove(key)
-            self._entries[key] = _Entry(session, size, self._monotonic())
-            self._by_user.setdefault(session.user.id, set()).add(key)
-            self._bytes += size
-            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
-                self._remove(next(iter(self._entries)))
+            entry = _Entry(session, _size(key, session), self._monotonic())
+            if self._entries.put(key, entry):
+                self._by_user.setdefault(session.user.id, set()).add(key)
 
     def discard(self, key: Key) -> None:
         """Forget ``key`` (its session was found expired)."""
         with self._lock:
-            self._remove(key)
+            self._entries.remove(key)
 
     def clear(self) -> None:
         """Forget every entry; reads in flight are not cached."""
@@ -325,7 +324,7 @@ class SessionCache:
             self._generation += 1
             if payload.isdigit():
                 for key in tuple(self._by_user.get(int(payload), ())):
-                    self._remove(key)
+                    self._entries.remove(key)
             else:  # "*", or anything unexpected: forget everyone
                 self._clear()
 
@@ -375,11 +374,8 @@ class SessionCache:
             self._wake.wait(self.lease / 3)
             self._wake.clear()
 
-    def _remove(self, key: Key) -> None:
-        entry = self._entries.pop(key, None)
-        if entry is None:
-            return
-        self._bytes -= entry.size
+    def _unindex(self, key: Key, entry: _Entry) -> None:
+        """Called by the entries for each one that leaves them (replaced, evicted, removed)."""
         keys = self._by_user.get(entry.session.user.id)
         if keys is not None:
             keys.discard(key)
@@ -389,7 +385,6 @@ class SessionCache:
     def _clear(self) -> None:
         self._entries.clear()
         self._by_user.clear()
-        self._bytes = 0
         self._generation += 1
 
 

@@ -33,6 +33,7 @@ import threading
 from dataclasses import dataclass
 
 from svcrest.auth.cookies import CookieElements
+from svcrest.bounded import BoundedDict
 from svcrest.http.user import User
 
 __all__ = [
@@ -82,17 +83,20 @@ class VerifiedCookies:
         self.max_bytes = max_bytes
         #: The change mark every entry was verified at (-1: none yet).
         self.mark = -1
-        self._entries: dict[str, VerifiedCookie] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._memo: BoundedDict[str, VerifiedCookie] = BoundedDict(
+            max_entries, max_bytes, _entry_bytes
+        )
+        # PERF: its dict, read directly (the same object for the memo's life).
+        self._entries = self._memo.entries
+        self._lock = threading.Lock()  # for writers; readers read the dict as it is
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._memo)
 
     @property
     def size_bytes(self) -> int:
         """The approximate bytes the entries take."""
-        return self._bytes
+        return self._memo.size_bytes
 
     def get(self, value: str, mark: int, now: float) -> VerifiedCookie | None:
         """The entry of cookie ``value`` when it was verified at ``mark`` and is valid at
@@ -108,26 +112,16 @@ class VerifiedCookies:
 
     def put(self, value: str, mark: int, entry: VerifiedCookie) -> None:
         """Keep ``entry`` for cookie ``value``, verified from a read made at ``mark``
-        (ignored when the memo already holds a newer mark, or the value is too long)."""
+        (ignored when the memo already holds a newer mark, the value is too long, or the entry
+        alone is larger than ``max_bytes``)."""
         if len(value) > MAX_VALUE_LENGTH:
             return
-        size = _entry_bytes(value, entry)
         with self._lock:
             if mark < self.mark:
                 return
             if mark > self.mark:
                 self._clear(mark)
-            old = self._entries.pop(value, None)
-            if old is not None:
-                self._bytes -= _entry_bytes(value, old)
-            entries = self._entries
-            while entries and (
-                len(entries) >= self.max_entries or self._bytes + size > self.max_bytes
-            ):
-                oldest = next(iter(entries))
-                self._bytes -= _entry_bytes(oldest, entries.pop(oldest))
-            entries[value] = entry
-            self._bytes += size
+            self._memo.put(value, entry)
 
     def _renew(self, mark: int) -> None:
         with self._lock:
@@ -135,8 +129,7 @@ class VerifiedCookies:
                 self._clear(mark)
 
     def _clear(self, mark: int) -> None:
-        self._entries = {}
-        self._bytes = 0
+        self._memo.clear()
         self.mark = mark
 
 
@@ -162,11 +155,13 @@ class KnownSignatures:
         if max_entries < 1:
             raise ValueError("the memo needs room for at least one entry")
         self.max_entries = max_entries
-        self._entries: dict[str, CookieSignature] = {}
-        self._lock = threading.Lock()
+        self._memo: BoundedDict[str, CookieSignature] = BoundedDict(max_entries)
+        # PERF: its dict, read directly (the same object for the memo's life).
+        self._entries = self._memo.entries
+        self._lock = threading.Lock()  # for writers; readers read the dict as it is
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._memo)
 
     def get(self, value: str) -> CookieSignature | None:
         """The signature of cookie ``value``, when it is known."""
@@ -177,8 +172,4 @@ class KnownSignatures:
         if len(value) > MAX_VALUE_LENGTH:
             return
         with self._lock:
-            entries = self._entries
-            entries.pop(value, None)
-            while len(entries) >= self.max_entries:
-                del entries[next(iter(entries))]
-            entries[value] = signature
+            self._memo.put(value, signature)
