@@ -8,9 +8,10 @@ text, or a mapping ``{"sqlite": sql, "postgresql": sql}`` when the engines need 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, Self, cast, runtime_checkable
 
@@ -28,6 +29,8 @@ __all__ = [
     "StoreBase",
     "StoreError",
     "check_component",
+    "refuse_write_in_read",
+    "savepoint",
     "step_sql",
     "to_pyformat",
 ]
@@ -272,6 +275,29 @@ def check_component(component: object) -> None:
     """ValueError unless ``component`` (of ``Store.migrate``) is a non-empty string."""
     if not isinstance(component, str) or not component:
         raise ValueError("migrate() needs a non-empty component name")
+
+
+def refuse_write_in_read(local: threading.local, depth: int) -> None:
+    """StoreError when a ``transaction()`` block opens inside a ``read()`` block of the same
+    thread: a read snapshot cannot safely become a write transaction once another connection
+    has written."""
+    if depth and getattr(local, "reading", False):
+        raise StoreError("transaction() inside read(): open the transaction first")
+
+
+@contextlib.contextmanager
+def savepoint(conn: Connection, depth: int) -> Iterator[None]:
+    """A nested ``transaction()`` block on both engines: ``SAVEPOINT svc_sp<depth>``, released
+    at the end, rolled back to (and released) when the block raises."""
+    name = f"svc_sp{depth}"
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+        conn.execute(f"RELEASE SAVEPOINT {name}")
+        raise
+    conn.execute(f"RELEASE SAVEPOINT {name}")
 
 
 class StoreBase:

@@ -31,6 +31,8 @@ from svcrest.store.base import (
     StoreError,
     apply_steps,
     check_component,
+    refuse_write_in_read,
+    savepoint,
     to_pyformat,
 )
 
@@ -191,18 +193,10 @@ class PostgresStore(StoreBase):
         """A connection inside ``BEGIN`` … ``COMMIT`` (``ROLLBACK`` on an exception); nested
         in another block of this thread, a SAVEPOINT. Not allowed inside :meth:`read`."""
         with self._checkout() as (conn, depth):
-            if depth and getattr(self._local, "reading", False):
-                raise StoreError("transaction() inside read(): open the transaction first")
+            refuse_write_in_read(self._local, depth)
             if depth:
-                savepoint = f"svc_sp{depth}"
-                conn.execute(f"SAVEPOINT {savepoint}")
-                try:
+                with savepoint(conn, depth):
                     yield conn
-                except BaseException:
-                    conn.execute(f"ROLLBACK TO SAVEPOINT {savepoint}")
-                    conn.execute(f"RELEASE SAVEPOINT {savepoint}")
-                    raise
-                conn.execute(f"RELEASE SAVEPOINT {savepoint}")
                 return
             conn.execute("BEGIN")
             try:

@@ -34,6 +34,8 @@ from svcrest.store.base import (
     StoreError,
     apply_steps,
     check_component,
+    refuse_write_in_read,
+    savepoint,
 )
 
 __all__ = [
@@ -262,18 +264,10 @@ class SqliteStore(StoreBase):
         write transaction once another connection has written.
         """
         with self._checkout() as (conn, depth):
-            if depth and getattr(self._local, "reading", False):
-                raise StoreError("transaction() inside read(): open the transaction first")
+            refuse_write_in_read(self._local, depth)
             if conn.in_transaction:
-                savepoint = f"svc_sp{depth}"
-                conn.execute(f"SAVEPOINT {savepoint}")
-                try:
+                with savepoint(conn, depth):
                     yield conn
-                except BaseException:
-                    conn.execute(f"ROLLBACK TO {savepoint}")
-                    conn.execute(f"RELEASE {savepoint}")
-                    raise
-                conn.execute(f"RELEASE {savepoint}")
                 return
             _begin_immediate(conn)
             try:
