@@ -375,6 +375,14 @@ class RestServer:
         remembered = entry.permissionless_allow()
         if remembered is not None:
             return remembered.split(", ") if remembered else []
+        return self.asked_methods_eager(entry, request)
+
+    def asked_methods_eager(
+        self, entry: RouteEntry, request: Request
+    ) -> list[str] | Coroutine[Any, Any, list[str]]:
+        """``allowed_methods_eager`` asking every handler's permission callback, for a route
+        whose Allow value is not remembered (``permissionless_allow`` is None); the caller
+        has looked."""
         allowed: dict[str, bool] = {}
         handlers = entry.handlers
         for position, handler in enumerate(handlers):

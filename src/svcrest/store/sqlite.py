@@ -323,27 +323,29 @@ class SqliteStore(StoreBase):
             # flight in another thread counts already: a reader waits for its commit anyway.
             if self._closed:
                 raise StoreError("the store is closed")
-            return self._moved(memory, 0, memory.total_changes)
-        conn = self._take()
+            conn, version = memory, 0
+        else:
+            conn = self._take()
+            try:
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+            except BaseException:
+                self._give_back(conn)
+                raise
+        # PERF: in this frame (a method of its own cost ~500 instructions a cookie check).
         try:
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            return self._moved(conn, version, conn.total_changes)
+            changes = conn.total_changes
+            # The mark moves first when the connection sees a version or a change count it
+            # has not seen before. SECURITY: it moves *before* the connection records what it
+            # saw, so a thread that finds the record current (the shared in-memory
+            # connection) also finds the mark moved; never the old mark after a write.
+            if version != conn.seen_version or changes != conn.seen_changes:
+                with self._lock:
+                    self._mark += 1
+                conn.seen_version, conn.seen_changes = version, changes
+            return self._mark
         finally:
-            self._give_back(conn)
-
-    def _moved(self, conn: _MarkedConnection, version: int, changes: int) -> int:
-        """The mark, moved first when ``conn`` sees a version or a change count it has not
-        seen before.
-
-        SECURITY: the mark moves *before* the connection records what it saw, so a thread
-        that finds the record current (the shared in-memory connection) also finds the mark
-        moved; never the old mark after a write.
-        """
-        if version != conn.seen_version or changes != conn.seen_changes:
-            with self._lock:
-                self._mark += 1
-            conn.seen_version, conn.seen_changes = version, changes
-        return self._mark
+            if memory is None:
+                self._give_back(conn)
 
     def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.
