@@ -153,3 +153,31 @@ def test_fitted_callbacks_are_still_removable() -> None:
     assert hooks.apply_filters("f", 1, "extra") == 2
     assert hooks.remove_filter("f", one) is True
     assert hooks.apply_filters("f", 1, "extra") == 1
+
+
+def test_fitted_chains_per_argument_count_and_emptied_on_change() -> None:
+    hooks = Hooks()
+    seen: list[tuple[Any, ...]] = []
+
+    def first(*args: Any) -> None:
+        seen.append(args)
+
+    def two(a: Any, b: Any) -> None:
+        seen.append(("two", a, b))
+
+    hooks.add_action("act", first)
+    hooks.add_action("act", two)
+    hooks.do_action("act", 1, 2)
+    hooks.do_action("act", 1, 2, 3)
+    hooks.do_action("act", 4, 5)
+    assert seen == [(1, 2), ("two", 1, 2), (1, 2, 3), ("two", 1, 2), (4, 5), ("two", 4, 5)]
+    # One prepared chain per count a hook was run with, for registered names only.
+    hooks.do_action("nobody", 1)
+    assert hooks.apply_filters("nobody", 7) == 7
+    assert sorted(hooks._fitted) == [("act", 2), ("act", 3)]
+    assert hooks.did_action("act") == 3
+    hooks.add_action("act", lambda *args: seen.append(("late", *args)))
+    assert hooks._fitted == {}
+    seen.clear()
+    hooks.do_action("act", 6, 7)
+    assert seen == [(6, 7), ("two", 6, 7), ("late", 6, 7)]

@@ -91,9 +91,11 @@ class Hooks:
         self._callbacks: dict[str, dict[int, list[Callable[..., Any]]]] = {}
         # name -> the callbacks as registered (not fitted), in run order
         self._registered: dict[str, tuple[Callable[..., Any], ...]] = {}
-        # name -> (argument count, the callbacks fitted to that count, in run order): a hook
-        # is nearly always called with one count. Bounded by the names, emptied on change.
-        self._fitted: dict[str, tuple[int, tuple[Callable[..., Any], ...]]] = {}
+        # (name, argument count) -> the callbacks fitted to that count, in run order: a hook
+        # is nearly always called with one count. Only registered names; bounded by the names
+        # and the counts code passes; emptied on change. PERF: a running hook finds its
+        # callbacks with one look-up, without a method call (~1,000 instructions).
+        self._fitted: dict[tuple[str, int], tuple[Callable[..., Any], ...]] = {}
         self._did: dict[str, int] = {}
         #: Counts changes to the registry; caches derived from the callbacks compare it.
         self.version = 0
@@ -166,16 +168,19 @@ class Hooks:
 
     has_action = has_filter
 
-    def _prepared(self, name: str, count: int) -> tuple[Callable[..., Any], ...] | None:
-        """The callbacks of ``name`` fitted to ``count`` arguments, None without callbacks."""
-        entry = self._fitted.get(name)
-        if entry is not None and entry[0] == count:
-            return entry[1]
+    def _prepared(self, name: str, count: int) -> tuple[Callable[..., Any], ...]:
+        """The callbacks of ``name`` fitted to ``count`` arguments, ``()`` without callbacks
+        (kept in ``_fitted`` for a registered name)."""
+        key = (name, count)
+        fitted = self._fitted.get(key)
+        if fitted is not None:
+            return fitted
         registered = self._registered.get(name)
         if registered is None:
-            return None
-        fitted = tuple(fit_arguments(callback, count) for callback in registered)
-        self._fitted[name] = (count, fitted)
+            return ()
+        fitted = self._fitted[key] = tuple(
+            fit_arguments(callback, count) for callback in registered
+        )
         return fitted
 
     def prepared(self, name: str, count: int) -> tuple[Callable[..., Any], ...]:
@@ -185,16 +190,14 @@ class Hooks:
         For callers that run a hook's chain themselves (the REST pipeline, which awaits an
         ``async`` callback's result in place); valid until the hooks change (``version``).
         """
-        return self._prepared(name, count) or ()
+        return self._prepared(name, count)
 
     def apply_filters(self, name: str, value: Any, *args: Any) -> Any:
         """Pass ``value`` through the callbacks of ``name`` and return the result."""
         if name not in self._registered:
             return value
-        callbacks = self._prepared(name, len(args) + 1)
-        if callbacks is None:
-            return value
-        for callback in callbacks:
+        count = len(args) + 1
+        for callback in self._fitted.get((name, count)) or self._prepared(name, count):
             value = callback(value, *args)
         return value
 
@@ -216,10 +219,8 @@ class Hooks:
         self._did[name] = self._did.get(name, 0) + 1
         if name not in self._registered:
             return
-        callbacks = self._prepared(name, len(args))
-        if callbacks is None:
-            return
-        for callback in callbacks:
+        count = len(args)
+        for callback in self._fitted.get((name, count)) or self._prepared(name, count):
             callback(*args)
 
     def did_action(self, name: str) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from svcrest.auth.cookies import COOKIE_NAME, parse_cookie_header
 from svcrest.auth.service import AuthService
+from svcrest.bounded import BoundedDict
 from svcrest.hooks import Hooks
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
@@ -24,6 +25,8 @@ from svcrest.rest.plan import inert_without_credentials
 
 __all__ = [
     "COOKIE_ACTIONS",
+    "MAX_REMEMBERED_HEADER",
+    "MAX_REMEMBERED_HEADERS",
     "NONCE_ACTION",
     "CookieAuth",
     "install_cookie_auth",
@@ -41,15 +44,18 @@ COOKIE_ACTIONS = (
     "auth_cookie_bad_session_token",
     "auth_cookie_valid",
 )
+#: Most ``Cookie`` headers whose auth cookie value :class:`CookieAuth` remembers.
+MAX_REMEMBERED_HEADERS = 1024
+#: Longest ``Cookie`` header (characters) it remembers: with the bound in entries, at most
+#: ~2.5 MB.
+MAX_REMEMBERED_HEADER = 1024
 
 
 def rest_cookie_collect_status(action: str) -> None:
     """The cookie status, as WordPress's ``rest_cookie_collect_status`` keeps it: True for
     ``auth_cookie_valid``, else the action name without its first 12 characters; kept on the
     current request's context."""
-    ctx = current_context()
-    if ctx is not None:
-        ctx.cookie_status = True if action == "auth_cookie_valid" else action[12:]
+    _status_collector(action)()
 
 
 def nonce_from_request(request: Request, wordpress_compat: bool = False) -> Any:
@@ -70,13 +76,40 @@ def nonce_from_request(request: Request, wordpress_compat: bool = False) -> Any:
 class CookieAuth:
     """Cookie authentication and the REST cookie check of one site.
 
-    ``auth`` returns the site's :class:`AuthService` (called on use: the service opens the
-    store lazily); with ``wordpress_compat`` the nonce may come as ``X-WP-Nonce``.
+    ``auth`` returns the site's :class:`AuthService` (called on first use: the service opens
+    the store lazily); with ``wordpress_compat`` the nonce may come as ``X-WP-Nonce``;
+    ``max_headers``: the most ``Cookie`` headers whose auth cookie value is remembered.
     """
 
-    def __init__(self, auth: Callable[[], AuthService], wordpress_compat: bool = False) -> None:
+    def __init__(
+        self,
+        auth: Callable[[], AuthService],
+        wordpress_compat: bool = False,
+        *,
+        max_headers: int = MAX_REMEMBERED_HEADERS,
+    ) -> None:
         self._auth = auth
         self._wordpress_compat = wordpress_compat
+        # PERF: ``Cookie`` header → its auth cookie's value (``parse_cookie_header``'s answer,
+        # which costs ~6,000 instructions, against one dict look-up). A pure function's
+        # answer: the value is still checked (``validate_cookie``) on every request, so a
+        # logout applies as before. SECURITY: only a header whose cookie was just found valid
+        # is kept, so an anonymous client cannot add entries; a logged-in one (who can vary
+        # the header's other cookies) is held to MAX_REMEMBERED_HEADERS headers of at most
+        # MAX_REMEMBERED_HEADER characters, the oldest going first. Written without a lock:
+        # a lost race empties it (svcrest.bounded).
+        self._headers: BoundedDict[str, str] = BoundedDict(max_headers)
+        self._header_values = self._headers.entries  # PERF: read directly
+        #: The service ``auth`` returned the first time it was needed (None until then).
+        self._service: AuthService | None = None
+
+    def service(self) -> AuthService:
+        """The site's :class:`AuthService`, asked of ``auth`` once (PERF: a property and a
+        lambda less on every authenticated request)."""
+        service = self._service
+        if service is None:
+            service = self._service = self._auth()
+        return service
 
     @inert_without_credentials
     def cookie_user(self, user: User, request: Request) -> User:
@@ -85,12 +118,17 @@ class CookieAuth:
         # PERF: nothing is parsed, and the store is not touched, without our cookie.
         if not header or COOKIE_NAME not in header:
             return user
-        value = parse_cookie_header(header).get(COOKIE_NAME)
-        if not value:
-            return user
-        found = self._auth().validate_cookie(value)
+        value = self._header_values.get(header)
+        remembered = value is not None
+        if value is None:
+            value = parse_cookie_header(header).get(COOKIE_NAME)
+            if not value:
+                return user
+        found = (self._service or self.service()).validate_cookie(value)
         if found is None:
             return user
+        if not remembered and len(header) <= MAX_REMEMBERED_HEADER:
+            self._headers.put(header, value)
         ctx = current_context()
         if ctx is not None:
             ctx.session_token = found[1]
@@ -113,10 +151,10 @@ class CookieAuth:
         if nonce is None:  # row 3
             ctx.user = ANONYMOUS
             return True
-        auth = self._auth()
+        auth = self._service or self.service()
         token = ctx.session_token
         verdict = (
-            auth.verify_nonce(nonce, NONCE_ACTION, ctx.user.id, token)
+            auth.nonces.verify(nonce, NONCE_ACTION, ctx.user.id, token)  # PERF: no wrapper
             if isinstance(nonce, str)
             else False
         )
@@ -131,8 +169,14 @@ class CookieAuth:
 
 
 def _status_collector(action: str) -> Callable[..., None]:
+    """The callback of ``action`` keeping its cookie status on the current request's context
+    (whatever the action's arguments). PERF: the status is worked out once, here."""
+    status: bool | str = True if action == "auth_cookie_valid" else action[12:]
+
     def collect(*args: Any) -> None:
-        rest_cookie_collect_status(action)
+        ctx = current_context()
+        if ctx is not None:
+            ctx.cookie_status = status
 
     return collect
 

@@ -57,9 +57,10 @@ class RequestContext:
 _current: ContextVar[RequestContext | None] = ContextVar("svcrest_request_context", default=None)
 
 
-def current_context() -> RequestContext | None:
-    """The context of the HTTP request being served, or None outside one."""
-    return _current.get()
+#: ``current_context()``: the context of the HTTP request being served, or None outside one.
+#: PERF: the context variable's own ``get``, no Python frame (an authenticated request asks
+#: for its context four times or more).
+current_context = _current.get
 
 
 def is_rest_request() -> bool:

@@ -38,10 +38,11 @@ class RestServer(Protocol):
         """WordPress's route data (OPTIONS help)."""
         ...
 
-    def allowed_methods_eager(
+    def asked_methods_eager(
         self, entry: RouteEntry, request: Request
     ) -> list[str] | Coroutine[Any, Any, list[str]]:
-        """The methods the caller may use on ``entry`` (maybe a coroutine of them)."""
+        """The methods the caller may use on ``entry`` as its permission callbacks say
+        (maybe a coroutine of them)."""
         ...
 
 
@@ -83,22 +84,6 @@ def rest_handle_options_request(result: Any, server: RestServer, request: Reques
     return response
 
 
-def _asked_allow(
-    server: RestServer, entry: RouteEntry, request: Request
-) -> str | Coroutine[Any, Any, str | None] | None:
-    """The ``Allow`` value of ``entry`` when its permission callbacks decide: the methods the
-    caller may use, ", "-joined; None when nothing is allowed (no header is sent). A
-    coroutine of it when a permission callback is async."""
-    allowed = server.allowed_methods_eager(entry, request)
-    if isinstance(allowed, list):
-        return ", ".join(allowed) or None
-
-    async def finish(pending: Coroutine[Any, Any, list[str]]) -> str | None:
-        return ", ".join(await pending) or None
-
-    return finish(allowed)
-
-
 def rest_send_allow_header(response: Any, server: RestServer, request: Request) -> Any:
     """The methods the caller may use on the matched route, as ``Allow`` (as WordPress does).
 
@@ -116,20 +101,20 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
         if remembered:
             response.set_header_line("Allow", remembered)
         return response
-    value = _asked_allow(server, entry, request)
-    if value is None:
-        return response
-    if isinstance(value, str):
-        response.set_header_line("Allow", value)
-        return response
-
-    async def finish(pending: Coroutine[Any, Any, str | None]) -> Any:
-        allowed = await pending
+    # The permission callbacks decide; no header when nothing is allowed.
+    allowed = server.asked_methods_eager(entry, request)
+    if isinstance(allowed, list):
         if allowed:
-            response.set_header_line("Allow", allowed)
+            response.set_header_line("Allow", ", ".join(allowed))
         return response
 
-    return finish(value)
+    async def finish(pending: Coroutine[Any, Any, list[str]]) -> Any:
+        methods = await pending
+        if methods:
+            response.set_header_line("Allow", ", ".join(methods))
+        return response
+
+    return finish(allowed)
 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.store.base import (
@@ -139,8 +139,8 @@ class SqliteStore(StoreBase):
         self._lock = threading.Lock()  # guards the pool and the closed flag
         self._memory_lock = threading.Lock()  # held while a thread uses the memory connection
         self._local = threading.local()  # per thread: the checked-out connection and its depth
-        self._idle: list[sqlite3.Connection] = []
-        self._memory: sqlite3.Connection | None = None
+        self._idle: list[_MarkedConnection] = []
+        self._memory: _MarkedConnection | None = None
         self._closed = False
         self._pid = os.getpid()
         self._mark = 0  # see change_mark
@@ -165,7 +165,7 @@ class SqliteStore(StoreBase):
 
     # -- connections ---------------------------------------------------------------------------
 
-    def _connect(self, target: str) -> sqlite3.Connection:
+    def _connect(self, target: str) -> _MarkedConnection:
         try:
             # isolation_level=None: no implicit transactions, we issue BEGIN/COMMIT ourselves.
             conn = sqlite3.connect(
@@ -200,7 +200,7 @@ class SqliteStore(StoreBase):
 
         retry_while_locked(switch, _BUSY_TIMEOUT_MS / 1000)
 
-    def _take(self) -> sqlite3.Connection:
+    def _take(self) -> _MarkedConnection:
         """A connection for this thread (memory: after taking the lock)."""
         if self._memory is not None:
             self._memory_lock.acquire()
@@ -221,7 +221,7 @@ class SqliteStore(StoreBase):
                 return self._idle.pop()
         return self._connect(self.path)
 
-    def _give_back(self, conn: sqlite3.Connection) -> None:
+    def _give_back(self, conn: _MarkedConnection) -> None:
         if self._memory is not None:
             self._memory_lock.release()
             return
@@ -317,27 +317,29 @@ class SqliteStore(StoreBase):
             # flight in another thread counts already: a reader waits for its commit anyway.
             if self._closed:
                 raise StoreError("the store is closed")
-            return self._moved(cast(_MarkedConnection, memory), 0, memory.total_changes)
-        conn = self._take()
+            conn, version = memory, 0
+        else:
+            conn = self._take()
+            try:
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+            except BaseException:
+                self._give_back(conn)
+                raise
+        # PERF: in this frame (a method of its own cost ~500 instructions a cookie check).
         try:
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            return self._moved(cast(_MarkedConnection, conn), version, conn.total_changes)
+            changes = conn.total_changes
+            # The mark moves first when the connection sees a version or a change count it
+            # has not seen before. SECURITY: it moves *before* the connection records what it
+            # saw, so a thread that finds the record current (the shared in-memory
+            # connection) also finds the mark moved; never the old mark after a write.
+            if version != conn.seen_version or changes != conn.seen_changes:
+                with self._lock:
+                    self._mark += 1
+                conn.seen_version, conn.seen_changes = version, changes
+            return self._mark
         finally:
-            self._give_back(conn)
-
-    def _moved(self, conn: _MarkedConnection, version: int, changes: int) -> int:
-        """The mark, moved first when ``conn`` sees a version or a change count it has not
-        seen before.
-
-        SECURITY: the mark moves *before* the connection records what it saw, so a thread
-        that finds the record current (the shared in-memory connection) also finds the mark
-        moved; never the old mark after a write.
-        """
-        if version != conn.seen_version or changes != conn.seen_changes:
-            with self._lock:
-                self._mark += 1
-            conn.seen_version, conn.seen_changes = version, changes
-        return self._mark
+            if memory is None:
+                self._give_back(conn)
 
     def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.
@@ -424,7 +426,7 @@ class _ReadBlock:
     def __enter__(self) -> sqlite3.Connection:
         store = self._store
         local = store._local
-        conn: sqlite3.Connection | None = getattr(local, "conn", None)
+        conn: _MarkedConnection | None = getattr(local, "conn", None)
         if conn is not None:  # nested: the outer block's connection and snapshot
             local.depth += 1
             self._conn = conn
