@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
@@ -115,6 +116,8 @@ def wsgi_case(
     headers: Sequence[tuple[bytes, bytes]] = (),
 ) -> Callable[[int], None]:
     environ = {
+        # granian's WSGI environ also carries the server process's environment variables
+        **os.environ,
         "REQUEST_METHOD": "GET",
         "PATH_INFO": path,
         "QUERY_STRING": "",

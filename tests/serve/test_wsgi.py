@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from svcrest import App, Request
 from svcrest.http import exchange
 from svcrest.http.exchange import HttpResponse, safe_header_line
+from svcrest.serve import wsgi
 from svcrest.serve.wsgi import _request
 
 #: Set by the test routes' callbacks: must never be seen outside the request that set it.
@@ -70,6 +71,28 @@ def test_environ_header_lines_match_the_reference(environ: dict[str, Any]) -> No
         grouped.setdefault(name.lower(), []).append(value)
     assert index == grouped
     assert headers.index() == grouped
+
+
+def test_keys_of_the_server_are_learned_as_not_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    learned: set[str] = set()
+    monkeypatch.setattr(wsgi, "_NOT_HEADERS", learned)
+    monkeypatch.setattr(wsgi, "_is_not_header", learned.__contains__)
+    monkeypatch.setattr(wsgi, "_NOT_HEADERS_MAX", 3)
+    environ = {
+        "SHELL": "/bin/sh",  # granian: the server process's environment variables
+        "HTTP_HOST": "site.test",
+        "HTTP_X_ODD": "1",
+        "CONTENT_TYPE": "text/plain",
+        "L" * 257: "too long to remember",
+        "PATH": "/usr/bin",
+    }
+    expected = [("Host", "site.test"), ("X-Odd", "1"), ("Content-Type", "text/plain")]
+    assert _request(environ).headers.items_list() == expected
+    assert learned == {"SHELL", "PATH"}  # never a header's key, never an over-long key
+    environ["HOME"] = "/root"
+    environ["TERM"] = "dumb"
+    assert _request(environ).headers.items_list() == expected  # the same lines again
+    assert learned == {"SHELL", "PATH", "HOME"}  # full at 3: nothing more is added
 
 
 @pytest.mark.parametrize(

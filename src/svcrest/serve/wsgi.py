@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http as http_status
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from itertools import filterfalse
 from typing import Any
 
 from svcrest.blocking import inline_context
@@ -81,9 +82,13 @@ _COMMON_HEADERS = (
     "x-svc-nonce",
     "x-wp-nonce",
 )
-#: The CGI and WSGI variables servers put in an environ: not header lines. PERF: most keys
-#: are skipped by one set look-up.
-_NOT_HEADERS = frozenset(
+#: The environ keys that are not header lines: the CGI and WSGI variables, and the keys met
+#: that do not start with ``HTTP_`` (granian also puts every environment variable of the
+#: server process in each environ: dozens). PERF: they are skipped in C, by one set look-up
+#: each (naming a key costs a slice); a process's servers reuse the same few dozen keys.
+#: SECURITY: a client's header lines all become ``HTTP_`` keys, so only the server adds to
+#: it, and never more than ``_NOT_HEADERS_MAX`` keys of at most ``_NOT_HEADER_LENGTH``.
+_NOT_HEADERS: set[str] = set(
     {
         "AUTH_TYPE",
         "GATEWAY_INTERFACE",
@@ -115,6 +120,9 @@ _NOT_HEADERS = frozenset(
         "wsgi.version",
     }
 )
+_NOT_HEADERS_MAX = 1024
+_NOT_HEADER_LENGTH = 256
+_is_not_header = _NOT_HEADERS.__contains__
 #: The header lines most clients send, by environ key: their names (see ``_header_names``).
 #: PERF: a table made once, of fixed names, never of what a client sends (other keys are
 #: named one by one).
@@ -136,12 +144,12 @@ def _request(environ: Environ) -> HttpRequest:
     """
     lines: list[tuple[str, str]] = []
     index: dict[str, list[str]] = {}
-    for key in environ:
-        if key in _NOT_HEADERS:
-            continue
+    for key in filterfalse(_is_not_header, environ):
         names = _HEADER_KEYS.get(key)
         if names is None:
             if key[:5] != "HTTP_":
+                if len(_NOT_HEADERS) < _NOT_HEADERS_MAX and len(key) <= _NOT_HEADER_LENGTH:
+                    _NOT_HEADERS.add(key)
                 continue
             names = _header_names(key)
         value = environ[key]
