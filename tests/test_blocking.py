@@ -74,13 +74,20 @@ def test_offload_keeps_coroutines_and_wrappers() -> None:
     assert wrapped.__wrapped__ is plain  # type: ignore[attr-defined]
 
 
-def test_inline_runs_offloaded_functions_in_place() -> None:
-    import asyncio
-
+def _thread_names() -> tuple[list[str], Callable[[], None]]:
+    """A list, and a function that appends the name of the thread it runs on to it."""
     names: list[str] = []
 
     def record() -> None:
         names.append(threading.current_thread().name)
+
+    return names, record
+
+
+def test_inline_runs_offloaded_functions_in_place() -> None:
+    import asyncio
+
+    names, record = _thread_names()
 
     async def call() -> None:
         await offload(record)()
@@ -132,10 +139,7 @@ def test_a_held_write_lock_answers_503_with_retry_after(
 def test_inline_context_runs_offloaded_functions_in_place_and_leaves_the_caller_alone() -> None:
     import asyncio
 
-    names: list[str] = []
-
-    def record() -> None:
-        names.append(threading.current_thread().name)
+    names, record = _thread_names()
 
     async def call() -> None:
         await offload(record)()

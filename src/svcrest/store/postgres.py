@@ -252,10 +252,10 @@ class PostgresStore(StoreBase):
         its connection went back to the pool (never, when that block ends in an exception);
         outside a block, at once. A callback equal to one already waiting is not added
         twice."""
-        local = self._local
-        if getattr(local, "conn", None) is None:
+        if not self.in_block():
             callback()
             return
+        local = self._local
         if local.after_commit is None:
             local.after_commit = {}
         local.after_commit[callback] = None
