@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from svcrest import App, Request, Response, public
-from svcrest.http.exchange import announces_body
+from svcrest.http.environ import EnvironHeaders
+from svcrest.http.exchange import announces_body, headers_announce_body
+from svcrest.http.headers import Headers
 
 
 def test_response_status_and_header_helpers() -> None:
@@ -54,6 +56,13 @@ def test_which_requests_announce_a_body(
     method: str, lines: dict[str, list[str]], expected: bool
 ) -> None:
     assert announces_body(method, lines) is expected
+    listed = [(name, value) for name, values in lines.items() for value in values]
+    assert headers_announce_body(method, Headers(listed)) is expected
+    if all(len(values) == 1 for values in lines.values()):
+        # The same lines as a WSGI server hands them over: one environ key a line.
+        keys = {"content-length": "CONTENT_LENGTH", "transfer-encoding": "HTTP_TRANSFER_ENCODING"}
+        environ = {keys[name]: values[0] for name, values in lines.items()}
+        assert headers_announce_body(method, EnvironHeaders(environ)) is expected
 
 
 @pytest.mark.parametrize("length", [None, b"0", b" 0"])

@@ -15,9 +15,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svcrest import App, Request
+from svcrest.http import environ as environ_module
 from svcrest.http import exchange
+from svcrest.http.environ import EnvironHeaders
 from svcrest.http.exchange import HttpResponse, safe_header_line
-from svcrest.serve import wsgi
+from svcrest.http.headers import Headers
 from svcrest.serve.wsgi import _request
 
 #: Set by the test routes' callbacks: must never be seen outside the request that set it.
@@ -28,7 +30,7 @@ def _reference_headers(environ: dict[str, Any]) -> list[tuple[str, str]]:
     """The header lines as the adapter read them before it was made lean (the reference)."""
     lines = []
     for key, value in environ.items():
-        if key[:5] == "HTTP_":
+        if key[:5] == "HTTP_" and key.isupper():  # RFC 3875: upper-cased names
             name = key[5:].replace("_", "-").lower()
         elif (key == "CONTENT_TYPE" or key == "CONTENT_LENGTH") and value:
             name = key.replace("_", "-").lower()
@@ -44,6 +46,10 @@ ENVIRON_KEYS = st.sampled_from(
         "HTTP_ORIGIN",
         "HTTP_X_CUSTOM_THING",
         "HTTP_CONTENT_TYPE",
+        "HTTP_COOKIE",
+        "HTTP_Cookie",
+        "HTTP_X_SVC_NONCE",
+        "HTTP_TRANSFER_ENCODING",
         "HTTP_",
         "http_lower",
         "HTTPS",
@@ -73,11 +79,66 @@ def test_environ_header_lines_match_the_reference(environ: dict[str, Any]) -> No
     assert headers.index() == grouped
 
 
+#: Names asked of a request's headers: usual ones (answered from the environ), the two that
+#: two keys carry, odd ones (answered from the listed lines) and ones no key is read as.
+ASKED = [
+    "host",
+    "origin",
+    "cookie",
+    "x-svc-nonce",
+    "transfer-encoding",
+    "content-type",
+    "content-length",
+    "content-md5",
+    "x-custom-thing",
+    "",
+    "x_custom_thing",
+    "Cookie",
+    "straße",
+]
+PROBES = [
+    frozenset({"cookie", "authorization", "x-svc-nonce", "x-wp-nonce"}),
+    frozenset({"transfer-encoding", "content-length"}),
+    frozenset({"content-type"}),
+    frozenset({"x_custom_thing", "Cookie"}),
+    frozenset(),
+]
+
+
+@given(st.dictionaries(ENVIRON_KEYS, st.sampled_from(["", "0", "a b", "x, y", "é"])))
+def test_environ_headers_answer_as_their_listed_lines(environ: dict[str, Any]) -> None:
+    listed = Headers(_reference_headers(environ))
+    lazy = EnvironHeaders.of(environ)
+    before = [(lazy.get_joined(name.lower()), lazy.get(name, "-")) for name in ASKED]
+    probed = [lazy.has_any(names) for names in PROBES]
+    assert before == [(listed.get_joined(name.lower()), listed.get(name, "-")) for name in ASKED]
+    assert probed == [listed.has_any(names) for names in PROBES]
+    # Listed on demand, in the environ's order; the answers stay the same afterwards.
+    assert lazy.items_list() == listed.items_list()
+    assert [(lazy.get_joined(name.lower()), lazy.get(name, "-")) for name in ASKED] == before
+    assert [lazy.has_any(names) for names in PROBES] == probed
+    assert lazy == listed
+
+
+def test_environ_headers_changed_answer_from_their_lines() -> None:
+    environ = {"HTTP_COOKIE": "a=1", "HTTP_ORIGIN": "https://a.test", "PATH": "/usr/bin"}
+    headers = EnvironHeaders.of(environ)
+    assert headers.get_joined("cookie") == "a=1"
+    headers["Cookie"] = "b=2"
+    headers.add("X-Svc-Nonce", "n")
+    del headers["origin"]
+    assert headers.get_joined("cookie") == "b=2"
+    assert headers.get("Origin") is None
+    assert headers.has_any(frozenset({"x-svc-nonce"})) is True
+    assert headers.items_list() == [("Cookie", "b=2"), ("X-Svc-Nonce", "n")]
+    assert environ == {"HTTP_COOKIE": "a=1", "HTTP_ORIGIN": "https://a.test", "PATH": "/usr/bin"}
+
+
 def test_keys_of_the_server_are_learned_as_not_headers(monkeypatch: pytest.MonkeyPatch) -> None:
     learned: set[str] = set()
-    monkeypatch.setattr(wsgi, "_NOT_HEADERS", learned)
-    monkeypatch.setattr(wsgi, "_is_not_header", learned.__contains__)
-    monkeypatch.setattr(wsgi, "_NOT_HEADERS_MAX", 3)
+    monkeypatch.setattr(environ_module, "_NOT_HEADERS", learned)
+    monkeypatch.setattr(environ_module, "_is_not_header", learned.__contains__)
+    monkeypatch.setattr(environ_module, "_NOT_HEADERS_MAX", 3)
     environ = {
         "SHELL": "/bin/sh",  # granian: the server process's environment variables
         "HTTP_HOST": "site.test",

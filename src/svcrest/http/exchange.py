@@ -13,6 +13,7 @@ __all__ = [
     "HttpResponse",
     "announces_body",
     "encode_lines",
+    "headers_announce_body",
     "host_name",
     "remembered_host_name",
     "safe_header_line",
@@ -146,6 +147,18 @@ def announces_body(method: str, index: dict[str, list[str]]) -> bool:
         return True
     declared = index.get("content-length")
     return declared is not None and any(value.strip() != "0" for value in declared)
+
+
+#: The header lines that can announce a body (see ``announces_body``).
+_BODY_LINES = frozenset({"transfer-encoding", "content-length"})
+
+
+def headers_announce_body(method: str, headers: Headers) -> bool:
+    """:func:`announces_body` of ``headers``. PERF: a request without either line is
+    answered without listing its lines (a WSGI environ's are read on demand)."""
+    if method not in _BODILESS_METHODS:
+        return True
+    return headers.has_any(_BODY_LINES) and announces_body(method, headers.index())
 
 
 # PERF: body length → its encoded ``Content-Length`` line (str, encode and a tuple: ~1,000

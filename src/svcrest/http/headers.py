@@ -132,6 +132,12 @@ class Headers(MutableMapping[str, str]):
         index = self._index
         return index if index is not None else self._lookup()
 
+    def has_any(self, names: frozenset[str]) -> bool:
+        """Whether a line of any of ``names`` (lower case) is there. PERF: one set test, in
+        C over the request's few names."""
+        index = self._index
+        return not names.isdisjoint(index if index is not None else self._lookup())
+
     def get_list(self, name: str) -> list[str]:
         """Every value of ``name`` in order."""
         return list(self._lookup().get(name.lower(), ()))

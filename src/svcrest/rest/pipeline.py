@@ -145,19 +145,15 @@ async def resolve_current_user(plan: PipelinePlan, request: Request, ctx: Reques
     request.user = ctx.user
 
 
+#: The header lines that may carry credentials.
+CREDENTIAL_LINES = frozenset({"cookie", "authorization", "x-svc-nonce", "x-wp-nonce"})
+
+
 def carries_credentials(request: Request) -> bool:
     """Whether a request may carry credentials: a ``Cookie``, ``Authorization`` or
     ``X-SVC-Nonce`` (or ``X-WP-Nonce``) header, a body (a form's ``_wpnonce``), or a query
-    string that names
-    ``_wpnonce`` or percent-encodes anything."""
-    index = request.headers.index()
-    if (
-        "cookie" in index
-        or "authorization" in index
-        or "x-svc-nonce" in index
-        or "x-wp-nonce" in index
-        or request.raw_body
-    ):
+    string that names ``_wpnonce`` or percent-encodes anything."""
+    if request.headers.has_any(CREDENTIAL_LINES) or request.raw_body:
         return True
     query = request.query_string
     return query is not None and ("wpnonce" in query or "%" in query)

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import http as http_status
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from itertools import filterfalse
 from typing import Any
 
 from svcrest.blocking import inline_context
-from svcrest.http.exchange import HttpRequest, HttpResponse, announces_body, host_name
-from svcrest.http.headers import Headers
+from svcrest.http.environ import Environ, EnvironHeaders
+from svcrest.http.exchange import (
+    HttpRequest,
+    HttpResponse,
+    headers_announce_body,
+    host_name,
+)
 from svcrest.site.host import SiteHost
 from svcrest.site.respond import SiteForward, respond
 from svcrest.syncrun import run_in_context
@@ -21,7 +25,6 @@ StartResponse = Callable[..., Any]
 _METHODS = {
     method: method for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
 }
-Environ = MutableMapping[str, Any]
 
 
 def _wsgi_str(value: str) -> str:
@@ -36,149 +39,25 @@ def _wsgi_str(value: str) -> str:
     return raw.decode("utf-8", "replace")
 
 
-def _header_names(key: str) -> tuple[str, str]:
-    """The header line name of an environ key (``HTTP_X_Y`` → ``X-Y``, ``CONTENT_TYPE`` →
-    ``Content-Type``) and its lower-cased form."""
-    name = (key[5:] if key[:5] == "HTTP_" else key).replace("_", "-").lower()
-    return name.title(), name
-
-
-#: The request headers most clients send: their environ keys are named once, in
-#: ``_HEADER_KEYS`` (PERF: naming a line costs three string methods).
-_COMMON_HEADERS = (
-    "accept",
-    "accept-encoding",
-    "accept-language",
-    "authorization",
-    "cache-control",
-    "connection",
-    "cookie",
-    "dnt",
-    "forwarded",
-    "host",
-    "if-modified-since",
-    "if-none-match",
-    "origin",
-    "pragma",
-    "priority",
-    "referer",
-    "sec-ch-ua",
-    "sec-ch-ua-mobile",
-    "sec-ch-ua-platform",
-    "sec-fetch-dest",
-    "sec-fetch-mode",
-    "sec-fetch-site",
-    "sec-fetch-user",
-    "te",
-    "transfer-encoding",
-    "upgrade-insecure-requests",
-    "user-agent",
-    "x-forwarded-for",
-    "x-forwarded-host",
-    "x-forwarded-proto",
-    "x-http-method-override",
-    "x-real-ip",
-    "x-requested-with",
-    "x-svc-nonce",
-    "x-wp-nonce",
-)
-#: The environ keys that are not header lines: the CGI and WSGI variables, and the keys met
-#: that do not start with ``HTTP_`` (granian also puts every environment variable of the
-#: server process in each environ: dozens). PERF: they are skipped in C, by one set look-up
-#: each (naming a key costs a slice); a process's servers reuse the same few dozen keys.
-#: SECURITY: a client's header lines all become ``HTTP_`` keys, so only the server adds to
-#: it, and never more than ``_NOT_HEADERS_MAX`` keys of at most ``_NOT_HEADER_LENGTH``.
-_NOT_HEADERS: set[str] = set(
-    {
-        "AUTH_TYPE",
-        "GATEWAY_INTERFACE",
-        "HTTPS",
-        "PATH_INFO",
-        "PATH_TRANSLATED",
-        "QUERY_STRING",
-        "RAW_URI",
-        "REMOTE_ADDR",
-        "REMOTE_HOST",
-        "REMOTE_PORT",
-        "REMOTE_USER",
-        "REQUEST_METHOD",
-        "REQUEST_URI",
-        "SCRIPT_NAME",
-        "SERVER_NAME",
-        "SERVER_PORT",
-        "SERVER_PROTOCOL",
-        "SERVER_SOFTWARE",
-        "gunicorn.socket",
-        "wsgi.errors",
-        "wsgi.file_wrapper",
-        "wsgi.input",
-        "wsgi.input_terminated",
-        "wsgi.multiprocess",
-        "wsgi.multithread",
-        "wsgi.run_once",
-        "wsgi.url_scheme",
-        "wsgi.version",
-    }
-)
-_NOT_HEADERS_MAX = 1024
-_NOT_HEADER_LENGTH = 256
-_is_not_header = _NOT_HEADERS.__contains__
-#: The header lines most clients send, by environ key: their names (see ``_header_names``).
-#: PERF: a table made once, of fixed names, never of what a client sends (other keys are
-#: named one by one).
-_HEADER_KEYS: dict[str, tuple[str, str]] = {
-    **{
-        key: _header_names(key)
-        for key in ("HTTP_" + name.upper().replace("-", "_") for name in _COMMON_HEADERS)
-    },
-    "CONTENT_TYPE": _header_names("CONTENT_TYPE"),
-    "CONTENT_LENGTH": _header_names("CONTENT_LENGTH"),
-}
-
-
 def _request(environ: Environ) -> HttpRequest:
-    """The request of ``environ``, its headers indexed (lower-cased name → values).
-
-    The header lines are ``HTTP_X_Y`` as ``X-Y``, and ``CONTENT_TYPE`` and ``CONTENT_LENGTH``
-    when not empty, decoded and indexed in one pass as the ASGI adapter does.
-    """
-    lines: list[tuple[str, str]] = []
-    index: dict[str, list[str]] = {}
-    for key in filterfalse(_is_not_header, environ):
-        names = _HEADER_KEYS.get(key)
-        if names is None:
-            if key[:5] != "HTTP_":
-                if len(_NOT_HEADERS) < _NOT_HEADERS_MAX and len(key) <= _NOT_HEADER_LENGTH:
-                    _NOT_HEADERS.add(key)
-                continue
-            names = _header_names(key)
-        value = environ[key]
-        if not value and (key == "CONTENT_TYPE" or key == "CONTENT_LENGTH"):
-            continue
-        title, name = names
-        lines.append((title, value))
-        if name in index:
-            index[name].append(value)
-        else:
-            index[name] = [value]
-    host = index.get("host")
-    named = (host[0] if len(host) == 1 else ", ".join(host)) if host else ""
+    """The request of ``environ``; its header lines are read from the environ on demand
+    (:class:`EnvironHeaders`)."""
+    host = environ.get("HTTP_HOST")
     path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
     query = environ.get("QUERY_STRING", "")
     method = environ.get("REQUEST_METHOD", "GET")
     # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs); the usual
     # methods as they are, ASCII (most paths and queries) without decoding.
-    http = HttpRequest(
+    return HttpRequest(
         _METHODS.get(method) or str(method).upper(),
         (path if path.isascii() else _wsgi_str(path)) or "/",
         query if query.isascii() else _wsgi_str(query),
-        Headers.from_lines(lines, index),
+        EnvironHeaders.of(environ),
         b"",
         environ.get("wsgi.url_scheme", "http"),
-        host_name(named or environ.get("SERVER_NAME", "")),
+        host_name(host or environ.get("SERVER_NAME", "")),
         environ.get("REMOTE_ADDR", ""),
     )
-    return http
 
 
 # PERF: the status line of each status code, made once (HTTPStatus lookups cost ~1 µs).
@@ -289,7 +168,7 @@ class WSGIAdapter:
         http = _request(environ)
         reader = (
             _body_reader(environ, host.max_body_size)
-            if announces_body(http.method, http.headers.index())
+            if headers_announce_body(http.method, http.headers)
             else None
         )
         # This request has its own server thread: "blocking" callbacks run on it, in place.
