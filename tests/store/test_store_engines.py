@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from svcrest.store import Step, Store, StoreError, open_store
-from svcrest.store.base import NotifyingStore, to_pyformat
+from svcrest.store.base import BlockState, NotifyingStore, to_pyformat
 from svcrest.store.postgres import PostgresStore
 from svcrest.store.sqlite import SqliteStore
 from tests.pg import PostgresServer
@@ -170,6 +170,39 @@ def test_transaction_inside_read_is_refused(store: Store) -> None:
         store.transaction(),
     ):
         pass  # pragma: no cover
+
+
+def test_block_state_of_a_thread_that_never_opened_a_block() -> None:
+    state = BlockState()
+    state.conn, state.depth, state.reading = "this thread's", 2, True
+    seen: list[tuple[object, ...]] = []
+
+    def fresh() -> None:
+        seen.append((vars(state), state.conn, state.depth, state.reading, state.after_commit))
+
+    thread = threading.Thread(target=fresh)
+    thread.start()
+    thread.join()
+    assert seen == [({}, None, 0, False, None)]  # the class's values, nothing set or raised
+    assert (state.conn, state.depth, state.reading) == ("this thread's", 2, True)
+
+
+def test_a_fresh_thread_is_outside_any_block(store: Store) -> None:
+    seen: list[object] = []
+
+    def fresh() -> None:
+        seen.append(store.in_block())
+        with store.read() as conn:
+            seen.append(store.in_block())
+            seen.append(conn.execute("SELECT 1").fetchone()[0])
+        seen.append(store.in_block())
+
+    with store.transaction():
+        assert store.in_block() is True
+    thread = threading.Thread(target=fresh)
+    thread.start()
+    thread.join(timeout=30)
+    assert seen == [False, True, 1, False]
 
 
 def test_migrate_steps_once_and_per_dialect(store: Store, engine: str) -> None:

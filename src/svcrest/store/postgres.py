@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import select
-import threading
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from svcrest.store.base import (
     BOOTSTRAP_SQL,
     STORE_SCHEMA,
+    BlockState,
     Connection,
     Cursor,
     Dialect,
@@ -123,7 +123,7 @@ class PostgresStore(StoreBase):
             raise StoreError(f"not a PostgreSQL URL: {url!r}")
         self.url = url
         self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
-        self._local = threading.local()
+        self._local = BlockState()
         self._closed = False
         self._listeners: list[PostgresListener] = []
         self._pool: psycopg_pool.ConnectionPool[Any] = ConnectionPool(
@@ -155,7 +155,7 @@ class PostgresStore(StoreBase):
     @contextlib.contextmanager
     def _checkout(self) -> Iterator[tuple[_Connection, int]]:
         local = self._local
-        conn: _Connection | None = getattr(local, "conn", None)
+        conn: _Connection | None = local.conn
         if conn is not None:
             local.depth += 1
             try:
@@ -279,7 +279,7 @@ class PostgresStore(StoreBase):
 
     def close(self) -> None:
         """Close the pool and the listeners; using the store afterwards raises StoreError."""
-        if getattr(self._local, "conn", None) is not None:
+        if self._local.conn is not None:
             raise StoreError("close() called inside a read() or transaction() block")
         if not self._closed:
             self._closed = True
