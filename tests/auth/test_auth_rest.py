@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from svcrest import App, Request, public
+from svcrest import App, Request, RestError, public
 from tests.conftest import SiteClient, raw_request
 
 ClientFor = Callable[..., SiteClient]
@@ -412,6 +412,45 @@ def test_spec_5_1_row_2_other_authentication_needs_no_nonce(
     response = client.get(ME, headers={"Authorization": "Bearer bob-token"})
     assert response.json() == {"id": site.bob.id, "login": "bob"}
     assert "x-svc-nonce" not in response.headers
+
+
+@pytest.mark.parametrize("kind", ["plain", "async"])
+@pytest.mark.parametrize("priority", [5, 200])
+@pytest.mark.parametrize("hook", ["determine_current_user", "rest_authentication_errors"])
+def test_authentication_callbacks_may_be_async_anywhere_in_their_chain(
+    site: Site, client_for: ClientFor, hook: str, priority: int, kind: str
+) -> None:
+    """A callback before (5) or after (200) the built-in ones, answering plainly or after
+    a real wait: the chain goes on from it either way."""
+    seen: list[Any] = []
+
+    def note(value: Any) -> Any:
+        seen.append(value.code if isinstance(value, RestError) else getattr(value, "id", value))
+        return value
+
+    async def waits(value: Any, request: Request) -> Any:
+        await asyncio.sleep(0)
+        return note(value)
+
+    site.app.hooks.add_filter(hook, waits if kind == "async" else lambda v, r: note(v), priority)
+    site.app.hooks.add_filter(hook, lambda value, request: note(value), 300)  # the last
+    client = client_for(site.app)
+    login(client, "alice", "alice-pw")
+    nonce = nonce_of(client)
+    seen.clear()
+    good = client.get(ME, headers={"X-SVC-Nonce": nonce})
+    bad = client.get(ME, headers={"X-SVC-Nonce": "0" * len(nonce)})
+    assert (good.status_code, good.json()) == (200, {"id": site.alice.id, "login": "alice"})
+    assert good.headers["x-svc-nonce"] == nonce
+    assert (bad.status_code, bad.json()["code"]) == (403, "rest_cookie_invalid_nonce")
+    alice = site.alice.id
+    expected = {  # per request: what the callback saw, then what the last one saw
+        ("determine_current_user", 5): [0, alice, 0, alice],  # first: the anonymous user
+        ("determine_current_user", 200): [alice, alice, alice, alice],
+        ("rest_authentication_errors", 5): [None, True, None, "rest_cookie_invalid_nonce"],
+        ("rest_authentication_errors", 200): [True, True, *["rest_cookie_invalid_nonce"] * 2],
+    }
+    assert seen == expected[hook, priority]
 
 
 @pytest.mark.parametrize(

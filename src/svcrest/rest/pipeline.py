@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JSON_CONTENT_TYPE",
     "authenticate",
+    "authenticate_eager",
     "error_answer",
     "finish",
     "finish_hooks",
@@ -140,9 +141,7 @@ async def resolve_current_user(plan: PipelinePlan, request: Request, ctx: Reques
         user = callback(user, request)
         if type(user) not in NOT_AWAITABLE and is_awaitable(user):
             user = await user
-    if user is not None:
-        ctx.user = user
-    request.user = ctx.user
+    _set_current_user(request, ctx, user)
 
 
 #: The header lines that may carry credentials.
@@ -164,10 +163,71 @@ async def authenticate(
 ) -> RestError | None:
     """``determine_current_user`` then ``rest_authentication_errors``: the error to answer
     with, or None; ``ctx.user`` and ``request.user`` are the current user afterwards."""
-    await resolve_current_user(plan, request, ctx)
+    verdict = authenticate_eager(plan, request, ctx)
+    return verdict if verdict is None or isinstance(verdict, RestError) else await verdict
+
+
+def authenticate_eager(
+    plan: PipelinePlan, request: Request, ctx: RequestContext
+) -> RestError | Coroutine[Any, Any, RestError | None] | None:
+    """:func:`authenticate` run synchronously while every callback answers plainly; from the
+    first awaitable answer on, a coroutine finishes the work (and is returned).
+
+    PERF: an authenticated request pays no coroutine (two: ~1 µs)."""
+    user: Any = ctx.user
+    position = 0
+    for callback in plan.determine_current_user:
+        user = callback(user, request)
+        # PERF: a counter costs less than enumerate's pairs.
+        position += 1  # noqa: SIM113
+        if type(user) not in NOT_AWAITABLE and is_awaitable(user):
+            return _authenticate_async(plan, request, ctx, user, position, 0)
+    _set_current_user(request, ctx, user)
     result: Any = None
+    position = 0
     for callback in plan.authentication_errors:
         result = callback(result, request)
+        position += 1  # noqa: SIM113
+        if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+            return _authenticate_async(plan, request, ctx, result, -1, position)
+    request.user = ctx.user
+    return result if isinstance(result, RestError) else None
+
+
+def _set_current_user(request: Request, ctx: RequestContext, user: Any) -> None:
+    """The user ``determine_current_user`` answered into ``ctx.user`` and ``request.user``;
+    the anonymous user stays for None."""
+    if user is not None:
+        ctx.user = user
+    request.user = ctx.user
+
+
+async def _authenticate_async(
+    plan: PipelinePlan,
+    request: Request,
+    ctx: RequestContext,
+    pending: Any,
+    user_position: int,
+    error_position: int,
+) -> RestError | None:
+    """:func:`authenticate_eager` from an awaitable answer on: ``pending`` is the answer of
+    the ``user_position``-th callback of ``determine_current_user`` (counting from 1), or,
+    with ``user_position`` -1, of the ``error_position``-th of
+    ``rest_authentication_errors``."""
+    result: Any = None
+    if user_position >= 0:
+        user: Any = await pending
+        chain = plan.determine_current_user
+        for index in range(user_position, len(chain)):
+            user = chain[index](user, request)
+            if type(user) not in NOT_AWAITABLE and is_awaitable(user):
+                user = await user
+        _set_current_user(request, ctx, user)
+    else:
+        result = await pending
+    chain = plan.authentication_errors
+    for index in range(error_position, len(chain)):
+        result = chain[index](result, request)
         if type(result) not in NOT_AWAITABLE and is_awaitable(result):
             result = await result
     request.user = ctx.user
@@ -417,7 +477,8 @@ async def serve_rest(
         request.user = ctx.user
         error = None
     else:
-        error = await authenticate(plan, request, ctx)
+        verdict = authenticate_eager(plan, request, ctx)
+        error = verdict if verdict is None or isinstance(verdict, RestError) else await verdict
     result = (
         Response.from_error(error)
         if error is not None
