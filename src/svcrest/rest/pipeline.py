@@ -173,7 +173,7 @@ def authenticate_eager(
     """:func:`authenticate` run synchronously while every callback answers plainly; from the
     first awaitable answer on, a coroutine finishes the work (and is returned).
 
-    PERF: an authenticated request pays no coroutine (two: ~1 µs)."""
+    PERF: an authenticated request pays no coroutine (two of them: ~0.5 µs)."""
     user: Any = ctx.user
     position = 0
     for callback in plan.determine_current_user:
