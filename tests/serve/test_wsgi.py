@@ -134,6 +134,20 @@ def test_environ_headers_changed_answer_from_their_lines() -> None:
     assert environ == {"HTTP_COOKIE": "a=1", "HTTP_ORIGIN": "https://a.test", "PATH": "/usr/bin"}
 
 
+def test_the_memory_of_asked_name_sets_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    remembered: dict[frozenset[str], Any] = {}
+    monkeypatch.setattr(environ_module, "_PROBES", remembered)
+    monkeypatch.setattr(environ_module, "_PROBES_MAX", 2)
+    headers = EnvironHeaders.of({"HTTP_X_A": "1"})
+    many = frozenset(f"x-{n}" for n in range(17))
+    long = frozenset({"x-" + "a" * 63})
+    assert [headers.has_any(names) for names in (many, long)] == [False, False]
+    assert remembered == {}  # too many names; a name too long
+    asked = [frozenset({"x-a"}), frozenset({"x-b"}), frozenset({"x-c"})]
+    assert [headers.has_any(names) for names in asked] == [True, False, False]
+    assert list(remembered) == asked[:2]  # full at 2
+
+
 def test_keys_of_the_server_are_learned_as_not_headers(monkeypatch: pytest.MonkeyPatch) -> None:
     learned: set[str] = set()
     monkeypatch.setattr(environ_module, "_NOT_HEADERS", learned)

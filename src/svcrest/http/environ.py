@@ -172,9 +172,13 @@ def environ_header_lines(environ: Environ) -> tuple[list[tuple[str, str]], dict[
 
 # PERF: a set of names asked about together (``Headers.has_any``) → the environ keys that
 # carry them, and whether being there is enough (an empty ``CONTENT_*`` key is no line).
-# Bounded: the names are the code's own constants; only ``_PROBES_MAX`` sets are kept.
+# Bounded in entries and bytes: only ``_PROBES_MAX`` sets are kept, each of at most
+# ``_PROBE_NAMES`` names of at most ``_PROBE_NAME_LENGTH`` characters (the code's own
+# constants are a few short names; a plugin may ask with anything).
 _PROBES: dict[frozenset[str], tuple[frozenset[str], bool]] = {}
 _PROBES_MAX = 64
+_PROBE_NAMES = 16
+_PROBE_NAME_LENGTH = 64
 
 
 def _probe(names: frozenset[str]) -> tuple[frozenset[str], bool]:
@@ -182,7 +186,11 @@ def _probe(names: frozenset[str]) -> tuple[frozenset[str], bool]:
     if probe is None:
         keys = frozenset(key for name in names for key in _keys_of_name(name))
         probe = (keys, not any(key[:5] != "HTTP_" for key in keys))
-        if len(_PROBES) < _PROBES_MAX:
+        if (
+            len(_PROBES) < _PROBES_MAX
+            and len(names) <= _PROBE_NAMES
+            and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
+        ):
             _PROBES[names] = probe
     return probe
 
