@@ -108,7 +108,7 @@ PROBES = [
 @given(st.dictionaries(ENVIRON_KEYS, st.sampled_from(["", "0", "a b", "x, y", "é"])))
 def test_environ_headers_answer_as_their_listed_lines(environ: dict[str, Any]) -> None:
     listed = Headers(_reference_headers(environ))
-    lazy = EnvironHeaders.of(environ)
+    lazy = EnvironHeaders(environ)
     before = [(lazy.get_joined(name.lower()), lazy.get(name, "-")) for name in ASKED]
     probed = [lazy.has_any(names) for names in PROBES]
     assert before == [(listed.get_joined(name.lower()), listed.get(name, "-")) for name in ASKED]
@@ -122,7 +122,7 @@ def test_environ_headers_answer_as_their_listed_lines(environ: dict[str, Any]) -
 
 def test_environ_headers_changed_answer_from_their_lines() -> None:
     environ = {"HTTP_COOKIE": "a=1", "HTTP_ORIGIN": "https://a.test", "PATH": "/usr/bin"}
-    headers = EnvironHeaders.of(environ)
+    headers = EnvironHeaders(environ)
     assert headers.get_joined("cookie") == "a=1"
     headers["Cookie"] = "b=2"
     headers.add("X-Svc-Nonce", "n")
@@ -138,7 +138,7 @@ def test_the_memory_of_asked_name_sets_stays_bounded(monkeypatch: pytest.MonkeyP
     remembered: dict[frozenset[str], Any] = {}
     monkeypatch.setattr(environ_module, "_PROBES", remembered)
     monkeypatch.setattr(environ_module, "_PROBES_MAX", 2)
-    headers = EnvironHeaders.of({"HTTP_X_A": "1"})
+    headers = EnvironHeaders({"HTTP_X_A": "1"})
     many = frozenset(f"x-{n}" for n in range(17))
     long = frozenset({"x-" + "a" * 63})
     assert [headers.has_any(names) for names in (many, long)] == [False, False]

@@ -18,8 +18,6 @@ __all__ = ["EnvironHeaders", "environ_header_lines"]
 
 Environ = MutableMapping[str, Any]
 
-_new = object.__new__
-
 
 def _header_names(key: str) -> tuple[str, str]:
     """The header line name of an environ key (``HTTP_X_Y`` → ``X-Y``, ``CONTENT_TYPE`` →
@@ -182,16 +180,15 @@ _PROBE_NAME_LENGTH = 64
 
 
 def _probe(names: frozenset[str]) -> tuple[frozenset[str], bool]:
-    probe = _PROBES.get(names)
-    if probe is None:
-        keys = frozenset(key for name in names for key in _keys_of_name(name))
-        probe = (keys, not any(key[:5] != "HTTP_" for key in keys))
-        if (
-            len(_PROBES) < _PROBES_MAX
-            and len(names) <= _PROBE_NAMES
-            and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
-        ):
-            _PROBES[names] = probe
+    """The probe of ``names`` (see ``_PROBES``), made and remembered when it may be."""
+    keys = frozenset(key for name in names for key in _keys_of_name(name))
+    probe = (keys, not any(key[:5] != "HTTP_" for key in keys))
+    if (
+        len(_PROBES) < _PROBES_MAX
+        and len(names) <= _PROBE_NAMES
+        and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
+    ):
+        _PROBES[names] = probe
     return probe
 
 
@@ -209,16 +206,9 @@ class EnvironHeaders(Headers):
     __slots__ = ("_environ",)
 
     def __init__(self, environ: Environ) -> None:
+        """The header lines of ``environ`` (read from it, not copied)."""
         self._environ: Environ | None = environ
         self._keys = None
-
-    @classmethod
-    def of(cls, environ: Environ) -> EnvironHeaders:
-        """The header lines of ``environ`` (read from it, not copied)."""
-        headers = _new(cls)
-        headers._environ = environ
-        headers._keys = None
-        return headers
 
     def __getattr__(self, attribute: str) -> Any:
         # The lines and their index are listed the first time either is asked for (their
@@ -256,7 +246,7 @@ class EnvironHeaders(Headers):
         environ = self._environ
         if environ is None:
             return Headers.has_any(self, names)
-        keys, presence_is_enough = _probe(names)
+        keys, presence_is_enough = _PROBES.get(names) or _probe(names)
         if environ.keys().isdisjoint(keys):
             return False
         if presence_is_enough:

@@ -136,9 +136,18 @@ def envelope_response(response: Response, request: Request) -> Response:
 async def resolve_current_user(plan: PipelinePlan, request: Request, ctx: RequestContext) -> None:
     """``determine_current_user`` (the auth cookie, other schemes) into ``ctx.user`` and
     ``request.user``; the anonymous user stays when no callback names one."""
-    user: Any = ctx.user
-    for callback in plan.determine_current_user:
-        user = callback(user, request)
+    await _resolve_user_from(plan, request, ctx, ctx.user, 0)
+
+
+async def _resolve_user_from(
+    plan: PipelinePlan, request: Request, ctx: RequestContext, user: Any, start: int
+) -> None:
+    """``determine_current_user`` from its ``start``-th callback (counting from 0) on, the
+    earlier ones having answered ``user``; the result into ``ctx.user`` and
+    ``request.user``."""
+    chain = plan.determine_current_user
+    for index in range(start, len(chain)):
+        user = chain[index](user, request)
         if type(user) not in NOT_AWAITABLE and is_awaitable(user):
             user = await user
     _set_current_user(request, ctx, user)
@@ -216,13 +225,7 @@ async def _authenticate_async(
     ``rest_authentication_errors``."""
     result: Any = None
     if user_position >= 0:
-        user: Any = await pending
-        chain = plan.determine_current_user
-        for index in range(user_position, len(chain)):
-            user = chain[index](user, request)
-            if type(user) not in NOT_AWAITABLE and is_awaitable(user):
-                user = await user
-        _set_current_user(request, ctx, user)
+        await _resolve_user_from(plan, request, ctx, await pending, user_position)
     else:
         result = await pending
     chain = plan.authentication_errors

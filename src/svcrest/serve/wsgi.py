@@ -52,7 +52,7 @@ def _request(environ: Environ) -> HttpRequest:
         _METHODS.get(method) or str(method).upper(),
         (path if path.isascii() else _wsgi_str(path)) or "/",
         query if query.isascii() else _wsgi_str(query),
-        EnvironHeaders.of(environ),
+        EnvironHeaders(environ),
         b"",
         environ.get("wsgi.url_scheme", "http"),
         host_name(host or environ.get("SERVER_NAME", "")),
