@@ -22,6 +22,7 @@ from svcrest.auth.verified_cookies import (
 )
 from svcrest.hooks import Hooks
 from svcrest.http.user import User
+from svcrest.store import sqlite as sqlite_module
 from svcrest.store.sqlite import SqliteStore
 from tests.auth.test_auth_service import FAST, NOW, SECRET, Env
 from tests.auth.test_auth_service import env as env
@@ -101,9 +102,19 @@ def test_no_room_is_refused() -> None:
 # -- the cookie check with the memo ----------------------------------------------------------
 
 
-@pytest.fixture
-def file_env(tmp_path: Path) -> Iterator[Env]:
+@pytest.fixture(params=["wal-index", "data_version"])
+def file_env(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Env]:
+    """A file store whose change marks come from each source in turn (the wal-index header
+    where it can be mapped, ``PRAGMA data_version`` otherwise)."""
+    if request.param == "wal-index" and not sys.platform.startswith("linux"):
+        pytest.skip("the wal-index is mapped on Linux only")
+    if request.param == "data_version":
+        monkeypatch.setattr(sqlite_module, "attach", lambda path: None)
     environment = Env(str(tmp_path / "site.db"))
+    assert isinstance(environment.store, SqliteStore)
+    assert environment.store.change_mark_source == request.param
     yield environment
     environment.store.close()
 

@@ -4,9 +4,10 @@ A cookie check parses the cookie, reads the user and the session from the store 
 two HMACs: about 20 µs on SQLite, most of a cookie + nonce request. Its answer depends only
 on the cookie, the site's secrets (fixed for an ``AuthService``), the clock and what the
 database holds. On a store that can tell whether anything was written since an earlier
-moment (``ChangeMarkingStore``: SQLite's ``PRAGMA data_version``), :class:`VerifiedCookies`
-keeps the answer for a cookie found valid, stamped with the store's change mark taken before
-the read, and the cookie check reuses it while the mark is the same.
+moment (``ChangeMarkingStore``: SQLite's wal-index header, or ``PRAGMA data_version``),
+:class:`VerifiedCookies` keeps the answer for a cookie found valid, stamped with the store's
+change mark taken before the read, and the cookie check reuses it while the mark is the
+same.
 
 SECURITY: why no entry outlives a revocation (DESIGN §6, "no cache may outlive them").
 

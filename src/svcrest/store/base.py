@@ -158,7 +158,7 @@ class NotifyingStore(Protocol):
 @runtime_checkable
 class ChangeMarkingStore(Protocol):
     """A store that can tell cheaply whether anything was written to its database since an
-    earlier moment (SQLite's ``PRAGMA data_version``).
+    earlier moment (SQLite's wal-index header, or ``PRAGMA data_version``).
 
     ``change_mark()`` returns the same number at two calls only if no write was committed in
     between, by this store, another connection or another process; it returns None when it
