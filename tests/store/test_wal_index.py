@@ -177,6 +177,8 @@ def test_a_store_closed_while_a_thread_reads_lets_go_when_the_thread_is_done(
     worker.start()
     assert inside.wait(30)
     store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.change_mark()
     # The reading connection is still open, so SQLite's locks must stay: our descriptor too.
     assert index.users == 1 and _is_open_on(index, db_path)
     leave.set()

@@ -280,7 +280,7 @@ class SqliteStore(StoreBase):
         try:
             anchor.execute("SELECT count(*) FROM sqlite_master").fetchone()
             index = attach(path)
-        except (sqlite3.Error, OSError):
+        except (sqlite3.Error, OSError, ValueError):  # ValueError: mmap refused the file
             index = None
         if index is None:
             anchor.close()
@@ -403,6 +403,8 @@ class SqliteStore(StoreBase):
             return None
         wal_header = self._wal_header
         if wal_header is not None:
+            if self._closed:  # as the PRAGMA path, also while a thread still holds a connection
+                raise StoreError("the store is closed")
             # PERF: the wal-index header, read from shared memory (~0.15 µs): it changes with
             # every commit of any connection of any process (svcrest.store.wal_index).
             # SECURITY: the mark moves *before* the header is recorded as seen, so a thread
