@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from svcrest.store import open_store
+from svcrest.store import sqlite as sqlite_module
 from svcrest.store.sqlite import SqliteStore, StoreError, retry_while_locked
 
 
@@ -372,11 +373,20 @@ def _write(store: SqliteStore, value: int) -> None:
         conn.execute("INSERT INTO marks VALUES (?)", (value,))
 
 
-@pytest.fixture
-def marked_file(tmp_path: Path) -> Iterator[tuple[str, SqliteStore]]:
+@pytest.fixture(params=["wal-index", "data_version"])
+def marked_file(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, SqliteStore]]:
+    """A file store whose change marks come from each source in turn (the wal-index header
+    where it can be mapped, ``PRAGMA data_version`` otherwise)."""
+    if request.param == "wal-index" and not sys.platform.startswith("linux"):
+        pytest.skip("the wal-index is mapped on Linux only")
+    if request.param == "data_version":
+        monkeypatch.setattr(sqlite_module, "attach", lambda path: None)
     path = str(tmp_path / "marks.db")
     store = SqliteStore(path)
     store.migrate("marks", ["CREATE TABLE marks (v INTEGER)"])
+    assert store.change_mark_source == request.param
     yield path, store
     store.close()
 

@@ -8,14 +8,13 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from svcrest.store import sqlite as sqlite_module
 from svcrest.store import wal_index
 from svcrest.store.sqlite import SqliteStore, StoreError
+from tests.store.test_store_sqlite import marked_file as marked_file
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the wal-index is mapped on Linux only"
@@ -64,20 +63,6 @@ def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "marks.db")
 
 
-@pytest.fixture(params=["wal-index", "data_version"])
-def marked(
-    request: pytest.FixtureRequest, db_path: str, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[SqliteStore]:
-    """A file store whose marks come from each source in turn."""
-    if request.param == "data_version":
-        monkeypatch.setattr(sqlite_module, "attach", lambda path: None)
-    store = SqliteStore(db_path)
-    store.migrate("marks", ["CREATE TABLE marks (v INTEGER)"])
-    assert store.change_mark_source == request.param
-    yield store
-    store.close()
-
-
 def test_a_file_store_on_linux_reads_the_wal_index(db_path: str) -> None:
     with SqliteStore(db_path) as store:
         assert store.change_mark_source == "wal-index"
@@ -85,7 +70,10 @@ def test_a_file_store_on_linux_reads_the_wal_index(db_path: str) -> None:
         assert memory.change_mark_source == "memory"
 
 
-def test_reads_leave_the_mark_and_every_commit_moves_it(marked: SqliteStore) -> None:
+def test_reads_leave_the_mark_and_every_commit_moves_it(
+    marked_file: tuple[str, SqliteStore],
+) -> None:
+    _path, marked = marked_file
     first = marked.change_mark()
     assert first is not None
     assert marked.read_one("SELECT COUNT(*) FROM marks") == (0,)
@@ -110,22 +98,16 @@ def test_a_rolled_back_transaction_leaves_the_wal_index_mark(db_path: str) -> No
         assert store.change_mark() == first
 
 
-def test_a_commit_by_another_process_moves_the_mark(marked: SqliteStore) -> None:
+def test_a_commit_by_another_process_moves_the_mark(
+    marked_file: tuple[str, SqliteStore],
+) -> None:
+    _path, marked = marked_file
     assert marked.path is not None
     first = marked.change_mark()
     subprocess.run([sys.executable, "-c", _CHILD_WRITE, marked.path], check=True, timeout=60)
     second = marked.change_mark()
     assert second is not None and first is not None and second > first
     assert marked.read_one("SELECT v FROM marks") == (7,)
-
-
-def test_a_commit_by_another_thread_moves_the_mark(marked: SqliteStore) -> None:
-    first = marked.change_mark()
-    worker = threading.Thread(target=_write, args=(marked, 2))
-    worker.start()
-    worker.join()
-    second = marked.change_mark()
-    assert second is not None and first is not None and second > first
 
 
 def test_the_mark_is_unknown_inside_a_block_and_refused_once_closed(db_path: str) -> None:
