@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from svcrest import App, Request, public
+from svcrest import App, Request, RestError, public
 from svcrest.rest.defaults import sanitize_origin
 from tests.conftest import SiteClient, raw_request
 
@@ -317,3 +317,38 @@ def test_options_sets_url_params_for_permission_callbacks(client_for: ClientFor)
     )
     assert client.request("OPTIONS", "/svc-json/demo/v1/things/30").headers["allow"] == "GET"
     assert seen == [{"id": "3"}, {"id": "30"}]
+
+
+async def _async_true(request: Request) -> bool:
+    return True
+
+
+async def _async_false(request: Request) -> bool:
+    return False
+
+
+def _refuses(request: Request) -> bool:
+    raise RestError("nope", "Refused.", {"status": 403})
+
+
+@pytest.mark.parametrize(
+    ("permission", "status", "allow"),
+    [
+        (lambda request: True, 200, "GET, POST"),
+        (_async_true, 200, "GET, POST"),
+        (lambda request: 1, 401, None),
+        (_async_false, 401, None),
+        (_refuses, 403, None),
+    ],
+)
+def test_allow_of_a_route_with_one_handler(
+    client_for: ClientFor, permission: Any, status: int, allow: str | None
+) -> None:
+    app = App()
+    app.register_rest_route(
+        "demo/v1",
+        "/one",
+        {"methods": "GET, POST", "callback": lambda r: "x", "permission_callback": permission},
+    )
+    response = client_for(app).get("/svc-json/demo/v1/one")
+    assert (response.status_code, response.headers.get("allow")) == (status, allow)

@@ -7,6 +7,7 @@ import asyncio
 import contextvars
 import inspect
 import threading
+import weakref
 from typing import Any
 
 import pytest
@@ -99,3 +100,32 @@ def test_each_thread_has_its_own_loop_and_keeps_it() -> None:
     thread.start()
     thread.join(10)
     assert here[0] == here[1] and there[0] == there[1] and here[0] != there[0]
+
+
+class Stop(BaseException):
+    pass
+
+
+def test_runs_in_a_row_whatever_the_one_before_did() -> None:
+    async def stop() -> None:
+        raise Stop
+
+    outcomes: list[str] = []
+    for wait in [*WAITS, *reversed(WAITS)]:
+        outcomes.append(run_in_context(_steps(wait, []), contextvars.copy_context()))
+        with pytest.raises(Stop):
+            run_in_context(stop(), contextvars.copy_context())
+    assert outcomes == ["done"] * 2 * len(WAITS)
+
+
+@pytest.mark.parametrize("wait", WAITS)
+def test_the_result_is_not_kept_after_it_was_returned(wait: str) -> None:
+    class Result:
+        pass
+
+    async def make() -> Result:
+        await _steps(wait, [])
+        return Result()
+
+    result = weakref.ref(run_in_context(make(), contextvars.copy_context()))
+    assert result() is None

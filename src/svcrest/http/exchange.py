@@ -9,6 +9,7 @@ from typing import Any
 from svcrest.http.headers import Headers
 
 __all__ = [
+    "USUAL_METHODS",
     "HttpRequest",
     "HttpResponse",
     "announces_body",
@@ -132,6 +133,12 @@ class HttpRequest:
     host: str = ""
     client: str = ""
 
+
+#: The usual request methods, each as it is: an adapter takes a server's method string from
+#: here (PERF: no ``upper()``) and upper-cases only the others.
+USUAL_METHODS = {
+    method: method for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
+}
 
 #: Methods whose requests carry no body unless their headers announce one.
 _BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})

@@ -10,13 +10,14 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from svcrest.http.exchange import (
+    USUAL_METHODS,
     HttpRequest,
-    announces_body,
     encode_lines,
-    host_name,
+    headers_announce_body,
     remembered_host_name,
 )
 from svcrest.http.headers import Headers
+from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
 
@@ -39,11 +40,12 @@ async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
 
 
 def _body_reader(
-    declared: list[str] | None, receive: ASGIReceive, limit: int
+    headers: Headers, receive: ASGIReceive, limit: int
 ) -> Callable[[], Awaitable[bytes | None]]:
     """Reads the body once: its bytes, or None when it is longer than ``limit``
     (SECURITY: refused from Content-Length before reading, or as soon as the stream passes
     the limit)."""
+    declared = headers.index().get("content-length")
 
     async def read() -> bytes | None:
         if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
@@ -97,19 +99,14 @@ async def handle_asgi(
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
         return
-    headers = Headers.from_asgi(scope["headers"])
-    index = headers.index()
-    method = scope["method"].upper()
+    headers = ScopeHeaders(scope["headers"])
+    method = scope["method"]
+    method = USUAL_METHODS.get(method) or str(method).upper()
     raw_query = scope.get("query_string")
     client = scope.get("client")
-    host_lines = index.get("host")
-    if host_lines:
-        # PERF: a Host value seen before is remembered.
-        host_value = (
-            remembered_host_name(host_lines[0])
-            if len(host_lines) == 1
-            else host_name(", ".join(host_lines))
-        )
+    host_line = headers.get_joined("host")
+    if host_line is not None:
+        host_value = remembered_host_name(host_line)  # PERF: a Host value seen before
     else:
         server = scope.get("server")
         host_value = str(server[0]).lower() if server else ""
@@ -125,8 +122,8 @@ async def handle_asgi(
         str(client[0]) if client else "",
     )
     reader = (
-        _body_reader(index.get("content-length"), receive, host.max_body_size)
-        if announces_body(method, index)
+        _body_reader(headers, receive, host.max_body_size)
+        if headers_announce_body(method, headers)
         else None
     )
     answer = await respond(host, http, reader)

@@ -9,6 +9,7 @@ from typing import Any
 from svcrest.blocking import inline_context
 from svcrest.http.environ import Environ, EnvironHeaders
 from svcrest.http.exchange import (
+    USUAL_METHODS,
     HttpRequest,
     HttpResponse,
     headers_announce_body,
@@ -21,10 +22,6 @@ from svcrest.syncrun import run_in_context
 __all__ = ["WSGIAdapter"]
 
 StartResponse = Callable[..., Any]
-#: The usual request methods, as they are (others are upper-cased).
-_METHODS = {
-    method: method for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
-}
 
 
 def _wsgi_str(value: str) -> str:
@@ -49,7 +46,7 @@ def _request(environ: Environ) -> HttpRequest:
     # PERF: positional arguments (a dataclass's keyword parsing costs ~1 µs); the usual
     # methods as they are, ASCII (most paths and queries) without decoding.
     return HttpRequest(
-        _METHODS.get(method) or str(method).upper(),
+        USUAL_METHODS.get(method) or str(method).upper(),
         (path if path.isascii() else _wsgi_str(path)) or "/",
         query if query.isascii() else _wsgi_str(query),
         EnvironHeaders(environ),

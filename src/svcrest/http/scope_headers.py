@@ -1,0 +1,121 @@
+"""The header lines of an ASGI scope, read from it on demand.
+
+An ASGI server hands the request's header lines over as a list of ``(name, value)`` byte
+pairs, names lower-cased, values Latin-1 (the ASGI HTTP spec). :class:`ScopeHeaders`
+answers a look-up with one dict look-up in the pairs as they came, and decodes the lines
+only when something needs them all or changes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from svcrest.http.headers import Headers, asgi_header_lines
+
+__all__ = ["ScopeHeaders"]
+
+RawLines = Iterable[tuple[bytes, bytes]]
+
+# PERF: a set of names asked about together (``Headers.has_any``) → the same names as bytes.
+# Bounded in entries and bytes: only ``_PROBES_MAX`` sets are kept, each of at most
+# ``_PROBE_NAMES`` names of at most ``_PROBE_NAME_LENGTH`` characters (the code's own
+# constants are a few short names; a plugin may ask with anything).
+_PROBES: dict[frozenset[str], frozenset[bytes]] = {}
+_PROBES_MAX = 64
+_PROBE_NAMES = 16
+_PROBE_NAME_LENGTH = 64
+
+
+# PERF: the names looked up (the code's own few, a plugin's) → their bytes, remembered.
+# Bounded in entries and bytes: only names of at most ``_NAME_LENGTH`` characters are kept,
+# ``_NAMES_MAX`` of them, and the memory is emptied when full.
+_RAW_NAMES: dict[str, bytes] = {}
+_NAMES_MAX = 256
+_NAME_LENGTH = 64
+
+
+def _raw_name(name: str) -> bytes | None:
+    """``name`` as the bytes a scope carries it in (remembered when short); None when no
+    Latin-1 name is ``name``."""
+    try:
+        raw = name.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+    if len(name) <= _NAME_LENGTH:
+        if len(_RAW_NAMES) >= _NAMES_MAX:
+            _RAW_NAMES.clear()
+        _RAW_NAMES[name] = raw
+    return raw
+
+
+def _probe(names: frozenset[str]) -> frozenset[bytes]:
+    """``names`` as bytes (see ``_PROBES``), remembered when they may be."""
+    probe = frozenset(raw for raw in map(_raw_name, names) if raw is not None)
+    if (
+        len(_PROBES) < _PROBES_MAX
+        and len(names) <= _PROBE_NAMES
+        and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
+    ):
+        _PROBES[names] = probe
+    return probe
+
+
+class ScopeHeaders(Headers):
+    """The header lines of an ASGI scope (see :func:`~svcrest.http.headers.asgi_header_lines`),
+    read from it on demand.
+
+    PERF: while no name comes twice, a look-up (``get_joined``, ``get``, ``has_any``) is a
+    dict look-up in the raw pairs, made into a dict in C; the lines are decoded and indexed
+    only the first time something needs them all or changes them, or at once when a name
+    comes twice (its lines are joined). From then on, the decoded lines are the headers, as
+    for any :class:`Headers`.
+    """
+
+    __slots__ = ("_raw", "_single")
+
+    def __init__(self, raw: RawLines) -> None:
+        """The header lines of ``raw``, a scope's ``headers`` (read, not copied)."""
+        pairs = raw if type(raw) is list else list(raw)
+        single = dict(pairs)
+        self._raw: list[tuple[bytes, bytes]] | None = pairs
+        #: Name → value while every name comes once; None once the lines are decoded.
+        self._single: dict[bytes, bytes] | None = single if len(single) == len(pairs) else None
+        self._keys = None
+
+    def __getattr__(self, attribute: str) -> Any:
+        # The lines and their index are decoded the first time either is asked for (their
+        # slots are unset until then; Python asks here only for an unset attribute).
+        if attribute != "_items" and attribute != "_index":
+            raise AttributeError(attribute)
+        raw = self._raw
+        if raw is not None:
+            self._single = None  # first: a reader sees the raw pairs or the lines
+            self._items, self._index = asgi_header_lines(raw)
+            self._raw = None
+        return object.__getattribute__(self, attribute)
+
+    def get_joined(self, name: str) -> str | None:
+        """The value of ``name`` (lower case), or None (see :meth:`Headers.get_joined`)."""
+        single = self._single
+        if single is None:
+            return Headers.get_joined(self, name)
+        # None, for a name that is not Latin-1, finds no line
+        value = single.get(_RAW_NAMES.get(name) or _raw_name(name))  # type: ignore[arg-type]
+        return None if value is None else value.decode("latin-1")
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        """The value of ``name``, or ``default`` (see :meth:`Headers.get`)."""
+        single = self._single
+        if single is None:
+            return Headers.get(self, name, default)
+        key = name.lower()
+        value = single.get(_RAW_NAMES.get(key) or _raw_name(key))  # type: ignore[arg-type]
+        return default if value is None else value.decode("latin-1")
+
+    def has_any(self, names: frozenset[str]) -> bool:
+        """Whether a line of any of ``names`` (lower case) is there."""
+        single = self._single
+        if single is None:
+            return Headers.has_any(self, names)
+        return not (_PROBES.get(names) or _probe(names)).isdisjoint(single)

@@ -1,0 +1,96 @@
+"""An ASGI scope's header lines read on demand: every answer is the one the decoded lines
+give, before and after they are decoded, with names that come twice, after changes, and
+with bounded memories of the names asked."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from svcrest.http import scope_headers
+from svcrest.http.headers import Headers
+from svcrest.http.scope_headers import ScopeHeaders
+
+NAMES = [b"host", b"origin", b"cookie", b"x-svc-nonce", b"content-length", b"x-a", b"\xdf"]
+VALUES = [b"", b"0", b"a b", b"x, y", b"\xe9t\xe9"]
+#: Names asked of the headers: lower case (as the pipeline asks), other cases, and names no
+#: Latin-1 line can have.
+ASKED = ["host", "origin", "cookie", "x-svc-nonce", "content-length", "x-a", "ß", "Cookie", "€", ""]
+PROBES = [
+    frozenset({"cookie", "authorization", "x-svc-nonce", "x-wp-nonce"}),
+    frozenset({"transfer-encoding", "content-length"}),
+    frozenset({"ß", "€"}),
+    frozenset(),
+]
+
+
+def _answers(headers: Headers) -> list[object]:
+    return [
+        *((headers.get_joined(name), headers.get(name, "-")) for name in ASKED),
+        *(headers.has_any(names) for names in PROBES),
+    ]
+
+
+@given(st.lists(st.tuples(st.sampled_from(NAMES), st.sampled_from(VALUES)), max_size=8))
+def test_scope_headers_answer_as_their_decoded_lines(raw: list[tuple[bytes, bytes]]) -> None:
+    decoded = Headers.from_asgi(raw)
+    lazy = ScopeHeaders(raw)
+    before = _answers(lazy)
+    assert before == _answers(decoded)
+    assert lazy.items_list() == decoded.items_list()  # decoded on demand, in order
+    assert _answers(lazy) == before
+    assert lazy == decoded
+
+
+def test_a_name_that_comes_twice_is_answered_joined() -> None:
+    headers = ScopeHeaders([(b"cookie", b"a=1"), (b"accept", b"x"), (b"cookie", b"b=2")])
+    assert headers.get_joined("cookie") == "a=1; b=2"
+    assert headers.get("Accept") == "x"
+    assert headers.get_list("cookie") == ["a=1", "b=2"]
+
+
+def test_changed_headers_answer_from_their_lines() -> None:
+    raw = [(b"cookie", b"a=1"), (b"origin", b"https://a.test")]
+    headers = ScopeHeaders(raw)
+    assert headers.get_joined("cookie") == "a=1"
+    headers["Cookie"] = "b=2"
+    headers.add("X-Svc-Nonce", "n")
+    del headers["origin"]
+    assert headers.get_joined("cookie") == "b=2"
+    assert headers.get("Origin") is None
+    assert headers.has_any(frozenset({"x-svc-nonce"})) is True
+    assert headers.items_list() == [("Cookie", "b=2"), ("X-Svc-Nonce", "n")]
+    assert raw == [(b"cookie", b"a=1"), (b"origin", b"https://a.test")]  # never changed
+
+
+def test_any_iterable_of_pairs_is_read() -> None:
+    headers = ScopeHeaders(iter([(b"host", b"a.test"), (b"x-a", b"1")]))
+    assert (headers.get_joined("host"), headers.items_list()) == (
+        "a.test",
+        [("host", "a.test"), ("x-a", "1")],
+    )
+
+
+def test_the_memories_of_asked_names_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    names: dict[str, bytes] = {}
+    probes: dict[frozenset[str], frozenset[bytes]] = {}
+    monkeypatch.setattr(scope_headers, "_RAW_NAMES", names)
+    monkeypatch.setattr(scope_headers, "_NAMES_MAX", 2)
+    monkeypatch.setattr(scope_headers, "_PROBES", probes)
+    monkeypatch.setattr(scope_headers, "_PROBES_MAX", 2)
+    headers = ScopeHeaders([(b"x-a", b"1")])
+    long_name = "x-" + "a" * 63
+    assert [headers.get_joined(name) for name in ("x-a", "x-b", "x-c", long_name)] == [
+        "1",
+        None,
+        None,
+        None,
+    ]
+    assert list(names) == ["x-c"]  # emptied when full; the long name never kept
+    many = frozenset(f"x-{n}" for n in range(17))
+    assert [headers.has_any(names) for names in (many, frozenset({long_name}))] == [False, False]
+    assert probes == {}  # too many names; a name too long
+    asked = [frozenset({"x-a"}), frozenset({"x-b"}), frozenset({"x-c"})]
+    assert [headers.has_any(names) for names in asked] == [True, False, False]
+    assert list(probes) == asked[:2]  # full at 2
