@@ -12,7 +12,7 @@ from collections.abc import MutableMapping
 from itertools import filterfalse
 from typing import Any
 
-from svcrest.http.headers import Headers
+from svcrest.http.headers import Headers, Lines, OnDemandHeaders
 
 __all__ = ["EnvironHeaders", "environ_header_lines"]
 
@@ -192,15 +192,15 @@ def _probe(names: frozenset[str]) -> tuple[frozenset[str], bool]:
     return probe
 
 
-class EnvironHeaders(Headers):
+class EnvironHeaders(OnDemandHeaders):
     """The header lines of a WSGI environ (see :func:`environ_header_lines`), read from it
     on demand.
 
     PERF: a look-up of a usual header (``get_joined``, ``get``, ``has_any``) is one environ
     look-up; the lines are listed and indexed only the first time something needs them all
-    or changes them (a WSGI server's environ holds dozens of other keys: granian puts the
-    server process's environment variables in each). From then on, the listed lines are
-    the headers, as for any :class:`Headers`.
+    or changes them (see :class:`~svcrest.http.headers.OnDemandHeaders`): a WSGI server's
+    environ holds dozens of other keys (granian puts the server process's environment
+    variables in each).
     """
 
     __slots__ = ("_environ",)
@@ -210,16 +210,12 @@ class EnvironHeaders(Headers):
         self._environ: Environ | None = environ
         self._keys = None
 
-    def __getattr__(self, attribute: str) -> Any:
-        # The lines and their index are listed the first time either is asked for (their
-        # slots are unset until then; Python asks here only for an unset attribute).
-        if attribute != "_items" and attribute != "_index":
-            raise AttributeError(attribute)
+    def _list_lines(self) -> Lines | None:
         environ = self._environ
-        if environ is not None:
-            self._items, self._index = environ_header_lines(environ)
-            self._environ = None  # after the lines: a reader sees one or the other
-        return object.__getattribute__(self, attribute)
+        if environ is None:
+            return None
+        self._environ = None  # first: a reader sees the environ or the lines
+        return environ_header_lines(environ)
 
     def get_joined(self, name: str) -> str | None:
         """The value of ``name`` (lower case), or None (see :meth:`Headers.get_joined`)."""

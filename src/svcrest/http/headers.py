@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
+from typing import Any
 
-__all__ = ["Headers", "HeadersInit", "asgi_header_lines"]
+__all__ = ["Headers", "HeadersInit", "OnDemandHeaders", "asgi_header_lines"]
 
 _new = object.__new__
 
@@ -254,3 +255,57 @@ class Headers(MutableMapping[str, str]):
 
     def __repr__(self) -> str:
         return f"Headers({self._items!r})"
+
+
+# The slots that hold a Headers' lines and index, read and written past the properties of
+# OnDemandHeaders.
+_ITEMS_SLOT: Any = vars(Headers)["_items"]
+_INDEX_SLOT: Any = vars(Headers)["_index"]
+Lines = tuple[list[tuple[str, str]], dict[str, list[str]]]
+
+
+class OnDemandHeaders(Headers):
+    """:class:`Headers` kept in a server's own form of the request's lines (a WSGI environ,
+    an ASGI scope's byte pairs) until something needs them all.
+
+    A subclass answers the usual look-ups (``get_joined``, ``get``, ``has_any``) from that
+    form and says how to list the lines (:meth:`_list_lines`); the first time anything else
+    reads or changes the lines, they are listed, and from then on they are the headers, as
+    for any :class:`Headers`. PERF: properties, not ``__getattr__``: a class with
+    ``__getattr__`` has every attribute read take the slow, unspecialised path.
+    """
+
+    __slots__ = ()
+
+    def _list_lines(self) -> Lines | None:
+        """The lines in order and their index (lower-cased name → values), the first time
+        it is called; None afterwards. The subclass lets go of its own form then."""
+        raise NotImplementedError
+
+    def _listed(self) -> None:
+        lines = self._list_lines()
+        if lines is not None:
+            _ITEMS_SLOT.__set__(self, lines[0])
+            _INDEX_SLOT.__set__(self, lines[1])
+
+    @property
+    def _items(self) -> list[tuple[str, str]]:
+        self._listed()
+        items: list[tuple[str, str]] = _ITEMS_SLOT.__get__(self)
+        return items
+
+    @_items.setter
+    def _items(self, value: list[tuple[str, str]]) -> None:
+        self._listed()  # first: listing later would overwrite the value
+        _ITEMS_SLOT.__set__(self, value)
+
+    @property
+    def _index(self) -> dict[str, list[str]] | None:
+        self._listed()
+        index: dict[str, list[str]] | None = _INDEX_SLOT.__get__(self)
+        return index
+
+    @_index.setter
+    def _index(self, value: dict[str, list[str]] | None) -> None:
+        self._listed()
+        _INDEX_SLOT.__set__(self, value)

@@ -9,9 +9,8 @@ only when something needs them all or changes them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-from svcrest.http.headers import Headers, asgi_header_lines
+from svcrest.http.headers import Headers, Lines, OnDemandHeaders, asgi_header_lines
 
 __all__ = ["ScopeHeaders"]
 
@@ -61,15 +60,15 @@ def _probe(names: frozenset[str]) -> frozenset[bytes]:
     return probe
 
 
-class ScopeHeaders(Headers):
+class ScopeHeaders(OnDemandHeaders):
     """The header lines of an ASGI scope (see :func:`~svcrest.http.headers.asgi_header_lines`),
     read from it on demand.
 
     PERF: while no name comes twice, a look-up (``get_joined``, ``get``, ``has_any``) is a
     dict look-up in the raw pairs, made into a dict in C; the lines are decoded and indexed
-    only the first time something needs them all or changes them, or at once when a name
-    comes twice (its lines are joined). From then on, the decoded lines are the headers, as
-    for any :class:`Headers`.
+    the first time something needs them all or changes them (see
+    :class:`~svcrest.http.headers.OnDemandHeaders`), or when a name comes twice (its lines
+    are joined).
     """
 
     __slots__ = ("_raw", "_single")
@@ -79,21 +78,17 @@ class ScopeHeaders(Headers):
         pairs = raw if type(raw) is list else list(raw)
         single = dict(pairs)
         self._raw: list[tuple[bytes, bytes]] | None = pairs
-        #: Name → value while every name comes once; None once the lines are decoded.
+        #: Name → value while every name comes once and nothing was listed; else None.
         self._single: dict[bytes, bytes] | None = single if len(single) == len(pairs) else None
         self._keys = None
 
-    def __getattr__(self, attribute: str) -> Any:
-        # The lines and their index are decoded the first time either is asked for (their
-        # slots are unset until then; Python asks here only for an unset attribute).
-        if attribute != "_items" and attribute != "_index":
-            raise AttributeError(attribute)
+    def _list_lines(self) -> Lines | None:
         raw = self._raw
-        if raw is not None:
-            self._single = None  # first: a reader sees the raw pairs or the lines
-            self._items, self._index = asgi_header_lines(raw)
-            self._raw = None
-        return object.__getattribute__(self, attribute)
+        if raw is None:
+            return None
+        self._single = None  # first: a reader sees the raw pairs or the lines
+        self._raw = None
+        return asgi_header_lines(raw)
 
     def get_joined(self, name: str) -> str | None:
         """The value of ``name`` (lower case), or None (see :meth:`Headers.get_joined`)."""
