@@ -164,6 +164,21 @@ def test_wrong_argument_types_are_false(action: Any, user_id: Any, token: Any) -
     assert manager.verify(_valid(), action, user_id, token) is False
 
 
+class Text(str):
+    pass
+
+
+class Number(int):
+    pass
+
+
+def test_subclasses_of_str_and_int_verify_as_their_values() -> None:
+    manager, _clock = make()
+    nonce = manager.create("svc_rest", 3, "token")
+    assert manager.verify(Text(nonce), Text("svc_rest"), Number(3), Text("token")) == 1
+    assert manager.verify(Text(nonce), "svc_rest", Number(4), "token") is False
+
+
 def test_create_checks_types() -> None:
     manager, _clock = make()
     with pytest.raises(TypeError, match="action and token must be str"):

@@ -99,11 +99,22 @@ class NonceManager:
         the wrong type) is simply False. SECURITY: compared with ``hmac.compare_digest`` on
         bytes, so timing does not reveal how much of a guess was right.
         """
-        if not isinstance(nonce, str) or len(nonce) != NONCE_LENGTH or not nonce.isascii():
+        # PERF: the exact types first (each test costs a fraction of an isinstance call);
+        # subclasses (not bool) are taken as well.
+        if (
+            type(nonce) is not str
+            or type(action) is not str
+            or type(token) is not str
+            or type(user_id) is not int
+        ) and (
+            not isinstance(nonce, str)
+            or not isinstance(action, str)
+            or not isinstance(token, str)
+            or not isinstance(user_id, int)
+            or isinstance(user_id, bool)
+        ):
             return False
-        if not isinstance(action, str) or not isinstance(token, str):
-            return False
-        if not isinstance(user_id, int) or isinstance(user_id, bool):
+        if len(nonce) != NONCE_LENGTH or not nonce.isascii():
             return False
         tick = self.tick()
         # PERF: a nonce verified before is known by the tick it was made in; no HMAC.
