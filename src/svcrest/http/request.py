@@ -45,7 +45,10 @@ class Request:
     ``parse_json_body`` (the server calls it before validation on every matched route; it
     checks a multipart body too).
 
-    ``site`` is set by the server that dispatches the request (its REST URLs, for links).
+    ``site`` is set by the server that dispatches the request (its REST URLs, for links);
+    ``query_string`` is the raw query string as the HTTP layer received it (None for a
+    request built from a mapping; a plain attribute, read on every request: CPython 3.11
+    reads a property through its slow, unspecialised path).
     """
 
     __slots__ = (
@@ -55,11 +58,11 @@ class Request:
         "_json_params",
         "_json_parsed",
         "_query_params",
-        "_query_string",
         "default_params",
         "handler",
         "headers",
         "method",
+        "query_string",
         "raw_body",
         "route",
         "site",
@@ -84,7 +87,7 @@ class Request:
         self.raw_body = raw_body
         self.url_params: dict[str, Any] = {}
         self.default_params: dict[str, Any] = {}
-        self._query_string: str | None = None
+        self.query_string: str | None = None
         self._query_params: dict[str, Any] | None = dict(query) if query is not None else {}
         self._body_params: dict[str, Any] | None = dict(body) if body is not None else None
         self._files: dict[str, UploadedFile | list[UploadedFile]] | None = None
@@ -115,7 +118,7 @@ class Request:
         request.raw_body = raw_body
         request.url_params = {}
         request.default_params = {}
-        request._query_string = query_string
+        request.query_string = query_string
         request._query_params = None
         request._body_params = None
         request._files = None
@@ -133,24 +136,18 @@ class Request:
     def query_params(self) -> dict[str, Any]:
         """Parameters from the query string."""
         if self._query_params is None:
-            self._query_params = parse_form(self._query_string or "")
+            self._query_params = parse_form(self.query_string or "")
         return self._query_params
 
     @query_params.setter
     def query_params(self, value: dict[str, Any]) -> None:
         self._query_params = value
 
-    @property
-    def query_string(self) -> str | None:
-        """The raw query string as the HTTP layer received it (None for a request built
-        from a mapping)."""
-        return self._query_string
-
     def has_query_string(self) -> bool:
         """Whether the request may have query parameters (PERF: answered without parsing
         the query string: False only when it is empty and no parameter was set)."""
         params = self._query_params
-        return bool(self._query_string) if params is None else bool(params)
+        return bool(self.query_string) if params is None else bool(params)
 
     def _form_media_type(self) -> str | None:
         """The body's form media type (urlencoded or multipart) when its fields are
