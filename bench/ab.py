@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import harness
-from run import ORIGIN, TARGETS, Target
+from run import TARGETS, Target, served
 
 
 def _target(spec: str) -> Target:
@@ -75,27 +75,11 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.ExitStack() as stack:
         urls: list[tuple[str, dict[str, str], int]] = []
         for target in targets:
-            server = stack.enter_context(
-                harness.uvicorn_server(
-                    target.module,
-                    label=f"ab-{target.name.replace('/', '_')}",
-                    cpus=cpus,
-                    server=target.server,
-                    interface=target.interface,
-                    attribute=target.attribute,
-                    env=dict(target.env),
-                )
-            )
-            url = server.url + target.path
-            headers = dict(ORIGIN) if target.origin else {}
-            if target.auth:
-                harness.check_response(url, headers=headers, status=401)
-                headers.update(harness.login(server.url))
-            harness.check_response(
-                url, headers=headers, status=target.status, json_subset=target.expect
+            url, headers, pid = stack.enter_context(
+                served(target, f"ab-{target.name.replace('/', '_')}", cpus)
             )
             harness.run_wrk(url, settings=warm, cpus=cpus, headers=headers)
-            urls.append((url, headers, server.pid))
+            urls.append((url, headers, pid))
         rates: list[list[float]] = [[], []]
         for pair in range(args.pairs):
             for side in (0, 1) if pair % 2 == 0 else (1, 0):

@@ -21,8 +21,9 @@ everything runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -148,12 +149,12 @@ def _selected(args: argparse.Namespace, name: str) -> bool:
     return not args.only or name in args.only
 
 
-def measure_target(
-    target: Target, result: harness.Measured, args: argparse.Namespace, cpus: harness.Cpus
-) -> None:
-    """Start the target's server, check its answer, run wrk; record the run in ``result``."""
-    settings = harness.WrkSettings(args.duration, args.warmup, args.connections)
-    label = f"{target.name}-r{len(result.runs) + 1}"
+@contextlib.contextmanager
+def served(
+    target: Target, label: str, cpus: harness.Cpus
+) -> Iterator[tuple[str, dict[str, str], int]]:
+    """The target's server, started and its answer checked: the URL wrk loads, the headers
+    it sends (logged in, for an authenticated target) and the server's pid."""
     with harness.uvicorn_server(
         target.module,
         label=label,
@@ -172,9 +173,17 @@ def measure_target(
         harness.check_response(
             url, headers=headers, status=target.status, json_subset=target.expect
         )
-        run = harness.run_wrk(
-            url, settings=settings, cpus=cpus, headers=headers, server_pid=server.pid
-        )
+        yield url, headers, server.pid
+
+
+def measure_target(
+    target: Target, result: harness.Measured, args: argparse.Namespace, cpus: harness.Cpus
+) -> None:
+    """Start the target's server, check its answer, run wrk; record the run in ``result``."""
+    settings = harness.WrkSettings(args.duration, args.warmup, args.connections)
+    label = f"{target.name}-r{len(result.runs) + 1}"
+    with served(target, label, cpus) as (url, headers, pid):
+        run = harness.run_wrk(url, settings=settings, cpus=cpus, headers=headers, server_pid=pid)
     result.runs.append(run)
     cpu = harness.cpu_cells(run)[0]
     print(

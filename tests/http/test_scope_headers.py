@@ -1,15 +1,20 @@
 """An ASGI scope's header lines read on demand: every answer is the one the decoded lines
-give, before and after they are decoded, with names that come twice, after changes, and
-with bounded memories of the names asked."""
+give, before and after they are decoded, with names that come twice, after changes (as a
+WSGI environ's), and with bounded memories of the names asked."""
 
 from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from svcrest.http import scope_headers
-from svcrest.http.headers import Headers
+from svcrest.http.environ import EnvironHeaders
+from svcrest.http.headers import Headers, OnDemandHeaders
 from svcrest.http.scope_headers import ScopeHeaders
 
 NAMES = [b"host", b"origin", b"cookie", b"x-svc-nonce", b"content-length", b"x-a", b"\xdf"]
@@ -50,9 +55,18 @@ def test_a_name_that_comes_twice_is_answered_joined() -> None:
     assert headers.get_list("cookie") == ["a=1", "b=2"]
 
 
-def test_changed_headers_answer_from_their_lines() -> None:
-    raw = [(b"cookie", b"a=1"), (b"origin", b"https://a.test")]
-    headers = ScopeHeaders(raw)
+SOURCES: list[tuple[Callable[[Any], OnDemandHeaders], Any]] = [
+    (ScopeHeaders, [(b"cookie", b"a=1"), (b"origin", b"https://a.test")]),
+    (EnvironHeaders, {"HTTP_COOKIE": "a=1", "HTTP_ORIGIN": "https://a.test", "PATH": "/bin"}),
+]
+
+
+@pytest.mark.parametrize(("make", "source"), SOURCES, ids=["scope", "environ"])
+def test_changed_headers_answer_from_their_lines(
+    make: Callable[[Any], OnDemandHeaders], source: Any
+) -> None:
+    before = copy.deepcopy(source)
+    headers = make(source)
     assert headers.get_joined("cookie") == "a=1"
     headers["Cookie"] = "b=2"
     headers.add("X-Svc-Nonce", "n")
@@ -61,7 +75,7 @@ def test_changed_headers_answer_from_their_lines() -> None:
     assert headers.get("Origin") is None
     assert headers.has_any(frozenset({"x-svc-nonce"})) is True
     assert headers.items_list() == [("Cookie", "b=2"), ("X-Svc-Nonce", "n")]
-    assert raw == [(b"cookie", b"a=1"), (b"origin", b"https://a.test")]  # never changed
+    assert source == before  # the server's own form is never changed
 
 
 def test_any_iterable_of_pairs_is_read() -> None:

@@ -12,7 +12,7 @@ from collections.abc import MutableMapping
 from itertools import filterfalse
 from typing import Any
 
-from svcrest.http.headers import Headers, Lines, OnDemandHeaders
+from svcrest.http.headers import Headers, Lines, OnDemandHeaders, remember_probe
 
 __all__ = ["EnvironHeaders", "environ_header_lines"]
 
@@ -169,27 +169,18 @@ def environ_header_lines(environ: Environ) -> tuple[list[tuple[str, str]], dict[
 
 
 # PERF: a set of names asked about together (``Headers.has_any``) → the environ keys that
-# carry them, and whether being there is enough (an empty ``CONTENT_*`` key is no line).
-# Bounded in entries and bytes: only ``_PROBES_MAX`` sets are kept, each of at most
-# ``_PROBE_NAMES`` names of at most ``_PROBE_NAME_LENGTH`` characters (the code's own
-# constants are a few short names; a plugin may ask with anything).
+# carry them, and whether being there is enough (an empty ``CONTENT_*`` key is no line);
+# remembered by ``remember_probe``'s rule (bounded in entries and bytes).
 _PROBES: dict[frozenset[str], tuple[frozenset[str], bool]] = {}
 _PROBES_MAX = 64
-_PROBE_NAMES = 16
-_PROBE_NAME_LENGTH = 64
 
 
 def _probe(names: frozenset[str]) -> tuple[frozenset[str], bool]:
     """The probe of ``names`` (see ``_PROBES``), made and remembered when it may be."""
     keys = frozenset(key for name in names for key in _keys_of_name(name))
-    probe = (keys, not any(key[:5] != "HTTP_" for key in keys))
-    if (
-        len(_PROBES) < _PROBES_MAX
-        and len(names) <= _PROBE_NAMES
-        and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
-    ):
-        _PROBES[names] = probe
-    return probe
+    return remember_probe(
+        _PROBES, _PROBES_MAX, names, (keys, not any(key[:5] != "HTTP_" for key in keys))
+    )
 
 
 class EnvironHeaders(OnDemandHeaders):

@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["Headers", "HeadersInit", "OnDemandHeaders", "asgi_header_lines"]
+__all__ = [
+    "PROBE_NAMES",
+    "PROBE_NAME_LENGTH",
+    "Headers",
+    "HeadersInit",
+    "OnDemandHeaders",
+    "asgi_header_lines",
+    "remember_probe",
+]
 
 _new = object.__new__
 
@@ -56,6 +64,29 @@ def asgi_header_lines(
         else:
             values.append(value)
     return items, index
+
+
+#: A memory of name sets asked about together (``Headers.has_any``) keeps only sets of at
+#: most ``PROBE_NAMES`` names of at most ``PROBE_NAME_LENGTH`` characters: the code's own
+#: sets are a few short names; a plugin may ask with anything.
+PROBE_NAMES = 16
+PROBE_NAME_LENGTH = 64
+P = TypeVar("P")
+
+
+def remember_probe(
+    memory: dict[frozenset[str], P], limit: int, names: frozenset[str], probe: P
+) -> P:
+    """``probe`` (what answering ``has_any(names)`` needs), kept in ``memory`` while it holds
+    fewer than ``limit`` sets and ``names`` are few and short (SECURITY: bounded in entries
+    and bytes)."""
+    if (
+        len(memory) < limit
+        and len(names) <= PROBE_NAMES
+        and all(len(name) <= PROBE_NAME_LENGTH for name in names)
+    ):
+        memory[names] = probe
+    return probe
 
 
 class Headers(MutableMapping[str, str]):

@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from svcrest.http.headers import Headers, Lines, OnDemandHeaders, asgi_header_lines
+from svcrest.http.headers import (
+    Headers,
+    Lines,
+    OnDemandHeaders,
+    asgi_header_lines,
+    remember_probe,
+)
 
 __all__ = ["ScopeHeaders"]
 
 RawLines = Iterable[tuple[bytes, bytes]]
 
-# PERF: a set of names asked about together (``Headers.has_any``) → the same names as bytes.
-# Bounded in entries and bytes: only ``_PROBES_MAX`` sets are kept, each of at most
-# ``_PROBE_NAMES`` names of at most ``_PROBE_NAME_LENGTH`` characters (the code's own
-# constants are a few short names; a plugin may ask with anything).
+# PERF: a set of names asked about together (``Headers.has_any``) → the same names as bytes,
+# remembered by ``remember_probe``'s rule (bounded in entries and bytes).
 _PROBES: dict[frozenset[str], frozenset[bytes]] = {}
 _PROBES_MAX = 64
-_PROBE_NAMES = 16
-_PROBE_NAME_LENGTH = 64
-
 
 # PERF: the names looked up (the code's own few, a plugin's) → their bytes, remembered.
 # Bounded in entries and bytes: only names of at most ``_NAME_LENGTH`` characters are kept,
@@ -50,14 +51,8 @@ def _raw_name(name: str) -> bytes | None:
 
 def _probe(names: frozenset[str]) -> frozenset[bytes]:
     """``names`` as bytes (see ``_PROBES``), remembered when they may be."""
-    probe = frozenset(raw for raw in map(_raw_name, names) if raw is not None)
-    if (
-        len(_PROBES) < _PROBES_MAX
-        and len(names) <= _PROBE_NAMES
-        and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
-    ):
-        _PROBES[names] = probe
-    return probe
+    raw = frozenset(raw for raw in map(_raw_name, names) if raw is not None)
+    return remember_probe(_PROBES, _PROBES_MAX, names, raw)
 
 
 class ScopeHeaders(OnDemandHeaders):
