@@ -198,14 +198,14 @@ class EnvironHeaders(OnDemandHeaders):
 
     def __init__(self, environ: Environ) -> None:
         """The header lines of ``environ`` (read from it, not copied)."""
-        self._environ: Environ | None = environ
+        self._unlisted = True
         self._keys = None
+        self._environ: Environ | None = environ
 
-    def _list_lines(self) -> Lines | None:
+    def _list_lines(self) -> Lines:
         environ = self._environ
-        if environ is None:
-            return None
-        self._environ = None  # first: a reader sees the environ or the lines
+        assert environ is not None  # listed once
+        self._environ = None
         return environ_header_lines(environ)
 
     def get_joined(self, name: str) -> str | None:

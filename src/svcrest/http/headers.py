@@ -300,43 +300,51 @@ class OnDemandHeaders(Headers):
     an ASGI scope's byte pairs) until something needs them all.
 
     A subclass answers the usual look-ups (``get_joined``, ``get``, ``has_any``) from that
-    form and says how to list the lines (:meth:`_list_lines`); the first time anything else
+    form while ``_unlisted`` is true and says how to list the lines (:meth:`_list_lines`,
+    called once); the first time anything else
     reads or changes the lines, they are listed, and from then on they are the headers, as
     for any :class:`Headers`. PERF: properties, not ``__getattr__``: a class with
     ``__getattr__`` has every attribute read take the slow, unspecialised path.
     """
 
-    __slots__ = ()
+    #: True until the lines are listed; a subclass's constructor sets it (and ``_keys`` to
+    #: None) itself. PERF: no call to a base constructor on every request.
+    __slots__ = ("_unlisted",)
 
-    def _list_lines(self) -> Lines | None:
-        """The lines in order and their index (lower-cased name → values), the first time
-        it is called; None afterwards. The subclass lets go of its own form then."""
+    def _list_lines(self) -> Lines:
+        """The lines in order and their index (lower-cased name → values); called once, the
+        first time they are needed. The subclass lets go of its own form then."""
         raise NotImplementedError
 
     def _listed(self) -> None:
-        lines = self._list_lines()
-        if lines is not None:
-            _ITEMS_SLOT.__set__(self, lines[0])
-            _INDEX_SLOT.__set__(self, lines[1])
+        items, index = self._list_lines()
+        _ITEMS_SLOT.__set__(self, items)
+        _INDEX_SLOT.__set__(self, index)
+        self._unlisted = False  # last: a reader sees the server's form or the lines
 
+    # PERF: a read is the property's call, one flag and the slot.
     @property
     def _items(self) -> list[tuple[str, str]]:
-        self._listed()
+        if self._unlisted:
+            self._listed()
         items: list[tuple[str, str]] = _ITEMS_SLOT.__get__(self)
         return items
 
     @_items.setter
     def _items(self, value: list[tuple[str, str]]) -> None:
-        self._listed()  # first: listing later would overwrite the value
+        if self._unlisted:
+            self._listed()  # first: listing later would overwrite the value
         _ITEMS_SLOT.__set__(self, value)
 
     @property
     def _index(self) -> dict[str, list[str]] | None:
-        self._listed()
+        if self._unlisted:
+            self._listed()
         index: dict[str, list[str]] | None = _INDEX_SLOT.__get__(self)
         return index
 
     @_index.setter
     def _index(self, value: dict[str, list[str]] | None) -> None:
-        self._listed()
+        if self._unlisted:
+            self._listed()
         _INDEX_SLOT.__set__(self, value)

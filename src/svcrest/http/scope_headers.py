@@ -70,18 +70,18 @@ class ScopeHeaders(OnDemandHeaders):
 
     def __init__(self, raw: RawLines) -> None:
         """The header lines of ``raw``, a scope's ``headers`` (read, not copied)."""
+        self._unlisted = True
+        self._keys = None
         pairs = raw if type(raw) is list else list(raw)
         single = dict(pairs)
         self._raw: list[tuple[bytes, bytes]] | None = pairs
         #: Name → value while every name comes once and nothing was listed; else None.
         self._single: dict[bytes, bytes] | None = single if len(single) == len(pairs) else None
-        self._keys = None
 
-    def _list_lines(self) -> Lines | None:
+    def _list_lines(self) -> Lines:
         raw = self._raw
-        if raw is None:
-            return None
-        self._single = None  # first: a reader sees the raw pairs or the lines
+        assert raw is not None  # listed once
+        self._single = None
         self._raw = None
         return asgi_header_lines(raw)
 
