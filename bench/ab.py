@@ -73,17 +73,17 @@ def main(argv: list[str] | None = None) -> int:
     burst = harness.WrkSettings(args.burst, 0, args.connections)
     print(harness.machine_info(cpus, burst, args.pairs))
     with contextlib.ExitStack() as stack:
-        urls: list[tuple[str, dict[str, str], int]] = []
+        urls: list[tuple[str, dict[str, str]]] = []
         for target in targets:
-            url, headers, pid = stack.enter_context(
+            url, headers, _pid = stack.enter_context(
                 served(target, f"ab-{target.name.replace('/', '_')}", cpus)
             )
             harness.run_wrk(url, settings=warm, cpus=cpus, headers=headers)
-            urls.append((url, headers, pid))
+            urls.append((url, headers))
         rates: list[list[float]] = [[], []]
         for pair in range(args.pairs):
             for side in (0, 1) if pair % 2 == 0 else (1, 0):
-                url, headers, _pid = urls[side]
+                url, headers = urls[side]
                 run = harness.run_wrk(url, settings=burst, cpus=cpus, headers=headers)
                 rates[side].append(run.rps)
             ratio = rates[0][-1] / rates[1][-1]

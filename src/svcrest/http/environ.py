@@ -137,7 +137,7 @@ def _keys_of_name(name: str) -> tuple[str, ...]:
     return (key,)
 
 
-def environ_header_lines(environ: Environ) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
+def environ_header_lines(environ: Environ) -> Lines:
     """The header lines of ``environ`` in its order, and their index (lower-cased name →
     values), decoded and indexed in one pass as the ASGI adapter does.
 
@@ -187,11 +187,11 @@ class EnvironHeaders(OnDemandHeaders):
     """The header lines of a WSGI environ (see :func:`environ_header_lines`), read from it
     on demand.
 
-    PERF: a look-up of a usual header (``get_joined``, ``get``, ``has_any``) is one environ
-    look-up; the lines are listed and indexed only the first time something needs them all
-    or changes them (see :class:`~svcrest.http.headers.OnDemandHeaders`): a WSGI server's
-    environ holds dozens of other keys (granian puts the server process's environment
-    variables in each).
+    PERF: a look-up of a usual header (``get_joined``, ``has_any``, and ``get`` through
+    ``get_joined``) is one environ look-up; the lines are listed and indexed only the first
+    time something needs them all or changes them (see
+    :class:`~svcrest.http.headers.OnDemandHeaders`): a WSGI server's environ holds dozens of
+    other keys (granian puts the server process's environment variables in each).
     """
 
     __slots__ = ("_environ",)
@@ -217,16 +217,6 @@ class EnvironHeaders(OnDemandHeaders):
                 value: str | None = environ.get(key)
                 return value
         return Headers.get_joined(self, name)
-
-    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
-        """The value of ``name``, or ``default`` (see :meth:`Headers.get`)."""
-        environ = self._environ
-        if environ is not None:
-            key = _KEY_OF_NAME.get(name.lower())
-            if key is not None:
-                value: str | None = environ.get(key, default)
-                return value
-        return Headers.get(self, name, default)
 
     def has_any(self, names: frozenset[str]) -> bool:
         """Whether a line of any of ``names`` (lower case) is there."""

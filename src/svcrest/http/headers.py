@@ -6,10 +6,9 @@ from collections.abc import Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, TypeVar
 
 __all__ = [
-    "PROBE_NAMES",
-    "PROBE_NAME_LENGTH",
     "Headers",
     "HeadersInit",
+    "Lines",
     "OnDemandHeaders",
     "asgi_header_lines",
     "remember_probe",
@@ -18,6 +17,8 @@ __all__ = [
 _new = object.__new__
 
 HeadersInit = Mapping[str, str] | Iterable[tuple[str, str]] | None
+#: Header lines in order and their index (lower-cased name → values).
+Lines = tuple[list[tuple[str, str]], dict[str, list[str]]]
 
 
 def _join(key: str, values: list[str]) -> str:
@@ -44,9 +45,7 @@ def _decoded_name(raw: bytes) -> str:
     return name
 
 
-def asgi_header_lines(
-    raw: Iterable[tuple[bytes, bytes]],
-) -> tuple[list[tuple[str, str]], dict[str, list[str]]]:
+def asgi_header_lines(raw: Iterable[tuple[bytes, bytes]]) -> Lines:
     """The header lines of an ASGI scope's ``headers`` (lower-case byte names, Latin-1)
     decoded, in order, and their index (name → values), in one pass."""
     items: list[tuple[str, str]] = []
@@ -66,11 +65,11 @@ def asgi_header_lines(
     return items, index
 
 
-#: A memory of name sets asked about together (``Headers.has_any``) keeps only sets of at
-#: most ``PROBE_NAMES`` names of at most ``PROBE_NAME_LENGTH`` characters: the code's own
-#: sets are a few short names; a plugin may ask with anything.
-PROBE_NAMES = 16
-PROBE_NAME_LENGTH = 64
+# A memory of name sets asked about together (``Headers.has_any``) keeps only sets of at
+# most ``_PROBE_NAMES`` names of at most ``_PROBE_NAME_LENGTH`` characters: the code's own
+# sets are a few short names; a plugin may ask with anything.
+_PROBE_NAMES = 16
+_PROBE_NAME_LENGTH = 64
 P = TypeVar("P")
 
 
@@ -82,8 +81,8 @@ def remember_probe(
     and bytes)."""
     if (
         len(memory) < limit
-        and len(names) <= PROBE_NAMES
-        and all(len(name) <= PROBE_NAME_LENGTH for name in names)
+        and len(names) <= _PROBE_NAMES
+        and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
     ):
         memory[names] = probe
     return probe
@@ -292,19 +291,18 @@ class Headers(MutableMapping[str, str]):
 # OnDemandHeaders.
 _ITEMS_SLOT: Any = vars(Headers)["_items"]
 _INDEX_SLOT: Any = vars(Headers)["_index"]
-Lines = tuple[list[tuple[str, str]], dict[str, list[str]]]
 
 
 class OnDemandHeaders(Headers):
     """:class:`Headers` kept in a server's own form of the request's lines (a WSGI environ,
     an ASGI scope's byte pairs) until something needs them all.
 
-    A subclass answers the usual look-ups (``get_joined``, ``get``, ``has_any``) from that
-    form while ``_unlisted`` is true and says how to list the lines (:meth:`_list_lines`,
-    called once); the first time anything else
-    reads or changes the lines, they are listed, and from then on they are the headers, as
-    for any :class:`Headers`. PERF: properties, not ``__getattr__``: a class with
-    ``__getattr__`` has every attribute read take the slow, unspecialised path.
+    A subclass answers ``get_joined`` and ``has_any`` from that form while ``_unlisted`` is
+    true (``get`` asks ``get_joined``) and says how to list the lines (:meth:`_list_lines`,
+    called once); the first time anything else reads or changes the lines, they are listed,
+    and from then on they are the headers, as for any :class:`Headers`. PERF: properties,
+    not ``__getattr__``: a class with ``__getattr__`` has every attribute read take the
+    slow, unspecialised path.
     """
 
     #: True until the lines are listed; a subclass's constructor sets it (and ``_keys`` to
@@ -315,6 +313,11 @@ class OnDemandHeaders(Headers):
         """The lines in order and their index (lower-cased name → values); called once, the
         first time they are needed. The subclass lets go of its own form then."""
         raise NotImplementedError
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        """The value of ``name``, or ``default`` (see :meth:`Headers.get`)."""
+        value = self.get_joined(name.lower())
+        return default if value is None else value
 
     def _listed(self) -> None:
         items, index = self._list_lines()

@@ -59,7 +59,7 @@ class ScopeHeaders(OnDemandHeaders):
     """The header lines of an ASGI scope (see :func:`~svcrest.http.headers.asgi_header_lines`),
     read from it on demand.
 
-    PERF: while no name comes twice, a look-up (``get_joined``, ``get``, ``has_any``) is a
+    PERF: while no name comes twice, a look-up (``get_joined``, ``has_any``) is a
     dict look-up in the raw pairs, made into a dict in C; the lines are decoded and indexed
     the first time something needs them all or changes them (see
     :class:`~svcrest.http.headers.OnDemandHeaders`), or when a name comes twice (its lines
@@ -93,15 +93,6 @@ class ScopeHeaders(OnDemandHeaders):
         # None, for a name that is not Latin-1, finds no line
         value = single.get(_RAW_NAMES.get(name) or _raw_name(name))  # type: ignore[arg-type]
         return None if value is None else value.decode("latin-1")
-
-    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
-        """The value of ``name``, or ``default`` (see :meth:`Headers.get`)."""
-        single = self._single
-        if single is None:
-            return Headers.get(self, name, default)
-        key = name.lower()
-        value = single.get(_RAW_NAMES.get(key) or _raw_name(key))  # type: ignore[arg-type]
-        return default if value is None else value.decode("latin-1")
 
     def has_any(self, names: frozenset[str]) -> bool:
         """Whether a line of any of ``names`` (lower case) is there."""
