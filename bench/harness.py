@@ -280,14 +280,16 @@ def uvicorn_server(
     server: str = "uvicorn",
     interface: str = "asgi",
     attribute: str = "app",
+    wrap: Sequence[str] = (),
 ) -> Iterator[Server]:
     """Run ``module:attribute`` under ``server`` (uvicorn or granian, pinned to the server
-    CPU) on ``interface``; yield where it listens."""
+    CPU) on ``interface``, its command after ``wrap`` (a tool that runs it in the same
+    process, such as valgrind); yield where it listens."""
     port = free_port()
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log_path = LOG_DIR / f"{label}.log"
     command = SERVER_COMMANDS[server](f"{module}:{attribute}", port, interface)
-    cmd = cpus.pin(cpus.server, command)
+    cmd = cpus.pin(cpus.server, [*wrap, *command])
     full_env = {**os.environ, "SVCREST_BENCH_HOME": f"http://127.0.0.1:{port}", **(env or {})}
     with log_path.open("wb") as log:
         proc = subprocess.Popen(

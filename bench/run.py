@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -151,14 +151,16 @@ def _selected(args: argparse.Namespace, name: str) -> bool:
 
 @contextlib.contextmanager
 def served(
-    target: Target, label: str, cpus: harness.Cpus
+    target: Target, label: str, cpus: harness.Cpus, wrap: Sequence[str] = ()
 ) -> Iterator[tuple[str, dict[str, str], int]]:
-    """The target's server, started and its answer checked: the URL wrk loads, the headers
-    it sends (logged in, for an authenticated target) and the server's pid."""
+    """The target's server (its command after ``wrap``), started and its answer checked: the
+    URL wrk loads, the headers it sends (logged in, for an authenticated target) and the
+    server's pid."""
     with harness.uvicorn_server(
         target.module,
         label=label,
         cpus=cpus,
+        wrap=wrap,
         server=target.server,
         interface=target.interface,
         attribute=target.attribute,

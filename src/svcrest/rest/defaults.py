@@ -179,7 +179,10 @@ def rest_send_cors_headers(served: Any, response: Any, request: Request, server:
     does)."""
     origin = request.headers.get_joined("origin")
     if origin is not None and isinstance(response, Response):
-        lines = cors_lines(origin)
+        # PERF: the memo read in place (a Python call less on every request with an Origin).
+        lines = _CORS_LINES.get(origin)
+        if lines is None:
+            lines = cors_lines(origin)
         if lines:
             # PERF: usually none is set yet, and adding beats three replacing writes.
             if response.has_header("access-control-allow-origin"):

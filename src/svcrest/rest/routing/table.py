@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,9 @@ class RouteTable:
             CompiledMatcher | None, dict[str, tuple[tuple[RouteEntry, dict[str, str]], ...]]
         ] = (None, {})
         self._lock = threading.Lock()
+        #: ``get(route)``: the entry registered under exactly ``route``, or None. PERF: the
+        #: entries' own ``dict.get`` (no Python frame: the Allow header asks on every request).
+        self.get: Callable[[str], RouteEntry | None] = self._entries.get
 
     def add(
         self, namespace: str, full_route: str, args: Any, *, override: bool = False
@@ -101,10 +104,6 @@ class RouteTable:
             if namespace:
                 self._namespaces.setdefault(namespace, None)
         return entry
-
-    def get(self, route: str) -> RouteEntry | None:
-        """The entry registered under exactly ``route``."""
-        return self._entries.get(route)
 
     def __iter__(self) -> Iterator[RouteEntry]:
         return iter(list(self._ordered))
