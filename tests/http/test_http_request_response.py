@@ -27,6 +27,25 @@ def test_response_status_and_header_helpers() -> None:
     assert (response.is_error(), Response(None, 404).is_error()) == (False, True)
 
 
+def test_may_have_query_is_false_only_while_no_query_parameter_can_exist() -> None:
+    assert Request.from_http("GET", "/r", "", Headers(), b"").may_have_query is False
+    assert Request.from_http("GET", "/r", "a=1", Headers(), b"").may_have_query is True
+    assert Request("GET", "/r").may_have_query is False
+    assert Request("GET", "/r", query={"a": 1}).may_have_query is True
+    handed_out = Request.from_http("GET", "/r", "", Headers(), b"")
+    assert handed_out.query_params == {}
+    assert handed_out.may_have_query is True  # its reader may add to the bucket
+    replaced = Request("GET", "/r")
+    replaced.query_params = {}
+    assert replaced.may_have_query is True
+    by_set_param = Request.from_http("GET", "/r", "", Headers(), b"")
+    by_set_param.set_param("x", 1)
+    assert (by_set_param.may_have_query, by_set_param.query_params) == (True, {"x": 1})
+    url_read = Request.from_http("GET", "/r", "", Headers(), b"")
+    url_read.url_params = {"id": "7"}
+    assert (url_read["id"], url_read.may_have_query) == ("7", False)
+
+
 def test_request_json_and_header_helpers() -> None:
     request = Request(
         "POST", "/x", headers={"Content-Type": "application/json"}, raw_body=b"[1, 2]"

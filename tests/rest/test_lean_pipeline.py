@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from svcrest import App, Request, Response, public
 from svcrest.http import exchange, headers
 from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
@@ -109,6 +111,28 @@ def test_fields_and_envelope_still_apply(client_for: ClientFor) -> None:
     assert enveloped["status"] == 200
     assert enveloped["body"] == {"title": "t"}
     assert enveloped["headers"]["Allow"] == "GET"
+
+
+@pytest.mark.parametrize(
+    "add",
+    [
+        lambda request: request.set_param("_fields", "id"),
+        lambda request: request.query_params.update({"_fields": "id"}),
+        lambda request: setattr(request, "query_params", {"_fields": "id"}),
+    ],
+    ids=["set_param", "bucket-changed", "bucket-replaced"],
+)
+def test_query_parameters_set_by_a_callback_apply_without_a_query_string(
+    client_for: ClientFor, add: Callable[[Request], object]
+) -> None:
+    app = make_app()
+
+    def before(result: Any, handler: Any, request: Request) -> Any:
+        add(request)
+        return result
+
+    app.hooks.add_filter("rest_request_before_callbacks", before)
+    assert client_for(app).get(ITEM).json() == {"id": 7}
 
 
 def test_removing_the_fields_filter_takes_effect(client_for: ClientFor) -> None:

@@ -17,14 +17,14 @@ def _handler(methods: str, permission: Any = None) -> dict[str, Any]:
 def test_the_allow_value_follows_merges_and_overrides() -> None:
     table = RouteTable()
     entry = table.add("ns", "/ns/items", _handler("GET"))
-    assert entry.permissionless_allow() == "GET"
+    assert entry.permissionless_allow == "GET"
     table.add("ns", "/ns/items", [_handler("POST, PUT"), _handler("GET, DELETE")])
-    assert entry.permissionless_allow() == "GET, POST, PUT, DELETE"
+    assert entry.permissionless_allow == "GET, POST, PUT, DELETE"
     table.add("ns", "/ns/items", _handler("PATCH", permission=lambda request: True))
     # A permission callback must be asked on every request: nothing is remembered.
-    assert entry.permissionless_allow() is None
+    assert entry.permissionless_allow is None
     table.add("ns", "/ns/items", _handler("PUT"), override=True)
-    assert entry.permissionless_allow() == "PUT"
+    assert entry.permissionless_allow == "PUT"
 
 
 def test_remembered_matches_are_dropped_when_a_route_is_added() -> None:

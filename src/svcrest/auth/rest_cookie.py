@@ -63,7 +63,7 @@ def nonce_from_request(request: Request, wordpress_compat: bool = False) -> Any:
     ``X-SVC-Nonce`` (with ``wordpress_compat``, then WordPress's ``X-WP-Nonce``, which
     clients written for WordPress send); None when none is sent."""
     # PERF: no body and no query string (most reads) means no bucket to parse.
-    if request.raw_body or request.has_query_string():
+    if request.raw_body or request.may_have_query:
         for bucket in (request.query_params, request.body_params):
             if "_wpnonce" in bucket:
                 return bucket["_wpnonce"]

@@ -61,6 +61,7 @@ class Request:
         "default_params",
         "handler",
         "headers",
+        "may_have_query",
         "method",
         "query_string",
         "raw_body",
@@ -89,6 +90,12 @@ class Request:
         self.default_params: dict[str, Any] = {}
         self.query_string: str | None = None
         self._query_params: dict[str, Any] | None = dict(query) if query is not None else {}
+        #: False only while the request can have no query parameter: its query string is
+        #: empty, and no parameter was set in (nor the bucket handed out by)
+        #: ``query_params``. PERF: a plain attribute, read where a step looks only at query
+        #: parameters (``_fields``, ``_envelope``, ``_embed``…): such a step skips the
+        #: request without parsing or calling anything.
+        self.may_have_query = bool(self._query_params)
         self._body_params: dict[str, Any] | None = dict(body) if body is not None else None
         self._files: dict[str, UploadedFile | list[UploadedFile]] | None = None
         self._form_error: RestError | None = None
@@ -120,6 +127,7 @@ class Request:
         request.default_params = {}
         request.query_string = query_string
         request._query_params = None
+        request.may_have_query = query_string != ""
         request._body_params = None
         request._files = None
         request._form_error = None
@@ -134,20 +142,18 @@ class Request:
 
     @property
     def query_params(self) -> dict[str, Any]:
-        """Parameters from the query string."""
-        if self._query_params is None:
-            self._query_params = parse_form(self.query_string or "")
-        return self._query_params
+        """Parameters from the query string. The bucket handed out may be changed by its
+        reader: ``may_have_query`` is true from then on."""
+        params = self._query_params
+        if params is None:
+            params = self._query_params = parse_form(self.query_string or "")
+        self.may_have_query = True
+        return params
 
     @query_params.setter
     def query_params(self, value: dict[str, Any]) -> None:
         self._query_params = value
-
-    def has_query_string(self) -> bool:
-        """Whether the request may have query parameters (PERF: answered without parsing
-        the query string: False only when it is empty and no parameter was set)."""
-        params = self._query_params
-        return bool(self.query_string) if params is None else bool(params)
+        self.may_have_query = True
 
     def _form_media_type(self) -> str | None:
         """The body's form media type (urlencoded or multipart) when its fields are

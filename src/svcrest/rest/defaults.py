@@ -96,7 +96,7 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
         return response
     # PERF: a route without permission callbacks answers from its remembered value (the
     # header's string as remembered, not split and joined).
-    remembered = entry.permissionless_allow()
+    remembered = entry.permissionless_allow
     if remembered is not None:
         if remembered:
             response.set_header_line("Allow", remembered)
@@ -119,7 +119,7 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
-    if not request.has_query_string():  # PERF: no query string, no ``_fields``
+    if not request.may_have_query:  # PERF: no query string, no ``_fields``
         return response
     if not isinstance(response, Response) or response.is_error():
         return response

@@ -100,7 +100,7 @@ def rest_route_of(base_path: str, path: str, query_string: str) -> str | RestErr
 def _method_override(request: Request) -> bool:
     """``X-HTTP-Method-Override`` or ``?_method=`` (the caller asks for a POST only); True
     when one applied."""
-    override = request.query_params.get("_method") if request.has_query_string() else None
+    override = request.query_params.get("_method") if request.may_have_query else None
     if not isinstance(override, str) or not override:
         override = request.get_header("X-HTTP-Method-Override")
     if isinstance(override, str) and override.strip():
@@ -114,7 +114,7 @@ def data_with_links(response: Response, request: Request) -> Any:
     data = response.data
     if not response.links or not isinstance(data, dict):
         return data
-    fields = request.query_params.get("_fields") if request.has_query_string() else None
+    fields = request.query_params.get("_fields") if request.may_have_query else None
     if fields is not None and "_links" not in parse_fields(fields):
         return data
     return {**data, "_links": response.links}
@@ -281,7 +281,7 @@ def _posted_response(result: Response, posted: Any, request: Request) -> Respons
     if posted is not result:
         ensured = rest_ensure_response(posted)
         result = Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
-    if request.has_query_string() and "_envelope" in request.query_params:
+    if request.may_have_query and "_envelope" in request.query_params:
         result = envelope_response(result, request)
     return result
 
@@ -491,7 +491,7 @@ async def serve_rest(
     result = finished if isinstance(finished, Response) else await finished
     own = result.header_tuple()
     # PERF: without a query string (and no parameter set by a filter) there is no ``_embed``.
-    if request.has_query_string() and "_embed" in request.query_params:
+    if request.may_have_query and "_embed" in request.query_params:
         data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)
     elif result.links:
         data = data_with_links(result, request)

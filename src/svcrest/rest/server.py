@@ -372,7 +372,7 @@ class RestServer:
         """``allowed_methods`` run synchronously while the permission callbacks are plain;
         from the first awaitable answer on, a coroutine finishes the work. PERF: a route
         without permission callbacks answers from its remembered Allow value."""
-        remembered = entry.permissionless_allow()
+        remembered = entry.permissionless_allow
         if remembered is not None:
             return remembered.split(", ") if remembered else []
         return self.asked_methods_eager(entry, request)

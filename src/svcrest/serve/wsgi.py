@@ -13,7 +13,7 @@ from svcrest.http.exchange import (
     HttpRequest,
     HttpResponse,
     headers_announce_body,
-    host_name,
+    remembered_host_name,
 )
 from svcrest.site.host import SiteHost
 from svcrest.site.respond import SiteForward, respond
@@ -52,7 +52,7 @@ def _request(environ: Environ) -> HttpRequest:
         EnvironHeaders(environ),
         b"",
         environ.get("wsgi.url_scheme", "http"),
-        host_name(host or environ.get("SERVER_NAME", "")),
+        remembered_host_name(host or environ.get("SERVER_NAME", "")),  # PERF: seen before
         environ.get("REMOTE_ADDR", ""),
     )
 

@@ -31,28 +31,24 @@ class RouteEntry:
     pattern: RoutePattern
     handlers: list[Handler] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
-    #: ``permissionless_allow``'s answer with the handler list and length it was read from.
-    allow_memo: tuple[list[Handler], int, str | None] | None = field(
-        default=None, repr=False, compare=False
-    )
+    #: The Allow value when no handler has a permission callback (``public`` counts as
+    #: none: it allows everyone): every method in order of first appearance, ", "-joined;
+    #: None when some handler has one (it must be asked on each request). PERF: a plain
+    #: field, read by the Allow header on every request; the table, the one writer of
+    #: ``handlers``, keeps it current (:meth:`remember_allow`).
+    permissionless_allow: str | None = field(init=False, default=None, repr=False, compare=False)
 
-    def permissionless_allow(self) -> str | None:
-        """The Allow header value when no handler has a permission callback (``public``
-        counts as none: it allows everyone): every
-        method in order of first appearance, ", "-joined; None when some handler has one
-        (it must be asked on each request). PERF: remembered while the handlers stay the
-        same (the table extends or replaces the list; both are noticed, also mid-request)."""
-        handlers = self.handlers
-        count = len(handlers)
-        memo = self.allow_memo
-        if memo is None or memo[0] is not handlers or memo[1] != count:
-            read = handlers[:count]  # exactly the handlers the memo will say it read
-            value: str | None = None
-            if all(handler.get("permission_callback") in (None, public) for handler in read):
-                methods = (method for handler in read for method in handler["methods"])
-                value = ", ".join(dict.fromkeys(methods))
-            memo = self.allow_memo = (handlers, count, value)
-        return memo[2]
+    def __post_init__(self) -> None:
+        self.remember_allow()
+
+    def remember_allow(self) -> None:
+        """Work out :attr:`permissionless_allow` from the handlers (after they changed)."""
+        handlers = list(self.handlers)
+        value: str | None = None
+        if all(handler.get("permission_callback") in (None, public) for handler in handlers):
+            methods = (method for handler in handlers for method in handler["methods"])
+            value = ", ".join(dict.fromkeys(methods))
+        self.permissionless_allow = value
 
 
 class RouteTable:
@@ -98,9 +94,11 @@ class RouteTable:
                 entry.handlers = handlers
                 entry.options = options
                 entry.namespace = namespace
+                entry.remember_allow()
             else:
                 entry.handlers.extend(handlers)
                 entry.options.update(options)
+                entry.remember_allow()
             if namespace:
                 self._namespaces.setdefault(namespace, None)
         return entry
