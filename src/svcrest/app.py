@@ -113,7 +113,9 @@ class App:
         self._users: UserStore | None = None
         self._throttle: LoginThrottle | None = None
         self._auth: AuthService | None = None
-        self._server: RestServer | None = None
+        #: The REST server once created, None before (read-only: ``rest_get_server()``
+        #: creates it). PERF: a plain attribute, read by every REST request.
+        self.rest_server: RestServer | None = None
         self._lock = threading.RLock()
         self._wsgi: WSGIAdapter | None = None
         self.hooks.add_action("rest_api_init", register_default_filters)
@@ -301,16 +303,16 @@ class App:
     def rest_get_server(self) -> RestServer:
         """The REST server, created on first use (class from ``svc_rest_server_class``);
         ``rest_api_init`` fires once, with the server, when it is created."""
-        server = self._server
+        server = self.rest_server
         if server is not None:
             return server
         with self._lock:
-            if self._server is None:
+            if self.rest_server is None:
                 server_class = self.hooks.apply_filters("svc_rest_server_class", RestServer)
                 created = server_class(self)
-                self._server = created
+                self.rest_server = created
                 self.hooks.do_action("rest_api_init", created)
-            return self._server
+            return self.rest_server
 
     def register_rest_route(
         self, namespace: str, route: str, args: Any = None, override: bool = False

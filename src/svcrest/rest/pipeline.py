@@ -262,7 +262,11 @@ def finish_hooks_eager(
         position += 1  # noqa: SIM113
         if type(posted) not in NOT_AWAITABLE and is_awaitable(posted):
             return _finish_hooks_async(plan, server, request, result, posted, position, 0)
-    result = _posted_response(result, posted, request)
+    # PERF: the two steps between the hooks, each called only when it has work.
+    if posted is not result:
+        result = _ensured(posted)
+    if request.may_have_query:
+        result = _enveloped_if_asked(result, request)
     served: Any = False
     position = 0
     for callback in plan.pre_serve:
@@ -276,14 +280,17 @@ def finish_hooks_eager(
     return result
 
 
-def _posted_response(result: Response, posted: Any, request: Request) -> Response:
-    """The response after ``rest_post_dispatch`` answered ``posted``, then ``_envelope``."""
-    if posted is not result:
-        ensured = rest_ensure_response(posted)
-        result = Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
-    if request.may_have_query and "_envelope" in request.query_params:
-        result = envelope_response(result, request)
-    return result
+def _ensured(posted: Any) -> Response:
+    """What ``rest_post_dispatch`` answered, when not the response it was given, as a
+    response (an error's own response)."""
+    ensured = rest_ensure_response(posted)
+    return Response.from_error(ensured) if isinstance(ensured, RestError) else ensured
+
+
+def _enveloped_if_asked(result: Response, request: Request) -> Response:
+    """``result``, or WordPress's ``_envelope`` of it when the query string asks for one
+    (the caller has seen ``request.may_have_query``)."""
+    return envelope_response(result, request) if "_envelope" in request.query_params else result
 
 
 async def _finish_hooks_async(
@@ -306,7 +313,10 @@ async def _finish_hooks_async(
             posted = chain[index](posted, server, request)
             if type(posted) not in NOT_AWAITABLE and is_awaitable(posted):
                 posted = await posted
-        result = _posted_response(result, posted, request)
+        if posted is not result:
+            result = _ensured(posted)
+        if request.may_have_query:
+            result = _enveloped_if_asked(result, request)
     else:
         served = await pending
     chain = plan.pre_serve

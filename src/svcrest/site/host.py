@@ -36,6 +36,8 @@ class SiteHost(SiteSettings, Protocol):
     pages: dict[str, Page]
     #: An ASGI app answering every request outside the REST prefix instead of ``pages``.
     site: ASGIApp | None
+    #: The REST server once created, None before (:meth:`rest_get_server` creates it).
+    rest_server: RestServer | None
 
     @property
     def auth(self) -> AuthService:
