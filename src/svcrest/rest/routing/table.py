@@ -43,7 +43,7 @@ class RouteEntry:
 
     def remember_allow(self) -> None:
         """Work out :attr:`permissionless_allow` from the handlers (after they changed)."""
-        handlers = list(self.handlers)
+        handlers = self.handlers
         value: str | None = None
         if all(handler.get("permission_callback") in (None, public) for handler in handlers):
             methods = (method for handler in handlers for method in handler["methods"])
@@ -90,15 +90,15 @@ class RouteTable:
                 self._entries[full_route] = entry
                 self._ordered.append(entry)
                 self._matcher = None
-            elif override:
-                entry.handlers = handlers
-                entry.options = options
-                entry.namespace = namespace
-                entry.remember_allow()
             else:
-                entry.handlers.extend(handlers)
-                entry.options.update(options)
-                entry.remember_allow()
+                if override:
+                    entry.handlers = handlers
+                    entry.options = options
+                    entry.namespace = namespace
+                else:
+                    entry.handlers.extend(handlers)
+                    entry.options.update(options)
+                entry.remember_allow()  # a new entry's is worked out when it is made
             if namespace:
                 self._namespaces.setdefault(namespace, None)
         return entry
