@@ -33,6 +33,9 @@ ITEM_PATH = "/svc-json/demo/v1/items/42"
 MISS_PATH = "/svc-json/demo/v1/nothing/42"
 ITEM = {"id": 42, "title": "item"}
 ORIGIN = {"Origin": "http://example.com"}
+#: A value as long as a real auth cookie's (login|expiration|token|HMAC); only sent, never
+#: checked (the raw targets ignore it).
+AUTH_COOKIE_VALUE = f"bench|1795878764|{'t' * 43}|{'h' * 64}"
 # The administrator that targets/svcrest_auth.py creates.
 
 
@@ -53,6 +56,8 @@ class Target:
     attribute: str = "app"  # what the server serves in the module (svcrest's WSGI: app.wsgi)
     #: Extra environment of the server (``--compiled``: PYTHONPATH of a compiled build).
     env: tuple[tuple[str, str], ...] = ()
+    #: Header lines wrk sends besides ``Origin`` (fixed ones; ``auth`` logs in instead).
+    sends: tuple[tuple[str, str], ...] = ()
 
     @property
     def expect(self) -> Mapping[str, object]:
@@ -71,6 +76,27 @@ TARGETS = (
     # The serving pairs of `svcrest serve --server S --interface I` (issue 13): granian's
     # ASGI and WSGI, uvicorn's WSGI; Falcon's WSGI app on granian is the anchor.
     Target("falcon-granian-wsgi", "falcon_wsgi", server="granian", interface="wsgi"),
+    # The ceilings on that server: two header lines, and svcrest's twelve (bench/README.md).
+    Target("raw-granian-wsgi", "raw_wsgi", server="granian", interface="wsgi"),
+    Target(
+        "raw-granian-wsgi-svc-headers",
+        "raw_wsgi",
+        origin=True,
+        server="granian",
+        interface="wsgi",
+        attribute="svc_headers",
+    ),
+    # The same with the lines of a cookie + nonce exchange: the request's Cookie and
+    # X-SVC-Nonce (as wrk sends them to svcrest-auth-*), the answer's fourteen lines.
+    Target(
+        "raw-granian-wsgi-auth-headers",
+        "raw_wsgi",
+        origin=True,
+        server="granian",
+        interface="wsgi",
+        attribute="svc_auth_headers",
+        sends=(("Cookie", f"svc_logged_in={AUTH_COOKIE_VALUE}"), ("X-SVC-Nonce", "0" * 32)),
+    ),
     Target("svcrest-granian-asgi", "svcrest_plain", svcrest=True, origin=True, server="granian"),
     Target(
         "svcrest-granian-wsgi",
@@ -167,7 +193,7 @@ def served(
         env=dict(target.env),
     ) as server:
         url = server.url + target.path
-        headers = dict(ORIGIN) if target.origin else {}
+        headers = {**(ORIGIN if target.origin else {}), **dict(target.sends)}
         if target.auth:
             # Without the cookie the route must refuse, or the figure measures no auth at all.
             harness.check_response(url, headers=headers, status=401)
