@@ -115,6 +115,17 @@ TARGETS = (
         interface="wsgi",
         attribute="app.wsgi",
     ),
+    # An experiment (targets/svcrest_one_filter.py): the default filters' lines set by one
+    # filter, the same bytes; what preparing those filters could gain at most.
+    Target(
+        "svcrest-one-filter-granian-wsgi",
+        "svcrest_one_filter",
+        svcrest=True,
+        origin=True,
+        server="granian",
+        interface="wsgi",
+        attribute="app.wsgi",
+    ),
     Target(
         "svcrest-auth-granian-asgi",
         "svcrest_auth",
