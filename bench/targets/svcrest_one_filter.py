@@ -31,7 +31,11 @@ def bench_lines(response: Any, server: Any, request: Any) -> Any:
 
 
 app.rest_get_server()  # the defaults are registered with the server
-assert app.hooks.remove_filter("rest_post_dispatch", rest_send_allow_header)
-assert app.hooks.remove_filter("rest_post_dispatch", rest_filter_response_fields)
-assert app.hooks.remove_filter("rest_pre_serve_request", rest_send_cors_headers)
+for hook, default in (
+    ("rest_post_dispatch", rest_send_allow_header),
+    ("rest_post_dispatch", rest_filter_response_fields),
+    ("rest_pre_serve_request", rest_send_cors_headers),
+):
+    if not app.hooks.remove_filter(hook, default):
+        raise SystemExit(f"svcrest_one_filter: {default.__name__} is not on {hook}")
 app.hooks.add_filter("rest_post_dispatch", bench_lines)
