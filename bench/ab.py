@@ -35,7 +35,7 @@ import harness
 from run import TARGETS, Target, served
 
 
-def _target(spec: str) -> Target:
+def target_of(spec: str) -> Target:
     """A ``run.py`` target from ``NAME`` or ``NAME@SRC``."""
     name, _, src = spec.partition("@")
     found = {target.name: target for target in TARGETS}.get(name)
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=2, help="seconds per server, once")
     parser.add_argument("--connections", type=int, default=64)
     args = parser.parse_args(argv)
-    targets = [_target(args.a), _target(args.b)]
+    targets = [target_of(args.a), target_of(args.b)]
     harness.ensure_env(__file__, need_wrk=True)
     cpus = harness.pick_cpus()
     warm = harness.WrkSettings(args.warmup, 0, args.connections)

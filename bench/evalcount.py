@@ -34,7 +34,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import harness
-from ab import _target
+from ab import target_of
 from run import served
 
 OUT = harness.OUT_DIR / "callgrind"
@@ -96,7 +96,7 @@ def _counts(path: Path) -> tuple[int, int]:
 
 def measure(spec: str, requests: int, warmup: int, cpus: harness.Cpus) -> tuple[float, float]:
     """Instructions a request and evaluation-loop instructions a request of one target."""
-    target = _target(spec)
+    target = target_of(spec)
     if target.server != "uvicorn":
         raise SystemExit(f"evalcount: {target.name} is not served by uvicorn")
     OUT.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,6 @@ ORIGIN = {"Origin": "http://example.com"}
 #: A value as long as a real auth cookie's (login|expiration|token|HMAC); only sent, never
 #: checked (the raw targets ignore it).
 AUTH_COOKIE_VALUE = f"bench|1795878764|{'t' * 43}|{'h' * 64}"
-# The administrator that targets/svcrest_auth.py creates.
 
 
 @dataclass(frozen=True)
@@ -95,7 +94,10 @@ TARGETS = (
         server="granian",
         interface="wsgi",
         attribute="svc_auth_headers",
-        sends=(("Cookie", f"svc_logged_in={AUTH_COOKIE_VALUE}"), ("X-SVC-Nonce", "0" * 32)),
+        sends=(
+            ("Cookie", f"{harness.COOKIE_NAME}={AUTH_COOKIE_VALUE}"),
+            ("X-SVC-Nonce", "0" * 32),
+        ),
     ),
     Target("svcrest-granian-asgi", "svcrest_plain", svcrest=True, origin=True, server="granian"),
     Target(

@@ -24,11 +24,10 @@ async def lifespan(receive: Any, send: Any) -> None:
             return
 
 
-def item_id(scope: dict[str, Any]) -> int | None:
+def item_id(method: str, path: str) -> int | None:
     """The id of ``GET /svc-json/demo/v1/items/{id}``, None for any other request."""
-    path: str = scope["path"]
     tail = path[len(PREFIX) :] if path.startswith(PREFIX) else ""
-    return int(tail) if scope["method"] == "GET" and tail.isdigit() else None
+    return int(tail) if method == "GET" and tail.isdigit() else None
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

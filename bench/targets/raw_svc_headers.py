@@ -41,7 +41,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] == "lifespan":
         await lifespan(receive, send)
         return
-    found = item_id(scope)
+    found = item_id(scope["method"], scope["path"])
     if found is not None:
         status = 200
         body = json.dumps({"id": found, "title": "item"}, separators=(",", ":")).encode()

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from raw_asgi import NOT_FOUND, PREFIX
+from raw_asgi import NOT_FOUND, item_id
 from raw_svc_headers import HEADERS as SVC_HEADERS
 
 PLAIN = [("Content-Type", "application/json")]
@@ -29,34 +29,25 @@ AUTH = [
 ]
 
 
-def _answer(environ: dict[str, Any]) -> tuple[str, bytes]:
-    path: str = environ["PATH_INFO"]
-    tail = path[len(PREFIX) :] if path.startswith(PREFIX) else ""
-    if environ["REQUEST_METHOD"] == "GET" and tail.isdigit():
-        return "200 OK", json.dumps(
-            {"id": int(tail), "title": "item"}, separators=(",", ":")
-        ).encode()
-    return "404 Not Found", NOT_FOUND
+def _serving(lines: list[tuple[str, str]]) -> Callable[..., Iterable[bytes]]:
+    """A WSGI callable answering the one route with ``lines`` and ``Content-Length``."""
+
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        found = item_id(environ["REQUEST_METHOD"], environ["PATH_INFO"])
+        if found is None:
+            status, body = "404 Not Found", NOT_FOUND
+        else:
+            status = "200 OK"
+            body = json.dumps({"id": found, "title": "item"}, separators=(",", ":")).encode()
+        start_response(status, [*lines, ("Content-Length", str(len(body)))])
+        return [body]
+
+    return serve
 
 
-def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-    """The one route with two header lines."""
-    status, body = _answer(environ)
-    start_response(status, [*PLAIN, ("Content-Length", str(len(body)))])
-    return [body]
-
-
-def svc_headers(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-    """The one route with svcrest's twelve header lines."""
-    status, body = _answer(environ)
-    start_response(status, [*SVC, ("Content-Length", str(len(body)))])
-    return [body]
-
-
-def svc_auth_headers(
-    environ: dict[str, Any], start_response: Callable[..., Any]
-) -> Iterable[bytes]:
-    """The one route with the fourteen header lines of svcrest's answer to a logged-in user."""
-    status, body = _answer(environ)
-    start_response(status, [*AUTH, ("Content-Length", str(len(body)))])
-    return [body]
+#: The one route with two header lines.
+app = _serving(PLAIN)
+#: The one route with svcrest's twelve header lines.
+svc_headers = _serving(SVC)
+#: The one route with the fourteen header lines of svcrest's answer to a logged-in user.
+svc_auth_headers = _serving(AUTH)
