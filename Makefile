@@ -8,7 +8,8 @@ NPM_STAMP := node_modules/.package-lock.json
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint typecheck tsc docs bench clean chromium postgres screenshots compiled test-compiled
+.PHONY: run test lint typecheck tsc docs bench clean chromium postgres screenshots compiled test-compiled \
+	wheel-check
 
 HOST := 127.0.0.1
 PORT := 8000
@@ -62,6 +63,21 @@ postgres:
 
 test: lint typecheck docs chromium postgres
 	$(BIN)/pytest
+	@$(MAKE) --no-print-directory wheel-check
+
+# The package as users get it: the sdist and the wheel (python -m build), the wheel installed
+# into a clean venv under build/, and the README's first example and `svcrest --version` run
+# against it from an empty folder (tests/packaging/check_wheel.py): nothing may depend on
+# files outside the package.
+WHEEL_VENV := build/wheel-venv
+
+wheel-check: $(STAMP)
+	rm -rf dist $(WHEEL_VENV)
+	@echo "==> building the sdist and the wheel, installing the wheel into $(WHEEL_VENV)"
+	@$(BIN)/python -m build --outdir dist . >/dev/null
+	@$(PYTHON) -m venv $(WHEEL_VENV)
+	@$(WHEEL_VENV)/bin/python -m pip install --quiet dist/svcrest-*.whl
+	$(BIN)/python tests/packaging/check_wheel.py dist $(WHEEL_VENV)/bin
 
 # The compiled build (issue 13): a wheel whose hot modules (pyproject.toml's mypyc hook) are
 # compiled with mypyc, installed into build/compiled, apart from .venv, which stays pure
