@@ -21,6 +21,7 @@ CONTRACT = {
     "is_rest_request",
     "paginate",
     "public",
+    "Arg",
 }
 
 

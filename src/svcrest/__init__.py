@@ -16,9 +16,11 @@ from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.paginate import paginate
 from svcrest.rest.routing.definitions import public
 from svcrest.rest.server import RestServer
+from svcrest.rest.typed import Arg
 
 __all__ = [
     "App",
+    "Arg",
     "DoingItWrong",
     "Hooks",
     "REST_API_REL",

@@ -366,9 +366,17 @@ class App:
         methods: Any = "GET",
         args: Mapping[str, Any] | None = None,
         permission_callback: Callable[..., Any] | None = None,
+        route_args: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> Callable[[F], F]:
-        """Decorator form of ``register_rest_route`` for one handler; returns the function."""
+        """Decorator form of ``register_rest_route`` for one handler; returns the function.
+
+        ``args`` belong to this handler; ``route_args`` are shared by every handler of the
+        route, registered before or after (``register_rest_route``'s route-level ``args``):
+        give ``{"id": {"type": "integer"}}`` once and every method gets ``id`` as an int.
+        A callback's annotated parameters after the request are arguments too (typed
+        handlers: ``def get_book(request, id: int)``), called with keyword arguments.
+        """
 
         def decorate(callback: F) -> F:
             handler: dict[str, Any] = {
@@ -379,7 +387,10 @@ class App:
             }
             if permission_callback is not None:
                 handler["permission_callback"] = permission_callback
-            self._register_rest_route(namespace, route, handler, False, stacklevel=3)
+            definition: dict[Any, Any] = {0: handler}
+            if route_args is not None:
+                definition["args"] = dict(route_args)
+            self._register_rest_route(namespace, route, definition, False, stacklevel=3)
             return callback
 
         return decorate

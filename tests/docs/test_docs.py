@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,8 @@ def test_pages_have_runnable_blocks() -> None:
 @pytest.mark.parametrize(
     "code", [code for _, code in runnable_blocks()], ids=[name for name, _ in runnable_blocks()]
 )
-def test_runnable_block_runs(code: str) -> None:
-    namespace: dict[str, object] = {"__name__": "docs_block"}
-    exec(compile(code, "docs", "exec"), namespace)
+def test_runnable_block_runs(code: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A real module: dataclasses and typing look their class's module up in sys.modules.
+    module = types.ModuleType("docs_block")
+    monkeypatch.setitem(sys.modules, "docs_block", module)
+    exec(compile(code, "docs", "exec"), module.__dict__)

@@ -3,10 +3,13 @@ and the full route string, as WordPress's ``register_rest_route`` reads them."""
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
 from svcrest.blocking import offload
+from svcrest.rest.typed import prepare_typed, return_schema
 
 __all__ = [
     "Handler",
@@ -17,6 +20,7 @@ __all__ = [
     "normalise_handler",
     "normalise_methods",
     "public",
+    "shared_route_args",
     "split_route_args",
 ]
 
@@ -96,7 +100,7 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
         args = {}
     if not isinstance(args, Mapping):
         raise RouteDefinitionError("a handler's 'args' must be a mapping of argument definitions")
-    merged["args"] = {**common_args, **args}
+    merged["args"] = {**common_args, **_typed_args(merged, args, common_args)}
     for key in ("callback", "permission_callback"):
         value: Callable[..., Any] | None = merged.get(key)
         if value is not None and not callable(value):
@@ -105,6 +109,30 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
             # A sync callback that may block runs off the event loop (svcrest.blocking).
             merged[key] = offload(value)
     return cast(Handler, merged)
+
+
+def _typed_args(
+    merged: dict[str, Any], explicit: Mapping[str, Any], common: Mapping[str, Any]
+) -> Mapping[str, Any]:
+    """A handler's own args, with those its callback's annotated parameters declare
+    (``svcrest.rest.typed``): per argument, the route's shared definition, then the
+    annotation's, then the handler's explicit one, key by key. A typed callback is replaced
+    by the ``callback(request)`` that calls it with keyword arguments."""
+    callback = merged["callback"]
+    if callback is None or not callable(callback):
+        return explicit
+    try:
+        typed = prepare_typed(callback)
+    except (TypeError, NameError) as exc:
+        raise RouteDefinitionError(str(exc)) from None
+    if typed is None:
+        return explicit
+    merged["callback"] = typed.callback
+    combined = {
+        name: {**common.get(name, {}), **definition, **explicit.get(name, {})}
+        for name, definition in typed.args.items()
+    }
+    return {**explicit, **combined}
 
 
 def handler_definitions(args: Any) -> tuple[list[Any], dict[str, Any]]:
@@ -141,7 +169,28 @@ def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     common = options.pop("args", None) or {}
     if not isinstance(common, Mapping):
         raise RouteDefinitionError("the route option 'args' must be a mapping")
+    if "schema" not in options:
+        options.update(_returned_schema(handlers_in))
     return [normalise_handler(handler, common) for handler in handlers_in], options
+
+
+def shared_route_args(args: Any) -> dict[str, Any]:
+    """The argument definitions a registration shares with every handler of its route (the
+    route-level ``args`` option), as given."""
+    _, options = handler_definitions(args)
+    common = options.get("args")
+    return dict(common) if isinstance(common, Mapping) else {}
+
+
+def _returned_schema(handlers: list[Any]) -> dict[str, Any]:
+    """``{"schema": callable}`` from the first handler whose callback's return annotation
+    is a ``TypedDict`` or a dataclass (the route's item schema), else nothing."""
+    for handler in handlers:
+        callback = handler.get("callback") if isinstance(handler, Mapping) else None
+        schema = return_schema(callback) if callable(callback) else None
+        if schema is not None:
+            return {"schema": functools.partial(copy.deepcopy, schema)}
+    return {}
 
 
 def lacks_permission_callback(args: Any) -> bool:

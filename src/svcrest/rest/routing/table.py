@@ -12,6 +12,7 @@ from svcrest.rest.routing.definitions import (
     Handler,
     RouteDefinitionError,
     public,
+    shared_route_args,
     split_route_args,
 )
 from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern
@@ -31,6 +32,10 @@ class RouteEntry:
     pattern: RoutePattern
     handlers: list[Handler] = field(default_factory=list)
     options: dict[str, Any] = field(default_factory=dict)
+    #: The route-level ``args`` of every registration of this route, which every handler
+    #: shares (under its own definitions): a handler registered before or after them still
+    #: gets ``id`` validated and coerced from ``(?P<id>\d+)``.
+    shared_args: dict[str, Any] = field(default_factory=dict)
     #: The Allow value when no handler has a permission callback (``public`` counts as
     #: none: it allows everyone): every method in order of first appearance, ", "-joined;
     #: None when some handler has one (it must be asked on each request). PERF: a plain
@@ -78,6 +83,7 @@ class RouteTable:
         """Register or merge ``full_route``; raises ``RouteDefinitionError`` for a bad
         definition or an invalid regular expression (nothing is registered then)."""
         handlers, options = split_route_args(args)
+        shared = shared_route_args(args)
         try:
             pattern = RoutePattern(full_route)
         except re.error as exc:
@@ -86,7 +92,7 @@ class RouteTable:
         with self._lock:
             entry = self._entries.get(full_route)
             if entry is None:
-                entry = RouteEntry(full_route, namespace, pattern, handlers, options)
+                entry = RouteEntry(full_route, namespace, pattern, handlers, options, shared)
                 self._entries[full_route] = entry
                 self._ordered.append(entry)
                 self._matcher = None
@@ -95,9 +101,13 @@ class RouteTable:
                     entry.handlers = handlers
                     entry.options = options
                     entry.namespace = namespace
+                    entry.shared_args = shared
                 else:
                     entry.handlers.extend(handlers)
                     entry.options.update(options)
+                    entry.shared_args.update(shared)
+                    for handler in entry.handlers:
+                        handler["args"] = {**entry.shared_args, **handler["args"]}
                 entry.remember_allow()  # a new entry's is worked out when it is made
             if namespace:
                 self._namespaces.setdefault(namespace, None)

@@ -1,0 +1,355 @@
+"""Typed handlers: a callback's annotated parameters as WordPress argument definitions.
+
+A callback such as ``def get_book(request, id: int, context: Literal["view", "edit"] = "view")``
+declares its arguments through its signature: each parameter after the request becomes an
+argument definition (``{"type": "integer", "required": True}``, ``{"type": "string",
+"enum": ["view", "edit"], "default": "view"}``) validated and coerced by the same rules as
+dict args, and the callback is called with the validated values as keyword arguments,
+converted to their annotations (an ``Enum`` member, a dataclass instance, a ``datetime``).
+
+Everything is read once, at registration: :func:`prepare_typed` returns the argument
+definitions and a plain ``callback(request)`` that reads the parameters and calls the
+original; requests never introspect anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import inspect
+import types
+import typing
+from collections.abc import Callable, Mapping
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    NamedTuple,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+)
+
+from svcrest.dates import rest_parse_date
+
+__all__ = ["Arg", "TypedCallback", "prepare_typed", "return_schema"]
+
+#: A converter from a validated JSON value to the annotated Python value; None: as it is.
+Convert = Callable[[Any], Any] | None
+
+_SCALARS: dict[Any, str] = {bool: "boolean", int: "integer", float: "number", str: "string"}
+_VALUE_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),  # before int: True is an int too
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (type(None), "null"),
+)
+
+
+class Arg:
+    """Constraints and documentation of one typed parameter, given through
+    ``typing.Annotated``: ``Annotated[int, Arg(minimum=1, description="The book's id.")]``.
+
+    The keywords are those of a WordPress argument definition: JSON-schema keywords
+    (``minimum``, ``maximum``, ``exclusiveMinimum``, ``minLength``, ``maxLength``,
+    ``pattern``, ``format``, ``enum``, ``items``, ``minItems`` …), ``description``,
+    ``default``, ``required``, ``validate_callback`` and ``sanitize_callback``. They are laid
+    over what the type gives.
+    """
+
+    __slots__ = ("definition",)
+
+    def __init__(self, **definition: Any) -> None:
+        self.definition: dict[str, Any] = definition
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{key}={value!r}" for key, value in self.definition.items())
+        return f"Arg({inner})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Arg) and other.definition == self.definition
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the dict it holds
+
+
+class _Typed(NamedTuple):
+    """What one annotation gives: its schema, its converter and whether None is allowed."""
+
+    schema: dict[str, Any]
+    convert: Convert
+    optional: bool = False
+
+
+class TypedCallback(NamedTuple):
+    """A typed callback prepared at registration: the argument definitions its signature
+    declares and the ``callback(request)`` to register in its place."""
+
+    args: dict[str, dict[str, Any]]
+    callback: Callable[[Any], Any]
+
+
+def _value_type(value: Any) -> str:
+    for python_type, name in _VALUE_TYPES:
+        if isinstance(value, python_type):
+            return name
+    raise TypeError(f"a Literal or Enum value must be a JSON scalar, not {value!r}")
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    kinds = list(dict.fromkeys(_value_type(value) for value in values))
+    return {"type": kinds[0] if len(kinds) == 1 else kinds, "enum": values}
+
+
+def _to_datetime(value: Any) -> _dt.datetime:
+    # The value passed ``format: date-time`` (WordPress's RFC 3339 shape), so it parses.
+    stamp = rest_parse_date(value)
+    if stamp is False:  # pragma: no cover - validation refused it already
+        raise ValueError(f"not an RFC 3339 date: {value!r}")
+    return _dt.datetime.fromtimestamp(stamp, _dt.UTC)
+
+
+def _list_of(item: Convert) -> Convert:
+    if item is None:
+        return None
+    return lambda values: [item(value) for value in values]
+
+
+def _dict_of(item: Convert) -> Convert:
+    if item is None:
+        return None
+    return lambda values: {key: item(value) for key, value in values.items()}
+
+
+def _maybe(inner: Convert) -> Convert:
+    if inner is None:
+        return None
+    return lambda value: None if value is None else inner(value)
+
+
+def _object_of(build: Callable[..., Any] | None, fields: dict[str, Convert]) -> Convert:
+    """A JSON object converted field by field, then given to ``build`` (a dataclass)."""
+    converting = {name: convert for name, convert in fields.items() if convert is not None}
+    if build is None and not converting:
+        return None
+
+    def convert(value: Mapping[str, Any]) -> Any:
+        converted = {
+            name: converting[name](item) if name in converting else item
+            for name, item in value.items()
+        }
+        return converted if build is None else build(**converted)
+
+    return convert
+
+
+def _with_null(schema: dict[str, Any]) -> dict[str, Any]:
+    kind = schema.get("type")
+    if kind is None:
+        return schema
+    kinds = list(kind) if isinstance(kind, list) else [kind]
+    if "null" not in kinds:
+        kinds.append("null")
+    return {**schema, "type": kinds}
+
+
+def _fields_schema(
+    hints: Mapping[str, Any], required: set[str], owner: Any
+) -> tuple[dict[str, Any], dict[str, Convert]]:
+    properties: dict[str, Any] = {}
+    converters: dict[str, Convert] = {}
+    for name, hint in hints.items():
+        typed = describe(hint, f"{owner.__name__}.{name}")
+        schema = dict(typed.schema)
+        if name in required:
+            schema["required"] = True  # WordPress's per-property form (draft 3)
+        properties[name] = schema
+        converters[name] = typed.convert
+    return properties, converters
+
+
+def _describe_class(annotation: type, where: str) -> _Typed | None:
+    if issubclass(annotation, enum.Enum):
+        return _Typed(_enum_schema([member.value for member in annotation]), annotation)
+    if annotation is _dt.datetime:
+        return _Typed({"type": "string", "format": "date-time"}, _to_datetime)
+    if typing.is_typeddict(annotation):
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        # From the hints, not ``__required_keys__``: under ``from __future__ import
+        # annotations`` Python 3.11 cannot see a string ``NotRequired[...]`` mark.
+        total = getattr(annotation, "__total__", True)
+        required = {
+            name
+            for name, hint in hints.items()
+            if get_origin(hint) is Required or (total and get_origin(hint) is not NotRequired)
+        }
+        properties, converters = _fields_schema(hints, required, annotation)
+        schema = {"type": "object", "properties": properties, "additionalProperties": False}
+        return _Typed(schema, _object_of(None, converters))
+    if dataclasses.is_dataclass(annotation):
+        hints = typing.get_type_hints(annotation, include_extras=True)
+        fields = [field for field in dataclasses.fields(annotation) if field.init]
+        required = {
+            field.name
+            for field in fields
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+        }
+        field_hints = {field.name: hints[field.name] for field in fields}
+        properties, converters = _fields_schema(field_hints, required, annotation)
+        schema = {"type": "object", "properties": properties, "additionalProperties": False}
+        return _Typed(schema, _object_of(annotation, converters))
+    return None
+
+
+def _describe_union(members: tuple[Any, ...], where: str) -> _Typed:
+    present = [member for member in members if member is not type(None)]
+    if len(present) != 1:
+        raise TypeError(f"{where}: a union other than 'X | None' is not supported")
+    inner = describe(present[0], where)
+    optional = len(present) < len(members)
+    schema = _with_null(inner.schema) if optional else inner.schema
+    return _Typed(schema, _maybe(inner.convert) if optional else inner.convert, optional)
+
+
+def _describe_container(origin: Any, parameters: tuple[Any, ...], where: str) -> _Typed:
+    """``list[X]`` (an array of X) and ``dict[str, X]`` (an object of X values)."""
+    if origin is list:
+        (item_type,) = parameters or (Any,)
+        item = describe(item_type, where) if item_type is not Any else _Typed({}, None)
+        schema = {"type": "array", "items": item.schema} if item.schema else {"type": "array"}
+        return _Typed(schema, _list_of(item.convert))
+    key_type, value_type = parameters or (str, Any)
+    if key_type is not str:
+        raise TypeError(f"{where}: a dict argument's keys must be str")
+    if value_type is Any:
+        return _Typed({"type": "object"}, None)
+    value = describe(value_type, where)
+    schema = {"type": "object", "additionalProperties": value.schema}
+    return _Typed(schema, _dict_of(value.convert))
+
+
+def describe(annotation: Any, where: str) -> _Typed:
+    """The argument schema and converter of one annotation; ``TypeError`` naming ``where``
+    for an annotation that has no JSON form."""
+    origin = get_origin(annotation)
+    if origin in (NotRequired, Required):  # a TypedDict key's marks: its required keys say
+        return describe(get_args(annotation)[0], where)
+    if origin is Annotated:
+        base, *extras = get_args(annotation)
+        typed = describe(base, where)
+        schema = dict(typed.schema)
+        for extra in extras:
+            if isinstance(extra, Arg):
+                schema.update(extra.definition)
+        return typed._replace(schema=schema)
+    if annotation in _SCALARS:
+        return _Typed({"type": _SCALARS[annotation]}, None)
+    if origin is Literal:
+        return _Typed(_enum_schema(list(get_args(annotation))), None)
+    if origin in (Union, types.UnionType):
+        return _describe_union(get_args(annotation), where)
+    if origin in (list, dict):
+        return _describe_container(origin, get_args(annotation), where)
+    described = _describe_class(annotation, where) if isinstance(annotation, type) else None
+    if described is not None:
+        return described
+    raise TypeError(f"{where}: the annotation {annotation!r} has no JSON argument form")
+
+
+def _json_default(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _parameter_arg(
+    parameter: inspect.Parameter, hint: Any, where: str
+) -> tuple[dict[str, Any], Convert]:
+    typed = describe(hint, where)
+    definition = dict(typed.schema)
+    has_default = parameter.default is not inspect.Parameter.empty
+    if has_default and parameter.default is not None:
+        definition.setdefault("default", _json_default(parameter.default))
+    if not has_default and not typed.optional:
+        definition.setdefault("required", True)
+    return definition, typed.convert
+
+
+def _typed_parameters(callback: Callable[..., Any]) -> list[inspect.Parameter] | None:
+    """The parameters after the request, when every one of them is annotated and can be
+    passed by keyword; None for a plain ``callback(request)`` (or one that takes ``*args``)."""
+    try:
+        parameters = list(inspect.signature(callback).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    rest = parameters[1:]
+    keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    if not rest or any(
+        parameter.kind not in keyword_kinds or parameter.annotation is inspect.Parameter.empty
+        for parameter in rest
+    ):
+        return None
+    return rest
+
+
+def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
+    """The argument definitions a callback's annotated parameters declare, and the plain
+    ``callback(request)`` that calls it with their values; None for an untyped callback.
+
+    A parameter is required unless it has a default or allows None; a value that was not
+    sent is passed as the parameter's default (or None). Raises ``TypeError`` naming the
+    parameter when an annotation has no JSON form.
+    """
+    parameters = _typed_parameters(callback)
+    if parameters is None:
+        return None
+    name = getattr(callback, "__qualname__", repr(callback))
+    hints = typing.get_type_hints(callback, include_extras=True)
+    args: dict[str, dict[str, Any]] = {}
+    plan: list[tuple[str, Convert, bool]] = []
+    for parameter in parameters:
+        where = f"parameter {parameter.name!r} of {name}"
+        definition, convert = _parameter_arg(parameter, hints[parameter.name], where)
+        args[parameter.name] = definition
+        has_default = parameter.default is not inspect.Parameter.empty
+        plan.append((parameter.name, convert, has_default))
+    steps = tuple(plan)
+
+    def call_typed(request: Any) -> Any:
+        values: dict[str, Any] = {}
+        for key, convert, has_default in steps:
+            value = request.get_param(key)
+            if value is None:
+                if not has_default:
+                    values[key] = None
+            else:
+                values[key] = value if convert is None else convert(value)
+        return callback(request, **values)
+
+    # The name and docstring (the OpenAPI summary) of the original, but not ``__wrapped__``:
+    # the pipeline reads the signature of what it calls, which takes the request only.
+    for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+        setattr(call_typed, attribute, getattr(callback, attribute, None))
+    return TypedCallback(args, call_typed)
+
+
+def return_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
+    """The item schema (draft-04, as WordPress's ``get_item_schema``) of a callback whose
+    return annotation is a ``TypedDict`` or a dataclass; None otherwise."""
+    try:
+        hints = typing.get_type_hints(callback, include_extras=True)
+    except Exception:  # a callable without readable annotations has no schema
+        return None
+    annotation = hints.get("return")
+    if not isinstance(annotation, type) or not (
+        typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation)
+    ):
+        return None
+    typed = describe(annotation, f"the return annotation of {callback!r}")
+    schema = {key: value for key, value in typed.schema.items() if key != "additionalProperties"}
+    return {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "title": annotation.__name__,
+        **schema,
+    }

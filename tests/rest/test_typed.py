@@ -1,0 +1,372 @@
+"""Typed handlers: annotated parameters as argument definitions, values as keyword arguments."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import warnings
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+import pytest
+
+from svcrest import App, Arg, DoingItWrong, Request, public
+from tests.conftest import SiteClient
+
+
+class Shelf(enum.Enum):
+    FICTION = "fiction"
+    SCIENCE = "science"
+
+
+class Author(TypedDict):
+    name: str
+    born: NotRequired[int]
+
+
+@dataclasses.dataclass
+class Address:
+    city: str
+    zip_code: str = ""
+
+
+@dataclasses.dataclass
+class Book:
+    id: int
+    title: str
+    shelf: Shelf
+
+
+class BookSummary(TypedDict):
+    id: int
+    title: str
+
+
+def _app() -> App:
+    return App("http://example.test")
+
+
+def _echo_app(callback: Callable[..., Any], methods: str = "GET", **route: Any) -> App:
+    app = _app()
+    app.route("t/v1", r"/echo/(?P<id>\d+)", methods=methods, permission_callback=public, **route)(
+        callback
+    )
+    return app
+
+
+def _args(app: App, route: str = r"/t/v1/echo/(?P<id>\d+)") -> dict[str, Any]:
+    handler = app.rest_get_server().get_routes()[route][0]
+    return handler["args"]
+
+
+def test_annotations_give_the_same_definitions_as_dict_args() -> None:
+    def read(
+        request: Request,
+        id: int,
+        context: Literal["view", "edit"] = "view",
+        tags: list[str] | None = None,
+        ratio: float = 0.5,
+        draft: bool = False,
+        shelf: Shelf = Shelf.FICTION,
+        limits: dict[str, int] | None = None,
+        since: dt.datetime | None = None,
+        page: Annotated[int, Arg(minimum=1, description="The page.")] = 1,
+    ) -> dict[str, Any]:
+        return {}
+
+    assert _args(_echo_app(read)) == {
+        "id": {"type": "integer", "required": True},
+        "context": {"type": "string", "enum": ["view", "edit"], "default": "view"},
+        "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+        "ratio": {"type": "number", "default": 0.5},
+        "draft": {"type": "boolean", "default": False},
+        "shelf": {"type": "string", "enum": ["fiction", "science"], "default": "fiction"},
+        "limits": {"type": ["object", "null"], "additionalProperties": {"type": "integer"}},
+        "since": {"type": ["string", "null"], "format": "date-time"},
+        "page": {"type": "integer", "minimum": 1, "description": "The page.", "default": 1},
+    }
+
+
+def test_typed_dicts_and_dataclasses_are_object_schemas() -> None:
+    def create(request: Request, author: Author, address: Address | None = None) -> None:
+        return None
+
+    args = _args(_echo_app(create, "POST"))
+    assert args["author"] == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "required": True},
+            "born": {"type": "integer"},
+        },
+        "additionalProperties": False,
+        "required": True,
+    }
+    assert args["address"] == {
+        "type": ["object", "null"],
+        "properties": {
+            "city": {"type": "string", "required": True},
+            "zip_code": {"type": "string"},
+        },
+        "additionalProperties": False,
+    }
+
+
+def test_explicit_args_are_merged_over_annotations() -> None:
+    def read(request: Request, id: int) -> dict[str, Any]:
+        return {"id": id}
+
+    app = _echo_app(read, args={"id": {"minimum": 3, "description": "The id."}})
+    assert _args(app)["id"] == {
+        "type": "integer",
+        "required": True,
+        "minimum": 3,
+        "description": "The id.",
+    }
+    response = app.rest_do_request("/t/v1/echo/2")
+    assert (response.status, response.data["code"]) == (400, "rest_invalid_param")
+
+
+def test_values_arrive_converted_as_keyword_arguments() -> None:
+    seen: dict[str, Any] = {}
+
+    def read(
+        request: Request,
+        id: int,
+        shelf: Shelf = Shelf.FICTION,
+        since: dt.datetime | None = None,
+        tags: list[str] | None = None,
+        draft: bool = False,
+    ) -> dict[str, Any]:
+        seen.update(id=id, shelf=shelf, since=since, tags=tags, draft=draft)
+        return {"ok": True}
+
+    app = _echo_app(read)
+    response = app.rest_do_request(
+        Request(
+            "GET",
+            "/t/v1/echo/7",
+            query={
+                "shelf": "science",
+                "since": "2024-02-03T04:05:06+01:00",
+                "tags": "a,b",
+                "draft": "true",
+            },
+        )
+    )
+    assert (response.status, response.data) == (200, {"ok": True})
+    assert seen == {
+        "id": 7,
+        "shelf": Shelf.SCIENCE,
+        "since": dt.datetime(2024, 2, 3, 3, 5, 6, tzinfo=dt.UTC),
+        "tags": ["a", "b"],
+        "draft": True,
+    }
+    seen.clear()
+    assert app.rest_do_request("/t/v1/echo/8").status == 200
+    assert seen == {"id": 8, "shelf": Shelf.FICTION, "since": None, "tags": None, "draft": False}
+
+
+def test_json_bodies_become_dataclasses_and_typed_dicts() -> None:
+    seen: dict[str, Any] = {}
+
+    def create(request: Request, id: int, author: Author, address: Address) -> dict[str, Any]:
+        seen.update(author=author, address=address)
+        return {"id": id}
+
+    app = _echo_app(create, "POST")
+    body: dict[str, Any] = {
+        "author": {"name": "Ada", "born": 1815},
+        "address": {"city": "London"},
+    }
+    response = app.rest_do_request(Request("POST", "/t/v1/echo/1", json=body))
+    assert (response.status, response.data) == (200, {"id": 1})
+    assert seen == {"author": {"name": "Ada", "born": 1815}, "address": Address("London", "")}
+
+    bad: dict[str, Any] = {"author": {"name": "Ada", "extra": 1}, "address": {"city": "London"}}
+    response = app.rest_do_request(Request("POST", "/t/v1/echo/1", json=bad))
+    assert (response.status, response.data["code"]) == (400, "rest_invalid_param")
+    assert list(response.data["data"]["params"]) == ["author"]
+
+
+def test_invalid_values_answer_wordpress_errors() -> None:
+    def read(request: Request, id: int, shelf: Shelf, count: int = 1) -> dict[str, Any]:
+        return {}
+
+    app = _echo_app(read)
+    missing = app.rest_do_request("/t/v1/echo/1")
+    assert (missing.status, missing.data["code"]) == (400, "rest_missing_callback_param")
+    assert missing.data["data"]["params"] == ["shelf"]
+    wrong = app.rest_do_request(
+        Request("GET", "/t/v1/echo/1", query={"shelf": "poetry", "count": "x"})
+    )
+    assert (wrong.status, wrong.data["code"]) == (400, "rest_invalid_param")
+    assert wrong.data["data"]["params"] == {
+        "shelf": "shelf is not one of fiction and science.",
+        "count": "count is not of type integer.",
+    }
+
+
+def test_async_typed_callbacks(adapter: str, client_for: Callable[..., SiteClient]) -> None:
+    async def read(request: Request, id: int, shelf: Shelf = Shelf.SCIENCE) -> dict[str, Any]:
+        return {"id": id, "shelf": shelf.value}
+
+    client = client_for(_echo_app(read))
+    response = client.get("/svc-json/t/v1/echo/12")
+    assert (response.status_code, response.json()) == (200, {"id": 12, "shelf": "science"})
+
+
+def test_form_bodies_coerce_like_query_strings(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    def update(request: Request, id: int, count: int, draft: bool) -> dict[str, Any]:
+        return {"id": id, "count": count, "draft": draft}
+
+    client = client_for(_echo_app(update, "POST"))
+    response = client.post("/svc-json/t/v1/echo/3", data={"count": "42", "draft": "false"})
+    assert (response.status_code, response.json()) == (
+        200,
+        {"id": 3, "count": 42, "draft": False},
+    )
+
+
+def test_return_annotations_are_the_route_schema() -> None:
+    app = _app()
+
+    @app.route("t/v1", r"/books/(?P<id>\d+)", permission_callback=public)
+    def get_book(request: Request, id: int) -> Book:
+        return Book(id, "Dune", Shelf.FICTION)
+
+    options = app.rest_do_request(Request("OPTIONS", "/t/v1/books/1"))
+    assert options.data["schema"] == {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "title": "Book",
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "required": True},
+            "title": {"type": "string", "required": True},
+            "shelf": {"type": "string", "enum": ["fiction", "science"], "required": True},
+        },
+    }
+    response = app.rest_do_request("/t/v1/books/4")
+    assert (response.status, response.data) == (
+        200,
+        Book(4, "Dune", Shelf.FICTION),
+    )
+
+
+def test_a_returned_dataclass_is_sent_as_json(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    app = _app()
+
+    @app.route("t/v1", "/summary", permission_callback=public)
+    def summary(request: Request) -> BookSummary:
+        return {"id": 1, "title": "Dune"}
+
+    @app.route("t/v1", r"/books/(?P<id>\d+)", permission_callback=public)
+    def get_book(request: Request, id: int) -> Book:
+        return Book(id, "Dune", Shelf.SCIENCE)
+
+    client = client_for(app)
+    response = client.get("/svc-json/t/v1/books/5")
+    assert response.content == b'{"id":5,"title":"Dune","shelf":"science"}'
+    schema = client.request("OPTIONS", "/svc-json/t/v1/summary").json()["schema"]
+    assert schema["title"] == "BookSummary"
+
+
+def test_route_args_are_shared_by_every_handler_of_the_route() -> None:
+    app = _app()
+    seen: list[Any] = []
+    ID = {"id": {"type": "integer", "minimum": 1}}
+
+    @app.route("t/v1", r"/items/(?P<id>\d+)", permission_callback=public, route_args=ID)
+    def read(request: Request) -> dict[str, Any]:
+        seen.append(request["id"])
+        return {}
+
+    @app.route("t/v1", r"/items/(?P<id>\d+)", methods="PUT", permission_callback=public)
+    def update(request: Request) -> dict[str, Any]:
+        seen.append(request["id"])
+        return {}
+
+    assert app.rest_do_request("/t/v1/items/3").status == 200
+    assert app.rest_do_request(Request("PUT", "/t/v1/items/3")).status == 200
+    assert seen == [3, 3]
+    zero = app.rest_do_request(Request("PUT", "/t/v1/items/0"))
+    assert (zero.status, zero.data["code"]) == (400, "rest_invalid_param")
+    handlers = app.rest_get_server().get_routes()[r"/t/v1/items/(?P<id>\d+)"]
+    assert [handler["args"] for handler in handlers] == [ID, ID]
+
+
+def test_route_args_given_later_reach_earlier_handlers() -> None:
+    app = _app()
+    seen: list[Any] = []
+
+    @app.route("t/v1", r"/items/(?P<id>\d+)", methods="PUT", permission_callback=public)
+    def update(request: Request) -> dict[str, Any]:
+        seen.append(request["id"])
+        return {}
+
+    @app.route(
+        "t/v1",
+        r"/items/(?P<id>\d+)",
+        permission_callback=public,
+        route_args={"id": {"type": "integer"}},
+    )
+    def read(request: Request) -> dict[str, Any]:
+        return {}
+
+    assert app.rest_do_request(Request("PUT", "/t/v1/items/9")).status == 200
+    assert seen == [9]
+
+
+def test_index_and_openapi_show_typed_args_as_dict_args() -> None:
+    def typed(request: Request, id: int, context: Literal["view", "edit"] = "view") -> None:
+        return None
+
+    def plain(request: Request) -> None:
+        return None
+
+    typed_app = _echo_app(typed)
+    plain_app = _echo_app(
+        plain,
+        args={
+            "id": {"type": "integer", "required": True},
+            "context": {"type": "string", "enum": ["view", "edit"], "default": "view"},
+        },
+    )
+    for route in ("/t/v1", "/"):
+        assert typed_app.rest_do_request(route).data == plain_app.rest_do_request(route).data
+    typed_doc, plain_doc = typed_app.openapi(), plain_app.openapi()
+    path = "/t/v1/echo/{id}"
+    typed_op, plain_op = typed_doc["paths"][path]["get"], plain_doc["paths"][path]["get"]
+    assert typed_op["parameters"] == plain_op["parameters"]
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [bytes, set[int], dict[int, str], int | str, object],
+    ids=["bytes", "set", "int-keys", "union", "object"],
+)
+def test_annotations_without_a_json_form_are_refused_at_registration(annotation: Any) -> None:
+    def read(request: Request, value: Any) -> None:
+        return None
+
+    read.__annotations__["value"] = annotation
+    app = _app()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app.route("t/v1", "/bad", permission_callback=public)(read)
+    assert [warning.category for warning in caught] == [DoingItWrong]
+    assert "parameter 'value' of" in str(caught[0].message)
+    assert "/t/v1/bad" not in app.rest_get_server().get_routes()
+
+
+def test_untyped_extra_parameters_keep_the_plain_calling_convention() -> None:
+    def read(request: Request, *rest: Any) -> dict[str, Any]:
+        return {"rest": list(rest)}
+
+    app = _echo_app(read)
+    assert _args(app) == {}
+    assert app.rest_do_request("/t/v1/echo/1").data == {"rest": []}
