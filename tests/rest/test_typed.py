@@ -9,6 +9,8 @@ import warnings
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+import msgspec
+import pydantic
 import pytest
 
 from svcrest import App, Arg, DoingItWrong, Request, public
@@ -370,3 +372,67 @@ def test_untyped_extra_parameters_keep_the_plain_calling_convention() -> None:
     app = _echo_app(read)
     assert _args(app) == {}
     assert app.rest_do_request("/t/v1/echo/1").data == {"rest": []}
+
+
+class Reader(pydantic.BaseModel):
+    name: str
+    age: int = pydantic.Field(ge=0)
+
+
+class Loan(msgspec.Struct):
+    book: int
+    days: int = 14
+
+
+def test_pydantic_models_and_msgspec_structs_are_arguments() -> None:
+    seen: dict[str, Any] = {}
+
+    def lend(request: Request, id: int, reader: Reader, loan: Loan) -> dict[str, Any]:
+        seen.update(reader=reader, loan=loan)
+        return {"id": id}
+
+    app = _echo_app(lend, "POST")
+    args = _args(app)
+    assert {key: value for key, value in args["reader"].items() if key != "validate_callback"} == {
+        "type": "object",
+        "required": True,
+    }
+    body: dict[str, Any] = {"reader": {"name": "Ada", "age": 36}, "loan": {"book": 3}}
+    response = app.rest_do_request(Request("POST", "/t/v1/echo/1", json=body))
+    assert (response.status, response.data) == (200, {"id": 1})
+    assert seen == {"reader": Reader(name="Ada", age=36), "loan": Loan(book=3, days=14)}
+
+    bad: dict[str, Any] = {"reader": {"name": "Ada", "age": -1}, "loan": {"book": "x"}}
+    response = app.rest_do_request(Request("POST", "/t/v1/echo/1", json=bad))
+    assert (response.status, response.data["code"]) == (400, "rest_invalid_param")
+    assert response.data["data"]["params"] == {
+        "reader": "reader is invalid: age: Input should be greater than or equal to 0",
+        "loan": "loan is invalid: Expected `int`, got `str` - at `$.book`",
+    }
+
+
+def test_model_return_annotations_are_the_route_schema() -> None:
+    app = _app()
+
+    @app.route("t/v1", "/reader", permission_callback=public)
+    def reader(request: Request) -> Reader:
+        return Reader(name="Ada", age=36)
+
+    @app.route("t/v1", "/loan", permission_callback=public)
+    def loan(request: Request) -> Loan:
+        return Loan(book=1)
+
+    reader_schema = app.rest_do_request(Request("OPTIONS", "/t/v1/reader")).data["schema"]
+    assert reader_schema == {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "title": "Reader",
+        "type": "object",
+        "properties": {
+            "name": {"title": "Name", "type": "string"},
+            "age": {"minimum": 0, "title": "Age", "type": "integer"},
+        },
+        "required": ["name", "age"],
+    }
+    loan_schema = app.rest_do_request(Request("OPTIONS", "/t/v1/loan")).data["schema"]
+    assert loan_schema["title"] == "Loan"
+    assert loan_schema["$schema"] == "http://json-schema.org/draft-04/schema#"

@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
+import functools
 import inspect
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -34,8 +36,9 @@ from typing import (
 )
 
 from svcrest.dates import rest_parse_date
+from svcrest.http.errors import RestError
 
-__all__ = ["Arg", "TypedCallback", "prepare_typed", "return_schema"]
+__all__ = ["Arg", "TypedCallback", "model_schema", "prepare_typed", "return_schema"]
 
 #: A converter from a validated JSON value to the annotated Python value; None: as it is.
 Convert = Callable[[Any], Any] | None
@@ -171,7 +174,66 @@ def _fields_schema(
     return properties, converters
 
 
+def _model_kind(annotation: type) -> str | None:
+    """``"pydantic"`` or ``"msgspec"`` for a model class of a library already imported (a
+    class of it exists only then: nothing is imported here), else None."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and issubclass(annotation, pydantic.BaseModel):
+        return "pydantic"
+    msgspec = sys.modules.get("msgspec")
+    if msgspec is not None and issubclass(annotation, msgspec.Struct):
+        return "msgspec"
+    return None
+
+
+def _model_converter(annotation: type, kind: str) -> Callable[[Any], Any]:
+    if kind == "pydantic":
+        return annotation.model_validate  # type: ignore[attr-defined, no-any-return]
+    msgspec = sys.modules["msgspec"]
+    return functools.partial(msgspec.convert, type=annotation)
+
+
+def _model_error(error: Exception) -> str:
+    """The first problem a model library reports, on one line (``age: Input should be …``)."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):  # pydantic: structured errors with where each one is
+        first = errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        return f"{where}: {first['msg']}" if where else str(first["msg"])
+    return str(error)
+
+
+def _describe_model(annotation: type, kind: str) -> _Typed:
+    """A pydantic model or msgspec struct: a JSON object the model itself validates (its
+    first error is the argument's ``rest_invalid_param`` message)."""
+    build = _model_converter(annotation, kind)
+
+    def validate_model(value: Any, request: Any, key: str) -> Any:
+        try:
+            build(value)
+        except (ValueError, TypeError) as exc:  # pydantic's and msgspec's errors are both
+            return RestError("rest_invalid_param", f"{key} is invalid: {_model_error(exc)}", None)
+        return True
+
+    schema = {"type": "object", "validate_callback": validate_model}
+    return _Typed(schema, build)
+
+
+def model_schema(annotation: type) -> dict[str, Any] | None:
+    """The JSON Schema of a pydantic model or msgspec struct (for ``schema``), else None."""
+    kind = _model_kind(annotation)
+    if kind == "pydantic":
+        return annotation.model_json_schema()  # type: ignore[attr-defined, no-any-return]
+    if kind == "msgspec":
+        schema: dict[str, Any] = sys.modules["msgspec"].json.schema(annotation)
+        return schema
+    return None
+
+
 def _describe_class(annotation: type, where: str) -> _Typed | None:
+    kind = _model_kind(annotation)
+    if kind is not None:
+        return _describe_model(annotation, kind)
     if issubclass(annotation, enum.Enum):
         return _Typed(_enum_schema([member.value for member in annotation]), annotation)
     if annotation is _dt.datetime:
@@ -336,15 +398,23 @@ def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
 
 def return_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
     """The item schema (draft-04, as WordPress's ``get_item_schema``) of a callback whose
-    return annotation is a ``TypedDict`` or a dataclass; None otherwise."""
+    return annotation is a ``TypedDict``, a dataclass, a pydantic model or a msgspec struct;
+    None otherwise."""
     try:
         hints = typing.get_type_hints(callback, include_extras=True)
     except Exception:  # a callable without readable annotations has no schema
         return None
     annotation = hints.get("return")
-    if not isinstance(annotation, type) or not (
-        typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation)
-    ):
+    if not isinstance(annotation, type):
+        return None
+    model = model_schema(annotation)
+    if model is not None:
+        return {
+            "$schema": "http://json-schema.org/draft-04/schema#",
+            "title": annotation.__name__,
+            **model,
+        }
+    if not (typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation)):
         return None
     typed = describe(annotation, f"the return annotation of {callback!r}")
     schema = {key: value for key, value in typed.schema.items() if key != "additionalProperties"}
