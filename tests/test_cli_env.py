@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -188,6 +189,18 @@ def test_every_command_has_db_and_every_site_command_the_site_options() -> None:
     assert site_commands <= set(commands)
 
 
+def test_the_plugin_help_says_when_the_demo_is_loaded() -> None:
+    for path, parser in leaf_commands():
+        helps = {
+            option: action.help for action in parser._actions for option in action.option_strings
+        }
+        if "--plugin" in helps:
+            assert helps["--plugin"] == (
+                "register a plugin (repeatable; default $SVCREST_PLUGINS, comma-separated); the"
+                " svcrest.plugins entry points are loaded too, and the demo unless --no-demo"
+            ), path
+
+
 def test_svcrest_db_is_the_database_of_user_add(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, empty_folder: Path
 ) -> None:
@@ -357,6 +370,43 @@ def test_the_factory_reads_the_same_variables(
     finally:
         app.store.close()
     assert Path("site/one.db").is_file()
+
+
+def cli_table() -> dict[str, str]:
+    """The rows of the settings guide's command-line table: the command (``user add LOGIN``;
+    empty for ``svcrest`` itself) and its options cell."""
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guides" / "settings.md"
+    section = guide.read_text().split("## Command-line options\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        match = re.fullmatch(r"\| `svcrest([^`]*)` \| (.*) \|", line)
+        if match is not None:
+            rows[match.group(1).strip()] = match.group(2)
+    return rows
+
+
+def test_the_settings_guide_lists_every_command_and_option() -> None:
+    parser = cli.build_parser()
+    expected: dict[str, list[str]] = {"": ["--version", "-h", "--help"]}
+    for path, command in leaf_commands():
+        positionals = [action.metavar for action in command._actions if not action.option_strings]
+        options = [
+            option
+            for action in command._actions
+            for option in action.option_strings
+            if option not in ("-h", "--help")
+        ]
+        expected[" ".join([*path, *map(str, positionals)])] = options
+    assert parser.prog == "svcrest"
+    rows = cli_table()
+    assert sorted(rows) == sorted(expected)  # every command, and no row of a removed one
+    missing = [
+        (command, option)
+        for command, options in expected.items()
+        for option in options
+        if re.search(rf"`{re.escape(option)}[` ]", rows[command]) is None
+    ]
+    assert missing == []
 
 
 # -- the store directory exists before plugins load ------------------------------------------
