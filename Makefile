@@ -8,8 +8,8 @@ NPM_STAMP := node_modules/.package-lock.json
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint typecheck tsc docs bench clean chromium postgres screenshots compiled test-compiled \
-	wheel-check
+.PHONY: run test lint typecheck tsc docs docs-serve bench clean chromium postgres screenshots \
+	compiled test-compiled wheel-check
 
 HOST := 127.0.0.1
 PORT := 8000
@@ -50,6 +50,14 @@ tsc: $(NPM_STAMP)
 # The documentation site (mkdocs.yml, docs/) into site/; offline, warnings are errors.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The built site over HTTP, at http://127.0.0.1:8001/ (the pages also open from disk,
+# site/index.html; the search box needs HTTP in most browsers).
+DOCS_PORT := 8001
+
+docs-serve: docs
+	@echo "==> serving site/ at http://$(HOST):$(DOCS_PORT)/ (Ctrl-C stops it)"
+	@$(BIN)/python -m http.server --bind $(HOST) --directory site $(DOCS_PORT)
 
 # The browser tests need Debian's Chromium (no browser download); install it when missing.
 chromium:

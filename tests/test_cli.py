@@ -28,6 +28,7 @@ from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
 from svcrest.serve import launcher
+from tests.cli_run import USING, run
 
 PLUGIN = "svcrest_cli_test_plugin"
 DOES_NOT_EXIST = (
@@ -92,7 +93,8 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setitem(sys.modules, PLUGIN, module)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
-    # The serve command sets these for its workers: each test starts and ends without them.
+    # The serve command sets these for its workers: each test starts and ends without them
+    # (set first, so that monkeypatch records them and removes what serve sets).
     for name in (
         ENV_DB,
         ENV_HOME,
@@ -101,7 +103,8 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         cli.ENV_WORDPRESS_COMPAT,
         launcher.ENV_HEADER_TIMEOUT,
     ):
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     yield
 
 
@@ -130,12 +133,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def add_user(
@@ -217,7 +214,7 @@ def test_broken_entry_point(
 ) -> None:
     found = [EntryPoint("gone", "svcrest_no_such_module:register", "svcrest.plugins")]
     monkeypatch.setattr(cli_site, "entry_points", lambda group: found)
-    status, out, err = run(capsys, "routes")
+    status, out, err = run(capsys, "routes", "--db", ":memory:")
     assert (status, out) == (2, "")
     assert err == (
         "svcrest: error: cannot load plugin 'svcrest_no_such_module:register' (entry point"
@@ -244,7 +241,7 @@ def test_broken_entry_point(
     ids=["raises", "no-module", "no-attribute", "not-callable"],
 )
 def test_bad_plugins(capsys: pytest.CaptureFixture[str], spec: str, message: str) -> None:
-    status, out, err = run(capsys, "routes", "--plugin", spec)
+    status, out, err = run(capsys, "routes", "--plugin", spec, "--db", ":memory:")
     assert (status, out) == (2, "")
     assert err == f"svcrest: error: {message}\n"
 
@@ -886,7 +883,7 @@ def test_request_into_a_closed_pipe_ends_quietly(site_db: str) -> None:
         errors = process.stderr.read()
         status = process.wait(timeout=60)
     assert head[0] == b"200 OK\n"
-    assert errors == b""
+    assert errors == f"{USING}{site_db}\n".encode()
     assert status == cli.BROKEN_PIPE_STATUS == 141
 
 
@@ -925,7 +922,7 @@ def test_console_script_imports_a_plugin_from_the_current_directory(tmp_path: Pa
         [svcrest_script(), "routes", *plugin],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
-    assert (routes.returncode, routes.stderr) == (0, "")
+    assert (routes.returncode, routes.stderr) == (0, f"{USING}:memory:\n")
     assert routes.stdout.splitlines() == [*DEMO_ROUTES, "/cwd/v1 GET", "/cwd/v1/ping GET"]
     answer = subprocess.run(
         [svcrest_script(), "request", "GET", "/cwd/v1/ping", *plugin],
@@ -934,7 +931,7 @@ def test_console_script_imports_a_plugin_from_the_current_directory(tmp_path: Pa
     assert (answer.returncode, answer.stdout, answer.stderr) == (
         0,
         '200 OK\n{\n  "pong": 1\n}\n',
-        "",
+        f"{USING}:memory:\n",
     )
     # PYTHONSAFEPATH keeps the current directory off sys.path, for python -m and for us.
     safe = subprocess.run(
@@ -944,6 +941,7 @@ def test_console_script_imports_a_plugin_from_the_current_directory(tmp_path: Pa
     )  # fmt: skip
     assert (safe.returncode, safe.stdout) == (2, "")
     assert safe.stderr == (
+        f"{USING}:memory:\n"
         "svcrest: error: cannot load plugin 'cwd_plugin:register': ModuleNotFoundError:"
         " No module named 'cwd_plugin'\n"
     )

@@ -52,6 +52,7 @@ def test_serve_refuses_allow_ips_alone(capsys: pytest.CaptureFixture[str]) -> No
     status = main(["serve", "--db", ":memory:", "--forwarded-allow-ips", "10.0.0.5"])
     assert status == 2
     assert capsys.readouterr().err == (
+        "svcrest: using database :memory:\n"
         "svcrest: error: --forwarded-allow-ips needs --proxy-headers\n"
     )
 
@@ -72,6 +73,7 @@ def test_a_postgres_db_that_cannot_open_hides_the_password(
     status = main(["user", "add", "ed", "--role", "editor", "--db", "postgresql://ed:pw@db/x"])
     assert status == 2
     assert capsys.readouterr().err == (
+        "svcrest: using database postgresql://ed@db/x\n"
         "svcrest: error: cannot open the database 'postgresql://ed@db/x': a PostgreSQL store"
         " needs the psycopg driver: pip install 'svcrest[postgres]'\n"
     )

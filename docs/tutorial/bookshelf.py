@@ -6,10 +6,9 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from svcrest import App, Request, Response, RestError, public
+from svcrest import App, Request, Response, RestError, paginate, public
 
 NAMESPACE = "bookshelf/v1"
 
@@ -82,10 +81,10 @@ def register(app: App) -> None:
                 "SELECT id, title, author FROM bookshelf_books ORDER BY id LIMIT ? OFFSET ?",
                 (per_page, (page - 1) * per_page),
             ).fetchall()
-        response = Response([{"id": row[0], "title": row[1], "author": row[2]} for row in rows])
-        response.headers["X-SVC-Total"] = str(total)
-        response.headers["X-SVC-TotalPages"] = str(math.ceil(total / per_page))
-        return response
+        books = [{"id": row[0], "title": row[1], "author": row[2]} for row in rows]
+        # The totals (X-SVC-Total, X-SVC-TotalPages), the prev/next Link headers, and a 400
+        # rest_invalid_page_number for a page past the last.
+        return paginate(request, books, total=total, page=page, per_page=per_page)
 
     def create_book(request: Request) -> Response:
         with store.transaction() as conn:

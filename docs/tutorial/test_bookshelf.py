@@ -44,6 +44,18 @@ def test_anyone_reads_the_list(http: httpx.Client) -> None:
     assert response.headers["Allow"] == "GET"
 
 
+def test_the_list_is_paged(app: App, http: httpx.Client) -> None:
+    with app.store.transaction() as conn:
+        for title in ("Dune", "Emma", "Ulysses"):
+            conn.execute("INSERT INTO bookshelf_books (title, author) VALUES (?, '')", (title,))
+    first = http.get(BOOKS, params={"per_page": 2})
+    assert [book["title"] for book in first.json()] == ["Dune", "Emma"]
+    assert (first.headers["X-SVC-Total"], first.headers["X-SVC-TotalPages"]) == ("3", "2")
+    assert first.headers["Link"].endswith('/bookshelf/v1/books?per_page=2&page=2>; rel="next"')
+    past = http.get(BOOKS, params={"per_page": 2, "page": 3})
+    assert (past.status_code, past.json()["code"]) == (400, "rest_invalid_page_number")
+
+
 def test_arguments_are_checked_before_permissions(http: httpx.Client) -> None:
     missing = http.post(BOOKS, json={"author": "Ursula K. Le Guin"})
     assert missing.status_code == 400

@@ -1,13 +1,19 @@
 """The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi`` and ``user``
 (``add``, ``list``, ``delete``, ``set-password``, ``app-password add|list|delete``).
 
-Every command builds the same site with :func:`make_app`: the demo plugin, the plugins of the
-entry-point group ``svcrest.plugins`` and the ``--plugin module:function`` given (imported with
-the current directory first on ``sys.path``, as ``python -m`` does). Errors are one line on
+Every command that builds a site builds the same one with :func:`make_app`: the demo plugin
+(unless ``--no-demo``), the plugins of the entry-point group ``svcrest.plugins`` and the
+``--plugin module:function`` given (imported with the current directory first on
+``sys.path``, as ``python -m`` does). ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS`` and
+``SVCREST_DEMO`` are the defaults of ``--db``, ``--home``, ``--plugin`` and ``--demo`` on every
+command that has the option, and every command first says which database it uses (one line on
+standard error, so that standard output is the command's own). Errors are one line on
 standard error (``svcrest: error: …``) with exit status 2 for bad arguments and an unusable
-environment (port in use, database that cannot be opened, broken plugin). Only ``serve`` and
-``user add`` create a database file and its missing directory (and say so); ``routes``,
-``request`` and ``openapi`` refuse one that does not exist. ``request`` serves one request
+environment (port in use, database that cannot be opened, broken plugin; a plugin's failure
+is preceded by the traceback's frames in the plugin's files, every frame with
+``--traceback``). Only ``serve`` and ``user add`` create a database file and its missing
+directory (and say so, before any plugin loads); ``routes``, ``request`` and ``openapi``
+refuse one that does not exist. ``request`` serves one request
 in-process through the App's ASGI callable, as ``svcrest serve`` would over HTTP. Output cut
 short by a closed pipe (``svcrest request … | head``) ends quietly with exit status 141
 (128 + SIGPIPE, as a shell reports a process SIGPIPE killed).

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import secrets
 import sys
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final, NoReturn
 
 from svcrest.app import App
+from svcrest.store.postgres import redact_url
 
 DEFAULT_HOST: Final = "127.0.0.1"
 
@@ -32,7 +35,8 @@ DEMO_PLUGIN: Final = "svcrest.demo:register"
 PLUGIN_GROUP: Final = "svcrest.plugins"
 
 
-#: Settings of :func:`app_from_env` (the uvicorn factory used with several workers).
+#: The defaults of ``--db``, ``--home``, ``--plugin`` and ``--demo/--no-demo`` on every command
+#: that has the option, and the settings of :func:`app_from_env` (the servers' worker factory).
 ENV_DB: Final = "SVCREST_DB"
 
 
@@ -42,7 +46,7 @@ ENV_HOME: Final = "SVCREST_HOME"
 ENV_PLUGINS: Final = "SVCREST_PLUGINS"
 
 
-#: ``0`` leaves the demo plugin out (``svcrest serve --no-demo``).
+#: ``0`` (or ``false``, ``no``, ``off``) leaves the demo plugin out (``--no-demo``).
 ENV_DEMO: Final = "SVCREST_DEMO"
 
 
@@ -73,6 +77,42 @@ class CliError(Exception):
         self.prog = prog
 
 
+class PluginError(CliError):
+    """A plugin that failed to import or to register: the one-line message, plus the
+    traceback of ``error`` (:meth:`traceback_text`) limited to the frames in ``files``, the
+    plugin's own source files and directories (all frames with ``svcrest … --traceback``)."""
+
+    def __init__(self, message: str, error: BaseException, files: Sequence[str]) -> None:
+        super().__init__(message)
+        self.error = error
+        self.files = tuple(files)
+
+    def _in_plugin(self, filename: str) -> bool:
+        path = os.path.realpath(filename)
+        return any(path == root or path.startswith(root + os.sep) for root in self.files)
+
+    def traceback_text(self, every_frame: bool = False) -> str:
+        """The traceback as Python prints it: every frame (and the chained exceptions) with
+        ``every_frame``, else only the plugin's frames and the exception line; empty when no
+        frame is the plugin's (a plugin module that does not exist)."""
+        if every_frame:
+            return "".join(traceback.format_exception(self.error))
+        frames = [
+            frame
+            for frame in traceback.extract_tb(self.error.__traceback__)
+            if self._in_plugin(frame.filename)
+        ]
+        if not frames:
+            return ""
+        return "".join(
+            [
+                "Traceback (most recent call last; the plugin's frames, --traceback shows all):\n",
+                *traceback.StackSummary.from_list(frames).format(),
+                *traceback.format_exception_only(type(self.error), self.error),
+            ]
+        )
+
+
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (raised as CliError, status 2)."""
 
@@ -99,3 +139,47 @@ def read_password() -> str:
     if not password:
         raise CliError("no password on standard input (--password-stdin reads its first line)")
     return password
+
+
+_OFF: Final = frozenset({"0", "false", "no", "off"})
+
+
+def demo_from_env(environ: Mapping[str, str]) -> bool:
+    """Whether ``SVCREST_DEMO`` keeps the demo plugin (unset, empty or anything but ``0``,
+    ``false``, ``no``, ``off``: it does)."""
+    return environ.get(ENV_DEMO, "").strip().lower() not in _OFF
+
+
+def split_plugins(value: str) -> list[str]:
+    """The ``module:function`` names of a comma-separated ``SVCREST_PLUGINS``."""
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def apply_environment(args: argparse.Namespace, environ: Mapping[str, str]) -> str:
+    """Fill in the options the command line left unset from the environment, else their
+    defaults: ``--db`` from ``SVCREST_DB`` (else ``var/svcrest.db``), ``--home`` from
+    ``SVCREST_HOME`` (else the command's ``home_default``), ``--plugin`` from ``SVCREST_PLUGINS`` (a
+    ``--plugin`` given replaces the variable's list) and ``--demo/--no-demo`` from
+    ``SVCREST_DEMO``. Only the options the command has are touched. Returns where the
+    database came from: ``""`` (``--db``), the variable's name, or ``"default"``."""
+    source = ""
+    if getattr(args, "db", "") is None:
+        if environ.get(ENV_DB):
+            args.db, source = environ[ENV_DB], ENV_DB
+        else:
+            args.db, source = DEFAULT_DB, "default"
+    if getattr(args, "home", "") is None:  # serve's own default (http://HOST:PORT) is None
+        args.home = environ.get(ENV_HOME) or getattr(args, "home_default", None)
+    if getattr(args, "plugin", "") is None:
+        args.plugin = split_plugins(environ.get(ENV_PLUGINS, ""))
+    if getattr(args, "demo", "") is None:
+        args.demo = demo_from_env(environ)
+    return source
+
+
+def using_database(db: str, source: str) -> str:
+    """The line every command prints on standard error before it opens its database, so that
+    the one used is never a surprise (a PostgreSQL URL without its password)."""
+    shown = redact_url(db) if "://" in db else db
+    origin = {"": "", "default": " (the default; --db or SVCREST_DB chooses another)"}
+    return f"svcrest: using database {shown}{origin.get(source, f' (from {source})')}"

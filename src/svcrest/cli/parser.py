@@ -14,10 +14,18 @@ from svcrest.cli.common import (
     DEFAULT_HOME,
     DEFAULT_HOST,
     DEFAULT_PORT,
+    ENV_DB,
+    ENV_DEMO,
+    ENV_HOME,
+    ENV_PLUGINS,
+    PLUGIN_GROUP,
     PLUGIN_SPEC,
     CliError,
     Parser,
+    PluginError,
+    apply_environment,
     svcrest_version,
+    using_database,
 )
 from svcrest.cli.requests import cmd_openapi, cmd_request, cmd_routes
 from svcrest.cli.serve import add_proxy_options, cmd_serve
@@ -70,30 +78,44 @@ def _method(value: str) -> str:
 def _add_db(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--db",
-        default=DEFAULT_DB,
+        default=None,  # apply_environment: SVCREST_DB, else DEFAULT_DB
         metavar="PATH",
         help="the database: a SQLite path, sqlite:///URL or :memory:, or a PostgreSQL URL"
-        f" postgresql://user:password@host:port/dbname (default {DEFAULT_DB})",
+        f" postgresql://user:password@host:port/dbname (default ${ENV_DB}, else {DEFAULT_DB})",
     )
 
 
 def _add_site_options(parser: argparse.ArgumentParser, home_default: str | None) -> None:
+    """The options of the commands that build the site: ``--db``, ``--plugin``, ``--home``,
+    ``--demo/--no-demo`` and ``--traceback``."""
     _add_db(parser)
     parser.add_argument(
         "--plugin",
         action="append",
-        default=[],
+        default=None,  # apply_environment: SVCREST_PLUGINS, else none
         type=_plugin_spec,
         metavar="MODULE:FUNCTION",
-        help="register a plugin (repeatable); the demo and svcrest.plugins entry points are"
-        " always loaded",
+        help=f"register a plugin (repeatable; default ${ENV_PLUGINS}, comma-separated); the"
+        f" {PLUGIN_GROUP} entry points are loaded too, and the demo unless --no-demo",
     )
+    shown = "http://HOST:PORT" if home_default is None else home_default
     parser.add_argument(
         "--home",
-        default=home_default,
+        default=None,  # apply_environment: SVCREST_HOME, else home_default
         metavar="URL",
-        help="the site's home address"
-        + (" (default http://HOST:PORT)" if home_default is None else f" (default {home_default})"),
+        help=f"the site's home address (default ${ENV_HOME}, else {shown})",
+    )
+    parser.set_defaults(home_default=home_default)
+    parser.add_argument(
+        "--demo",
+        action=argparse.BooleanOptionalAction,
+        default=None,  # apply_environment: SVCREST_DEMO
+        help=f"register the demo plugin, its notes API (default on; ${ENV_DEMO}=0 turns it off)",
+    )
+    parser.add_argument(
+        "--traceback",
+        action="store_true",
+        help="show every frame of a failing plugin's traceback (default: its own frames)",
     )
 
 
@@ -125,9 +147,6 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="log each request's method, path and status, nonces redacted (default on)",
-    )
-    serve.add_argument(
-        "--no-demo", dest="demo", action="store_false", help="leave the demo plugin out"
     )
     serve.add_argument(
         "--wordpress-compat",
@@ -270,8 +289,11 @@ def _discard_stdout() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    args = argparse.Namespace()
     try:
         args = build_parser().parse_args(argv)
+        source = apply_environment(args, os.environ)
+        print(using_database(args.db, source), file=sys.stderr, flush=True)
         handler: Callable[[argparse.Namespace], int] = args.handler
         status = handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -280,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         _discard_stdout()
         return BROKEN_PIPE_STATUS
     except CliError as exc:
+        if isinstance(exc, PluginError):
+            sys.stderr.write(exc.traceback_text(getattr(args, "traceback", False)))
         print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
         return exc.status
     except SystemExit as exc:  # --help

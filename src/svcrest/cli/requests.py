@@ -23,13 +23,22 @@ import orjson
 
 from svcrest.app import App
 from svcrest.cli.common import CliError, svcrest_version
-from svcrest.cli.site import existing_site, make_app, require_database
+from svcrest.cli.site import existing_site, new_app, register_plugins, require_database
 from svcrest.http.user import User
 from svcrest.rest.pipeline import rest_route_of
 
 
+def _site(args: argparse.Namespace) -> App:
+    """The site of a command that reads one: its database must exist, checked before the
+    plugins load (they may open the store while they register)."""
+    app = new_app(args.db, args.home)
+    require_database(args.db)
+    register_plugins(app, args.plugin, demo=args.demo)
+    return app
+
+
 def cmd_routes(args: argparse.Namespace) -> int:
-    with existing_site(make_app(args.db, args.home, args.plugin), args.db) as app:
+    with existing_site(_site(args), args.db) as app:
         routes = app.rest_get_server().get_routes()
     for route, handlers in routes.items():
         methods = dict.fromkeys(method for handler in handlers for method in handler["methods"])
@@ -38,7 +47,7 @@ def cmd_routes(args: argparse.Namespace) -> int:
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
-    with existing_site(make_app(args.db, args.home, args.plugin), args.db) as app:
+    with existing_site(_site(args), args.db) as app:
         document = app.openapi()
     option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     print(orjson.dumps(document, option=option).decode())
@@ -167,8 +176,7 @@ def _print_answer(response: httpx.Response, include: bool) -> None:
 
 
 def cmd_request(args: argparse.Namespace) -> int:
-    app = make_app(args.db, args.home, args.plugin)
-    require_database(args.db)
+    app = _site(args)
     target = request_target(app, args.route)
     headers, body = _request_body(args)
     with existing_site(app, args.db):

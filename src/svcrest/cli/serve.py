@@ -18,7 +18,13 @@ from svcrest.cli.common import (
     ENV_WORDPRESS_COMPAT,
     CliError,
 )
-from svcrest.cli.site import ensure_admin, make_app, prepare_new_database
+from svcrest.cli.site import (
+    ensure_admin,
+    new_app,
+    prepare_database_file,
+    prepare_new_database,
+    register_plugins,
+)
 from svcrest.serve import launcher
 from svcrest.serve.launcher import ServeConfig
 from svcrest.store.locations import is_memory
@@ -111,10 +117,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if problem is not None:
         raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)
-    app = make_app(
-        args.db, home, args.plugin, demo=args.demo, wordpress_compat=args.wordpress_compat
-    )
-    prepare_new_database(app, args.db)
+    app = new_app(args.db, home, wordpress_compat=args.wordpress_compat)
+    created = prepare_database_file(args.db)  # before the plugins, which may open the store
+    register_plugins(app, args.plugin, demo=args.demo)
+    prepare_new_database(app, args.db, created)
     password = ensure_admin(app)
     if password is not None:
         print(f"Created user {ADMIN_LOGIN} with password: {password}")

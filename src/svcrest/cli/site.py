@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.util
 import os
 import sqlite3
 import sys
@@ -20,7 +21,6 @@ from svcrest.cli.common import (
     DEFAULT_HOME,
     DEMO_PLUGIN,
     ENV_DB,
-    ENV_DEMO,
     ENV_HOME,
     ENV_PLUGINS,
     ENV_WORDPRESS_COMPAT,
@@ -28,7 +28,10 @@ from svcrest.cli.common import (
     PLUGIN_SPEC,
     CliError,
     Plugin,
+    PluginError,
+    demo_from_env,
     generate_password,
+    split_plugins,
 )
 from svcrest.store.locations import is_memory
 from svcrest.store.postgres import redact_url
@@ -50,7 +53,11 @@ def load_plugin(spec: str) -> Plugin:
     try:
         target: Any = importlib.import_module(module_name.strip())
     except Exception as exc:  # a plugin may fail to import in any way
-        raise CliError(f"cannot load plugin {spec!r}: {type(exc).__name__}: {exc}") from exc
+        raise PluginError(
+            f"cannot load plugin {spec!r}: {type(exc).__name__}: {exc}",
+            exc,
+            plugin_files(module_name.strip()),
+        ) from exc
     for part in attribute.strip().split("."):
         try:
             target = getattr(target, part)
@@ -61,6 +68,24 @@ def load_plugin(spec: str) -> Plugin:
     if not callable(target):
         raise CliError(f"cannot load plugin {spec!r}: {attribute!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+def plugin_files(module_name: str) -> tuple[str, ...]:
+    """The plugin's own source: the directory of the package ``module_name`` belongs to, or
+    the file of a module outside any package (real paths); empty when it is not found."""
+    top = module_name.partition(".")[0]
+    module = sys.modules.get(top)
+    try:
+        found = getattr(module, "__spec__", None) or importlib.util.find_spec(top)
+    except (ImportError, ValueError):  # a module without a spec, an unimportable parent
+        return ()
+    if found is None:
+        return ()
+    if found.submodule_search_locations:
+        return tuple(os.path.realpath(place) for place in found.submodule_search_locations)
+    if found.origin and found.has_location:
+        return (os.path.realpath(found.origin),)
+    return ()
 
 
 def _import_from_cwd() -> None:
@@ -87,9 +112,11 @@ def _entry_point_plugins() -> Iterator[tuple[str, Callable[[], Plugin]]]:
             try:
                 loaded = entry.load()
             except Exception as exc:  # a plugin may fail to import in any way
-                raise CliError(
+                raise PluginError(
                     f"cannot load plugin {spec!r} (entry point {entry.name!r} in"
-                    f" {PLUGIN_GROUP}): {type(exc).__name__}: {exc}"
+                    f" {PLUGIN_GROUP}): {type(exc).__name__}: {exc}",
+                    exc,
+                    plugin_files(entry.module),
                 ) from exc
             if not callable(loaded):
                 raise CliError(f"cannot load plugin {spec!r}: it is not callable")
@@ -124,37 +151,51 @@ def make_app(
     """The site the command line serves: an App on the store ``db`` (a path, a
     ``sqlite:///`` URL, None / ``:memory:``, or a ``postgresql://`` URL) with the demo plugin
     (unless ``demo`` is false), the entry-point plugins and ``plugins`` registered, in
-    WordPress compatibility mode with ``wordpress_compat``. The store is opened on first use.
-    Raises CliError for a bad home or a plugin that cannot be loaded or fails."""
+    WordPress compatibility mode with ``wordpress_compat``. The store is opened on first use
+    (a plugin may open it while it registers). Raises CliError for a bad home, PluginError
+    (whose traceback shows the plugin's frames) for a plugin that cannot be loaded or fails."""
+    app = new_app(db, home, wordpress_compat=wordpress_compat)
+    register_plugins(app, plugins, demo=demo)
+    return app
+
+
+def new_app(db: str | None, home: str, *, wordpress_compat: bool = False) -> App:
+    """The App of :func:`make_app` before its plugins; CliError for a bad home."""
     try:
-        app = App(home, store=db, wordpress_compat=wordpress_compat)
+        return App(home, store=db, wordpress_compat=wordpress_compat)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+
+
+def register_plugins(app: App, plugins: Sequence[str], *, demo: bool = True) -> None:
+    """Register the plugins of :func:`make_app` on ``app``."""
     for spec, load in _plugins(plugins, demo):
         register = load()
         try:
             register(app)
         except CliError:
             raise
-        except Exception as exc:  # report a broken plugin in one line
-            raise CliError(f"plugin {spec!r} failed: {type(exc).__name__}: {exc}") from exc
-    return app
-
-
-def _split_plugins(value: str) -> list[str]:
-    return [part.strip() for part in value.split(",") if part.strip()]
+        except Exception as exc:  # the message, and the traceback of the plugin's frames
+            module = spec.partition(":")[0]
+            raise PluginError(
+                f"plugin {spec!r} failed: {type(exc).__name__}: {exc}", exc, plugin_files(module)
+            ) from exc
 
 
 def app_from_env() -> App:
     """The ASGI factory of the servers' workers (``svcrest.cli:app_from_env``):
     :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
     (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
-    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode)."""
+    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode). The database file's
+    missing directory is created first, as ``svcrest serve`` does, since a plugin may open
+    the store while it registers."""
+    db = os.environ.get(ENV_DB) or DEFAULT_DB
+    create_database_directory(db)
     return make_app(
-        os.environ.get(ENV_DB, DEFAULT_DB),
-        os.environ.get(ENV_HOME, DEFAULT_HOME),
-        _split_plugins(os.environ.get(ENV_PLUGINS, "")),
-        demo=os.environ.get(ENV_DEMO, "1") != "0",
+        db,
+        os.environ.get(ENV_HOME) or DEFAULT_HOME,
+        split_plugins(os.environ.get(ENV_PLUGINS, "")),
+        demo=demo_from_env(os.environ),
         wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
     )
 
@@ -207,16 +248,16 @@ def existing_site(app: App, db: str | None) -> Iterator[App]:
         app.store.close()
 
 
-def _new_database(db: str | None) -> str | None:
+def new_database(db: str | None) -> str | None:
     """The file ``db`` names when it does not exist yet (opening the store creates it)."""
     path = _database_file(db)
     return path if path is not None and not os.path.lexists(path) else None
 
 
-def _create_database_directory(db: str | None) -> str | None:
+def create_database_directory(db: str | None) -> str | None:
     """Create the missing directory of the database file ``db`` names (``var/`` of
     ``--db var/site.db``), for the commands that create a database; the directory created,
-    or None when there was nothing to create."""
+    or None when there was nothing to create (several workers may race to create it)."""
     path = _database_file(db)
     if path is None:
         return None
@@ -224,7 +265,7 @@ def _create_database_directory(db: str | None) -> str | None:
     if directory.is_dir():
         return None
     try:
-        directory.mkdir(parents=True)
+        directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CliError(
             f"cannot create the directory {str(directory)!r} for the database {path!r}:"
@@ -233,13 +274,19 @@ def _create_database_directory(db: str | None) -> str | None:
     return str(directory)
 
 
-def prepare_new_database(app: App, db: str | None) -> None:
-    """Open the store of a command that may create it (``serve``, ``user add``), creating
-    the database's missing directory first; each creation is announced on one line."""
-    directory = _create_database_directory(db)
+def prepare_database_file(db: str | None) -> str | None:
+    """Before the site is built (its plugins may open the store while they register), for a
+    command that may create the database (``serve``, ``user add``): create its missing
+    directory, announced on one line; the database file that does not exist yet, else None."""
+    directory = create_database_directory(db)
     if directory is not None:
         print(f"Created the directory {directory}")
-    created = _new_database(db)
+    return new_database(db)
+
+
+def prepare_new_database(app: App, db: str | None, created: str | None) -> None:
+    """Open the store of a command that may create it, after :func:`prepare_database_file`
+    returned ``created``; the database's creation is announced on one line."""
     open_store(app, db)
     if created is not None:
         print(f"Created the database {created}")

@@ -8,14 +8,15 @@ import contextlib
 from svcrest.app import App
 from svcrest.auth.users import DuplicateUserError
 from svcrest.cli.common import DEFAULT_HOME, CliError, generate_password, read_password
-from svcrest.cli.site import existing_site, prepare_new_database
+from svcrest.cli.site import existing_site, prepare_database_file, prepare_new_database
 from svcrest.http.user import User
 
 
 def cmd_user_add(args: argparse.Namespace) -> int:
     password = read_password() if args.password_stdin else generate_password()
+    created = prepare_database_file(args.db)
     app = App(DEFAULT_HOME, store=args.db)
-    prepare_new_database(app, args.db)
+    prepare_new_database(app, args.db, created)
     try:
         user = app.users.create(args.login, password, roles=args.role)
     except DuplicateUserError as exc:

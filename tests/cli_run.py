@@ -1,0 +1,48 @@
+"""Running ``svcrest`` in-process for the command-line tests.
+
+Every command that gets past its arguments first says which database it uses, one line on
+standard error; :func:`run` checks that line (it names the ``--db`` given, else
+``SVCREST_DB``, else ``var/svcrest.db``) and returns the rest of standard error.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from svcrest.cli import DEFAULT_DB, ENV_DB, CliError, build_parser, main
+
+USING = "svcrest: using database "
+
+
+def expected_db(argv: tuple[str, ...]) -> str:
+    """The database ``argv`` names, else the environment's, else the default."""
+    if "--db" in argv:
+        return argv[argv.index("--db") + 1]
+    return os.environ.get(ENV_DB) or DEFAULT_DB
+
+
+def without_using_line(err: str, argv: tuple[str, ...]) -> str:
+    """``err`` without its first line, which must say which database the command used; as
+    it is when the arguments are refused (the command then opens nothing)."""
+    if {"-h", "--help", "--version"} & set(argv):
+        return err
+    try:
+        build_parser().parse_args(list(argv))
+    except CliError:
+        return err
+    line, newline, rest = err.partition("\n")
+    assert newline and line.startswith(USING), err
+    if "@" not in line:  # a PostgreSQL URL with credentials is shown without its password
+        shown = line.removeprefix(USING)
+        assert shown == expected_db(argv) or shown.startswith(expected_db(argv) + " ("), err
+    return rest
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """The exit status, standard output and standard error (without the database line) of
+    ``svcrest argv``."""
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, without_using_line(captured.err, argv)
