@@ -436,3 +436,18 @@ def test_model_return_annotations_are_the_route_schema() -> None:
     loan_schema = app.rest_do_request(Request("OPTIONS", "/t/v1/loan")).data["schema"]
     assert loan_schema["title"] == "Loan"
     assert loan_schema["$schema"] == "http://json-schema.org/draft-04/schema#"
+
+
+def test_an_optional_annotated_parameter() -> None:
+    Short = Annotated[str, Arg(maxLength=3, enum=["a", "abc"])]
+
+    def read(request: Request, id: int, note: Short | None = None) -> dict[str, Any]:
+        return {"note": note}
+
+    app = _echo_app(read)
+    assert _args(app)["note"] == {"type": ["string", "null"], "maxLength": 3, "enum": ["a", "abc"]}
+    assert Arg(maxLength=3) == Arg(maxLength=3) and hash(Arg(a=[1])) == hash(Arg(a=[2]))
+    answer = app.rest_do_request(Request("GET", "/t/v1/echo/1", query={"note": "abc"}))
+    assert answer.data == {"note": "abc"}
+    too_long = app.rest_do_request(Request("GET", "/t/v1/echo/1", query={"note": "abcd"}))
+    assert too_long.data["code"] == "rest_invalid_param"

@@ -76,7 +76,10 @@ class Arg:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Arg) and other.definition == self.definition
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, like the dict it holds
+    def __hash__(self) -> int:
+        # typing hashes Annotated's metadata (``Annotated[str, Arg(...)] | None``); values
+        # may be lists, so the keywords' names make the hash (equal Args have equal names).
+        return hash(tuple(sorted(self.definition)))
 
 
 class _Typed(NamedTuple):
