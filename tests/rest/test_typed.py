@@ -438,9 +438,10 @@ def test_model_return_annotations_are_the_route_schema() -> None:
     assert loan_schema["$schema"] == "http://json-schema.org/draft-04/schema#"
 
 
-def test_an_optional_annotated_parameter() -> None:
-    Short = Annotated[str, Arg(maxLength=3, enum=["a", "abc"])]
+Short = Annotated[str, Arg(maxLength=3, enum=["a", "abc"])]
 
+
+def test_an_optional_annotated_parameter() -> None:
     def read(request: Request, id: int, note: Short | None = None) -> dict[str, Any]:
         return {"note": note}
 

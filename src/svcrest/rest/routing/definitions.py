@@ -123,8 +123,11 @@ def _typed_args(
         return explicit
     try:
         typed = prepare_typed(callback)
-    except (TypeError, NameError) as exc:
+    except TypeError as exc:
         raise RouteDefinitionError(str(exc)) from None
+    except NameError as exc:  # an annotation naming something its module does not define
+        name = getattr(callback, "__qualname__", repr(callback))
+        raise RouteDefinitionError(f"the annotations of {name} cannot be read: {exc}") from None
     if typed is None:
         return explicit
     merged["callback"] = typed.callback
