@@ -337,3 +337,21 @@ def test_forbid_framing_leaves_other_types_alone(content_type: str | None) -> No
 def test_forbid_framing_reads_xhtml_and_any_case() -> None:
     response = forbid_framing(HttpResponse(200, [("content-type", "Application/XHTML+XML")]))
     assert response.headers[1:] == [("X-Frame-Options", DENY), ("Content-Security-Policy", NONE)]
+
+
+def test_forbid_framing_merges_into_a_line_encoded_already() -> None:
+    response = HttpResponse(
+        200,
+        [("Content-Type", "text/html"), ("Content-Security-Policy", "img-src 'self'")],
+        b"",
+        wire_prefix=(
+            (b"Content-Type", b"text/html"),
+            (b"Content-Security-Policy", b"img-src 'self'"),
+        ),
+    )
+    assert forbid_framing(response).wire_headers() == [
+        (b"Content-Type", b"text/html"),
+        (b"Content-Security-Policy", f"img-src 'self'; {NONE}".encode()),
+        (b"X-Frame-Options", b"DENY"),
+        (b"Content-Length", b"0"),
+    ]

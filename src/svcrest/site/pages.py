@@ -118,6 +118,8 @@ def forbid_framing(response: HttpResponse) -> HttpResponse:
     if not any(name.lower() == "x-frame-options" for name, _ in headers):
         headers.append(("X-Frame-Options", FRAME_OPTIONS))
     if policies:
+        if policies[0] < len(response.wire_prefix):  # that line was encoded already
+            response.wire_prefix = ()
         name, policy = headers[policies[0]]
         policy = policy.strip().rstrip(";").strip()
         headers[policies[0]] = (name, f"{policy}; {FRAME_ANCESTORS}" if policy else FRAME_ANCESTORS)
