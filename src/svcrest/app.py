@@ -80,10 +80,13 @@ class App:
         clock: Callable[[], float] | None = None,
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         wordpress_compat: bool = False,
+        version: str | None = None,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(f"home must be an absolute http(s) URL, not {home!r}")
+        if version is not None and (not isinstance(version, str) or not version.strip()):
+            raise ValueError(f"version must be a non-empty string or None, not {version!r}")
         self.hooks = Hooks()
         self.name = name
         self.description = description
@@ -102,6 +105,9 @@ class App:
         #: ``X-SVC-Nonce``, ``X-WP-Total``/``X-WP-TotalPages`` are sent beside svcrest's, and
         #: ``/wp-admin/admin-ajax.php?action=rest-nonce`` answers a fresh nonce as text.
         self.wordpress_compat = wordpress_compat
+        #: The site's own API version: ``info.version`` of ``/openapi.json`` (None: the
+        #: REST API's version, ``REST_API_VERSION``).
+        self.version = version
         self._secret_key = secret_key.encode() if isinstance(secret_key, str) else secret_key
         self.secret_key_fallbacks: tuple[bytes, ...] = tuple(
             key.encode() if isinstance(key, str) else key for key in secret_key_fallbacks

@@ -4,6 +4,8 @@ nonce goes with the login cookie). A screenshot is kept as an artifact."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
@@ -89,3 +91,28 @@ def test_try_it_out_as_a_logged_in_editor(page: Page, site: Site) -> None:
     assert gone.status_code == 404
     assert all(url.startswith(site.url + "/") for url in requested if not url.startswith("data:"))
     assert errors == []
+
+
+#: The operations that may need a login (Swagger UI's padlock): the batch, the five
+#: application-password operations and the four note writes.
+PADLOCKS = 10
+
+
+def test_padlocks_and_date_examples(page: Page, site: Site) -> None:
+    """Only operations that may need a login show a padlock; dates show as dates, not as a
+    string generated from a pattern."""
+    page.goto(site.url + "/docs")
+    expect(page.locator(".opblock")).to_have_count(OPERATIONS)
+    expect(page.locator(".opblock .authorization__btn")).to_have_count(PADLOCKS)
+    public = page.locator(".opblock-get").filter(has_text="/demo/v1/notes/{id}")
+    expect(public.locator(".authorization__btn")).to_have_count(0)
+    operation = page.locator(".opblock-post").filter(has_text="/demo/v1/notes")
+    expect(operation.locator(".authorization__btn")).to_have_count(1)
+    operation.locator(".opblock-summary").click()
+    body = operation.locator(".opblock-section-request-body .microlight").first
+    expect(body).to_contain_text('"date"')
+    sent = re.search(r'"date": "([^"]*)"', body.inner_text())
+    assert sent is not None
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", sent[1]), sent[1]
+    answer = operation.locator(".responses-wrapper .microlight").first
+    expect(answer).to_contain_text('"date_gmt": "2024-05-01T09:30:00"')

@@ -11,12 +11,14 @@ from openapi_schema_validator import validate as validate_instance
 from openapi_spec_validator import validate as validate_document
 
 import svcrest.demo
-from svcrest import App, Request, Response, RestError, public
+from svcrest import App, DoingItWrong, Request, Response, RestError, public
 from svcrest.rest.openapi import iter_operations
 from svcrest.rest.pipeline import data_with_links
-from svcrest.rest.schema.dialect import DATE_TIME_PATTERN, to_openapi_schema
+from svcrest.rest.schema.dialect import DATE_TIME_EXAMPLE, DATE_TIME_PATTERN, to_openapi_schema
 
 HOME = "http://example.test:8080/site"
+#: The example date of answers: WordPress's shape (no offset), as the demo sends its dates.
+DATE_SENT = "2024-05-01T09:30:00"
 PUBLIC = {"permission_callback": lambda request: True}
 
 
@@ -331,7 +333,7 @@ def test_post_args_are_a_json_and_form_body_listing_the_required(demo: App) -> N
         assert schema["properties"]["date"] == {
             "description": "The date the note was published, in the site's timezone.",
             "type": "string",
-            "pattern": DATE_TIME_PATTERN,
+            "format": "date-time",
         }
     put = demo.openapi()["paths"]["/demo/v1/notes/{id}"]["put"]["requestBody"]
     assert put["required"] is False
@@ -431,6 +433,117 @@ def test_security_schemes_are_cookie_with_nonce_and_basic(demo: App) -> None:
         {"cookieAuth": [], "nonceQuery": []},
         {"basicAuth": []},
     ]
+
+
+def test_only_operations_that_may_need_a_login_carry_security(demo: App) -> None:
+    """Swagger UI shows a padlock on an operation with security requirements: operations
+    whose permission callback is ``svcrest.public`` have ``security: []``; the others
+    (a permission callback, or none, as the batch route) keep the document's."""
+    document = demo.openapi()
+    assert {
+        op["operationId"]: op.get("security", "default") for _, _, op in iter_operations(document)
+    } == {
+        "get_root": [],
+        "post_batch_v1": "default",
+        "get_svc_v2": [],
+        "get_svc_v2_users_user_id_application_passwords": "default",
+        "post_svc_v2_users_user_id_application_passwords": "default",
+        "delete_svc_v2_users_user_id_application_passwords": "default",
+        "get_svc_v2_users_user_id_application_passwords_uuid": "default",
+        "delete_svc_v2_users_user_id_application_passwords_uuid": "default",
+        "get_demo_v1": [],
+        "get_demo_v1_notes": [],
+        "post_demo_v1_notes": "default",
+        "get_demo_v1_notes_id": [],
+        "put_demo_v1_notes_id": "default",
+        "patch_demo_v1_notes_id": "default",
+        "delete_demo_v1_notes_id": "default",
+        "get_demo_v1_users_id": [],
+    }
+
+
+def test_security_follows_what_each_handler_declares() -> None:
+    app = App()
+    with pytest.warns(DoingItWrong):
+        app.register_rest_route("x/v1", "/none", {"callback": ok})
+    app.register_rest_route(
+        "x/v1",
+        "/mixed",
+        [
+            {"methods": "GET", "callback": ok, "permission_callback": public},
+            {"methods": "POST", "callback": ok, "permission_callback": lambda request: True},
+        ],
+    )
+    paths = app.openapi()["paths"]
+    assert paths["/x/v1/mixed"]["get"]["security"] == []
+    # A callback of its own may look at the user, even one that answers True.
+    assert "security" not in paths["/x/v1/mixed"]["post"]
+    assert "security" not in paths["/x/v1/none"]["get"]
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"), [(None, "2.0"), ("1.4.0", "1.4.0"), ("2024-05", "2024-05")]
+)
+def test_info_version_is_the_apps_own_version(version: str | None, expected: str) -> None:
+    app = App(HOME, version=version)
+    assert app.version == version
+    document = app.openapi()
+    assert document["info"]["version"] == expected
+    validate_document(document)
+
+
+@pytest.mark.parametrize("version", ["", "  ", 3])
+def test_an_empty_or_non_text_version_is_refused(version: Any) -> None:
+    with pytest.raises(ValueError, match="version must be a non-empty string or None"):
+        App(HOME, version=version)
+
+
+def _walk(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def test_dates_are_date_time_in_requests_and_wordpress_dates_in_answers(demo: App) -> None:
+    """Swagger UI makes its example from a ``pattern`` before a ``format`` (up to 100 digits
+    of fraction from ``DATE_TIME_PATTERN``): what a client sends is ``format: date-time``,
+    what the server sends keeps the pattern it matches and a WordPress-shaped example."""
+    document = demo.openapi()
+    for _, _, operation in iter_operations(document):
+        sent_by_clients = [operation.get("parameters", []), operation.get("requestBody", {})]
+        assert all(node.get("pattern") != DATE_TIME_PATTERN for node in _walk(sent_by_clients))
+    post = document["paths"]["/demo/v1/notes"]["post"]["requestBody"]["content"]
+    assert post["application/json"]["schema"]["properties"]["date"]["format"] == "date-time"
+    schemas = document["components"]["schemas"]
+    assert schemas["note"]["properties"]["date_gmt"] == {
+        "description": "The date the note was published, as GMT.",
+        "type": "string",
+        "pattern": DATE_TIME_PATTERN,
+        "examples": [DATE_SENT],
+        "readOnly": True,
+    }
+    assert schemas["application-password"]["properties"]["last_used"] == {
+        "type": ["string", "null"],
+        "pattern": DATE_TIME_PATTERN,
+        "examples": [DATE_SENT],
+        "readOnly": True,
+    }
+    assert all(node.get("format") != "date-time" for node in _walk(schemas))
+
+
+def test_every_example_matches_its_own_schema(demo: App) -> None:
+    document = demo.openapi()
+    found = 0
+    for node in _walk(document):
+        for example in node.get("examples", []) if isinstance(node.get("examples"), list) else []:
+            conforms(document, node, example)
+            found += 1
+    assert found >= 3
+    assert DATE_TIME_EXAMPLE == DATE_SENT
 
 
 def test_real_answers_match_their_response_schemas(demo: App) -> None:
@@ -587,13 +700,54 @@ def test_documents_are_fresh_dicts(demo: App) -> None:
         ),
         pytest.param(
             {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]},
-            {"anyOf": [{"type": "string", "pattern": DATE_TIME_PATTERN}, {"type": "null"}]},
+            {
+                "anyOf": [
+                    {"type": "string", "pattern": DATE_TIME_PATTERN, "examples": [DATE_SENT]},
+                    {"type": "null"},
+                ]
+            },
             id="nested-date-time",
+        ),
+        pytest.param(
+            {"type": "string", "format": "date-time", "examples": ["2020-01-01T00:00:00"]},
+            {"type": "string", "pattern": DATE_TIME_PATTERN, "examples": ["2020-01-01T00:00:00"]},
+            id="own-examples-kept",
         ),
     ],
 )
 def test_schema_dialect(source: dict[str, Any], expected: dict[str, Any]) -> None:
     assert to_openapi_schema(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(
+            {"type": "string", "format": "date-time"},
+            {"type": "string", "format": "date-time"},
+            id="date-time",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}},
+            {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}},
+            id="nested",
+        ),
+        pytest.param(
+            {"type": "array", "items": {"type": ["string", "null"], "format": "date-time"}},
+            {"type": "array", "items": {"type": ["string", "null"], "format": "date-time"}},
+            id="items",
+        ),
+        pytest.param(
+            {"type": "string", "format": "hex-color"},
+            {"type": "string", "pattern": "^#([0-9A-Fa-f]{3}){1,2}$"},
+            id="other-formats-as-in-answers",
+        ),
+    ],
+)
+def test_schema_dialect_of_what_a_client_sends(
+    source: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    assert to_openapi_schema(source, request=True) == expected
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,8 @@ def test_login_page(app: App, client_for: ClientFor) -> None:
         ("Content-Type", "text/html; charset=UTF-8"),
         ("X-Content-Type-Options", "nosniff"),
         ("Cache-Control", "no-store"),
+        ("X-Frame-Options", "DENY"),
+        ("Content-Security-Policy", "frame-ancestors 'none'"),
     ]
     page = response.text
     assert f'<link rel="stylesheet" href="{HOME}/static/site.css">' in page
@@ -144,6 +146,8 @@ def test_failed_login_keeps_the_username_escaped(app: App, client_for: ClientFor
         ("Content-Type", "text/html; charset=UTF-8"),
         ("X-Content-Type-Options", "nosniff"),
         ("Cache-Control", "no-store"),
+        ("X-Frame-Options", "DENY"),
+        ("Content-Security-Policy", "frame-ancestors 'none'"),
     ]
     page = response.text
     assert '<p class="error" role="alert">Unknown username or incorrect password.</p>' in page

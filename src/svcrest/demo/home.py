@@ -2,8 +2,8 @@
 
 ``install_home_page(app)`` adds a ``svc_home_page`` filter. The page it renders keeps what the
 core home page promises (the discovery ``<link>`` tag, and ``svcApiSettings = {root, nonce}``
-for a logged-in user) and loads ``/static/site.css`` (the look it shares with the login
-page), ``/static/demo.css`` and ``/static/demo.js``; the script builds
+for a logged-in user) and loads ``/static/site.css`` and the favicon (the look it shares
+with the login page), ``/static/demo.css`` and ``/static/demo.js``; the script builds
 the notes list, the paging and the forms in the browser. A logged-out visitor gets the list
 read-only and a "Log in" link.
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from svcrest.demo.notes import EDIT_CAPABILITY, NAMESPACE, REST_BASE
 from svcrest.http.exchange import HttpRequest, HttpResponse
-from svcrest.site.pages import api_settings_script, logout_form
+from svcrest.site.pages import api_settings_script, logout_form, site_head
 
 if TYPE_CHECKING:
     from svcrest.app import App
@@ -41,9 +41,7 @@ def install_home_page(app: App) -> None:
 def _head(app: App, ctx: RequestContext, root: str) -> str:
     static = html.escape(app.home + "/static/")
     head = app.rest_output_link_wp_head() + api_settings_script(app, ctx)
-    head += (
-        '<link rel="icon" href="data:,">\n'
-        f'<link rel="stylesheet" href="{static}site.css">\n'
+    head += site_head(app) + (
         f'<link rel="stylesheet" href="{static}demo.css">\n'
         f'<script type="module" src="{static}demo.js"></script>\n'
     )

@@ -22,8 +22,14 @@ is in the next document. What it writes:
   their own schemas. Object schemas get an optional ``_links``;
 - every documented 4xx (400 with parameters, 401 and 403 with a permission callback, 404
   with path parameters, and ``4XX`` for the rest) refers to the shared ``Error`` schema;
-- security: the cookie with a nonce (header or ``_wpnonce``), HTTP Basic (application
-  passwords), or none: each route's permission callback decides.
+- security: the document's requirements are the cookie with a nonce (header or
+  ``_wpnonce``), HTTP Basic (application passwords), or none: the permission callback of each
+  route decides. An operation whose ``permission_callback`` is ``svcrest.public``, and the
+  index routes, have ``security: []``: they need no authentication, and Swagger UI shows no
+  padlock on them;
+- ``info.version`` is the site's own version (``App(version=...)``), else
+  ``REST_API_VERSION``; dates are ``format: date-time`` in what clients send and WordPress's
+  offset-less shape (a ``pattern`` with an example) in answers (``rest.schema.dialect``).
 
 The ``svc_openapi_document`` filter receives the finished document and the server.
 """
@@ -52,6 +58,7 @@ __all__ = [
     "NONCE_QUERY",
     "OPENAPI_VERSION",
     "build_openapi",
+    "is_public",
     "iter_operations",
     "rest_root_for_servers",
     "security_schemes",
@@ -241,6 +248,16 @@ def _query_style(schema: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
+def is_public(handler: Handler) -> bool:
+    """Whether a handler declares that it needs no authentication: its
+    ``permission_callback`` is ``svcrest.public`` (WordPress's ``__return_true``). Its
+    operations get ``security: []`` (so do the index routes); every other operation keeps the
+    document's requirements (anonymous, cookie + nonce, or Basic), since its permission
+    callback may look at the user, and so may the requests of a batch, whose route has no
+    permission callback."""
+    return handler.get("permission_callback") is public
+
+
 def _is_required(arg: Mapping[str, Any]) -> bool:
     return bool(arg.get("required", False)) and "default" not in arg
 
@@ -301,7 +318,10 @@ class _Builder:
                     field = method.lower()
                     if method in _OPERATION_METHODS and field not in item:
                         item[field] = self.operation(route, template, handler, method)
-        info: dict[str, Any] = {"title": self.settings.name, "version": REST_API_VERSION}
+        info: dict[str, Any] = {
+            "title": self.settings.name,
+            "version": self.settings.version or REST_API_VERSION,
+        }
         if self.settings.description:
             info["description"] = self.settings.description
         document: dict[str, Any] = {
@@ -356,6 +376,8 @@ class _Builder:
         operation["responses"] = self.responses(
             route, handler, method, has_params=bool(own), has_path_params=bool(template.params)
         )
+        if is_public(handler) or self.is_index(handler):
+            operation["security"] = []  # no padlock in Swagger UI
         return operation
 
     @staticmethod
@@ -365,7 +387,7 @@ class _Builder:
         parameters: list[dict[str, Any]] = []
         for param in template.params:
             arg = args.get(param.name) if param.named else None
-            schema = to_openapi_schema(arg) if arg is not None else {"type": "string"}
+            schema = to_openapi_schema(arg, request=True) if arg is not None else {"type": "string"}
             schema.pop("default", None)
             schema["pattern"] = param.pattern
             entry: dict[str, Any] = {"name": param.name, "in": "path", "required": True}
@@ -384,7 +406,7 @@ class _Builder:
 
     @staticmethod
     def query_parameter(name: str, arg: Mapping[str, Any]) -> dict[str, Any]:
-        schema = to_openapi_schema(arg)
+        schema = to_openapi_schema(arg, request=True)
         entry: dict[str, Any] = {"name": name, "in": "query", "required": _is_required(arg)}
         description = schema.pop("description", None)
         if isinstance(description, str) and description:
@@ -398,7 +420,9 @@ class _Builder:
         def body_schema() -> dict[str, Any]:
             schema: dict[str, Any] = {
                 "type": "object",
-                "properties": {name: to_openapi_schema(arg) for name, arg in args.items()},
+                "properties": {
+                    name: to_openapi_schema(arg, request=True) for name, arg in args.items()
+                },
             }
             if required:
                 schema["required"] = required
@@ -462,6 +486,11 @@ class _Builder:
         if collection and method == "GET":
             return {"type": "array", "items": item}
         return item
+
+    def is_index(self, handler: Handler) -> bool:
+        """Whether ``handler`` serves the server's index or a namespace's (open to all)."""
+        callback = handler.get("callback")
+        return callback == self.server.get_index or callback == self.server.get_namespace_index
 
     def builtin(self, name: str, schema: Mapping[str, Any]) -> dict[str, str]:
         self.components[name] = copy.deepcopy(schema)

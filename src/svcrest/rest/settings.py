@@ -35,6 +35,8 @@ class SiteSettings(Protocol):
     clock: Callable[[], float]
     #: Clients written for WordPress work unchanged (``X-WP-Nonce``, ``X-WP-Total``…).
     wordpress_compat: bool
+    #: The site's own API version (``info.version`` of its OpenAPI document), or None.
+    version: str | None
 
     @property
     def home(self) -> str:

@@ -144,13 +144,7 @@ def _login_form(
         f'<p class="back"><a href="{home}">&larr; Back to {name}</a></p>\n'
         "</main>"
     )
-    response = html_page(
-        "Log in",
-        body,
-        head='<link rel="icon" href="data:,">\n',
-        stylesheet=app.home + "/static/site.css",
-        status=status,
-    )
+    response = html_page(app, "Log in", body, status=status)
     response.headers.append(("Cache-Control", "no-store"))
     return response
 
@@ -275,7 +269,7 @@ async def _login_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> 
     if is_cross_origin(app, http):
         if as_json:
             return _json_error(403, "svc_login_cross_origin", "Cross-origin login refused.")
-        return html_page("Forbidden", "<h1>Cross-origin login refused</h1>", status=403)
+        return html_page(app, "Forbidden", "<h1>Cross-origin login refused</h1>", status=403)
     if as_json:
         return await _login_json_post(app, http, ctx)
     media = content_type.split(";", 1)[0].strip().lower()
@@ -307,7 +301,7 @@ async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Http
         )
     if not app.auth.verify_nonce(nonce, LOGOUT_ACTION, ctx.user.id, ctx.session_token):
         return html_page(
-            "Forbidden", "<h1>The log-out link has expired. Please try again.</h1>", status=403
+            app, "Forbidden", "<h1>The log-out link has expired. Please try again.</h1>", status=403
         )
     app.auth.log_out(ctx.user.id, ctx.session_token)
     return redirect(

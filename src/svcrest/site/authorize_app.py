@@ -61,24 +61,36 @@ def _with_query(url: str, params: dict[str, str]) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
 
-def _error(message: str, status: int = 400) -> HttpResponse:
+def _error(app: SiteHost, message: str, status: int = 400) -> HttpResponse:
     return html_page(
+        app,
         "Cannot authorize application",
-        f'<main class="auth"><h1>Cannot authorize application</h1>'
-        f'<p class="error" role="alert">{html.escape(message)}</p></main>',
+        _card(
+            app,
+            "<h1>Cannot authorize application</h1>\n"
+            f'<p class="error" role="alert">{html.escape(message)}</p>',
+        ),
         status=status,
     )
 
 
-def _check(app_name: str, success_url: str) -> HttpResponse | None:
+def _card(app: SiteHost, inner: str) -> str:
+    """The page's one card, the site's name above it linking home (as on the login page)."""
+    return (
+        f'<main class="auth">\n<p class="brand"><a href="{html.escape(app.home + "/")}">'
+        f'{html.escape(app.name)}</a></p>\n<section class="card">\n{inner}\n</section>\n</main>'
+    )
+
+
+def _check(app: SiteHost, app_name: str, success_url: str) -> HttpResponse | None:
     try:
         clean_app_name(app_name)  # the rule the password's creation applies
     except ValueError as exc:
         if not app_name.strip() or len(app_name.strip()) > MAX_APP_NAME_LENGTH:
-            return _error("An application name is required to authorize an application.")
-        return _error(str(exc))
+            return _error(app, "An application name is required to authorize an application.")
+        return _error(app, str(exc))
     if success_url and not valid_success_url(success_url):
-        return _error("The success URL must be served over a secure connection.")
+        return _error(app, "The success URL must be served over a secure connection.")
     return None
 
 
@@ -91,7 +103,7 @@ async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> H
     if not ctx.user.is_logged_in:
         back = AUTHORIZE_PATH + ("?" + http.query_string if http.query_string else "")
         return redirect(app.home + "/login?redirect_to=" + quote(back, safe=""))
-    problem = _check(app_name, success_url)
+    problem = _check(app, app_name, success_url)
     if problem is not None:
         return problem
     nonce = app.auth.create_nonce(AUTHORIZE_ACTION, ctx.user.id, ctx.session_token)
@@ -102,8 +114,8 @@ async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> H
         if success_url
         else "<p>The new password will be shown here, once.</p>\n"
     )
-    body = (
-        '<main class="auth">\n<section class="card">\n'
+    body = _card(
+        app,
         "<h1>Authorize application</h1>\n"
         f"<p>Would you like to give <strong>{name}</strong> access to your account"
         f" <strong>{html.escape(ctx.user.login)}</strong>?</p>\n{where}"
@@ -111,49 +123,53 @@ async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> H
         f'<input type="hidden" name="app_name" value="{name}">\n'
         f'<input type="hidden" name="success_url" value="{target}">\n'
         f'<input type="hidden" name="_wpnonce" value="{html.escape(nonce)}">\n'
-        '<button type="submit" name="approve" value="1">Yes, I approve of this connection'
-        "</button>\n"
+        '<button type="submit" name="approve" value="1" class="primary">'
+        "Yes, I approve of this connection</button>\n"
         '<button type="submit" name="reject" value="1">No, I do not approve of this'
         " connection</button>\n"
-        "</form>\n</section>\n</main>"
+        "</form>",
     )
-    page = html_page("Authorize application", body)
+    page = html_page(app, "Authorize application", body)
     page.headers.append(("Cache-Control", "no-store"))
     return page
 
 
 async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     if is_cross_origin(app, http):
-        return _error("Cross-origin request refused.", 403)
+        return _error(app, "Cross-origin request refused.", 403)
     await site_request_user(app, http, ctx)
     form = parse_form(http.body)
     app_name, success_url = first_value(form, "app_name"), first_value(form, "success_url")
     if not ctx.user.is_logged_in:
-        return _error("You must be logged in to authorize an application.", 401)
+        return _error(app, "You must be logged in to authorize an application.", 401)
     nonce = first_value(form, "_wpnonce")
     if not app.auth.verify_nonce(nonce, AUTHORIZE_ACTION, ctx.user.id, ctx.session_token):
-        return _error("The link you followed has expired. Please try again.", 403)
-    problem = _check(app_name, success_url)
+        return _error(app, "The link you followed has expired. Please try again.", 403)
+    problem = _check(app, app_name, success_url)
     if problem is not None:
         return problem
     if first_value(form, "reject"):
         if success_url:
             return redirect(_with_query(success_url, {"success": "false"}))
         return html_page(
+            app,
             "Authorize application",
-            '<main class="auth"><h1>Connection rejected</h1></main>',
+            _card(app, "<h1>Connection rejected</h1>"),
         )
     password, _item = app.users.create_application_password(ctx.user.id, app_name.strip())
     if success_url:
         params = {"site_url": app.home, "user_login": ctx.user.login, "password": password}
         return redirect(_with_query(success_url, params))
     page = html_page(
+        app,
         "Authorize application",
-        '<main class="auth"><h1>Your new password</h1>'
-        f"<p>Your new password for <strong>{html.escape(app_name)}</strong> is:</p>"
-        f'<p><kbd class="new-application-password">{html.escape(password)}</kbd></p>'
-        "<p>Be sure to save this in a safe location. You will not be able to retrieve it.</p>"
-        "</main>",
+        _card(
+            app,
+            "<h1>Your new password</h1>\n"
+            f"<p>Your new password for <strong>{html.escape(app_name)}</strong> is:</p>\n"
+            f'<p><kbd class="new-application-password">{html.escape(password)}</kbd></p>\n'
+            "<p>Be sure to save this in a safe location. You will not be able to retrieve it.</p>",
+        ),
     )
     page.headers.append(("Cache-Control", "no-store"))
     return page

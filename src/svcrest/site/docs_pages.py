@@ -28,7 +28,7 @@ from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.rest.openapi import build_openapi, rest_root_for_servers
 from svcrest.site.host import Page, PageHandler, SiteHost
-from svcrest.site.pages import html_page, site_request_user
+from svcrest.site.pages import FAVICON_PATH, html_page, site_request_user
 
 __all__ = [
     "DOCS_PATH",
@@ -44,7 +44,6 @@ DOCS_PATH: Final = "/docs"
 SWAGGER_FILES: Final = {
     "swagger-ui-bundle.js": "text/javascript; charset=UTF-8",
     "swagger-ui.css": "text/css; charset=UTF-8",
-    "favicon-32x32.png": "image/png",
 }
 #: The page's own script (served from ``svcrest/static`` by the core pages).
 DOCS_SCRIPT: Final = "/static/openapi-docs.js"
@@ -122,12 +121,13 @@ def _origin(url: str) -> str:
 
 
 def _policy(app: SiteHost) -> str:
-    """SECURITY: the page may load only this site's files and talk only to the REST root."""
+    """SECURITY: the page may load only this site's files and talk only to the REST root
+    (``frame-ancestors 'none'`` joins it as on every site page: ``forbid_framing``)."""
     connect = " ".join(dict.fromkeys(("'self'", _origin(rest_root_for_servers(app)))))
     return (
         "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
         f"img-src 'self' data:; font-src 'self' data:; connect-src {connect}; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+        "base-uri 'none'; form-action 'none'"
     )
 
 
@@ -138,7 +138,7 @@ def _missing_assets(app: SiteHost) -> HttpResponse:
         "<code>swagger-ui-bundle-v2</code> package ships; it is not installed. The OpenAPI "
         f'document is at <a href="{spec}"><code>{spec}</code></a>.</p>'
     )
-    return html_page(f"{app.name} API", body, status=503)
+    return html_page(app, f"{app.name} API", body, status=503)
 
 
 async def _docs(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
@@ -157,7 +157,7 @@ async def _docs(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpRe
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n"
         f'<link rel="stylesheet" href="{assets}swagger-ui.css">\n'
-        f'<link rel="icon" type="image/png" href="{assets}favicon-32x32.png">\n'
+        f'<link rel="icon" type="image/svg+xml" href="{html.escape(base + FAVICON_PATH)}">\n'
         "<style>body{margin:0;background:#fafafa;font-family:system-ui,sans-serif}"
         ".docs-bar{padding:.6rem 1.25rem;background:#1d2327;color:#f0f0f1;font-size:14px}"
         ".docs-bar a{color:#72aee6;margin-right:1rem}</style>\n"

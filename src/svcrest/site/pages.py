@@ -2,7 +2,9 @@
 
 Every non-REST response carries the discovery ``Link`` header (node-wpapi discovers with
 ``HEAD {home}/``); HEAD is answered like GET without a body; an unknown path gets a short HTML
-404 page, never the REST JSON error.
+404 page, never the REST JSON error. Every HTML page has the site's look (``/static/site.css``
+and ``/static/favicon.svg``) and refuses to be framed (``X-Frame-Options: DENY`` and
+``Content-Security-Policy: frame-ancestors 'none'``); the answers of a ``site`` app are its own.
 """
 
 from __future__ import annotations
@@ -23,43 +25,52 @@ from svcrest.rest.pipeline import resolve_current_user
 from svcrest.site.host import Page, PageHandler, SiteHost
 
 __all__ = [
+    "FAVICON_PATH",
+    "FRAME_ANCESTORS",
+    "FRAME_OPTIONS",
     "LOGOUT_ACTION",
+    "STYLESHEET_PATH",
     "api_settings_script",
+    "forbid_framing",
     "html_page",
     "install_core_pages",
     "logout_form",
     "script_json",
     "serve_page",
+    "site_head",
     "site_request_user",
 ]
 
 HTML_TYPE = "text/html; charset=UTF-8"
 #: The nonce action of ``/logout``.
 LOGOUT_ACTION = "log-out"
+#: The site's stylesheet and icon, under the home (files of ``svcrest/static``).
+STYLESHEET_PATH = "/static/site.css"
+FAVICON_PATH = "/static/favicon.svg"
+#: What every HTML page of the site sends so that no other page can frame it.
+FRAME_OPTIONS = "DENY"
+FRAME_ANCESTORS = "frame-ancestors 'none'"
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
-_INLINE_STYLE = (
-    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:3rem auto;"
-    "padding:0 1rem;color:#1d2327}a{color:#2271b1}code{background:#f0f0f1;padding:0 .3em}"
-    "</style>\n"
-)
+def site_head(app: SiteHost) -> str:
+    """The ``<link>`` tags of the site's look: ``/static/site.css`` and the favicon."""
+    static = html.escape(app.home)
+    return (
+        f'<link rel="icon" type="image/svg+xml" href="{static}{FAVICON_PATH}">\n'
+        f'<link rel="stylesheet" href="{static}{STYLESHEET_PATH}">\n'
+    )
 
 
 def html_page(
-    title: str, body: str, *, head: str = "", status: int = 200, stylesheet: str | None = None
+    app: SiteHost, title: str, body: str, *, head: str = "", status: int = 200
 ) -> HttpResponse:
-    """A small HTML page (``title`` is escaped, ``body``/``head`` are not). Its look is a
-    small inline style, or the ``stylesheet`` URL given (escaped here), such as the site's
-    ``/static/site.css``."""
-    style = (
-        _INLINE_STYLE
-        if stylesheet is None
-        else f'<link rel="stylesheet" href="{html.escape(stylesheet)}">\n'
-    )
+    """A small HTML page of ``app`` in the site's look (:func:`site_head`); ``title`` is
+    escaped, ``body`` and ``head`` are not."""
     document = (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n{head}{style}</head>\n<body>\n"
+        f"<title>{html.escape(title)}</title>\n{head}{site_head(app)}</head>\n<body>\n"
         f"{body}\n</body>\n</html>\n"
     )
     return HttpResponse(
@@ -67,6 +78,54 @@ def html_page(
         [("Content-Type", HTML_TYPE), ("X-Content-Type-Options", "nosniff")],
         document.encode(),
     )
+
+
+def _is_html(headers: list[tuple[str, str]]) -> bool:
+    for name, value in headers:
+        if name.lower() == "content-type":
+            return value.split(";", 1)[0].strip().lower() in _HTML_TYPES
+    return False
+
+
+def _names_frame_ancestors(policy: str) -> bool:
+    return any(
+        directive.strip().split(None, 1)[:1] == ["frame-ancestors"]
+        for directive in policy.lower().split(";")
+    )
+
+
+def forbid_framing(response: HttpResponse) -> HttpResponse:
+    """Make an HTML answer unframeable: ``X-Frame-Options: DENY`` and the CSP directive
+    ``frame-ancestors 'none'`` (merged into the page's own ``Content-Security-Policy`` when
+    it sends one, so that the page keeps one policy). A page whose policy names
+    ``frame-ancestors`` itself chose who may frame it, and is left as it is; a page that
+    sends its own ``X-Frame-Options`` keeps it. Other answers (JSON, files, redirects) are
+    left alone.
+
+    SECURITY: a framed ``/authorize-application`` page let a same-site page get a click on
+    "Yes, I approve" (clickjacking); every site page refuses to be framed.
+    """
+    headers = response.headers
+    if not _is_html(headers):
+        return response
+    policies = [
+        index
+        for index, (name, _) in enumerate(headers)
+        if name.lower() == "content-security-policy"
+    ]
+    if any(_names_frame_ancestors(headers[index][1]) for index in policies):
+        return response
+    if not any(name.lower() == "x-frame-options" for name, _ in headers):
+        headers.append(("X-Frame-Options", FRAME_OPTIONS))
+    if policies:
+        if policies[0] < len(response.wire_prefix):  # that line was encoded already
+            response.wire_prefix = ()
+        name, policy = headers[policies[0]]
+        policy = policy.strip().rstrip(";").strip()
+        headers[policies[0]] = (name, f"{policy}; {FRAME_ANCESTORS}" if policy else FRAME_ANCESTORS)
+    else:
+        headers.append(("Content-Security-Policy", FRAME_ANCESTORS))
+    return response
 
 
 async def site_request_user(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Request:
@@ -134,7 +193,7 @@ async def _home(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpRe
         '(<a href="openapi.json">OpenAPI</a>).</p>\n'
         f"<p>{who}</p>"
     )
-    response = html_page(app.name, body, head=head)
+    response = html_page(app, app.name, body, head=head)
     if ctx.user.is_logged_in:
         # SECURITY: the page carries nonces; no cache may keep it.
         response.headers.append(("Cache-Control", "no-store"))
@@ -149,7 +208,9 @@ async def _rsd(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpRes
 
 def _static_page(name: str, data: bytes) -> PageHandler:
     content_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
-    if name.endswith((".mjs", ".js")):
+    if name.endswith(".svg"):  # the system's MIME table may lack it
+        content_type = "image/svg+xml"
+    elif name.endswith((".mjs", ".js")):
         content_type = "text/javascript; charset=UTF-8"
     elif content_type.startswith("text/"):
         content_type += "; charset=UTF-8"
@@ -181,21 +242,28 @@ def install_core_pages(app: SiteHost) -> None:
                 )
 
 
-def _not_found() -> HttpResponse:
+def _not_found(app: SiteHost) -> HttpResponse:
+    home = html.escape(app.home + "/")
     return html_page(
-        "Not found", "<h1>Not found</h1>\n<p>There is nothing at this address.</p>", status=404
+        app,
+        "Not found",
+        '<main class="auth">\n<section class="card">\n<h1>Not found</h1>\n'
+        "<p>There is nothing at this address.</p>\n</section>\n"
+        f'<p class="back"><a href="{home}">&larr; Back to {html.escape(app.name)}</a></p>\n'
+        "</main>",
+        status=404,
     )
 
 
-def _method_not_allowed(methods: tuple[str, ...]) -> HttpResponse:
-    response = html_page("Method not allowed", "<h1>Method not allowed</h1>", status=405)
+def _method_not_allowed(app: SiteHost, methods: tuple[str, ...]) -> HttpResponse:
+    response = html_page(app, "Method not allowed", "<h1>Method not allowed</h1>", status=405)
     allowed = list(methods) + (["HEAD"] if "GET" in methods else [])
     response.headers.append(("Allow", ", ".join(allowed)))
     return response
 
 
-def _too_large() -> HttpResponse:
-    return html_page("Request too large", "<h1>Request too large</h1>", status=413)
+def _too_large(app: SiteHost) -> HttpResponse:
+    return html_page(app, "Request too large", "<h1>Request too large</h1>", status=413)
 
 
 async def serve_page(
@@ -204,19 +272,29 @@ async def serve_page(
     ctx: RequestContext,
     read_body: Callable[[], Awaitable[bytes | None]] | None,
 ) -> HttpResponse:
-    """Serve a non-REST request from the site's pages (``ctx`` is its context)."""
+    """Serve a non-REST request from the site's pages (``ctx`` is its context); every
+    HTML answer refuses to be framed (:func:`forbid_framing`)."""
+    return forbid_framing(await _dispatch(app, http, ctx, read_body))
+
+
+async def _dispatch(
+    app: SiteHost,
+    http: HttpRequest,
+    ctx: RequestContext,
+    read_body: Callable[[], Awaitable[bytes | None]] | None,
+) -> HttpResponse:
     home_path = app.home_path
     path = http.path
     if home_path and (path == home_path or path.startswith(home_path + "/")):
         path = path[len(home_path) :] or "/"
     page = app.pages.get(path)
     if page is None:
-        return _not_found()
+        return _not_found(app)
     body = b"" if read_body is None else await read_body()
     if body is None:
-        return _too_large()
+        return _too_large(app)
     http.body = body
     method = "GET" if http.method == "HEAD" else http.method
     if method not in page.methods:
-        return _method_not_allowed(page.methods)
+        return _method_not_allowed(app, page.methods)
     return await page.handler(app, http, ctx)
