@@ -34,8 +34,8 @@ from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.user import ANONYMOUS
-from svcrest.rest.embed import embed_answer
-from svcrest.rest.fields import parse_fields
+from svcrest.rest.embed import EnvelopeResponse, embed_answer
+from svcrest.rest.fields import links_wanted
 
 if TYPE_CHECKING:
     from svcrest.rest.plan import PipelinePlan
@@ -110,24 +110,26 @@ def _method_override(request: Request) -> bool:
 
 
 def data_with_links(response: Response, request: Request) -> Any:
-    """The response's data with its ``_links`` (unless ``_fields`` leaves them out)."""
+    """The response's data with its ``_links`` (unless ``_fields`` leaves them out: it
+    keeps them when it lists ``_links`` or ``_embedded``)."""
     data = response.data
     if not response.links or not isinstance(data, dict):
         return data
     fields = request.query_params.get("_fields") if request.may_have_query else None
-    if fields is not None and "_links" not in parse_fields(fields):
+    if fields is not None and not links_wanted(fields):
         return data
     return {**data, "_links": response.links}
 
 
 def envelope_response(response: Response, request: Request) -> Response:
-    """WordPress's ``_envelope``: status and headers moved into a 200 body."""
+    """WordPress's ``_envelope``: status and headers moved into a 200 body (``_embed``
+    embeds inside ``body``: the envelope keeps the response)."""
     body = {
         "body": data_with_links(response, request),
         "status": response.status,
         "headers": dict(response.headers.items()),
     }
-    enveloped = Response(body, 200)
+    enveloped = EnvelopeResponse(body, response)
     enveloped.matched_route = response.matched_route
     enveloped.matched_handler = response.matched_handler
     return enveloped
