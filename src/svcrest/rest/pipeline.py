@@ -15,12 +15,14 @@ for one); and the REST header block is encoded for the wire once per discovery L
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from svcrest.hooks import NOT_AWAITABLE, is_awaitable
+from svcrest.http.answer_json import encode_default, unencodable_reason
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import (
@@ -36,6 +38,7 @@ from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
+from svcrest.rest.server import internal_error
 
 if TYPE_CHECKING:
     from svcrest.rest.plan import PipelinePlan
@@ -53,6 +56,8 @@ __all__ = [
     "rest_route_of",
     "serve_rest",
 ]
+
+logger = logging.getLogger("svcrest")
 
 JSON_CONTENT_TYPE = "application/json; charset=UTF-8"
 _STATIC_REST_HEADERS = (
@@ -439,10 +444,11 @@ def finish(
     template = _TEMPLATES.get((link, no_store, compat, own_lines))
     lines, wire = template if template is not None else _template(link, no_store, compat, own_lines)
     pending = ctx.pending_headers
+    # PERF: orjson calls ``default`` only for what it cannot encode itself (Decimal, set…).
     body = (
         b""
         if data is None or status in _NO_BODY_STATUSES
-        else orjson.dumps(data, option=_JSON_OPTIONS)
+        else orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
     )
     return HttpResponse(status, [*lines, *pending] if pending else [*lines], body, None, wire)
 
@@ -509,7 +515,29 @@ async def serve_rest(
         data = data_with_links(result, request)
     else:
         data = result.data
-    return finish(settings, ctx, result.status, own, data)
+    try:
+        return finish(settings, ctx, result.status, own, data)
+    except orjson.JSONEncodeError as error:
+        return _unencodable(settings, ctx, request, result, error)
+
+
+def _unencodable(
+    settings: SiteSettings,
+    ctx: RequestContext,
+    request: Request,
+    result: Response,
+    error: orjson.JSONEncodeError,
+) -> HttpResponse:
+    """The 500 of an answer JSON cannot hold, logged on one line naming the route and why
+    (a plugin's mistake, not the client's: no traceback)."""
+    logger.error(
+        "The answer of %s %s (route %s) cannot be sent as JSON: %s; answered 500",
+        request.method,
+        request.route,
+        result.matched_route or "none",
+        unencodable_reason(error),
+    )
+    return error_answer(settings, ctx, internal_error())
 
 
 def _embed_fetcher(server: RestServer) -> Callable[[Request], Awaitable[Any]]:
