@@ -188,6 +188,23 @@ def test_an_integer_past_64_bits_names_orjsons_reason(
     ]
 
 
+def test_the_log_line_stays_one_line_whatever_the_path(
+    client_for: ClientFor, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = App(HOME)
+    app.register_rest_route(
+        "test/v1",
+        r"/any/(?P<name>[\s\S]+)",
+        {"permission_callback": public, "callback": lambda r: b""},
+    )
+    with caplog.at_level(logging.ERROR, logger="svcrest"):
+        response = client_for(app).get("/svc-json/test/v1/any/a%0AFAKE%20LINE%1B")
+    assert response.status_code == 500
+    assert [record.getMessage().split(" cannot")[0] for record in caplog.records] == [
+        r"The answer of GET /test/v1/any/a\nFAKE LINE\x1b (route /test/v1/any/(?P<name>[\s\S]+))"
+    ]
+
+
 def test_head_of_an_unencodable_answer_is_a_500_without_body(client_for: ClientFor) -> None:
     response = client_for(_app(b"raw")).request("HEAD", "/svc-json/test/v1/answer/1")
     assert (response.status_code, response.content) == (500, b"")

