@@ -222,7 +222,8 @@ ENVELOPE_HEADERS = {"Arbitrary-Header": "value", "Multiple": "maybe, yes", "Allo
 
 
 @pytest.mark.parametrize(
-    "embed", ["_embed", "_embed=1", "_embed=true", "_embed=alternate", "_embed[]=alternate"]
+    "embed",
+    ["_embed", "_embed=", "_embed=1", "_embed=true", "_embed=alternate", "_embed[]=alternate"],
 )
 @pytest.mark.parametrize("order", ["envelope-first", "embed-first"])
 def test_envelope_param(client_for: ClientFor, embed: str, order: str) -> None:
