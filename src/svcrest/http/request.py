@@ -269,7 +269,8 @@ class Request:
                 self.query_params,
                 self.default_params,
             )
-        # PERF: a GET without a body or a given JSON value reads no JSON: no header lookup.
+        # A GET without a body or a given JSON value has no JSON to read: the content type
+        # is looked up only otherwise.
         if (self.raw_body or self._json_parsed) and self.is_json_content_type():
             return (self.url_params, self.json_params, self.query_params, self.default_params)
         return (self.url_params, self.query_params, self.default_params)
