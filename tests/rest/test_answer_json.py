@@ -292,3 +292,33 @@ def test_sets_that_cannot_be_sorted_keep_their_items() -> None:
 
 def test_non_string_keys_as_before() -> None:
     assert dumps_answer({1: Decimal("2.0")}) == b'{"1":2.0}'
+
+
+# -- ``svcrest request`` prints the digits served ----------------------------------------------
+
+
+def register_prices(app: App) -> None:
+    """A plugin (``tests.rest.test_answer_json:register_prices``) answering Decimals."""
+    app.register_rest_route(
+        "prices/v1",
+        "/price",
+        {
+            "permission_callback": public,
+            "callback": lambda request: {"price": Decimal("19.90"), "tags": {"b", "a"}, "n": 3},
+        },
+    )
+
+
+def test_svcrest_request_prints_the_digits_served(
+    capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    from svcrest.cli import main
+
+    db = str(tmp_path / "site.db")
+    App(store=db).store.close()
+    plugin = "tests.rest.test_answer_json:register_prices"
+    status = main(["request", "GET", "/prices/v1/price", "--plugin", plugin, "--db", db])
+    assert status == 0
+    assert capsys.readouterr().out == (
+        '200 OK\n{\n  "price": 19.90,\n  "tags": [\n    "a",\n    "b"\n  ],\n  "n": 3\n}\n'
+    )
