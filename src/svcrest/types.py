@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-__all__ = ["JSON", "JSONLike"]
+if TYPE_CHECKING:
+    from collections.abc import Set
+    from datetime import date
+    from decimal import Decimal
+    from enum import Enum
+    from uuid import UUID
+
+    from _typeshed import DataclassInstance
+
+__all__ = ["JSON", "AnswerLike", "JSONLike"]
 
 #: A JSON value as Python holds it after decoding: what a request's JSON body becomes.
 JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | None"
@@ -15,4 +24,12 @@ JSON: TypeAlias = "dict[str, JSON] | list[JSON] | str | int | float | bool | Non
 #: invariant in its values).
 JSONLike: TypeAlias = (
     "Mapping[str, JSONLike] | Sequence[JSONLike] | str | int | float | bool | None"
+)
+
+#: What a response's data may hold (docs/guides/routes.md, "Answers"): JSON values, and
+#: ``Decimal`` (a number with its digits), sets (lists), ``UUID``, ``datetime`` / ``date``
+#: (RFC 3339), dataclass instances and ``Enum`` members.
+AnswerLike: TypeAlias = (
+    "Mapping[str, AnswerLike] | Sequence[AnswerLike] | Set[AnswerLike] | str | int | float"
+    " | bool | Decimal | UUID | date | Enum | DataclassInstance | None"
 )

@@ -105,8 +105,10 @@ def test_embed_only_the_rels_asked(client_for: ClientFor, rels: str, expected: A
     [
         ("id", {"id": 1}),
         ("id,_links", {"id": 1, "_links": LINKS}),
-        ("id,_embedded", {"id": 1, "_embedded": ALL_EMBEDDED}),
-        ("id,_embedded.up", {"id": 1, "_embedded": {"up": ALL_EMBEDDED["up"]}}),
+        # As in WordPress, asking for ``_embedded`` keeps ``_links`` too.
+        ("id,_embedded", {"id": 1, "_links": LINKS, "_embedded": ALL_EMBEDDED}),
+        ("id,_embedded.up", {"id": 1, "_links": LINKS, "_embedded": {"up": ALL_EMBEDDED["up"]}}),
+        ("id,_links.self", {"id": 1, "_links": LINKS}),
     ],
 )
 def test_fields_over_links_and_embedded(client_for: ClientFor, fields: str, expected: Any) -> None:
@@ -179,3 +181,106 @@ def test_demo_notes_embed_their_author(client_for: ClientFor) -> None:
         404,
         {"code": "rest_user_invalid_id", "message": "Invalid user ID.", "data": {"status": 404}},
     )
+
+
+# -- ``_envelope`` with ``_embed`` (WordPress's ``test_envelope_param``, ticket 54015) -----------
+
+
+def _envelope_app() -> App:
+    app = App(HOME)
+
+    def embedded_response(request: Request) -> dict[str, Any]:
+        # WordPress's ``embedded_response_callback``.
+        return {"hello": True, "parameters": request.get_params()}
+
+    def enveloped(request: Request) -> Response:
+        response = Response({"amount of arbitrary data": "alot"}, 987)
+        response.header("Arbitrary-Header", "value")
+        response.header("Multiple", "maybe")
+        response.header("Multiple", "yes", False)
+        response.add_link("alternate", f"{ROOT}/test/embeddable", embeddable=True)
+        return response
+
+    app.register_rest_route(
+        "test", "/embeddable", {"permission_callback": public, "callback": embedded_response}
+    )
+
+    def linked(request: Request) -> Response:
+        response = Response({"id": 3, "title": "T"})
+        response.add_link("alternate", f"{ROOT}/test/embeddable", embeddable=True)
+        return response
+
+    app.register_rest_route(
+        "test", "/enveloped", {"permission_callback": public, "callback": enveloped}
+    )
+    app.register_rest_route("test", "/linked", {"permission_callback": public, "callback": linked})
+    return app
+
+
+ENVELOPE_LINKS = {"alternate": [{"href": f"{ROOT}/test/embeddable", "embeddable": True}]}
+ENVELOPE_HEADERS = {"Arbitrary-Header": "value", "Multiple": "maybe, yes", "Allow": "GET"}
+
+
+@pytest.mark.parametrize(
+    "embed",
+    ["_embed", "_embed=", "_embed=1", "_embed=true", "_embed=alternate", "_embed[]=alternate"],
+)
+@pytest.mark.parametrize("order", ["envelope-first", "embed-first"])
+def test_envelope_param(client_for: ClientFor, embed: str, order: str) -> None:
+    query = f"_envelope&{embed}" if order == "envelope-first" else f"{embed}&_envelope"
+    response = client_for(_envelope_app()).get(f"/svc-json/test/enveloped?{query}")
+    assert response.status_code == 200
+    assert response.json() == {
+        "body": {
+            "amount of arbitrary data": "alot",
+            "_links": ENVELOPE_LINKS,
+            "_embedded": {"alternate": [{"hello": True, "parameters": {"context": "embed"}}]},
+        },
+        "status": 987,
+        "headers": ENVELOPE_HEADERS,
+    }
+
+
+def test_envelope_without_embed_has_links_and_nothing_embedded(client_for: ClientFor) -> None:
+    response = client_for(_envelope_app()).get("/svc-json/test/enveloped?_envelope")
+    assert response.json() == {
+        "body": {"amount of arbitrary data": "alot", "_links": ENVELOPE_LINKS},
+        "status": 987,
+        "headers": ENVELOPE_HEADERS,
+    }
+
+
+def test_envelope_with_embed_and_fields(client_for: ClientFor) -> None:
+    client = client_for(_envelope_app())
+    embedded = {"alternate": [{"hello": True, "parameters": {"context": "embed"}}]}
+    for fields, body in [
+        ("id,_embedded", {"id": 3, "_links": ENVELOPE_LINKS, "_embedded": embedded}),
+        ("title", {"title": "T"}),
+        ("title,_links", {"title": "T", "_links": ENVELOPE_LINKS}),
+    ]:
+        response = client.get(f"/svc-json/test/linked?_envelope&_embed&_fields={fields}")
+        assert response.json() == {"body": body, "status": 200, "headers": {"Allow": "GET"}}
+
+
+# -- the root index under ``_fields`` (WordPress's ``test_get_index_fields_name`` and
+# ``test_get_index_should_return_help_and_not_name``, ticket 57902) ------------------------
+
+HELP = {"help": [{"href": "https://developer.wordpress.org/rest-api/"}]}
+
+
+@pytest.mark.parametrize("fields", ["_links", "_embedded"])
+def test_get_index_should_return_help_and_not_name(client_for: ClientFor, fields: str) -> None:
+    response = client_for(App(HOME)).get(f"/svc-json/?_fields={fields}")
+    assert response.status_code == 200
+    assert response.json() == {"_links": HELP}
+
+
+def test_get_index_fields_name(client_for: ClientFor) -> None:
+    response = client_for(App(HOME, name="Embedded")).get("/svc-json/?_fields=name")
+    assert response.json() == {"name": "Embedded"}
+
+
+def test_get_index_fields_embedded_with_embed(client_for: ClientFor) -> None:
+    # The help link is not embeddable: nothing is fetched, ``_links`` stays.
+    response = client_for(App(HOME)).get("/svc-json/?_fields=_embedded&_embed")
+    assert response.json() == {"_links": HELP}

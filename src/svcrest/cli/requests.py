@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+from decimal import Decimal
 from http import HTTPStatus
 from typing import Final
 from urllib.parse import urlsplit
@@ -24,6 +26,7 @@ import orjson
 from svcrest.app import App
 from svcrest.cli.common import CliError, svcrest_version
 from svcrest.cli.site import existing_site, new_app, register_plugins, require_database
+from svcrest.http.answer_json import dumps_answer
 from svcrest.http.user import User
 from svcrest.rest.pipeline import rest_route_of
 
@@ -168,11 +171,14 @@ def _print_answer(response: httpx.Response, include: bool) -> None:
     if not response.content:
         return
     try:
-        data = orjson.loads(response.content)
-    except orjson.JSONDecodeError:
+        # Numbers with a fraction or an exponent as Decimal: printed with the digits served
+        # (``19.90`` stays ``19.90``, as a ``Decimal`` answer sends it).
+        data = json.loads(response.content, parse_float=Decimal)
+        text = dumps_answer(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS)
+    except (ValueError, orjson.JSONEncodeError):  # not JSON, or an integer past 64 bits
         print(response.text)
         return
-    print(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
+    print(text.decode())
 
 
 def cmd_request(args: argparse.Namespace) -> int:

@@ -64,8 +64,12 @@ _LONG_NEGATIVE_RUN = b"-" + b"1" * len(str(-_INT64_MIN))
 
 
 def is_json_content_type(content_type: str) -> bool:
-    """``application/json`` or any ``application/*+json`` type, parameters ignored."""
+    """``application/json`` or any ``application/*+json`` type, also with WordPress's
+    ``+oembed`` suffix (``application/json+oembed``, as ``wp_is_json_media_type``),
+    parameters ignored."""
     media = content_type.split(";", 1)[0].strip().lower()
+    if media.endswith("+oembed"):
+        media = media[: -len("+oembed")]
     return media == "application/json" or (
         media.startswith("application/") and media.endswith("+json")
     )

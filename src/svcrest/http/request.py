@@ -35,10 +35,12 @@ class Request:
     """A REST request.
 
     Parameters live in buckets, read with this precedence: URL path params > JSON body >
-    form body (POST, PUT, PATCH and DELETE only; urlencoded or ``multipart/form-data``, whose
-    files are in ``files``) > query string > defaults. Unlike WordPress (where body and query
-    parameters win over URL captures), a URL capture can never be overridden by a parameter of
-    the same name.
+    form body (urlencoded or ``multipart/form-data``, whose files are in ``files``) > query
+    string > defaults. Unlike WordPress (where body and query parameters win over URL
+    captures), a URL capture can never be overridden by a parameter of the same name.
+    As in WordPress, the form body counts only for POST, PUT, PATCH and DELETE (a GET, HEAD
+    or OPTIONS request never reads one, even one given as ``body=``), and for those other
+    methods the JSON body counts only when the request declares a JSON content type.
     ``get_param`` walks the buckets in that order; ``get_params`` merges them.
 
     The query string and a form body are parsed on first use; a JSON body is parsed by
@@ -254,14 +256,24 @@ class Request:
         self.json_params  # noqa: B018 - parse on first use
         return self._json_params
 
-    def _buckets(self) -> tuple[dict[str, Any], ...]:
-        return (
-            self.url_params,
-            self.json_params,
-            self.body_params,
-            self.query_params,
-            self.default_params,
-        )
+    def param_buckets(self) -> tuple[dict[str, Any], ...]:
+        """The parameter buckets a read walks, in precedence order: URL, JSON, form, query,
+        defaults for POST, PUT, PATCH and DELETE; URL, query, defaults for the other methods
+        (WordPress's order for a GET), with the JSON body after the URL when the request
+        declares a JSON content type."""
+        if self.method in FORM_BODY_METHODS:
+            return (
+                self.url_params,
+                self.json_params,
+                self.body_params,
+                self.query_params,
+                self.default_params,
+            )
+        # A GET without a body or a given JSON value has no JSON to read: the content type
+        # is looked up only otherwise.
+        if (self.raw_body or self._json_parsed) and self.is_json_content_type():
+            return (self.url_params, self.json_params, self.query_params, self.default_params)
+        return (self.url_params, self.query_params, self.default_params)
 
     # -- parameter access -------------------------------------------------------------------
 
@@ -271,19 +283,19 @@ class Request:
         url_params = self.url_params
         if name in url_params:
             return url_params[name]
-        for bucket in self._buckets():
+        for bucket in self.param_buckets():
             if name in bucket:
                 return bucket[name]
         return None
 
     def has_param(self, name: str) -> bool:
         """Whether any bucket holds ``name``."""
-        return any(name in bucket for bucket in self._buckets())
+        return any(name in bucket for bucket in self.param_buckets())
 
     def get_params(self) -> dict[str, Any]:
         """Every parameter, merged with the precedence of the buckets."""
         merged: dict[str, Any] = {}
-        for bucket in reversed(self._buckets()):
+        for bucket in reversed(self.param_buckets()):
             merged.update(bucket)
         return merged
 
@@ -292,10 +304,11 @@ class Request:
 
         As in WordPress, the value replaces ``name`` in every bucket that holds it (URL,
         JSON, form, query; the defaults are left alone); a new name goes into the bucket of
-        the request's body (JSON, form) or, for a request without one, into the query bucket.
+        the request's body (JSON, or form for the methods that read one) or, for a request
+        without one, into the query bucket.
         """
         found = False
-        for bucket in self._buckets()[:-1]:
+        for bucket in self.param_buckets()[:-1]:
             if name in bucket:
                 bucket[name] = value
                 found = True
@@ -303,7 +316,9 @@ class Request:
             return
         if self.is_json_content_type() and isinstance(self._json_params, dict):
             self._json_params[name] = value
-        elif self.method in ("GET", "HEAD", "OPTIONS", "DELETE") and not self.raw_body:
+        elif self.method not in FORM_BODY_METHODS or (
+            self.method == "DELETE" and not self.raw_body
+        ):
             self.query_params[name] = value
         else:
             self.body_params[name] = value

@@ -7,7 +7,7 @@ from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.http.headers import Headers, HeadersInit
-from svcrest.types import JSONLike
+from svcrest.types import AnswerLike
 
 __all__ = ["Response", "rest_ensure_response"]
 
@@ -26,7 +26,7 @@ class Response:
     )
 
     def __init__(
-        self, data: JSONLike = None, status: int = 200, headers: HeadersInit = None
+        self, data: AnswerLike = None, status: int = 200, headers: HeadersInit = None
     ) -> None:
         #: The data to send as JSON. Typed ``Any`` on purpose, as ``httpx.Response.json()``
         #: is: callers index it by what their route returns.

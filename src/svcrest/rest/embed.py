@@ -9,7 +9,9 @@ Only links under this site's REST root are fetched (SECURITY: never another URL)
 that is not fetched keeps an empty placeholder ``{}``; a rel with nothing fetched is left
 out. ``_embed=rel1,rel2`` limits the rels; a bare or empty ``_embed``, ``1`` and ``true``
 embed them all. With ``_fields``, ``_embedded`` is kept only when listed (``_embedded`` or
-``_embedded.<rel>``, which also limits the rels).
+``_embedded.<rel>``, which also limits the rels), and ``_links`` when ``_links`` or
+``_embedded`` is listed. With ``_envelope``, the links are embedded inside the envelope's
+``body`` (WordPress's ``envelope_response`` with ``$embed``).
 """
 
 from __future__ import annotations
@@ -22,10 +24,17 @@ from svcrest.http.errors import RestError
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
-from svcrest.rest.fields import parse_fields
+from svcrest.rest.fields import links_wanted, parse_fields
 from svcrest.rest.settings import SiteSettings
 
-__all__ = ["Fetch", "RouteOf", "embed_answer", "parse_embed_param", "request_for_link"]
+__all__ = [
+    "EnvelopeResponse",
+    "Fetch",
+    "RouteOf",
+    "embed_answer",
+    "parse_embed_param",
+    "request_for_link",
+]
 
 #: Runs an internal request through the pipeline; its answer's data with ``_links``.
 Fetch = Callable[[Request], Awaitable[Any]]
@@ -33,6 +42,18 @@ Fetch = Callable[[Request], Awaitable[Any]]
 RouteOf = Callable[[str, str, str], "str | RestError | None"]
 
 _ALL = ("", "1", "true")
+
+
+class EnvelopeResponse(Response):
+    """WordPress's ``_envelope`` of a response (``{"body", "status", "headers"}``, status
+    200) that keeps the response it wraps, so ``_embed`` can embed inside ``body``."""
+
+    __slots__ = ("enveloped",)
+
+    def __init__(self, body: dict[str, Any], enveloped: Response) -> None:
+        super().__init__(body, 200)
+        #: The response inside the envelope.
+        self.enveloped = enveloped
 
 
 def parse_embed_param(value: Any) -> Literal[True] | list[str]:
@@ -140,8 +161,7 @@ def _rels_allowed_by_fields(request: Request, rels: Rels) -> Rels | None:
 
 def _links_wanted(request: Request) -> bool:
     fields = request.query_params.get("_fields")
-    names = parse_fields(fields) if fields is not None else []
-    return not names or any(name == "_links" or name.startswith("_links.") for name in names)
+    return fields is None or links_wanted(fields)
 
 
 async def embed_answer(
@@ -149,7 +169,18 @@ async def embed_answer(
 ) -> Any:
     """The data of ``response`` with its ``_links`` and ``_embedded`` added as ``?_embed``
     asks (see the module); ``fetch`` runs each linked request through the pipeline. The
-    response's own links are followed even when ``_fields`` leaves ``_links`` out."""
+    response's own links are followed even when ``_fields`` leaves ``_links`` out. An
+    envelope's ``body`` is the data of the response inside, embedded."""
+    envelope = response.data
+    if isinstance(response, EnvelopeResponse) and isinstance(envelope, dict):
+        body = await _embedded_data(settings, request, response.enveloped, fetch, route_of)
+        return {**envelope, "body": body}
+    return await _embedded_data(settings, request, response, fetch, route_of)
+
+
+async def _embedded_data(
+    settings: SiteSettings, request: Request, response: Response, fetch: Fetch, route_of: RouteOf
+) -> Any:
     data = response.data
     if response.links and isinstance(data, dict):
         data = {**data, "_links": response.links}

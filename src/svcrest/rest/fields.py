@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["filter_response_fields", "parse_fields"]
+__all__ = ["filter_response_fields", "links_wanted", "parse_fields"]
 
 
 def parse_fields(fields: Any) -> list[str]:
     """``"a,b.c"`` or ``["a", "b.c"]`` → ``["a", "b.c"]`` (blank entries dropped)."""
     items = fields if isinstance(fields, list) else str(fields).split(",")
     return [str(item).strip() for item in items if str(item).strip()]
+
+
+def links_wanted(fields: Any) -> bool:
+    """Whether an answer keeps its ``_links`` under ``_fields``: when nothing is listed, or
+    when ``_links`` or ``_embedded`` (or a field inside either) is, as WordPress prepares an
+    item's links for both (``rest_is_field_included``)."""
+    names = parse_fields(fields)
+    return not names or any(name.split(".", 1)[0] in ("_links", "_embedded") for name in names)
 
 
 def _build_tree(fields: list[str]) -> dict[str, Any]:

@@ -8,7 +8,8 @@ is in the next document. What it writes:
   parameters ``{group1}``… the handler never receives; a route no template describes is left
   out and listed under ``x-svc-undocumented-routes``, as is a route whose template another
   route already took (the first registered keeps it, as in dispatch);
-- one operation per method of each shown handler (``show_in_index`` not False); the first
+- one operation per method of each shown handler (``show_in_index`` not False, on the
+  handler or as a route option, WordPress's form, which hides the whole route); the first
   handler of a method serves it, so later handlers of that method are left out; methods
   OpenAPI has no field for are left out; ``operationId`` is the method and the path in
   ``snake_case`` (``get_demo_v1_notes_id``), with ``_2``… on a clash, in registration order;
@@ -301,7 +302,7 @@ class _Builder:
         owners: dict[str, str] = {}  # template with {} for names → its path
         for route, handlers in self.routes.items():
             shown = [handler for handler in handlers if handler.get("show_in_index") is not False]
-            if not shown:
+            if not shown or self.options[route].get("show_in_index") is False:
                 continue
             template = route_template(route)
             key = None if template is None else _TEMPLATE_PARAM.sub("{}", template.path)

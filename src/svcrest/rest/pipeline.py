@@ -15,12 +15,14 @@ for one); and the REST header block is encoded for the wire once per discovery L
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from svcrest.hooks import NOT_AWAITABLE, is_awaitable
+from svcrest.http.answer_json import encode_default, one_line, unencodable_reason
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import (
@@ -34,8 +36,9 @@ from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.user import ANONYMOUS
-from svcrest.rest.embed import embed_answer
-from svcrest.rest.fields import parse_fields
+from svcrest.rest.embed import EnvelopeResponse, embed_answer
+from svcrest.rest.fields import links_wanted
+from svcrest.rest.server import internal_error
 
 if TYPE_CHECKING:
     from svcrest.rest.plan import PipelinePlan
@@ -53,6 +56,8 @@ __all__ = [
     "rest_route_of",
     "serve_rest",
 ]
+
+logger = logging.getLogger("svcrest")
 
 JSON_CONTENT_TYPE = "application/json; charset=UTF-8"
 _STATIC_REST_HEADERS = (
@@ -110,24 +115,26 @@ def _method_override(request: Request) -> bool:
 
 
 def data_with_links(response: Response, request: Request) -> Any:
-    """The response's data with its ``_links`` (unless ``_fields`` leaves them out)."""
+    """The response's data with its ``_links`` (unless ``_fields`` leaves them out: it
+    keeps them when it lists ``_links`` or ``_embedded``)."""
     data = response.data
     if not response.links or not isinstance(data, dict):
         return data
     fields = request.query_params.get("_fields") if request.may_have_query else None
-    if fields is not None and "_links" not in parse_fields(fields):
+    if fields is not None and not links_wanted(fields):
         return data
     return {**data, "_links": response.links}
 
 
 def envelope_response(response: Response, request: Request) -> Response:
-    """WordPress's ``_envelope``: status and headers moved into a 200 body."""
+    """WordPress's ``_envelope``: status and headers moved into a 200 body (``_embed``
+    embeds inside ``body``: the envelope keeps the response)."""
     body = {
         "body": data_with_links(response, request),
         "status": response.status,
         "headers": dict(response.headers.items()),
     }
-    enveloped = Response(body, 200)
+    enveloped = EnvelopeResponse(body, response)
     enveloped.matched_route = response.matched_route
     enveloped.matched_handler = response.matched_handler
     return enveloped
@@ -437,10 +444,13 @@ def finish(
     template = _TEMPLATES.get((link, no_store, compat, own_lines))
     lines, wire = template if template is not None else _template(link, no_store, compat, own_lines)
     pending = ctx.pending_headers
+    # PERF: orjson calls ``default`` only for what it cannot encode itself (Decimal, set…);
+    # passing it costs a plain answer nothing measurable (``{"ok": true}``: 386 ns without,
+    # 390 ns with, medians of 40 interleaved timeit rounds on a loaded machine).
     body = (
         b""
         if data is None or status in _NO_BODY_STATUSES
-        else orjson.dumps(data, option=_JSON_OPTIONS)
+        else orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
     )
     return HttpResponse(status, [*lines, *pending] if pending else [*lines], body, None, wire)
 
@@ -507,7 +517,30 @@ async def serve_rest(
         data = data_with_links(result, request)
     else:
         data = result.data
-    return finish(settings, ctx, result.status, own, data)
+    try:
+        return finish(settings, ctx, result.status, own, data)
+    except orjson.JSONEncodeError as error:
+        return _unencodable(settings, ctx, request, result, error)
+
+
+def _unencodable(
+    settings: SiteSettings,
+    ctx: RequestContext,
+    request: Request,
+    result: Response,
+    error: orjson.JSONEncodeError,
+) -> HttpResponse:
+    """The 500 of an answer JSON cannot hold, logged on one line naming the route and why
+    (a plugin's mistake, not the client's: no traceback). SECURITY: the method and path
+    come from the client: control characters are escaped, so the line stays one line."""
+    logger.error(
+        "The answer of %s %s (route %s) cannot be sent as JSON: %s; answered 500",
+        one_line(request.method),
+        one_line(request.route),
+        one_line(result.matched_route or "none"),
+        unencodable_reason(error),
+    )
+    return error_answer(settings, ctx, internal_error())
 
 
 def _embed_fetcher(server: RestServer) -> Callable[[Request], Awaitable[Any]]:

@@ -430,8 +430,10 @@ class RestServer:
         """WordPress's route data: namespace, methods, endpoints (methods and args help),
         the schema in the ``help`` context, and ``_links.self`` for routes without
         placeholders. In ``view`` context, None when no handler is shown (``show_in_index``
-        False)."""
+        False on each handler, or as a route option beside the handlers)."""
         options = self.get_route_options(route) or {}
+        if context == "view" and options.get("show_in_index") is False:
+            return None
         data: dict[str, Any] = {
             "namespace": options.get("namespace", ""),
             "methods": [],

@@ -38,10 +38,8 @@ def _missing(request: Request, args: Mapping[str, Any]) -> list[str]:
 def _sent_null(request: Request, name: str) -> bool:
     """Whether the client sent ``name`` as null (a JSON ``null``): validated like any value
     it sends (an ``array`` argument given null is a 400), unlike an argument left out."""
-    return any(
-        name in bucket and bucket[name] is None
-        for bucket in (request.url_params, request.json_params, request.body_params)
-    )
+    # The buckets before the query string and the defaults: those hold no JSON null.
+    return any(name in bucket and bucket[name] is None for bucket in request.param_buckets()[:-2])
 
 
 def _error_detail(error: RestError) -> dict[str, Any]:
@@ -124,13 +122,7 @@ async def sanitize_params(request: Request, args: Mapping[str, Any]) -> RestErro
     if not args:
         return None
     invalid: dict[str, RestError] = {}
-    buckets = (
-        request.url_params,
-        request.json_params,
-        request.body_params,
-        request.query_params,
-        request.default_params,
-    )
+    buckets = request.param_buckets()
     for name, definition in args.items():
         if not isinstance(definition, Mapping):
             continue
