@@ -452,3 +452,23 @@ def test_an_optional_annotated_parameter() -> None:
     assert answer.data == {"note": "abc"}
     too_long = app.rest_do_request(Request("GET", "/t/v1/echo/1", query={"note": "abcd"}))
     assert too_long.data["code"] == "rest_invalid_param"
+
+
+def test_returned_models_are_sent_as_json(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    app = _app()
+
+    @app.route("t/v1", "/reader", permission_callback=public)
+    def reader(request: Request) -> Reader:
+        return Reader(name="Ada", age=36)
+
+    @app.route("t/v1", "/loan", permission_callback=public)
+    def loan(request: Request) -> list[Loan]:
+        return [Loan(book=1), Loan(book=2, days=7)]
+
+    client = client_for(app)
+    assert client.get("/svc-json/t/v1/reader").content == b'{"name":"Ada","age":36}'
+    assert client.get("/svc-json/t/v1/loan").content == (
+        b'[{"book":1,"days":14},{"book":2,"days":7}]'
+    )

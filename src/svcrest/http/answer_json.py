@@ -8,7 +8,9 @@ WordPress's ``mysql_to_rfc3339`` writes dates), dataclasses (an object of their 
 - ``Decimal``: a JSON number with exactly its digits (``Decimal("19.90")`` → ``19.90``,
   never rounded through a float); a Decimal that is not finite has no JSON form;
 - ``set`` / ``frozenset``: a list, sorted when its items can be compared (so equal sets give
-  equal bytes), in iteration order otherwise.
+  equal bytes), in iteration order otherwise;
+- a pydantic model or a msgspec struct (when the program uses those libraries: nothing is
+  imported here): the object the library itself makes of it for JSON.
 
 Anything else (``bytes``, an arbitrary object) raises :class:`UnencodableValue`, which orjson
 reports as the ``__cause__`` of its ``JSONEncodeError``; the pipeline then logs one line
@@ -20,6 +22,7 @@ never reaches this module.
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
 from typing import Any
 
@@ -35,7 +38,10 @@ __all__ = [
 ]
 
 #: What an answer may hold besides JSON values, for messages.
-ANSWER_TYPES = "Decimal, set, frozenset, UUID, datetime, date, dataclasses and Enums"
+ANSWER_TYPES = (
+    "Decimal, set, frozenset, UUID, datetime, date, dataclasses, Enums,"
+    " pydantic models and msgspec structs"
+)
 
 
 class UnencodableValue(TypeError):
@@ -53,8 +59,8 @@ def _type_name(value: object) -> str:
 
 
 def encode_default(value: Any) -> Any:
-    """orjson's ``default``: the JSON form of a ``Decimal``, ``set`` or ``frozenset``;
-    :class:`UnencodableValue` for anything else."""
+    """orjson's ``default``: the JSON form of a ``Decimal``, ``set``, ``frozenset``,
+    pydantic model or msgspec struct; :class:`UnencodableValue` for anything else."""
     if isinstance(value, Decimal):
         if value.is_finite():
             return orjson.Fragment(str(value))
@@ -64,6 +70,12 @@ def encode_default(value: Any) -> Any:
             return sorted(value)
         except TypeError:  # items that cannot be compared: the set's own order
             return list(value)
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    msgspec = sys.modules.get("msgspec")
+    if msgspec is not None and isinstance(value, msgspec.Struct):
+        return msgspec.to_builtins(value)
     raise UnencodableValue(f"a value of type {_type_name(value)}")
 
 
