@@ -468,7 +468,8 @@ class App:
 
     @property
     def throttle(self) -> LoginThrottle:
-        """Login throttling (DESIGN §10): failures per login and per address, in the store."""
+        """Login throttling: failures per (login, address) and per address, in the store
+        (docs/guides/authentication.md, "Throttling")."""
         if self._throttle is None:
             users = self.users  # the store, opened and migrated
             with self._lock:

@@ -1,4 +1,4 @@
-"""The application password REST routes (DESIGN §10), as WordPress 5.6's controller.
+"""The application password REST routes, as WordPress 5.6's controller.
 
 ``svc/v2/users/(?P<user_id>\\d+|me)/application-passwords``: GET lists, POST creates (``name``;
 201 with the password, shown this once), DELETE revokes all (``{"deleted": true, "count":

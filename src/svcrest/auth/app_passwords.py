@@ -1,4 +1,5 @@
-"""Basic authentication with application passwords (DESIGN §10, WordPress 5.6 semantics).
+"""Basic authentication with application passwords (WordPress 5.6 semantics; see
+docs/guides/authentication.md).
 
 - ``determine_current_user`` (after the cookie): a REST request with ``Authorization: Basic
   base64(login:application password)`` is that user; no nonce is needed, since the cookie

@@ -86,7 +86,7 @@ AUTH_SCHEMA: tuple[Step, ...] = (
     CREATE INDEX sessions_expiration ON sessions (expiration)
     """,
     },
-    # Application passwords (DESIGN §10): one row per password, its hash unique.
+    # Application passwords (WordPress 5.6's): one row per password, its hash unique.
     {
         "sqlite": """
     CREATE TABLE application_passwords (
@@ -452,7 +452,7 @@ class UserStore:
             rows = conn.execute(f"SELECT {_USER_COLUMNS} FROM users ORDER BY id").fetchall()
         return [_user_from_row(row) for row in rows]
 
-    # -- application passwords (DESIGN §10) ---------------------------------------------------
+    # -- application passwords (WordPress 5.6's) ----------------------------------------------
 
     def create_application_password(
         self, user_id: int, name: str
