@@ -130,7 +130,9 @@ class App:
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
         install_cookie_auth(self.hooks, lambda: self.auth, wordpress_compat=wordpress_compat)
-        install_application_password_auth(self.hooks, lambda: self.users, lambda: self.throttle)
+        install_application_password_auth(
+            self.hooks, lambda: self.users, lambda: self.throttle, lambda: self.home
+        )
         self.hooks.add_action("rest_api_init", self._register_application_passwords)
         if wordpress_compat:
             install_rest_compat(self.hooks)
@@ -439,7 +441,9 @@ class App:
         """The application password routes and the root index's ``authentication`` entry."""
         from svcrest.auth.app_password_routes import ApplicationPasswordsController
 
-        ApplicationPasswordsController(lambda: self.users, self.rest_url).register(server)
+        ApplicationPasswordsController(
+            lambda: self.users, self.rest_url, lambda: self.home
+        ).register(server)
         server.authentication["application-passwords"] = {
             "endpoints": {"authorization": self.home + AUTHORIZE_PATH}
         }
@@ -481,7 +485,8 @@ class App:
 
     @property
     def throttle(self) -> LoginThrottle:
-        """Login throttling (DESIGN §10): failures per login and per address, in the store."""
+        """Login throttling: failures per (login, address) and per address, in the store
+        (docs/guides/authentication.md, "Throttling")."""
         if self._throttle is None:
             users = self.users  # the store, opened and migrated
             with self._lock:

@@ -11,6 +11,7 @@ import pytest
 
 from svcrest import App
 from svcrest.auth.passwords import ScryptParams
+from tests.auth.peers import PeerClient
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
@@ -218,6 +219,28 @@ def test_plain_http_to_another_host_is_501(
         error("application_passwords_disabled", "Application passwords are not available.", 501),
     )
     made.app.store.close()
+
+
+def test_a_loopback_host_from_another_machine_is_501(
+    store_location: str | None, adapter: str
+) -> None:
+    made = Site(store_location, home="http://192.168.1.10:8000")
+    client = PeerClient(made.app, adapter, "192.168.1.50", base_url="http://localhost:8000")
+    try:
+        assert client.post("/login", data={"log": "alice", "pwd": "alice-pw"}).status_code == 303
+        nonce = {"X-SVC-Nonce": client.get("/auth/nonce").json()["nonce"]}
+        response = client.get(f"{BASE}/me/application-passwords", headers=nonce)
+        assert (response.status_code, response.json()) == (
+            501,
+            error(
+                "application_passwords_disabled", "Application passwords are not available.", 501
+            ),
+        )
+        secure = client.get(f"https://localhost:8000{BASE}/me/application-passwords", headers=nonce)
+        assert secure.status_code == 200
+    finally:
+        client.close()
+        made.app.store.close()
 
 
 def test_the_root_index_lists_application_passwords(site: Site, client_for: ClientFor) -> None:

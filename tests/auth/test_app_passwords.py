@@ -17,9 +17,14 @@ import pytest
 
 import svcrest.auth.users as users_module
 from svcrest import App, Request, public
-from svcrest.auth.app_passwords import basic_credentials, is_loopback_host
+from svcrest.auth.app_passwords import (
+    basic_credentials,
+    is_loopback_address,
+    is_loopback_host,
+)
 from svcrest.auth.passwords import ScryptParams, hash_application_password, verify_password
 from svcrest.auth.users import UnknownUserError
+from tests.auth.peers import PeerClient
 from tests.conftest import SiteClient
 from tests.pg import PostgresServer
 
@@ -259,6 +264,25 @@ def test_is_loopback_host(host: str, expected: bool) -> None:
     assert is_loopback_host(host) is expected
 
 
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("127.0.0.1", True),
+        ("127.3.2.1", True),
+        ("::1", True),
+        ("::ffff:127.0.0.1", True),
+        (" 127.0.0.1 ", True),
+        ("192.168.1.50", False),
+        ("::ffff:192.168.1.50", False),
+        ("10.0.0.1", False),
+        ("localhost", False),
+        ("", False),
+    ],
+)
+def test_is_loopback_address(address: str, expected: bool) -> None:
+    assert is_loopback_address(address) is expected
+
+
 # -- over HTTP ------------------------------------------------------------------------------
 
 
@@ -384,3 +408,102 @@ def test_httpx_basic_auth_works(site: Site, client_for: ClientFor) -> None:
     header = httpx.BasicAuth("alice", password)._auth_header
     response = client_for(site.app).get(ME, headers={"Authorization": header})
     assert response.json()["id"] == site.alice.id
+
+
+# -- where application passwords work: the peer and the home decide, never Host alone ---------
+
+LAN_HOME = "http://192.168.1.10:8000"
+LAN_PEER = "192.168.1.50"
+
+
+@pytest.fixture
+def lan_site(store_location: str | None) -> Iterator[Site]:
+    """A site served over plain http on a LAN address."""
+    made = Site(store_location, home=LAN_HOME)
+    yield made
+    made.app.store.close()
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://localhost:8000", "http://evil.localhost", "http://127.0.0.1:8000", "http://[::1]"],
+)
+def test_a_loopback_host_from_another_machine_is_refused(
+    lan_site: Site, adapter: str, base_url: str
+) -> None:
+    password, _ = lan_site.app.users.create_application_password(lan_site.alice.id, "phpunit")
+    client = PeerClient(lan_site.app, adapter, LAN_PEER, base_url=base_url)
+    try:
+        for secret in (password, "wrong"):
+            response = client.get(ME, headers=basic("alice", secret))
+            assert (response.status_code, response.json()) == (401, DISABLED)
+        response = client.get(ME, headers={**basic("alice", password), "Host": "localhost"})
+        assert (response.status_code, response.json()) == (401, DISABLED)
+    finally:
+        client.close()
+    assert lan_site.app.users.list_application_passwords(lan_site.alice.id)[0]["last_used"] is None
+
+
+@pytest.mark.parametrize(
+    ("peer", "base_url"),
+    [
+        ("127.0.0.1", "http://localhost:8000"),
+        ("127.0.0.1", "http://evil.localhost"),
+        ("::1", "http://[::1]:8000"),
+        ("::ffff:127.0.0.1", "http://127.0.0.1:8000"),
+    ],
+)
+def test_a_loopback_peer_to_a_loopback_host_is_accepted(
+    lan_site: Site, adapter: str, peer: str, base_url: str
+) -> None:
+    password, _ = lan_site.app.users.create_application_password(lan_site.alice.id, "phpunit")
+    client = PeerClient(lan_site.app, adapter, peer, base_url=base_url)
+    try:
+        response = client.get(ME, headers=basic("alice", password))
+        assert (response.status_code, response.json()) == (
+            200,
+            {"id": lan_site.alice.id, "login": "alice"},
+        )
+        response = client.get(ME, headers=basic("alice", "wrong"))
+        assert (response.status_code, response.json()) == (401, INCORRECT)
+    finally:
+        client.close()
+
+
+def test_a_loopback_peer_naming_another_host_is_refused(lan_site: Site, adapter: str) -> None:
+    """A proxy on this machine relaying outside traffic connects from the loopback."""
+    password, _ = lan_site.app.users.create_application_password(lan_site.alice.id, "phpunit")
+    client = PeerClient(lan_site.app, adapter, "127.0.0.1", base_url=LAN_HOME)
+    try:
+        response = client.get(ME, headers=basic("alice", password))
+        assert (response.status_code, response.json()) == (401, DISABLED)
+    finally:
+        client.close()
+
+
+def test_an_https_home_accepts_them_from_any_peer(store_location: str | None, adapter: str) -> None:
+    """TLS ends at a proxy whose forwarded headers the server does not trust."""
+    made = Site(store_location, home="https://site.test")
+    password, _ = made.app.users.create_application_password(made.alice.id, "phpunit")
+    client = PeerClient(made.app, adapter, LAN_PEER, base_url="http://site.test")
+    try:
+        response = client.get(ME, headers=basic("alice", password))
+        assert (response.status_code, response.json()) == (
+            200,
+            {"id": made.alice.id, "login": "alice"},
+        )
+        response = client.get(ME, headers=basic("alice", "wrong"))
+        assert (response.status_code, response.json()) == (401, INCORRECT)
+    finally:
+        client.close()
+        made.app.store.close()
+
+
+def test_an_https_request_accepts_them_from_any_peer(lan_site: Site, adapter: str) -> None:
+    password, _ = lan_site.app.users.create_application_password(lan_site.alice.id, "phpunit")
+    client = PeerClient(lan_site.app, adapter, LAN_PEER, base_url="https://192.168.1.10:8000")
+    try:
+        response = client.get(ME, headers=basic("alice", password))
+        assert (response.status_code, response.json()["id"]) == (200, lan_site.alice.id)
+    finally:
+        client.close()

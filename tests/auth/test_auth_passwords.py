@@ -14,6 +14,7 @@ from svcrest.auth.passwords import (
     ScryptParams,
     hash_password,
     password_fragment,
+    unmatchable_hash,
     verify_password,
 )
 
@@ -150,3 +151,14 @@ def test_fragment_is_a_slice_of_the_hash() -> None:
 @given(st.text(max_size=300))
 def test_verify_never_raises_on_text(encoded: str) -> None:
     assert verify_password("pw", encoded) is False
+
+
+def test_an_unmatchable_hash_has_the_form_and_cost_of_a_real_one() -> None:
+    params = ScryptParams(n=16, r=1, p=1)
+    dummy = unmatchable_hash(params)
+    real = hash_password("pw", params)
+    assert dummy.split("$")[:4] == real.split("$")[:4] == ["scrypt", "16", "1", "1"]
+    assert [len(part) for part in dummy.split("$")[4:]] == [24, 44]
+    assert unmatchable_hash(params) != dummy
+    assert verify_password("", dummy) is False
+    assert verify_password("pw", dummy) is False

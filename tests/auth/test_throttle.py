@@ -1,17 +1,23 @@
-"""Login throttling (DESIGN §10): per login and per address, in the store, /login and Basic."""
+"""Login throttling: per (login, address) and per address, in the store, /login and Basic."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import concurrent.futures
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from svcrest import App, Request, public
 from svcrest.auth.passwords import ScryptParams
-from svcrest.auth.throttle import MAX_FAILURES, WINDOW, LoginThrottle
+from svcrest.auth.throttle import MAX_ADDRESS_FAILURES, MAX_FAILURES, WINDOW, LoginThrottle
 from svcrest.store.locations import open_store
+from tests.auth.peers import PeerClient
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
@@ -53,20 +59,68 @@ def basic(login: str, password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{login}:{password}".encode()).decode()}
 
 
-def test_the_throttle_counts_per_login_and_per_address(site: Site) -> None:
+def test_the_throttle_counts_per_login_and_address_pair(site: Site) -> None:
     throttle = site.app.throttle
     for _ in range(MAX_FAILURES - 1):
         throttle.record_failure("alice", "10.0.0.1")
-    assert throttle.retry_after("alice", "10.0.0.2") is None
+    assert throttle.retry_after("alice", "10.0.0.1") is None
     site.now[0] += 10
     throttle.record_failure("ALICE", "10.0.0.1")
-    assert throttle.retry_after("alice", "10.0.0.9") == WINDOW - 10
-    assert throttle.retry_after("bob", "10.0.0.1") == WINDOW - 10
-    assert throttle.retry_after("bob", "10.0.0.2") is None
+    assert throttle.retry_after("alice", "10.0.0.1") == WINDOW - 10
+    assert throttle.retry_after("Alice", "10.0.0.1") == WINDOW - 10
+    # The owner, from an address with no failures, is let through; so is another login.
+    assert throttle.retry_after("alice", "10.0.0.9") is None
+    assert throttle.retry_after("alice", "") is None
+    assert throttle.retry_after("bob", "10.0.0.1") is None
     site.now[0] += WINDOW - 10 - 1
-    assert throttle.retry_after("alice", "") == 1
+    assert throttle.retry_after("alice", "10.0.0.1") == 1
     site.now[0] += 1  # the first nine left the window: one failure is left
     assert throttle.retry_after("alice", "10.0.0.1") is None
+
+
+def test_one_address_spraying_many_logins_is_throttled(site: Site) -> None:
+    throttle = site.app.throttle
+    for number in range(MAX_ADDRESS_FAILURES - 1):
+        throttle.record_failure(f"user{number}", "10.0.0.1")
+    assert throttle.retry_after("someone", "10.0.0.1") is None
+    site.now[0] += 30
+    throttle.record_failure("last", "10.0.0.1")
+    assert throttle.retry_after("someone", "10.0.0.1") == WINDOW - 30
+    assert throttle.retry_after("user0", "10.0.0.2") is None
+    site.now[0] += WINDOW - 30
+    assert throttle.retry_after("someone", "10.0.0.1") is None
+
+
+def test_a_reservation_counts_until_it_succeeds(site: Site) -> None:
+    throttle = site.app.throttle
+    held = [throttle.reserve("alice", "10.0.0.1") for _ in range(MAX_FAILURES)]
+    assert [reservation.retry_after for reservation in held] == [None] * MAX_FAILURES
+    assert all(len(reservation.ids) == 2 for reservation in held)
+    refused = throttle.reserve("alice", "10.0.0.1")
+    assert (refused.retry_after, refused.ids) == (WINDOW, ())
+    throttle.succeeded(held[0])
+    assert throttle.retry_after("alice", "10.0.0.1") is None
+    assert throttle.reserve("alice", "10.0.0.1").retry_after is None
+    assert throttle.reserve("alice", "10.0.0.1").retry_after == WINDOW
+
+
+def test_an_attempt_runs_its_check_only_when_allowed(site: Site) -> None:
+    throttle = site.app.throttle
+    checks: list[str] = []
+
+    def wrong() -> str | None:
+        checks.append("wrong")
+        return None
+
+    for _ in range(MAX_FAILURES):
+        assert throttle.attempt("alice", "10.0.0.1", wrong) == (None, None)
+    assert throttle.attempt("alice", "10.0.0.1", lambda: "alice") == (None, WINDOW)
+    assert len(checks) == MAX_FAILURES
+    # A right answer is not a failure: it does not count.
+    assert throttle.attempt("alice", "10.0.0.2", lambda: "alice") == ("alice", None)
+    for _ in range(MAX_FAILURES - 1):
+        assert throttle.attempt("alice", "10.0.0.2", wrong) == (None, None)
+    assert throttle.retry_after("alice", "10.0.0.2") is None
 
 
 def test_the_form_login_answers_429_after_ten_failures(site: Site, client_for: ClientFor) -> None:
@@ -120,3 +174,184 @@ def test_hosts_share_the_counts(engine: str, tmp_path: Any, request: pytest.Fixt
     finally:
         first.close()
         second.close()
+
+
+# -- nobody can lock an account out from elsewhere ---------------------------------------------
+
+ATTACKER, OWNER = "203.0.113.66", "198.51.100.7"
+
+
+def test_failures_from_one_address_do_not_lock_the_owner_out_of_login(
+    site: Site, adapter: str
+) -> None:
+    attacker = PeerClient(site.app, adapter, ATTACKER)
+    owner = PeerClient(site.app, adapter, OWNER)
+    try:
+        for _ in range(MAX_FAILURES):
+            assert attacker.post("/login", data={"log": "alice", "pwd": "wrong"}).status_code == 403
+        refused = attacker.post("/login", json={"log": "alice", "pwd": "alice-pw"})
+        assert (refused.status_code, refused.json(), refused.headers["retry-after"]) == (
+            429,
+            THROTTLED,
+            str(WINDOW),
+        )
+        form = attacker.post("/login", data={"log": "alice", "pwd": "alice-pw"})
+        assert (form.status_code, form.headers["retry-after"]) == (429, str(WINDOW))
+        answer = owner.post("/login", json={"log": "alice", "pwd": "alice-pw"})
+        assert (answer.status_code, answer.json()["user"]["id"]) == (200, site.alice.id)
+        assert "retry-after" not in answer.headers
+        assert owner.post("/login", data={"log": "alice", "pwd": "alice-pw"}).status_code == 303
+    finally:
+        attacker.close()
+        owner.close()
+
+
+def test_failures_from_one_address_do_not_lock_the_owner_out_of_basic(
+    site: Site, adapter: str
+) -> None:
+    password, _ = site.app.users.create_application_password(site.alice.id, "phpunit")
+    # https: application passwords work from any address.
+    attacker = PeerClient(site.app, adapter, ATTACKER, base_url="https://127.0.0.1:8000")
+    owner = PeerClient(site.app, adapter, OWNER, base_url="https://127.0.0.1:8000")
+    try:
+        for _ in range(MAX_FAILURES):
+            assert attacker.get(ME, headers=basic("alice", "wrong")).status_code == 401
+        refused = attacker.get(ME, headers=basic("alice", password))
+        assert (refused.status_code, refused.json(), refused.headers["retry-after"]) == (
+            429,
+            THROTTLED,
+            str(WINDOW),
+        )
+        answer = owner.get(ME, headers=basic("alice", password))
+        assert (answer.status_code, answer.json()) == (200, {"id": site.alice.id})
+        assert "retry-after" not in answer.headers
+        # The attacker's address stays refused for that login, on /login too.
+        login = attacker.post("/login", json={"log": "alice", "pwd": "alice-pw"})
+        assert (login.status_code, login.headers["retry-after"]) == (429, str(WINDOW))
+    finally:
+        attacker.close()
+        owner.close()
+
+
+def test_an_address_spraying_logins_is_refused_for_every_login(site: Site, adapter: str) -> None:
+    attacker = PeerClient(site.app, adapter, ATTACKER)
+    owner = PeerClient(site.app, adapter, OWNER)
+    try:
+        for number in range(MAX_ADDRESS_FAILURES):
+            answer = attacker.post("/login", json={"log": f"user{number}", "pwd": "guess"})
+            assert answer.status_code == 403
+        refused = attacker.post("/login", json={"log": "bob", "pwd": "bob-pw"})
+        assert (refused.status_code, refused.json(), refused.headers["retry-after"]) == (
+            429,
+            THROTTLED,
+            str(WINDOW),
+        )
+        assert owner.post("/login", json={"log": "bob", "pwd": "bob-pw"}).status_code == 200
+    finally:
+        attacker.close()
+        owner.close()
+
+
+# -- parallel attempts stop at the limit exactly -----------------------------------------------
+
+PARALLEL = 40
+
+
+@pytest.fixture
+def file_site(engine: str, tmp_path: Any, request: pytest.FixtureRequest) -> Iterator[Site]:
+    """A site on a SQLite file (one connection per thread) or a PostgreSQL schema."""
+    if engine == "sqlite":
+        location = str(tmp_path / "site.db")
+    else:
+        location = request.getfixturevalue("postgres").new_schema()
+    made = Site(location)
+    yield made
+    made.app.store.close()
+
+
+def _in_parallel(send: Callable[[], int]) -> list[int]:
+    """The statuses of PARALLEL calls of ``send``, started together on as many threads."""
+    start = threading.Barrier(PARALLEL)
+
+    def run() -> int:
+        start.wait()
+        return send()
+
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL) as pool:
+        return sorted(pool.map(lambda _: run(), range(PARALLEL)))
+
+
+def _slowed(calls: list[str], function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, counting its calls and taking 20 ms longer each (so attempts overlap)."""
+
+    def slow(*args: Any) -> Any:
+        calls.append("call")
+        time.sleep(0.02)
+        return function(*args)
+
+    return slow
+
+
+def test_parallel_wrong_logins_evaluate_exactly_the_limit(
+    file_site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    users = file_site.app.users
+    evaluations: list[str] = []
+    monkeypatch.setattr(users, "authenticate", _slowed(evaluations, users.authenticate))
+    local = threading.local()
+
+    def send() -> int:
+        if not hasattr(local, "client"):
+            transport = httpx.WSGITransport(app=file_site.app.wsgi, remote_addr=ATTACKER)
+            local.client = httpx.Client(transport=transport, base_url=HOME)
+        return int(local.client.post("/login", json={"log": "alice", "pwd": "wrong"}).status_code)
+
+    statuses = _in_parallel(send)
+    assert len(evaluations) == MAX_FAILURES
+    assert statuses == [403] * MAX_FAILURES + [429] * (PARALLEL - MAX_FAILURES)
+
+
+def test_parallel_wrong_logins_over_asgi_evaluate_exactly_the_limit(
+    file_site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    users = file_site.app.users
+    evaluations: list[str] = []
+    monkeypatch.setattr(users, "authenticate", _slowed(evaluations, users.authenticate))
+
+    async def send_all() -> list[int]:
+        transport = httpx.ASGITransport(app=file_site.app, client=(ATTACKER, 50000))
+        async with httpx.AsyncClient(transport=transport, base_url=HOME) as client:
+            answers = await asyncio.gather(
+                *(
+                    client.post("/login", json={"log": "alice", "pwd": "wrong"})
+                    for _ in range(PARALLEL)
+                )
+            )
+        return sorted(answer.status_code for answer in answers)
+
+    statuses = asyncio.run(send_all())
+    assert len(evaluations) == MAX_FAILURES
+    assert statuses == [403] * MAX_FAILURES + [429] * (PARALLEL - MAX_FAILURES)
+
+
+def test_parallel_wrong_basic_attempts_evaluate_exactly_the_limit(
+    file_site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    users = file_site.app.users
+    evaluations: list[str] = []
+    monkeypatch.setattr(
+        users,
+        "authenticate_application_password",
+        _slowed(evaluations, users.authenticate_application_password),
+    )
+    local = threading.local()
+
+    def send() -> int:
+        if not hasattr(local, "client"):
+            transport = httpx.WSGITransport(app=file_site.app.wsgi, remote_addr="127.0.0.1")
+            local.client = httpx.Client(transport=transport, base_url=HOME)
+        return int(local.client.get(ME, headers=basic("alice", "wrong")).status_code)
+
+    statuses = _in_parallel(send)
+    assert len(evaluations) == MAX_FAILURES
+    assert statuses == [401] * MAX_FAILURES + [429] * (PARALLEL - MAX_FAILURES)

@@ -326,8 +326,8 @@ def login_steps(nonce: str = "n1", home: str = SITE) -> list[Step]:
         Step(
             "POST",
             f"{home}/login",
-            httpx.Response(302, headers={"Location": f"{home}/", **LOGGED_IN}),
-            form={"log": "admin", "pwd": "s3cret&é"},
+            reply(200, {"user": {"id": 1, "login": "admin"}}, LOGGED_IN),
+            json={"log": "admin", "pwd": "s3cret&é"},
             absent=("X-SVC-Nonce",),
         ),
         Step(
@@ -379,7 +379,7 @@ def test_login_refused_raises(script: Script) -> None:
             "POST",
             f"{SITE}/login",
             rest_error("login_refused", "Cross-origin login.", 403),
-            form={"log": "admin", "pwd": "x"},
+            json={"log": "admin", "pwd": "x"},
         ),
     )
     with pytest.raises(ProxyError) as caught:
@@ -392,7 +392,7 @@ def test_login_refused_raises(script: Script) -> None:
 def test_login_without_a_nonce_in_the_answer_raises(script: Script) -> None:
     proxy = run(
         script,
-        Step("POST", f"{SITE}/login", httpx.Response(200), form={"log": "a", "pwd": "b"}),
+        Step("POST", f"{SITE}/login", reply(200, {"user": {}}), json={"log": "a", "pwd": "b"}),
         Step("GET", f"{SITE}/auth/nonce", reply(200, {"nonce": ""})),
     )
     with pytest.raises(ProxyError) as caught:

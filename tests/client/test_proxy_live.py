@@ -255,6 +255,41 @@ def test_on_exception_is_not_called_when_the_nonce_refresh_recovers(drivers: Any
     ]
 
 
+# -- login ----------------------------------------------------------------------------------
+
+
+def test_a_wrong_password_raises_the_servers_login_error(drivers: Any) -> None:
+    driver = drivers()
+    for login, password in [("ed", "wrong"), ("nobody", "pw"), ("ed", "")]:
+        with pytest.raises(ProxyError) as caught:
+            driver("login", login, password)
+        refused = caught.value
+        assert (refused.code, refused.message, refused.status, refused.data) == (
+            "svc_login_failed",
+            "Unknown username or incorrect password.",
+            403,
+            {"status": 403},
+        )
+        assert str(refused) == ("403 svc_login_failed: Unknown username or incorrect password.")
+    assert driver.proxy.nonce is None
+    assert [error.code for error, operation in driver.reported] == ["svc_login_failed"] * 3
+    assert driver("login", "ed", "pw") == driver.proxy.nonce
+
+
+def test_a_throttled_login_raises_the_servers_429(drivers: Any) -> None:
+    driver = drivers()
+    for _ in range(10):
+        with pytest.raises(ProxyError):
+            driver("login", "ed", "wrong")
+    with pytest.raises(ProxyError) as caught:
+        driver("login", "ed", "pw")
+    assert (caught.value.code, caught.value.message, caught.value.status) == (
+        "svc_too_many_login_attempts",
+        "Too many failed login attempts. Try again later.",
+        429,
+    )
+
+
 # -- sync(batch="server") ------------------------------------------------------------------------
 
 

@@ -1,4 +1,4 @@
-"""The application password REST routes (DESIGN §10), as WordPress 5.6's controller.
+"""The application password REST routes, as WordPress 5.6's controller.
 
 ``svc/v2/users/(?P<user_id>\\d+|me)/application-passwords``: GET lists, POST creates (``name``;
 201 with the password, shown this once), DELETE revokes all (``{"deleted": true, "count":
@@ -89,11 +89,19 @@ def _deleted_one_schema() -> dict[str, Any]:
 
 
 class ApplicationPasswordsController:
-    """The routes over ``users`` (called on use); ``rest_url`` builds the ``self`` links."""
+    """The routes over ``users`` (called on use); ``rest_url`` builds the ``self`` links;
+    ``home`` gives the site's home address (where application passwords work: see
+    ``application_passwords_available``)."""
 
-    def __init__(self, users: Callable[[], UserStore], rest_url: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        users: Callable[[], UserStore],
+        rest_url: Callable[[str], str],
+        home: Callable[[], str] | None = None,
+    ) -> None:
         self._users = users
         self._rest_url = rest_url
+        self._home = home
 
     def register(self, server: Any) -> None:
         """Register both routes on ``server`` (on ``rest_api_init``)."""
@@ -152,7 +160,8 @@ class ApplicationPasswordsController:
     def _target(self, request: Request) -> User | RestError:
         """WordPress's ``get_user``: the user the route names, or the error to answer."""
         ctx = current_context()
-        if ctx is not None and ctx.is_rest and not application_passwords_available(ctx):
+        home = self._home() if self._home is not None else ""
+        if ctx is not None and ctx.is_rest and not application_passwords_available(ctx, home):
             return RestError(
                 "application_passwords_disabled",
                 "Application passwords are not available.",

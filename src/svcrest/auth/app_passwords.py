@@ -1,4 +1,5 @@
-"""Basic authentication with application passwords (DESIGN §10, WordPress 5.6 semantics).
+"""Basic authentication with application passwords (WordPress 5.6 semantics; see
+docs/guides/authentication.md).
 
 - ``determine_current_user`` (after the cookie): a REST request with ``Authorization: Basic
   base64(login:application password)`` is that user; no nonce is needed, since the cookie
@@ -7,8 +8,10 @@
 - ``rest_authentication_errors`` (priority 90, before the cookie check): that error as a 401,
   or True for a request the application password authenticated.
 
-Application passwords work over https or to a loopback host; elsewhere a request offering one
-answers 401 ``application_passwords_disabled``.
+Application passwords work over https (the request's, or the site's home when it is https) or
+from this machine to a loopback host; elsewhere a request offering one answers 401
+``application_passwords_disabled``. Attempts are throttled with the login form's counts
+(:class:`svcrest.auth.throttle.LoginThrottle`), checked and counted before the password is.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import binascii
 import ipaddress
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from svcrest.auth.throttle import LoginThrottle
 from svcrest.auth.users import UserStore
@@ -33,6 +37,7 @@ __all__ = [
     "application_passwords_available",
     "basic_credentials",
     "install_application_password_auth",
+    "is_loopback_address",
     "is_loopback_host",
     "too_many_attempts",
 ]
@@ -72,9 +77,35 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def application_passwords_available(ctx: RequestContext) -> bool:
-    """Application passwords are accepted over https or on a loopback host."""
-    return ctx.secure or is_loopback_host(ctx.host)
+def is_loopback_address(address: str) -> bool:
+    """Whether a peer address (as the server reports it) is this machine's loopback:
+    ``127.0.0.0/8``, ``::1`` or an IPv4-mapped ``::ffff:127.x.x.x``."""
+    try:
+        ip = ipaddress.ip_address(address.strip())
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
+
+
+def _https_home(home: str) -> bool:
+    return urlsplit(home).scheme.lower() == "https" if home else False
+
+
+def application_passwords_available(ctx: RequestContext, home: str = "") -> bool:
+    """Whether application passwords are accepted on this request: it came over https; or
+    the site's ``home`` is https (TLS ends at a proxy whose headers are not trusted); or it
+    came from this machine (a loopback peer address) to a loopback host, as in development.
+
+    SECURITY: the ``Host`` header alone decides nothing: any client can send
+    ``Host: localhost``. The peer address is the connection's, or the forwarded one only when
+    the server trusts proxy headers; a loopback peer that named another host may be a proxy
+    on this machine relaying outside traffic, so it needs a loopback ``Host`` too.
+    """
+    if ctx.secure or _https_home(home):
+        return True
+    return is_loopback_address(ctx.client) and is_loopback_host(ctx.host)
 
 
 def too_many_attempts() -> RestError:
@@ -87,13 +118,19 @@ def too_many_attempts() -> RestError:
 
 
 class ApplicationPasswordAuth:
-    """The application password scheme of one site; ``users`` returns its :class:`UserStore`."""
+    """The application password scheme of one site; ``users`` returns its :class:`UserStore`,
+    ``throttle`` its :class:`LoginThrottle` (None: not throttled), ``home`` its home address
+    (None: only the request decides where application passwords work)."""
 
     def __init__(
-        self, users: Callable[[], UserStore], throttle: Callable[[], LoginThrottle] | None = None
+        self,
+        users: Callable[[], UserStore],
+        throttle: Callable[[], LoginThrottle] | None = None,
+        home: Callable[[], str] | None = None,
     ) -> None:
         self._users = users
         self._throttle = throttle
+        self._home = home
 
     @inert_without_credentials
     def basic_user(self, user: User, request: Request) -> User:
@@ -104,7 +141,8 @@ class ApplicationPasswordAuth:
         ctx = current_context()
         if credentials is None or ctx is None or not ctx.is_rest:
             return user
-        if not application_passwords_available(ctx):
+        home = self._home() if self._home is not None else ""
+        if not application_passwords_available(ctx, home):
             ctx.auth_error = RestError(
                 "application_passwords_disabled",
                 "Application passwords are not available.",
@@ -112,17 +150,23 @@ class ApplicationPasswordAuth:
             )
             return user
         login, password = credentials
-        throttle = self._throttle() if self._throttle is not None else None
-        if throttle is not None:
-            wait = throttle.retry_after(login, ctx.client)
-            if wait is not None:
-                ctx.auth_error = too_many_attempts()
-                ctx.add_pending_header("Retry-After", str(wait))
-                return user
-        found = self._users().authenticate_application_password(login, password, ctx.client)
+        users = self._users()
+
+        def check() -> User | None:
+            return users.authenticate_application_password(login, password, ctx.client)
+
+        wait = None
+        if self._throttle is None:
+            found = check()
+        else:
+            # SECURITY: counted and checked under one lock, so parallel guesses stop at the
+            # limit exactly.
+            found, wait = self._throttle().attempt(login, ctx.client, check)
+        if wait is not None:
+            ctx.auth_error = too_many_attempts()
+            ctx.add_pending_header("Retry-After", str(wait))
+            return user
         if found is None:
-            if throttle is not None:
-                throttle.record_failure(login, ctx.client)
             ctx.auth_error = RestError(
                 "incorrect_password",
                 "The provided password is an invalid application password.",
@@ -149,9 +193,10 @@ def install_application_password_auth(
     hooks: Hooks,
     users: Callable[[], UserStore],
     throttle: Callable[[], LoginThrottle] | None = None,
+    home: Callable[[], str] | None = None,
 ) -> None:
     """Attach Basic authentication with application passwords to ``hooks`` (attempts counted
-    by ``throttle`` when given)."""
-    scheme = ApplicationPasswordAuth(users, throttle)
+    by ``throttle`` when given; ``home``: see :class:`ApplicationPasswordAuth`)."""
+    scheme = ApplicationPasswordAuth(users, throttle, home)
     hooks.add_filter("determine_current_user", scheme.basic_user, 20)
     hooks.add_filter("rest_authentication_errors", scheme.check_errors, 90)

@@ -24,6 +24,7 @@ __all__ = [
     "hash_application_password",
     "hash_password",
     "password_fragment",
+    "unmatchable_hash",
     "verify_password",
 ]
 
@@ -95,6 +96,14 @@ def hash_password(password: str, params: ScryptParams = DEFAULT_PARAMS) -> str:
         raise TypeError("password must be a str")
     salt = secrets.token_bytes(_SALT_BYTES)
     digest = _scrypt(password, salt, params.n, params.r, params.p, _HASH_BYTES)
+    return f"{_SCHEME}${params.n}${params.r}${params.p}${_b64(salt)}${_b64(digest)}"
+
+
+def unmatchable_hash(params: ScryptParams = DEFAULT_PARAMS) -> str:
+    """An encoding in the form of :func:`hash_password`'s, with ``params``, that no password
+    matches (its salt and digest are random bytes; no scrypt run makes it): verifying against
+    it costs what verifying against a real hash does."""
+    salt, digest = secrets.token_bytes(_SALT_BYTES), secrets.token_bytes(_HASH_BYTES)
     return f"{_SCHEME}${params.n}${params.r}${params.p}${_b64(salt)}${_b64(digest)}"
 
 

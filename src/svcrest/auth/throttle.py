@@ -1,26 +1,52 @@
-"""Login throttling (DESIGN §10): past 10 failures in 5 minutes, per login and per client
-address, further attempts answer 429 with ``Retry-After``; kept in the store, so every host
-of the site counts the same failures.
+"""Login throttling: failed attempts counted in the store, so every host of a site counts the
+same ones (see docs/guides/authentication.md, "Throttling").
 
-A failure is two rows (``login:<login key>`` and ``ip:<address>``); rows older than the window
-are deleted as new ones are written. An attempt is refused, whether or not its password is
-right, while either key has :data:`MAX_FAILURES` failures in the window.
+Two limits, over a sliding window of :data:`WINDOW` seconds:
+
+- one login from one client address: :data:`MAX_FAILURES` failures, then that address gets
+  429 for that login. The refusal is keyed on the pair, so failures from other addresses never
+  lock the account's owner out (WordPress core has no lockout at all; a lockout per login alone
+  lets anyone lock anyone out).
+- one client address, any logins (password spraying): :data:`MAX_ADDRESS_FAILURES`.
+
+An attempt is *reserved* before its password is checked, in one transaction that counts and
+inserts atomically (the store's write lock on SQLite; an advisory lock per address on
+PostgreSQL), so parallel attempts cannot all pass the count before any failure is written:
+past the limit, no further password is evaluated. A reserved attempt counts as a failure until
+:meth:`LoginThrottle.succeeded` removes it; the failures before it stay. A refused attempt
+is not counted (it would keep an attacker's window open forever).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from svcrest.auth.users import lookup_key
-from svcrest.store.base import Step, Store
+from svcrest.store.base import Connection, Step, Store
 
-__all__ = ["MAX_FAILURES", "THROTTLE_SCHEMA", "WINDOW", "LoginThrottle"]
+__all__ = [
+    "MAX_ADDRESS_FAILURES",
+    "MAX_FAILURES",
+    "THROTTLE_SCHEMA",
+    "WINDOW",
+    "LoginThrottle",
+    "Reservation",
+]
 
-#: Failures allowed per key in :data:`WINDOW` seconds.
+T = TypeVar("T")
+
+#: Failures allowed for one login from one client address in :data:`WINDOW` seconds.
 MAX_FAILURES = 10
+#: Failures allowed from one client address, whatever the logins, in :data:`WINDOW` seconds.
+MAX_ADDRESS_FAILURES = 50
 WINDOW = 300
+#: Expired rows deleted per reservation at most (bounded work per attempt).
+_CLEANUP_BATCH = 1000
 
 #: Schema steps of the ``throttle`` component.
 THROTTLE_SCHEMA: tuple[Step, ...] = (
@@ -44,17 +70,48 @@ THROTTLE_SCHEMA: tuple[Step, ...] = (
     },
 )
 
+_CLEANUP = {
+    "sqlite": "DELETE FROM login_failures WHERE at <= ?",
+    # SKIP LOCKED: rows another attempt is deleting are left to it, so two cleanups never
+    # wait on each other (no deadlock, whatever order the rows are found in).
+    "postgresql": "DELETE FROM login_failures WHERE id IN (SELECT id FROM login_failures"
+    f" WHERE at <= ? ORDER BY id LIMIT {_CLEANUP_BATCH} FOR UPDATE SKIP LOCKED)",
+}
 
-def _keys(login: object, ip: str) -> list[str]:
-    keys = []
+
+def _login_name(login: object) -> str:
     key = lookup_key(login)
-    if key is None and isinstance(login, str) and login.strip():
+    if key is None and isinstance(login, str):
         key = login.strip()[:240]
-    if key:
-        keys.append("login:" + key)
+    return key or ""
+
+
+def _keys(login: object, ip: str) -> list[tuple[str, int]]:
+    """The counted keys of an attempt with their limits. Every key names the address, so one
+    lock per address serializes every attempt whose counts could meet."""
+    # The address's length first: no login can make one pair's key equal another's.
+    keys = [(f"pair:{len(ip)}:{ip}:{_login_name(login)}", MAX_FAILURES)]
     if ip:
-        keys.append("ip:" + ip)
+        keys.append(("ip:" + ip, MAX_ADDRESS_FAILURES))
     return keys
+
+
+def _lock_id(ip: str) -> int:
+    """The PostgreSQL advisory lock of the attempts from ``ip`` (a signed 64-bit number)."""
+    digest = hashlib.blake2b(ip.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """An attempt counted before its password is checked.
+
+    ``retry_after``: None when the attempt may go on; else the seconds until one may (a
+    refused attempt: nothing was counted). ``ids``: the rows counting it.
+    """
+
+    retry_after: int | None
+    ids: tuple[int, ...] = ()
 
 
 class LoginThrottle:
@@ -66,30 +123,94 @@ class LoginThrottle:
         store.migrate("throttle", THROTTLE_SCHEMA)
 
     def retry_after(self, login: object, ip: str) -> int | None:
-        """Seconds until an attempt for ``login`` from ``ip`` is allowed; None when it is."""
-        keys = _keys(login, ip)
-        if not keys:
-            return None
+        """Seconds until an attempt for ``login`` from ``ip`` is allowed; None when it is.
+        A look only: attempts go through :meth:`reserve` or :meth:`attempt`."""
         now = self._clock()
-        since = now - WINDOW
-        wait = 0.0
         with self.store.read() as conn:
-            for key in keys:
-                rows = conn.execute(
-                    "SELECT at FROM login_failures WHERE key = ? AND at > ? ORDER BY at DESC"
-                    " LIMIT ?",
-                    (key, since, MAX_FAILURES),
-                ).fetchall()
-                if len(rows) >= MAX_FAILURES:
-                    # The oldest of the last MAX_FAILURES failures leaves the window then.
-                    wait = max(wait, float(rows[-1][0]) + WINDOW - now)
-        return max(1, math.ceil(wait)) if wait > 0 else None
+            return _wait(conn, _keys(login, ip), now)
 
-    def record_failure(self, login: object, ip: str) -> None:
-        """Count a failed attempt for ``login`` from ``ip`` (and forget expired ones)."""
+    def reserve(self, login: object, ip: str) -> Reservation:
+        """Count an attempt for ``login`` from ``ip`` before its password is checked.
+
+        Refused (``retry_after`` set, nothing counted) when a limit is reached, counting the
+        attempts reserved and not yet settled. Call :meth:`succeeded` when the password was
+        right; a failed attempt needs nothing more.
+        """
         keys = _keys(login, ip)
         now = self._clock()
         with self.store.transaction() as conn:
-            conn.execute("DELETE FROM login_failures WHERE at <= ?", (now - WINDOW,))
-            for key in keys:
-                conn.execute("INSERT INTO login_failures (key, at) VALUES (?, ?)", (key, now))
+            self._lock(conn, ip)
+            wait = _wait(conn, keys, now)
+            if wait is not None:
+                return Reservation(wait)
+            return Reservation(None, self._insert(conn, keys, now))
+
+    def succeeded(self, reservation: Reservation) -> None:
+        """The reserved attempt had the right password: it is not a failure."""
+        if not reservation.ids:
+            return
+        marks = ", ".join("?" * len(reservation.ids))
+        with self.store.transaction() as conn:
+            conn.execute(f"DELETE FROM login_failures WHERE id IN ({marks})", reservation.ids)
+
+    def attempt(
+        self, login: object, ip: str, check: Callable[[], T | None]
+    ) -> tuple[T | None, int | None]:
+        """Run ``check`` (a quick credential check: it runs under the address's lock) unless
+        ``login`` from ``ip`` is throttled: ``(its result, None)``, a None result counted as
+        a failure; or ``(None, seconds to wait)`` without running it.
+
+        PERF: for checks that take no noticeable time (an application password's hash): a
+        right answer writes nothing, one transaction in all. On a SQLite file a success cost
+        48-69 us here against 487 us for :meth:`reserve` then :meth:`succeeded` (two written
+        transactions) and 42-44 us for the read-only count Basic did before.
+        """
+        keys = _keys(login, ip)
+        now = self._clock()
+        with self.store.transaction() as conn:
+            self._lock(conn, ip)
+            wait = _wait(conn, keys, now)
+            if wait is not None:
+                return None, wait
+            result = check()
+            if result is None:
+                self._insert(conn, keys, now)
+            return result, None
+
+    def record_failure(self, login: object, ip: str) -> None:
+        """Count a failed attempt for ``login`` from ``ip`` (and forget expired ones), whatever
+        the counts: for failures found outside :meth:`reserve` and :meth:`attempt`."""
+        keys = _keys(login, ip)
+        now = self._clock()
+        with self.store.transaction() as conn:
+            self._lock(conn, ip)
+            self._insert(conn, keys, now)
+
+    def _lock(self, conn: Connection, ip: str) -> None:
+        # SQLite: BEGIN IMMEDIATE already holds the database's write lock.
+        if self.store.dialect == "postgresql":
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (_lock_id(ip),))
+
+    def _insert(self, conn: Connection, keys: list[tuple[str, int]], now: float) -> tuple[int, ...]:
+        conn.execute(_CLEANUP[self.store.dialect], (now - WINDOW,))
+        ids = []
+        for key, _limit in keys:
+            row = conn.execute(
+                "INSERT INTO login_failures (key, at) VALUES (?, ?) RETURNING id", (key, now)
+            ).fetchone()
+            ids.append(int(row[0]))
+        return tuple(ids)
+
+
+def _wait(conn: Connection, keys: list[tuple[str, int]], now: float) -> int | None:
+    """Seconds until no key is at its limit (rounded up, at least 1), None when none is."""
+    wait = 0.0
+    for key, limit in keys:
+        rows = conn.execute(
+            "SELECT at FROM login_failures WHERE key = ? AND at > ? ORDER BY at DESC LIMIT ?",
+            (key, now - WINDOW, limit),
+        ).fetchall()
+        if len(rows) >= limit:
+            # The oldest of the last `limit` failures leaves the window then.
+            wait = max(wait, float(rows[-1][0]) + WINDOW - now)
+    return max(1, math.ceil(wait)) if wait > 0 else None

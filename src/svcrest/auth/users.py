@@ -15,6 +15,7 @@ from svcrest.auth.passwords import (
     generate_application_password,
     hash_application_password,
     hash_password,
+    unmatchable_hash,
     verify_password,
 )
 from svcrest.auth.session_cache import announce, settle
@@ -85,7 +86,7 @@ AUTH_SCHEMA: tuple[Step, ...] = (
     CREATE INDEX sessions_expiration ON sessions (expiration)
     """,
     },
-    # Application passwords (DESIGN §10): one row per password, its hash unique.
+    # Application passwords (WordPress 5.6's): one row per password, its hash unique.
     {
         "sqlite": """
     CREATE TABLE application_passwords (
@@ -280,6 +281,7 @@ class UserStore:
         self.password_params = password_params
         self._clock = clock
         self._dummy_hash: str | None = None
+        self._dummy_params = password_params
         store.migrate("auth", AUTH_SCHEMA)
 
     def create(
@@ -362,17 +364,17 @@ class UserStore:
     def authenticate(self, login: str, password: str) -> User | None:
         """The user when ``password`` is theirs, else None.
 
-        SECURITY: an unknown login costs the same scrypt run as a wrong password, so response
-        times do not tell which logins exist.
+        SECURITY: every call runs exactly one scrypt verification, with the parameters of
+        the site's hashes: an unknown login, an empty or non-string password, a wrong and a
+        right one cost the same, so response times do not tell which logins exist.
         """
         record = self.get_auth_record(login) if isinstance(login, str) else None
-        if record is None:
-            verify_password(password if isinstance(password, str) else "", self._dummy())
+        secret = password if isinstance(password, str) else ""
+        encoded = record[1] if record is not None else self._dummy()
+        matches = verify_password(secret, encoded)
+        if record is None or not secret or not matches:
             return None
-        user, encoded = record
-        if isinstance(password, str) and password and verify_password(password, encoded):
-            return user
-        return None
+        return record[0]
 
     def set_password(self, user_id: int, password: str) -> None:
         """Replace the password of ``user_id`` and void every cookie and session of theirs.
@@ -450,7 +452,7 @@ class UserStore:
             rows = conn.execute(f"SELECT {_USER_COLUMNS} FROM users ORDER BY id").fetchall()
         return [_user_from_row(row) for row in rows]
 
-    # -- application passwords (DESIGN §10) ---------------------------------------------------
+    # -- application passwords (WordPress 5.6's) ----------------------------------------------
 
     def create_application_password(
         self, user_id: int, name: str
@@ -566,9 +568,12 @@ class UserStore:
         return user
 
     def _dummy(self) -> str:
-        # A hash with the current parameters, verified against for unknown logins.
-        if self._dummy_hash is None:
-            self._dummy_hash = hash_password("svcrest-no-such-user", self.password_params)
+        """A well-formed hash with the current parameters that no password matches (random
+        salt and digest: nothing is hashed to make it), verified against for unknown logins."""
+        params = self.password_params
+        if self._dummy_hash is None or self._dummy_params != params:
+            self._dummy_hash = unmatchable_hash(params)
+            self._dummy_params = params
         return self._dummy_hash
 
 

@@ -460,8 +460,10 @@ class BaseRestProxy(Generic[ClientT]):
 
     def _sign_in(self, login: str, password: str, home: str | None) -> Exchange[str]:
         base = self.site_base(home)
+        # The JSON login: a refusal comes back in the REST error shape (svc_login_failed…),
+        # where the form login answers an HTML page.
         response = yield self._request(
-            "POST", f"{base}/login", data={"log": login, "pwd": password}
+            "POST", f"{base}/login", json={"log": login, "pwd": password}
         )
         if response.status_code >= 400:
             raise error_from_response(response)

@@ -141,10 +141,14 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         return self._run(self._sync(create, update, destroy, batch, atomic))
 
     def login(self, login: str, password: str, *, home: str | None = None) -> str:
-        """Log in with the site's ``/login`` form, then fetch and keep a nonce.
+        """Log in with the site's JSON ``/login`` (``{"log": ..., "pwd": ...}``), then fetch
+        and keep a nonce.
 
         The site is ``home`` when given, else the origin of the URL. The session cookie stays
-        in the client; the nonce from ``/auth/nonce`` is kept in ``nonce`` and returned.
+        in the client; the nonce from ``/auth/nonce`` is kept in ``nonce`` and returned. A
+        refused login raises `ProxyError` with the server's code and message: 403
+        ``svc_login_failed`` for a wrong login or password, 429
+        ``svc_too_many_login_attempts`` while throttled.
         """
         return self._run(self._login(login, password, home))
 

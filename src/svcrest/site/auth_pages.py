@@ -181,16 +181,31 @@ def _user_json(user: User) -> dict[str, Any]:
     }
 
 
-async def _start_session(
-    app: SiteHost, http: HttpRequest, ctx: RequestContext, login: str, password: str, remember: bool
-) -> IssuedCookie | None:
-    """Check the password and start a session: its cookie, or None for a failed login.
-    Session rotation: a session this browser already had ends first."""
+async def _check_login(
+    app: SiteHost, http: HttpRequest, login: str, password: str
+) -> tuple[User | None, int | None]:
+    """``(the user, None)`` when ``password`` is ``login``'s, ``(None, None)`` when not, or
+    ``(None, seconds to wait)`` when the throttle refuses the attempt.
+
+    SECURITY: the attempt is counted before the password is checked, so parallel guesses
+    stop at the limit exactly; a right password uncounts it. Every path not refused runs one
+    scrypt verification (an empty login too), so timing tells nothing about logins.
+    """
+    reservation = app.throttle.reserve(login, http.client)
+    if reservation.retry_after is not None:
+        return None, reservation.retry_after
     # PERF: scrypt takes ~50 ms; keep it off the event loop.
-    user = await asyncio.to_thread(app.users.authenticate, login, password) if login else None
-    if user is None:
-        app.throttle.record_failure(login, http.client)
-        return None
+    user = await asyncio.to_thread(app.users.authenticate, login, password)
+    if user is not None:
+        app.throttle.succeeded(reservation)
+    return user, None
+
+
+async def _start_session(
+    app: SiteHost, http: HttpRequest, ctx: RequestContext, user: User, remember: bool
+) -> IssuedCookie:
+    """Start a session for ``user`` and sign its cookie. Session rotation: a session this
+    browser already had ends first."""
     await site_request_user(app, http, ctx)
     if ctx.user.is_logged_in and ctx.session_token:
         app.auth.log_out(ctx.user.id, ctx.session_token)
@@ -207,17 +222,12 @@ async def _start_session(
 _THROTTLED = too_many_attempts()
 
 
-def _throttled(app: SiteHost, http: HttpRequest, login: str) -> int | None:
-    """Seconds to wait before ``login`` may be tried from this client (DESIGN §10), or None."""
-    return app.throttle.retry_after(login, http.client)
-
-
 async def _login_form_post(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     form = parse_form(http.body)
     login, password = first_value(form, "log"), first_value(form, "pwd")
     redirect_to = first_value(form, "redirect_to")
     remember = bool(first_value(form, "rememberme"))
-    wait = _throttled(app, http, login)
+    user, wait = await _check_login(app, http, login, password)
     if wait is not None:
         page = _login_form(
             app,
@@ -228,11 +238,11 @@ async def _login_form_post(app: SiteHost, http: HttpRequest, ctx: RequestContext
         )
         page.headers.append(("Retry-After", str(wait)))
         return page
-    issued = await _start_session(app, http, ctx, login, password, remember)
-    if issued is None:
+    if user is None:
         return _login_form(
             app, error=_LOGIN_FAILED, login=login, redirect_to=redirect_to, status=403
         )
+    issued = await _start_session(app, http, ctx, user, remember)
     return redirect(safe_redirect(app, redirect_to), issued.set_cookie_header())
 
 
@@ -252,14 +262,14 @@ async def _login_json_post(app: SiteHost, http: HttpRequest, ctx: RequestContext
     remember = fields.get("rememberme", False)
     if not isinstance(login, str) or not isinstance(password, str) or type(remember) is not bool:
         return _json_error(400, "svc_login_invalid_body", _JSON_FIELDS)
-    wait = _throttled(app, http, login)
+    user, wait = await _check_login(app, http, login, password)
     if wait is not None:
         answer = _json_error(_THROTTLED.status, _THROTTLED.code, _THROTTLED.message)
         answer.headers.append(("Retry-After", str(wait)))
         return answer
-    issued = await _start_session(app, http, ctx, login, password, remember)
-    if issued is None:
+    if user is None:
         return _json_error(403, "svc_login_failed", _LOGIN_FAILED)
+    issued = await _start_session(app, http, ctx, user, remember)
     return _json_answer(200, {"user": _user_json(issued.user)}, issued.set_cookie_header())
 
 
