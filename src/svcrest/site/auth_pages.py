@@ -187,6 +187,13 @@ def _user_json(user: User) -> dict[str, Any]:
     }
 
 
+def _secure(app: SiteHost, http: HttpRequest) -> bool:
+    """Whether the auth cookie is ``Secure``: the request came over https (or was forwarded
+    as https by a trusted proxy), or the site's home is an https address (behind a TLS proxy
+    whose forwarded headers the server does not read, the browser still speaks https)."""
+    return http.scheme == "https" or app.home.startswith("https://")
+
+
 async def _start_session(
     app: SiteHost, http: HttpRequest, ctx: RequestContext, login: str, password: str, remember: bool
 ) -> IssuedCookie | None:
@@ -205,7 +212,7 @@ async def _start_session(
         remember=remember,
         ip=http.client,
         user_agent=http.headers.get("user-agent") or "",
-        secure=http.scheme == "https",
+        secure=_secure(app, http),
     )
 
 
@@ -303,7 +310,7 @@ async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Http
     )
     if not ctx.user.is_logged_in:
         return redirect(
-            app.home + "/login?loggedout=true", app.auth.clear_cookie_header(http.scheme == "https")
+            app.home + "/login?loggedout=true", app.auth.clear_cookie_header(_secure(app, http))
         )
     if not app.auth.verify_nonce(nonce, LOGOUT_ACTION, ctx.user.id, ctx.session_token):
         return html_page(
@@ -311,7 +318,7 @@ async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Http
         )
     app.auth.log_out(ctx.user.id, ctx.session_token)
     return redirect(
-        app.home + "/login?loggedout=true", app.auth.clear_cookie_header(http.scheme == "https")
+        app.home + "/login?loggedout=true", app.auth.clear_cookie_header(_secure(app, http))
     )
 
 
