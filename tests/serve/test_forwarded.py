@@ -58,6 +58,12 @@ def test_the_client_is_the_nearest_untrusted_entry(forwarded_for: str, client: s
     assert TrustedPeers("10.0.0.0/8").client(forwarded_for) == client
 
 
+def _client() -> dict[str, str]:
+    ctx = current_context()
+    assert ctx is not None
+    return {"client": ctx.client}
+
+
 def _site() -> App:
     app = App(HOME, secret_key="test-secret")
     app.users.create("alice", "alice-pw")
@@ -66,7 +72,7 @@ def _site() -> App:
         "/peer",
         {
             "permission_callback": public,
-            "callback": lambda: {"client": current_context().client},
+            "callback": _client,
         },
     )
     return app
