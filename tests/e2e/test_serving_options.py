@@ -273,3 +273,15 @@ def test_an_in_memory_app_on_several_workers_is_refused(
         time.sleep(0.5)
         output = served.output()
     assert "svcrest: refusing every request: This site keeps its data in memory" in output
+
+
+@pytest.mark.parametrize("interface", ["wsgi", "asgi"])
+def test_an_in_memory_database_on_one_worker_is_served(tmp_path: Path, interface: str) -> None:
+    """`svcrest serve --db :memory:` (uvicorn, one worker): served, although uvicorn's WSGI
+    bridge claims `wsgi.multiprocess` (serve tells the App its worker count)."""
+    port = free_port()
+    command = serve_command(port, "--db", ":memory:", "--interface", interface)
+    with running(command, tmp_path, port) as served:
+        response = httpx.get(served.url + NOTES, timeout=10)
+        assert (response.status_code, response.json()) == (200, [])
+        assert f"with uvicorn ({interface})" in served.output()
