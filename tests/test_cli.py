@@ -1463,6 +1463,32 @@ def test_threads_and_max_concurrency_reach_granian(
     assert (options["blocking_threads"], options["backpressure"]) == (3, 64)
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
+    ids=["granian-asgi", "uvicorn", "memory"],
+)
+def test_threads_only_for_granian_wsgi(
+    capsys: pytest.CaptureFixture[str], granian_calls: list[dict[str, Any]], argv: list[str]
+) -> None:
+    message = "svcrest: error: --threads sets the threads of granian's WSGI interface only\n"
+    assert run(capsys, "serve", "--threads", "4", *argv) == (2, "", message)
+    assert granian_calls == []
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [("0", "'0'"), ("257", "'257'"), ("x", "'x'")], ids=["0", "257", "x"]
+)
+def test_threads_must_be_a_count(
+    capsys: pytest.CaptureFixture[str], value: str, shown: str
+) -> None:
+    status, out, err = run(capsys, "serve", "--threads", value)
+    assert (status, out) == (2, "")
+    assert err.startswith(
+        f"svcrest serve: error: argument --threads: invalid thread count {shown} (1-256)"
+    )
+
+
 def test_max_concurrency_reaches_uvicorn(
     capsys: pytest.CaptureFixture[str],
     db: str,
