@@ -109,10 +109,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("an in-memory database does not survive a reload (use --db PATH)")
     proxy_options(args)  # refuses --forwarded-allow-ips without --proxy-headers
     server = _server_choice(args)
-    if args.threads is not None and (server, _interface_choice(args, server)) != (
-        "granian",
-        "wsgi",
-    ):
+    interface = _interface_choice(args, server)
+    if args.threads is not None and (server, interface) != ("granian", "wsgi"):
         raise CliError("--threads sets the threads of granian's WSGI interface only")
     problem = check_port(args.host, args.port)
     if problem is not None:
