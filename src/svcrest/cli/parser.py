@@ -130,7 +130,11 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         choices=launcher.INTERFACES,
         help="(default: wsgi on granian, asgi on uvicorn)",
     )
-    serve.add_argument("--reload", action="store_true", help="restart when a source file changes")
+    serve.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart the workers when a .py file under the current directory changes",
+    )
     serve.add_argument(
         "--access-log",
         action=argparse.BooleanOptionalAction,
