@@ -95,6 +95,20 @@ def running(
             process.wait()
 
 
+def add_editor(db: str) -> None:
+    """``svcrest user add editor1`` (an editor whose password is ``PASSWORD``) to ``db``."""
+    add = ["user", "add", "editor1", "--role", "editor", "--password-stdin", "--db", db]
+    added = subprocess.run(
+        [sys.executable, "-m", "svcrest", *add],
+        input=PASSWORD,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert added.returncode == 0, added.stderr
+
+
 def serve_command(port: int, *options: str) -> list[str]:
     return [sys.executable, "-m", "svcrest", "serve", "--port", str(port), *options]
 
@@ -170,16 +184,7 @@ def proxied(
     name, interface = request.param
     directory = tmp_path_factory.mktemp(f"proxied-{name}-{interface}")
     db = str(directory / "s.db")
-    add = ["user", "add", "editor1", "--role", "editor", "--password-stdin", "--db", db]
-    added = subprocess.run(
-        [sys.executable, "-m", "svcrest", *add],
-        input=PASSWORD,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert added.returncode == 0, added.stderr
+    add_editor(db)
     port = free_port()
     command = serve_command(port, "--server", name, "--interface", interface, "--db", db)
     command += ["--proxy-headers", "--forwarded-allow-ips", "127.0.0.1"]
@@ -214,6 +219,20 @@ def test_plain_http_from_the_proxy_is_not_secure(proxied: tuple[str, Server]) ->
     _, served = proxied
     login = _login(served.url, "127.0.0.1", {})
     assert COOKIE_VALUE.sub("", login.headers["set-cookie"]) == "; Path=/; HttpOnly; SameSite=Lax"
+
+
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_an_https_home_makes_the_cookie_secure(tmp_path: Path, server: str) -> None:
+    """Behind a TLS proxy whose headers the server is not told to read."""
+    db = str(tmp_path / "s.db")
+    add_editor(db)
+    port = free_port()
+    command = serve_command(port, "--server", server, "--db", db, "--home", "https://site.test")
+    with running(command, tmp_path, port) as served:
+        login = _login(served.url, "127.0.0.1", {})
+    assert login.status_code == 303
+    attributes = COOKIE_VALUE.sub("", login.headers["set-cookie"])
+    assert attributes == "; Path=/; HttpOnly; SameSite=Lax; Secure"
 
 
 @pytest.mark.parametrize(
