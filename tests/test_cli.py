@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -27,7 +28,8 @@ from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
-from svcrest.serve import launcher
+from svcrest.serve import forwarded, launcher
+from svcrest.site.processes import ENV_WORKERS
 from tests.cli_run import USING, run
 
 PLUGIN = "svcrest_cli_test_plugin"
@@ -102,8 +104,11 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         cli.ENV_DEMO,
         cli.ENV_WORDPRESS_COMPAT,
         launcher.ENV_HEADER_TIMEOUT,
+        ENV_WORKERS,
+        forwarded.ENV_TARGET,
+        forwarded.ENV_ALLOW_IPS,
     ):
-        monkeypatch.setenv(name, "")
+        monkeypatch.setenv(name, "")  # recorded, so that the test ends without it too
         monkeypatch.delenv(name)
     yield
 
@@ -455,7 +460,8 @@ def test_user_add_errors(
         ),
         (
             ["serve", "--workers", "2", "--db", ":memory:"],
-            "svcrest: error: an in-memory database cannot be shared by several workers",
+            "svcrest: error: an in-memory database cannot be shared by several workers"
+            " (use --db var/svcrest.db, or --workers 1)",
         ),
     ],
     ids=[
@@ -1270,7 +1276,7 @@ def test_serve_defaults_to_granian_wsgi(
         "backpressure": 1024,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
-        "blocking_threads": launcher.GRANIAN_WSGI_THREADS,
+        "blocking_threads": launcher.granian_threads(),
     }
     assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, home)
     assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
@@ -1318,6 +1324,7 @@ def test_serve_granian_asgi_options(
 def test_serve_granian_wsgi_options(
     capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
 ) -> None:
+    import watchfiles
     from granian.constants import Interfaces
     from granian.http import HTTP1Settings
 
@@ -1336,7 +1343,8 @@ def test_serve_granian_wsgi_options(
         "backpressure": 1024,
         "http1_settings": HTTP1Settings(header_read_timeout=2000, max_buffer_size=131072),
         "websockets": False,
-        "blocking_threads": launcher.GRANIAN_WSGI_THREADS,
+        "blocking_threads": launcher.granian_threads(),
+        "reload_filter": watchfiles.PythonFilter,
     }
     assert os.environ[cli.ENV_DEMO] == "1"
     # What the worker serves: the WSGI callable of the site.
@@ -1368,18 +1376,14 @@ def test_an_in_memory_database_is_served_by_uvicorn(
         (
             ["--server", "granian", "--db", ":memory:"],
             "granian serves from worker processes, which cannot share an in-memory database"
-            " (use --db PATH, or --server uvicorn)",
+            " (use --db var/svcrest.db, or --server uvicorn)",
         ),
         (
             ["--reload", "--db", ":memory:"],
             "an in-memory database does not survive a reload (use --db PATH)",
         ),
-        (
-            ["--server", "granian", "--proxy-headers"],
-            "granian does not read proxy headers (use --server uvicorn)",
-        ),
     ],
-    ids=["granian", "reload", "granian-proxy-headers"],
+    ids=["granian", "reload"],
 )
 def test_an_in_memory_database_refused(
     capsys: pytest.CaptureFixture[str],
@@ -1391,20 +1395,146 @@ def test_an_in_memory_database_refused(
     assert granian_calls == []
 
 
-def test_proxy_headers_are_served_by_uvicorn(
+def test_proxy_headers_on_uvicorn(
     capsys: pytest.CaptureFixture[str],
     db: str,
     uvicorn_calls: list[tuple[Any, dict[str, Any]]],
     granian_calls: list[dict[str, Any]],
 ) -> None:
-    argv = ["serve", "--port", str(free_port()), "--db", db, "--proxy-headers"]
-    status, out, _ = run(capsys, *argv, "--forwarded-allow-ips", "10.0.0.1")
+    argv = ["serve", "--server", "uvicorn", "--port", str(free_port()), "--db", db]
+    status, out, _ = run(capsys, *argv, "--proxy-headers", "--forwarded-allow-ips", "10.0.0.1")
     assert status == 0
     assert "with uvicorn (asgi)" in out
     [(served, options)] = uvicorn_calls
     assert (options["proxy_headers"], options["forwarded_allow_ips"]) == (True, "10.0.0.1")
     assert granian_calls == []
     served.store.close()
+
+
+@pytest.mark.parametrize(
+    ("interface", "site_factory", "wrapper"),
+    [
+        ("wsgi", "svcrest.cli:wsgi_from_env", "svcrest.serve.forwarded:wsgi_from_env"),
+        ("asgi", "svcrest.cli:app_from_env", "svcrest.serve.forwarded:asgi_from_env"),
+    ],
+)
+def test_proxy_headers_on_the_default_server_wrap_the_site(
+    capsys: pytest.CaptureFixture[str],
+    db: str,
+    granian_calls: list[dict[str, Any]],
+    interface: str,
+    site_factory: str,
+    wrapper: str,
+) -> None:
+    argv = ["serve", "--interface", interface, "--port", str(free_port()), "--db", db]
+    status, out, _ = run(capsys, *argv, "--proxy-headers", "--forwarded-allow-ips", "10.0.0.1")
+    assert status == 0
+    assert f"with granian ({interface})" in out
+    [options] = granian_calls
+    assert options["target"] == wrapper
+    assert os.environ[forwarded.ENV_TARGET] == site_factory
+    assert os.environ[forwarded.ENV_ALLOW_IPS] == "10.0.0.1"
+    # What the workers load: the site wrapped, trusting the allowed address only.
+    loaded = forwarded.wsgi_from_env() if interface == "wsgi" else forwarded.asgi_from_env()
+    assert "10.0.0.1" in loaded.peers
+    assert "127.0.0.1" not in loaded.peers
+    site = loaded.app.host if interface == "wsgi" else loaded.app
+    assert isinstance(site, App)
+    site.store.close()
+
+
+def test_proxy_headers_trust_localhost_by_default(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    argv = ["serve", "--port", str(free_port()), "--db", db, "--proxy-headers"]
+    assert run(capsys, *argv)[0] == 0
+    assert os.environ[forwarded.ENV_ALLOW_IPS] == "127.0.0.1"
+
+
+def test_threads_and_max_concurrency_reach_granian(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    argv = ["serve", "--port", str(free_port()), "--db", db]
+    assert run(capsys, *argv, "--threads", "3", "--max-concurrency", "64")[0] == 0
+    [options] = granian_calls
+    assert (options["blocking_threads"], options["backpressure"]) == (3, 64)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
+    ids=["granian-asgi", "uvicorn", "memory"],
+)
+def test_threads_only_for_granian_wsgi(
+    capsys: pytest.CaptureFixture[str], granian_calls: list[dict[str, Any]], argv: list[str]
+) -> None:
+    message = "svcrest: error: --threads sets the threads of granian's WSGI interface only\n"
+    assert run(capsys, "serve", "--threads", "4", *argv) == (2, "", message)
+    assert granian_calls == []
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"), [("0", "'0'"), ("257", "'257'"), ("x", "'x'")], ids=["0", "257", "x"]
+)
+def test_threads_must_be_a_count(
+    capsys: pytest.CaptureFixture[str], value: str, shown: str
+) -> None:
+    status, out, err = run(capsys, "serve", "--threads", value)
+    assert (status, out) == (2, "")
+    assert err.startswith(
+        f"svcrest serve: error: argument --threads: invalid thread count {shown} (1-256)"
+    )
+
+
+def test_max_concurrency_reaches_uvicorn(
+    capsys: pytest.CaptureFixture[str],
+    db: str,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+) -> None:
+    argv = ["serve", "--server", "uvicorn", "--port", str(free_port()), "--db", db]
+    assert run(capsys, *argv, "--max-concurrency", "64")[0] == 0
+    [(served, options)] = uvicorn_calls
+    assert options["limit_concurrency"] == 64
+    served.store.close()
+
+
+@pytest.mark.parametrize(("cpus", "threads"), [(1, 3), (2, 5), (3, 7), (4, 8), (64, 8)])
+def test_default_threads_stay_below_granians_warning(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, threads: int
+) -> None:
+    monkeypatch.setattr(multiprocessing, "cpu_count", lambda: cpus)
+    assert launcher.granian_threads() == threads
+    assert threads <= 2 * cpus + 1  # granian warns above it
+
+
+def test_the_workers_are_told_their_count(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    assert run(capsys, "serve", "--port", str(free_port()), "--db", db, "--workers", "3")[0] == 0
+    assert os.environ[ENV_WORKERS] == "3"
+
+
+def test_reload_starts_granian_workers_as_fresh_interpreters(
+    capsys: pytest.CaptureFixture[str], db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import granian
+
+    methods: list[str | None] = []
+
+    class FakeGranian:
+        def __init__(self, **options: Any) -> None:
+            pass
+
+        def serve(self) -> None:
+            methods.append(multiprocessing.get_start_method(allow_none=True))
+
+    monkeypatch.setattr(granian, "Granian", FakeGranian)
+    before = multiprocessing.get_start_method(allow_none=True)
+    argv = ["serve", "--port", str(free_port()), "--db", db]
+    assert run(capsys, *argv, "--reload")[0] == 0
+    assert run(capsys, *argv)[0] == 0
+    assert methods == ["spawn", before]
+    assert multiprocessing.get_start_method(allow_none=True) == before
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])

@@ -40,6 +40,7 @@ from svcrest.site.authorize_app import AUTHORIZE_PATH, install_authorize_applica
 from svcrest.site.docs_pages import install_docs_pages
 from svcrest.site.host import ASGIApp, Page
 from svcrest.site.pages import install_core_pages
+from svcrest.site.processes import ProcessCheck
 from svcrest.site.wp_compat import install_wordpress_compat_pages
 from svcrest.syncrun import run_sync
 
@@ -124,6 +125,9 @@ class App:
         self.rest_server: RestServer | None = None
         self._lock = threading.RLock()
         self._wsgi: WSGIAdapter | None = None
+        #: Refuses serving an in-memory store from several worker processes (read by the
+        #: adapters; see ``svcrest.site.processes``).
+        self.process_check = ProcessCheck()
         self.hooks.add_action("rest_api_init", register_default_filters)
         self.hooks.add_action("rest_api_init", register_batch_route)
         #: Site pages outside the REST prefix: path (relative to home) → Page.
@@ -458,6 +462,17 @@ class App:
 
                     self._store = open_store(self._store_spec)
         return self._store
+
+    @property
+    def store_in_memory(self) -> bool:
+        """Whether the store lives in this process's memory only: ``App()`` without a store,
+        ``store=":memory:"`` or an in-memory ``SqliteStore``."""
+        from svcrest.store.locations import is_memory
+
+        store = self._store if self._store is not None else self._store_spec
+        if store is None or isinstance(store, str):
+            return is_memory(store)
+        return getattr(store, "dialect", "") == "sqlite" and getattr(store, "path", "") is None
 
     def batch_transaction(self) -> AbstractContextManager[Any]:
         """One write transaction of the store, for atomic batches (``rest.batch``)."""

@@ -56,6 +56,17 @@ def _workers(value: str) -> int:
     return int(value)
 
 
+def _count(what: str, most: int) -> Callable[[str], int]:
+    """An argument type: a whole number from 1 to ``most``."""
+
+    def parse(value: str) -> int:
+        if not value.isdigit() or not 1 <= int(value) <= most:
+            raise argparse.ArgumentTypeError(f"invalid {what} {value!r} (1-{most})")
+        return int(value)
+
+    return parse
+
+
 def _plugin_spec(value: str) -> str:
     if PLUGIN_SPEC.fullmatch(value.strip()) is None:
         raise argparse.ArgumentTypeError(f"invalid plugin {value!r} (expected module:function)")
@@ -141,7 +152,11 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         choices=launcher.INTERFACES,
         help="(default: wsgi on granian, asgi on uvicorn)",
     )
-    serve.add_argument("--reload", action="store_true", help="restart when a source file changes")
+    serve.add_argument(
+        "--reload",
+        action="store_true",
+        help="restart the workers when a .py file under the current directory changes",
+    )
     serve.add_argument(
         "--access-log",
         action=argparse.BooleanOptionalAction,
@@ -159,6 +174,22 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         default=limits.header_timeout,
         metavar="S",
         help="seconds to send a request head (default %(default)s)",
+    )
+    serve.add_argument(
+        "--threads",
+        type=_count("thread count", 256),
+        default=None,
+        metavar="N",
+        help="Python threads per granian WSGI worker (default: twice the CPUs plus one, at"
+        f" most {launcher.GRANIAN_WSGI_THREADS})",
+    )
+    serve.add_argument(
+        "--max-concurrency",
+        type=_count("request count", 1_000_000),
+        default=limits.max_concurrency,
+        metavar="N",
+        help="requests in progress per worker: granian queues beyond it (its backpressure),"
+        " uvicorn answers 503 (default %(default)s)",
     )
     serve.add_argument(
         "--keep-alive-timeout",

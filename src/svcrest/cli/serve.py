@@ -55,20 +55,16 @@ def _default_home(host: str, port: int) -> str:
 
 
 def _server_choice(args: argparse.Namespace) -> str:
-    """The server asked for; without ``--server``, the default one, or uvicorn where granian
-    cannot serve: an in-memory database (it lives in the one process uvicorn serves it from)
-    and ``--proxy-headers`` (granian does not read X-Forwarded-*)."""
+    """The server asked for; without ``--server``, the default one, or uvicorn for an
+    in-memory database (it lives in the one process uvicorn serves it from)."""
     memory = is_memory(args.db)
-    needs_uvicorn = memory or args.proxy_headers
     if args.server is None:
-        return "uvicorn" if needs_uvicorn else launcher.DEFAULT_SERVER
+        return "uvicorn" if memory else launcher.DEFAULT_SERVER
     if args.server == "granian" and memory:
         raise CliError(
             "granian serves from worker processes, which cannot share an in-memory database"
-            " (use --db PATH, or --server uvicorn)"
+            " (use --db var/svcrest.db, or --server uvicorn)"
         )
-    if args.server == "granian" and args.proxy_headers:
-        raise CliError("granian does not read proxy headers (use --server uvicorn)")
     return str(args.server)
 
 
@@ -79,7 +75,9 @@ def _interface_choice(args: argparse.Namespace, server: str) -> str:
 
 def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) -> ServeConfig:
     limits = launcher.Limits(
-        header_timeout=args.header_timeout, keep_alive_timeout=args.keep_alive_timeout
+        header_timeout=args.header_timeout,
+        keep_alive_timeout=args.keep_alive_timeout,
+        max_concurrency=args.max_concurrency,
     )
     config = ServeConfig(
         asgi_factory="svcrest.cli:app_from_env",
@@ -93,6 +91,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         access_log=args.access_log,
         proxy_headers=args.proxy_headers,
         forwarded_allow_ips=proxy_options(args).get("forwarded_allow_ips"),
+        threads=args.threads,
         limits=limits,
         app=app,
     )
@@ -108,11 +107,17 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
 
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers > 1 and is_memory(args.db):
-        raise CliError("an in-memory database cannot be shared by several workers")
+        raise CliError(
+            "an in-memory database cannot be shared by several workers"
+            " (use --db var/svcrest.db, or --workers 1)"
+        )
     if args.reload and is_memory(args.db):
         raise CliError("an in-memory database does not survive a reload (use --db PATH)")
     proxy_options(args)  # refuses --forwarded-allow-ips without --proxy-headers
     server = _server_choice(args)
+    interface = _interface_choice(args, server)
+    if args.threads is not None and (server, interface) != ("granian", "wsgi"):
+        raise CliError("--threads sets the threads of granian's WSGI interface only")
     problem = check_port(args.host, args.port)
     if problem is not None:
         raise CliError(problem)

@@ -4,8 +4,10 @@ Both servers log the request line through :mod:`logging` (uvicorn's ``uvicorn.ac
 granian's ``granian.access``); the launcher puts :class:`RedactSecrets` on their access
 handlers. It rewrites the record's arguments (uvicorn: a tuple whose path carries the query
 string; granian: a dict with ``path`` and ``query_string``) and message so that the value of
-every ``_wpnonce``, ``pwd`` and ``password`` query variable reads ``[redacted]``. Neither
-server logs a header, so no cookie reaches the log either.
+every ``_wpnonce``, ``pwd`` and ``password`` query variable reads ``[redacted]``. A variable
+is recognised by its name as the site reads it: percent-decoded (``%5Fwpnonce``), in any case,
+with or without PHP's brackets (``_wpnonce[]``). Neither server logs a header, so no cookie
+reaches the log either.
 """
 
 from __future__ import annotations
@@ -13,18 +15,35 @@ from __future__ import annotations
 import logging
 import re
 from typing import Final
+from urllib.parse import unquote_plus
 
 __all__ = ["REDACTED", "RedactSecrets", "redact"]
 
 REDACTED: Final = "[redacted]"
-_SECRET = re.compile(r"((?:^|[?&;])(?:_wpnonce|pwd|password)=)[^&;#\s\"]*", re.IGNORECASE)
+_SECRETS: Final = frozenset({"_wpnonce", "pwd", "password"})
+#: A ``name=value`` pair at the start of a query string or after ``&`` or ``;``.
+_PAIR: Final = re.compile(r"(?:^|(?<=[&;]))([^&;=#\s\"]+)=([^&;#\s\"]*)")
+
+
+def _secret_name(raw: str) -> bool:
+    """Whether the query variable named ``raw`` (as sent) is a secret once decoded."""
+    name = unquote_plus(raw) if "%" in raw or "+" in raw else raw
+    return name.partition("[")[0].lower() in _SECRETS
+
+
+def _redact_pair(match: re.Match[str]) -> str:
+    name = match.group(1)
+    return f"{name}={REDACTED}" if _secret_name(name) else match.group(0)
 
 
 def redact(text: str) -> str:
     """``text`` with the value of each secret query variable replaced by ``[redacted]``."""
     if "=" not in text:
         return text
-    return _SECRET.sub(lambda match: match.group(1) + REDACTED, text)
+    path, mark, query = text.partition("?")  # a text without "?" may be a query string
+    if not mark:
+        return _PAIR.sub(_redact_pair, text)
+    return path + mark + _PAIR.sub(_redact_pair, query)
 
 
 def _redact_value(value: object) -> object:

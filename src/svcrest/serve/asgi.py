@@ -99,6 +99,14 @@ async def handle_asgi(
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
         return
+    check = host.process_check  # an in-memory store split by several workers: refused
+    if check.pending or check.refusal is not None:
+        check.decide(host.store_in_memory)
+        if check.refusal is not None:
+            start = {"status": 503, "headers": check.refusal.wire_headers()}
+            await send({"type": "http.response.start", **start})
+            await send({"type": "http.response.body", "body": check.refusal.body})
+            return
     headers = ScopeHeaders(scope["headers"])
     method = scope["method"]
     method = USUAL_METHODS.get(method) or str(method).upper()

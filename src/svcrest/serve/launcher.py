@@ -20,17 +20,29 @@ idle keep-alive        the head time-out (hyper has no separate    ``timeout_kee
 concurrent requests    ``backpressure`` (queued beyond it)         ``limit_concurrency`` (503)
 body size              ``App(max_body_size=...)``, both servers    the same
 =====================  ==========================================  ==============================
+
+``--reload`` watches the Python files under the current directory only (a log or database
+file written there restarts nothing); granian's workers are then started as fresh
+interpreters (``spawn``), as uvicorn's are, so that they import the edited plugins instead of
+inheriting the modules this process imported while preparing the site. ``--proxy-headers``
+on granian, which reads no forwarded header itself, wraps the site in
+:mod:`svcrest.serve.forwarded`; uvicorn applies its own. The worker count reaches the workers
+as ``SVCREST_WORKERS`` (:mod:`svcrest.site.processes`: an in-memory store is refused when it
+is more than one).
 """
 
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from svcrest.serve import forwarded
 from svcrest.serve.accesslog import RedactSecrets
+from svcrest.site.processes import ENV_WORKERS
 
 __all__ = [
     "DEFAULT_INTERFACE",
@@ -44,6 +56,7 @@ __all__ = [
     "ServeConfig",
     "ServerMissingError",
     "granian_options",
+    "granian_threads",
     "serve",
     "uvicorn_options",
 ]
@@ -59,8 +72,8 @@ DEFAULT_INTERFACE: Final = "wsgi"
 #: Each server's interface when none is asked for: its faster one (uvicorn's WSGI bridge is
 #: half as fast as its ASGI).
 SERVER_INTERFACES: Final = {"granian": "wsgi", "uvicorn": "asgi"}
-#: Python threads per granian WSGI worker: requests run in them, so a blocking callback
-#: holds one thread, not the worker.
+#: The most Python threads per granian WSGI worker by default: requests run in them, so a
+#: blocking callback holds one thread, not the worker (see :func:`granian_threads`).
 GRANIAN_WSGI_THREADS: Final = 8
 #: Seconds a uvicorn client has to send a complete request head (read by the workers'
 #: ``BoundedHttpToolsProtocol``).
@@ -85,7 +98,8 @@ class Limits:
     header_timeout: float = 10.0
     #: Seconds an idle keep-alive connection stays open (uvicorn; granian: header_timeout).
     keep_alive_timeout: float = 5.0
-    #: Requests in progress per worker (granian queues beyond it, uvicorn answers 503).
+    #: Requests in progress per worker (granian's backpressure: queued beyond it; uvicorn
+    #: answers 503).
     max_concurrency: int = 1024
 
 
@@ -105,6 +119,8 @@ class ServeConfig:
     access_log: bool = True
     proxy_headers: bool = False
     forwarded_allow_ips: str | None = None
+    #: Python threads per granian WSGI worker; None: :func:`granian_threads`.
+    threads: int | None = None
     limits: Limits = field(default_factory=Limits)
     #: The site already built (an App), served in this process by uvicorn with one worker
     #: and no reloader; else the workers call the factory.
@@ -160,6 +176,13 @@ def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
     return options
 
 
+def granian_threads() -> int:
+    """The default Python threads of a granian WSGI worker: :data:`GRANIAN_WSGI_THREADS`, or
+    fewer on a small machine, where granian finds more than twice the CPU count plus one
+    "quite high" (and says so at every start)."""
+    return max(1, min(GRANIAN_WSGI_THREADS, 2 * multiprocessing.cpu_count() + 1))
+
+
 def granian_options(config: ServeConfig) -> dict[str, Any]:
     """The keyword arguments of granian's ``Granian(...)`` for ``config``."""
     from granian.constants import Interfaces
@@ -168,8 +191,11 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
 
     limits = config.limits
     wsgi = config.interface == "wsgi"
+    target = config.target
+    if config.proxy_headers:  # granian reads no forwarded header: the site's wrapper does
+        target = forwarded.WSGI_FACTORY if wsgi else forwarded.ASGI_FACTORY
     options: dict[str, Any] = {
-        "target": config.target,
+        "target": target,
         "factory": True,
         "address": config.host,
         "port": config.port,
@@ -185,8 +211,12 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
         ),
         "websockets": False,
     }
+    if config.reload:
+        import watchfiles
+
+        options["reload_filter"] = watchfiles.PythonFilter
     if wsgi:
-        options["blocking_threads"] = GRANIAN_WSGI_THREADS
+        options["blocking_threads"] = config.threads or granian_threads()
     return options
 
 
@@ -216,10 +246,21 @@ def _serve_granian(config: ServeConfig) -> int:
         raise ServerMissingError(
             "granian is not installed: pip install 'svcrest[server]'"
         ) from None
+    options = granian_options(config)
+    if config.proxy_headers:
+        forwarded.configure(config.target, config.forwarded_allow_ips or "127.0.0.1")
+    # granian forks its workers from this process, which imported the plugins while preparing
+    # the site: with --reload, a forked worker would keep their old code after an edit.
+    method = multiprocessing.get_start_method(allow_none=True)
+    if config.reload:
+        multiprocessing.set_start_method("spawn", force=True)
     try:
-        Granian(**granian_options(config)).serve()
+        Granian(**options).serve()
     except SystemExit as exc:  # granian exits when it could not start
         return exc.code if isinstance(exc.code, int) else 1
+    finally:
+        if config.reload:
+            multiprocessing.set_start_method(method, force=True)
     return 0
 
 
@@ -231,6 +272,7 @@ def serve(config: ServeConfig) -> int:
     if config.interface not in INTERFACES:
         raise ValueError(f"unknown interface {config.interface!r} (one of {', '.join(INTERFACES)})")
     os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
+    os.environ[ENV_WORKERS] = str(config.workers)
     if config.server == "granian":
         return _serve_granian(config)
     return _serve_uvicorn(config)

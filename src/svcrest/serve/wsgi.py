@@ -162,6 +162,12 @@ class WSGIAdapter:
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> Iterable[bytes]:
         host = self.host
+        check = host.process_check  # an in-memory store split by several workers: refused
+        if check.pending or check.refusal is not None:
+            check.decide(host.store_in_memory, environ.get("wsgi.multiprocess"))
+            if check.refusal is not None:
+                start_response(_status_line(503), check.refusal.safe_headers())
+                return [check.refusal.body]
         http = _request(environ)
         reader = (
             _body_reader(environ, host.max_body_size)

@@ -181,6 +181,13 @@ def _user_json(user: User) -> dict[str, Any]:
     }
 
 
+def _secure(app: SiteHost, http: HttpRequest) -> bool:
+    """Whether the auth cookie is ``Secure``: the request came over https (or was forwarded
+    as https by a trusted proxy), or the site's home is an https address (behind a TLS proxy
+    whose forwarded headers the server does not read, the browser still speaks https)."""
+    return http.scheme == "https" or app.home.startswith("https://")
+
+
 async def _check_login(
     app: SiteHost, http: HttpRequest, login: str, password: str
 ) -> tuple[User | None, int | None]:
@@ -214,7 +221,7 @@ async def _start_session(
         remember=remember,
         ip=http.client,
         user_agent=http.headers.get("user-agent") or "",
-        secure=http.scheme == "https",
+        secure=_secure(app, http),
     )
 
 
@@ -307,7 +314,7 @@ async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Http
     )
     if not ctx.user.is_logged_in:
         return redirect(
-            app.home + "/login?loggedout=true", app.auth.clear_cookie_header(http.scheme == "https")
+            app.home + "/login?loggedout=true", app.auth.clear_cookie_header(_secure(app, http))
         )
     if not app.auth.verify_nonce(nonce, LOGOUT_ACTION, ctx.user.id, ctx.session_token):
         return html_page(
@@ -315,7 +322,7 @@ async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> Http
         )
     app.auth.log_out(ctx.user.id, ctx.session_token)
     return redirect(
-        app.home + "/login?loggedout=true", app.auth.clear_cookie_header(http.scheme == "https")
+        app.home + "/login?loggedout=true", app.auth.clear_cookie_header(_secure(app, http))
     )
 
 

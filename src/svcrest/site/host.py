@@ -15,6 +15,7 @@ from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.rest.server import RestServer
 from svcrest.rest.settings import SiteSettings
+from svcrest.site.processes import ProcessCheck
 
 __all__ = ["ASGIApp", "Page", "PageHandler", "SiteHost"]
 
@@ -38,6 +39,13 @@ class SiteHost(SiteSettings, Protocol):
     site: ASGIApp | None
     #: The REST server once created, None before (:meth:`rest_get_server` creates it).
     rest_server: RestServer | None
+    #: Whether several worker processes would split the site's in-memory store.
+    process_check: ProcessCheck
+
+    @property
+    def store_in_memory(self) -> bool:
+        """Whether the store lives in this process's memory only (``App()`` without one)."""
+        ...
 
     @property
     def auth(self) -> AuthService:
