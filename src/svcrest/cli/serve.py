@@ -73,7 +73,9 @@ def _interface_choice(args: argparse.Namespace, server: str) -> str:
 
 def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) -> ServeConfig:
     limits = launcher.Limits(
-        header_timeout=args.header_timeout, keep_alive_timeout=args.keep_alive_timeout
+        header_timeout=args.header_timeout,
+        keep_alive_timeout=args.keep_alive_timeout,
+        body_timeout=args.body_timeout,
     )
     config = ServeConfig(
         asgi_factory="svcrest.cli:app_from_env",

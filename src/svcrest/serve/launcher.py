@@ -19,6 +19,9 @@ idle keep-alive        the head time-out (hyper has no separate    ``timeout_kee
                        idle time-out on HTTP/1)
 concurrent requests    ``backpressure`` (queued beyond it)         ``limit_concurrency`` (503)
 body size              ``App(max_body_size=...)``, both servers    the same
+body time-out          the adapters (``SVCREST_BODY_TIMEOUT``):    the same (ASGI)
+(slow bodies)          408; WSGI: slow bodies hold at most 4 of
+                       the 8 threads, 503 beyond
 =====================  ==========================================  ==============================
 """
 
@@ -31,10 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from svcrest.serve.accesslog import RedactSecrets
+from svcrest.serve.bodies import DEFAULT_BODY_TIMEOUT, ENV_BODY_TIMEOUT
 
 __all__ = [
     "DEFAULT_INTERFACE",
     "DEFAULT_SERVER",
+    "ENV_BODY_TIMEOUT",
     "ENV_HEADER_TIMEOUT",
     "GRANIAN_WSGI_THREADS",
     "INTERFACES",
@@ -87,6 +92,8 @@ class Limits:
     keep_alive_timeout: float = 5.0
     #: Requests in progress per worker (granian queues beyond it, uvicorn answers 503).
     max_concurrency: int = 1024
+    #: Seconds to send a whole request body, once its head is in (slow bodies get 408).
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,6 +238,7 @@ def serve(config: ServeConfig) -> int:
     if config.interface not in INTERFACES:
         raise ValueError(f"unknown interface {config.interface!r} (one of {', '.join(INTERFACES)})")
     os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
+    os.environ[ENV_BODY_TIMEOUT] = repr(config.limits.body_timeout)
     if config.server == "granian":
         return _serve_granian(config)
     return _serve_uvicorn(config)

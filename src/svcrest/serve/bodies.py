@@ -1,0 +1,138 @@
+"""What a slow request body may hold: a deadline for the whole body, and on WSGI, server
+threads.
+
+A client that announces a body and then sends it a byte at a time (or not at all) must not
+keep the site from answering others. Both adapters give the whole body ``body_timeout()``
+seconds (``SVCREST_BODY_TIMEOUT``, set by ``svcrest serve --body-timeout``; 30 by default) and
+answer 408 ``svc_body_timeout`` after it.
+
+On ASGI a body being read costs a coroutine, and the deadline is a timer. On WSGI it costs a
+server thread, and ``wsgi.input.read(n)`` cannot be interrupted: granian's waits until ``n``
+bytes came or the client left, and reading it from any other thread stalls the whole worker
+(measured: one such read held every request for 3.8 s). :class:`PacedBodyReads` therefore
+reads on the request's thread in steps that grow while the bytes flow and fall back to one
+byte when they do not, checking the deadline after each step: a client sending a byte at a
+time is answered 408 at its first byte past the deadline. A client that sends nothing at all
+cannot be answered before it sends or leaves; so reading a body needs one of
+``SLOW_BODY_READERS`` places (half of ``svcrest serve``'s eight granian threads), and a body
+that finds none free within ``PLACE_WAIT_SECONDS`` is answered 503 ``svc_body_busy``:
+however many slow bodies arrive, the other threads serve everyone else.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Final
+
+from svcrest.http.errors import BodyReadError, RestError
+
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "ENV_BODY_TIMEOUT",
+    "PLACE_WAIT_SECONDS",
+    "SLOW_BODY_READERS",
+    "PacedBodyReads",
+    "body_busy_error",
+    "body_timeout",
+    "body_timeout_error",
+]
+
+#: The environment variable holding the seconds a client has to send a whole request body.
+ENV_BODY_TIMEOUT: Final = "SVCREST_BODY_TIMEOUT"
+DEFAULT_BODY_TIMEOUT: Final = 30.0
+#: WSGI: request threads that may be reading bodies at once, per worker.
+SLOW_BODY_READERS: Final = 4
+#: WSGI: how long a body waits for a reading place before it is answered 503 (places held by
+#: bodies that come at once are free again within microseconds).
+PLACE_WAIT_SECONDS: Final = 0.1
+#: WSGI: most bytes asked of ``wsgi.input`` at a time.
+_MAX_STEP: Final = 64 * 1024
+#: WSGI: a read answered within this many seconds means the bytes flow: the next asks twice
+#: as many; a slower one means a slow client: the next asks one byte. (Well above what
+#: waiting for the GIL adds to a read of bytes that came already.)
+_FLOWING: Final = 0.25
+
+
+def body_timeout() -> float:
+    """The seconds a client has to send a whole request body (``SVCREST_BODY_TIMEOUT``,
+    else 30; a value that is not a positive number counts as unset)."""
+    raw = os.environ.get(ENV_BODY_TIMEOUT)
+    if raw is None:
+        return DEFAULT_BODY_TIMEOUT
+    try:
+        seconds = float(raw)
+    except ValueError:
+        return DEFAULT_BODY_TIMEOUT
+    return seconds if 0 < seconds < float("inf") else DEFAULT_BODY_TIMEOUT
+
+
+def body_timeout_error(seconds: float) -> BodyReadError:
+    """The 408 of a body not received within ``seconds``."""
+    return BodyReadError(
+        RestError(
+            "svc_body_timeout",
+            f"The request body was not received within {seconds:g} seconds.",
+            {"status": 408, "body_timeout": seconds},
+        )
+    )
+
+
+def body_busy_error() -> BodyReadError:
+    """The 503 of a slow body arriving while every slow-reader place is taken."""
+    error = RestError(
+        "svc_body_busy",
+        "Too many slow request bodies are being received; please try again shortly.",
+        {"status": 503},
+    )
+    error.headers = (("Retry-After", "1"),)
+    return BodyReadError(error)
+
+
+def _read_paced(read: Callable[[int], bytes], size: int, seconds: float) -> bytes:
+    """Up to ``size`` bytes of ``read`` (fewer when the stream ends first), within
+    ``seconds``: raises the 408 when bytes are still due after them."""
+    deadline = time.monotonic() + seconds
+    chunks: list[bytes] = []
+    left = size
+    step = 1
+    while left > 0:
+        began = time.monotonic()
+        chunk = read(min(left, step))
+        now = time.monotonic()
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+        if left > 0 and now > deadline:
+            raise body_timeout_error(seconds)
+        step = min(2 * step, _MAX_STEP) if now - began < _FLOWING else 1
+    return b"".join(chunks)
+
+
+class PacedBodyReads:
+    """Reads WSGI request bodies within the body deadline, at most ``readers`` at once (see
+    the module)."""
+
+    def __init__(
+        self, *, readers: int = SLOW_BODY_READERS, place_wait: float = PLACE_WAIT_SECONDS
+    ) -> None:
+        self._places = threading.BoundedSemaphore(readers)
+        self._place_wait = place_wait
+
+    def read(self, stream: object, size: int) -> bytes:
+        """Up to ``size`` bytes of the ``wsgi.input`` ``stream``. Raises
+        :class:`BodyReadError`: 408 ``svc_body_timeout`` after the deadline, 503
+        ``svc_body_busy`` when no reading place came free in time."""
+        read: Callable[[int], bytes] = stream.read  # type: ignore[attr-defined]
+        if type(stream) is io.BytesIO:  # in memory already (uvicorn's WSGI bridge, tests)
+            return read(size)
+        if not self._places.acquire(timeout=self._place_wait):
+            raise body_busy_error()
+        try:
+            return _read_paced(read, size, body_timeout())
+        finally:
+            self._places.release()
