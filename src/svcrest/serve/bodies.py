@@ -10,11 +10,11 @@ On ASGI a body being read costs a coroutine, and the deadline is a timer. On WSG
 server thread, and ``wsgi.input.read(n)`` cannot be interrupted: granian's waits until ``n``
 bytes came or the client left, and reading it from any other thread stalls the whole worker
 (measured: one such read held every request for 3.8 s). :class:`PacedBodyReads` therefore
-reads on the request's thread in steps that grow while the bytes flow and fall back to one
-byte when they do not, checking the deadline after each step: a client sending a byte at a
-time is answered 408 within about two seconds past the deadline (a step never asks for more
-than eight bytes after a read that waited 0.25 s). A client that sends nothing at all
-cannot be answered before it sends or leaves; so reading a body needs one of
+reads on the request's thread in steps that grow eight-fold while the bytes flow and fall
+back to one byte when a read waited, checking the deadline after each step: a client sending
+a byte at a time is answered 408 soon after the deadline (at worst eight of its byte
+intervals, or two seconds, later). A client that pauses at the wrong moment, or sends
+nothing at all, cannot be answered before it sends or leaves; so reading a body needs one of
 ``SLOW_BODY_READERS`` places (half of ``svcrest serve``'s eight granian threads), and a body
 that finds none free within ``PLACE_WAIT_SECONDS`` is answered 503 ``svc_body_busy``:
 however many slow bodies arrive, the other threads serve everyone else.
