@@ -107,6 +107,8 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         ENV_WORKERS,
         forwarded.ENV_TARGET,
         forwarded.ENV_ALLOW_IPS,
+        launcher.ENV_BODY_TIMEOUT,
+        launcher.ENV_BODY_READERS,
     ):
         monkeypatch.setenv(name, "")  # recorded, so that the test ends without it too
         monkeypatch.delenv(name)
@@ -1347,6 +1349,9 @@ def test_serve_granian_wsgi_options(
         "reload_filter": watchfiles.PythonFilter,
     }
     assert os.environ[cli.ENV_DEMO] == "1"
+    assert os.environ[launcher.ENV_BODY_TIMEOUT] == "30.0"
+    # Half of the request threads may read bodies; the others serve everyone else.
+    assert os.environ[launcher.ENV_BODY_READERS] == str(max(1, launcher.granian_threads() // 2))
     # What the worker serves: the WSGI callable of the site.
     wsgi = cli.wsgi_from_env()
     site = wsgi.host
@@ -1556,3 +1561,16 @@ def test_serve_wordpress_compat_reaches_the_served_app(
     app.store.close()
     if workers == "2":
         assert os.environ["SVCREST_WORDPRESS_COMPAT"] == "1"
+
+
+def test_serve_body_timeout_reaches_the_workers(
+    capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
+) -> None:
+    argv = ["serve", *UVICORN_ASGI, "--port", str(free_port()), "--db", db]
+    assert run(capsys, *argv, "--body-timeout", "2.5")[0] == 0
+    assert os.environ[launcher.ENV_BODY_TIMEOUT] == "2.5"
+    uvicorn_calls[0][0].store.close()
+    for bad in ("0", "-1", "soon"):
+        status, _, err = run(capsys, *argv, "--body-timeout", bad)
+        assert status == 2
+        assert f"invalid time-out {bad!r} (seconds, 0-3600)" in err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -47,3 +48,18 @@ def test_parse_form(text: str, expected: dict[str, Any]) -> None:
 def test_field_count_is_capped() -> None:
     parsed = parse_form("&".join(f"k{i}=v" for i in range(MAX_FIELDS + 50)))
     assert len(parsed) == MAX_FIELDS
+
+
+@pytest.mark.parametrize("pair", ["", "a=1"], ids=["empty-pairs", "pairs"])
+def test_a_nine_mib_form_body_is_split_no_further_than_the_cap(pair: str) -> None:
+    body = "&".join([pair] * (9 * 1024 * 1024 // (len(pair) + 1))).encode()
+    tracemalloc.start()
+    try:
+        parsed = parse_form(body)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert parsed == ({"a": "1"} if pair else {})
+    # The decoded text, the rest after the first MAX_FIELDS pairs and those pairs; a whole
+    # split held a list of 9 M entries (72 MB) and, for "a=1", 2.4 M strings.
+    assert peak < 3 * len(body), peak

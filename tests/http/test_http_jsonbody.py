@@ -14,7 +14,12 @@ from hypothesis import strategies as st
 
 from svcrest import App, Request
 from svcrest.http.errors import RestError
-from svcrest.http.jsonbody import MAX_JSON_DEPTH, decode_json_body, is_json_content_type
+from svcrest.http.jsonbody import (
+    MAX_JSON_DEPTH,
+    MAX_JSON_STRUCTURES,
+    decode_json_body,
+    is_json_content_type,
+)
 from tests.conftest import SiteClient
 
 
@@ -342,6 +347,16 @@ def test_http_ten_mib_at_depth_500_is_accepted(
     assert ran.count("callback") == 1
 
 
+def test_http_structure_heavy_body_is_refused_before_any_callback(
+    echo_app: tuple[App, list[str]], client_for: _CLIENT_FOR
+) -> None:
+    app, ran = echo_app
+    response = _post(client_for(app), _lists(9 * _MIB // 3))
+    assert response.status_code == 413
+    assert response.json() == _TOO_COMPLEX
+    assert "callback" not in ran
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
@@ -358,3 +373,90 @@ def test_http_refusals_run_no_callback(
     assert response.status_code == 400
     assert response.json() == expected
     assert "callback" not in ran  # (the Allow header of the 400 may ask the permission)
+
+
+# -- structure: arrays, objects and object members are counted before parsing -----------------
+
+_TOO_COMPLEX = {
+    "code": "rest_json_too_complex",
+    "message": "The JSON body holds more than 100000 arrays, objects and object members.",
+    "data": {"status": 413, "max_structures": 100_000},
+}
+
+
+def _lists(count: int) -> bytes:
+    """An array of ``count`` empty arrays: ``count + 1`` structures."""
+    return b"[" + b",".join([b"[]"] * count) + b"]"
+
+
+def _members(count: int) -> bytes:
+    """An object of ``count`` distinct members: ``count + 1`` structures."""
+    return b"{" + b",".join(b'"k%d":0' % index for index in range(count)) + b"}"
+
+
+def _too_complex(raw: bytes) -> dict[str, Any]:
+    with pytest.raises(RestError) as caught:
+        decode_json_body(raw)
+    return caught.value.to_dict()
+
+
+def test_the_structure_limit_is_100000() -> None:
+    assert MAX_JSON_STRUCTURES == 100_000
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _lists(MAX_JSON_STRUCTURES - 1),
+        _members(MAX_JSON_STRUCTURES - 1),
+        b"[" + b",".join([b'{"a":[]}'] * (MAX_JSON_STRUCTURES // 3)) + b"]",
+        # Counted bytes inside strings, also after escaped quotes and backslashes.
+        b'["' + b"[{:" * MAX_JSON_STRUCTURES + b'"]',
+        b'{"a":"' + b'\\"[{:' * MAX_JSON_STRUCTURES + b'"}',
+        b'["\\\\",' + b'"\\\\[{:",' * MAX_JSON_STRUCTURES + b"1]",
+        orjson.dumps({"layout": orjson.dumps([{"a": [1]}] * MAX_JSON_STRUCTURES).decode()}),
+        # Scalars are not structures: 10 MiB of integers stays accepted.
+        _ints(10 * _MIB - 2000),
+    ],
+    ids=[
+        "lists-at-limit",
+        "members-at-limit",
+        "objects-at-limit",
+        "in-a-string",
+        "after-escaped-quotes",
+        "after-escaped-backslashes",
+        "json-in-a-string",
+        "ten-mib-of-integers",
+    ],
+)
+def test_a_body_within_the_structure_limit_is_accepted(raw: bytes) -> None:
+    assert decode_json_body(raw) == orjson.loads(raw)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        _lists(MAX_JSON_STRUCTURES),
+        _members(MAX_JSON_STRUCTURES),
+        b"[" + b",".join([b'{"a":[]}'] * (MAX_JSON_STRUCTURES // 3 + 1)) + b"]",
+        _lists(9 * _MIB // 3),
+        # A string before and after does not hide them; nor does a closing escaped backslash.
+        b'["[[[",' + _lists(MAX_JSON_STRUCTURES) + b',"]]]"]',
+        b'["\\\\",' + _lists(MAX_JSON_STRUCTURES) + b"]",
+        b'[""' + b',"",[]' * MAX_JSON_STRUCTURES + b"]",
+        # Invalid JSON is refused the same way, before it is parsed.
+        b'"[' * MAX_JSON_STRUCTURES * 3,
+    ],
+    ids=[
+        "lists",
+        "members",
+        "objects",
+        "nine-mib-of-lists",
+        "between-strings",
+        "after-escaped-backslashes",
+        "with-empty-strings",
+        "invalid",
+    ],
+)
+def test_a_body_over_the_structure_limit_is_refused(raw: bytes) -> None:
+    assert _too_complex(raw) == _TOO_COMPLEX

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from svcrest import App, Request, RestError, public
+from svcrest.http.forms import MAX_FIELDS
 from svcrest.http.multipart import UploadedFile, parse_multipart
 from tests.conftest import SiteClient
 
@@ -95,6 +96,28 @@ def test_malformed_multipart_is_a_400(body: bytes, content_type: str, reason: st
         "message": "Invalid multipart/form-data body.",
         "data": {"status": 400, "reason": reason},
     }
+
+
+def _invalid(reason: str) -> dict[str, Any]:
+    return {
+        "code": "rest_invalid_multipart",
+        "message": "Invalid multipart/form-data body.",
+        "data": {"status": 400, "reason": reason},
+    }
+
+
+def test_a_thousand_parts_are_accepted() -> None:
+    body = multipart(*[("f[]", None, None, b"x")] * MAX_FIELDS)
+    params, _ = parse_multipart(body, CONTENT_TYPE)
+    assert params == {"f": ["x"] * MAX_FIELDS}
+
+
+@pytest.mark.parametrize("count", [MAX_FIELDS + 1, 152_000], ids=["1001", "152k"])
+def test_more_than_a_thousand_parts_are_refused_before_parsing(count: int) -> None:
+    body = multipart(*[("f[]", None, None, b"x")] * count)
+    with pytest.raises(RestError) as caught:
+        parse_multipart(body, CONTENT_TYPE)
+    assert caught.value.to_dict() == _invalid("more than 1000 parts")
 
 
 def _echo_app() -> App:

@@ -198,6 +198,13 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds an idle connection stays open (default %(default)s)",
     )
+    serve.add_argument(
+        "--body-timeout",
+        type=_seconds,
+        default=limits.body_timeout,
+        metavar="S",
+        help="seconds to send a whole request body; slower ones get 408 (default %(default)s)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

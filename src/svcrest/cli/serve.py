@@ -78,6 +78,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         header_timeout=args.header_timeout,
         keep_alive_timeout=args.keep_alive_timeout,
         max_concurrency=args.max_concurrency,
+        body_timeout=args.body_timeout,
     )
     config = ServeConfig(
         asgi_factory="svcrest.cli:app_from_env",

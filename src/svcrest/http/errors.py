@@ -6,7 +6,7 @@ from typing import Any
 
 from svcrest.types import JSONLike
 
-__all__ = ["RestError"]
+__all__ = ["BodyReadError", "RestError"]
 
 
 class RestError(Exception):
@@ -43,3 +43,13 @@ class RestError(Exception):
 
     def __repr__(self) -> str:
         return f"RestError({self.code!r}, {self.message!r}, {self.data!r})"
+
+
+class BodyReadError(Exception):
+    """The request body could not be read within the server's bounds (a client too slow, or
+    too many slow bodies at once). Raised by the adapters' body readers; ``error`` is the
+    answer: as it is to a REST request, as a short text page to any other."""
+
+    def __init__(self, error: RestError) -> None:
+        super().__init__(error.message)
+        self.error = error

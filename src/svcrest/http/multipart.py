@@ -7,7 +7,9 @@ multipart form gives the same parameters as the same form sent urlencoded. Files
 in ``[]`` a list of them.
 
 The whole body is in memory already (the site's ``max_body_size`` bounds it), so files are
-kept as bytes. A malformed body is a 400 ``rest_invalid_multipart``.
+kept as bytes. A malformed body is a 400 ``rest_invalid_multipart``. SECURITY: the delimiters
+are counted before parsing, so a body of more than ``MAX_FIELDS`` parts is refused without
+parsing any, and parsing stops at the first error.
 """
 
 from __future__ import annotations
@@ -55,13 +57,25 @@ def invalid_multipart(reason: str) -> RestError:
     )
 
 
+class _Refused(Exception):
+    """Stops the parser at the first error (raised from a callback, caught in
+    ``parse_multipart``)."""
+
+    def __init__(self, error: RestError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _too_many_parts() -> RestError:
+    return invalid_multipart(f"more than {MAX_FIELDS} parts")
+
+
 class _Collector:
     """python-multipart's callbacks: collects each part's headers and bytes."""
 
     def __init__(self) -> None:
         self.parts: list[tuple[dict[bytes, bytes], bytes]] = []
         self.ended = False
-        self.error: str | None = None
         self._headers: dict[bytes, bytes] = {}
         self._field = b""
         self._value = b""
@@ -79,7 +93,7 @@ class _Collector:
 
     def on_header_end(self) -> None:
         if len(self._headers) >= _MAX_PART_HEADERS:
-            self.error = "too many part headers"
+            raise _Refused(invalid_multipart("too many part headers"))
         self._headers[self._field.strip().lower()] = self._value.strip()
         self._field = b""
         self._value = b""
@@ -89,8 +103,7 @@ class _Collector:
 
     def on_part_end(self) -> None:
         if len(self.parts) >= MAX_FIELDS:
-            self.error = "too many parts"
-            return
+            raise _Refused(_too_many_parts())
         self.parts.append((self._headers, b"".join(self._data)))
 
     def on_end(self) -> None:
@@ -115,9 +128,14 @@ def parse_multipart(
     Raises ``RestError`` ``rest_invalid_multipart`` (400) for a body that is not a complete,
     well-formed multipart body with the ``boundary`` of ``content_type``.
     """
+    boundary = _boundary(content_type)
+    # PERF: a count in C (~5 ms for 9 MiB); python-multipart spent 1.2 s on 152k tiny parts.
+    # Every part starts with a delimiter and the body ends with one ("--" + boundary + "--").
+    if body.count(b"--" + boundary) > MAX_FIELDS + 1:
+        raise _too_many_parts()
     collector = _Collector()
     parser = MultipartParser(
-        _boundary(content_type),
+        boundary,
         {
             "on_part_begin": collector.on_part_begin,
             "on_part_data": collector.on_part_data,
@@ -133,8 +151,8 @@ def parse_multipart(
         parser.finalize()
     except MultipartParseError as exc:
         raise invalid_multipart("malformed body") from exc
-    if collector.error is not None:
-        raise invalid_multipart(collector.error)
+    except _Refused as refused:
+        raise refused.error from None
     if not collector.ended:
         raise invalid_multipart("truncated body")
     params: dict[str, Any] = {}

@@ -6,6 +6,7 @@ is one call of :func:`svcrest.site.respond.respond`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from svcrest.http.exchange import (
 )
 from svcrest.http.headers import Headers
 from svcrest.http.scope_headers import ScopeHeaders
+from svcrest.serve.bodies import body_timeout, body_timeout_error
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
 
@@ -26,6 +28,9 @@ __all__ = ["ASGIReceive", "ASGIScope", "ASGISend", "forward_to_site", "handle_as
 ASGIScope = MutableMapping[str, Any]
 ASGIReceive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+
+_CLOSE = (b"connection", b"close")
 
 
 async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
@@ -44,29 +49,39 @@ def _body_reader(
 ) -> Callable[[], Awaitable[bytes | None]]:
     """Reads the body once: its bytes, or None when it is longer than ``limit``
     (SECURITY: refused from Content-Length before reading, or as soon as the stream passes
-    the limit)."""
+    the limit); raises ``BodyReadError`` (408) when the whole body has not come within the
+    body deadline (``svcrest.serve.bodies``)."""
     declared = headers.index().get("content-length")
 
     async def read() -> bytes | None:
         if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
             return None
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message.get("type") == "http.disconnect":
-                break
-            chunk = message.get("body", b"")
-            if chunk:
-                size += len(chunk)
-                if size > limit:
-                    return None
-                chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        return b"".join(chunks)
+        seconds = body_timeout()
+        try:
+            async with asyncio.timeout(seconds):
+                return await _receive_body(receive, limit)
+        except TimeoutError:
+            raise body_timeout_error(seconds) from None
 
     return read
+
+
+async def _receive_body(receive: ASGIReceive, limit: int) -> bytes | None:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        if chunk:
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
 
 
 async def forward_to_site(
@@ -141,7 +156,8 @@ async def handle_asgi(
         await forward_to_site(site, answer.lines, scope, receive, send)
         return
     assert not isinstance(answer, SiteForward)
-    await send(
-        {"type": "http.response.start", "status": answer.status, "headers": answer.wire_headers()}
-    )
+    wire = answer.wire_headers()
+    if answer.status == 408:  # RFC 9110: the server closes the connection after a 408
+        wire.append(_CLOSE)
+    await send({"type": "http.response.start", "status": answer.status, "headers": wire})
     await send({"type": "http.response.body", "body": answer.body})

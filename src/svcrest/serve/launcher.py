@@ -19,6 +19,9 @@ idle keep-alive        the head time-out (hyper has no separate    ``timeout_kee
                        idle time-out on HTTP/1)
 concurrent requests    ``backpressure`` (queued beyond it)         ``limit_concurrency`` (503)
 body size              ``App(max_body_size=...)``, both servers    the same
+body time-out          the adapters (``SVCREST_BODY_TIMEOUT``):    the same (ASGI)
+(slow bodies)          408; WSGI: slow bodies hold at most 4 of
+                       the 8 threads, 503 beyond
 =====================  ==========================================  ==============================
 
 ``--reload`` watches the Python files under the current directory only (a log or database
@@ -42,11 +45,18 @@ from typing import Any, Final
 
 from svcrest.serve import forwarded
 from svcrest.serve.accesslog import RedactSecrets
+from svcrest.serve.bodies import (
+    DEFAULT_BODY_TIMEOUT,
+    ENV_BODY_READERS,
+    ENV_BODY_TIMEOUT,
+    slow_body_readers,
+)
 from svcrest.site.processes import ENV_WORKERS
 
 __all__ = [
     "DEFAULT_INTERFACE",
     "DEFAULT_SERVER",
+    "ENV_BODY_TIMEOUT",
     "ENV_HEADER_TIMEOUT",
     "GRANIAN_WSGI_THREADS",
     "INTERFACES",
@@ -101,6 +111,8 @@ class Limits:
     #: Requests in progress per worker (granian's backpressure: queued beyond it; uvicorn
     #: answers 503).
     max_concurrency: int = 1024
+    #: Seconds to send a whole request body, once its head is in (slow bodies get 408).
+    body_timeout: float = DEFAULT_BODY_TIMEOUT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,6 +285,8 @@ def serve(config: ServeConfig) -> int:
         raise ValueError(f"unknown interface {config.interface!r} (one of {', '.join(INTERFACES)})")
     os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
     os.environ[ENV_WORKERS] = str(config.workers)
+    os.environ[ENV_BODY_TIMEOUT] = repr(config.limits.body_timeout)
+    os.environ[ENV_BODY_READERS] = str(slow_body_readers(config.threads or granian_threads()))
     if config.server == "granian":
         return _serve_granian(config)
     return _serve_uvicorn(config)

@@ -8,6 +8,7 @@ from typing import Any
 
 from svcrest.blocking import inline_context
 from svcrest.http.environ import Environ, EnvironHeaders
+from svcrest.http.errors import BodyReadError
 from svcrest.http.exchange import (
     USUAL_METHODS,
     HttpRequest,
@@ -15,8 +16,9 @@ from svcrest.http.exchange import (
     headers_announce_body,
     remembered_host_name,
 )
+from svcrest.serve.bodies import PacedBodyReads
 from svcrest.site.host import SiteHost
-from svcrest.site.respond import SiteForward, respond
+from svcrest.site.respond import SiteForward, body_error_page, respond
 from svcrest.syncrun import run_in_context
 
 __all__ = ["WSGIAdapter"]
@@ -74,29 +76,32 @@ def _status_line(status: int) -> str:
     return line
 
 
-def _body_reader(environ: Environ, limit: int) -> Callable[[], Awaitable[bytes | None]]:
+def _body_reader(
+    environ: Environ, limit: int, reads: PacedBodyReads
+) -> Callable[[], Awaitable[bytes | None]]:
     """The reader of a request's body (see ``_read_body``)."""
 
     async def read_body() -> bytes | None:
-        return _read_body(environ, limit)
+        return _read_body(environ, limit, reads)
 
     return read_body
 
 
-def _read_body(environ: Environ, limit: int) -> bytes | None:
+def _read_body(environ: Environ, limit: int, reads: PacedBodyReads) -> bytes | None:
     """The body, or None past ``limit``. A body without Content-Length is read only when the
     server says the stream ends on its own (``wsgi.input_terminated``, as for chunked
-    uploads); SECURITY: never more than the limit plus one byte."""
+    uploads); SECURITY: never more than the limit plus one byte, and within the body
+    deadline (``reads`` raises ``BodyReadError``)."""
     stream = environ.get("wsgi.input")
     raw_length = str(environ.get("CONTENT_LENGTH") or "").strip()
     if raw_length.isdigit():
         length = int(raw_length)
         if length > limit:
             return None
-        return stream.read(length) if stream is not None and length else b""
+        return reads.read(stream, length) if stream is not None and length else b""
     if stream is None or not environ.get("wsgi.input_terminated"):
         return b""
-    body: bytes = stream.read(limit + 1)
+    body = reads.read(stream, limit + 1)
     return None if len(body) > limit else body
 
 
@@ -104,11 +109,13 @@ class WSGIAdapter:
     """A WSGI application serving a site (``app.wsgi``).
 
     The async pipeline runs on a private event loop per server thread; a request whose
-    callbacks are all plain finishes without the loop (see ``svcrest.syncrun``).
+    callbacks are all plain finishes without the loop (see ``svcrest.syncrun``). Bodies are
+    read within a deadline, by few server threads at once (see ``svcrest.serve.bodies``).
     """
 
     def __init__(self, host: SiteHost) -> None:
         self.host = host
+        self._body_reads = PacedBodyReads()
 
     async def _site_response(
         self, http: HttpRequest, environ: Environ, lines: tuple[tuple[str, str], ...]
@@ -169,19 +176,21 @@ class WSGIAdapter:
                 start_response(_status_line(503), check.refusal.safe_headers())
                 return [check.refusal.body]
         http = _request(environ)
-        reader = (
-            _body_reader(environ, host.max_body_size)
-            if headers_announce_body(http.method, http.headers)
-            else None
-        )
+        announced = headers_announce_body(http.method, http.headers)
+        reader = _body_reader(environ, host.max_body_size, self._body_reads) if announced else None
         # This request has its own server thread: "blocking" callbacks run on it, in place.
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
         # context variables never reaches the next request served by this thread.
         answer = run_in_context(respond(host, http, reader), inline_context())
         if type(answer) is SiteForward:
-            http.body = _read_body(environ, host.max_body_size) or b""
-            answer = run_in_context(
-                self._site_response(http, environ, answer.lines), inline_context()
-            )
+            try:
+                if announced:
+                    http.body = _read_body(environ, host.max_body_size, self._body_reads) or b""
+            except BodyReadError as exc:
+                answer = body_error_page(exc.error)
+            else:
+                answer = run_in_context(
+                    self._site_response(http, environ, answer.lines), inline_context()
+                )
         start_response(_status_line(answer.status), answer.safe_headers())
         return [answer.body]

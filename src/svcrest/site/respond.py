@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
 from svcrest.http.context import RequestContext, _current
-from svcrest.http.errors import RestError
+from svcrest.http.errors import BodyReadError, RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.pipeline import error_answer, rest_route_of, serve_rest
@@ -22,11 +22,12 @@ from svcrest.rest.server import internal_error
 from svcrest.site.host import SiteHost
 from svcrest.site.pages import serve_page
 
-__all__ = ["BodyReader", "SiteForward", "respond"]
+__all__ = ["BodyReader", "SiteForward", "body_error_page", "respond"]
 
 logger = logging.getLogger("svcrest")
 
-#: Reads the request body: its bytes, or None when it is longer than ``max_body_size``.
+#: Reads the request body: its bytes, or None when it is longer than ``max_body_size``; raises
+#: ``BodyReadError`` when the client is too slow.
 BodyReader = Callable[[], Awaitable[bytes | None]]
 
 
@@ -47,6 +48,25 @@ def _plain_500() -> HttpResponse:
     return HttpResponse(
         500, [("Content-Type", "text/plain; charset=UTF-8")], b"Internal server error."
     )
+
+
+def body_error_page(error: RestError) -> HttpResponse:
+    """The short text answer of a body that could not be read, to a request outside REST."""
+    return HttpResponse(
+        error.status,
+        [("Content-Type", "text/plain; charset=UTF-8"), *error.headers],
+        error.message.encode(),
+    )
+
+
+def _body_error_answer(
+    host: SiteHost, ctx: RequestContext, rest: bool, error: RestError
+) -> HttpResponse:
+    if not rest:
+        return body_error_page(error)
+    response = error_answer(host, ctx, error)
+    response.headers.extend(error.headers)
+    return response
 
 
 async def respond(
@@ -80,6 +100,8 @@ async def respond(
             else:
                 response = await serve_page(host, http, ctx, read_body)
                 response.headers.extend(_link_lines(host))
+        except BodyReadError as exc:
+            response = _body_error_answer(host, ctx, route is not None, exc.error)
         except Exception:
             logger.exception("Unhandled exception while serving %s %s", http.method, http.path)
             try:

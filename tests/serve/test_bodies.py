@@ -1,0 +1,336 @@
+"""Slow request bodies, in process: the body deadline on both adapters (408 in the REST error
+shape, a short text page elsewhere) and, on WSGI, the few server threads slow bodies may
+hold (503 beyond them). tests/e2e/test_slow_bodies.py runs the same over real servers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from svcrest import App, Request, public
+from svcrest.serve import bodies
+from svcrest.serve.bodies import (
+    ENV_BODY_READERS,
+    ENV_BODY_TIMEOUT,
+    SLOW_BODY_READERS,
+    body_readers,
+    body_timeout,
+    slow_body_readers,
+)
+
+TIMEOUT = 0.4
+ECHO = "/svc-json/t/v1/echo"
+
+
+def _timeout_error(seconds: float) -> dict[str, Any]:
+    return {
+        "code": "svc_body_timeout",
+        "message": f"The request body was not received within {seconds:g} seconds.",
+        "data": {"status": 408, "body_timeout": seconds},
+    }
+
+
+BUSY = {
+    "code": "svc_body_busy",
+    "message": "Too many slow request bodies are being received; please try again shortly.",
+    "data": {"status": 503},
+}
+
+
+@pytest.fixture
+def short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_BODY_TIMEOUT, str(TIMEOUT))
+
+
+@pytest.fixture
+def app() -> Iterator[tuple[App, list[Any]]]:
+    """A site with an echo route; the list holds the bodies its callback saw."""
+    site = App("http://127.0.0.1:8000")
+    seen: list[Any] = []
+
+    def echo(request: Request) -> Any:
+        seen.append(request.get_json_params())
+        return {"echo": request.get_json_params()}
+
+    site.register_rest_route(
+        "t/v1", "/echo", {"methods": "POST", "callback": echo, "permission_callback": public}
+    )
+    site.register_rest_route(
+        "t/v1", "/fast", {"methods": "GET", "callback": lambda: "ok", "permission_callback": public}
+    )
+    yield site, seen
+    site.store.close()
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [(None, 30.0), ("2.5", 2.5), ("abc", 30.0), ("0", 30.0), ("-1", 30.0), ("inf", 30.0)],
+    ids=["unset", "set", "not-a-number", "zero", "negative", "infinite"],
+)
+def test_the_body_deadline_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, seconds: float
+) -> None:
+    if value is None:
+        monkeypatch.delenv(ENV_BODY_TIMEOUT, raising=False)
+    else:
+        monkeypatch.setenv(ENV_BODY_TIMEOUT, value)
+    assert body_timeout() == seconds
+
+
+@pytest.mark.parametrize(
+    ("value", "readers"),
+    [(None, 4), ("2", 2), ("abc", 4), ("0", 4), ("-3", 4)],
+    ids=["unset", "set", "not-a-number", "zero", "negative"],
+)
+def test_the_reading_places_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, readers: int
+) -> None:
+    if value is None:
+        monkeypatch.delenv(ENV_BODY_READERS, raising=False)
+    else:
+        monkeypatch.setenv(ENV_BODY_READERS, value)
+    assert body_readers() == readers
+
+
+def test_half_of_the_threads_may_read_bodies() -> None:
+    assert [slow_body_readers(threads) for threads in (1, 2, 3, 5, 8)] == [1, 1, 1, 2, 4]
+
+
+# -- WSGI ------------------------------------------------------------------------------------
+
+
+class SlowStream:
+    """A ``wsgi.input`` whose reads wait until ``release`` is set (a client that announced a
+    body and sends nothing), then give ``data``."""
+
+    def __init__(self, data: bytes = b"") -> None:
+        self.release = threading.Event()
+        self.data = data
+
+    def read(self, size: int = -1) -> bytes:
+        self.release.wait(30)
+        data, self.data = self.data[:size], self.data[size:]
+        return data
+
+
+class TricklingStream:
+    """A ``wsgi.input`` as granian's: ``read(n)`` waits for ``n`` bytes, and the client sends
+    one every 0.1 s; ``asked`` records the sizes asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[int] = []
+
+    def read(self, size: int = -1) -> bytes:
+        self.asked.append(size)
+        time.sleep(0.1 * size)
+        return b" " * size
+
+
+class FastStream:
+    """A ``wsgi.input`` whose bytes are all there (not a BytesIO); records the sizes asked."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.asked: list[int] = []
+
+    def read(self, size: int = -1) -> bytes:
+        self.asked.append(size)
+        data, self.data = self.data[:size], self.data[size:]
+        return data
+
+
+def _environ(
+    path: str, stream: Any, length: int, content_type: str = "application/json"
+) -> dict[str, Any]:
+    return {
+        "REQUEST_METHOD": "POST" if stream is not None else "GET",
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": stream,
+        "wsgi.input_terminated": True,
+        "CONTENT_LENGTH": str(length) if stream is not None else "",
+        "CONTENT_TYPE": content_type,
+    }
+
+
+def _wsgi(app: App, environ: dict[str, Any]) -> tuple[str, dict[str, str], bytes]:
+    answered: list[Any] = []
+
+    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
+        answered.extend((status, dict(headers)))
+
+    body = b"".join(app.wsgi(environ, start_response))
+    return answered[0], answered[1], body
+
+
+def test_wsgi_a_body_that_comes_is_read_in_growing_steps(
+    app: tuple[App, list[Any]], short_deadline: None
+) -> None:
+    site, seen = app
+    data = b'{"a":"' + b"x" * 300_000 + b'"}'
+    stream = FastStream(data)
+    assert _wsgi(site, _environ(ECHO, stream, len(data)))[0] == "200 OK"
+    assert seen == [{"a": "x" * 300_000}]
+    # One byte first (a slow client must not be asked for more than it sent), then eight
+    # times more each time while the bytes flow, up to 32 KiB.
+    steps = [8**n for n in range(6)]
+    assert stream.asked[:6] == steps
+    rest = len(data) - sum(steps)
+    assert stream.asked[6:] == [32768] * (rest // 32768) + [rest % 32768]
+
+
+def test_wsgi_a_trickling_rest_body_is_answered_408(
+    app: tuple[App, list[Any]], short_deadline: None
+) -> None:
+    site, seen = app
+    stream = TricklingStream()
+    started = time.monotonic()
+    status, headers, body = _wsgi(site, _environ(ECHO, stream, 1000))
+    waited = time.monotonic() - started
+    assert set(stream.asked) <= {1, 8}
+    assert status == "408 Request Timeout"
+    assert headers["Content-Type"] == "application/json; charset=UTF-8"
+    assert json.loads(body) == _timeout_error(TIMEOUT)
+    assert TIMEOUT <= waited < TIMEOUT + 2, waited
+    assert seen == []
+
+
+def test_wsgi_a_slow_page_body_is_answered_a_short_408(
+    app: tuple[App, list[Any]], short_deadline: None
+) -> None:
+    site, _ = app
+    stream = TricklingStream()
+    status, headers, body = _wsgi(
+        site, _environ("/login", stream, 1000, "application/x-www-form-urlencoded")
+    )
+    assert status == "408 Request Timeout"
+    assert headers["Content-Type"] == "text/plain; charset=UTF-8"
+    assert body == b"The request body was not received within 0.4 seconds."
+
+
+def test_wsgi_a_slow_body_for_the_wrapped_site_app_is_answered_a_short_408(
+    short_deadline: None,
+) -> None:
+    called: list[str] = []
+
+    async def site_app(scope: Any, receive: Any, send: Any) -> None:
+        called.append(scope["path"])
+
+    site = App("http://127.0.0.1:8000", site=site_app)
+    try:
+        status, _, body = _wsgi(site, _environ("/upload", TricklingStream(), 1000, "text/plain"))
+    finally:
+        site.store.close()
+    assert status == "408 Request Timeout"
+    assert body == b"The request body was not received within 0.4 seconds."
+    assert called == []
+
+
+def test_wsgi_slow_bodies_hold_at_most_four_threads(
+    app: tuple[App, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four silent bodies hold the four reading places; a fifth body is answered 503 after
+    waiting 0.1 s for a place, and requests without a body are served meanwhile."""
+    monkeypatch.setenv(ENV_BODY_TIMEOUT, "3")
+    monkeypatch.delenv(ENV_BODY_READERS, raising=False)
+    site, seen = app
+    assert SLOW_BODY_READERS == 4
+    streams = [SlowStream() for _ in range(SLOW_BODY_READERS + 1)]
+    with ThreadPoolExecutor(SLOW_BODY_READERS) as pool:
+        try:
+            slow = [
+                pool.submit(_wsgi, site, _environ(ECHO, stream, 1000))
+                for stream in streams[:SLOW_BODY_READERS]
+            ]
+            time.sleep(0.5)  # the four took the slow readers' places
+            started = time.monotonic()
+            status, headers, body = _wsgi(site, _environ(ECHO, streams[-1], 1000))
+            waited = time.monotonic() - started
+            fast = _wsgi(site, _environ("/svc-json/t/v1/fast", None, 0))
+            assert all(not future.done() for future in slow)
+        finally:
+            for stream in streams:
+                stream.release.set()
+        answers = [future.result() for future in slow]
+    assert status == "503 Service Unavailable"
+    assert headers["Retry-After"] == "1"
+    assert json.loads(body) == BUSY
+    assert bodies.PLACE_WAIT_SECONDS <= waited < 1.0, waited
+    assert fast[0] == "200 OK"
+    # Released before their deadline: their (empty) bodies were read.
+    assert [answer[0] for answer in answers] == ["200 OK"] * SLOW_BODY_READERS
+    assert seen == [None] * SLOW_BODY_READERS
+
+
+# -- ASGI ------------------------------------------------------------------------------------
+
+
+async def _asgi_silent_body(app: App, path: str, content_type: str) -> tuple[Any, list[Any]]:
+    """A POST whose body never comes: the response start message and the body bytes."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", content_type.encode()),
+            (b"content-length", b"1000"),
+        ],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return sent[0], [message.get("body", b"") for message in sent[1:]]
+
+
+def test_asgi_a_slow_rest_body_is_answered_408_and_closed(
+    app: tuple[App, list[Any]], short_deadline: None
+) -> None:
+    site, seen = app
+    started = time.monotonic()
+    start, parts = asyncio.run(_asgi_silent_body(site, ECHO, "application/json"))
+    waited = time.monotonic() - started
+    assert start["status"] == 408
+    assert (b"connection", b"close") in start["headers"]
+    assert json.loads(b"".join(parts)) == _timeout_error(TIMEOUT)
+    assert TIMEOUT <= waited < TIMEOUT + 2, waited
+    assert seen == []
+
+
+def test_asgi_a_slow_page_body_is_answered_a_short_408(
+    app: tuple[App, list[Any]], short_deadline: None
+) -> None:
+    site, _ = app
+    start, parts = asyncio.run(
+        _asgi_silent_body(site, "/login", "application/x-www-form-urlencoded")
+    )
+    assert start["status"] == 408
+    assert (b"connection", b"close") in start["headers"]
+    assert (b"Content-Type", b"text/plain; charset=UTF-8") in start["headers"]
+    assert b"".join(parts) == b"The request body was not received within 0.4 seconds."
