@@ -56,6 +56,7 @@ from svcrest.site.processes import ENV_WORKERS
 __all__ = [
     "DEFAULT_INTERFACE",
     "DEFAULT_SERVER",
+    "ENV_BODY_READERS",
     "ENV_BODY_TIMEOUT",
     "ENV_HEADER_TIMEOUT",
     "GRANIAN_WSGI_THREADS",
