@@ -49,6 +49,12 @@ def _plain_500() -> HttpResponse:
     )
 
 
+def _plain_error(error: RestError) -> HttpResponse:
+    """A page's answer of a REST error raised while serving it (a store's 503)."""
+    lines = [("Content-Type", "text/plain; charset=UTF-8"), *error.headers]
+    return HttpResponse(error.status, lines, error.message.encode())
+
+
 async def respond(
     host: SiteHost, http: HttpRequest, read_body: BodyReader | None
 ) -> HttpResponse | SiteForward:
@@ -80,6 +86,8 @@ async def respond(
             else:
                 response = await serve_page(host, http, ctx, read_body)
                 response.headers.extend(_link_lines(host))
+        except RestError as error:  # a store's 503 (busy, unavailable) met outside dispatch
+            response = error_answer(host, ctx, error) if route else _plain_error(error)
         except Exception:
             logger.exception("Unhandled exception while serving %s %s", http.method, http.path)
             try:
