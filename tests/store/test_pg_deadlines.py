@@ -272,6 +272,8 @@ def test_bad_db_timeouts_are_refused_at_registration(value: Any) -> None:
 def test_connections_killed_are_unavailable_then_replaced(
     app: App, client_for: ClientFor, postgres: PostgresServer
 ) -> None:
+    """The connection is ended inside the write's transaction, so its COMMIT is cut off:
+    503 ``svc_store_unavailable`` (a 500 before), and the pool replaces the connection."""
     client = client_for(app)
     assert client.get("/svc-json/t/v1/read").json() == {"one": 1}
     killed = threading.Event()
