@@ -7,12 +7,14 @@ A server of its own, so the stop does not disturb the other tests."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from svcrest import App
+from svcrest import App, Request, public
 from tests.auth.test_auth_hosts import ME, cache_on, make_host
 from tests.conftest import SiteClient
 from tests.pg import PostgresServer
@@ -80,3 +82,64 @@ def test_a_stopped_database_is_503_and_the_site_recovers(
     finally:
         app.store.close()
         host.store.close()
+
+
+def test_a_stop_and_start_under_load_loses_and_doubles_no_acknowledged_write(
+    own_server: PostgresServer, client_for: Callable[..., SiteClient]
+) -> None:
+    app = site(own_server.new_schema())
+
+    def put(request: Request) -> dict[str, Any]:
+        with app.store.transaction() as conn:
+            conn.execute("INSERT INTO t_items (name) VALUES (?)", (request["key"],))
+        return {"key": request["key"]}
+
+    app.register_rest_route(
+        "t/v1", "/put", {"methods": "POST", "callback": put, "permission_callback": public,
+                         "args": {"key": {"type": "string", "required": True}}},
+    )  # fmt: skip
+    answers: dict[str, int] = {}
+    slowest = [0.0]
+    stop = threading.Event()
+
+    def write(writer: int) -> None:
+        client = client_for(app)
+        number = 0
+        while not stop.is_set():
+            key = f"w{writer}-{number}"
+            number += 1
+            started = time.monotonic()
+            answers[key] = client.post("/svc-json/t/v1/put", params={"key": key}).status_code
+            slowest[0] = max(slowest[0], time.monotonic() - started)
+
+    writers = [threading.Thread(target=write, args=(n,)) for n in range(4)]
+    try:
+        for thread in writers:
+            thread.start()
+        time.sleep(0.5)
+        own_server.stop_server("fast")
+        time.sleep(1.0)
+        own_server.start_server()
+        deadline = time.monotonic() + 10
+        while not any(status == 200 for status in list(answers.values())[-8:]):
+            assert time.monotonic() < deadline, "the writes did not recover"
+            time.sleep(0.1)
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        for thread in writers:
+            thread.join(30)
+    rows = app.store.read_one("SELECT count(*), count(DISTINCT name) FROM t_items")
+    stored = {row[0] for row in _rows(app, "SELECT name FROM t_items")}
+    app.store.close()
+    assert set(answers.values()) <= {200, 503}
+    assert 503 in answers.values()
+    assert rows[0] == rows[1]  # nothing applied twice
+    acknowledged = {key for key, status in answers.items() if status == 200}
+    assert acknowledged <= stored  # nothing acknowledged lost
+    assert slowest[0] < 6  # the pool's deadline (5 s) at worst, never a hang
+
+
+def _rows(app: App, sql: str) -> list[Any]:
+    with app.store.read() as conn:
+        return conn.execute(sql).fetchall()
