@@ -66,6 +66,13 @@ def test_a_stopped_database_is_503_and_the_site_recovers(
             assert answered_within(cookie_client, "GET", ME, 3) == 503
         cache = host.auth.session_cache
         assert cache is not None and not cache.trusted
+        # Pages: what needs no store is served; what needs it is a plain 503, not a 500.
+        assert client.get("/static/svc-rest.mjs").status_code == 200
+        started = time.monotonic()
+        login = cookie_client.post("/login", data={"log": "alice", "pwd": "alice-pw"})
+        assert time.monotonic() - started < 3
+        assert (login.status_code, login.headers["Retry-After"]) == (503, "1")
+        assert login.text == "The database is unavailable; please try again shortly."
         own_server.start_server()
         deadline = time.monotonic() + 10
         while answered_within(client, "GET", "/svc-json/t/v1/read", 3) != 200:
