@@ -8,8 +8,8 @@ NPM_STAMP := node_modules/.package-lock.json
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint typecheck tsc docs docs-serve bench clean chromium postgres screenshots \
-	compiled test-compiled wheel-check
+.PHONY: run test lint typecheck tsc docs docs-serve bench clean chromium postgres pgbouncer \
+	screenshots compiled test-compiled wheel-check
 
 HOST := 127.0.0.1
 PORT := 8000
@@ -69,7 +69,13 @@ postgres:
 	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
 		{ apt-get update -qq && apt-get install -y -qq postgresql; }
 
-test: lint typecheck docs chromium postgres
+# The PgBouncer tests start their own pooler (Debian's pgbouncer, transaction mode) in front
+# of the test PostgreSQL; install it when it is missing.
+pgbouncer:
+	command -v pgbouncer >/dev/null || ls /usr/sbin/pgbouncer >/dev/null 2>&1 || \
+		{ apt-get update -qq && apt-get install -y -qq pgbouncer; }
+
+test: lint typecheck docs chromium postgres pgbouncer
 	$(BIN)/pytest
 	@$(MAKE) --no-print-directory wheel-check
 

@@ -59,19 +59,28 @@ class PostgresServer:
         self._started = False
         try:
             self._run(initdb, "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8")
-            options = (
-                f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off"
-                " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-            )
-            self._run(
-                pg_ctl, "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w",
-                "-t", "30", "start",
-            )  # fmt: skip
-            self._started = True
+            self.start_server()
             self.psql(f"CREATE DATABASE {DATABASE}", database="postgres")
         except BaseException:
             self.stop()
             raise
+
+    def start_server(self) -> None:
+        """Start the server (again, after :meth:`stop_server`)."""
+        options = (
+            f"-k {self.socket_dir} -c listen_addresses='' -c fsync=off"
+            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._run(
+            self._pg_ctl, "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
+            "-w", "-t", "30", "start",
+        )  # fmt: skip
+        self._started = True
+
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the server, keeping its data (``mode``: ``pg_ctl stop -m``)."""
+        self._run(self._pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop")
+        self._started = False
 
     def _as_postgres(self, command: list[str]) -> list[str]:
         if self._prefix == ["su"]:  # no runuser: su takes one shell command line

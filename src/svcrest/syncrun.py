@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["run_in_context", "run_sync"]
+__all__ = ["on_shared_loop", "run_in_context", "run_sync"]
 
 
 class _LoopHolder:
@@ -33,6 +33,14 @@ class _LoopHolder:
 _loops = threading.local()
 _get_running_loop = asyncio.events._get_running_loop
 _set_running_loop = asyncio.events._set_running_loop
+
+
+def on_shared_loop() -> bool:
+    """Whether the calling thread runs an event loop other than its private one of
+    :func:`run_sync`: a server's loop (uvicorn's, an ASGI test client's), where a call that
+    blocks holds every request of the process, not only the caller's."""
+    loop = _get_running_loop()
+    return loop is not None and loop is not getattr(_loops, "loop", None)
 
 
 def _new_thread_loop() -> asyncio.AbstractEventLoop:

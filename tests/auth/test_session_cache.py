@@ -1,4 +1,4 @@
-"""The session cache on its own: a fake listener whose heartbeats come back when polled."""
+"""The session cache on its own: a fake listener whose pings are answered at once."""
 
 from __future__ import annotations
 
@@ -20,6 +20,13 @@ class FakeListener:
         self.epoch = 1
         self.closed = False
         self.broken = False
+        self.answered = 0
+
+    def ping(self, number: int) -> bool:
+        if self.broken:
+            return False
+        self.answered = number  # what was queued before is polled with it
+        return True
 
     def send(self, payload: str) -> None:
         self.queue.append(payload)
@@ -48,7 +55,7 @@ def session(user_id: int, login: str = "alice", expiration: int = 2_000_000_000)
 
 def make_cache(**bounds: int) -> tuple[SessionCache, FakeListener, Clock]:
     listener, clock = FakeListener(), Clock()
-    cache = SessionCache(listener, listener.send, monotonic=clock, heartbeat_thread=False, **bounds)
+    cache = SessionCache(listener, monotonic=clock, heartbeat_thread=False, **bounds)
     return cache, listener, clock
 
 
@@ -191,7 +198,6 @@ def test_entries_are_forgotten_after_max_age() -> None:
     listener, clock = FakeListener(), Clock()
     cache = SessionCache(
         listener,
-        listener.send,
         monotonic=clock,
         heartbeat_thread=False,
         max_age=10,
@@ -207,7 +213,7 @@ def test_entries_are_forgotten_after_max_age() -> None:
 @pytest.mark.parametrize("bounds", [{"max_entries": 0}, {"max_bytes": 0}, {"lease": 0}])
 def test_bounds_must_be_positive(bounds: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="positive bounds"):
-        SessionCache(FakeListener(), lambda payload: None, **bounds)  # type: ignore[arg-type]
+        SessionCache(FakeListener(), **bounds)  # type: ignore[arg-type]
 
 
 # -- the wait of a revoking write ---------------------------------------------------------------

@@ -16,10 +16,12 @@ SECURITY: why no entry outlives a revocation.
   non-blocking read, no round trip) and drops the entries of each user named.
 - Delivery takes time (microseconds, milliseconds on a loaded machine), so the drain alone
   could miss a revocation committed just before the request. Hence a lease: each process
-  sends itself a heartbeat notification every ``lease / 3`` seconds while its cache is in
-  use, and trusts the cache only while the newest heartbeat it has received was sent less
-  than ``lease`` seconds ago. Notifications arrive in commit order, so every revocation
-  committed before that heartbeat was sent has been applied. A revoking write waits
+  pings its listener connection (``SELECT 1``, one round trip: no commit, no transaction id,
+  no notification to anyone) every ``lease / 3`` seconds while its cache is in use, and
+  trusts the cache only while the newest ping answered was sent less than ``lease`` seconds
+  ago: every notification committed before a ping was sent reaches the listener before the
+  ping's answer (:mod:`svcrest.store.pg_listen`), so every revocation committed before
+  then has been applied. A revoking write waits
   ``lease`` seconds after its commit (:func:`settle`) before it returns, or before its
   request is answered when it runs on an event loop; inside an outer transaction (an atomic
   batch) the wait follows that transaction's commit (``after_commit``): any request that
@@ -28,8 +30,13 @@ SECURITY: why no entry outlives a revocation.
 - A read that started before an invalidation is applied is not cached (the generation
   check of :meth:`SessionCache.put`): it may have seen the row before the change.
 - While the listener is not listening (its connection broke, or the network went silent)
-  heartbeats stop arriving and the lease runs out; a broken connection also forgets
+  pings stop being answered and the lease runs out; a broken connection also forgets
   everything, and so does listening anew (a new epoch: notifications may have been lost).
+- The cost does not grow with the number of processes: a process pings only its own
+  listener, and is sent only the revocations. While its cache is unused the pings stop and
+  the same thread drains the listener once a second, so an idle process never holds back
+  PostgreSQL's notification queue (a listener that is not read stops its backend, and a
+  full queue fails every notifying commit).
 - Each hit still checks the session's expiration against the clock, and the HMAC of the
   cookie; entries are forgotten after ``max_age`` seconds anyway.
 
@@ -43,7 +50,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -81,8 +87,11 @@ DEFAULT_MAX_AGE = 60.0
 #: Seconds a cache trusts its entries after sending the newest heartbeat it received back;
 #: also how long a revoking write waits after its commit.
 LEASE = 0.05
-#: Seconds without a look-up after which a cache stops sending heartbeats.
+#: Seconds without a look-up after which a cache stops pinging (it then drains its listener
+#: every ``_DRAIN`` seconds).
 _IDLE = 2.0
+_DRAIN = 1.0
+#: The payload prefix of the heartbeats older versions sent on the channel (ignored).
 _HEARTBEAT = "hb:"
 #: What an entry costs beyond its strings (objects, dict slots, the key tuple), roughly.
 _ENTRY_OVERHEAD = 600
@@ -179,17 +188,16 @@ def _entry_size(key: Key, entry: _Entry) -> int:
 
 class SessionCache:
     """Verified sessions keyed by (cookie login, token hash), trusted only while
-    ``listener`` listens and a heartbeat sent with ``send`` (a payload on the listener's
-    channel, at commit) came back within ``lease`` seconds; at most ``max_entries`` entries
-    and about ``max_bytes`` bytes (least recently used go first), each for at most
-    ``max_age`` seconds of ``monotonic``. Thread-safe; heartbeats go from a daemon thread
-    started on the first look-up and ending with the listener (without ``heartbeat_thread``,
-    only when :meth:`send_heartbeat` is called: tests drive it)."""
+    ``listener`` listens and a ping of it sent less than ``lease`` seconds ago was
+    answered; at most ``max_entries`` entries and about ``max_bytes`` bytes (least recently
+    used go first), each for at most ``max_age`` seconds of ``monotonic``. Thread-safe; the
+    pings go from a daemon thread started with the cache and ending with the listener, which
+    drains the listener while the cache is idle (without ``heartbeat_thread``, pings are
+    sent only when :meth:`send_heartbeat` is called: tests drive it)."""
 
     def __init__(
         self,
         listener: Listener,
-        send: Callable[[str], None],
         *,
         lease: float = LEASE,
         max_entries: int = DEFAULT_MAX_ENTRIES,
@@ -201,7 +209,6 @@ class SessionCache:
         if max_entries < 1 or max_bytes < 1 or max_age <= 0 or lease <= 0:
             raise ValueError("a session cache needs positive bounds")
         self._listener = listener
-        self._send = send
         self.lease = lease
         self.max_entries = max_entries
         self.max_bytes = max_bytes
@@ -216,17 +223,16 @@ class SessionCache:
         # The listener's epoch when this cache last looked (heartbeats sent in it count).
         self._epoch = listener.epoch
         self._listening = True
-        # Heartbeats: this cache's id, the send time of each one in flight, the newest
-        # send time received back (the horizon), the time of the last look-up.
-        self._id = secrets.token_hex(8)
-        self._prefix = f"{_HEARTBEAT}{self._id}:"
+        # Pings: the send time of each one in flight, the newest send time answered (the
+        # horizon), the time of the last look-up.
         self._sequence = itertools.count(1)
         self._in_flight: dict[int, float] = {}
         self._horizon = float("-inf")
         self._last_used = float("-inf")
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
-        self._heartbeat_thread = heartbeat_thread
+        if heartbeat_thread:
+            self._start_heartbeats()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -251,9 +257,9 @@ class SessionCache:
         applying every notification already received."""
         with self._lock:
             now = self._monotonic()
+            if now - self._last_used > _IDLE:
+                self._wake.set()  # the pings were stopped: start them again now
             self._last_used = now
-            if self._thread is None and self._heartbeat_thread:
-                self._start_heartbeats()
             self._sync()
             if not self._listening:
                 return None, -1
@@ -298,6 +304,9 @@ class SessionCache:
     def _sync(self) -> None:
         """Apply what the listener received; forget everything when it is not listening or
         listens anew (notifications may have been lost)."""
+        # SECURITY: the answered ping is read before the payloads are drained: everything
+        # committed before it was sent is then among what poll() returns, or applied before.
+        answered = self._listener.answered
         payloads = self._listener.poll()
         if payloads is None:
             if self._listening or self._entries:
@@ -314,29 +323,27 @@ class SessionCache:
             # Heartbeats sent before this epoch's LISTEN prove nothing.
             self._horizon = float("-inf")
             self._in_flight.clear()
-        if not payloads:
-            return
         for payload in payloads:
             if payload.startswith(_HEARTBEAT):
-                if payload.startswith(self._prefix):
-                    self._heartbeat_back(payload[len(self._prefix) :])
-                continue  # another process's heartbeat
+                continue  # a heartbeat of an older version's process
             self._generation += 1
             if payload.isdigit():
                 for key in tuple(self._by_user.get(int(payload), ())):
                     self._entries.remove(key)
             else:  # "*", or anything unexpected: forget everyone
                 self._clear()
+        if answered and self._in_flight:
+            self._heartbeat_back(answered)
 
-    def _heartbeat_back(self, sequence: str) -> None:
-        """One of this cache's heartbeats came back: everything committed before it was sent
-        has been applied; earlier heartbeats still in flight are moot."""
-        sent = self._in_flight.get(int(sequence)) if sequence.isdigit() else None
+    def _heartbeat_back(self, number: int) -> None:
+        """Ping ``number`` was answered: everything committed before it was sent has been
+        applied; earlier pings still in flight are moot."""
+        sent = self._in_flight.get(number)
         if sent is None:
             return
         self._horizon = max(self._horizon, sent)
-        for number in [n for n in self._in_flight if n <= int(sequence)]:
-            del self._in_flight[number]
+        for earlier in [n for n in self._in_flight if n <= number]:
+            del self._in_flight[earlier]
 
     def _start_heartbeats(self) -> None:
         self._thread = threading.Thread(
@@ -346,32 +353,32 @@ class SessionCache:
 
     # -- heartbeats ----------------------------------------------------------------------------
 
-    def send_heartbeat(self) -> None:
-        """Send one heartbeat (it comes back through the listener, after every notification
-        committed before it)."""
+    def send_heartbeat(self) -> bool:
+        """Ping the listener once (a round trip; every notification committed before it is
+        then received); whether it was answered."""
         number = next(self._sequence)
         with self._lock:
             self._in_flight[number] = self._monotonic()
             if len(self._in_flight) > 64:  # lost ones (a broken listener) are dropped
                 del self._in_flight[min(self._in_flight)]
-        self._send(f"{self._prefix}{number}")
+        return self._listener.ping(number)
 
     def _heartbeats(self) -> None:
-        """Send a heartbeat every third of the lease while the cache is in use; end when the
-        listener is closed or the store cannot be used any more."""
+        """Ping every third of the lease while the cache is in use, else drain the listener
+        every ``_DRAIN`` seconds; end when the listener is closed."""
         while not self._listener.closed:
             if self._monotonic() - self._last_used > _IDLE:
-                self._wake.wait(1.0)
+                with self._lock:
+                    self._sync()  # SECURITY: an unread listener holds back the queue
+                self._wake.wait(_DRAIN)
                 self._wake.clear()
                 continue
             try:
-                self.send_heartbeat()
-            except StoreError:
-                return
-            except Exception as exc:  # the database is unreachable: the lease runs out
-                _log.warning("session cache heartbeat failed: %s", exc)
-                time.sleep(self.lease)
-            self._wake.wait(self.lease / 3)
+                answered = self.send_heartbeat()
+            except Exception as exc:  # never let the thread die: the lease runs out instead
+                _log.warning("session cache ping failed: %s", exc)
+                answered = False
+            self._wake.wait(self.lease / 3 if answered else self.lease)
             self._wake.clear()
 
     def _unindex(self, key: Key, entry: _Entry) -> None:
@@ -393,10 +400,9 @@ def open_session_cache(store: Store, max_entries: int) -> SessionCache | None:
     not positive or the store has no notification channel (SQLite)."""
     if max_entries < 1 or not isinstance(store, NotifyingStore):
         return None
-    notifying = store
-
-    def send(payload: str) -> None:
-        # PERF: a heartbeat is one statement on its own (one round trip, not three).
-        notifying.publish(CHANNEL, payload)
-
-    return SessionCache(store.listen(CHANNEL), send, max_entries=max_entries)
+    try:
+        listener = store.listen(CHANNEL)
+    except StoreError as exc:  # no way to listen (behind PgBouncer without a listen URL)
+        _log.warning("no session cache: %s", exc)
+        return None
+    return SessionCache(listener, max_entries=max_entries)

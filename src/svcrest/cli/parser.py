@@ -28,7 +28,7 @@ from svcrest.cli.common import (
     using_database,
 )
 from svcrest.cli.requests import cmd_openapi, cmd_request, cmd_routes
-from svcrest.cli.serve import add_proxy_options, cmd_serve
+from svcrest.cli.serve import add_db_pool_options, add_proxy_options, cmd_serve
 from svcrest.cli.users import (
     cmd_app_password_add,
     cmd_app_password_delete,
@@ -219,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
     _add_server_options(serve)
     add_proxy_options(serve)
+    add_db_pool_options(serve)
     _add_site_options(serve, None)
     serve.set_defaults(handler=cmd_serve)
 

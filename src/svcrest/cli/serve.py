@@ -27,7 +27,8 @@ from svcrest.cli.site import (
 )
 from svcrest.serve import launcher
 from svcrest.serve.launcher import ServeConfig
-from svcrest.store.locations import is_memory
+from svcrest.store.locations import is_memory, is_postgres_url
+from svcrest.store.pg_url import with_url_options
 
 
 def check_port(host: str, port: int) -> str | None:
@@ -107,6 +108,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    args.db = db_with_pool_options(args)
     if args.workers > 1 and is_memory(args.db):
         raise CliError(
             "an in-memory database cannot be shared by several workers"
@@ -172,3 +174,53 @@ def proxy_options(args: argparse.Namespace) -> dict[str, Any]:
         return {"proxy_headers": False}
     ips = args.forwarded_allow_ips or "127.0.0.1"
     return {"proxy_headers": True, "forwarded_allow_ips": ips}
+
+
+# -- PostgreSQL's pool and listener (docs/guides/many-hosts.md) -------------------------------
+
+ENV_DB_POOL_SIZE = "SVCREST_DB_POOL_SIZE"
+ENV_DB_LISTEN = "SVCREST_DB_LISTEN"
+
+
+def _pool_size(value: str) -> int:
+    if not value.isdigit() or not 1 <= int(value) <= 1000:
+        raise argparse.ArgumentTypeError(f"invalid pool size {value!r} (1-1000)")
+    return int(value)
+
+
+def add_db_pool_options(parser: argparse.ArgumentParser) -> None:
+    """``--db-pool-size N`` and ``--db-listen URL``, defaulting to their environment
+    variables (a PostgreSQL ``--db`` only)."""
+    parser.add_argument(
+        "--db-pool-size",
+        type=_pool_size,
+        default=os.environ.get(ENV_DB_POOL_SIZE) or None,  # a string default is parsed too
+        metavar="N",
+        help=f"PostgreSQL connections each worker process opens at most (default 10;"
+        f" ${ENV_DB_POOL_SIZE})",
+    )
+    parser.add_argument(
+        "--db-listen",
+        default=os.environ.get(ENV_DB_LISTEN) or None,
+        metavar="URL",
+        help="a direct PostgreSQL URL for the notification listener, when --db goes through"
+        f" PgBouncer in transaction mode (${ENV_DB_LISTEN})",
+    )
+
+
+def db_with_pool_options(args: argparse.Namespace) -> str:
+    """``--db`` with ``--db-pool-size`` and ``--db-listen`` written into its URL (the
+    workers read the URL); CliError when they are given for a database that is not
+    PostgreSQL."""
+    options: dict[str, str] = {}
+    if args.db_pool_size is not None:
+        options["pool_size"] = str(args.db_pool_size)
+    if args.db_listen is not None:
+        if not is_postgres_url(args.db_listen):
+            raise CliError("--db-listen must be a postgresql:// URL")
+        options["listen"] = args.db_listen
+    if not options:
+        return str(args.db)
+    if not is_postgres_url(args.db):
+        raise CliError("--db-pool-size and --db-listen need a PostgreSQL --db")
+    return with_url_options(args.db, **options)

@@ -456,8 +456,9 @@ def finish(
 
 
 def error_answer(settings: SiteSettings, ctx: RequestContext, error: RestError) -> HttpResponse:
-    """The HTTP answer of an error raised outside dispatch (413, a bad ``rest_route``, 500)."""
-    return finish(settings, ctx, error.status, (), error.to_dict())
+    """The HTTP answer of an error raised outside dispatch (413, a bad ``rest_route``, 500,
+    a store's 503 met by the cookie check), with the error's own header lines."""
+    return finish(settings, ctx, error.status, error.headers, error.to_dict())
 
 
 def too_large_error(limit: int) -> RestError:

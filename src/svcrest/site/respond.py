@@ -51,7 +51,8 @@ def _plain_500() -> HttpResponse:
 
 
 def body_error_page(error: RestError) -> HttpResponse:
-    """The short text answer of a body that could not be read, to a request outside REST."""
+    """The short text answer of an error met outside dispatch (a body that could not be read,
+    a store's 503) to a request outside REST, with the error's own header lines."""
     return HttpResponse(
         error.status,
         [("Content-Type", "text/plain; charset=UTF-8"), *error.headers],
@@ -59,14 +60,11 @@ def body_error_page(error: RestError) -> HttpResponse:
     )
 
 
-def _body_error_answer(
+def _outside_dispatch(
     host: SiteHost, ctx: RequestContext, rest: bool, error: RestError
 ) -> HttpResponse:
-    if not rest:
-        return body_error_page(error)
-    response = error_answer(host, ctx, error)
-    response.headers.extend(error.headers)
-    return response
+    """A REST request gets ``error`` in the JSON error shape, a page its text form."""
+    return error_answer(host, ctx, error) if rest else body_error_page(error)
 
 
 async def respond(
@@ -101,7 +99,9 @@ async def respond(
                 response = await serve_page(host, http, ctx, read_body)
                 response.headers.extend(_link_lines(host))
         except BodyReadError as exc:
-            response = _body_error_answer(host, ctx, route is not None, exc.error)
+            response = _outside_dispatch(host, ctx, route is not None, exc.error)
+        except RestError as error:  # a store's 503 (busy, unavailable) met outside dispatch
+            response = _outside_dispatch(host, ctx, route is not None, error)
         except Exception:
             logger.exception("Unhandled exception while serving %s %s", http.method, http.path)
             try:

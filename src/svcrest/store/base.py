@@ -119,10 +119,19 @@ class Listener(Protocol):
     reconnects on a later call). ``epoch`` counts the times it started listening: anything
     sent while it was not listening is lost, so a caller that sees ``epoch`` change (or gets
     None) must forget whatever the notifications protect. ``closed``: after ``close()``.
+    ``ping(number)`` makes one round trip on the listening connection (no commit): once it
+    returns True, ``answered`` is ``number`` and every notification committed before the
+    call is among what ``poll()`` returns next (or returned already); False when not
+    listening or the round trip failed.
     """
 
     @property
     def epoch(self) -> int: ...
+
+    @property
+    def answered(self) -> int: ...
+
+    def ping(self, number: int) -> bool: ...
 
     @property
     def closed(self) -> bool: ...

@@ -7,19 +7,29 @@ server writes each notification to its socket as soon as the notifying transacti
 ``recv``, no round trip). When the connection breaks, ``poll`` answers None and a background
 thread reconnects (at most once per ``retry_interval`` seconds); ``epoch`` then grows, telling
 callers that notifications may have been lost in between.
+
+:meth:`PostgresListener.ping` sends ``SELECT 1`` on the same connection and waits for its
+answer: a read-only statement, so it consumes no transaction id and notifies nobody. Every
+notification whose transaction committed before the ping was sent reaches the socket before
+the ping's answer: the committing backend signals each listening backend before its client
+is told of the commit, and a listening backend sends the notifications it has been signalled
+about before it reports ready for the next query (PostgreSQL's ``ProcessNotifyInterrupt``,
+called in ``PostgresMain`` before ``ReadyForQuery``); libpq parses the messages in order.
+tests/store/test_pg_listen.py checks it over many revoke-then-ping rounds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import threading
 import time
 from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.pq import ConnStatus
+from psycopg.pq import ConnStatus, ExecStatus
 
 __all__ = ["PostgresListener"]
 
@@ -51,12 +61,20 @@ class PostgresListener:
         self._closed = False
         self._reconnecting = False
         self._next_attempt = 0.0
+        self._received: list[str] = []
+        self._answered = 0
+        self._ping_lock = threading.Lock()
         self._connect()
 
     @property
     def epoch(self) -> int:
         """How many times this listener has started listening."""
         return self._epoch
+
+    @property
+    def answered(self) -> int:
+        """The number of the newest ping answered in this epoch (0: none)."""
+        return self._answered
 
     @property
     def closed(self) -> bool:
@@ -70,23 +88,76 @@ class PostgresListener:
             if conn is None:
                 self._start_reconnect()
                 return None
-            pgconn = conn.pgconn
-            payloads: list[str] = []
-            try:
-                # Reads only what the socket holds (libpq's socket is non-blocking).
-                pgconn.consume_input()
-                while (notify := pgconn.notifies()) is not None:
-                    payloads.append(notify.extra.decode("utf-8", "replace"))
-                # An idle connection is told nothing but notifications, except the error a
-                # server sends before it closes the connection (shutdown, termination): libpq
-                # hands that error to the notice handler, often before the close is read.
-                broken = self._noticed or pgconn.status != ConnStatus.OK
-            except Exception:
-                broken = True
-            if broken:
+            if not self._read(conn):
                 self._drop()
                 return None
+            payloads, self._received = self._received, []
             return payloads
+
+    def _read(self, conn: psycopg.Connection[Any]) -> bool:
+        """Move what the socket holds into the received payloads (under the lock); False
+        when the connection is broken."""
+        pgconn = conn.pgconn
+        try:
+            # Reads only what the socket holds (libpq's socket is non-blocking).
+            pgconn.consume_input()
+            while (notify := pgconn.notifies()) is not None:
+                self._received.append(notify.extra.decode("utf-8", "replace"))
+            # An idle connection is told nothing but notifications and the answers of its
+            # pings, except the error a server sends before it closes the connection
+            # (shutdown, termination): libpq hands that error to the notice handler, often
+            # before the close is read.
+            return not self._noticed and pgconn.status == ConnStatus.OK
+        except Exception:
+            return False
+
+    def ping(self, number: int, timeout: float = 5.0) -> bool:
+        """Send ``SELECT 1`` and wait (up to ``timeout`` seconds) for its answer; then
+        :attr:`answered` is ``number`` and every notification committed before the call is
+        in what :meth:`poll` returns next. False when not listening or the round trip failed
+        (the connection is then dropped and rebuilt)."""
+        with self._ping_lock:  # one ping at a time on the connection
+            with self._lock:
+                conn = self._conn
+                if conn is None:
+                    return False
+                pgconn = conn.pgconn
+                try:
+                    pgconn.send_query(b"SELECT 1")
+                    while pgconn.flush():
+                        select.select([], [pgconn.socket], [], timeout)
+                except Exception:
+                    self._drop()
+                    return False
+            deadline = time.monotonic() + timeout
+            while True:
+                with self._lock:
+                    if self._conn is not conn:
+                        return False
+                    if not self._read(conn):
+                        self._drop()
+                        return False
+                    if not pgconn.is_busy():
+                        return self._finish_ping(conn, number)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:  # the network went silent
+                        self._drop()
+                        return False
+                # A poll() on another thread may read the answer first: look again soon.
+                with contextlib.suppress(OSError, ValueError):
+                    select.select([pgconn.socket], [], [], min(remaining, 0.01))
+
+    def _finish_ping(self, conn: psycopg.Connection[Any], number: int) -> bool:
+        """Collect the ping's result (under the lock, the answer fully read)."""
+        pgconn = conn.pgconn
+        ok = True
+        while (result := pgconn.get_result()) is not None:
+            ok = ok and result.status == ExecStatus.TUPLES_OK
+        if not ok:
+            self._drop()
+            return False
+        self._answered = number
+        return True
 
     def _drop(self) -> None:
         """Forget the broken connection (under the lock) and start reconnecting."""
@@ -129,6 +200,8 @@ class PostgresListener:
                 return
             self._conn = conn
             self._noticed = False
+            self._received = []
+            self._answered = 0
             self._epoch += 1
 
     def _on_notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:

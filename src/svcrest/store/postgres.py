@@ -14,11 +14,12 @@ hosts starting together against an empty database create one schema.
 from __future__ import annotations
 
 import contextlib
-import select
+import math
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from svcrest.rest.deadlines import DB_TIMEOUT
 from svcrest.store.base import (
     BOOTSTRAP_SQL,
     STORE_SCHEMA,
@@ -35,12 +36,14 @@ from svcrest.store.base import (
     savepoint,
     to_pyformat,
 )
+from svcrest.store.errors import StoreTimeoutError, StoreUnavailableError
+from svcrest.store.pg_url import PoolOptions, split_url
 
 if TYPE_CHECKING:
     import psycopg
-    import psycopg_pool
 
     from svcrest.store.pg_listen import PostgresListener
+    from svcrest.store.pg_pool import ConnectionPool
 
 __all__ = ["POSTGRES_EXTRA", "PostgresStore", "is_postgres_url", "redact_url"]
 
@@ -72,24 +75,18 @@ def _run_step(conn: Connection, sql: str) -> None:
     conn.execute(sql)
 
 
-def _check_connection(raw: psycopg.Connection[Any]) -> None:
-    """The pool's check of a connection it hands out. PERF: a round trip (psycopg_pool's
-    ``check_connection``) only when the idle connection's socket holds something: a server
-    that ends a connection (shutdown, termination, restart) says so or closes the socket,
-    which makes it readable; an idle connection that works is told nothing."""
-    from psycopg.pq import ConnStatus
-    from psycopg_pool import ConnectionPool
-
-    pgconn = raw.pgconn
-    if not raw.closed and pgconn.status == ConnStatus.OK:
-        readable, _, _ = select.select([pgconn.socket], [], [], 0)
-        if not readable:
-            return
-    ConnectionPool.check_connection(raw)
+def _settings_of(timeout: float | None) -> str | None:
+    """The ``SET LOCAL`` of a block begun under the route option ``db_timeout``."""
+    if timeout is None:
+        return None
+    return f"SET LOCAL statement_timeout = {max(1, round(timeout * 1000))}"
 
 
 class _Connection:
-    """A psycopg connection that takes ``?`` placeholders."""
+    """A psycopg connection that takes ``?`` placeholders, and whose failures the client
+    is answered: a cancelled statement is :class:`StoreTimeoutError`, a connection lost
+    (the server stopped or ended it, the network broke) :class:`StoreUnavailableError`, both
+    503 with ``Retry-After``."""
 
     __slots__ = ("raw",)
 
@@ -97,58 +94,94 @@ class _Connection:
         self.raw = raw
 
     def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor:
-        if not params:
-            return self.raw.execute(sql)
-        return self.raw.execute(to_pyformat(sql), params)
+        from psycopg import OperationalError, errors
+
+        try:
+            if not params:
+                return self.raw.execute(sql)
+            return self.raw.execute(to_pyformat(sql), params)
+        except errors.QueryCanceled as exc:
+            raise StoreTimeoutError() from exc
+        except OperationalError as exc:
+            if self.raw.closed or self.raw.broken:
+                # A COMMIT cut off here may have been applied: see docs/guides/many-hosts.md.
+                raise StoreUnavailableError() from exc
+            raise
 
 
 class PostgresStore(StoreBase):
     """A PostgreSQL database shared by any number of hosts and processes.
 
-    ``pool_size``: the most connections this process opens (one per thread in a block).
+    The URL's own options (``pool_size``, ``acquire_timeout``, ``pgbouncer``, ``listen``:
+    :mod:`svcrest.store.pg_url`) are read by svcrest and never passed to libpq; the keyword
+    arguments of the same names, when given, win over them.
     """
 
     #: The SQL dialect of this engine.
     dialect: Dialect = "postgresql"
 
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int | None = None,
+        acquire_timeout: float | None = None,
+        pgbouncer: bool | None = None,
+        listen: str | None = None,
+    ) -> None:
         try:
-            import psycopg
-            from psycopg_pool import ConnectionPool
+            import psycopg  # noqa: F401 - the driver, checked before anything else
         except ImportError:
             raise StoreError(
                 f"a PostgreSQL store needs the psycopg driver: pip install '{POSTGRES_EXTRA}'"
             ) from None
         if not is_postgres_url(url):
             raise StoreError(f"not a PostgreSQL URL: {url!r}")
+        from svcrest.store.pg_pool import ConnectionPool
+
         self.url = url
-        self._errors: tuple[type[BaseException], ...] = (psycopg.Error,)
+        conninfo, options = split_url(url)
+        self._conninfo = conninfo
+        self.options = PoolOptions(
+            pool_size=options.pool_size if pool_size is None else pool_size,
+            acquire_timeout=(
+                options.acquire_timeout if acquire_timeout is None else acquire_timeout
+            ),
+            pgbouncer=options.pgbouncer if pgbouncer is None else pgbouncer,
+            listen=options.listen if listen is None else listen,
+        )
         self._local = BlockState()
         self._closed = False
         self._listeners: list[PostgresListener] = []
-        self._pool: psycopg_pool.ConnectionPool[Any] = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True},
-            check=_check_connection,
-            open=False,
-            name="svcrest",
+        self._pool: ConnectionPool = ConnectionPool(
+            self._connect, self.options.pool_size, self.options.acquire_timeout
         )
         try:
-            # One direct connection first: a bad URL or server fails at once with its reason
-            # (the pool would retry in the background until its time-out).
-            psycopg.connect(url, connect_timeout=int(_OPEN_TIMEOUT)).close()
-            self._pool.open(wait=True, timeout=_OPEN_TIMEOUT)
+            self._pool.put(self._pool.get())
             self.migrate("store", STORE_SCHEMA)
         except Exception as exc:
             self._pool.close()
             self._closed = True
-            raise StoreError(f"cannot open store {self._shown()}: {exc}") from exc
+            reason = exc.__cause__ if isinstance(exc, StoreUnavailableError) else exc
+            raise StoreError(f"cannot open store {self._shown()}: {reason}") from exc
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection of the pool: autocommit; prepared statements off behind
+        PgBouncer (a statement prepared on one server connection is unknown on the next)."""
+        import psycopg
+
+        extra: dict[str, Any] = {"prepare_threshold": None} if self.options.pgbouncer else {}
+        return psycopg.connect(
+            self._conninfo,
+            autocommit=True,
+            # libpq waits at least 2 s (whole seconds) for a connection.
+            connect_timeout=max(2, math.ceil(self.options.acquire_timeout)),
+            **extra,
+        )
 
     def _shown(self) -> str:
-        # SECURITY: never repeat a password in an error message.
-        return repr(redact_url(self.url))
+        # SECURITY: never repeat a password in an error message (nor the listen URL's).
+        return repr(redact_url(self._conninfo))
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -165,7 +198,9 @@ class PostgresStore(StoreBase):
             return
         if self._closed:
             raise StoreError("the store is closed")
-        with self._pool.connection() as raw:
+        pool = self._pool
+        raw = pool.get()
+        try:
             conn = _Connection(raw)
             local.conn, local.depth, local.after_commit = conn, 0, None
             try:
@@ -174,6 +209,8 @@ class PostgresStore(StoreBase):
                 local.conn = None
                 callbacks: dict[Callable[[], None], None] | None = local.after_commit
                 local.after_commit = None
+        finally:
+            pool.put(raw)
         # Reached only when the outermost block ended without an exception: it committed.
         # The connection is back in the pool, so a callback may open blocks of its own.
         if callbacks:
@@ -200,12 +237,14 @@ class PostgresStore(StoreBase):
                 return
             conn.execute("BEGIN")
             try:
+                settings = _settings_of(DB_TIMEOUT.get())
+                if settings is not None:
+                    conn.execute(settings)
                 yield conn
                 if self._in_transaction(conn):
                     conn.execute("COMMIT")
             except BaseException:
-                if self._in_transaction(conn) and not conn.raw.closed:
-                    conn.execute("ROLLBACK")
+                _roll_back(conn)
                 raise
 
     @contextlib.contextmanager
@@ -218,16 +257,26 @@ class PostgresStore(StoreBase):
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
             self._local.reading = True
             try:
+                settings = _settings_of(DB_TIMEOUT.get())
+                if settings is not None:
+                    conn.execute(settings)
                 yield conn
+            except BaseException:
+                _roll_back(conn)
+                raise
             finally:
                 self._local.reading = False
-                if self._in_transaction(conn) and not conn.raw.closed:
-                    conn.execute("COMMIT")
+            if self._in_transaction(conn):
+                conn.execute("COMMIT")
 
     def read_one(self, sql: str, params: Sequence[Any] = (), /) -> Any:
         """The first row of the read statement ``sql`` (None when there is none): one round
         trip, the statement alone in autocommit (one statement is one snapshot); inside a
-        block of this thread, in that block."""
+        block of this thread, in that block; under a route's ``db_timeout``, in a block of
+        its own (the time-out is a ``SET LOCAL``)."""
+        if DB_TIMEOUT.get() is not None and not self.in_block():
+            with self.read() as conn:
+                return conn.execute(sql, params).fetchone()
         with self._checkout() as (conn, _depth):
             return conn.execute(sql, params).fetchone()
 
@@ -273,7 +322,17 @@ class PostgresStore(StoreBase):
 
         if self._closed:
             raise StoreError("the store is closed")
-        listener = PostgresListener(self.url, channel)
+        url = self.options.listen
+        if url is None:
+            if self.options.pgbouncer:
+                raise StoreError(
+                    "LISTEN does not work through PgBouncer in transaction mode:"
+                    " give the listener a direct URL (svcrest serve --db-listen URL)"
+                )
+            url = self._conninfo
+        else:
+            url = split_url(url)[0]
+        listener = PostgresListener(url, channel)
         self._listeners.append(listener)
         return listener
 
@@ -289,3 +348,11 @@ class PostgresStore(StoreBase):
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._shown()})"
+
+
+def _roll_back(conn: _Connection) -> None:
+    """Roll back a block that failed (nothing to do when its connection is gone: the server
+    rolled the transaction back when it lost it)."""
+    if not conn.raw.closed and PostgresStore._in_transaction(conn):
+        with contextlib.suppress(StoreUnavailableError):
+            conn.execute("ROLLBACK")

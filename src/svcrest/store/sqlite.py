@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from svcrest.http.errors import RestError
 from svcrest.store.base import (
     BOOTSTRAP_SQL,
     STORE_SCHEMA,
@@ -39,6 +38,7 @@ from svcrest.store.base import (
     refuse_write_in_read,
     savepoint,
 )
+from svcrest.store.errors import RETRY_AFTER_SECONDS, StoreBusyError
 from svcrest.store.wal_index import HEADER_BYTES, WalIndex, attach, detach, forget_after_fork
 
 __all__ = [
@@ -52,9 +52,6 @@ __all__ = [
 _MEMORY = ":memory:"
 _URL_PREFIX = "sqlite://"
 _BUSY_TIMEOUT_MS = 5000
-#: The ``Retry-After`` of the 503 answered when the write lock stayed held past the busy
-#: time-out.
-RETRY_AFTER_SECONDS = 1
 # PERF: idle file connections kept for reuse; more concurrent threads than this still work,
 # their extra connections are closed when released.
 _MAX_IDLE = 16
@@ -507,21 +504,6 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class StoreBusyError(StoreError, RestError):
-    """The database stayed locked by another writer past the busy time-out: answered 503
-    with ``Retry-After`` (not a 500) when it escapes a REST callback."""
-
-    headers = (("Retry-After", str(RETRY_AFTER_SECONDS)),)
-
-    def __init__(self) -> None:
-        RestError.__init__(
-            self,
-            "svc_store_busy",
-            "The database is busy; please try again shortly.",
-            {"status": 503},
-        )
 
 
 def _is_lock_error(exc: sqlite3.OperationalError) -> bool:

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
 from svcrest.blocking import offload
+from svcrest.rest.deadlines import with_db_timeout
 from svcrest.rest.typed import prepare_typed, return_schema
 
 __all__ = [
@@ -45,6 +46,9 @@ class Handler(TypedDict):
     #: True: the sync ``callback`` and ``permission_callback`` may block (a lock wait, a
     #: slow query) and run in a bounded thread pool under ASGI (``svcrest.blocking``).
     blocking: NotRequired[bool]
+    #: Seconds a store statement of the callback may run before it is cancelled (503
+    #: ``svc_store_timeout``; PostgreSQL's ``statement_timeout``).
+    db_timeout: NotRequired[float]
 
 
 def public(request: object = None) -> bool:
@@ -101,10 +105,13 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
     if not isinstance(args, Mapping):
         raise RouteDefinitionError("a handler's 'args' must be a mapping of argument definitions")
     merged["args"] = {**common_args, **_typed_args(merged, args, common_args)}
+    db_timeout = _db_timeout(merged.get("db_timeout"))
     for key in ("callback", "permission_callback"):
         value: Callable[..., Any] | None = merged.get(key)
         if value is not None and not callable(value):
             raise RouteDefinitionError(f"{key} must be callable, not {type(value).__name__}")
+        if value is not None and db_timeout is not None:
+            value = merged[key] = with_db_timeout(value, db_timeout)
         if value is not None and merged.get("blocking"):
             # A sync callback that may block runs off the event loop (svcrest.blocking).
             merged[key] = offload(value)
@@ -136,6 +143,15 @@ def _typed_args(
         for name, definition in typed.args.items()
     }
     return {**explicit, **combined}
+
+
+def _db_timeout(value: Any) -> float | None:
+    """The ``db_timeout`` option checked: None, or seconds above 0 and at most an hour."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 3600:
+        raise RouteDefinitionError(f"db_timeout must be seconds above 0, at most 3600: {value!r}")
+    return float(value)
 
 
 def handler_definitions(args: Any) -> tuple[list[Any], dict[str, Any]]:
