@@ -2,10 +2,11 @@
 body time-out on the default pair (granian WSGI), granian ASGI and uvicorn ASGI.
 
 Twelve clients announcing a 1000-byte body and sending a byte every 0.3 s (more than
-granian's eight WSGI threads) must not stop the site: a GET of the index is answered at once
-meanwhile, and the slow clients are answered 408 after the time-out (on WSGI, beyond the four
-slow-reader places, 503 at once). A client posting 9 MiB bodies of empty arrays back to back
-(refused 413 before parsing) must not slow the others down either."""
+granian's WSGI threads) must not stop the site: a GET of the index is answered at once
+meanwhile, and the slow clients are answered 408 after the time-out (on WSGI, beyond the
+slow-reader places, half of the worker's threads, 503 at once). A client posting 9 MiB
+bodies of empty arrays back to back (refused 413 before parsing) must not slow the others
+down either."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ import httpx
 import orjson
 import pytest
 
+from svcrest.serve.bodies import slow_body_readers
+from svcrest.serve.launcher import granian_threads
 from tests.e2e.test_serving_bounds import Server, _serve
 
 pytestmark = pytest.mark.slow
@@ -30,7 +33,8 @@ TRICKLE = 0.3  # seconds between two bytes of a slow body
 # a slow body is answered at worst 8 byte intervals past the time-out.
 LATEST_408 = BODY_TIMEOUT + 8 * TRICKLE + 0.5
 SLOW_CLIENTS = 12
-SLOW_READERS = 4  # svcrest.serve.bodies.SLOW_BODY_READERS
+#: The reading places of a default granian WSGI worker: half of its threads.
+SLOW_READERS = slow_body_readers(granian_threads())
 INDEX = "/svc-json/"
 NOTES = "/svc-json/demo/v1/notes"
 
