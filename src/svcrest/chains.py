@@ -17,7 +17,7 @@ callback), so a chain of a callback costs that callback's call and one runner ca
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from types import CoroutineType
 from typing import Any, Final
 
@@ -63,36 +63,35 @@ def run_chain(chain: Chain, value: Any, a: Any = _NO, b: Any = _NO, c: Any = _NO
     """
     position = 0
     for callback in chain:
-        if c is not _NO:
-            value = callback(value, a, b, c)
-        elif b is not _NO:
+        # PERF: two checks pick the hook's argument count.
+        if b is _NO:
+            value = callback(value) if a is _NO else callback(value, a)
+        elif c is _NO:
             value = callback(value, a, b)
-        elif a is not _NO:
-            value = callback(value, a)
         else:
-            value = callback(value)
-        # PERF: a counter costs less than enumerate's pairs.
+            value = callback(value, a, b, c)
+        # PERF: a counter costs less than enumerate's pairs or an iterator of the chain.
         position += 1  # noqa: SIM113
         if type(value) not in NOT_AWAITABLE and is_awaitable(value):
             arguments = tuple(argument for argument in (a, b, c) if argument is not _NO)
-            return _finish_chain(chain, position, value, arguments)
+            return _finish_chain(chain[position:], value, arguments)
     return value
 
 
-async def _finish_chain(chain: Chain, start: int, pending: Any, arguments: tuple[Any, ...]) -> Any:
-    """The rest of :func:`run_chain` from the ``start``-th callback (counting from 0) on,
-    the callback before it having answered the awaitable ``pending``."""
-    return await run_chain_async(chain, await pending, arguments, start)
+async def _finish_chain(rest: Chain, pending: Any, arguments: tuple[Any, ...]) -> Any:
+    """The rest of :func:`run_chain`: ``pending`` (the awaitable a callback answered)
+    awaited, then the callbacks ``rest`` of the chain."""
+    return await run_chain_async(rest, await pending, arguments)
 
 
 async def run_chain_async(
-    chain: Chain, value: Any, arguments: tuple[Any, ...] = (), start: int = 0
+    chain: Iterable[Callable[..., Any]], value: Any, arguments: tuple[Any, ...] = ()
 ) -> Any:
     """:func:`run_chain` in a coroutine, for any number of ``arguments``: ``value`` through
-    the callbacks of ``chain`` from the ``start``-th (counting from 0) on, every awaitable
-    answer awaited before the next callback gets it."""
-    for index in range(start, len(chain)):
-        value = chain[index](value, *arguments)
+    the callbacks of ``chain``, every awaitable answer awaited before the next callback
+    gets it."""
+    for callback in chain:
+        value = callback(value, *arguments)
         if type(value) not in NOT_AWAITABLE and is_awaitable(value):
             value = await value
     return value
@@ -101,7 +100,7 @@ async def run_chain_async(
 def _pending_type() -> type[Coroutine[Any, Any, Any]]:
     """The type of the coroutine :func:`run_chain` returns (a compiled build's coroutines
     have types of their own)."""
-    probe: Coroutine[Any, Any, Any] = _finish_chain((), 0, None, ())
+    probe: Coroutine[Any, Any, Any] = _finish_chain((), None, ())
     kind = type(probe)
     probe.close()
     return kind

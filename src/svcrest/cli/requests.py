@@ -25,7 +25,7 @@ from svcrest.app import App
 from svcrest.cli.common import CliError, svcrest_version
 from svcrest.cli.site import existing_site, make_app, require_database
 from svcrest.http.user import User
-from svcrest.rest.pipeline import rest_route_of
+from svcrest.rest.urls import rest_route_of
 
 
 def cmd_routes(args: argparse.Namespace) -> int:

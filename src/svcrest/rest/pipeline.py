@@ -30,12 +30,12 @@ from svcrest.http.exchange import (
     safe_lines,
     wire_lines,
 )
-from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.embed import embed_answer
 from svcrest.rest.fields import parse_fields
+from svcrest.rest.urls import rest_route_of
 
 if TYPE_CHECKING:
     from svcrest.rest.plan import PipelinePlan
@@ -49,7 +49,6 @@ __all__ = [
     "finish_hooks",
     "posted_response",
     "resolve_current_user",
-    "rest_route_of",
     "serve_rest",
 ]
 
@@ -67,33 +66,6 @@ _ALLOW_HEADERS = "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, 
 _ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
 _NO_BODY_STATUSES = frozenset({204, 304})
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
-
-
-def rest_route_of(base_path: str, path: str, query_string: str) -> str | RestError | None:
-    """The REST route a request addresses, None when it is not a REST request.
-
-    ``base_path`` is the REST root's URL path (``<home path>/<prefix>``). The path is REST
-    when it is the base or below it (``/svc-jsonx`` is not); otherwise a non-empty
-    ``rest_route`` query variable makes it one. One trailing slash is ignored; the base
-    alone is the root ``/``.
-    """
-    size = len(base_path)
-    if path.startswith(base_path) and (len(path) == size or path[size] == "/"):
-        route = path[size:] or "/"
-    elif "rest_route" in query_string:
-        value = parse_form(query_string).get("rest_route")
-        if value is None or value == "":
-            return None
-        if not isinstance(value, str):
-            return RestError(
-                "rest_invalid_route", "The rest_route parameter must be a string.", {"status": 400}
-            )
-        route = "/" + value.lstrip("/")
-    else:
-        return None
-    if route[-1] == "/" and len(route) > 1:
-        route = route[:-1]
-    return route
 
 
 def _method_override(request: Request) -> bool:
@@ -365,7 +337,8 @@ async def serve_rest(
     posted = run_chain(plan.post_dispatch, result, server, request)
     if type(posted) is Pending:
         posted = await posted
-    result = posted_response(posted, result, request)
+    if posted is not result or request.may_have_query:  # PERF: a call less when no work
+        result = posted_response(posted, result, request)
     served = run_chain(plan.pre_serve, False, result, request, server)
     if type(served) is Pending:
         served = await served

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from svcrest.chains import Chain
 from svcrest.hooks import Hooks
-from svcrest.http.context import current_context
+from svcrest.http.context import _current
 from svcrest.http.request import Request
 
 __all__ = ["PIPELINE_HOOKS", "PipelinePlan", "inert_without_credentials", "options_only"]
@@ -88,7 +88,7 @@ def adopt_user(user: Any, request: Request) -> None:
     ``determine_current_user`` answered becomes the current one (the context's and the
     request's; the anonymous user stays for None), and ``rest_authentication_errors`` starts
     from None."""
-    ctx = current_context()
+    ctx = _current.get()  # PERF: no current_context() call
     if ctx is None:
         if user is not None:
             request.user = user

@@ -189,23 +189,31 @@ class RestServer:
                 if request.raw_body or handler.args
                 else None
             )
-            result = run_chain(plan.before_callbacks, result, definition, request)
+            # PERF: ``rest_request_before_callbacks`` and ``…_after_callbacks`` are usually
+            # empty: no runner call then (the one speed trick written twice).
+            before = plan.before_callbacks
+            result = run_chain(before, result, definition, request) if before else result
             if type(result) is Pending:
                 result = await result
             if not isinstance(result, RestError):
                 built = handler.respond
-                respond = (
-                    built[1]
+                _, respond, alone = (
+                    built
                     if built[0] is plan.dispatch_request
-                    else handler.respond_chain(plan.dispatch_request)
+                    else handler.respond_for(plan.dispatch_request)
                 )
                 try:
-                    result = run_chain(respond, None, request, entry.route, definition)
+                    result = (
+                        run_chain(respond, request)
+                        if alone
+                        else run_chain(respond, None, request, entry.route, definition)
+                    )
                     if type(result) is Pending:
                         result = await result
                 except RestError as raised:
                     result = raised
-            result = run_chain(plan.after_callbacks, result, definition, request)
+            after = plan.after_callbacks
+            result = run_chain(after, result, definition, request) if after else result
             if type(result) is Pending:
                 result = await result
             response = self._as_response(result)
