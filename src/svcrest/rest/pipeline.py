@@ -1,14 +1,17 @@
 """The one REST pipeline: WordPress's ``serve_request``, from an HTTP request to its answer.
 
 Every REST request takes this path, whatever its method, body, hooks or authentication
-scheme: :func:`serve_rest` builds the :class:`Request`, runs authentication
-(``determine_current_user``, ``rest_authentication_errors``) and the server's dispatch, then
+scheme: :func:`serve_rest` builds the :class:`Request`, runs authentication (one chain:
+``determine_current_user``, ``rest_authentication_errors``) and the server's dispatch, then
 :func:`finish_hooks` (``rest_post_dispatch``, ``_envelope``, ``rest_pre_serve_request``), and
 :func:`finish` turns the result into header lines and JSON bytes.
 
-Speed comes from preparing, not from a second path: the hooks' chains are fitted once per
-version of the registry (:class:`~svcrest.rest.plan.PipelinePlan`), so a hook with one more
-callback costs that call; routes remember their matches and Allow value; the default filters
+Every hook chain runs through :func:`svcrest.chains.run_chain`: plainly until a callback
+answers with an awaitable, then in one coroutine awaited here. Speed comes from preparing,
+not from a second path: the hooks' chains are fitted once per version of the registry
+(:class:`~svcrest.rest.plan.PipelinePlan`), so a hook with one more callback costs that
+call; routes prepare their handlers (fitted callbacks, the Allow value or chain) when the
+table changes and remember their matches; the default filters
 append to a response's plain list of header lines (no ``Headers`` object unless someone asks
 for one); and the REST header block is encoded for the wire once per discovery Link value.
 """

@@ -181,7 +181,11 @@ def _allow_asker(
                 verdict = _refused_for_allow(request)
             if type(verdict) not in NOT_AWAITABLE and is_awaitable(verdict):
                 return _noted_later(verdict, allowed, methods, alone, request)
-        return _noted(verdict, allowed, methods, alone)
+        if alone:  # PERF: :func:`_noted` written out (a call less on every request)
+            return list(methods) if verdict is True else []
+        for method in methods:
+            allowed[method] = verdict is True
+        return allowed
 
     return ask
 
