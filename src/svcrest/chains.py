@@ -63,14 +63,15 @@ def run_chain(chain: Chain, value: Any, a: Any = _NO, b: Any = _NO, c: Any = _NO
     """
     position = 0
     for callback in chain:
-        # PERF: two checks pick the hook's argument count.
+        # Two checks pick the hook's argument count.
         if b is _NO:
             value = callback(value) if a is _NO else callback(value, a)
         elif c is _NO:
             value = callback(value, a, b)
         else:
             value = callback(value, a, b, c)
-        # PERF: a counter costs less than enumerate's pairs or an iterator of the chain.
+        # PERF: a counter, not an iterator of the chain handed to the coroutine: that cost
+        # 94,133 instructions an anonymous GET against 93,532 (bench/instructions.py).
         position += 1  # noqa: SIM113
         if type(value) not in NOT_AWAITABLE and is_awaitable(value):
             arguments = tuple(argument for argument in (a, b, c) if argument is not _NO)

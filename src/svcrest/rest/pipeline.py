@@ -340,7 +340,8 @@ async def serve_rest(
     posted = run_chain(plan.post_dispatch, result, server, request)
     if type(posted) is Pending:
         posted = await posted
-    if posted is not result or request.may_have_query:  # PERF: a call less when no work
+    # PERF: a call less when there is no work (1 of the 44 Python calls of a plain GET).
+    if posted is not result or request.may_have_query:
         result = posted_response(posted, result, request)
     served = run_chain(plan.pre_serve, False, result, request, server)
     if type(served) is Pending:

