@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
         "svcrest.syncrun",
         "svcrest.blocking",
         "svcrest.bounded",
+        "svcrest.chains",
     ),
     ("svcrest.http",),
     ("svcrest.hooks",),

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from types import CoroutineType
 from typing import Any, TypeVar, overload
+
+from svcrest.chains import NOT_AWAITABLE, is_awaitable, run_chain_async
 
 __all__ = ["NOT_AWAITABLE", "Hooks", "fit_arguments", "is_awaitable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_PLAIN = (bool, int, str, dict, list, tuple)
 
 
 def _positional_capacity(callback: Callable[..., Any]) -> int | None:
@@ -53,26 +53,6 @@ def fit_arguments(callback: Callable[..., Any], count: int | None = None) -> Cal
         return callback(*args[:capacity])
 
     return fitted
-
-
-#: Types known not to be awaitable. PERF: one set lookup answers for the values callbacks
-#: return again and again (None, bools, dicts, Responses…). Bounded: types come from code,
-#: and the set stops growing at 512.
-NOT_AWAITABLE: set[type] = {type(None), *_PLAIN, float}
-
-
-def is_awaitable(value: Any) -> bool:
-    """Whether ``value`` must be awaited (fast for plain values)."""
-    kind = type(value)
-    if kind in NOT_AWAITABLE:
-        return False
-    # PERF: the awaitable protocol is looked up on the type; inspect.isawaitable's ABC check
-    # costs ~1 µs for every Response a filter returns.
-    if kind is CoroutineType or hasattr(kind, "__await__"):
-        return True
-    if len(NOT_AWAITABLE) < 512:
-        NOT_AWAITABLE.add(kind)
-    return False
 
 
 class Hooks:
@@ -203,12 +183,9 @@ class Hooks:
 
     async def apply_filters_async(self, name: str, value: Any, *args: Any) -> Any:
         """``apply_filters`` where a callback may be ``async``: an awaitable answer is awaited
-        before the next callback gets it (as the REST pipeline runs its hooks)."""
-        for callback in self.prepared(name, len(args) + 1):
-            value = callback(value, *args)
-            if type(value) not in NOT_AWAITABLE and is_awaitable(value):
-                value = await value
-        return value
+        before the next callback gets it (as the REST pipeline runs its hooks, through
+        :func:`svcrest.chains.run_chain_async`)."""
+        return await run_chain_async(self.prepared(name, len(args) + 1), value, args)
 
     def has_callbacks(self, name: str) -> bool:
         """Whether any callback is registered on ``name`` (one dict lookup)."""

@@ -1,8 +1,8 @@
 """The REST cookie check, as WordPress's: who the cookie says the user is, and the nonce.
 
 - ``determine_current_user`` reads the ``svc_logged_in`` cookie (only when one is sent);
-- ``rest_cookie_collect_status`` keeps the cookie status (WordPress's
-  ``$wp_rest_auth_cookie``) on the request context;
+- the cookie actions keep the cookie status on the request context (as WordPress's
+  ``rest_cookie_collect_status`` keeps ``$wp_rest_auth_cookie``);
 - ``rest_cookie_check_errors`` (``rest_authentication_errors``, priority 100) decides as
   WordPress's function of that name: without a nonce the request is anonymous; an invalid
   nonce is a 403 before any handler runs; a valid one earns a fresh nonce in ``X-SVC-Nonce``.
@@ -31,7 +31,6 @@ __all__ = [
     "CookieAuth",
     "install_cookie_auth",
     "nonce_from_request",
-    "rest_cookie_collect_status",
 ]
 
 #: The nonce action of REST requests (WordPress's ``wp_rest``).
@@ -49,13 +48,6 @@ MAX_REMEMBERED_HEADERS = 1024
 #: Longest ``Cookie`` header (characters) it remembers: with the bound in entries, at most
 #: ~2.5 MB.
 MAX_REMEMBERED_HEADER = 1024
-
-
-def rest_cookie_collect_status(action: str) -> None:
-    """The cookie status, as WordPress's ``rest_cookie_collect_status`` keeps it: True for
-    ``auth_cookie_valid``, else the action name without its first 12 characters; kept on the
-    current request's context."""
-    _status_collector(action)()
 
 
 def nonce_from_request(request: Request, wordpress_compat: bool = False) -> Any:

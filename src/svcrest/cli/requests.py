@@ -28,7 +28,7 @@ from svcrest.cli.common import CliError, svcrest_version
 from svcrest.cli.site import existing_site, new_app, register_plugins, require_database
 from svcrest.http.answer_json import dumps_answer
 from svcrest.http.user import User
-from svcrest.rest.pipeline import rest_route_of
+from svcrest.rest.urls import rest_route_of
 
 
 def _site(args: argparse.Namespace) -> App:

@@ -14,7 +14,6 @@ __all__ = [
     "remember_probe",
 ]
 
-_new = object.__new__
 
 HeadersInit = Mapping[str, str] | Iterable[tuple[str, str]] | None
 #: Header lines in order and their index (lower-cased name → values).
@@ -122,15 +121,6 @@ class Headers(MutableMapping[str, str]):
         headers = cls()
         headers._items = lines
         headers._index = index
-        return headers
-
-    @classmethod
-    def from_asgi(cls, raw: Iterable[tuple[bytes, bytes]]) -> Headers:
-        """Headers of an ASGI scope's ``headers`` (lower-case byte names, Latin-1), decoded
-        and indexed in one pass (see :func:`asgi_header_lines`)."""
-        headers = _new(cls)  # PERF: object.__new__ bound once (~250 instructions)
-        headers._items, headers._index = asgi_header_lines(raw)
-        headers._keys = None
         return headers
 
     def add(self, name: str, value: str) -> None:

@@ -97,10 +97,6 @@ class Response:
         else:
             self._lines = [(name, value)]
 
-    def header_lines(self) -> list[tuple[str, str]]:
-        """The response's own header lines, in order (a new list)."""
-        return list(self.header_tuple())
-
     def header_tuple(self) -> tuple[tuple[str, str], ...]:
         """The response's own header lines, in order, as a tuple."""
         headers = self._headers

@@ -238,7 +238,8 @@ class BatchController:
         chosen = select_handler(matches, request.method) if matches else None
         if chosen is None:
             return  # dispatch answers 404 / 405 in the item's slot
-        item.entry, item.handler, url_params = chosen
+        item.entry, prepared, url_params = chosen
+        item.handler = prepared.definition
         request.url_params = dict(url_params)
         if not _joins(batch_allowed(item.entry, item.handler), "v1"):
             item.error = _not_allowed()

@@ -13,9 +13,9 @@ on ``rest_api_init``.
 from __future__ import annotations
 
 import re
-from collections.abc import Coroutine
 from typing import Any, Protocol
 
+from svcrest.chains import Pending, run_chain
 from svcrest.hooks import Hooks
 from svcrest.http.context import current_context, is_rest_request
 from svcrest.http.request import Request
@@ -23,7 +23,7 @@ from svcrest.http.response import Response
 from svcrest.rest.fields import filter_response_fields
 from svcrest.rest.plan import options_only
 from svcrest.rest.routing.definitions import Handler
-from svcrest.rest.routing.table import RouteEntry, RouteTable
+from svcrest.rest.routing.table import RouteTable
 
 
 class RestServer(Protocol):
@@ -36,13 +36,6 @@ class RestServer(Protocol):
         self, route: str, handlers: list[Handler], context: str = "view"
     ) -> dict[str, Any] | None:
         """WordPress's route data (OPTIONS help)."""
-        ...
-
-    def asked_methods_eager(
-        self, entry: RouteEntry, request: Request
-    ) -> list[str] | Coroutine[Any, Any, list[str]]:
-        """The methods the caller may use on ``entry`` as its permission callbacks say
-        (maybe a coroutine of them)."""
         ...
 
 
@@ -101,20 +94,22 @@ def rest_send_allow_header(response: Any, server: RestServer, request: Request) 
         if remembered:
             response.set_header_line("Allow", remembered)
         return response
-    # The permission callbacks decide; no header when nothing is allowed.
-    allowed = server.asked_methods_eager(entry, request)
-    if isinstance(allowed, list):
-        if allowed:
-            response.set_header_line("Allow", ", ".join(allowed))
-        return response
+    # The permission callbacks decide (the route's Allow chain); no header when nothing is
+    # allowed.
+    allowed = run_chain(entry.allow_chain, {}, request)
+    if type(allowed) is Pending:
+        return _allow_later(allowed, response)
+    if allowed:
+        response.set_header_line("Allow", ", ".join(allowed))
+    return response
 
-    async def finish(pending: Coroutine[Any, Any, list[str]]) -> Any:
-        methods = await pending
-        if methods:
-            response.set_header_line("Allow", ", ".join(methods))
-        return response
 
-    return finish(allowed)
+async def _allow_later(pending: Any, response: Response) -> Response:
+    """:func:`rest_send_allow_header` once an ``async`` permission callback has answered."""
+    methods = await pending
+    if methods:
+        response.set_header_line("Allow", ", ".join(methods))
+    return response
 
 
 def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:

@@ -6,7 +6,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from svcrest.hooks import fit_arguments, is_awaitable
+from svcrest.chains import Pending, run_chain
+from svcrest.hooks import fit_arguments
 
 __all__ = ["call_maybe_async", "fit_cached", "fitted"]
 
@@ -27,9 +28,9 @@ def fitted(function: Callable[..., Any], count: int = 1) -> Callable[..., Any]:
 
 async def call_maybe_async(function: Callable[..., Any], *args: Any) -> Any:
     """Call ``function`` with the leading arguments it accepts (``validate_callback(value)``
-    works as well as ``validate_callback(value, request, key)``) and await the result when it
-    is awaitable."""
-    result = fitted(function, len(args))(*args)
-    if is_awaitable(result):
+    works as well as ``validate_callback(value, request, key)``; one to four arguments) and
+    await the result when it is awaitable."""
+    result = run_chain((fitted(function, len(args)),), *args)
+    if type(result) is Pending:
         result = await result
     return result

@@ -1,8 +1,8 @@
 """The REST pipeline's hooks, prepared once per version of the registry.
 
-The pipeline runs each of its hooks' chains in place (awaiting an ``async`` callback's
-answer where it comes), over callbacks already fitted to the hook's arguments. A hook with
-one extra callback therefore costs that callback's call, nothing more.
+The pipeline runs each of its hooks' chains with :func:`svcrest.chains.run_chain` (awaiting
+an ``async`` callback's answer where it comes), over callbacks already fitted to the hook's
+arguments. A hook with one extra callback therefore costs that callback's call, nothing more.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from svcrest.chains import Chain
 from svcrest.hooks import Hooks
+from svcrest.http.context import _current
+from svcrest.http.request import Request
 
 __all__ = ["PIPELINE_HOOKS", "PipelinePlan", "inert_without_credentials", "options_only"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-Chain = tuple[Callable[..., Any], ...]
 _INERT = "svc_inert_without_credentials"
 _OPTIONS_ONLY = "svc_options_only"
 # Marked functions that take no attributes (compiled by mypyc, in the opt-in compiled build),
@@ -81,12 +83,28 @@ PIPELINE_HOOKS: tuple[tuple[str, int], ...] = (
 )
 
 
+def adopt_user(user: Any, request: Request) -> None:
+    """The step of :attr:`PipelinePlan.authentication` between its two hooks: the user
+    ``determine_current_user`` answered becomes the current one (the context's and the
+    request's; the anonymous user stays for None), and ``rest_authentication_errors`` starts
+    from None."""
+    ctx = _current.get()  # PERF: no current_context() call (a Python call a request)
+    if ctx is None:
+        if user is not None:
+            request.user = user
+        return
+    if user is not None:
+        ctx.user = user
+    request.user = ctx.user
+
+
 class PipelinePlan:
     """The fitted callbacks of every pipeline hook for one version of ``hooks``."""
 
     __slots__ = (
         "after_callbacks",
         "auth_inert",
+        "authentication",
         "authentication_errors",
         "before_callbacks",
         "determine_current_user",
@@ -111,6 +129,13 @@ class PipelinePlan:
             self.post_dispatch,
             self.pre_serve,
         ) = chains
+        #: Authentication as one chain over ``(value, request)``, started from the current
+        #: user: ``determine_current_user``, :func:`adopt_user`, ``rest_authentication_errors``.
+        self.authentication: Chain = (
+            *self.determine_current_user,
+            adopt_user,
+            *self.authentication_errors,
+        )
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.
         self.pre_dispatch_no_options = _without_leading(self.pre_dispatch, _OPTIONS_ONLY)
         #: Every authentication callback is inert for a request without credentials.

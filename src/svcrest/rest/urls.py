@@ -5,6 +5,8 @@ from __future__ import annotations
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from svcrest.http.context import current_context
+from svcrest.http.errors import RestError
+from svcrest.http.forms import parse_form
 from svcrest.rest.settings import Site, SiteSettings
 
 __all__ = [
@@ -13,6 +15,7 @@ __all__ = [
     "get_rest_url",
     "https_forced",
     "normalise_path",
+    "rest_route_of",
     "rewrite_rules",
 ]
 
@@ -81,3 +84,30 @@ def get_rest_url(
         url = _with_scheme(url, "https")
     result = app.hooks.apply_filters("rest_url", url, path, site.blog_id, scheme)
     return str(result) if result is not None else ""
+
+
+def rest_route_of(base_path: str, path: str, query_string: str) -> str | RestError | None:
+    """The REST route a request addresses, None when it is not a REST request.
+
+    ``base_path`` is the REST root's URL path (``<home path>/<prefix>``). The path is REST
+    when it is the base or below it (``/svc-jsonx`` is not); otherwise a non-empty
+    ``rest_route`` query variable makes it one. One trailing slash is ignored; the base
+    alone is the root ``/``.
+    """
+    size = len(base_path)
+    if path.startswith(base_path) and (len(path) == size or path[size] == "/"):
+        route = path[size:] or "/"
+    elif "rest_route" in query_string:
+        value = parse_form(query_string).get("rest_route")
+        if value is None or value == "":
+            return None
+        if not isinstance(value, str):
+            return RestError(
+                "rest_invalid_route", "The rest_route parameter must be a string.", {"status": 400}
+            )
+        route = "/" + value.lstrip("/")
+    else:
+        return None
+    if route[-1] == "/" and len(route) > 1:
+        route = route[:-1]
+    return route

@@ -17,8 +17,9 @@ from svcrest.http.context import RequestContext, _current
 from svcrest.http.errors import BodyReadError, RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.user import ANONYMOUS
-from svcrest.rest.pipeline import error_answer, rest_route_of, serve_rest
+from svcrest.rest.pipeline import error_answer, serve_rest
 from svcrest.rest.server import internal_error
+from svcrest.rest.urls import rest_route_of
 from svcrest.site.host import SiteHost
 from svcrest.site.pages import serve_page
 

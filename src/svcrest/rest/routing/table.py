@@ -1,13 +1,19 @@
-"""The route table: registration in order, options, namespaces and the compiled matcher."""
+"""The route table: registration in order, options, namespaces and the compiled matcher,
+with each route's handlers prepared for dispatch whenever they change."""
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chain
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+from svcrest.rest.invoke import fitted
 from svcrest.rest.routing.definitions import (
     Handler,
     RouteDefinitionError,
@@ -17,15 +23,207 @@ from svcrest.rest.routing.definitions import (
 )
 from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern
 
-__all__ = ["MEMO_PATH", "MEMO_SIZE", "RouteEntry", "RouteTable"]
+__all__ = ["MEMO_PATH", "MEMO_SIZE", "PreparedHandler", "RouteEntry", "RouteTable", "refusal"]
+
+logger = logging.getLogger("svcrest")
 
 MEMO_SIZE = 2048
 MEMO_PATH = 512
 
 
+def refusal(allowed: Any, request: Request) -> RestError:
+    """The error of a permission callback that did not answer exactly True."""
+    if isinstance(allowed, RestError):
+        return allowed
+    status = 403 if request.user.is_logged_in else 401
+    return RestError("rest_forbidden", "Sorry, you are not allowed to do that.", {"status": status})
+
+
+def _refused_for_allow(request: Request) -> bool:
+    """A permission callback failed while the Allow header was computed: its methods are
+    not allowed. SECURITY: Allow is computed for every answer of a route, errors included,
+    so a callback that fails on odd input (a 4,301-digit id given to ``int()``) must not turn
+    the answer into a 500; logged without the traceback (a client can cause it at will)."""
+    logger.warning(
+        "A permission callback failed while computing Allow for %s %s",
+        request.method,
+        request.route,
+        exc_info=False,
+    )
+    return False
+
+
+class PreparedHandler:
+    """A registered handler made ready for dispatch, when the route table changes.
+
+    ``definition`` is the handler as registered (the dict hooks and responses see);
+    ``permission`` its permission callback fitted to the request alone, None without one or
+    for ``public`` (it allows everyone: known without a call); ``callback`` the fitted
+    callback (None for a handler registered without one). PERF: fitting a callback reads its
+    signature; done here, no request looks a callback up (1 to 3 look-ups a request before).
+    """
+
+    __slots__ = (
+        "args",
+        "ask_allow",
+        "ask_allow_alone",
+        "callback",
+        "definition",
+        "methods",
+        "permission",
+        "respond",
+    )
+
+    def __init__(self, definition: Handler) -> None:
+        self.definition = definition
+        self.methods = definition["methods"]
+        self.args = definition["args"]
+        permission = definition.get("permission_callback")
+        self.permission = None if permission is None or permission is public else fitted(permission)
+        callback = definition["callback"]
+        self.callback = None if callback is None else fitted(callback)
+        methods = tuple(self.methods)
+        #: The step of the route's Allow chain asking this handler (see :class:`RouteEntry`),
+        #: and the same for a route with this handler alone.
+        self.ask_allow = _allow_asker(self.permission, methods, False)
+        self.ask_allow_alone = _allow_asker(self.permission, methods, True)
+        #: The respond chain for one ``rest_dispatch_request`` chain: that chain, the respond
+        #: chain and whether it is the callback alone (:meth:`respond_for`); one tuple, so
+        #: threads read a consistent triple.
+        self.respond: tuple[Chain | None, Chain, bool] = (None, (), False)
+
+    def respond_for(self, dispatch_request: Chain) -> tuple[Chain | None, Chain, bool]:
+        """:attr:`respond` for ``dispatch_request`` (``rest_dispatch_request``'s callbacks as
+        the pipeline plan prepared them), built once per plan.
+
+        The respond chain answers the handler's result and raises the RestError of a
+        refusal: the permission callback, ``rest_dispatch_request``'s callbacks and the
+        callback, over ``(value, request, route, handler)`` from None. PERF: without a
+        permission callback and ``rest_dispatch_request`` callbacks it is the callback alone,
+        run over ``(request)`` (the third item is then True): no step around it.
+        """
+        built = self.respond
+        if built[0] is dispatch_request:
+            return built
+        permission, callback = self.permission, self.callback
+        if permission is None and not dispatch_request and callback is not None:
+            built = (dispatch_request, (callback,), True)
+        elif permission is not None and not dispatch_request and callback is not None:
+            # PERF: the gate calls the callback itself (a Python call less; with the other
+            # shortcuts, see RestServer.dispatch_planned).
+            built = (dispatch_request, (_gate(permission, callback),), False)
+        else:
+            gate = () if permission is None else (_gate(permission, None),)
+            built = (dispatch_request, (*gate, *dispatch_request, _caller(callback)), False)
+        self.respond = built
+        return built
+
+
+def _gate(permission: Callable[..., Any], then: Callable[..., Any] | None) -> Callable[..., Any]:
+    """The first step of a respond chain: the permission callback; anything but True is
+    refused (raised). Then the callback ``then`` answers, or, without one,
+    ``rest_dispatch_request`` starts from None."""
+
+    def gate(value: Any, request: Request, route: str, handler: Handler) -> Any:
+        verdict = permission(request)
+        if verdict is not True:
+            if type(verdict) not in NOT_AWAITABLE and is_awaitable(verdict):
+                return _verdict_later(verdict, request, then)
+            raise refusal(verdict, request)
+        return None if then is None else then(request)
+
+    return gate
+
+
+async def _verdict_later(pending: Any, request: Request, then: Callable[..., Any] | None) -> Any:
+    """A gate's awaitable verdict, awaited; then as :func:`_gate` goes on."""
+    verdict = await pending
+    if verdict is not True:
+        raise refusal(verdict, request)
+    if then is None:
+        return None
+    result = run_chain((then,), request)
+    return await result if type(result) is Pending else result
+
+
+def _caller(callback: Callable[..., Any] | None) -> Callable[..., Any]:
+    """The last step of a respond chain: the handler's callback, unless
+    ``rest_dispatch_request`` answered."""
+
+    def call(result: Any, request: Request, route: str, handler: Handler) -> Any:
+        if result is not None:
+            return result
+        if callback is None:
+            raise RestError(
+                "rest_invalid_handler", "The handler for the route is invalid.", {"status": 500}
+            )
+        return callback(request)
+
+    return call
+
+
+def _allow_asker(
+    permission: Callable[..., Any] | None, methods: tuple[str, ...], alone: bool
+) -> Callable[[dict[str, bool], Request], Any]:
+    """A step of a route's Allow chain: the handler's permission callback asked, its verdict
+    (only exactly True allows; a callback that raises refuses) noted for each of
+    ``methods`` in ``allowed``; a coroutine doing so for an awaitable verdict. For the
+    ``alone`` handler of its route, the step answers the allowed methods (PERF: no dict to
+    merge, no last step)."""
+
+    def ask(allowed: dict[str, bool], request: Request) -> Any:
+        if permission is None:
+            verdict: Any = True
+        else:
+            try:
+                verdict = permission(request)
+            except RestError:
+                verdict = False
+            except Exception:
+                verdict = _refused_for_allow(request)
+            if type(verdict) not in NOT_AWAITABLE and is_awaitable(verdict):
+                return _noted_later(verdict, allowed, methods, alone, request)
+        if alone:  # PERF: :func:`_noted` written out (a Python call less a request)
+            return list(methods) if verdict is True else []
+        for method in methods:
+            allowed[method] = verdict is True
+        return allowed
+
+    return ask
+
+
+def _noted(verdict: Any, allowed: dict[str, bool], methods: tuple[str, ...], alone: bool) -> Any:
+    """An Allow step's answer once its verdict is known (see :func:`_allow_asker`)."""
+    if alone:
+        return list(methods) if verdict is True else []
+    for method in methods:
+        allowed[method] = verdict is True
+    return allowed
+
+
+async def _noted_later(
+    pending: Any, allowed: dict[str, bool], methods: tuple[str, ...], alone: bool, request: Request
+) -> Any:
+    """An Allow step's awaitable verdict, awaited and noted (see :func:`_allow_asker`)."""
+    try:
+        verdict = await pending
+    except RestError:
+        verdict = False
+    except Exception:
+        verdict = _refused_for_allow(request)
+    return _noted(verdict, allowed, methods, alone)
+
+
+def _allowed_list(allowed: dict[str, bool], request: Request) -> list[str]:
+    """The last step of an Allow chain: the allowed methods, in order."""
+    # PERF: filter in C, not a comprehension's frame.
+    return list(filter(allowed.__getitem__, allowed))
+
+
 @dataclass(slots=True)
 class RouteEntry:
-    """One full route: its pattern, its handlers in order and its route options."""
+    """One full route: its pattern, its handlers in order and its route options, and the
+    handlers prepared for dispatch (:meth:`prepare`, after every change of ``handlers``)."""
 
     route: str
     namespace: str
@@ -36,24 +234,36 @@ class RouteEntry:
     #: shares (under its own definitions): a handler registered before or after them still
     #: gets ``id`` validated and coerced from ``(?P<id>\d+)``.
     shared_args: dict[str, Any] = field(default_factory=dict)
+    #: The handlers prepared, in order.
+    prepared: tuple[PreparedHandler, ...] = field(init=False, default=(), repr=False, compare=False)
     #: The Allow value when no handler has a permission callback (``public`` counts as
     #: none: it allows everyone): every method in order of first appearance, ", "-joined;
     #: None when some handler has one (it must be asked on each request). PERF: a plain
-    #: field, read by the Allow header on every request; the table, the one writer of
-    #: ``handlers``, keeps it current (:meth:`remember_allow`).
+    #: field, read by the Allow header on every request.
     permissionless_allow: str | None = field(init=False, default=None, repr=False, compare=False)
+    #: When some handler has a permission callback: the chain over ``(allowed, request)``
+    #: that asks each handler in order (a method in several handlers takes the last one's
+    #: answer) and answers the allowed methods (run with :func:`svcrest.chains.run_chain`
+    #: from an empty dict).
+    allow_chain: Chain = field(init=False, default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        self.remember_allow()
+        self.prepare()
 
-    def remember_allow(self) -> None:
-        """Work out :attr:`permissionless_allow` from the handlers (after they changed)."""
-        handlers = self.handlers
+    def prepare(self) -> None:
+        """Prepare the handlers, :attr:`permissionless_allow` and :attr:`allow_chain` (after
+        ``handlers`` changed)."""
+        prepared = tuple(PreparedHandler(handler) for handler in self.handlers)
         value: str | None = None
-        if all(handler.get("permission_callback") in (None, public) for handler in handlers):
-            methods = (method for handler in handlers for method in handler["methods"])
+        chain: Chain = ()
+        if all(handler.permission is None for handler in prepared):
+            methods = (method for handler in prepared for method in handler.methods)
             value = ", ".join(dict.fromkeys(methods))
-        self.permissionless_allow = value
+        elif len(prepared) == 1:
+            chain = (prepared[0].ask_allow_alone,)
+        else:
+            chain = (*(handler.ask_allow for handler in prepared), _allowed_list)
+        self.prepared, self.permissionless_allow, self.allow_chain = prepared, value, chain
 
 
 class RouteTable:
@@ -108,7 +318,7 @@ class RouteTable:
                     entry.shared_args.update(shared)
                     for handler in entry.handlers:
                         handler["args"] = {**entry.shared_args, **handler["args"]}
-                entry.remember_allow()  # a new entry's is worked out when it is made
+                entry.prepare()  # a new entry is prepared when it is made
             if namespace:
                 self._namespaces.setdefault(namespace, None)
         return entry
@@ -133,10 +343,6 @@ class RouteTable:
                     matcher = CompiledMatcher([entry.pattern for entry in self._ordered])
                     self._matcher = matcher
         return matcher
-
-    def compile(self) -> None:
-        """Build the matcher now (otherwise the first match does)."""
-        self._compiled()
 
     def matches(self, path: str) -> tuple[tuple[RouteEntry, dict[str, str]], ...]:
         """The entries whose pattern matches ``path`` fully, in registration order, with their
