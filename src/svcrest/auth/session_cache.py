@@ -1,4 +1,4 @@
-"""A bounded cache of verified login sessions, invalidated across hosts (DESIGN §6).
+"""A bounded cache of verified login sessions, invalidated across hosts (docs/guides/many-hosts.md).
 
 A cookie check reads the user and the session from the store; on PostgreSQL that is a round
 trip to the server per request. :class:`SessionCache` keeps what such a read found for a valid

@@ -9,7 +9,9 @@ moment (``ChangeMarkingStore``: SQLite's wal-index header, or ``PRAGMA data_vers
 change mark taken before the read, and the cookie check reuses it while the mark is the
 same.
 
-SECURITY: why no entry outlives a revocation (DESIGN §6, "no cache may outlive them").
+SECURITY: why no entry outlives a revocation (a logout, a password change, a deleted user or
+a revoked application password applies on every host from the next request:
+docs/guides/many-hosts.md).
 
 - A logout, a password change, a role change or a deleted user is a committed write; any
   committed write, by any process, moves the mark, and the memo then answers nothing until

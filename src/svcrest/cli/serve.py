@@ -148,7 +148,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def add_proxy_options(parser: argparse.ArgumentParser) -> None:
-    """``--proxy-headers`` and ``--forwarded-allow-ips`` (DESIGN §6: behind a TLS proxy)."""
+    """``--proxy-headers`` and ``--forwarded-allow-ips``, behind a TLS proxy (see the serving
+    guide, docs/guides/serving.md)."""
     parser.add_argument(
         "--proxy-headers",
         action="store_true",

@@ -1,5 +1,6 @@
 """The pure half of ``sync(..., batch="server")``: one ``POST {root}batch/v1`` body for many
-operations, and its 207 answer mapped back onto them (DESIGN.md sections 8 and 13)."""
+operations, and its 207 answer mapped back onto them (WordPress 5.6's batch API;
+docs/guides/clients.md)."""
 
 from __future__ import annotations
 

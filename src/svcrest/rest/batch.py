@@ -1,8 +1,8 @@
 """``POST {root}batch/v1``: WordPress 5.6's batch requests, plus all-or-nothing ``atomic``.
 
 A batch is ``{"validation": "normal", "requests": [{"method", "path", "headers", "body"},
-...]}`` (DESIGN §8). Every request runs through the whole pipeline of the server
-(``RestServer.dispatch_async``: ``rest_pre_dispatch``, its own validation, permission and
+...]}`` (docs/guides/batch-embed-paging.md). Every request runs through the whole pipeline of
+the server (``RestServer.dispatch_async``: ``rest_pre_dispatch``, its own validation, permission and
 callback; then :func:`~svcrest.rest.pipeline.finish_hooks`: ``rest_post_dispatch``…) as the
 batch's user, and answers in its slot of a 207 ``{"responses": [...]}``.
 

@@ -1,4 +1,4 @@
-"""An OpenAPI 3.1.0 document of the routes shown in the index (DESIGN §11).
+"""An OpenAPI 3.1.0 document of the routes shown in the index (docs/guides/openapi.md).
 
 :func:`build_openapi` reads the registry each time it is called, so a route registered later
 is in the next document. What it writes:

@@ -1,4 +1,5 @@
-"""Collection paging for plugins: totals headers and ``Link`` rel next/prev (DESIGN §9).
+"""Collection paging for plugins: totals headers and ``Link`` rel next/prev (WordPress's
+``X-WP-Total`` / ``X-WP-TotalPages`` convention; docs/guides/batch-embed-paging.md).
 
 WordPress's controllers each repeat the same lines (``X-WP-Total``, ``X-WP-TotalPages``, the
 ``rest_post_invalid_page_number`` check, ``Link`` headers built with ``add_query_arg``);

@@ -6,7 +6,7 @@ string naming a factory (``svcrest.cli:app_from_env`` for ASGI, ``…:wsgi_from_
 WSGI) configured through the environment; uvicorn with one worker and no reloader serves an
 App built already (``ServeConfig.app``), which an in-memory database needs.
 
-Bounds (DESIGN §7), :class:`Limits`:
+Bounds (docs/guides/serving.md, "Limits"), :class:`Limits`:
 
 =====================  ==========================================  ==============================
 bound                  granian                                     uvicorn
@@ -99,7 +99,7 @@ class ServerMissingError(RuntimeError):
 
 @dataclass(frozen=True, kw_only=True)
 class Limits:
-    """What one client may hold (DESIGN §7)."""
+    """What one client may hold (docs/guides/serving.md, "Limits")."""
 
     #: Bytes of a request head (request line and header lines): 128 KiB, so a 100 KB
     #: ``Origin`` still passes (tests/e2e/test_bounded_memory.py sends them).

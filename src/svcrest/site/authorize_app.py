@@ -1,4 +1,4 @@
-"""``/authorize-application?app_name=&success_url=`` (DESIGN §10; WordPress 5.6's
+"""``/authorize-application?app_name=&success_url=`` (WordPress 5.6's
 ``authorize-application.php``): a logged-in user approves a third-party app, which gets an
 application password.
 

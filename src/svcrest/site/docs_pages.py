@@ -1,4 +1,4 @@
-"""``GET {home}/openapi.json`` and the API docs page ``GET {home}/docs`` (DESIGN §11).
+"""``GET {home}/openapi.json`` and the API docs page ``GET {home}/docs`` (docs/guides/openapi.md).
 
 The docs page is Swagger UI 5 (it reads OpenAPI 3.1), whose files come from the
 ``swagger-ui-bundle-v2`` package (Apache-2.0; a runtime dependency of svcrest) and are served

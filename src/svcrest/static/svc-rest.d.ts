@@ -1,6 +1,6 @@
 /**
  * TypeScript declarations of svc-rest.mjs, the browser half of svcrest's client proxy (the
- * URL rules of Ext JS's REST proxy; DESIGN.md sections 4 and 13). `make test` checks them with
+ * URL rules of Ext JS's REST proxy; docs/guides/clients.md). `make test` checks them with
  * `tsc --noEmit` against tests/ts/usage.ts.
  *
  * The module is served at `/static/svc-rest.mjs`; map that specifier onto this file, e.g. with

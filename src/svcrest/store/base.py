@@ -74,7 +74,7 @@ class Connection(Protocol):
 
 @runtime_checkable
 class Store(Protocol):
-    """The one interface to the database (DESIGN §6).
+    """The one interface to the database (docs/guides/many-hosts.md).
 
     ``transaction()``: a write transaction (a SAVEPOINT when nested in another block of the
     same thread); ``read()``: one consistent snapshot. Neither may be held across an

@@ -1,4 +1,5 @@
-"""Opening the store ``App(store=...)``, ``--db`` and ``SVCREST_DB`` name (DESIGN §6).
+"""Opening the store ``App(store=...)``, ``--db`` and ``SVCREST_DB`` name
+(docs/guides/many-hosts.md).
 
 Nothing (an in-memory SQLite database), a path or ``sqlite:///relative.db`` /
 ``sqlite:////absolute.db`` (a SQLite file), or a PostgreSQL URL
