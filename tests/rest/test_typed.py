@@ -472,3 +472,51 @@ def test_returned_models_are_sent_as_json(
     assert client.get("/svc-json/t/v1/loan").content == (
         b'[{"book":1,"days":14},{"book":2,"days":7}]'
     )
+
+
+@dataclasses.dataclass
+class NewBook:
+    title: Annotated[str, Arg(minLength=1)]
+    shelf: Shelf = Shelf.FICTION
+    pages: int | None = None
+
+
+def test_a_body_parameter_takes_the_whole_body(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    seen: list[NewBook] = []
+
+    def create(request: Request, body: NewBook) -> dict[str, Any]:
+        seen.append(body)
+        return {"title": body.title}
+
+    app = _app()
+    app.route("t/v1", "/books", methods="POST", permission_callback=public)(create)
+    assert app.rest_get_server().get_routes()["/t/v1/books"][0]["args"] == {
+        "title": {"type": "string", "minLength": 1, "required": True},
+        "shelf": {"type": "string", "enum": ["fiction", "science"]},
+        "pages": {"type": ["integer", "null"]},
+    }
+    client = client_for(app)
+    sent = client.post("/svc-json/t/v1/books", json={"title": "Dune", "shelf": "science"})
+    assert (sent.status_code, sent.json()) == (200, {"title": "Dune"})
+    form = client.post("/svc-json/t/v1/books", data={"title": "Emma", "pages": "474"})
+    assert form.status_code == 200
+    assert seen == [NewBook("Dune", Shelf.SCIENCE, None), NewBook("Emma", Shelf.FICTION, 474)]
+    missing = client.post("/svc-json/t/v1/books", json={"shelf": "science"})
+    assert (missing.status_code, missing.json()["code"]) == (400, "rest_missing_callback_param")
+    assert missing.json()["data"]["params"] == ["title"]
+
+
+def test_an_argument_declared_twice_is_refused() -> None:
+    def create(request: Request, body: NewBook, title: str) -> None:
+        return None
+
+    app = _app()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app.route("t/v1", "/books", methods="POST", permission_callback=public)(create)
+    assert [str(warning.message) for warning in caught] == [
+        "parameter 'title' of test_an_argument_declared_twice_is_refused.<locals>.create:"
+        " the argument 'title' is declared twice"
+    ]

@@ -358,13 +358,38 @@ def _typed_parameters(callback: Callable[..., Any]) -> list[inspect.Parameter] |
     return rest
 
 
+#: The parameter that takes the whole request body: annotated with a ``TypedDict`` or a
+#: dataclass, its fields are the handler's arguments (as WordPress's ``POST /wp/v2/posts``
+#: takes a post's fields), and it receives them as one dict or instance.
+BODY_PARAMETER = "body"
+
+
+def _record_class(hint: Any) -> type | None:
+    """The ``TypedDict`` or dataclass ``hint`` names (through ``Annotated``), else None."""
+    if get_origin(hint) is Annotated:
+        hint = get_args(hint)[0]
+    if isinstance(hint, type) and (typing.is_typeddict(hint) or dataclasses.is_dataclass(hint)):
+        return hint
+    return None
+
+
+def _add_arg(
+    args: dict[str, dict[str, Any]], name: str, definition: dict[str, Any], where: str
+) -> None:
+    if name in args:
+        raise TypeError(f"{where}: the argument {name!r} is declared twice")
+    args[name] = definition
+
+
 def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
     """The argument definitions a callback's annotated parameters declare, and the plain
     ``callback(request)`` that calls it with their values; None for an untyped callback.
 
     A parameter is required unless it has a default or allows None; a value that was not
-    sent is passed as the parameter's default (or None). Raises ``TypeError`` naming the
-    parameter when an annotation has no JSON form.
+    sent is passed as the parameter's default (or None). A parameter named ``body`` whose
+    annotation is a ``TypedDict`` or a dataclass takes the whole body: its fields are the
+    arguments. Raises ``TypeError`` naming the parameter when an annotation has no JSON form
+    or an argument is declared twice.
     """
     parameters = _typed_parameters(callback)
     if parameters is None:
@@ -373,10 +398,19 @@ def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
     hints = typing.get_type_hints(callback, include_extras=True)
     args: dict[str, dict[str, Any]] = {}
     plan: list[tuple[str, Convert, bool]] = []
+    body: tuple[str, tuple[str, ...], Convert] | None = None
     for parameter in parameters:
         where = f"parameter {parameter.name!r} of {name}"
-        definition, convert = _parameter_arg(parameter, hints[parameter.name], where)
-        args[parameter.name] = definition
+        hint = hints[parameter.name]
+        record = _record_class(hint) if parameter.name == BODY_PARAMETER else None
+        if record is not None:
+            typed = describe(record, where)
+            for field, schema in typed.schema["properties"].items():
+                _add_arg(args, field, dict(schema), where)
+            body = (parameter.name, tuple(typed.schema["properties"]), typed.convert)
+            continue
+        definition, convert = _parameter_arg(parameter, hint, where)
+        _add_arg(args, parameter.name, definition, where)
         has_default = parameter.default is not inspect.Parameter.empty
         plan.append((parameter.name, convert, has_default))
     steps = tuple(plan)
@@ -390,6 +424,12 @@ def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
                     values[key] = None
             else:
                 values[key] = value if convert is None else convert(value)
+        if body is not None:
+            key, fields, build = body
+            sent = {
+                field: value for field in fields if (value := request.get_param(field)) is not None
+            }
+            values[key] = sent if build is None else build(sent)
         return callback(request, **values)
 
     # The name and docstring (the OpenAPI summary) of the original, but not ``__wrapped__``:
