@@ -296,3 +296,40 @@ def test_bad_options_are_refused_at_registration(options: dict[str, Any]) -> Non
     assert app.rest_get_server().table.get("/guard/v1/bad") is None
     with pytest.raises(RouteDefinitionError):
         app.rest_get_server().register_route("guard/v1", "/guard/v1/bad", {0: handler, **options})
+
+
+def test_openapi_documents_the_key_the_headers_and_the_answers() -> None:
+    from svcrest.rest.openapi import build_openapi
+
+    app = _app({"idempotency": "required", "rate_limit": {"limit": 3, "window": 60}}, [])
+    document = build_openapi(app.rest_get_server(), app)
+    post = document["paths"]["/guard/v1/things"]["post"]
+    assert post["parameters"] == [
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": True,
+            "description": "A unique key of this write (a UUID): a retry with the same key"
+            " gets the first answer again instead of running twice (IETF"
+            " draft-ietf-httpapi-idempotency-key-header). Kept 24 hours.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 257},
+        }
+    ]
+    responses = post["responses"]
+    assert sorted(responses) == ["200", "400", "409", "422", "429", "4XX"]
+    assert sorted(responses["200"]["headers"]) == [
+        "Idempotent-Replayed",
+        "RateLimit",
+        "RateLimit-Policy",
+    ]
+    assert responses["429"]["description"] == "Too many requests (3 requests per 60 s)."
+    assert sorted(responses["429"]["headers"]) == ["RateLimit", "RateLimit-Policy", "Retry-After"]
+    assert responses["409"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Error"
+    }
+    get = document["paths"]["/guard/v1/things"]["get"]
+    assert "parameters" not in get  # reads take no key
+    assert sorted(get["responses"]) == ["200", "429", "4XX"]
+    plain = _app({}, [])
+    untouched = build_openapi(plain.rest_get_server(), plain)["paths"]["/guard/v1/things"]
+    assert sorted(untouched["post"]["responses"]) == ["200", "400", "4XX"]
