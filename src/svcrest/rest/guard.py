@@ -168,7 +168,10 @@ class Ticket:
         """Keep the answer under the reserved key (or free the key after a 5xx), and add
         the RateLimit lines."""
         if self.key and self.guards is not None:
-            self._keep(response)
+            try:
+                self._keep(response)
+            except Exception:  # the store failed: the reservation lapses on its own
+                logger.exception("The answer of an Idempotency-Key could not be kept")
         for name, value in self.lines:
             response.headers[name] = value
         return response
