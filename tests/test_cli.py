@@ -66,9 +66,10 @@ REST_HEADER_BLOCK = [
     "X-Robots-Tag: noindex",
     'Link: <http://127.0.0.1:8000/svc-json/>; rel="https://api.w.org/"',
     "Vary: Origin",
-    "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link",
+    "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link, RateLimit,"
+    " RateLimit-Policy, Retry-After, Idempotent-Replayed",
     "Access-Control-Allow-Headers: Authorization, X-SVC-Nonce, Content-Disposition,"
-    " Content-MD5, Content-Type",
+    " Content-MD5, Content-Type, Idempotency-Key",
 ]
 
 

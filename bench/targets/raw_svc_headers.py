@@ -24,10 +24,15 @@ HEADERS = [
     (b"X-Robots-Tag", b"noindex"),
     (b"Link", f'<{HOME}/svc-json/>; rel="https://api.w.org/"'.encode()),
     (b"Vary", b"Origin"),
-    (b"Access-Control-Expose-Headers", b"X-SVC-Total, X-SVC-TotalPages, Link"),
+    (
+        b"Access-Control-Expose-Headers",
+        b"X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
+        b" Idempotent-Replayed",
+    ),
     (
         b"Access-Control-Allow-Headers",
-        b"Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type",
+        b"Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type,"
+        b" Idempotency-Key",
     ),
     (b"Allow", b"GET"),
     (b"Access-Control-Allow-Origin", b"http://example.com"),

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from svcrest.auth.throttle import LoginThrottle
     from svcrest.auth.users import UserStore
     from svcrest.store.base import Store
+    from svcrest.store.request_guards import StoredGuards
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
 
@@ -119,6 +120,7 @@ class App:
         self._store: Store | None = None
         self._users: UserStore | None = None
         self._throttle: LoginThrottle | None = None
+        self._request_guards: StoredGuards | None = None
         self._auth: AuthService | None = None
         #: The REST server once created, None before (read-only: ``rest_get_server()``
         #: creates it). PERF: a plain attribute, read by every REST request.
@@ -497,6 +499,19 @@ class App:
 
                     self._users = UserStore(self.store, self.hooks, clock=self.clock)
         return self._users
+
+    @property
+    def request_guards(self) -> StoredGuards:
+        """Idempotency records and rate-limit counts in the store
+        (docs/guides/idempotency-and-rate-limits.md), migrated on first use."""
+        if self._request_guards is None:
+            store = self.store
+            with self._lock:
+                if self._request_guards is None:
+                    from svcrest.store.request_guards import StoredGuards
+
+                    self._request_guards = StoredGuards(store, self.clock)
+        return self._request_guards
 
     @property
     def throttle(self) -> LoginThrottle:

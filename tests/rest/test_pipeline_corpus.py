@@ -444,10 +444,15 @@ def test_a_plain_read_answers_exactly(pair: Pair, adapter: str) -> None:
         (b"X-Robots-Tag", b"noindex"),
         (b"Link", b'<http://example.org/svc-json/>; rel="https://api.w.org/"'),
         (b"Vary", b"Origin"),
-        (b"Access-Control-Expose-Headers", b"X-SVC-Total, X-SVC-TotalPages, Link"),
+        (
+            b"Access-Control-Expose-Headers",
+            b"X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
+            b" Idempotent-Replayed",
+        ),
         (
             b"Access-Control-Allow-Headers",
-            b"Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type",
+            b"Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type,"
+            b" Idempotency-Key",
         ),
         (b"Allow", b"GET"),
         (b"Access-Control-Allow-Origin", b"http://example.com"),

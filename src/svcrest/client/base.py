@@ -8,7 +8,10 @@ generators that yield `httpx.Request` objects and receive `httpx.Response` objec
 
 from __future__ import annotations
 
+import email.utils
+import random
 import time
+import uuid
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Generic, TypeVar
@@ -35,8 +38,11 @@ from svcrest.client.urls import (
 
 __all__ = [
     "DEFAULT_ACTION_METHODS",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_MAX_RETRY_DELAY",
     "DEFAULT_TIMEOUT",
     "GROUP_DIRECTION_PARAM",
+    "IDEMPOTENCY_HEADER",
     "INVALID_NONCE_CODE",
     "NONCE_HEADER",
     "TIMEOUT_CODE",
@@ -60,6 +66,14 @@ GROUP_DIRECTION_PARAM: Final = "groupDir"
 DEFAULT_TIMEOUT: Final = 30.0
 #: The error code of a request that got no answer within ``timeout``.
 TIMEOUT_CODE: Final = "timeout"
+#: The header of the key each write carries (IETF draft-ietf-httpapi-idempotency-key-header).
+IDEMPOTENCY_HEADER: Final = "Idempotency-Key"
+#: Retries of one request after a 429 or 503 answer or a broken connection (default).
+DEFAULT_MAX_RETRIES: Final = 2
+#: The longest pause in seconds before a retry, whatever ``Retry-After`` asks (default).
+DEFAULT_MAX_RETRY_DELAY: Final = 30.0
+_WRITES: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_RETRIED_STATUSES: Final = frozenset({429, 503})
 
 ClientT = TypeVar("ClientT", httpx.Client, httpx.AsyncClient)
 T = TypeVar("T")
@@ -86,6 +100,23 @@ def _put(query: dict[str, str], name: str | None, value: Any) -> None:
     """Set one query parameter; an unset name (None or "") or a None value sends nothing."""
     if name and value is not None:
         query[name] = str(value)
+
+
+def _retry_after(value: str | None) -> float | None:
+    """``Retry-After`` in seconds from now (delay-seconds or an HTTP date), None when absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _decode(response: httpx.Response) -> Any:
@@ -151,6 +182,9 @@ class BaseRestProxy(Generic[ClientT]):
         api: Mapping[str, str] | None = None,
         on_exception: ExceptionHook | None = None,
         root: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        max_retry_delay: float = DEFAULT_MAX_RETRY_DELAY,
+        idempotency_keys: bool = True,
     ) -> None:
         methods = dict(DEFAULT_ACTION_METHODS)
         for option, given in (("action_methods", action_methods), ("api", api)):
@@ -187,6 +221,9 @@ class BaseRestProxy(Generic[ClientT]):
         self.api: dict[str, str] = {action: str(u) for action, u in (api or {}).items() if u}
         self.on_exception = on_exception
         self.root = root
+        self.max_retries = max_retries
+        self.max_retry_delay = max_retry_delay
+        self.idempotency_keys = idempotency_keys
 
     @property
     def client(self) -> ClientT:
@@ -353,13 +390,47 @@ class BaseRestProxy(Generic[ClientT]):
         return error
 
     def _sendable(self, request: httpx.Request) -> httpx.Request:
-        """``request``, checked to have an absolute URL before it is sent."""
+        """``request``, checked to have an absolute URL before it is sent, with a fresh
+        ``Idempotency-Key`` when it is a write (POST, PUT, PATCH, DELETE) without one and
+        ``idempotency_keys`` is on: the proxy's own retries of it send the same key, so a
+        route with the ``idempotency`` option runs it once."""
         if not request.url.is_absolute_url:
             raise ValueError(
                 f"cannot send {request.method} {request.url}: the proxy URL {self.url!r} is"
                 " relative; give the proxy a client with a base_url"
             )
+        if (
+            self.idempotency_keys
+            and request.method in _WRITES
+            and IDEMPOTENCY_HEADER not in request.headers
+        ):
+            request.headers[IDEMPOTENCY_HEADER] = f'"{uuid.uuid4()}"'
         return request
+
+    def retry_delay(
+        self, request: httpx.Request, attempt: int, response: httpx.Response | None
+    ) -> float | None:
+        """Seconds to wait before sending ``request`` again after its ``attempt``-th try
+        (from 0), or None to stop: answered ``response`` (None: the connection broke).
+
+        A 429 or 503 is retried after its ``Retry-After`` (seconds or an HTTP date), else
+        after an exponential backoff from 0.5 s; a broken connection only for a read or a
+        request carrying an ``Idempotency-Key``. The pause is jittered (up to a quarter
+        more, so clients refused together do not come back together), never longer than
+        ``max_retry_delay``, and there are at most ``max_retries`` retries.
+        """
+        if attempt >= self.max_retries:
+            return None
+        if response is None:
+            if request.method in _WRITES and IDEMPOTENCY_HEADER not in request.headers:
+                return None  # it may have run: sending it again could run it twice
+            wait = None
+        elif response.status_code in _RETRIED_STATUSES:
+            wait = _retry_after(response.headers.get("retry-after"))
+        else:
+            return None
+        base = 0.5 * 2**attempt if wait is None else wait
+        return min(base * (1 + random.uniform(0, 0.25)), self.max_retry_delay)
 
     def site_base(self, home: str | None = None) -> str:
         """The site address that ``/login`` and ``/auth/nonce`` are under.

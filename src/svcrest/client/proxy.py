@@ -8,6 +8,8 @@ The URL and method rules and the request sequences live in `BaseRestProxy`
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from types import TracebackType
 from typing import Any, TypeVar
@@ -60,6 +62,11 @@ class RestProxy(BaseRestProxy[httpx.Client]):
     every URL; ``clock()`` returns milliseconds since the epoch; ``client`` is the httpx client
     (when not given, one is created on first use and closed by `close`; cookies are kept in
     it).
+
+    Each write carries a fresh ``Idempotency-Key`` (``idempotency_keys=False``: none); a 429
+    or 503 answer, or a broken connection of a read or keyed write, is retried with the same
+    request up to ``max_retries`` times (default 2), after ``Retry-After`` or a backoff,
+    jittered and at most ``max_retry_delay`` seconds (see `BaseRestProxy.retry_delay`).
     """
 
     def _new_client(self) -> httpx.Client:
@@ -70,7 +77,7 @@ class RestProxy(BaseRestProxy[httpx.Client]):
             request = next(exchange)
             while True:
                 try:
-                    response = self.client.send(self._sendable(request))
+                    response = self._deliver(self._sendable(request))
                 except httpx.TimeoutException as exc:
                     request = exchange.throw(self.timeout_error(exc))
                 else:
@@ -78,6 +85,27 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         except StopIteration as stop:
             result: T = stop.value
             return result
+
+    def _deliver(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``, again after a 429 or 503 or a broken connection as
+        `retry_delay` decides."""
+        attempt = 0
+        while True:
+            try:
+                response = self.client.send(request)
+            except httpx.TimeoutException:
+                raise
+            except httpx.TransportError:
+                delay = self.retry_delay(request, attempt, None)
+                if delay is None:
+                    raise
+            else:
+                delay = self.retry_delay(request, attempt, response)
+                if delay is None:
+                    return response
+                response.close()
+            time.sleep(delay)
+            attempt += 1
 
     def send(self, operation: Operation) -> Any:
         """Send ``operation`` (one request, with the nonce retry) and return the decoded JSON.
@@ -180,7 +208,7 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
             request = next(exchange)
             while True:
                 try:
-                    response = await self.client.send(self._sendable(request))
+                    response = await self._deliver(self._sendable(request))
                 except httpx.TimeoutException as exc:
                     request = exchange.throw(self.timeout_error(exc))
                 else:
@@ -188,6 +216,26 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         except StopIteration as stop:
             result: T = stop.value
             return result
+
+    async def _deliver(self, request: httpx.Request) -> httpx.Response:
+        """`RestProxy._deliver`, awaiting."""
+        attempt = 0
+        while True:
+            try:
+                response = await self.client.send(request)
+            except httpx.TimeoutException:
+                raise
+            except httpx.TransportError:
+                delay = self.retry_delay(request, attempt, None)
+                if delay is None:
+                    raise
+            else:
+                delay = self.retry_delay(request, attempt, response)
+                if delay is None:
+                    return response
+                await response.aclose()
+            await asyncio.sleep(delay)
+            attempt += 1
 
     async def send(self, operation: Operation) -> Any:
         """Send ``operation`` and return the decoded JSON (see `RestProxy.send`)."""

@@ -360,4 +360,7 @@ class _RollBack(Exception):
 
 def register_batch_route(server: RestServer) -> None:
     """Register ``/batch/v1`` on ``server`` (on ``rest_api_init``)."""
-    server.register_route("", BATCH_ROUTE, BatchController(server).handler())
+    options = server.hooks.apply_filters("svc_batch_route_options", {})
+    server.register_route(
+        "", BATCH_ROUTE, {0: BatchController(server).handler(), **dict(options or {})}
+    )

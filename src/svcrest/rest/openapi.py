@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from svcrest.constants import REST_API_VERSION
+from svcrest.rest.openapi_guard import document_guard
 from svcrest.rest.routing.definitions import Handler, public
 from svcrest.rest.routing.template import RouteTemplate, route_template
 from svcrest.rest.schema.dialect import to_openapi_schema
@@ -377,6 +378,7 @@ class _Builder:
         operation["responses"] = self.responses(
             route, handler, method, has_params=bool(own), has_path_params=bool(template.params)
         )
+        document_guard(operation, self.options[route], method)
         if is_public(handler) or self.is_index(handler):
             operation["security"] = []  # no padlock in Swagger UI
         return operation

@@ -66,10 +66,15 @@ _STATIC_REST_HEADERS = (
     ("X-Content-Type-Options", "nosniff"),
     ("X-Robots-Tag", "noindex"),
 )
-_EXPOSE = "X-SVC-Total, X-SVC-TotalPages, Link"
+_EXPOSE = (
+    "X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
+    " Idempotent-Replayed"
+)
 #: With ``wordpress_compat``, WordPress's paging headers are exposed too (``wpapi`` reads them).
 _EXPOSE_COMPAT = _EXPOSE + ", X-WP-Total, X-WP-TotalPages"
-_ALLOW_HEADERS = "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type"
+_ALLOW_HEADERS = (
+    "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type, Idempotency-Key"
+)
 #: With ``wordpress_compat``, clients may send WordPress's nonce header.
 _ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
 _NO_BODY_STATUSES = frozenset({204, 304})

@@ -113,6 +113,7 @@ class PipelinePlan:
         "pre_dispatch",
         "pre_dispatch_no_options",
         "pre_serve",
+        "rate_limit",
         "version",
     )
 
@@ -136,6 +137,8 @@ class PipelinePlan:
             adopt_user,
             *self.authentication_errors,
         )
+        #: ``svc_rate_limit`` over ``(value, request)`` (``svcrest.rest.guard``).
+        self.rate_limit: Chain = hooks.prepared("svc_rate_limit", 2)
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.
         self.pre_dispatch_no_options = _without_leading(self.pre_dispatch, _OPTIONS_ONLY)
         #: Every authentication callback is inert for a request without credentials.

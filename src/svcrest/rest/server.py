@@ -12,6 +12,7 @@ from svcrest.chains import Pending, run_chain
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
+from svcrest.rest.guard import Ticket, enter_guard
 from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import PreparedHandler, RouteEntry, RouteTable
@@ -163,6 +164,7 @@ class RestServer:
         coroutine per stage cost ~1 µs).
         """
         request.site = self.app
+        ticket: Ticket | None = None
         try:
             # PERF: the plan leaves out the default OPTIONS filter for any other method (it
             # answers OPTIONS only).
@@ -183,6 +185,12 @@ class RestServer:
             entry, handler, url_params = chosen
             definition = request.handler = handler.definition
             request.url_params = dict(url_params)
+            # Idempotency keys and rate limits (svcrest.rest.guard): an answer instead of a
+            # run (a replay, 429, 409…), or the ticket that finishes the answer.
+            if (entry.guard is not None or plan.rate_limit) and (
+                ticket := await enter_guard(entry, definition, self.app, request, plan.rate_limit)
+            ).answer is not None:
+                return ticket.answer
             # JSON bodies are parsed on every matched route before anything else runs.
             result: Any = (
                 await self.checked_params(request, definition)
@@ -221,11 +229,11 @@ class RestServer:
             response = self._as_response(result)
             response.matched_route = entry.route
             response.matched_handler = definition
-            return response
         except RestError as error:
-            return Response.from_error(error)
+            response = Response.from_error(error)
         except Exception:
-            return Response.from_error(self.unexpected_error(request))
+            response = Response.from_error(self.unexpected_error(request))
+        return response if ticket is None else ticket.leave(response)
 
     @staticmethod
     async def checked_params(request: Request, handler: Handler) -> RestError | None:

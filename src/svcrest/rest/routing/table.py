@@ -13,6 +13,7 @@ from typing import Any
 from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chain
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
+from svcrest.rest.guard import RouteGuard, route_guard
 from svcrest.rest.invoke import fitted
 from svcrest.rest.routing.definitions import (
     Handler,
@@ -246,6 +247,9 @@ class RouteEntry:
     #: answer) and answers the allowed methods (run with :func:`svcrest.chains.run_chain`
     #: from an empty dict).
     allow_chain: Chain = field(init=False, default=(), repr=False, compare=False)
+    #: The ``idempotency`` and ``rate_limit`` options (``svcrest.rest.guard``); None
+    #: without them.
+    guard: RouteGuard | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.prepare()
@@ -264,6 +268,7 @@ class RouteEntry:
         else:
             chain = (*(handler.ask_allow for handler in prepared), _allowed_list)
         self.prepared, self.permissionless_allow, self.allow_chain = prepared, value, chain
+        self.guard = route_guard(self.options)
 
 
 class RouteTable:
@@ -299,6 +304,7 @@ class RouteTable:
         except re.error as exc:
             raise RouteDefinitionError(f"invalid route pattern {full_route!r}: {exc}") from None
         options.setdefault("namespace", namespace)
+        route_guard(options)  # a bad idempotency or rate_limit option raises here
         with self._lock:
             entry = self._entries.get(full_route)
             if entry is None:
