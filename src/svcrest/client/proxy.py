@@ -59,7 +59,10 @@ class RestProxy(BaseRestProxy[httpx.Client]):
     parameter and ``id_property`` the records' id key or attribute; ``extra_params`` go into
     every URL; ``clock()`` returns milliseconds since the epoch; ``client`` is the httpx client
     (when not given, one is created on first use and closed by `close`; cookies are kept in
-    it).
+    it). With ``conditional``, the proxy remembers the ``ETag`` of each record it reads
+    (``etags``) and sends it as ``If-Match`` on update and destroy: a record changed
+    meanwhile raises `ProxyError` ``rest_precondition_failed`` (412) instead of being
+    overwritten.
     """
 
     def _new_client(self) -> httpx.Client:
