@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from svcrest.blocking import offload
 from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chain
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -89,6 +90,8 @@ class PreparedHandler:
         etag = definition.get("etag_callback", route.get("etag_callback"))
         if etag is not None:
             required = bool(definition.get("require_if_match", route.get("require_if_match")))
+            if definition.get("blocking") and callable(etag):
+                etag = offload(etag)  # a version read may wait for the store, as the callback
             self.callback = guarded(self.callback, fitted(etag), required)
         methods = tuple(self.methods)
         #: The step of the route's Allow chain asking this handler (see :class:`RouteEntry`),
