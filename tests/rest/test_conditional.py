@@ -197,6 +197,18 @@ def test_a_matching_etag_callback_answers_304_without_the_callback(
     assert (head.status_code, thing.calls) == (304, 0)
 
 
+def test_an_envelope_never_answers_304(client_for: ClientFor, thing: Thing) -> None:
+    answer = client_for(_app(thing)).get(THING + "?_envelope", headers={"If-None-Match": '"v1"'})
+    assert answer.status_code == 200
+    assert "etag" not in answer.headers
+    assert answer.json() == {
+        "body": {"version": 1},
+        "status": 200,
+        "headers": {"ETag": '"v1"', "Allow": "GET, PUT, PATCH, DELETE"},
+    }
+    assert thing.calls == 1
+
+
 def test_an_etag_callback_answering_none_leaves_the_body_hash(
     client_for: ClientFor, thing: Thing
 ) -> None:
