@@ -265,7 +265,11 @@ def conditional_answer(
     if len(body) < MIN_SIZE:
         if not tagged:
             return answer
-        index = _own_tag(own) if own else -1
+        index = -1
+        for position, (name, _) in enumerate(own):  # PERF: _own_tag written out
+            if len(name) == 4 and name.lower() == "etag":
+                index = position
+                break
         if index < 0:
             # PERF: the usual answer, a short body without a tag of its own.
             line, wire = _tag_line(body)
@@ -273,7 +277,8 @@ def conditional_answer(
             tag = line[1]
         else:
             tag = own[index][1]
-        header = request.get_header("If-None-Match")
+        # PERF: the lower-case name straight to the headers (get_header's normalising: ~0.4 µs).
+        header = request.headers.get_joined("if-none-match")
         if header is not None and matching_tag(header, tag) is not None:
             answer.status = 304  # with the 200's lines (ETag, Cache-Control, Vary), no body
             answer.body = b""
