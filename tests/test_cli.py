@@ -66,10 +66,10 @@ REST_HEADER_BLOCK = [
     "X-Robots-Tag: noindex",
     'Link: <http://127.0.0.1:8000/svc-json/>; rel="https://api.w.org/"',
     "Vary: Origin",
-    "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link, RateLimit,"
+    "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit,"
     " RateLimit-Policy, Retry-After, Idempotent-Replayed",
     "Access-Control-Allow-Headers: Authorization, X-SVC-Nonce, Content-Disposition,"
-    " Content-MD5, Content-Type, Idempotency-Key",
+    " Content-MD5, Content-Type, If-Match, If-None-Match, Idempotency-Key",
 ]
 
 
@@ -317,6 +317,8 @@ def test_request_as_user(
         "X-SVC-Total: 1",
         "X-SVC-TotalPages: 1",
         "Allow: GET",  # anonymous: POST's permission callback refuses
+        # The strong validator of the exact body sent (BLAKE2b, 16 bytes).
+        'ETag: "c1acc7b78a10236669d8f40f66dd202b"',
         "Content-Length: 357",  # the note with its self, collection and author links
     ]
     assert [note["title"] for note in json.loads(data)] == ["From the shell"]
@@ -1097,6 +1099,7 @@ def test_request_include_shows_the_rest_header_block(
                 "200 OK",
                 *REST_HEADER_BLOCK,
                 "Cache-Control: no-store",
+                'ETag: "2-1"',  # the note's version (its etag_callback): id-revision
                 "Allow: GET, PUT, PATCH, DELETE",
                 "Content-Length: 8",
                 "",

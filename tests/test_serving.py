@@ -112,13 +112,13 @@ def test_default_rest_headers_each_on_its_own_line(client_for: ClientFor) -> Non
         ("vary", "Origin"),
         (
             "access-control-expose-headers",
-            "X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
+            "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy, Retry-After,"
             " Idempotent-Replayed",
         ),
         (
             "access-control-allow-headers",
             "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type,"
-            " Idempotency-Key",
+            " If-Match, If-None-Match, Idempotency-Key",
         ),
         ("allow", "GET, PUT, DELETE"),
     ]:

@@ -66,20 +66,18 @@ def test_wordpress_paging_headers_beside_ours(client_for: ClientFor, compat: boo
     if compat:
         assert (page.headers["x-wp-total"], page.headers["x-wp-totalpages"]) == ("3", "2")
         assert (
-            expose
-            == "X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
-            " Idempotent-Replayed, X-WP-Total, X-WP-TotalPages"
+            expose == "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy,"
+            " Retry-After, Idempotent-Replayed, X-WP-Total, X-WP-TotalPages"
         )
         assert allow_headers == (
             "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type,"
-            " Idempotency-Key, X-WP-Nonce"
+            " If-Match, If-None-Match, Idempotency-Key, X-WP-Nonce"
         )
     else:
         assert "x-wp-total" not in page.headers
         assert (
-            expose
-            == "X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
-            " Idempotent-Replayed"
+            expose == "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy,"
+            " Retry-After, Idempotent-Replayed"
         )
 
 

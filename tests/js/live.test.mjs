@@ -257,4 +257,26 @@ describe("RestProxy against svcrest serve", { skip }, () => {
     const now = await titles(proxy);
     assert.ok(now.includes("atomic-new") && !now.includes("atomic-gone"));
   });
+
+  test("conditional sends the ETag read as If-Match; a change meanwhile throws 412", async () => {
+    const { client, jarFetch } = await editorClient();
+    const { proxy: mine, reported } = notesProxy(client, { conditional: true });
+    const { proxy: theirs } = notesProxy(client);
+    const [note] = await theirs.create({ title: "etag-original" });
+    await mine.read(note.id);
+    assert.equal(mine.etags.get(String(note.id)), `"${note.id}-1"`);
+    await theirs.update({ id: note.id, title: "etag-theirs" });
+    jarFetch.calls.length = 0;
+    const error = await mine.update({ id: note.id, title: "etag-mine" }).catch((caught) => caught);
+    assert.ok(error instanceof ProxyError);
+    assert.deepEqual([error.code, error.status], ["rest_precondition_failed", 412]);
+    assert.deepEqual(reported, [[error, { action: "update", records: [{ id: note.id, title: "etag-mine" }] }]]);
+    assert.equal(jarFetch.calls[0].headers.get("If-Match"), `"${note.id}-1"`);
+    await mine.read(note.id);
+    const [saved] = await mine.update({ id: note.id, title: "etag-mine" });
+    assert.equal(saved.title, "etag-mine");
+    assert.equal(mine.etags.get(String(note.id)), `"${note.id}-3"`);
+    await mine.destroy({ id: note.id });
+    assert.equal(mine.etags.size, 0);
+  });
 });

@@ -549,3 +549,48 @@ describe("svc-rest.d.ts", () => {
     assert.deepEqual(declared.sort(), Object.keys(module).sort());
   });
 });
+
+describe("RestProxy conditional", () => {
+  test("sends the ETag read as If-Match on update and destroy; a 412 throws", async () => {
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}/5?${DC}`, absent: ["If-Match"], response: json(200, { id: 5, title: "a" }, { ETag: '"5-1"' }) },
+      { method: "PUT", url: `${URL_}/5?${DC}`, headers: { "If-Match": '"5-1"' }, body: { id: 5, title: "b" }, response: json(200, { id: 5, title: "b" }, { ETag: '"5-2"' }) },
+      {
+        method: "DELETE",
+        url: `${URL_}/5?${DC}`,
+        headers: { "If-Match": '"5-2"' },
+        response: restError("rest_precondition_failed", "The resource has changed since it was read (If-Match does not match).", 412),
+      },
+    ]);
+    const client = new RestClient({ root: ROOT, nonce: null, fetch });
+    const proxy = new RestProxy(URL_, { client, clock: () => CLOCK, conditional: true });
+    await proxy.read(5);
+    assert.deepEqual([...proxy.etags], [["5", '"5-1"']]);
+    await proxy.update({ id: 5, title: "b" });
+    assert.deepEqual([...proxy.etags], [["5", '"5-2"']]);
+    const error = await proxy.destroy({ id: 5 }).catch((caught) => caught);
+    assert.ok(error instanceof ProxyError);
+    assert.deepEqual([error.code, error.status], ["rest_precondition_failed", 412]);
+    assert.ok(fetch.finished());
+  });
+
+  test("without conditional no If-Match is sent; batch entries carry their own", () => {
+    const plain = new RestProxy(URL_, { clock: () => CLOCK });
+    plain.etags.set("5", '"5-1"');
+    assert.equal(plain.ifMatch({ action: "update", records: [{ id: 5 }] }), null);
+    const proxy = new RestProxy(URL_, { clock: () => CLOCK, conditional: true });
+    proxy.etags.set("5", '"5-1"');
+    assert.equal(proxy.ifMatch({ action: "read", id: 5 }), null);
+    assert.equal(proxy.ifMatch({ action: "update", records: [{ id: 6 }] }), null);
+    assert.deepEqual(
+      proxy.batchRequest([
+        { action: "update", records: [{ id: 5, title: "b" }] },
+        { action: "destroy", records: [{ id: 6 }] },
+      ]).body.requests,
+      [
+        { method: "PUT", path: "/demo/v1/notes/5", body: { id: 5, title: "b" }, headers: { "If-Match": '"5-1"' } },
+        { method: "DELETE", path: "/demo/v1/notes/6" },
+      ],
+    );
+  });
+});

@@ -477,7 +477,8 @@ def test_atomic_batch_rolls_back_and_aborts_the_rest(
     changed = {
         "body": {**_note(1, "Changed")},
         "status": 200,
-        "headers": {"Allow": "GET, PUT, PATCH, DELETE"},
+        # The note's new version (its etag_callback after the write).
+        "headers": {"ETag": '"1-2"', "Allow": "GET, PUT, PATCH, DELETE"},
     }
     missing = {
         "body": {

@@ -328,8 +328,9 @@ def test_openapi_documents_the_key_the_headers_and_the_answers() -> None:
         "$ref": "#/components/schemas/Error"
     }
     get = document["paths"]["/guard/v1/things"]["get"]
-    assert "parameters" not in get  # reads take no key
-    assert sorted(get["responses"]) == ["200", "429", "4XX"]
+    # Reads take no key: their one parameter is the validator every GET documents.
+    assert [parameter["name"] for parameter in get["parameters"]] == ["If-None-Match"]
+    assert sorted(get["responses"]) == ["200", "304", "429", "4XX"]
     plain = _app({}, [])
     untouched = build_openapi(plain.rest_get_server(), plain)["paths"]["/guard/v1/things"]
     assert sorted(untouched["post"]["responses"]) == ["200", "400", "4XX"]

@@ -230,7 +230,10 @@ def test_path_parameters_keep_the_regex_and_are_only_path_parameters(demo: App) 
         "schema": {"type": "integer", "pattern": r"\d+"},
     }
     for method in ("get", "put", "patch", "delete"):
-        assert item[method]["parameters"] == [id_param], method
+        # Then the conditional header (the notes have an etag_callback).
+        header = "If-None-Match" if method == "get" else "If-Match"
+        assert [param["name"] for param in item[method]["parameters"]] == ["id", header]
+        assert item[method]["parameters"][0] == id_param, method
     for method in ("put", "patch"):
         for content in item[method]["requestBody"]["content"].values():
             assert "id" not in content["schema"]["properties"]
@@ -240,6 +243,7 @@ def test_unnamed_groups_are_path_parameters_the_handler_does_not_get() -> None:
     app = App()
     app.register_rest_route("x/v1", r"/(\d+)/(?P<slug>[a-z]+)", {"callback": ok, **PUBLIC})
     parameters = app.openapi()["paths"]["/x/v1/{group1}/{slug}"]["get"]["parameters"]
+    assert parameters.pop()["name"] == "If-None-Match"  # every GET may be conditional
     assert parameters == [
         {
             "name": "group1",
@@ -272,7 +276,9 @@ def test_get_args_are_query_parameters(demo: App) -> None:
         "sort",
         "dir",
         "filter",
+        "If-None-Match",
     ]
+    assert parameters.pop()["in"] == "header"
     assert all(param["in"] == "query" and param["required"] is False for param in parameters)
     assert parameters[1] == {
         "name": "per_page",
@@ -297,9 +303,11 @@ def test_query_required_objects_and_delete_args() -> None:
         "x/v1", "/q", {"methods": "GET, DELETE", "callback": ok, "args": args, **PUBLIC}
     )
     item = app.openapi()["paths"]["/x/v1/q"]
-    assert item["get"]["parameters"] == item["delete"]["parameters"]
+    # GET's last parameter is If-None-Match (no If-Match without an etag_callback).
+    assert item["get"]["parameters"][:-1] == item["delete"]["parameters"]
     assert "requestBody" not in item["delete"]
-    must, defaulted, where = item["get"]["parameters"]
+    must, defaulted, where, if_none_match = item["get"]["parameters"]
+    assert (if_none_match["name"], if_none_match["in"]) == ("If-None-Match", "header")
     assert (must["required"], defaulted["required"]) == (True, False)
     assert defaulted["schema"] == {"type": "string", "default": "x"}
     assert where == {
@@ -363,7 +371,7 @@ def test_success_schemas_follow_the_route_schema(demo: App) -> None:
     note = {"$ref": "#/components/schemas/note"}
     listing = paths["/demo/v1/notes"]["get"]["responses"]["200"]
     assert listing["content"]["application/json"]["schema"] == {"type": "array", "items": note}
-    assert set(listing["headers"]) == {"X-SVC-Total", "X-SVC-TotalPages"}
+    assert set(listing["headers"]) == {"X-SVC-Total", "X-SVC-TotalPages", "ETag"}
     created = paths["/demo/v1/notes"]["post"]["responses"]
     assert created["201"]["content"]["application/json"]["schema"] == note
     assert "200" not in created
@@ -408,9 +416,10 @@ def test_every_documented_4xx_refers_to_the_shared_error(demo: App) -> None:
         "get_demo_v1_notes": {"400", "4XX"},
         "post_demo_v1_notes": {"400", "401", "403", "4XX"},
         "get_demo_v1_notes_id": {"404", "4XX"},
-        "put_demo_v1_notes_id": {"400", "401", "403", "404", "4XX"},
-        "patch_demo_v1_notes_id": {"400", "401", "403", "404", "4XX"},
-        "delete_demo_v1_notes_id": {"401", "403", "404", "4XX"},
+        # The notes' etag_callback: a stale If-Match answers 412.
+        "put_demo_v1_notes_id": {"400", "401", "403", "404", "412", "4XX"},
+        "patch_demo_v1_notes_id": {"400", "401", "403", "404", "412", "4XX"},
+        "delete_demo_v1_notes_id": {"401", "403", "404", "412", "4XX"},
         "get_demo_v1_users_id": {"404", "4XX"},
     }
     assert document["components"]["schemas"]["Error"]["required"] == ["code", "message", "data"]
@@ -784,3 +793,65 @@ def test_errors_from_the_pipeline_match_the_error_schema(demo: App) -> None:
     for answer in answers:
         conforms(document, error, answer.data)
     assert isinstance(RestError("x", "y", {"status": 400}).to_dict()["data"], dict)
+
+
+def test_conditional_headers_and_statuses_are_documented(demo: App) -> None:
+    item = demo.openapi()["paths"]["/demo/v1/notes/{id}"]
+    etag = {
+        "description": "The strong validator of this answer (docs/guides/http-semantics.md).",
+        "schema": {"type": "string"},
+    }
+    assert item["get"]["parameters"][1] == {
+        "name": "If-None-Match",
+        "in": "header",
+        "required": False,
+        "description": "An ETag read before (a list, weak tags and * too): 304 when it is current.",
+        "schema": {"type": "string"},
+    }
+    assert item["get"]["responses"]["200"]["headers"] == {"ETag": etag}
+    assert item["get"]["responses"]["304"] == {
+        "description": "Not Modified: If-None-Match names the current ETag (no body).",
+        "headers": {"ETag": etag},
+    }
+    for method in ("put", "patch", "delete"):
+        operation = item[method]
+        assert operation["parameters"][1] == {
+            "name": "If-Match",
+            "in": "header",
+            "required": False,
+            "description": "The ETag read before: 412 when the resource has changed since.",
+            "schema": {"type": "string"},
+        }
+        assert operation["responses"]["412"] == {
+            "description": "rest_precondition_failed: If-Match names no current ETag.",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "headers": {"ETag": etag},
+        }
+        assert "428" not in operation["responses"]
+    assert item["put"]["responses"]["200"]["headers"] == {"ETag": etag}
+    assert "headers" not in item["delete"]["responses"]["200"]
+    # A write without an etag_callback has no If-Match; every GET documents its ETag.
+    create = demo.openapi()["paths"]["/demo/v1/notes"]["post"]
+    assert "412" not in create["responses"]
+    assert all(param["in"] != "header" for param in create.get("parameters", []))
+
+
+def test_require_if_match_documents_a_required_header_and_428() -> None:
+    app = App()
+    app.register_rest_route(
+        "t/v1",
+        "/thing",
+        {
+            "methods": "PUT",
+            "callback": ok,
+            "permission_callback": public,
+            "etag_callback": lambda request: "v1",
+            "require_if_match": True,
+        },
+    )
+    operation = app.openapi()["paths"]["/t/v1/thing"]["put"]
+    assert [(p["name"], p["required"]) for p in operation["parameters"]] == [("If-Match", True)]
+    assert operation["responses"]["428"] == {
+        "description": "rest_precondition_required: If-Match is missing.",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }

@@ -446,18 +446,20 @@ def test_a_plain_read_answers_exactly(pair: Pair, adapter: str) -> None:
         (b"Vary", b"Origin"),
         (
             b"Access-Control-Expose-Headers",
-            b"X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
+            b"X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy, Retry-After,"
             b" Idempotent-Replayed",
         ),
         (
             b"Access-Control-Allow-Headers",
             b"Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type,"
-            b" Idempotency-Key",
+            b" If-Match, If-None-Match, Idempotency-Key",
         ),
         (b"Allow", b"GET"),
         (b"Access-Control-Allow-Origin", b"http://example.com"),
         (b"Access-Control-Allow-Methods", b"POST, GET, OPTIONS, PUT, DELETE"),
         (b"Access-Control-Allow-Credentials", b"true"),
+        # The strong validator of the exact body sent (BLAKE2b, 16 bytes).
+        (b"ETag", b'"597ea6530a16816f533e5d87c8a9537d"'),
         (b"Content-Length", b"33"),
     ]
 

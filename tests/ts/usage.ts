@@ -55,5 +55,10 @@ export async function usage(): Promise<number> {
   await notes.sync({}, { batch: "client" });
   // @ts-expect-error timeout is a number of seconds
   new RestProxy("/x", { timeout: "30s" });
+  const guarded = new RestProxy<Note>("/svc-json/demo/v1/notes", { conditional: true });
+  const tag: string | null = guarded.ifMatch({ action: "update", records: [{ id: 1, title: "" }] });
+  count += guarded.etags.size + (tag ?? "").length + (guarded.conditional ? 1 : 0);
+  // @ts-expect-error conditional is a boolean
+  new RestProxy("/x", { conditional: "yes" });
   return count;
 }

@@ -64,6 +64,8 @@ INVALID_NONCE_CODE: Final = "rest_cookie_invalid_nonce"
 GROUP_DIRECTION_PARAM: Final = "groupDir"
 #: The default ``timeout`` in seconds (Ext JS's proxy waits 30 s too).
 DEFAULT_TIMEOUT: Final = 30.0
+#: How many records' ETags a proxy keeps (for ``conditional``).
+ETAGS_MAX: Final = 4096
 #: The error code of a request that got no answer within ``timeout``.
 TIMEOUT_CODE: Final = "timeout"
 #: The header of the key each write carries (IETF draft-ietf-httpapi-idempotency-key-header).
@@ -185,6 +187,7 @@ class BaseRestProxy(Generic[ClientT]):
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_retry_delay: float = DEFAULT_MAX_RETRY_DELAY,
         idempotency_keys: bool = True,
+        conditional: bool = False,
     ) -> None:
         methods = dict(DEFAULT_ACTION_METHODS)
         for option, given in (("action_methods", action_methods), ("api", api)):
@@ -224,6 +227,12 @@ class BaseRestProxy(Generic[ClientT]):
         self.max_retries = max_retries
         self.max_retry_delay = max_retry_delay
         self.idempotency_keys = idempotency_keys
+        #: True: update and destroy send the ``ETag`` last read for their record as
+        #: ``If-Match`` (a change made meanwhile answers 412 ``rest_precondition_failed``).
+        self.conditional = conditional
+        #: Record id (as a string) → the ``ETag`` of its last answer (bounded: the oldest go
+        #: first past ``ETAGS_MAX``).
+        self.etags: dict[str, str] = {}
 
     @property
     def client(self) -> ClientT:
@@ -346,6 +355,40 @@ class BaseRestProxy(Generic[ClientT]):
             return True, records
         return False, None
 
+    def if_match(self, operation: Operation) -> str | None:
+        """The ``If-Match`` value of ``operation``: with ``conditional``, the ``ETag`` last
+        read for the record an update or destroy of one record names; else None."""
+        if not self.conditional or operation.action not in ("update", "destroy"):
+            return None
+        if len(operation.records or ()) > 1:
+            return None
+        the_id = operation_id(operation, self.id_property)
+        return None if the_id is None else self.etags.get(str(the_id))
+
+    def remember_etag(self, operation: Operation, response: httpx.Response, body: Any) -> None:
+        """Keep the ``ETag`` of an answer about one record (a read of an id, a create or an
+        update answering the record); a destroy forgets it."""
+        if operation.action == "destroy":
+            the_id = operation_id(operation, self.id_property)
+            self.etags.pop(str(the_id), None)
+            return
+        tag = response.headers.get("ETag")
+        if tag is None or not isinstance(body, Mapping):
+            return
+        the_id = body.get(self.id_property)
+        if the_id is None:
+            return
+        etags = self.etags
+        etags.pop(str(the_id), None)
+        if len(etags) >= ETAGS_MAX:
+            del etags[next(iter(etags))]
+        etags[str(the_id)] = tag
+
+    def _remember_slot(self, operation: Operation, headers: Mapping[str, Any], body: Any) -> None:
+        """`remember_etag` for a batch request's answer (its ``headers`` object)."""
+        lines = {str(name): str(value) for name, value in headers.items()}
+        self.remember_etag(operation, httpx.Response(200, headers=lines), body)
+
     def build_request(self, operation: Operation) -> httpx.Request:
         """The `httpx.Request` the proxy sends for ``operation`` (no network needed).
 
@@ -355,9 +398,13 @@ class BaseRestProxy(Generic[ClientT]):
         a nonce. Sending a request whose URL is still relative raises ValueError.
         """
         has_body, body = self.request_body(operation)
-        return self._json_request(
+        request = self._json_request(
             self.get_method(operation), self.build_url(operation), has_body, body
         )
+        tag = self.if_match(operation)
+        if tag is not None:
+            request.headers["If-Match"] = tag
+        return request
 
     def _json_request(self, method: str, url: str, has_body: bool, body: Any) -> httpx.Request:
         headers = {"Accept": "application/json", **self.headers}
@@ -494,7 +541,9 @@ class BaseRestProxy(Generic[ClientT]):
 
     def _decoded(self, operation: Operation) -> Exchange[Any]:
         response = yield from self._respond(lambda: self.build_request(operation))
-        return _decode(response)
+        body = _decode(response)
+        self.remember_etag(operation, response, body)
+        return body
 
     def _exchange(self, operation: Operation) -> Exchange[Any]:
         return (yield from self._reported(operation, self._decoded(operation)))
@@ -613,6 +662,9 @@ class BaseRestProxy(Generic[ClientT]):
             has_body, body = self.request_body(operation)
             if has_body:
                 entry["body"] = body
+            tag = self.if_match(operation)
+            if tag is not None:
+                entry["headers"] = {"If-Match": tag}
             requests.append(entry)
         return self._json_request(
             "POST", root + BATCH_ROUTE, True, batch_body(requests, atomic=atomic)
@@ -643,6 +695,9 @@ class BaseRestProxy(Generic[ClientT]):
             self._report(*failure)
             raise failure[0]
         for slot, operation in zip(slots, operations, strict=True):
+            headers = slot.get("headers")
+            if isinstance(headers, Mapping):
+                self._remember_slot(operation, headers, slot.get("body"))
             if operation.action in result:
                 result[operation.action].append(slot.get("body"))
         return result

@@ -67,6 +67,11 @@ class RestProxy(BaseRestProxy[httpx.Client]):
     or 503 answer, or a broken connection of a read or keyed write, is retried with the same
     request up to ``max_retries`` times (default 2), after ``Retry-After`` or a backoff,
     jittered and at most ``max_retry_delay`` seconds (see `BaseRestProxy.retry_delay`).
+
+    With ``conditional``, the proxy remembers the ``ETag`` of each record it reads
+    (``etags``) and sends it as ``If-Match`` on update and destroy: a record changed
+    meanwhile raises `ProxyError` ``rest_precondition_failed`` (412) instead of being
+    overwritten.
     """
 
     def _new_client(self) -> httpx.Client:

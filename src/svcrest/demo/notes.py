@@ -151,6 +151,9 @@ class NotesController:
                 },
                 "schema": self.get_item_schema,
                 "allow_batch": BATCH_OPTIONS,
+                # The ETag of a note is its revision: a GET naming it answers 304, a write
+                # whose If-Match names another answers 412 (docs/guides/http-semantics.md).
+                "etag_callback": self.item_version,
             },
         )
         self.app.register_rest_route(
@@ -443,6 +446,13 @@ class NotesController:
         if user is None:
             return RestError("rest_user_invalid_id", "Invalid user ID.", {"status": 404})
         return {"id": user.id, "name": user.display_name}
+
+    def item_version(self, request: Request) -> str | None:
+        """The version of the note the URL names (``<id>-<revision>``), or None when there
+        is none: one indexed read, no note built."""
+        note_id = _note_id(request)
+        revision = None if note_id is None else self.notes.revision(note_id)
+        return None if revision is None else f"{note_id}-{revision}"
 
     def get_item(self, request: Request) -> Response | RestError:
         """GET ``/notes/<id>``."""

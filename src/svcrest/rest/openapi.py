@@ -176,6 +176,60 @@ _TOTAL_HEADERS: Final = {
     "X-SVC-TotalPages": {"description": "The number of pages.", "schema": {"type": "integer"}},
 }
 
+_ETAG_HEADER: Final = {
+    "description": "The strong validator of this answer (docs/guides/http-semantics.md).",
+    "schema": {"type": "string"},
+}
+_READS: Final = frozenset({"GET", "HEAD"})
+_CONDITIONAL_WRITES: Final = frozenset({"PUT", "PATCH", "DELETE"})
+
+
+def _header_parameter(name: str, description: str, required: bool) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "header",
+        "required": required,
+        "description": description,
+        "schema": {"type": "string"},
+    }
+
+
+def conditional_parameters(method: str, etag: bool, required: bool) -> list[dict[str, Any]]:
+    """The ``If-None-Match`` header of a GET or HEAD; ``If-Match`` of a PUT, PATCH or DELETE
+    whose route has an ``etag_callback`` (required with ``require_if_match``)."""
+    if method in _READS:
+        text = "An ETag read before (a list, weak tags and * too): 304 when it is current."
+        return [_header_parameter("If-None-Match", text, False)]
+    if etag and method in _CONDITIONAL_WRITES:
+        text = "The ETag read before: 412 when the resource has changed since."
+        return [_header_parameter("If-Match", text, required)]
+    return []
+
+
+def add_conditional_responses(
+    responses: dict[str, Any], method: str, status: str, etag: bool, required: bool
+) -> None:
+    """The ``ETag`` header of a 200 GET / HEAD (and of a PUT or PATCH with an
+    ``etag_callback``), its 304, and the 412 and 428 of conditional writes."""
+    success = responses.get(status)
+    if method in _READS:
+        if success is not None and status == "200":
+            success.setdefault("headers", {})["ETag"] = dict(_ETAG_HEADER)
+        responses["304"] = {
+            "description": "Not Modified: If-None-Match names the current ETag (no body).",
+            "headers": {"ETag": dict(_ETAG_HEADER)},
+        }
+        return
+    if not etag or method not in _CONDITIONAL_WRITES:
+        return
+    if success is not None and method != "DELETE":
+        success.setdefault("headers", {})["ETag"] = dict(_ETAG_HEADER)
+    failed = _error_response("rest_precondition_failed: If-Match names no current ETag.")
+    failed["headers"] = {"ETag": dict(_ETAG_HEADER)}
+    responses["412"] = failed
+    if required:
+        responses["428"] = _error_response("rest_precondition_required: If-Match is missing.")
+
 
 def security_schemes() -> dict[str, Any]:
     """The ways to authenticate: the auth cookie with a nonce, or HTTP Basic."""
@@ -373,11 +427,18 @@ class _Builder:
                 operation["requestBody"] = self.request_body(own)
         else:
             parameters += [self.query_parameter(name, arg) for name, arg in own.items()]
+        route_options = self.options[route]
+        etag = handler.get("etag_callback", route_options.get("etag_callback")) is not None
+        required = bool(handler.get("require_if_match", route_options.get("require_if_match")))
+        parameters += conditional_parameters(method, etag, required)
         if parameters:
             operation["parameters"] = parameters
-        operation["responses"] = self.responses(
+        responses = self.responses(
             route, handler, method, has_params=bool(own), has_path_params=bool(template.params)
         )
+        success = next(iter(responses))
+        add_conditional_responses(responses, method, success, etag, required)
+        operation["responses"] = responses
         document_guard(operation, self.options[route], method)
         if is_public(handler) or self.is_index(handler):
             operation["security"] = []  # no padlock in Swagger UI

@@ -38,6 +38,7 @@ from svcrest.http.exchange import (
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.user import ANONYMOUS
+from svcrest.rest.conditional import conditional_answer
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
 from svcrest.rest.server import internal_error
@@ -67,13 +68,14 @@ _STATIC_REST_HEADERS = (
     ("X-Robots-Tag", "noindex"),
 )
 _EXPOSE = (
-    "X-SVC-Total, X-SVC-TotalPages, Link, RateLimit, RateLimit-Policy, Retry-After,"
+    "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy, Retry-After,"
     " Idempotent-Replayed"
 )
 #: With ``wordpress_compat``, WordPress's paging headers are exposed too (``wpapi`` reads them).
 _EXPOSE_COMPAT = _EXPOSE + ", X-WP-Total, X-WP-TotalPages"
 _ALLOW_HEADERS = (
-    "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type, Idempotency-Key"
+    "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type, If-Match,"
+    " If-None-Match, Idempotency-Key"
 )
 #: With ``wordpress_compat``, clients may send WordPress's nonce header.
 _ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
@@ -371,9 +373,11 @@ async def serve_rest(
     else:
         data = data_with_links(result, request) if result.links else result.data
     try:
-        return finish(settings, ctx, result.status, own, data)
+        answer = finish(settings, ctx, result.status, own, data)
     except orjson.JSONEncodeError as error:
         return _unencodable(settings, ctx, request, result, error)
+    # ETag, 304 and the content coding (``_envelope`` answers are never validated).
+    return conditional_answer(answer, request, own, type(result) is not EnvelopeResponse)
 
 
 def _unencodable(

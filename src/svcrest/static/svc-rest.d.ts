@@ -24,6 +24,7 @@ export declare const INVALID_NONCE_CODE: "rest_cookie_invalid_nonce";
 export declare const GROUP_DIRECTION_PARAM: "groupDir";
 /** The default `timeout` in seconds. */
 export declare const DEFAULT_TIMEOUT: 30;
+export declare const ETAGS_MAX: 4096;
 /** The error code of a request that got no answer within `timeout` (status 0). */
 export declare const TIMEOUT_CODE: "timeout";
 /** The batch route under the REST root. */
@@ -100,6 +101,9 @@ export interface RestProxyOptions<R = any> {
   client?: RestClient | null;
   /** The REST root of server batches (default: the URL up to `/svc-json/`). */
   root?: string | null;
+  /** Send the `ETag` last read for a record as `If-Match` on update and destroy (a 412
+   * throws `ProxyError` `rest_precondition_failed`). */
+  conditional?: boolean;
 }
 
 /** A response of `RestClient.request`: the decoded JSON and the fetch response. */
@@ -147,6 +151,8 @@ export interface BatchEntry {
   method: string;
   path: string;
   body?: unknown;
+  /** `If-Match` of a conditional update or destroy. */
+  headers?: Record<string, string>;
 }
 
 /** The request `batchRequest` builds. */
@@ -208,6 +214,9 @@ export declare class RestProxy<R = any> {
   api: Partial<Record<Action, string>>;
   onException: ExceptionHandler<R> | null;
   root: string | null;
+  conditional: boolean;
+  /** Record id (as a string) → the `ETag` of its last answer. */
+  etags: Map<string, string>;
   /** The client that sends the requests (made on first use when none was given). */
   readonly client: RestClient;
   /** The `headers` and `timeout` of every request. */
@@ -218,6 +227,12 @@ export declare class RestProxy<R = any> {
   buildUrl(operation: Operation<R>): string;
   queryParams(operation: Operation<R>): Map<string, string>;
   requestBody(operation: Operation<R>): R | R[] | undefined;
+  ifMatch(operation: Operation<R>): string | null;
+  rememberEtag(
+    operation: Operation<R>,
+    headers: { get(name: string): string | null },
+    data: unknown,
+  ): void;
   operationsFor(action: "create" | "update" | "destroy", records: readonly R[]): Operation<R>[];
 
   execute<T = any>(operation: Operation<R>): Promise<RestResponse<T>>;

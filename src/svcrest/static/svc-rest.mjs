@@ -37,6 +37,8 @@ export const GROUP_DIRECTION_PARAM = "groupDir";
 
 /** The default `timeout` in seconds (Ext JS's proxy waits 30 s too). */
 export const DEFAULT_TIMEOUT = 30;
+/** How many records' ETags a proxy keeps (for `conditional`). */
+export const ETAGS_MAX = 4096;
 
 /** The error code of a request that got no answer within `timeout`. */
 export const TIMEOUT_CODE = "timeout";
@@ -246,6 +248,9 @@ export class RestProxy {
    * @param {RestClient} [options.client] Sends the requests (default: a new `RestClient`).
    * @param {string|null} [options.root] The REST root of `sync(..., {batch: "server"})`
    *   (default: the URL up to `/svc-json/`).
+   * @param {boolean} [options.conditional=false] Remember the `ETag` of each record read and
+   *   send it as `If-Match` on update and destroy: a record changed meanwhile throws
+   *   {@link ProxyError} `rest_precondition_failed` (412) instead of being overwritten.
    */
   constructor(
     url,
@@ -275,6 +280,7 @@ export class RestProxy {
       onException = null,
       client = null,
       root = null,
+      conditional = false,
     } = {},
   ) {
     const methods = { ...DEFAULT_ACTION_METHODS };
@@ -313,6 +319,43 @@ export class RestProxy {
     this.onException = onException;
     this.root = root;
     this.clientImpl = client;
+    this.conditional = conditional;
+    /** Record id (as a string) → the `ETag` of its last answer (the oldest go first past 4,096). */
+    this.etags = new Map();
+  }
+
+  /**
+   * The `If-Match` value of an operation: with `conditional`, the `ETag` last read for the
+   * one record an update or destroy names; else null.
+   * @param {Operation} operation
+   * @returns {string|null}
+   */
+  ifMatch(operation) {
+    if (!this.conditional || (operation.action !== "update" && operation.action !== "destroy")) return null;
+    if ((operation.records ?? []).length > 1) return null;
+    const id = operationId(operation, this.idProperty);
+    return id === null || id === undefined ? null : (this.etags.get(String(id)) ?? null);
+  }
+
+  /**
+   * Keep the `ETag` of an answer about one record (a read of an id, a create, an update);
+   * a destroy forgets it.
+   * @param {Operation} operation
+   * @param {{get(name: string): string|null}} headers
+   * @param {*} data
+   */
+  rememberEtag(operation, headers, data) {
+    if (operation.action === "destroy") {
+      this.etags.delete(String(operationId(operation, this.idProperty)));
+      return;
+    }
+    const tag = headers.get("ETag");
+    if (!tag || data === null || typeof data !== "object" || Array.isArray(data)) return;
+    const id = data[this.idProperty];
+    if (id === null || id === undefined) return;
+    this.etags.delete(String(id));
+    if (this.etags.size >= ETAGS_MAX) this.etags.delete(this.etags.keys().next().value);
+    this.etags.set(String(id), tag);
   }
 
   /**
@@ -472,11 +515,17 @@ export class RestProxy {
     }
   }
 
-  #execute(operation) {
-    return this.client.request(this.getMethod(operation), this.buildUrl(operation), {
+  async #execute(operation) {
+    const tag = this.ifMatch(operation);
+    const options = this.requestOptions;
+    const headers = tag === null ? options.headers : { ...options.headers, "If-Match": tag };
+    const answer = await this.client.request(this.getMethod(operation), this.buildUrl(operation), {
       body: this.requestBody(operation),
-      ...this.requestOptions,
+      ...options,
+      headers,
     });
+    this.rememberEtag(operation, answer.headers, answer.data);
+    return answer;
   }
 
   /**
@@ -640,6 +689,8 @@ export class RestProxy {
       const entry = { method: this.getMethod(operation), path: routePath(this.#buildUrl(operation, false), root) };
       const body = this.requestBody(operation);
       if (body !== undefined) entry.body = body;
+      const tag = this.ifMatch(operation);
+      if (tag !== null) entry.headers = { "If-Match": tag };
       return entry;
     });
     return {
@@ -667,6 +718,8 @@ export class RestProxy {
     }
     slots.forEach((slot, index) => {
       const { action } = operations[index];
+      const slotHeaders = new Map(Object.entries(slot.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]));
+      this.rememberEtag(operations[index], { get: (name) => slotHeaders.get(name.toLowerCase()) ?? null }, slot.body);
       if (action in result) result[action].push(slot.body ?? null);
     });
     return result;

@@ -49,6 +49,12 @@ class Handler(TypedDict):
     #: Seconds a store statement of the callback may run before it is cancelled (503
     #: ``svc_store_timeout``; PostgreSQL's ``statement_timeout``).
     db_timeout: NotRequired[float]
+    #: A cheap version read ``(request) -> str | None`` (plain or ``async``; also a route
+    #: option): the ETag of GET answers, checked against If-None-Match (304) and, on PUT,
+    #: PATCH and DELETE, If-Match (412) before the callback (docs/guides/http-semantics.md).
+    etag_callback: NotRequired[Callable[..., Any]]
+    #: True: a PUT, PATCH or DELETE without If-Match answers 428 (with ``etag_callback``).
+    require_if_match: NotRequired[bool]
 
 
 def public(request: object = None) -> bool:

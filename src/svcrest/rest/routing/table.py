@@ -6,13 +6,15 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from svcrest.blocking import offload
 from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chain
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
+from svcrest.rest.conditional import guarded
 from svcrest.rest.guard import RouteGuard, route_guard
 from svcrest.rest.invoke import fitted
 from svcrest.rest.routing.definitions import (
@@ -75,7 +77,7 @@ class PreparedHandler:
         "respond",
     )
 
-    def __init__(self, definition: Handler) -> None:
+    def __init__(self, definition: Handler, options: Mapping[str, Any] | None = None) -> None:
         self.definition = definition
         self.methods = definition["methods"]
         self.args = definition["args"]
@@ -83,6 +85,15 @@ class PreparedHandler:
         self.permission = None if permission is None or permission is public else fitted(permission)
         callback = definition["callback"]
         self.callback = None if callback is None else fitted(callback)
+        # An ``etag_callback`` (handler key, else route option) guards the callback with
+        # If-None-Match / If-Match (svcrest.rest.conditional); prepared here, not per request.
+        route = options or {}
+        etag = definition.get("etag_callback", route.get("etag_callback"))
+        if etag is not None:
+            required = bool(definition.get("require_if_match", route.get("require_if_match")))
+            if definition.get("blocking") and callable(etag):
+                etag = offload(etag)  # a version read may wait for the store, as the callback
+            self.callback = guarded(self.callback, fitted(etag), required)
         methods = tuple(self.methods)
         #: The step of the route's Allow chain asking this handler (see :class:`RouteEntry`),
         #: and the same for a route with this handler alone.
@@ -257,7 +268,7 @@ class RouteEntry:
     def prepare(self) -> None:
         """Prepare the handlers, :attr:`permissionless_allow` and :attr:`allow_chain` (after
         ``handlers`` changed)."""
-        prepared = tuple(PreparedHandler(handler) for handler in self.handlers)
+        prepared = tuple(PreparedHandler(handler, self.options) for handler in self.handlers)
         value: str | None = None
         chain: Chain = ()
         if all(handler.permission is None for handler in prepared):

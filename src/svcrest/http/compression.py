@@ -1,0 +1,121 @@
+"""Content codings of REST answers (RFC 9110 §8.4, §12.5.3): ``gzip`` always, ``br`` and
+``zstd`` when their libraries (``brotli``, ``zstandard``: the extras ``svcrest[brotli]`` and
+``svcrest[zstd]``) can be imported.
+
+SECURITY: an answer that sets a cookie or carries a nonce (a nonce header, or the word
+``nonce`` in its body) is never compressed: a secret compressed next to text an attacker can
+choose leaks through the length (BREACH).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+from collections.abc import Callable
+
+__all__ = ["CODINGS", "MIN_SIZE", "breach_prone", "compress", "negotiated_coding"]
+
+#: Bodies shorter than this are sent as they are (a coding's framing would outweigh it).
+MIN_SIZE = 1024
+
+
+def _gzip(body: bytes) -> bytes:
+    # mtime=0: the same body always gives the same bytes.
+    return gzip.compress(body, compresslevel=5, mtime=0)
+
+
+def _codings() -> dict[str, Callable[[bytes], bytes]]:
+    """The codings this process can make, in the server's order of preference."""
+    codings: dict[str, Callable[[bytes], bytes]] = {}
+    try:
+        brotli = importlib.import_module("brotli")
+    except ImportError:
+        pass
+    else:
+        codings["br"] = lambda body: bytes(brotli.compress(body, quality=4))
+    try:
+        zstandard = importlib.import_module("zstandard")
+    except ImportError:
+        pass
+    else:
+        # A compressor per call: a ZstdCompressor must not be shared between threads.
+        codings["zstd"] = lambda body: bytes(zstandard.ZstdCompressor(level=3).compress(body))
+    codings["gzip"] = _gzip
+    return codings
+
+
+#: Coding name → its compressor, most preferred first.
+CODINGS = _codings()
+
+# PERF: an Accept-Encoding value → the coding chosen for it (browsers and clients send the
+# same few values). SECURITY: the value is the client's: only values of at most 128
+# characters are kept, 64 of them, and the memory is emptied when full.
+_CHOSEN: dict[str, str | None] = {}
+_CHOSEN_MAX = 64
+_CHOSEN_LENGTH = 128
+
+
+def _weights(header: str) -> dict[str, float]:
+    """Coding → its ``q`` weight in an ``Accept-Encoding`` value (lower-case names; an
+    item with an unreadable weight is left out)."""
+    weights: dict[str, float] = {}
+    for item in header.split(",")[:32]:
+        name, _, params = item.partition(";")
+        name = name.strip().lower()
+        if not name:
+            continue
+        weight = 1.0
+        for param in params.split(";"):
+            key, _, value = param.partition("=")
+            if key.strip().lower() == "q":
+                try:
+                    weight = float(value.strip())
+                except ValueError:
+                    weight = -1.0
+        if 0.0 <= weight <= 1.0:
+            weights.setdefault(name, weight)
+    return weights
+
+
+def _choose(header: str) -> str | None:
+    weights = _weights(header)
+    star = weights.get("*", 0.0)
+    best: str | None = None
+    best_weight = 0.0
+    for name in CODINGS:
+        weight = weights.get(name, star)
+        if weight > best_weight:
+            best, best_weight = name, weight
+    return best
+
+
+def negotiated_coding(header: str | None) -> str | None:
+    """The coding to send for a request's ``Accept-Encoding`` value: the highest weight
+    among those available, ties going to ``br``, then ``zstd``, then ``gzip``; None for
+    none (no header: identity)."""
+    if not header:
+        return None
+    chosen = _CHOSEN.get(header, "")
+    if chosen == "":
+        chosen = _choose(header)
+        if len(header) <= _CHOSEN_LENGTH:
+            if len(_CHOSEN) >= _CHOSEN_MAX:
+                _CHOSEN.clear()
+            _CHOSEN[header] = chosen
+    return chosen
+
+
+def compress(body: bytes, coding: str) -> bytes:
+    """``body`` in ``coding`` (a name of :data:`CODINGS`)."""
+    return CODINGS[coding](body)
+
+
+_SECRET_LINES = frozenset({"set-cookie", "x-svc-nonce", "x-wp-nonce"})
+
+
+def breach_prone(lines: list[tuple[str, str]], body: bytes) -> bool:
+    """Whether an answer must not be compressed: it sets a cookie or carries a nonce (a
+    nonce header line, or ``nonce`` in its body)."""
+    if b"nonce" in body:
+        return True
+    return any(name.lower() in _SECRET_LINES for name, _ in lines)
