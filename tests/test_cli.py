@@ -66,7 +66,7 @@ REST_HEADER_BLOCK = [
     "X-Robots-Tag: noindex",
     'Link: <http://127.0.0.1:8000/svc-json/>; rel="https://api.w.org/"',
     "Vary: Origin",
-    "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link",
+    "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link, X-Request-Id",
     "Access-Control-Allow-Headers: Authorization, X-SVC-Nonce, Content-Disposition,"
     " Content-MD5, Content-Type",
 ]
@@ -316,6 +316,7 @@ def test_request_as_user(
         "X-SVC-Total: 1",
         "X-SVC-TotalPages: 1",
         "Allow: GET",  # anonymous: POST's permission callback refuses
+        "X-Request-Id: svcrest-request",  # the command names its request
         "Content-Length: 357",  # the note with its self, collection and author links
     ]
     assert [note["title"] for note in json.loads(data)] == ["From the shell"]
@@ -1068,7 +1069,7 @@ def test_request_include_prints_the_lines_served_over_http(
     app = App("http://127.0.0.1:8000", store=notes_db)
     register_demo(app)
     client = client_for(app)
-    headers = {}
+    headers = {"X-Request-Id": "svcrest-request"}
     if "--user" in argv:
         password = {"log": "ed", "pwd": "pw"}
         assert client.post("/login", data=password).status_code == 303
@@ -1097,6 +1098,7 @@ def test_request_include_shows_the_rest_header_block(
                 *REST_HEADER_BLOCK,
                 "Cache-Control: no-store",
                 "Allow: GET, PUT, PATCH, DELETE",
+                "X-Request-Id: svcrest-request",
                 "Content-Length: 8",
                 "",
                 '{\n  "id": 2\n}\n',

@@ -110,7 +110,7 @@ def test_default_rest_headers_each_on_its_own_line(client_for: ClientFor) -> Non
         ("x-robots-tag", "noindex"),
         ("link", ROOT_LINK),
         ("vary", "Origin"),
-        ("access-control-expose-headers", "X-SVC-Total, X-SVC-TotalPages, Link"),
+        ("access-control-expose-headers", "X-SVC-Total, X-SVC-TotalPages, Link, X-Request-Id"),
         (
             "access-control-allow-headers",
             "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type",

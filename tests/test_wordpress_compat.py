@@ -65,13 +65,16 @@ def test_wordpress_paging_headers_beside_ours(client_for: ClientFor, compat: boo
     allow_headers = page.headers["access-control-allow-headers"]
     if compat:
         assert (page.headers["x-wp-total"], page.headers["x-wp-totalpages"]) == ("3", "2")
-        assert expose == "X-SVC-Total, X-SVC-TotalPages, Link, X-WP-Total, X-WP-TotalPages"
+        assert (
+            expose
+            == "X-SVC-Total, X-SVC-TotalPages, Link, X-Request-Id, X-WP-Total, X-WP-TotalPages"
+        )
         assert allow_headers == (
             "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type, X-WP-Nonce"
         )
     else:
         assert "x-wp-total" not in page.headers
-        assert expose == "X-SVC-Total, X-SVC-TotalPages, Link"
+        assert expose == "X-SVC-Total, X-SVC-TotalPages, Link, X-Request-Id"
 
 
 def test_admin_ajax_answers_the_rest_nonce_as_text(client_for: ClientFor) -> None:

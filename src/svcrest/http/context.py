@@ -33,6 +33,7 @@ class RequestContext:
     ``auth_error``: an error an authentication scheme found while determining the user
     (application passwords), answered by its ``rest_authentication_errors`` callback.
     ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
+    ``request_id``: the request's ``X-Request-Id`` (docs/guides/operating.md).
     """
 
     is_rest: bool = False
@@ -45,6 +46,7 @@ class RequestContext:
     method_overridden: bool = False
     client: str = ""
     auth_error: Any = None
+    request_id: str = ""
 
     def add_pending_header(self, name: str, value: str) -> None:
         """Add a header line to the response being built."""

@@ -132,6 +132,8 @@ class HttpRequest:
     scheme: str = "http"
     host: str = ""
     client: str = ""
+    #: Its ``X-Request-Id`` (``svcrest.http.request_id``), set when it is answered.
+    request_id: str = ""
 
 
 #: The usual request methods, each as it is: an adapter takes a server's method string from

@@ -66,7 +66,7 @@ _STATIC_REST_HEADERS = (
     ("X-Content-Type-Options", "nosniff"),
     ("X-Robots-Tag", "noindex"),
 )
-_EXPOSE = "X-SVC-Total, X-SVC-TotalPages, Link"
+_EXPOSE = "X-SVC-Total, X-SVC-TotalPages, Link, X-Request-Id"
 #: With ``wordpress_compat``, WordPress's paging headers are exposed too (``wpapi`` reads them).
 _EXPOSE_COMPAT = _EXPOSE + ", X-WP-Total, X-WP-TotalPages"
 _ALLOW_HEADERS = "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type"

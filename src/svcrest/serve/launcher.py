@@ -90,6 +90,8 @@ GRANIAN_WSGI_THREADS: Final = 8
 #: ``BoundedHttpToolsProtocol``).
 ENV_HEADER_TIMEOUT: Final = "SVCREST_HEADER_TIMEOUT"
 _REDACT_FILTER: Final = {"()": f"{RedactSecrets.__module__}.{RedactSecrets.__qualname__}"}
+#: What every access-log line ends with.
+_ACCESS_ID: Final = " request_id=%(request_id)s"
 _UVICORN_PROTOCOL: Final = "svcrest.serve.uvicorn_protocol:BoundedHttpToolsProtocol"
 
 
@@ -155,10 +157,14 @@ class ServeConfig:
 
 
 def _log_config(base: Mapping[str, Any], access_handler: str) -> dict[str, Any]:
+    """The server's logging configuration with secrets redacted from its access lines and
+    the request id at the end of each (``request_id=…``, set by the redacting filter)."""
     config = copy.deepcopy(dict(base))
     config.setdefault("filters", {})["svcrest_redact"] = dict(_REDACT_FILTER)
     handler = config["handlers"][access_handler]
     handler["filters"] = [*handler.get("filters", []), "svcrest_redact"]
+    formatter = config["formatters"][handler["formatter"]]
+    formatter["fmt"] = formatter["fmt"] + _ACCESS_ID
     return config
 
 

@@ -16,6 +16,7 @@ from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
 from svcrest.http.context import RequestContext, _current
 from svcrest.http.errors import BodyReadError, RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.request_id import request_id_of
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.pipeline import error_answer, serve_rest
 from svcrest.rest.server import internal_error
@@ -71,10 +72,14 @@ def _outside_dispatch(
 async def respond(
     host: SiteHost, http: HttpRequest, read_body: BodyReader | None
 ) -> HttpResponse | SiteForward:
-    """Serve one HTTP request of ``host``'s site (``read_body`` None: it has no body)."""
+    """Serve one HTTP request of ``host``'s site (``read_body`` None: it has no body).
+
+    Every answer carries the request's ``X-Request-Id`` (``http.request_id`` from here on)."""
+    request_id = http.request_id = request_id_of(http.headers)
+    id_line = ("X-Request-Id", request_id)
     route = rest_route_of(host.rest_base_path(), http.path, http.query_string)
     if route is None and host.site is not None:
-        return SiteForward(_link_lines(host))
+        return SiteForward((*_link_lines(host), id_line))
     # PERF: positional arguments, in the field order (keyword parsing costs ~0.5 µs).
     ctx = RequestContext(
         route is not None,
@@ -86,6 +91,8 @@ async def respond(
         http.host,
         False,
         http.client,
+        None,
+        request_id,
     )
     token = _current.set(ctx)
     try:
@@ -104,7 +111,13 @@ async def respond(
         except RestError as error:  # a store's 503 (busy, unavailable) met outside dispatch
             response = _outside_dispatch(host, ctx, route is not None, error)
         except Exception:
-            logger.exception("Unhandled exception while serving %s %s", http.method, http.path)
+            logger.exception(
+                "Unhandled exception while serving %s %s (request %s)",
+                http.method,
+                http.path,
+                request_id,
+                extra={"request_id": request_id},
+            )
             try:
                 response = error_answer(host, ctx, internal_error()) if route else _plain_500()
             except Exception:
@@ -116,4 +129,5 @@ async def respond(
         await wait_settled()
     if http.method == "HEAD":
         response.strip_body_for_head()
+    response.headers.append(id_line)
     return response
