@@ -38,7 +38,7 @@ from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
 from svcrest.site.authorize_app import AUTHORIZE_PATH, install_authorize_application_page
 from svcrest.site.docs_pages import install_docs_pages
-from svcrest.site.host import ASGIApp, Page
+from svcrest.site.host import ASGIApp, Page, RequestObserver
 from svcrest.site.pages import install_core_pages
 from svcrest.site.processes import ProcessCheck
 from svcrest.site.wp_compat import install_wordpress_compat_pages
@@ -128,6 +128,9 @@ class App:
         #: Refuses serving an in-memory store from several worker processes (read by the
         #: adapters; see ``svcrest.site.processes``).
         self.process_check = ProcessCheck()
+        #: Told of each request answered (method, route pattern, status, seconds) when set:
+        #: ``svcrest serve --admin-port`` sets the Prometheus metrics (docs/guides/operating.md).
+        self.request_observer: RequestObserver | None = None
         self.hooks.add_action("rest_api_init", register_default_filters)
         self.hooks.add_action("rest_api_init", register_batch_route)
         #: Site pages outside the REST prefix: path (relative to home) → Page.

@@ -40,6 +40,7 @@ from svcrest.cli.users import (
 )
 from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.serve import launcher
+from svcrest.serve.metrics import ENV_ADMIN_PORT
 
 _METHOD = re.compile(r"[A-Za-z]+")
 
@@ -217,6 +218,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"(default {DEFAULT_HOST})")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"(default {DEFAULT_PORT})")
     serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
+    serve.add_argument(
+        "--admin-port",
+        type=_port,
+        default=os.environ.get(ENV_ADMIN_PORT) or None,  # a string default is parsed too
+        metavar="PORT",
+        help="serve /live, /ready and /metrics on this port of --host, never on --port"
+        f" (default: none; ${ENV_ADMIN_PORT})",
+    )
     _add_server_options(serve)
     add_proxy_options(serve)
     add_db_pool_options(serve)

@@ -347,6 +347,7 @@ async def serve_rest(
         if error is not None
         else await server.dispatch_planned(request, plan)
     )
+    ctx.matched_route = result.matched_route
     # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs).
     posted = run_chain(plan.post_dispatch, result, server, request)
     if type(posted) is Pending:

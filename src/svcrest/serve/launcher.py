@@ -45,11 +45,18 @@ from typing import Any, Final
 
 from svcrest.serve import forwarded
 from svcrest.serve.accesslog import RedactSecrets
+from svcrest.serve.admin import AdminServer, store_probe
 from svcrest.serve.bodies import (
     DEFAULT_BODY_TIMEOUT,
     ENV_BODY_READERS,
     ENV_BODY_TIMEOUT,
     slow_body_readers,
+)
+from svcrest.serve.metrics import (
+    ENV_ADMIN_PORT,
+    RequestMetrics,
+    make_metrics_dir,
+    remove_metrics_dir,
 )
 from svcrest.site.processes import ENV_WORKERS
 
@@ -140,6 +147,10 @@ class ServeConfig:
     #: The site already built (an App), served in this process by uvicorn with one worker
     #: and no reloader; else the workers call the factory.
     app: Any = None
+    #: The admin port (``/live``, ``/ready``, ``/metrics``: :mod:`svcrest.serve.admin`) on
+    #: ``host``, None for none; ``db`` is the database its readiness probe asks.
+    admin_port: int | None = None
+    db: str = ""
 
     @property
     def target(self) -> str:
@@ -294,6 +305,25 @@ def serve(config: ServeConfig) -> int:
     os.environ[ENV_WORKERS] = str(config.workers)
     os.environ[ENV_BODY_TIMEOUT] = repr(config.limits.body_timeout)
     os.environ[ENV_BODY_READERS] = str(slow_body_readers(config.threads or granian_threads()))
-    if config.server == "granian":
-        return _serve_granian(config)
-    return _serve_uvicorn(config)
+    admin = _start_admin(config) if config.admin_port is not None else None
+    try:
+        if config.server == "granian":
+            return _serve_granian(config)
+        return _serve_uvicorn(config)
+    finally:
+        if admin is not None:
+            admin.stop()
+            remove_metrics_dir(admin.metrics_dir)
+
+
+def _start_admin(config: ServeConfig) -> AdminServer:
+    """Start the admin port; the workers (or the App served in this process) keep metrics
+    in the directory it reads."""
+    directory = make_metrics_dir()
+    os.environ[ENV_ADMIN_PORT] = str(config.admin_port)
+    assert config.admin_port is not None
+    admin = AdminServer(config.host, config.admin_port, store_probe(config.db), directory)
+    if config.in_process:
+        config.app.request_observer = RequestMetrics()
+    admin.start()
+    return admin

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from time import perf_counter
 
 from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
 from svcrest.http.context import RequestContext, _current
 from svcrest.http.errors import BodyReadError, RestError
-from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.exchange import USUAL_METHODS, HttpRequest, HttpResponse
 from svcrest.http.request_id import request_id_of
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.pipeline import error_answer, serve_rest
@@ -44,6 +45,18 @@ class SiteForward:
 def _link_lines(host: SiteHost) -> tuple[tuple[str, str], ...]:
     link = host.rest_output_link_header()
     return () if link is None else (("Link", link),)
+
+
+def _add_id(response: HttpResponse, line: tuple[str, str]) -> None:
+    """Add the ``X-Request-Id`` line (safe: checked or made) to ``response``.
+
+    PERF: encoded in place when every line before it is encoded already (a REST answer
+    without pending lines): 8 Python calls less than ``encode_lines`` in ``wire_headers``."""
+    headers = response.headers
+    prefix = response.wire_prefix
+    if prefix and len(prefix) == len(headers):
+        response.wire_prefix = (*prefix, (b"X-Request-Id", line[1].encode("ascii")))
+    headers.append(line)
 
 
 def _plain_500() -> HttpResponse:
@@ -75,6 +88,8 @@ async def respond(
     """Serve one HTTP request of ``host``'s site (``read_body`` None: it has no body).
 
     Every answer carries the request's ``X-Request-Id`` (``http.request_id`` from here on)."""
+    observer = host.request_observer
+    started = perf_counter() if observer is not None else 0.0
     request_id = http.request_id = request_id_of(http.headers)
     id_line = ("X-Request-Id", request_id)
     route = rest_route_of(host.rest_base_path(), http.path, http.query_string)
@@ -129,5 +144,8 @@ async def respond(
         await wait_settled()
     if http.method == "HEAD":
         response.strip_body_for_head()
-    response.headers.append(id_line)
+    _add_id(response, id_line)
+    if observer is not None:  # SECURITY: bounded labels: a usual method or "other"
+        method = "other" if http.method not in USUAL_METHODS else http.method
+        observer(method, ctx.matched_route, response.status, perf_counter() - started)
     return response

@@ -1,0 +1,88 @@
+"""`svcrest serve --workers 2 --admin-port` over a real server: the probes and one view of
+both workers' metrics on the admin port, nothing of it on the API port."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.test_serving_options import (
+    PLUGIN,
+    add_editor,
+    free_port,
+    running,
+    serve_command,
+)
+
+pytestmark = pytest.mark.slow
+
+NOTES = "/svc-json/demo/v1/notes"
+
+
+@pytest.mark.parametrize(
+    ("server", "interface"),
+    [("granian", "wsgi"), ("uvicorn", "asgi")],
+    ids=["granian-wsgi", "uvicorn-asgi"],
+)
+def test_two_workers_one_view(tmp_path: Path, server: str, interface: str) -> None:
+    db = str(tmp_path / "s.db")
+    add_editor(db)
+    (tmp_path / "pid_plugin.py").write_text(PLUGIN)
+    port, admin_port = free_port(), free_port()
+    command = serve_command(port, "--server", server, "--interface", interface, "--db", db)
+    command += ["--workers", "2", "--plugin", "pid_plugin:register"]
+    env = {"SVCREST_ADMIN_PORT": str(admin_port)}  # the environment's default of the option
+    with running(command, tmp_path, port, env) as served:
+        admin = f"http://127.0.0.1:{admin_port}"
+        deadline = time.monotonic() + 30
+        while True:  # the admin port starts with the server, the workers a little later
+            try:
+                if httpx.get(f"{admin}/live", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, served.output()
+            time.sleep(0.1)
+        live = httpx.get(f"{admin}/live")
+        assert (live.status_code, live.json()) == (200, {"status": "ok"})
+        ready = httpx.get(f"{admin}/ready")
+        assert (ready.status_code, ready.json()) == (
+            200,
+            {"status": "ready", "checks": {"store": "ok", "draining": "no"}},
+        )
+        pids: set[int] = set()
+        asked = 0
+        while len(pids) < 2:  # new connections until both workers answered
+            assert asked < 300, pids
+            with httpx.Client(base_url=served.url, timeout=10) as fresh:
+                answer = fresh.get("/svc-json/t/v1/v")
+            assert answer.status_code == 200
+            pids.add(answer.json()["pid"])
+            asked += 1
+        with httpx.Client(base_url=served.url, timeout=10) as client:
+            for number in range(5):
+                assert client.get(f"{NOTES}/{900 + number}").status_code == 404
+            for path in ("/live", "/ready", "/metrics"):  # never on the API port
+                assert client.get(path).status_code == 404
+        metrics = httpx.get(f"{admin}/metrics")
+        assert metrics.status_code == 200
+        assert metrics.headers["content-type"].startswith("text/plain; version=")
+        text = metrics.text
+        lines = [
+            f'svcrest_requests_total{{method="GET",route="/t/v1/v",status="200"}} {asked}.0',
+            'svcrest_requests_total{method="GET",route="",status="404"} 3.0',
+            f'svcrest_request_duration_seconds_count{{method="GET",route="/t/v1/v"}} {asked}.0',
+            f'svcrest_request_duration_seconds_bucket{{le="+Inf",method="GET",route="/t/v1/v"}}'
+            f" {asked}.0",
+        ]
+        for line in lines:
+            assert line in text.splitlines(), (line, text)
+        item = re.compile(
+            r'svcrest_requests_total\{method="GET",route="/demo/v1/notes/\(\?P<id>[^"]+\)",'
+            r'status="404"\} 5\.0'
+        )
+        assert item.search(text), text
