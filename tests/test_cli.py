@@ -647,6 +647,7 @@ def test_serve_creates_admin_once(
         "timeout_keep_alive": 5.0,
         "h11_max_incomplete_event_size": 131072,
         "limit_concurrency": 1024,
+        "timeout_graceful_shutdown": 30,
     }
     admin = authenticate(db, "admin", match.group(1))
     assert admin is not None
@@ -701,6 +702,7 @@ def test_serve_with_workers_uses_the_env_factory(
         "timeout_keep_alive": 5.0,
         "h11_max_incomplete_event_size": 131072,
         "limit_concurrency": 1024,
+        "timeout_graceful_shutdown": 30,
         "factory": True,
         "workers": 3,
         "reload": False,
@@ -1278,6 +1280,7 @@ def test_serve_defaults_to_granian_wsgi(
         "reload": False,
         "log_access": True,
         "backpressure": 1024,
+        "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
         "blocking_threads": launcher.granian_threads(),
@@ -1316,6 +1319,7 @@ def test_serve_granian_asgi_options(
         "reload": False,
         "log_access": True,
         "backpressure": 1024,
+        "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
     }
@@ -1345,6 +1349,7 @@ def test_serve_granian_wsgi_options(
         "reload": True,
         "log_access": False,
         "backpressure": 1024,
+        "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=2000, max_buffer_size=131072),
         "websockets": False,
         "blocking_threads": launcher.granian_threads(),

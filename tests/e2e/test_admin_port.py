@@ -4,6 +4,8 @@ both workers' metrics on the admin port, nothing of it on the API port."""
 from __future__ import annotations
 
 import re
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -86,3 +88,58 @@ def test_two_workers_one_view(tmp_path: Path, server: str, interface: str) -> No
             r'status="404"\} 5\.0'
         )
         assert item.search(text), text
+
+
+SLOW_PLUGIN = """
+import time
+
+import svcrest
+
+
+def register(app):
+    def slow():
+        time.sleep(2.0)
+        return {"slow": True}
+
+    app.register_rest_route(
+        "t/v1",
+        "/slow",
+        {"methods": "GET", "callback": slow, "permission_callback": svcrest.public,
+         "blocking": True},
+    )
+"""
+
+
+def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
+    """SIGTERM: /ready answers 503 at once, the request in flight finishes, then the process
+    exits (granian, two workers)."""
+    db = str(tmp_path / "s.db")
+    add_editor(db)
+    (tmp_path / "slow_plugin.py").write_text(SLOW_PLUGIN)
+    port, admin_port = free_port(), free_port()
+    command = serve_command(port, "--db", db, "--workers", "2", "--admin-port", str(admin_port))
+    command += ["--plugin", "slow_plugin:register", "--graceful-timeout", "10"]
+    admin = f"http://127.0.0.1:{admin_port}"
+    with running(command, tmp_path, port) as served:
+        assert httpx.get(f"{admin}/ready").status_code == 200
+        answers: list[httpx.Response] = []
+        slow = threading.Thread(
+            target=lambda: answers.append(httpx.get(f"{served.url}/svc-json/t/v1/slow", timeout=20))
+        )
+        slow.start()
+        time.sleep(0.7)  # the slow request is in flight
+        served.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 1.0
+        while True:
+            ready = httpx.get(f"{admin}/ready", timeout=2)
+            if ready.status_code == 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert (ready.status_code, ready.json()) == (
+            503,
+            {"status": "unavailable", "checks": {"store": "ok", "draining": "yes"}},
+        )
+        slow.join(20)
+        [answer] = answers
+        assert (answer.status_code, answer.json()) == (200, {"slow": True})
+        assert served.process.wait(timeout=15) == 0, served.output()

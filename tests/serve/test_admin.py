@@ -177,3 +177,37 @@ def test_thousands_of_paths_make_a_bounded_label_set(client_for: ClientFor) -> N
         (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "405")),
     ]
     assert sum(series.values()) == 6000
+
+
+# -- the options ---------------------------------------------------------------------------------
+
+
+def test_the_graceful_timeout_reaches_both_servers() -> None:
+    from svcrest.serve.launcher import Limits, ServeConfig, granian_options, uvicorn_options
+
+    config = ServeConfig(
+        asgi_factory="m:a", wsgi_factory="m:w", limits=Limits(graceful_timeout=7.4)
+    )
+    assert granian_options(config)["workers_kill_timeout"] == 7
+    assert uvicorn_options(config)["timeout_graceful_shutdown"] == 7
+
+
+def test_the_admin_port_must_differ_from_the_api_port(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    from svcrest.cli import main
+
+    status = main(["serve", "--port", "8123", "--admin-port", "8123", "--db", db])
+    assert status == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "svcrest: error: --admin-port must differ from --port (probes never share the API's port)"
+    )
+
+
+def test_the_admin_port_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from svcrest.cli.parser import build_parser
+
+    monkeypatch.setenv("SVCREST_ADMIN_PORT", "9102")
+    assert build_parser().parse_args(["serve"]).admin_port == 9102
+    monkeypatch.delenv("SVCREST_ADMIN_PORT")
+    assert build_parser().parse_args(["serve"]).admin_port is None

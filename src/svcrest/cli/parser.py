@@ -200,6 +200,13 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         help="seconds an idle connection stays open (default %(default)s)",
     )
     serve.add_argument(
+        "--graceful-timeout",
+        type=_seconds,
+        default=limits.graceful_timeout,
+        metavar="S",
+        help="seconds the requests in flight at a SIGTERM have to finish (default %(default)s)",
+    )
+    serve.add_argument(
         "--body-timeout",
         type=_seconds,
         default=limits.body_timeout,

@@ -80,6 +80,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         keep_alive_timeout=args.keep_alive_timeout,
         max_concurrency=args.max_concurrency,
         body_timeout=args.body_timeout,
+        graceful_timeout=args.graceful_timeout,
     )
     config = ServeConfig(
         asgi_factory="svcrest.cli:app_from_env",

@@ -39,7 +39,7 @@ from __future__ import annotations
 import copy
 import multiprocessing
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -123,6 +123,10 @@ class Limits:
     max_concurrency: int = 1024
     #: Seconds to send a whole request body, once its head is in (slow bodies get 408).
     body_timeout: float = DEFAULT_BODY_TIMEOUT
+    #: Seconds the requests in flight at a shutdown (SIGTERM) have to finish before the
+    #: workers are stopped (granian's ``workers_kill_timeout``, uvicorn's
+    #: ``timeout_graceful_shutdown``).
+    graceful_timeout: float = 30.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -196,6 +200,7 @@ def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
         "timeout_keep_alive": limits.keep_alive_timeout,
         "h11_max_incomplete_event_size": limits.max_header_bytes,
         "limit_concurrency": limits.max_concurrency,
+        "timeout_graceful_shutdown": max(1, round(limits.graceful_timeout)),
     }
     if config.forwarded_allow_ips is not None:
         options["forwarded_allow_ips"] = config.forwarded_allow_ips
@@ -235,6 +240,7 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
         "log_access": config.access_log,
         "log_dictconfig": _log_config(LOGGING_CONFIG, "access"),
         "backpressure": limits.max_concurrency,
+        "workers_kill_timeout": max(1, round(limits.graceful_timeout)),
         "http1_settings": HTTP1Settings(
             header_read_timeout=round(limits.header_timeout * 1000),
             max_buffer_size=max(8192, limits.max_header_bytes),
@@ -269,7 +275,7 @@ def _serve_uvicorn(config: ServeConfig) -> int:
     return 0
 
 
-def _serve_granian(config: ServeConfig) -> int:
+def _serve_granian(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
     try:
         from granian import Granian
     except ImportError:
@@ -285,13 +291,28 @@ def _serve_granian(config: ServeConfig) -> int:
     if config.reload:
         multiprocessing.set_start_method("spawn", force=True)
     try:
-        Granian(**options).serve()
+        server = Granian(**options)
+        if on_shutdown is not None:
+            _before_interrupt(server, on_shutdown)
+        server.serve()
     except SystemExit as exc:  # granian exits when it could not start
         return exc.code if isinstance(exc.code, int) else 1
     finally:
         if config.reload:
             multiprocessing.set_start_method(method, force=True)
     return 0
+
+
+def _before_interrupt(server: Any, call: Callable[[], None]) -> None:
+    """Make granian's main process call ``call`` first when SIGTERM or SIGINT arrives (it
+    installs ``signal_handler_interrupt`` as their handler when it starts serving)."""
+    interrupt = server.signal_handler_interrupt
+
+    def handler(*args: Any, **kwargs: Any) -> None:
+        call()
+        interrupt(*args, **kwargs)
+
+    server.signal_handler_interrupt = handler
 
 
 def serve(config: ServeConfig) -> int:
@@ -308,7 +329,7 @@ def serve(config: ServeConfig) -> int:
     admin = _start_admin(config) if config.admin_port is not None else None
     try:
         if config.server == "granian":
-            return _serve_granian(config)
+            return _serve_granian(config, None if admin is None else admin.drain)
         return _serve_uvicorn(config)
     finally:
         if admin is not None:
