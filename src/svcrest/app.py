@@ -82,6 +82,7 @@ class App:
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         wordpress_compat: bool = False,
         version: str | None = None,
+        server_timing: bool = False,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -106,6 +107,9 @@ class App:
         #: ``X-SVC-Nonce``, ``X-WP-Total``/``X-WP-TotalPages`` are sent beside svcrest's, and
         #: ``/wp-admin/admin-ajax.php?action=rest-nonce`` answers a fresh nonce as text.
         self.wordpress_compat = wordpress_compat
+        #: REST answers carry ``Server-Timing: auth;dur=…, dispatch;dur=…, total;dur=…``
+        #: (off by default: it tells clients how long each part took).
+        self.server_timing = server_timing
         #: The site's own API version: ``info.version`` of ``/openapi.json`` (None: the
         #: REST API's version, ``REST_API_VERSION``).
         self.version = version

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -41,6 +42,7 @@ from svcrest.http.user import ANONYMOUS
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
 from svcrest.rest.server import internal_error
+from svcrest.rest.timing import server_timing_line
 from svcrest.rest.urls import rest_route_of
 
 if TYPE_CHECKING:
@@ -73,6 +75,9 @@ _ALLOW_HEADERS = "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, 
 #: With ``wordpress_compat``, clients may send WordPress's nonce header.
 _ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
 _NO_BODY_STATUSES = frozenset({204, 304})
+#: The pipeline's clock, by ``server_timing``: ``float()`` is 0.0, so without Server-Timing
+#: no clock is read (3 calls of ~30 ns a request).
+_CLOCKS: tuple[Callable[[], float], Callable[[], float]] = (float, perf_counter)
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
@@ -319,6 +324,8 @@ async def serve_rest(
     without a body.
     """
     settings = server.app
+    clock = _CLOCKS[settings.server_timing]
+    started = clock()
     if read_body is None:
         body = b""
     else:
@@ -327,8 +334,7 @@ async def serve_rest(
             return error_answer(settings, ctx, too_large_error(settings.max_body_size))
         body = http.body = read
     request = Request.from_http(http.method, route, http.query_string, http.headers, body)
-    if request.method == "POST":
-        ctx.method_overridden = _method_override(request)
+    ctx.method_overridden = request.method == "POST" and _method_override(request)
     plan = server.plan()
     error: RestError | None = None
     if plan.auth_inert and not carries_credentials(request):
@@ -342,11 +348,13 @@ async def serve_rest(
             verdict = await verdict
         request.user = ctx.user
         error = verdict if isinstance(verdict, RestError) else None
+    authenticated = clock()
     result = (
         Response.from_error(error)
         if error is not None
         else await server.dispatch_planned(request, plan)
     )
+    dispatched = clock()
     ctx.matched_route = result.matched_route
     # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs).
     posted = run_chain(plan.post_dispatch, result, server, request)
@@ -367,9 +375,14 @@ async def serve_rest(
     else:
         data = data_with_links(result, request) if result.links else result.data
     try:
-        return finish(settings, ctx, result.status, own, data)
+        answer = finish(settings, ctx, result.status, own, data)
     except orjson.JSONEncodeError as error:
-        return _unencodable(settings, ctx, request, result, error)
+        answer = _unencodable(settings, ctx, request, result, error)
+    if started:
+        answer.headers.append(
+            server_timing_line(started, authenticated, dispatched, perf_counter())
+        )
+    return answer
 
 
 def _unencodable(
