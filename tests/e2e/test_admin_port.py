@@ -3,6 +3,7 @@ both workers' metrics on the admin port, nothing of it on the API port."""
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import threading
@@ -143,3 +144,44 @@ def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
         [answer] = answers
         assert (answer.status_code, answer.json()) == (200, {"slow": True})
         assert served.process.wait(timeout=15) == 0, served.output()
+
+
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_json_access_lines(tmp_path: Path, server: str) -> None:
+    db = str(tmp_path / "s.db")
+    add_editor(db)
+    port = free_port()
+    command = serve_command(port, "--server", server, "--db", db, "--log-format", "json")
+    with running(command, tmp_path, port) as served:
+        target = f"{served.url}{NOTES}/77?password=SECRET"
+        response = httpx.get(target, headers={"X-Request-Id": f"json-{server}"})
+        assert response.status_code == 404
+        deadline = time.monotonic() + 5
+        while f'"request_id": "json-{server}"' not in served.output():
+            assert time.monotonic() < deadline, served.output()
+            time.sleep(0.05)
+        output = served.output()
+    assert "SECRET" not in output
+    [line] = [json.loads(text) for text in output.splitlines() if f"json-{server}" in text]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", line.pop("time"))
+    duration = line.pop("duration_ms")
+    message = line.pop("message")
+    assert "GET /svc-json/demo/v1/notes/77" in message
+    assert line == {
+        "level": "INFO",
+        "logger": f"{server}.access",
+        "request_id": f"json-{server}",
+        "method": "GET",
+        "route": r"/demo/v1/notes/(?P<id>\d+)",
+        "status": 404,
+        "user_id": 0,
+        "path": f"{NOTES}/77?password=[redacted]",  # both servers: the query, redacted
+    }
+    if server == "granian":
+        assert isinstance(duration, float) and duration > 0
+    else:
+        assert duration is None
+    # Past the command's own lines (Serving…, Log in at…), every line is one JSON object.
+    logged = output.split("svcrest user add LOGIN --role ROLE\n", 1)[1]
+    for text in logged.splitlines():
+        assert text.startswith("{") and isinstance(json.loads(text), dict), (text, output)

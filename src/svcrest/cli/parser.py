@@ -165,6 +165,13 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         help="log each request's method, path and status, nonces redacted (default on)",
     )
     serve.add_argument(
+        "--log-format",
+        choices=launcher.LOG_FORMATS,
+        default="text",
+        help="text (the servers' lines) or json (one object a line: time, level, request_id,"
+        " method, route, status, duration_ms, user_id; default text)",
+    )
+    serve.add_argument(
         "--wordpress-compat",
         action="store_true",
         help="let clients written for WordPress work unchanged (X-WP-Nonce, X-WP-Total…)",

@@ -99,6 +99,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         app=app,
         admin_port=args.admin_port,
         db=args.db,
+        log_format=args.log_format,
     )
     if not config.in_process:  # the workers build the site from the environment
         app.store.close()

@@ -6,10 +6,10 @@ back as it is (SECURITY: nothing else, so no log line or header can be forged th
 Otherwise the site makes one: 32 hexadecimal digits, a random prefix drawn once per process
 (again in a forked worker) followed by a counter, unique across workers and restarts.
 
-:data:`LOGGED_REQUEST_ID` holds the id of the request being answered for the servers'
-access-log lines, which are written after the pipeline's own context is gone: an adapter
-sets it once the answer is known. Every record of the ``svcrest`` logger written while a
-request is served has its id as ``record.request_id`` ("" outside one).
+:data:`LOGGED_REQUEST` holds the request being answered (its id, matched route and user)
+for the servers' access-log lines, which are written after the pipeline's own context is
+gone: an adapter sets it once the answer is known. Every record of the ``svcrest`` logger
+written while a request is served has its id as ``record.request_id`` ("" outside one).
 """
 
 from __future__ import annotations
@@ -22,16 +22,17 @@ from contextvars import ContextVar
 from typing import Final
 
 from svcrest.http.context import current_context
+from svcrest.http.exchange import HttpRequest
 from svcrest.http.headers import Headers
 
-__all__ = ["LOGGED_REQUEST_ID", "MAX_REQUEST_ID", "new_request_id", "request_id_of"]
+__all__ = ["LOGGED_REQUEST", "MAX_REQUEST_ID", "new_request_id", "request_id_of"]
 
 #: The longest client request id kept.
 MAX_REQUEST_ID: Final = 128
 _VALID: Final = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
-#: The request id of the answer an adapter is sending ("" before any), for access logs.
-LOGGED_REQUEST_ID: ContextVar[str] = ContextVar("svcrest_logged_request_id", default="")
+#: The request whose answer an adapter is sending (None before any), for access logs.
+LOGGED_REQUEST: ContextVar[HttpRequest | None] = ContextVar("svcrest_logged", default=None)
 
 
 class _Ids:

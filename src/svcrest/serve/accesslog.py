@@ -11,7 +11,8 @@ reaches the log either.
 
 The same filter gives each access-log record the request's id (``request_id``, "-" when the
 answer had none: a refused connection), which the launcher's formats print last
-(``request_id=…``): the id the adapter sent as ``X-Request-Id``.
+(``request_id=…``): the id the adapter sent as ``X-Request-Id``; and the matched route's
+pattern (``route``) and the user's id (``user_id``), which the JSON format prints.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 from typing import Final
 from urllib.parse import unquote_plus
 
-from svcrest.http.request_id import LOGGED_REQUEST_ID
+from svcrest.http.request_id import LOGGED_REQUEST
 
 __all__ = ["REDACTED", "RedactSecrets", "redact"]
 
@@ -61,7 +62,12 @@ class RedactSecrets(logging.Filter):
     and names the request's id in it (``record.request_id``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = LOGGED_REQUEST_ID.get() or "-"
+        http = LOGGED_REQUEST.get()
+        if http is None:
+            record.request_id, record.route, record.user_id = "-", "", 0
+        else:
+            record.request_id = http.request_id or "-"
+            record.route, record.user_id = http.matched_route, http.user_id
         if isinstance(record.msg, str):
             record.msg = redact(record.msg)
         args = record.args

@@ -52,6 +52,7 @@ from svcrest.serve.bodies import (
     ENV_BODY_TIMEOUT,
     slow_body_readers,
 )
+from svcrest.serve.jsonlog import JsonFormatter
 from svcrest.serve.metrics import (
     ENV_ADMIN_PORT,
     RequestMetrics,
@@ -68,6 +69,7 @@ __all__ = [
     "ENV_HEADER_TIMEOUT",
     "GRANIAN_WSGI_THREADS",
     "INTERFACES",
+    "LOG_FORMATS",
     "SERVERS",
     "SERVER_INTERFACES",
     "Limits",
@@ -81,6 +83,7 @@ __all__ = [
 
 SERVERS: Final = ("granian", "uvicorn")
 INTERFACES: Final = ("wsgi", "asgi")
+LOG_FORMATS: Final = ("text", "json")
 #: The fastest pair for svcrest in ``bench/`` over a plain and a cookie + nonce GET
 #: (bench/RESULTS.md, "Session 5"). On WSGI each request runs on one of the worker's threads,
 #: so a sync callback that blocks (a lock wait, a slow query) holds that thread only, marked
@@ -97,6 +100,7 @@ GRANIAN_WSGI_THREADS: Final = 8
 #: ``BoundedHttpToolsProtocol``).
 ENV_HEADER_TIMEOUT: Final = "SVCREST_HEADER_TIMEOUT"
 _REDACT_FILTER: Final = {"()": f"{RedactSecrets.__module__}.{RedactSecrets.__qualname__}"}
+_JSON_FORMATTER: Final = {"()": f"{JsonFormatter.__module__}.{JsonFormatter.__qualname__}"}
 #: What every access-log line ends with.
 _ACCESS_ID: Final = " request_id=%(request_id)s"
 _UVICORN_PROTOCOL: Final = "svcrest.serve.uvicorn_protocol:BoundedHttpToolsProtocol"
@@ -155,6 +159,8 @@ class ServeConfig:
     #: ``host``, None for none; ``db`` is the database its readiness probe asks.
     admin_port: int | None = None
     db: str = ""
+    #: ``"text"`` (the servers' own lines) or ``"json"`` (:mod:`svcrest.serve.jsonlog`).
+    log_format: str = "text"
 
     @property
     def target(self) -> str:
@@ -171,15 +177,23 @@ class ServeConfig:
         )
 
 
-def _log_config(base: Mapping[str, Any], access_handler: str) -> dict[str, Any]:
+def _log_config(
+    base: Mapping[str, Any], access_handler: str, log_format: str = "text"
+) -> dict[str, Any]:
     """The server's logging configuration with secrets redacted from its access lines and
-    the request id at the end of each (``request_id=…``, set by the redacting filter)."""
+    the request id at the end of each (``request_id=…``, set by the redacting filter); with
+    ``log_format`` ``"json"``, every formatter writes one JSON object a line instead."""
     config = copy.deepcopy(dict(base))
     config.setdefault("filters", {})["svcrest_redact"] = dict(_REDACT_FILTER)
     handler = config["handlers"][access_handler]
     handler["filters"] = [*handler.get("filters", []), "svcrest_redact"]
-    formatter = config["formatters"][handler["formatter"]]
-    formatter["fmt"] = formatter["fmt"] + _ACCESS_ID
+    formatters = config["formatters"]
+    if log_format == "json":
+        for name in formatters:
+            formatters[name] = dict(_JSON_FORMATTER)
+    else:
+        formatter = formatters[handler["formatter"]]
+        formatter["fmt"] = formatter["fmt"] + _ACCESS_ID
     return config
 
 
@@ -194,7 +208,7 @@ def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
         "interface": "asgi3" if config.interface == "asgi" else "wsgi",
         "http": _UVICORN_PROTOCOL,
         "access_log": config.access_log,
-        "log_config": _log_config(LOGGING_CONFIG, "access"),
+        "log_config": _log_config(LOGGING_CONFIG, "access", config.log_format),
         "log_level": "info",
         "proxy_headers": config.proxy_headers,
         "timeout_keep_alive": limits.keep_alive_timeout,
@@ -238,7 +252,7 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
         "workers": config.workers,
         "reload": config.reload,
         "log_access": config.access_log,
-        "log_dictconfig": _log_config(LOGGING_CONFIG, "access"),
+        "log_dictconfig": _log_config(LOGGING_CONFIG, "access", config.log_format),
         "backpressure": limits.max_concurrency,
         "workers_kill_timeout": max(1, round(limits.graceful_timeout)),
         "http1_settings": HTTP1Settings(

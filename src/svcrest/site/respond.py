@@ -145,6 +145,8 @@ async def respond(
     if http.method == "HEAD":
         response.strip_body_for_head()
     _add_id(response, id_line)
+    http.matched_route = ctx.matched_route
+    http.user_id = ctx.user.id
     if observer is not None:  # SECURITY: bounded labels: a usual method or "other"
         method = "other" if http.method not in USUAL_METHODS else http.method
         observer(method, ctx.matched_route, response.status, perf_counter() - started)
