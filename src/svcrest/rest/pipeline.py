@@ -43,6 +43,7 @@ from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
 from svcrest.rest.server import internal_error
 from svcrest.rest.timing import server_timing_line
+from svcrest.rest.tracing import child_span
 from svcrest.rest.urls import rest_route_of
 
 if TYPE_CHECKING:
@@ -409,7 +410,8 @@ def _embed_fetcher(server: RestServer) -> Callable[[Request], Awaitable[Any]]:
     """``?_embed``'s internal requests: dispatch, then the finishing hooks."""
 
     async def fetch(inner: Request) -> Any:
-        response = await server.dispatch_async(inner)
+        with child_span("_embed", inner.method, inner.route):
+            response = await server.dispatch_async(inner)
         response = await finish_hooks(server.plan(), server, inner, response)
         return data_with_links(response, inner)
 

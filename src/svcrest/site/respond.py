@@ -21,6 +21,7 @@ from svcrest.http.request_id import request_id_of
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.pipeline import error_answer, serve_rest
 from svcrest.rest.server import internal_error
+from svcrest.rest.tracing import request_tracer, traced
 from svcrest.rest.urls import rest_route_of
 from svcrest.site.host import SiteHost
 from svcrest.site.pages import serve_page
@@ -115,7 +116,11 @@ async def respond(
             if type(route) is str:
                 # PERF: the server as created already (a Python call less a request).
                 server = host.rest_server or host.rest_get_server()
-                response = await serve_rest(server, http, route, ctx, read_body)
+                answer = serve_rest(server, http, route, ctx, read_body)
+                tracer = request_tracer()
+                response = await (
+                    answer if tracer is None else traced(tracer, answer, http.method, ctx)
+                )
             elif isinstance(route, RestError):
                 response = error_answer(host, ctx, route)
             else:
