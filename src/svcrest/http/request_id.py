@@ -66,7 +66,8 @@ def request_id_of(headers: Headers) -> str:
     sent = headers.get_joined("x-request-id")
     if sent is not None and len(sent) <= MAX_REQUEST_ID and _VALID.fullmatch(sent):
         return sent
-    return new_request_id()
+    ids = _IDS  # PERF: new_request_id's body in place (a call less)
+    return f"{ids.prefix}{next(ids.counter):016x}"
 
 
 class _NameTheRequest(logging.Filter):
