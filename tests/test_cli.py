@@ -67,7 +67,7 @@ REST_HEADER_BLOCK = [
     'Link: <http://127.0.0.1:8000/svc-json/>; rel="https://api.w.org/"',
     "Vary: Origin",
     "Access-Control-Expose-Headers: X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit,"
-    " RateLimit-Policy, Retry-After, Idempotent-Replayed",
+    " RateLimit-Policy, Retry-After, Idempotent-Replayed, X-Request-Id",
     "Access-Control-Allow-Headers: Authorization, X-SVC-Nonce, Content-Disposition,"
     " Content-MD5, Content-Type, If-Match, If-None-Match, Idempotency-Key",
 ]
@@ -319,6 +319,7 @@ def test_request_as_user(
         "Allow: GET",  # anonymous: POST's permission callback refuses
         # The strong validator of the exact body sent (BLAKE2b, 16 bytes).
         'ETag: "c1acc7b78a10236669d8f40f66dd202b"',
+        "X-Request-Id: svcrest-request",  # the command names its request
         "Content-Length: 357",  # the note with its self, collection and author links
     ]
     assert [note["title"] for note in json.loads(data)] == ["From the shell"]
@@ -649,6 +650,7 @@ def test_serve_creates_admin_once(
         "timeout_keep_alive": 5.0,
         "h11_max_incomplete_event_size": 131072,
         "limit_concurrency": 1024,
+        "timeout_graceful_shutdown": 30,
     }
     admin = authenticate(db, "admin", match.group(1))
     assert admin is not None
@@ -703,6 +705,7 @@ def test_serve_with_workers_uses_the_env_factory(
         "timeout_keep_alive": 5.0,
         "h11_max_incomplete_event_size": 131072,
         "limit_concurrency": 1024,
+        "timeout_graceful_shutdown": 30,
         "factory": True,
         "workers": 3,
         "reload": False,
@@ -1071,7 +1074,7 @@ def test_request_include_prints_the_lines_served_over_http(
     app = App("http://127.0.0.1:8000", store=notes_db)
     register_demo(app)
     client = client_for(app)
-    headers = {}
+    headers = {"X-Request-Id": "svcrest-request"}
     if "--user" in argv:
         password = {"log": "ed", "pwd": "pw"}
         assert client.post("/login", data=password).status_code == 303
@@ -1101,6 +1104,7 @@ def test_request_include_shows_the_rest_header_block(
                 "Cache-Control: no-store",
                 'ETag: "2-1"',  # the note's version (its etag_callback): id-revision
                 "Allow: GET, PUT, PATCH, DELETE",
+                "X-Request-Id: svcrest-request",
                 "Content-Length: 8",
                 "",
                 '{\n  "id": 2\n}\n',
@@ -1280,6 +1284,7 @@ def test_serve_defaults_to_granian_wsgi(
         "reload": False,
         "log_access": True,
         "backpressure": 1024,
+        "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
         "blocking_threads": launcher.granian_threads(),
@@ -1318,6 +1323,7 @@ def test_serve_granian_asgi_options(
         "reload": False,
         "log_access": True,
         "backpressure": 1024,
+        "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
     }
@@ -1347,6 +1353,7 @@ def test_serve_granian_wsgi_options(
         "reload": True,
         "log_access": False,
         "backpressure": 1024,
+        "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=2000, max_buffer_size=131072),
         "websockets": False,
         "blocking_threads": launcher.granian_threads(),

@@ -113,7 +113,7 @@ def test_default_rest_headers_each_on_its_own_line(client_for: ClientFor) -> Non
         (
             "access-control-expose-headers",
             "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy, Retry-After,"
-            " Idempotent-Replayed",
+            " Idempotent-Replayed, X-Request-Id",
         ),
         (
             "access-control-allow-headers",

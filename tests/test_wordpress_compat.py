@@ -67,7 +67,7 @@ def test_wordpress_paging_headers_beside_ours(client_for: ClientFor, compat: boo
         assert (page.headers["x-wp-total"], page.headers["x-wp-totalpages"]) == ("3", "2")
         assert (
             expose == "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy,"
-            " Retry-After, Idempotent-Replayed, X-WP-Total, X-WP-TotalPages"
+            " Retry-After, Idempotent-Replayed, X-Request-Id, X-WP-Total, X-WP-TotalPages"
         )
         assert allow_headers == (
             "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type,"
@@ -77,7 +77,7 @@ def test_wordpress_paging_headers_beside_ours(client_for: ClientFor, compat: boo
         assert "x-wp-total" not in page.headers
         assert (
             expose == "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy,"
-            " Retry-After, Idempotent-Replayed"
+            " Retry-After, Idempotent-Replayed, X-Request-Id"
         )
 
 

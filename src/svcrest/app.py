@@ -38,7 +38,7 @@ from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
 from svcrest.site.authorize_app import AUTHORIZE_PATH, install_authorize_application_page
 from svcrest.site.docs_pages import install_docs_pages
-from svcrest.site.host import ASGIApp, Page
+from svcrest.site.host import ASGIApp, Page, RequestObserver
 from svcrest.site.pages import install_core_pages
 from svcrest.site.processes import ProcessCheck
 from svcrest.site.wp_compat import install_wordpress_compat_pages
@@ -83,6 +83,7 @@ class App:
         max_body_size: int = DEFAULT_MAX_BODY_SIZE,
         wordpress_compat: bool = False,
         version: str | None = None,
+        server_timing: bool = False,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -107,6 +108,9 @@ class App:
         #: ``X-SVC-Nonce``, ``X-WP-Total``/``X-WP-TotalPages`` are sent beside svcrest's, and
         #: ``/wp-admin/admin-ajax.php?action=rest-nonce`` answers a fresh nonce as text.
         self.wordpress_compat = wordpress_compat
+        #: REST answers carry ``Server-Timing: auth;dur=…, dispatch;dur=…, total;dur=…``
+        #: (off by default: it tells clients how long each part took).
+        self.server_timing = server_timing
         #: The site's own API version: ``info.version`` of ``/openapi.json`` (None: the
         #: REST API's version, ``REST_API_VERSION``).
         self.version = version
@@ -130,6 +134,9 @@ class App:
         #: Refuses serving an in-memory store from several worker processes (read by the
         #: adapters; see ``svcrest.site.processes``).
         self.process_check = ProcessCheck()
+        #: Told of each request answered (method, route pattern, status, seconds) when set:
+        #: ``svcrest serve --admin-port`` sets the Prometheus metrics (docs/guides/operating.md).
+        self.request_observer: RequestObserver | None = None
         self.hooks.add_action("rest_api_init", register_default_filters)
         self.hooks.add_action("rest_api_init", register_batch_route)
         #: Site pages outside the REST prefix: path (relative to home) → Page.

@@ -260,6 +260,39 @@ def test_nonces_under_encoded_names_are_redacted(
     assert "SECRET" not in served.output()
 
 
+def _logged(served: Server, line: str) -> None:
+    """Wait (5 s at most) until the server's output holds ``line``."""
+    deadline = time.monotonic() + 5
+    while line not in served.output():
+        assert time.monotonic() < deadline, served.output()[-2000:]
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [("edge-42.a:b_C", True), ("has space", False), ("x" * 129, False)],
+    ids=["kept", "invalid", "too-long"],
+)
+def test_the_access_log_names_the_request_id(
+    proxied: tuple[str, Server], sent: str, kept: bool
+) -> None:
+    name, served = proxied
+    response = httpx.get(f"{served.url}{NOTES}?per_page=1", headers={"X-Request-Id": sent})
+    assert response.status_code == 200
+    request_id = response.headers["x-request-id"]
+    if kept:
+        assert request_id == sent
+    else:
+        assert re.fullmatch("[0-9a-f]{32}", request_id)
+    path = NOTES if name == "granian" else f"{NOTES}?per_page=1"
+    if name == "granian":
+        _logged(served, f'"GET {path} HTTP/1.1" 200 ')
+        lines = [line for line in served.output().splitlines() if f"GET {path} " in line]
+        assert lines[-1].endswith(f" request_id={request_id}"), lines[-1]
+    else:
+        _logged(served, f'"GET {path} HTTP/1.1" 200 OK request_id={request_id}')
+
+
 # -- an in-memory App on several workers -------------------------------------------------------
 
 MEMORY_SITE = """

@@ -9,6 +9,7 @@ checked again for the JSON body.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import httpx
@@ -51,12 +52,13 @@ def app() -> App:
 
 
 def lines(response: httpx.Response) -> list[tuple[str, str]]:
-    """The response's header lines without the Content-Length and the discovery Link every
-    site page has."""
+    """The response's header lines without the Content-Length, the discovery Link and the
+    made ``X-Request-Id`` (checked: 32 hexadecimal digits) every site page has."""
+    assert re.fullmatch("[0-9a-f]{32}", response.headers["x-request-id"])
     return [
         (name.decode(), value.decode())
         for name, value in response.headers.raw
-        if name.lower() not in (b"content-length", b"link")
+        if name.lower() not in (b"content-length", b"link", b"x-request-id")
     ]
 
 

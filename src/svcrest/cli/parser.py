@@ -40,6 +40,7 @@ from svcrest.cli.users import (
 )
 from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.serve import launcher
+from svcrest.serve.metrics import ENV_ADMIN_PORT
 
 _METHOD = re.compile(r"[A-Za-z]+")
 
@@ -164,6 +165,13 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         help="log each request's method, path and status, nonces redacted (default on)",
     )
     serve.add_argument(
+        "--log-format",
+        choices=launcher.LOG_FORMATS,
+        default="text",
+        help="text (the servers' lines) or json (one object a line: time, level, request_id,"
+        " method, route, status, duration_ms, user_id; default text)",
+    )
+    serve.add_argument(
         "--wordpress-compat",
         action="store_true",
         help="let clients written for WordPress work unchanged (X-WP-Nonce, X-WP-Total…)",
@@ -199,6 +207,13 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         help="seconds an idle connection stays open (default %(default)s)",
     )
     serve.add_argument(
+        "--graceful-timeout",
+        type=_seconds,
+        default=limits.graceful_timeout,
+        metavar="S",
+        help="seconds the requests in flight at a SIGTERM have to finish (default %(default)s)",
+    )
+    serve.add_argument(
         "--body-timeout",
         type=_seconds,
         default=limits.body_timeout,
@@ -217,6 +232,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"(default {DEFAULT_HOST})")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"(default {DEFAULT_PORT})")
     serve.add_argument("--workers", type=_workers, default=1, metavar="N", help="(default 1)")
+    serve.add_argument(
+        "--admin-port",
+        type=_port,
+        default=os.environ.get(ENV_ADMIN_PORT) or None,  # a string default is parsed too
+        metavar="PORT",
+        help="serve /live, /ready and /metrics on this port of --host, never on --port"
+        f" (default: none; ${ENV_ADMIN_PORT})",
+    )
     _add_server_options(serve)
     add_proxy_options(serve)
     add_db_pool_options(serve)

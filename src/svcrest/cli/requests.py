@@ -136,7 +136,11 @@ def _act_as(app: App, login: str) -> None:
 
 
 def _request_body(args: argparse.Namespace) -> tuple[dict[str, str], bytes]:
-    headers = {"User-Agent": f"svcrest/{svcrest_version()} (svcrest request)"}
+    # The request names itself, so that ``--include`` prints the same lines each time.
+    headers = {
+        "User-Agent": f"svcrest/{svcrest_version()} (svcrest request)",
+        "X-Request-Id": "svcrest-request",
+    }
     if args.json is None:
         return headers, b""
     try:

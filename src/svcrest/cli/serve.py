@@ -80,6 +80,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         keep_alive_timeout=args.keep_alive_timeout,
         max_concurrency=args.max_concurrency,
         body_timeout=args.body_timeout,
+        graceful_timeout=args.graceful_timeout,
     )
     config = ServeConfig(
         asgi_factory="svcrest.cli:app_from_env",
@@ -96,6 +97,9 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         threads=args.threads,
         limits=limits,
         app=app,
+        admin_port=args.admin_port,
+        db=args.db,
+        log_format=args.log_format,
     )
     if not config.in_process:  # the workers build the site from the environment
         app.store.close()
@@ -121,9 +125,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     interface = _interface_choice(args, server)
     if args.threads is not None and (server, interface) != ("granian", "wsgi"):
         raise CliError("--threads sets the threads of granian's WSGI interface only")
-    problem = check_port(args.host, args.port)
-    if problem is not None:
-        raise CliError(problem)
+    if args.admin_port is not None and args.admin_port == args.port:
+        raise CliError("--admin-port must differ from --port (probes never share the API's port)")
+    for port in (args.port, args.admin_port):
+        problem = None if port is None else check_port(args.host, port)
+        if problem is not None:
+            raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)
     app = new_app(args.db, home, wordpress_compat=args.wordpress_compat)
     created = prepare_database_file(args.db)  # before the plugins, which may open the store

@@ -33,6 +33,7 @@ from svcrest.cli.common import (
     generate_password,
     split_plugins,
 )
+from svcrest.serve.metrics import observer_from_env
 from svcrest.store.locations import is_memory
 from svcrest.store.postgres import redact_url
 from svcrest.store.sqlite import StoreError
@@ -186,18 +187,22 @@ def app_from_env() -> App:
     """The ASGI factory of the servers' workers (``svcrest.cli:app_from_env``):
     :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
     (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
-    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode). The database file's
-    missing directory is created first, as ``svcrest serve`` does, since a plugin may open
-    the store while it registers."""
+    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode); with
+    ``SVCREST_ADMIN_PORT`` and ``PROMETHEUS_MULTIPROC_DIR``, the App keeps request metrics.
+    The database file's missing directory is created first, as ``svcrest serve`` does,
+    since a plugin may open the store while it registers."""
     db = os.environ.get(ENV_DB) or DEFAULT_DB
     create_database_directory(db)
-    return make_app(
+    app = make_app(
         db,
         os.environ.get(ENV_HOME) or DEFAULT_HOME,
         split_plugins(os.environ.get(ENV_PLUGINS, "")),
         demo=demo_from_env(os.environ),
         wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
     )
+    # With an admin port (SVCREST_ADMIN_PORT), each worker keeps the request metrics.
+    app.request_observer = observer_from_env()
+    return app
 
 
 def wsgi_from_env() -> Any:

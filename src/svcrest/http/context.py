@@ -33,6 +33,9 @@ class RequestContext:
     ``auth_error``: an error an authentication scheme found while determining the user
     (application passwords), answered by its ``rest_authentication_errors`` callback.
     ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
+    ``request_id``: the request's ``X-Request-Id`` (docs/guides/operating.md).
+    ``matched_route``: the pattern of the REST route that answered ("" when none did), as
+    ``get_routes()`` names it: the ``route`` label of the request metrics.
     """
 
     is_rest: bool = False
@@ -45,6 +48,8 @@ class RequestContext:
     method_overridden: bool = False
     client: str = ""
     auth_error: Any = None
+    request_id: str = ""
+    matched_route: str = ""
 
     def add_pending_header(self, name: str, value: str) -> None:
         """Add a header line to the response being built."""

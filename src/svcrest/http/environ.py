@@ -62,6 +62,7 @@ _COMMON_HEADERS = (
     "x-forwarded-proto",
     "x-http-method-override",
     "x-real-ip",
+    "x-request-id",
     "x-requested-with",
     "x-svc-nonce",
     "x-wp-nonce",

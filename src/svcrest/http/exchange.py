@@ -132,6 +132,12 @@ class HttpRequest:
     scheme: str = "http"
     host: str = ""
     client: str = ""
+    #: Its ``X-Request-Id`` (``svcrest.http.request_id``), set when it is answered; then
+    #: the pattern of the REST route that answered ("" for none) and the user's id (0:
+    #: anonymous), for the access log.
+    request_id: str = ""
+    matched_route: str = ""
+    user_id: int = 0
 
 
 #: The usual request methods, each as it is: an adapter takes a server's method string from

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.forms import parse_form
 from svcrest.http.headers import Headers, HeadersInit
@@ -333,6 +334,14 @@ class Request:
         return isinstance(name, str) and self.has_param(name)
 
     # -- headers ----------------------------------------------------------------------------
+
+    @property
+    def request_id(self) -> str:
+        """The ``X-Request-Id`` of the HTTP request being served (kept from the client when
+        valid, else made by the site; docs/guides/operating.md); an internal request
+        (``rest_do_request``, ``_embed``, batch) has its HTTP request's; "" outside one."""
+        ctx = current_context()
+        return "" if ctx is None else ctx.request_id
 
     def get_header(self, name: str) -> str | None:
         """A header value, case-insensitively (``-`` and ``_`` are the same); None if absent.

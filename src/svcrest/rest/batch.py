@@ -37,6 +37,7 @@ from svcrest.rest.pipeline import envelope_response, finish_hooks
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.schema import validate_value
 from svcrest.rest.server import no_route_error, select_handler
+from svcrest.rest.tracing import child_span
 from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
@@ -270,7 +271,8 @@ class BatchController:
                 response.matched_handler = item.handler
         else:
             request = item.fresh(user)
-            response = await server.dispatch_async(request)
+            with child_span("batch", request.method, request.route):
+                response = await server.dispatch_async(request)
         response = await finish_hooks(server.plan(), server, request, response)
         return _slot(response, request)
 

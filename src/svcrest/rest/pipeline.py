@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -42,6 +43,8 @@ from svcrest.rest.conditional import conditional_answer
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
 from svcrest.rest.server import internal_error
+from svcrest.rest.timing import server_timing_line
+from svcrest.rest.tracing import child_span
 from svcrest.rest.urls import rest_route_of
 
 if TYPE_CHECKING:
@@ -69,7 +72,7 @@ _STATIC_REST_HEADERS = (
 )
 _EXPOSE = (
     "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy, Retry-After,"
-    " Idempotent-Replayed"
+    " Idempotent-Replayed, X-Request-Id"
 )
 #: With ``wordpress_compat``, WordPress's paging headers are exposed too (``wpapi`` reads them).
 _EXPOSE_COMPAT = _EXPOSE + ", X-WP-Total, X-WP-TotalPages"
@@ -80,6 +83,9 @@ _ALLOW_HEADERS = (
 #: With ``wordpress_compat``, clients may send WordPress's nonce header.
 _ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
 _NO_BODY_STATUSES = frozenset({204, 304})
+#: The pipeline's clock, by ``server_timing``: ``float()`` is 0.0, so without Server-Timing
+#: no clock is read (3 calls of ~30 ns a request).
+_CLOCKS: tuple[Callable[[], float], Callable[[], float]] = (float, perf_counter)
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
@@ -326,6 +332,8 @@ async def serve_rest(
     without a body.
     """
     settings = server.app
+    clock = _CLOCKS[settings.server_timing]
+    started = clock()
     if read_body is None:
         body = b""
     else:
@@ -334,8 +342,7 @@ async def serve_rest(
             return error_answer(settings, ctx, too_large_error(settings.max_body_size))
         body = http.body = read
     request = Request.from_http(http.method, route, http.query_string, http.headers, body)
-    if request.method == "POST":
-        ctx.method_overridden = _method_override(request)
+    ctx.method_overridden = request.method == "POST" and _method_override(request)
     plan = server.plan()
     error: RestError | None = None
     if plan.auth_inert and not carries_credentials(request):
@@ -349,11 +356,14 @@ async def serve_rest(
             verdict = await verdict
         request.user = ctx.user
         error = verdict if isinstance(verdict, RestError) else None
+    authenticated = clock()
     result = (
         Response.from_error(error)
         if error is not None
         else await server.dispatch_planned(request, plan)
     )
+    dispatched = clock()
+    ctx.matched_route = result.matched_route
     # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs).
     posted = run_chain(plan.post_dispatch, result, server, request)
     if type(posted) is Pending:
@@ -372,11 +382,29 @@ async def serve_rest(
         data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)
     else:
         data = data_with_links(result, request) if result.links else result.data
+    answer = _answer(settings, ctx, request, result, own, data)
+    if started:
+        answer.headers.append(
+            server_timing_line(started, authenticated, dispatched, perf_counter())
+        )
+    return answer
+
+
+def _answer(
+    settings: SiteSettings,
+    ctx: RequestContext,
+    request: Request,
+    result: Response,
+    own: tuple[tuple[str, str], ...],
+    data: Any,
+) -> HttpResponse:
+    """The HTTP answer of a finished response: its JSON (a 500 when it has no JSON form),
+    then the ``ETag``, a 304 and the content coding (``_envelope`` answers are never
+    validated)."""
     try:
         answer = finish(settings, ctx, result.status, own, data)
     except orjson.JSONEncodeError as error:
         return _unencodable(settings, ctx, request, result, error)
-    # ETag, 304 and the content coding (``_envelope`` answers are never validated).
     return conditional_answer(answer, request, own, type(result) is not EnvelopeResponse)
 
 
@@ -404,7 +432,8 @@ def _embed_fetcher(server: RestServer) -> Callable[[Request], Awaitable[Any]]:
     """``?_embed``'s internal requests: dispatch, then the finishing hooks."""
 
     async def fetch(inner: Request) -> Any:
-        response = await server.dispatch_async(inner)
+        with child_span("_embed", inner.method, inner.route):
+            response = await server.dispatch_async(inner)
         response = await finish_hooks(server.plan(), server, inner, response)
         return data_with_links(response, inner)
 

@@ -260,7 +260,10 @@ class RestServer:
     def unexpected_error(request: Request) -> RestError:
         """Log the exception being handled while dispatching ``request``; the 500 to answer."""
         logger.exception(
-            "Unhandled exception while dispatching %s %s", request.method, request.route
+            "Unhandled exception while dispatching %s %s (request %s)",
+            request.method,
+            request.route,
+            request.request_id,
         )
         return internal_error()
 

@@ -35,6 +35,8 @@ class SiteSettings(Protocol):
     clock: Callable[[], float]
     #: Clients written for WordPress work unchanged (``X-WP-Nonce``, ``X-WP-Total``…).
     wordpress_compat: bool
+    #: REST answers carry ``Server-Timing`` (:mod:`svcrest.rest.timing`).
+    server_timing: bool
     #: The site's own API version (``info.version`` of its OpenAPI document), or None.
     version: str | None
 

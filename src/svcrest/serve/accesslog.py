@@ -8,6 +8,11 @@ every ``_wpnonce``, ``pwd`` and ``password`` query variable reads ``[redacted]``
 is recognised by its name as the site reads it: percent-decoded (``%5Fwpnonce``), in any case,
 with or without PHP's brackets (``_wpnonce[]``). Neither server logs a header, so no cookie
 reaches the log either.
+
+The same filter gives each access-log record the request's id (``request_id``, "-" when the
+answer had none: a refused connection), which the launcher's formats print last
+(``request_id=…``): the id the adapter sent as ``X-Request-Id``; and the matched route's
+pattern (``route``) and the user's id (``user_id``), which the JSON format prints.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import logging
 import re
 from typing import Final
 from urllib.parse import unquote_plus
+
+from svcrest.http.request_id import LOGGED_REQUEST
 
 __all__ = ["REDACTED", "RedactSecrets", "redact"]
 
@@ -51,9 +58,16 @@ def _redact_value(value: object) -> object:
 
 
 class RedactSecrets(logging.Filter):
-    """A logging filter that redacts secret query values in the record (never drops one)."""
+    """A logging filter that redacts secret query values in the record (never drops one)
+    and names the request's id in it (``record.request_id``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        http = LOGGED_REQUEST.get()
+        if http is None:
+            record.request_id, record.route, record.user_id = "-", "", 0
+        else:
+            record.request_id = http.request_id or "-"
+            record.route, record.user_id = http.matched_route, http.user_id
         if isinstance(record.msg, str):
             record.msg = redact(record.msg)
         args = record.args

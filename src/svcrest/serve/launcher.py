@@ -39,17 +39,25 @@ from __future__ import annotations
 import copy
 import multiprocessing
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from svcrest.serve import forwarded
 from svcrest.serve.accesslog import RedactSecrets
+from svcrest.serve.admin import AdminServer, store_probe
 from svcrest.serve.bodies import (
     DEFAULT_BODY_TIMEOUT,
     ENV_BODY_READERS,
     ENV_BODY_TIMEOUT,
     slow_body_readers,
+)
+from svcrest.serve.jsonlog import JsonFormatter
+from svcrest.serve.metrics import (
+    ENV_ADMIN_PORT,
+    RequestMetrics,
+    make_metrics_dir,
+    remove_metrics_dir,
 )
 from svcrest.site.processes import ENV_WORKERS
 
@@ -61,6 +69,7 @@ __all__ = [
     "ENV_HEADER_TIMEOUT",
     "GRANIAN_WSGI_THREADS",
     "INTERFACES",
+    "LOG_FORMATS",
     "SERVERS",
     "SERVER_INTERFACES",
     "Limits",
@@ -74,6 +83,7 @@ __all__ = [
 
 SERVERS: Final = ("granian", "uvicorn")
 INTERFACES: Final = ("wsgi", "asgi")
+LOG_FORMATS: Final = ("text", "json")
 #: The fastest pair for svcrest in ``bench/`` over a plain and a cookie + nonce GET
 #: (bench/RESULTS.md, "Session 5"). On WSGI each request runs on one of the worker's threads,
 #: so a sync callback that blocks (a lock wait, a slow query) holds that thread only, marked
@@ -90,6 +100,9 @@ GRANIAN_WSGI_THREADS: Final = 8
 #: ``BoundedHttpToolsProtocol``).
 ENV_HEADER_TIMEOUT: Final = "SVCREST_HEADER_TIMEOUT"
 _REDACT_FILTER: Final = {"()": f"{RedactSecrets.__module__}.{RedactSecrets.__qualname__}"}
+_JSON_FORMATTER: Final = {"()": f"{JsonFormatter.__module__}.{JsonFormatter.__qualname__}"}
+#: What every access-log line ends with.
+_ACCESS_ID: Final = " request_id=%(request_id)s"
 _UVICORN_PROTOCOL: Final = "svcrest.serve.uvicorn_protocol:BoundedHttpToolsProtocol"
 
 
@@ -114,6 +127,10 @@ class Limits:
     max_concurrency: int = 1024
     #: Seconds to send a whole request body, once its head is in (slow bodies get 408).
     body_timeout: float = DEFAULT_BODY_TIMEOUT
+    #: Seconds the requests in flight at a shutdown (SIGTERM) have to finish before the
+    #: workers are stopped (granian's ``workers_kill_timeout``, uvicorn's
+    #: ``timeout_graceful_shutdown``).
+    graceful_timeout: float = 30.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,6 +155,12 @@ class ServeConfig:
     #: The site already built (an App), served in this process by uvicorn with one worker
     #: and no reloader; else the workers call the factory.
     app: Any = None
+    #: The admin port (``/live``, ``/ready``, ``/metrics``: :mod:`svcrest.serve.admin`) on
+    #: ``host``, None for none; ``db`` is the database its readiness probe asks.
+    admin_port: int | None = None
+    db: str = ""
+    #: ``"text"`` (the servers' own lines) or ``"json"`` (:mod:`svcrest.serve.jsonlog`).
+    log_format: str = "text"
 
     @property
     def target(self) -> str:
@@ -154,11 +177,23 @@ class ServeConfig:
         )
 
 
-def _log_config(base: Mapping[str, Any], access_handler: str) -> dict[str, Any]:
+def _log_config(
+    base: Mapping[str, Any], access_handler: str, log_format: str = "text"
+) -> dict[str, Any]:
+    """The server's logging configuration with secrets redacted from its access lines and
+    the request id at the end of each (``request_id=…``, set by the redacting filter); with
+    ``log_format`` ``"json"``, every formatter writes one JSON object a line instead."""
     config = copy.deepcopy(dict(base))
     config.setdefault("filters", {})["svcrest_redact"] = dict(_REDACT_FILTER)
     handler = config["handlers"][access_handler]
     handler["filters"] = [*handler.get("filters", []), "svcrest_redact"]
+    formatters = config["formatters"]
+    if log_format == "json":
+        for name in formatters:
+            formatters[name] = dict(_JSON_FORMATTER)
+    else:
+        formatter = formatters[handler["formatter"]]
+        formatter["fmt"] = formatter["fmt"] + _ACCESS_ID
     return config
 
 
@@ -173,12 +208,13 @@ def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
         "interface": "asgi3" if config.interface == "asgi" else "wsgi",
         "http": _UVICORN_PROTOCOL,
         "access_log": config.access_log,
-        "log_config": _log_config(LOGGING_CONFIG, "access"),
+        "log_config": _log_config(LOGGING_CONFIG, "access", config.log_format),
         "log_level": "info",
         "proxy_headers": config.proxy_headers,
         "timeout_keep_alive": limits.keep_alive_timeout,
         "h11_max_incomplete_event_size": limits.max_header_bytes,
         "limit_concurrency": limits.max_concurrency,
+        "timeout_graceful_shutdown": max(1, round(limits.graceful_timeout)),
     }
     if config.forwarded_allow_ips is not None:
         options["forwarded_allow_ips"] = config.forwarded_allow_ips
@@ -216,8 +252,9 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
         "workers": config.workers,
         "reload": config.reload,
         "log_access": config.access_log,
-        "log_dictconfig": _log_config(LOGGING_CONFIG, "access"),
+        "log_dictconfig": _log_config(LOGGING_CONFIG, "access", config.log_format),
         "backpressure": limits.max_concurrency,
+        "workers_kill_timeout": max(1, round(limits.graceful_timeout)),
         "http1_settings": HTTP1Settings(
             header_read_timeout=round(limits.header_timeout * 1000),
             max_buffer_size=max(8192, limits.max_header_bytes),
@@ -252,7 +289,7 @@ def _serve_uvicorn(config: ServeConfig) -> int:
     return 0
 
 
-def _serve_granian(config: ServeConfig) -> int:
+def _serve_granian(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
     try:
         from granian import Granian
     except ImportError:
@@ -268,13 +305,28 @@ def _serve_granian(config: ServeConfig) -> int:
     if config.reload:
         multiprocessing.set_start_method("spawn", force=True)
     try:
-        Granian(**options).serve()
+        server = Granian(**options)
+        if on_shutdown is not None:
+            _before_interrupt(server, on_shutdown)
+        server.serve()
     except SystemExit as exc:  # granian exits when it could not start
         return exc.code if isinstance(exc.code, int) else 1
     finally:
         if config.reload:
             multiprocessing.set_start_method(method, force=True)
     return 0
+
+
+def _before_interrupt(server: Any, call: Callable[[], None]) -> None:
+    """Make granian's main process call ``call`` first when SIGTERM or SIGINT arrives (it
+    installs ``signal_handler_interrupt`` as their handler when it starts serving)."""
+    interrupt = server.signal_handler_interrupt
+
+    def handler(*args: Any, **kwargs: Any) -> None:
+        call()
+        interrupt(*args, **kwargs)
+
+    server.signal_handler_interrupt = handler
 
 
 def serve(config: ServeConfig) -> int:
@@ -288,6 +340,25 @@ def serve(config: ServeConfig) -> int:
     os.environ[ENV_WORKERS] = str(config.workers)
     os.environ[ENV_BODY_TIMEOUT] = repr(config.limits.body_timeout)
     os.environ[ENV_BODY_READERS] = str(slow_body_readers(config.threads or granian_threads()))
-    if config.server == "granian":
-        return _serve_granian(config)
-    return _serve_uvicorn(config)
+    admin = _start_admin(config) if config.admin_port is not None else None
+    try:
+        if config.server == "granian":
+            return _serve_granian(config, None if admin is None else admin.drain)
+        return _serve_uvicorn(config)
+    finally:
+        if admin is not None:
+            admin.stop()
+            remove_metrics_dir(admin.metrics_dir)
+
+
+def _start_admin(config: ServeConfig) -> AdminServer:
+    """Start the admin port; the workers (or the App served in this process) keep metrics
+    in the directory it reads."""
+    directory = make_metrics_dir()
+    os.environ[ENV_ADMIN_PORT] = str(config.admin_port)
+    assert config.admin_port is not None
+    admin = AdminServer(config.host, config.admin_port, store_probe(config.db), directory)
+    if config.in_process:
+        config.app.request_observer = RequestMetrics()
+    admin.start()
+    return admin

