@@ -157,6 +157,18 @@ class Request:
         self._query_params = value
         self.may_have_query = True
 
+    def query_param(self, name: str, default: Any = None) -> Any:
+        """The query parameter ``name`` (``default`` when absent). Unlike
+        :attr:`query_params`, it hands out no bucket, so nothing can be changed through it
+        and :attr:`may_have_query` stays as it is: a request without a query string
+        answers without parsing anything."""
+        if not self.may_have_query:
+            return default
+        params = self._query_params
+        if params is None:
+            params = self._query_params = parse_form(self.query_string or "")
+        return params.get(name, default)
+
     def _form_media_type(self) -> str | None:
         """The body's form media type (urlencoded or multipart) when its fields are
         parameters: a POST, PUT, PATCH or DELETE with a body; else None."""

@@ -119,7 +119,7 @@ def rest_filter_response_fields(response: Any, server: ServerView, request: Requ
         return response
     if not isinstance(response, Response) or response.is_error():
         return response
-    fields = request.query_params.get("_fields")
+    fields = request.query_param("_fields")
     if fields is None:
         return response
     response.data = filter_response_fields(response.data, fields)

@@ -79,7 +79,7 @@ _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 def _method_override(request: Request) -> bool:
     """``X-HTTP-Method-Override`` or ``?_method=`` (the caller asks for a POST only); True
     when one applied."""
-    override = request.query_params.get("_method") if request.may_have_query else None
+    override = request.query_param("_method")
     if not isinstance(override, str) or not override:
         override = request.get_header("X-HTTP-Method-Override")
     if isinstance(override, str) and override.strip():
@@ -94,7 +94,7 @@ def data_with_links(response: Response, request: Request) -> Any:
     data = response.data
     if not response.links or not isinstance(data, dict):
         return data
-    fields = request.query_params.get("_fields") if request.may_have_query else None
+    fields = request.query_param("_fields")
     if fields is not None and not links_wanted(fields):
         return data
     return {**data, "_links": response.links}
