@@ -21,6 +21,7 @@ from svcrest.http.context import _current, current_context
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest import discovery
+from svcrest.rest.auth_schemes import AuthSchemes
 from svcrest.rest.batch import register_batch_route
 from svcrest.rest.compat import install_rest_compat
 from svcrest.rest.defaults import register_default_filters
@@ -142,9 +143,16 @@ class App:
         #: Site pages outside the REST prefix: path (relative to home) → Page.
         self.pages: dict[str, Page] = {}
         install_core_pages(self)
-        install_cookie_auth(self.hooks, lambda: self.auth, wordpress_compat=wordpress_compat)
+        #: The site's authentication schemes (docs/guides/authentication.md): add one with
+        #: ``app.auth_schemes.add(AuthScheme(...))``.
+        self.auth_schemes = AuthSchemes(self.hooks)
+        install_cookie_auth(self.auth_schemes, lambda: self.auth, wordpress_compat=wordpress_compat)
         install_application_password_auth(
-            self.hooks, lambda: self.users, lambda: self.throttle, lambda: self.home
+            self.auth_schemes,
+            lambda: self.users,
+            lambda: self.throttle,
+            lambda: self.home,
+            authorize_url=lambda: self.home + AUTHORIZE_PATH,
         )
         self.hooks.add_action("rest_api_init", self._register_application_passwords)
         if wordpress_compat:
@@ -451,15 +459,12 @@ class App:
     # -- storage, users and auth --------------------------------------------------------------
 
     def _register_application_passwords(self, server: RestServer) -> None:
-        """The application password routes and the root index's ``authentication`` entry."""
+        """The application password routes."""
         from svcrest.auth.app_password_routes import ApplicationPasswordsController
 
         ApplicationPasswordsController(
             lambda: self.users, self.rest_url, lambda: self.home
         ).register(server)
-        server.authentication["application-passwords"] = {
-            "endpoints": {"authorization": self.home + AUTHORIZE_PATH}
-        }
 
     @property
     def store(self) -> Store:

@@ -104,3 +104,19 @@ def test_the_asgi_adapter_never_waits_for_the_body_of_a_plain_get(length: bytes 
     scope = {"type": "http", "method": "GET", "path": "/svc-json/t/v1/x", "headers": headers}
     asyncio.run(app(scope, receive, send))
     assert (sent[0]["status"], sent[1]["body"]) == (200, b"1")
+
+
+def test_query_param_reads_without_handing_out_the_bucket() -> None:
+    plain = Request.from_http("GET", "/x", "", Headers([]), b"")
+    assert plain.query_param("_fields") is None
+    assert plain.query_param("_fields", "all") == "all"
+    assert plain.may_have_query is False  # the getter would have set it
+    queried = Request.from_http("GET", "/x", "_fields=id,title&a[b]=1", Headers([]), b"")
+    assert queried.query_param("_fields") == "id,title"
+    assert queried.query_param("a") == {"b": "1"}
+    assert queried.query_param("missing", 3) == 3
+    queried.query_params["late"] = "set"
+    assert queried.query_param("late") == "set"
+    built = Request("GET", "/x")
+    built.set_param("_fields", "id")
+    assert built.query_param("_fields") == "id"

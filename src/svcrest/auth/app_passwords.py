@@ -25,12 +25,11 @@ from urllib.parse import urlsplit
 
 from svcrest.auth.throttle import LoginThrottle
 from svcrest.auth.users import UserStore
-from svcrest.hooks import Hooks
 from svcrest.http.context import RequestContext, current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.user import User
-from svcrest.rest.plan import inert_without_credentials
+from svcrest.rest.auth_schemes import AuthScheme, AuthSchemes
 
 __all__ = [
     "ApplicationPasswordAuth",
@@ -132,7 +131,6 @@ class ApplicationPasswordAuth:
         self._throttle = throttle
         self._home = home
 
-    @inert_without_credentials
     def basic_user(self, user: User, request: Request) -> User:
         """``determine_current_user`` (WordPress's ``wp_validate_application_password``)."""
         if user is not None and user.is_logged_in:
@@ -176,7 +174,6 @@ class ApplicationPasswordAuth:
         ctx.auth_error = True
         return found
 
-    @inert_without_credentials
     def check_errors(self, result: Any, request: Request) -> Any:
         """``rest_authentication_errors`` at priority 90 (WordPress's
         ``rest_application_password_check_errors``): an earlier verdict stands; then the
@@ -190,13 +187,39 @@ class ApplicationPasswordAuth:
 
 
 def install_application_password_auth(
-    hooks: Hooks,
+    schemes: AuthSchemes,
     users: Callable[[], UserStore],
     throttle: Callable[[], LoginThrottle] | None = None,
     home: Callable[[], str] | None = None,
-) -> None:
-    """Attach Basic authentication with application passwords to ``hooks`` (attempts counted
-    by ``throttle`` when given; ``home``: see :class:`ApplicationPasswordAuth`)."""
+    *,
+    authorize_url: Callable[[], str] | None = None,
+) -> ApplicationPasswordAuth:
+    """Add Basic authentication with application passwords to a site's schemes (attempts
+    counted by ``throttle`` when given; ``home``: see :class:`ApplicationPasswordAuth`;
+    ``authorize_url``: the page where a user approves an application, named in the root
+    index as WordPress does)."""
     scheme = ApplicationPasswordAuth(users, throttle, home)
-    hooks.add_filter("determine_current_user", scheme.basic_user, 20)
-    hooks.add_filter("rest_authentication_errors", scheme.check_errors, 90)
+
+    def index() -> dict[str, Any]:
+        return {"endpoints": {"authorization": authorize_url()}} if authorize_url else {}
+
+    schemes.add(
+        AuthScheme(
+            name="application-passwords",
+            headers=("Authorization",),
+            openapi={
+                "basicAuth": {
+                    "type": "http",
+                    "scheme": "basic",
+                    "description": "A login and one of its application passwords.",
+                }
+            },
+            requirements=({"basicAuth": []},),
+            index=index if authorize_url is not None else None,
+            callbacks=(
+                ("determine_current_user", scheme.basic_user, 20),
+                ("rest_authentication_errors", scheme.check_errors, 90),
+            ),
+        )
+    )
+    return scheme

@@ -16,18 +16,19 @@ from typing import Any
 from svcrest.auth.cookies import COOKIE_NAME, parse_cookie_header
 from svcrest.auth.service import AuthService
 from svcrest.bounded import BoundedDict
-from svcrest.hooks import Hooks
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.user import ANONYMOUS, User
-from svcrest.rest.plan import inert_without_credentials
+from svcrest.rest.auth_schemes import AuthScheme, AuthSchemes
 
 __all__ = [
     "COOKIE_ACTIONS",
     "MAX_REMEMBERED_HEADER",
     "MAX_REMEMBERED_HEADERS",
     "NONCE_ACTION",
+    "NONCE_HEADER",
+    "NONCE_QUERY",
     "CookieAuth",
     "install_cookie_auth",
     "nonce_from_request",
@@ -35,6 +36,11 @@ __all__ = [
 
 #: The nonce action of REST requests (WordPress's ``wp_rest``).
 NONCE_ACTION = "svc_rest"
+#: The header of the nonce, and WordPress's one (read in compatibility mode).
+NONCE_HEADER = "X-SVC-Nonce"
+WP_NONCE_HEADER = "X-WP-Nonce"
+#: The query (or form) field of the nonce.
+NONCE_QUERY = "_wpnonce"
 COOKIE_ACTIONS = (
     "auth_cookie_malformed",
     "auth_cookie_expired",
@@ -103,7 +109,6 @@ class CookieAuth:
             service = self._service = self._auth()
         return service
 
-    @inert_without_credentials
     def cookie_user(self, user: User, request: Request) -> User:
         """``determine_current_user``: the user of a valid ``svc_logged_in`` cookie."""
         header = request.headers.get_joined("cookie")
@@ -126,7 +131,6 @@ class CookieAuth:
             ctx.session_token = found[1]
         return found[0]
 
-    @inert_without_credentials
     def check_errors(self, result: Any, request: Request) -> Any:
         """``rest_authentication_errors`` at priority 100, deciding as WordPress's
         ``rest_cookie_check_errors``: an earlier verdict stands (row 1); a user authenticated
@@ -174,11 +178,51 @@ def _status_collector(action: str) -> Callable[..., None]:
 
 
 def install_cookie_auth(
-    hooks: Hooks, auth: Callable[[], AuthService], *, wordpress_compat: bool = False
-) -> None:
-    """Attach cookie authentication and the REST cookie check to ``hooks``."""
+    schemes: AuthSchemes, auth: Callable[[], AuthService], *, wordpress_compat: bool = False
+) -> CookieAuth:
+    """Add cookie authentication and the REST cookie check to a site's schemes (and the
+    cookie actions to its hooks); returns the :class:`CookieAuth`."""
     cookie_auth = CookieAuth(auth, wordpress_compat)
-    hooks.add_filter("determine_current_user", cookie_auth.cookie_user)
     for action in COOKIE_ACTIONS:
-        hooks.add_action(action, _status_collector(action))
-    hooks.add_filter("rest_authentication_errors", cookie_auth.check_errors, 100)
+        schemes.hooks.add_action(action, _status_collector(action))
+    schemes.add(
+        AuthScheme(
+            name="cookie",
+            headers=(NONCE_HEADER,),
+            compat_headers=(WP_NONCE_HEADER,),
+            # The WordPress nonce header counts in every mode: a request sending it runs the
+            # check, which ignores it outside compatibility mode.
+            other_lines=("Cookie",) if wordpress_compat else ("Cookie", WP_NONCE_HEADER),
+            query_names=(NONCE_QUERY,),
+            openapi={
+                "cookieAuth": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": COOKIE_NAME,
+                    "description": "The login cookie set by POST /login; counts only with a nonce.",
+                },
+                "nonceHeader": {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": NONCE_HEADER,
+                    "description": "The svc_rest nonce (GET /auth/nonce) sent with the cookie.",
+                },
+                "nonceQuery": {
+                    "type": "apiKey",
+                    "in": "query",
+                    "name": NONCE_QUERY,
+                    "description": "The svc_rest nonce as a query (or form) field; wins over "
+                    "the header.",
+                },
+            },
+            requirements=(
+                {"cookieAuth": [], "nonceHeader": []},
+                {"cookieAuth": [], "nonceQuery": []},
+            ),
+            callbacks=(
+                ("determine_current_user", cookie_auth.cookie_user, 10),
+                ("rest_authentication_errors", cookie_auth.check_errors, 100),
+            ),
+        )
+    )
+    return cookie_auth

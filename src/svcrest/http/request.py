@@ -74,6 +74,44 @@ class Request:
         "user",
     )
 
+    def _fill(
+        self,
+        method: str,
+        route: str,
+        headers: Headers,
+        raw_body: bytes,
+        query_string: str | None,
+        query_params: dict[str, Any] | None,
+        may_have_query: bool,
+        body_params: dict[str, Any] | None,
+    ) -> None:
+        """Set every slot: the one initialiser of both constructors."""
+        self.method = method
+        self.route = route
+        self.headers = headers
+        self.raw_body = raw_body
+        self.url_params: dict[str, Any] = {}
+        self.default_params: dict[str, Any] = {}
+        self.query_string: str | None = query_string
+        self._query_params: dict[str, Any] | None = query_params
+        #: False only while the request can have no query parameter: its query string is
+        #: empty, and no parameter was set in (nor the bucket handed out by)
+        #: ``query_params``. PERF: a plain attribute, read where a step looks only at query
+        #: parameters (``_fields``, ``_envelope``, ``_embed``…): such a step skips the
+        #: request without parsing or calling anything.
+        self.may_have_query = may_have_query
+        self._body_params: dict[str, Any] | None = body_params
+        self._files: dict[str, UploadedFile | list[UploadedFile]] | None = None
+        self._form_error: RestError | None = None
+        self._json_params: Any = None
+        self._json_parsed = False
+        #: The current user (the anonymous user, id 0, unless authentication set one).
+        self.user: User = ANONYMOUS
+        #: The handler definition that matched, once dispatch has found it.
+        self.handler: Mapping[str, Any] | None = None
+        #: The site of the server dispatching the request (None until dispatch).
+        self.site: RestUrls | None = None
+
     def __init__(
         self,
         method: str = "GET",
@@ -85,34 +123,21 @@ class Request:
         headers: HeadersInit = None,
         raw_body: bytes = b"",
     ) -> None:
-        self.method = method.upper()
-        self.route = route
-        self.headers = headers if isinstance(headers, Headers) else Headers(headers)
-        self.raw_body = raw_body
-        self.url_params: dict[str, Any] = {}
-        self.default_params: dict[str, Any] = {}
-        self.query_string: str | None = None
-        self._query_params: dict[str, Any] | None = dict(query) if query is not None else {}
-        #: False only while the request can have no query parameter: its query string is
-        #: empty, and no parameter was set in (nor the bucket handed out by)
-        #: ``query_params``. PERF: a plain attribute, read where a step looks only at query
-        #: parameters (``_fields``, ``_envelope``, ``_embed``…): such a step skips the
-        #: request without parsing or calling anything.
-        self.may_have_query = bool(self._query_params)
-        self._body_params: dict[str, Any] | None = dict(body) if body is not None else None
-        self._files: dict[str, UploadedFile | list[UploadedFile]] | None = None
-        self._form_error: RestError | None = None
-        self._json_params: Any = None
+        query_params = dict(query) if query is not None else {}
+        self._fill(
+            method.upper(),
+            route,
+            headers if isinstance(headers, Headers) else Headers(headers),
+            raw_body,
+            None,
+            query_params,
+            bool(query_params),
+            dict(body) if body is not None else None,
+        )
         # ``json`` given: the decoded body; None: decode ``raw_body`` when it is JSON.
-        self._json_parsed = json is not None
-        if self._json_parsed:
+        if json is not None:
+            self._json_parsed = True
             self._json_params = json
-        #: The current user (the anonymous user, id 0, unless authentication set one).
-        self.user: User = ANONYMOUS
-        #: The handler definition that matched, once dispatch has found it.
-        self.handler: Mapping[str, Any] | None = None
-        #: The site of the server dispatching the request (None until dispatch).
-        self.site: RestUrls | None = None
 
     @classmethod
     def from_http(
@@ -120,25 +145,11 @@ class Request:
     ) -> Request:
         """A request built by the HTTP layer; the query string is parsed on first use.
 
-        PERF: the slots are set directly (the HTTP layer's values need no normalising)."""
+        The HTTP layer's values need no normalising."""
         request = _new(cls)  # PERF: object.__new__ bound once (~250 instructions)
-        request.method = method.upper()
-        request.route = route
-        request.headers = headers
-        request.raw_body = raw_body
-        request.url_params = {}
-        request.default_params = {}
-        request.query_string = query_string
-        request._query_params = None
-        request.may_have_query = query_string != ""
-        request._body_params = None
-        request._files = None
-        request._form_error = None
-        request._json_params = None
-        request._json_parsed = False
-        request.user = ANONYMOUS
-        request.handler = None
-        request.site = None
+        request._fill(
+            method.upper(), route, headers, raw_body, query_string, None, query_string != "", None
+        )
         return request
 
     # -- buckets ----------------------------------------------------------------------------
@@ -157,6 +168,18 @@ class Request:
     def query_params(self, value: dict[str, Any]) -> None:
         self._query_params = value
         self.may_have_query = True
+
+    def query_param(self, name: str, default: Any = None) -> Any:
+        """The query parameter ``name`` (``default`` when absent). Unlike
+        :attr:`query_params`, it hands out no bucket, so nothing can be changed through it
+        and :attr:`may_have_query` stays as it is: a request without a query string
+        answers without parsing anything."""
+        if not self.may_have_query:
+            return default
+        params = self._query_params
+        if params is None:
+            params = self._query_params = parse_form(self.query_string or "")
+        return params.get(name, default)
 
     def _form_media_type(self) -> str | None:
         """The body's form media type (urlencoded or multipart) when its fields are

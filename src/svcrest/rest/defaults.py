@@ -26,8 +26,9 @@ from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import RouteTable
 
 
-class RestServer(Protocol):
-    """What the default filters use of the REST server."""
+class ServerView(Protocol):
+    """What the default filters use of the REST server (``svcrest.rest.server.RestServer``
+    satisfies it; a Protocol, so this module does not import the server)."""
 
     hooks: Hooks
     table: RouteTable
@@ -60,7 +61,7 @@ _ORIGIN = re.compile(
 
 
 @options_only
-def rest_handle_options_request(result: Any, server: RestServer, request: Request) -> Any:
+def rest_handle_options_request(result: Any, server: ServerView, request: Request) -> Any:
     """Answer OPTIONS with the help data of the first matching route (as WordPress does)."""
     if result is not None or request.method != "OPTIONS":
         return result
@@ -77,7 +78,7 @@ def rest_handle_options_request(result: Any, server: RestServer, request: Reques
     return response
 
 
-def rest_send_allow_header(response: Any, server: RestServer, request: Request) -> Any:
+def rest_send_allow_header(response: Any, server: ServerView, request: Request) -> Any:
     """The methods the caller may use on the matched route, as ``Allow`` (as WordPress does).
 
     Returns the response, or a coroutine of it when a permission callback is async.
@@ -112,13 +113,13 @@ async def _allow_later(pending: Any, response: Response) -> Response:
     return response
 
 
-def rest_filter_response_fields(response: Any, server: RestServer, request: Request) -> Any:
+def rest_filter_response_fields(response: Any, server: ServerView, request: Request) -> Any:
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
     if not request.may_have_query:  # PERF: no query string, no ``_fields``
         return response
     if not isinstance(response, Response) or response.is_error():
         return response
-    fields = request.query_params.get("_fields")
+    fields = request.query_param("_fields")
     if fields is None:
         return response
     response.data = filter_response_fields(response.data, fields)
@@ -224,7 +225,7 @@ def rest_deprecated_trigger_error(flag: Any) -> Any:
     return False if is_rest_request() else flag
 
 
-def register_default_filters(server: RestServer) -> None:
+def register_default_filters(server: ServerView) -> None:
     """Attach every default filter and action to the server's hooks (on ``rest_api_init``)."""
     hooks = server.hooks
     hooks.add_filter("rest_pre_dispatch", rest_handle_options_request)

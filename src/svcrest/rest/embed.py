@@ -141,7 +141,7 @@ Rels = Literal[True] | list[str]
 
 def _rels_allowed_by_fields(request: Request, rels: Rels) -> Rels | None:
     """The rels to embed under ``_fields``: None when ``_fields`` leaves ``_embedded`` out."""
-    fields = request.query_params.get("_fields")
+    fields = request.query_param("_fields")
     if fields is None:
         return rels
     names = parse_fields(fields)
@@ -160,7 +160,7 @@ def _rels_allowed_by_fields(request: Request, rels: Rels) -> Rels | None:
 
 
 def _links_wanted(request: Request) -> bool:
-    fields = request.query_params.get("_fields")
+    fields = request.query_param("_fields")
     return fields is None or links_wanted(fields)
 
 

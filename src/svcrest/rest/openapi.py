@@ -23,8 +23,9 @@ is in the next document. What it writes:
   their own schemas. Object schemas get an optional ``_links``;
 - every documented 4xx (400 with parameters, 401 and 403 with a permission callback, 404
   with path parameters, and ``4XX`` for the rest) refers to the shared ``Error`` schema;
-- security: the document's requirements are the cookie with a nonce (header or
-  ``_wpnonce``), HTTP Basic (application passwords), or none: the permission callback of each
+- security: the document's requirements are none or any of the site's authentication
+  schemes (``svcrest.rest.auth_schemes``: the cookie with a nonce, header or ``_wpnonce``,
+  and HTTP Basic with application passwords by default): the permission callback of each
   route decides. An operation whose ``permission_callback`` is ``svcrest.public``, and the
   index routes, have ``security: []``: they need no authentication, and Swagger UI shows no
   padlock on them;
@@ -54,10 +55,7 @@ from svcrest.rest.server import RestServer
 from svcrest.rest.settings import SiteSettings
 
 __all__ = [
-    "COOKIE_NAME",
     "ERROR_SCHEMA",
-    "NONCE_HEADER",
-    "NONCE_QUERY",
     "OPENAPI_VERSION",
     "build_openapi",
     "is_public",
@@ -69,9 +67,6 @@ __all__ = [
 logger = logging.getLogger("svcrest")
 
 OPENAPI_VERSION: Final = "3.1.0"
-COOKIE_NAME: Final = "svc_logged_in"
-NONCE_HEADER: Final = "X-SVC-Nonce"
-NONCE_QUERY: Final = "_wpnonce"
 ERROR_SCHEMA: Final = "Error"
 LINKS_SCHEMA: Final = "Links"
 DOCUMENT_FILTER: Final = "svc_openapi_document"
@@ -231,42 +226,10 @@ def add_conditional_responses(
         responses["428"] = _error_response("rest_precondition_required: If-Match is missing.")
 
 
-def security_schemes() -> dict[str, Any]:
-    """The ways to authenticate: the auth cookie with a nonce, or HTTP Basic."""
-    return {
-        "cookieAuth": {
-            "type": "apiKey",
-            "in": "cookie",
-            "name": COOKIE_NAME,
-            "description": "The login cookie set by POST /login; counts only with a nonce.",
-        },
-        "nonceHeader": {
-            "type": "apiKey",
-            "in": "header",
-            "name": NONCE_HEADER,
-            "description": "The svc_rest nonce (GET /auth/nonce) sent with the cookie.",
-        },
-        "nonceQuery": {
-            "type": "apiKey",
-            "in": "query",
-            "name": NONCE_QUERY,
-            "description": "The svc_rest nonce as a query (or form) field; wins over the header.",
-        },
-        "basicAuth": {
-            "type": "http",
-            "scheme": "basic",
-            "description": "A login and one of its application passwords.",
-        },
-    }
-
-
-#: Anonymous, cookie + nonce (header or query), or Basic; each route's permission decides.
-SECURITY: Final[tuple[dict[str, list[str]], ...]] = (
-    {},
-    {"cookieAuth": [], "nonceHeader": []},
-    {"cookieAuth": [], "nonceQuery": []},
-    {"basicAuth": []},
-)
+def security_schemes(settings: SiteSettings) -> dict[str, Any]:
+    """The ways to authenticate, as the site's authentication schemes declare them (the
+    auth cookie with a nonce, HTTP Basic with application passwords, any added one)."""
+    return settings.auth_schemes.openapi_schemes()
 
 
 def rest_root_for_servers(settings: SiteSettings) -> str:
@@ -388,9 +351,9 @@ class _Builder:
             "paths": paths,
             "components": {
                 "schemas": self.components,
-                "securitySchemes": security_schemes(),
+                "securitySchemes": security_schemes(self.settings),
             },
-            "security": [dict(requirement) for requirement in SECURITY],
+            "security": self.settings.auth_schemes.openapi_requirements(),
         }
         if self.undocumented:
             document["x-svc-undocumented-routes"] = self.undocumented

@@ -39,6 +39,7 @@ from svcrest.http.exchange import (
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.user import ANONYMOUS
+from svcrest.rest.auth_schemes import CONTENT_ALLOW_HEADERS
 from svcrest.rest.conditional import conditional_answer
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
@@ -76,12 +77,8 @@ _EXPOSE = (
 )
 #: With ``wordpress_compat``, WordPress's paging headers are exposed too (``wpapi`` reads them).
 _EXPOSE_COMPAT = _EXPOSE + ", X-WP-Total, X-WP-TotalPages"
-_ALLOW_HEADERS = (
-    "Authorization, X-SVC-Nonce, Content-Disposition, Content-MD5, Content-Type, If-Match,"
-    " If-None-Match, Idempotency-Key"
-)
-#: With ``wordpress_compat``, clients may send WordPress's nonce header.
-_ALLOW_HEADERS_COMPAT = _ALLOW_HEADERS + ", X-WP-Nonce"
+#: CORS ``Access-Control-Allow-Headers`` of a site without authentication schemes.
+_NO_SCHEME_ALLOW_HEADERS = ", ".join(CONTENT_ALLOW_HEADERS)
 _NO_BODY_STATUSES = frozenset({204, 304})
 #: The pipeline's clock, by ``server_timing``: ``float()`` is 0.0, so without Server-Timing
 #: no clock is read (3 calls of ~30 ns a request).
@@ -92,7 +89,7 @@ _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 def _method_override(request: Request) -> bool:
     """``X-HTTP-Method-Override`` or ``?_method=`` (the caller asks for a POST only); True
     when one applied."""
-    override = request.query_params.get("_method") if request.may_have_query else None
+    override = request.query_param("_method")
     if not isinstance(override, str) or not override:
         override = request.get_header("X-HTTP-Method-Override")
     if isinstance(override, str) and override.strip():
@@ -107,7 +104,7 @@ def data_with_links(response: Response, request: Request) -> Any:
     data = response.data
     if not response.links or not isinstance(data, dict):
         return data
-    fields = request.query_params.get("_fields") if request.may_have_query else None
+    fields = request.query_param("_fields")
     if fields is not None and not links_wanted(fields):
         return data
     return {**data, "_links": response.links}
@@ -136,20 +133,6 @@ async def resolve_current_user(plan: PipelinePlan, request: Request, ctx: Reques
     if user is not None:
         ctx.user = user
     request.user = ctx.user
-
-
-#: The header lines that may carry credentials.
-CREDENTIAL_LINES = frozenset({"cookie", "authorization", "x-svc-nonce", "x-wp-nonce"})
-
-
-def carries_credentials(request: Request) -> bool:
-    """Whether a request may carry credentials: a ``Cookie``, ``Authorization`` or
-    ``X-SVC-Nonce`` (or ``X-WP-Nonce``) header, a body (a form's ``_wpnonce``), or a query
-    string that names ``_wpnonce`` or percent-encodes anything."""
-    if request.headers.has_any(CREDENTIAL_LINES) or request.raw_body:
-        return True
-    query = request.query_string
-    return query is not None and ("wpnonce" in query or "%" in query)
 
 
 async def finish_hooks(
@@ -189,17 +172,23 @@ def posted_response(posted: Any, result: Response, request: Request) -> Response
 # SECURITY: bounded; the Link value comes from the site's settings and URL filters, not from
 # the client, and the block is emptied when full.
 _HEADER_BLOCKS: dict[
-    tuple[str | None, bool, bool, bool],
+    tuple[str | None, bool, bool, bool, str],
     tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]],
 ] = {}
 _HEADER_BLOCKS_MAX = 64
 
 
 def header_block(
-    link: str | None, no_store: bool, own_content_type: bool, wordpress_compat: bool = False
+    link: str | None,
+    no_store: bool,
+    own_content_type: bool,
+    wordpress_compat: bool = False,
+    allow_headers: str = _NO_SCHEME_ALLOW_HEADERS,
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
-    """The REST header lines every response starts with, and their wire encoding."""
-    key = (link, no_store, own_content_type, wordpress_compat)
+    """The REST header lines every response starts with, and their wire encoding
+    (``allow_headers``: the site's CORS ``Access-Control-Allow-Headers``, see
+    :class:`~svcrest.rest.auth_schemes.AuthSchemes`)."""
+    key = (link, no_store, own_content_type, wordpress_compat, allow_headers)
     block = _HEADER_BLOCKS.get(key)
     if block is None:
         lines = [
@@ -213,12 +202,7 @@ def header_block(
         lines.append(
             ("Access-Control-Expose-Headers", _EXPOSE_COMPAT if wordpress_compat else _EXPOSE)
         )
-        lines.append(
-            (
-                "Access-Control-Allow-Headers",
-                _ALLOW_HEADERS_COMPAT if wordpress_compat else _ALLOW_HEADERS,
-            )
-        )
+        lines.append(("Access-Control-Allow-Headers", allow_headers))
         if no_store:
             lines.append(("Cache-Control", "no-store"))
         if len(_HEADER_BLOCKS) >= _HEADER_BLOCKS_MAX:
@@ -236,7 +220,7 @@ def header_block(
 # Origin of at most 300 characters; a plugin's header may echo a client's value; a paging
 # Link holds the client's query string), and the memory is emptied when full.
 _TEMPLATES: dict[
-    tuple[str | None, bool, bool, tuple[tuple[str, str], ...]],
+    tuple[str | None, bool, bool, tuple[tuple[str, str], ...], str],
     tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]],
 ] = {}
 _TEMPLATES_MAX = 256
@@ -244,7 +228,11 @@ _TEMPLATE_LINES = 1024
 
 
 def _template(
-    link: str | None, no_store: bool, wordpress_compat: bool, own: tuple[tuple[str, str], ...]
+    link: str | None,
+    no_store: bool,
+    wordpress_compat: bool,
+    own: tuple[tuple[str, str], ...],
+    allow_headers: str = _NO_SCHEME_ALLOW_HEADERS,
 ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
     """The REST header block followed by the response's own lines ``own``, made safe, and
     their wire encoding."""
@@ -254,7 +242,7 @@ def _template(
         if len(name) == 12 and name.lower() == "content-type":
             own_content_type = True
             break
-    lines, wire = header_block(link, no_store, own_content_type, wordpress_compat)
+    lines, wire = header_block(link, no_store, own_content_type, wordpress_compat, allow_headers)
     if own:
         lines = (*lines, *safe_lines(own))
         wire = (*wire, *encode_lines(own))
@@ -264,7 +252,7 @@ def _template(
         # SECURITY: never keyed on a query string (a paging ``Link`` carries the client's).
         if len(_TEMPLATES) >= _TEMPLATES_MAX:
             _TEMPLATES.clear()
-        _TEMPLATES[(link, no_store, wordpress_compat, own)] = (lines, wire)
+        _TEMPLATES[(link, no_store, wordpress_compat, own, allow_headers)] = (lines, wire)
     return lines, wire
 
 
@@ -289,8 +277,12 @@ def finish(
     )
     link = settings.rest_output_link_header()
     compat = settings.wordpress_compat
-    template = _TEMPLATES.get((link, no_store, compat, own_lines))
-    lines, wire = template if template is not None else _template(link, no_store, compat, own_lines)
+    schemes = settings.auth_schemes
+    allow = schemes.allow_headers_compat if compat else schemes.allow_headers
+    template = _TEMPLATES.get((link, no_store, compat, own_lines, allow))
+    lines, wire = (
+        template if template is not None else _template(link, no_store, compat, own_lines, allow)
+    )
     pending = ctx.pending_headers
     # PERF: orjson calls ``default`` only for what it cannot encode itself (Decimal, set…);
     # passing it costs a plain answer nothing measurable (``{"ok": true}``: 386 ns without,
@@ -345,13 +337,17 @@ async def serve_rest(
     ctx.method_overridden = request.method == "POST" and _method_override(request)
     plan = server.plan()
     error: RestError | None = None
-    if plan.auth_inert and not carries_credentials(request):
-        # PERF: every authentication callback is marked ``inert_without_credentials``: a
-        # request without credentials is anonymous without calling them.
+    # ``determine_current_user``, then ``rest_authentication_errors`` (one chain); without
+    # any scheme's credentials, only the callbacks of no scheme (PERF: usually none).
+    authentication = (
+        plan.authentication
+        if plan.schemes.carries_credentials(request)
+        else plan.authentication_anonymous
+    )
+    if authentication is None:
         request.user = ctx.user
     else:
-        # ``determine_current_user``, then ``rest_authentication_errors`` (one chain).
-        verdict = run_chain(plan.authentication, ctx.user, request)
+        verdict = run_chain(authentication, ctx.user, request)
         if type(verdict) is Pending:
             verdict = await verdict
         request.user = ctx.user

@@ -14,15 +14,15 @@ from svcrest.chains import Chain
 from svcrest.hooks import Hooks
 from svcrest.http.context import _current
 from svcrest.http.request import Request
+from svcrest.rest.auth_schemes import AuthSchemes
 
-__all__ = ["PIPELINE_HOOKS", "PipelinePlan", "inert_without_credentials", "options_only"]
+__all__ = ["PIPELINE_HOOKS", "PipelinePlan", "options_only"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-_INERT = "svc_inert_without_credentials"
 _OPTIONS_ONLY = "svc_options_only"
 # Marked functions that take no attributes (compiled by mypyc, in the opt-in compiled build),
 # per marker: set at import by the modules that define them (never per request).
-_COMPILED_MARKS: dict[str, set[Callable[..., Any]]] = {_INERT: set(), _OPTIONS_ONLY: set()}
+_COMPILED_MARKS: dict[str, set[Callable[..., Any]]] = {_OPTIONS_ONLY: set()}
 
 
 def _mark(function: F, marker: str) -> F:
@@ -31,15 +31,6 @@ def _mark(function: F, marker: str) -> F:
     except AttributeError:  # a compiled function
         _COMPILED_MARKS[marker].add(function)
     return function
-
-
-def inert_without_credentials(function: F) -> F:
-    """Mark an authentication callback (``determine_current_user`` or
-    ``rest_authentication_errors``) as doing nothing for a request that carries no
-    credentials: no ``Cookie``, ``Authorization`` or ``X-SVC-Nonce`` header, no body and no
-    ``_wpnonce`` in the query string. While every authentication callback is so marked, such
-    a request is anonymous without calling them."""
-    return _mark(function, _INERT)
 
 
 def options_only(function: F) -> F:
@@ -103,8 +94,8 @@ class PipelinePlan:
 
     __slots__ = (
         "after_callbacks",
-        "auth_inert",
         "authentication",
+        "authentication_anonymous",
         "authentication_errors",
         "before_callbacks",
         "determine_current_user",
@@ -114,10 +105,11 @@ class PipelinePlan:
         "pre_dispatch_no_options",
         "pre_serve",
         "rate_limit",
+        "schemes",
         "version",
     )
 
-    def __init__(self, hooks: Hooks) -> None:
+    def __init__(self, hooks: Hooks, schemes: AuthSchemes | None = None) -> None:
         self.version = hooks.version  # read first: a change while preparing is seen next time
         chains = [hooks.prepared(name, count) for name, count in PIPELINE_HOOKS]
         (
@@ -141,9 +133,26 @@ class PipelinePlan:
         self.rate_limit: Chain = hooks.prepared("svc_rate_limit", 2)
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.
         self.pre_dispatch_no_options = _without_leading(self.pre_dispatch, _OPTIONS_ONLY)
-        #: Every authentication callback is inert for a request without credentials.
-        self.auth_inert = all(
-            _marked(callback, _INERT)
-            for name in ("determine_current_user", "rest_authentication_errors")
-            for callback in hooks.registered(name)
-        )
+        #: The site's authentication schemes (an empty registry when none is given).
+        self.schemes = schemes if schemes is not None else AuthSchemes(hooks)
+        #: Authentication for a request that carries no scheme's credentials: the chain
+        #: without the schemes' callbacks, None when none other is left (the request keeps
+        #: the current user without a call).
+        self.authentication_anonymous = self._anonymous(hooks, self.schemes)
+
+    def _anonymous(self, hooks: Hooks, schemes: AuthSchemes) -> Chain | None:
+        own = schemes.scheme_callbacks
+        user = _others(hooks, "determine_current_user", self.determine_current_user, own)
+        errors = _others(hooks, "rest_authentication_errors", self.authentication_errors, own)
+        if not user and not errors:
+            return None
+        return (*user, adopt_user, *errors)
+
+
+def _others(hooks: Hooks, name: str, chain: Chain, own: list[Callable[..., Any]]) -> Chain:
+    """The fitted callbacks of ``chain`` (hook ``name``) whose registered callback is not one
+    of ``own``."""
+    registered = hooks.registered(name)
+    return tuple(
+        fitted for fitted, callback in zip(chain, registered, strict=True) if callback not in own
+    )

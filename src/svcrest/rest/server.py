@@ -73,10 +73,10 @@ class RestServer:
     def __init__(self, app: SiteSettings) -> None:
         self.app = app
         self.hooks = app.hooks
-        self._plan = PipelinePlan(self.hooks)
+        self._plan = PipelinePlan(self.hooks, self.app.auth_schemes)
         self.table = RouteTable()
-        #: The root index's ``authentication`` (scheme name → its description), as WordPress
-        #: fills it for application passwords.
+        #: Root index ``authentication`` entries (scheme name → its description) besides
+        #: those of the site's authentication schemes (``app.auth_schemes``).
         self.authentication: dict[str, Any] = {}
         self.table.add(
             "",
@@ -137,7 +137,7 @@ class RestServer:
         """The pipeline's hooks prepared for the current version of the hooks."""
         plan = self._plan
         if plan.version != self.hooks.version:
-            plan = self._plan = PipelinePlan(self.hooks)
+            plan = self._plan = PipelinePlan(self.hooks, self.app.auth_schemes)
         return plan
 
     def dispatch(self, request: Request) -> Response:
@@ -406,7 +406,7 @@ class RestServer:
             "gmt_offset": app.gmt_offset(),
             "timezone_string": app.timezone_string,
             "namespaces": self.get_namespaces(),
-            "authentication": dict(self.authentication),
+            "authentication": {**app.auth_schemes.index_entries(), **self.authentication},
             "routes": self.get_data_for_routes(self.get_routes(), "view"),
         }
         response = Response(data)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from svcrest.hooks import Hooks
+from svcrest.rest.auth_schemes import AuthSchemes
 
 __all__ = ["Site", "SiteSettings"]
 
@@ -39,6 +40,8 @@ class SiteSettings(Protocol):
     server_timing: bool
     #: The site's own API version (``info.version`` of its OpenAPI document), or None.
     version: str | None
+    #: The site's authentication schemes (CORS, OpenAPI, the index, the credentials check).
+    auth_schemes: AuthSchemes
 
     @property
     def home(self) -> str:

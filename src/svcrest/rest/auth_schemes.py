@@ -1,0 +1,199 @@
+"""The authentication schemes of a site, each declaring itself once.
+
+An :class:`AuthScheme` says where its credentials travel (header lines, query or form
+fields), how the OpenAPI document and the root index describe it, and which callbacks of
+``determine_current_user`` and ``rest_authentication_errors`` implement it. A site's
+:class:`AuthSchemes` registry attaches those callbacks to the site's hooks, and the REST
+layer builds from it, and only from it:
+
+- whether a request may carry credentials (``carries_credentials``): a request carrying none
+  of any scheme's skips that scheme's callbacks, so an unrelated callback costs its own call
+  only, and a site whose every callback belongs to a scheme answers such a request as
+  anonymous without calling any;
+- the CORS ``Access-Control-Allow-Headers`` value;
+- the OpenAPI ``securitySchemes`` and ``security`` requirements;
+- the root index's ``authentication`` entries.
+
+The cookie with a nonce (``svcrest.auth.rest_cookie``) and Basic authentication with
+application passwords (``svcrest.auth.app_passwords``) are the built-in ones; adding a scheme
+is one :meth:`AuthSchemes.add` call (docs/guides/authentication.md, "Your own
+authentication").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from svcrest.hooks import Hooks
+from svcrest.http.request import Request
+
+__all__ = ["AUTH_HOOKS", "CONTENT_ALLOW_HEADERS", "AuthScheme", "AuthSchemes"]
+
+#: The hooks a scheme's callbacks may be attached to.
+AUTH_HOOKS = frozenset({"determine_current_user", "rest_authentication_errors"})
+#: The request headers browsers may send to the REST API besides the schemes' own ones: the
+#: body's description, the validators of conditional writes and reads, and the key of an
+#: idempotent retry.
+CONTENT_ALLOW_HEADERS = (
+    "Content-Disposition",
+    "Content-MD5",
+    "Content-Type",
+    "If-Match",
+    "If-None-Match",
+    "Idempotency-Key",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthScheme:
+    """One way a REST request authenticates.
+
+    - ``name``: the scheme's name (the key of its root index entry);
+    - ``headers``: the request header lines that carry its credentials, as clients spell
+      them (listed in CORS ``Access-Control-Allow-Headers``); ``compat_headers`` the ones
+      accepted only in WordPress compatibility mode (listed after the others);
+      ``other_lines``: lines that carry its credentials without a CORS listing (``Cookie``:
+      browsers send it by themselves);
+    - ``query_names``: query or form fields that carry its credentials: a request with a
+      body, or a query string naming one (or percent-encoding anything), may carry them;
+    - ``openapi``: its OpenAPI security schemes (name → object) and ``requirements`` the
+      security requirements that use them;
+    - ``index``: returns its root index ``authentication`` entry (None: no entry);
+    - ``callbacks``: ``(hook, callback, priority)`` on ``determine_current_user`` or
+      ``rest_authentication_errors``. Each must do nothing for a request that carries none of
+      the scheme's credentials: such a request skips them.
+    """
+
+    name: str
+    headers: tuple[str, ...] = ()
+    compat_headers: tuple[str, ...] = ()
+    other_lines: tuple[str, ...] = ()
+    query_names: tuple[str, ...] = ()
+    openapi: Mapping[str, Mapping[str, Any]] | None = None
+    requirements: tuple[Mapping[str, list[str]], ...] = ()
+    index: Callable[[], Mapping[str, Any]] | None = None
+    callbacks: tuple[tuple[str, Callable[..., Any], int], ...] = ()
+
+
+def _header_list(names: list[str]) -> list[str]:
+    """``names`` without repeats (case-insensitive), sorted: the same value whatever order
+    the schemes were added in."""
+    unique: dict[str, str] = {}
+    for name in names:
+        unique.setdefault(name.lower(), name)
+    return sorted(unique.values(), key=str.lower)
+
+
+class AuthSchemes:
+    """The authentication schemes of one site, in the order they were added (the order of
+    the OpenAPI document's schemes); ``hooks``: the site's hooks."""
+
+    __slots__ = (
+        "allow_headers",
+        "allow_headers_compat",
+        "credential_lines",
+        "hooks",
+        "query_markers",
+        "scheme_callbacks",
+        "schemes",
+    )
+
+    def __init__(self, hooks: Hooks) -> None:
+        #: The site's hooks, which the schemes' callbacks are attached to.
+        self.hooks = hooks
+        #: The schemes, in the order they were added.
+        self.schemes: list[AuthScheme] = []
+        #: The lower-case header names that may carry credentials of some scheme.
+        self.credential_lines: frozenset[str] = frozenset()
+        #: Finds in a raw query string what may name a credential field (None: no scheme
+        #: takes a field).
+        self.query_markers: re.Pattern[str] | None = None
+        #: The callbacks the schemes attached (skipped for a request without credentials).
+        self.scheme_callbacks: list[Callable[..., Any]] = []
+        self.allow_headers = self.allow_headers_compat = ""
+        self._describe()
+
+    def add(self, scheme: AuthScheme) -> AuthScheme:
+        """Add ``scheme`` and attach its callbacks to the site's hooks; returns it.
+
+        Raises ValueError for a name already taken, a scheme without callbacks, or a
+        callback on another hook."""
+        if any(known.name == scheme.name for known in self.schemes):
+            raise ValueError(f"an authentication scheme named {scheme.name!r} is already added")
+        if not scheme.callbacks:
+            raise ValueError(f"the authentication scheme {scheme.name!r} has no callbacks")
+        for hook, _, _ in scheme.callbacks:
+            if hook not in AUTH_HOOKS:
+                raise ValueError(f"an authentication scheme's callback cannot be on {hook!r}")
+        self.schemes.append(scheme)
+        self._describe()
+        for hook, callback, priority in scheme.callbacks:
+            self.scheme_callbacks.append(callback)
+            self.hooks.add_filter(hook, callback, priority)  # a new version of the hooks
+        return scheme
+
+    def _describe(self) -> None:
+        """Work out what the REST layer reads per request, once per added scheme."""
+        schemes = self.schemes
+        self.credential_lines = frozenset(
+            name.lower()
+            for scheme in schemes
+            for name in (*scheme.headers, *scheme.compat_headers, *scheme.other_lines)
+        )
+        # The name without its leading underscores: PHP-style parsing turns a leading space
+        # or dot of a field name into one.
+        markers = dict.fromkeys(name.lstrip("_") for s in schemes for name in s.query_names)
+        self.query_markers = (
+            re.compile("|".join(["%", *map(re.escape, markers)])) if markers else None
+        )
+        main = ", ".join(
+            [*_header_list([name for s in schemes for name in s.headers]), *CONTENT_ALLOW_HEADERS]
+        )
+        compat = _header_list([name for s in schemes for name in s.compat_headers])
+        self.allow_headers = main
+        self.allow_headers_compat = ", ".join([main, *compat])
+
+    def carries_credentials(self, request: Request) -> bool:
+        """Whether ``request`` may carry some scheme's credentials: one of their header
+        lines, or (with a scheme taking a query or form field) a body or a query string
+        that names such a field or percent-encodes anything."""
+        if request.headers.has_any(self.credential_lines):
+            return True
+        markers = self.query_markers
+        if markers is None:
+            return False
+        if request.raw_body:
+            return True
+        query = request.query_string
+        if query is None:
+            return False
+        # PERF: one regex search, not ``any()`` over a generator (2 Python calls a request
+        # with a query string: 29 bytecodes and one call against 61 and three, bench/opcodes.py).
+        return markers.search(query) is not None
+
+    def openapi_schemes(self) -> dict[str, Any]:
+        """The OpenAPI ``components.securitySchemes`` (fresh dicts)."""
+        return {
+            name: dict(value)
+            for scheme in self.schemes
+            if scheme.openapi
+            for name, value in scheme.openapi.items()
+        }
+
+    def openapi_requirements(self) -> list[dict[str, list[str]]]:
+        """The OpenAPI ``security`` requirements: anonymous first, then each scheme's."""
+        return [
+            {},
+            *(
+                {name: list(scopes) for name, scopes in requirement.items()}
+                for scheme in self.schemes
+                for requirement in scheme.requirements
+            ),
+        ]
+
+    def index_entries(self) -> dict[str, Any]:
+        """The root index's ``authentication`` entries (scheme name → its entry)."""
+        return {scheme.name: dict(scheme.index()) for scheme in self.schemes if scheme.index}
