@@ -3,6 +3,7 @@ and 127.0.0.3, started at the same moment against an empty database (DESIGN §6)
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -53,16 +54,19 @@ def _wait_for(host: str, port: int, process: subprocess.Popen[str]) -> None:
     raise AssertionError(f"{host}:{port} did not start")
 
 
-@pytest.fixture(scope="module")
-def hosts(postgres: PostgresServer) -> Iterator[tuple[Host, Host]]:
-    db = postgres.new_database()
+@contextlib.contextmanager
+def serving(
+    launches: list[tuple[str, list[str], dict[str, str] | None]],
+) -> Iterator[list[Host]]:
+    """``svcrest serve`` on each ``(address, extra options, environment)`` with a free port,
+    as one site's hosts; yields them once each answers, and stops them all afterwards."""
     processes: list[tuple[str, int, subprocess.Popen[str]]] = []
-    for address in ("127.0.0.2", "127.0.0.3"):
+    for address, options, env in launches:
         port = free_port()
         command = [sys.executable, "-m", "svcrest", "serve", "--host", address]
-        command += ["--port", str(port), "--db", db]
+        command += ["--port", str(port), *options]
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
         )
         processes.append((address, port, process))
     try:
@@ -71,7 +75,7 @@ def hosts(postgres: PostgresServer) -> Iterator[tuple[Host, Host]]:
             banner = _read_banner(process)
             _wait_for(address, port, process)
             found.append(Host(f"http://{address}:{port}", banner))
-        yield found[0], found[1]
+        yield found
     finally:
         for _address, _port, process in processes:
             process.terminate()
@@ -81,6 +85,15 @@ def hosts(postgres: PostgresServer) -> Iterator[tuple[Host, Host]]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.communicate()
+
+
+@pytest.fixture(scope="module")
+def hosts(postgres: PostgresServer) -> Iterator[tuple[Host, Host]]:
+    db = postgres.new_database()
+    with serving(
+        [(address, ["--db", db], None) for address in ("127.0.0.2", "127.0.0.3")]
+    ) as found:
+        yield found[0], found[1]
 
 
 def admin_password(first: Host, second: Host) -> str:

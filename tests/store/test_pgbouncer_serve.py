@@ -6,23 +6,19 @@ one site, a logout on one refusing the cookie on the other at once."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
-from tests.e2e.test_e2e_server import free_port
 from tests.e2e.test_many_hosts import (
     NOTES,
     Host,
-    _read_banner,
-    _wait_for,
     admin_password,
     log_in,
     nonce_of,
+    serving,
 )
 from tests.pg import PostgresServer
 from tests.pgbouncer import PgBouncer
@@ -33,36 +29,13 @@ from tests.store.test_pgbouncer import bouncer  # noqa: F401 - the module's PgBo
 def hosts(postgres: PostgresServer, bouncer: PgBouncer) -> Iterator[tuple[Host, Host]]:  # noqa: F811
     direct = postgres.new_database()
     through = bouncer.url(direct.split("/")[3].split("?")[0])
-    processes: list[tuple[str, int, subprocess.Popen[str]]] = []
-    for address, by_flags in (("127.0.0.2", True), ("127.0.0.3", False)):
-        port = free_port()
-        command = [sys.executable, "-m", "svcrest", "serve", "--host", address]
-        command += ["--port", str(port), "--db", through]
-        env = dict(os.environ)
-        if by_flags:
-            command += ["--db-listen", direct, "--db-pool-size", "2"]
-        else:
-            env.update(SVCREST_DB_LISTEN=direct, SVCREST_DB_POOL_SIZE="2")
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-        )
-        processes.append((address, port, process))
-    try:
-        found: list[Host] = []
-        for address, port, process in processes:
-            banner = _read_banner(process)
-            _wait_for(address, port, process)
-            found.append(Host(f"http://{address}:{port}", banner))
+    by_env = dict(os.environ, SVCREST_DB_LISTEN=direct, SVCREST_DB_POOL_SIZE="2")
+    launches = [
+        ("127.0.0.2", ["--db", through, "--db-listen", direct, "--db-pool-size", "2"], None),
+        ("127.0.0.3", ["--db", through], by_env),
+    ]
+    with serving(launches) as found:
         yield found[0], found[1]
-    finally:
-        for _address, _port, process in processes:
-            process.terminate()
-        for _address, _port, process in processes:
-            try:
-                process.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()
 
 
 def test_one_site_through_pgbouncer(hosts: tuple[Host, Host]) -> None:
