@@ -10,6 +10,10 @@ coroutine, until a callback answers with an awaitable; from there it returns one
     if type(value) is Pending:
         value = await value
 
+A chain that is usually empty (most hooks have no callback on most sites) is skipped by the
+caller, ``run_chain(chain, value, request) if chain else value``: the runner's one idiom, so
+an empty hook costs a truth test instead of a call (~700 instructions; bench/instructions.py).
+
 PERF: most requests meet no ``async`` callback, and a coroutine costs ~0.4 µs; the runner
 takes the hook's arguments as positional parameters (a ``*args`` call costs ~80 ns more a
 callback), so a chain of a callback costs that callback's call and one runner call.

@@ -230,7 +230,8 @@ def test_own_header_lines_are_sent_safe_and_per_response(client_for: ClientFor) 
 def test_the_answer_templates_are_bounded(monkeypatch: Any) -> None:
     monkeypatch.setattr(pipeline, "_TEMPLATES", {})
     for number in range(pipeline._TEMPLATES_MAX + 10):
-        lines, wire = pipeline._template(None, False, False, (("X-N", str(number)),))
+        lines, wire, own_tag = pipeline._template(None, False, False, (("X-N", str(number)),))
+        assert own_tag == -1
         assert lines[-1] == ("X-N", str(number))
         assert wire[-1] == (b"X-N", str(number).encode())
     assert 0 < len(pipeline._TEMPLATES) <= pipeline._TEMPLATES_MAX
@@ -238,14 +239,22 @@ def test_the_answer_templates_are_bounded(monkeypatch: Any) -> None:
     pipeline._template(None, False, False, long_line)
     assert all(key[3] != long_line for key in pipeline._TEMPLATES)
     paging = (("Link", '<http://example.com/svc-json/demo/v1/notes?page=2>; rel="next"'),)
-    lines, _wire = pipeline._template(None, False, False, paging)
+    lines, _wire, _tag = pipeline._template(None, False, False, paging)
     assert lines[-1] == paging[0]
     assert all(key[3] != paging for key in pipeline._TEMPLATES)
 
 
 def test_an_own_content_type_replaces_the_block_one() -> None:
-    lines, wire = pipeline._template(None, False, False, (("Content-Type", "text/plain"),))
+    lines, wire, _tag = pipeline._template(None, False, False, (("Content-Type", "text/plain"),))
     assert [value for name, value in lines if name == "Content-Type"] == ["text/plain"]
+    assert len(lines) == len(wire)
+
+
+def test_the_template_knows_where_an_own_etag_line_is() -> None:
+    own = (("Allow", "GET"), ("etag", '"v1"'), ("ETag", '"v2"'))
+    lines, wire, own_tag = pipeline._template(None, False, False, own)
+    assert lines[own_tag] == ("etag", '"v1"')
+    assert own_tag == len(lines) - 2
     assert len(lines) == len(wire)
 
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from svcrest.chains import is_awaitable
 from svcrest.http.compression import (
-    MIN_SIZE,
     breach_prone,
     compress,
     negotiated_coding,
@@ -34,17 +33,21 @@ from svcrest.http.response import Response
 from svcrest.rest.routing.definitions import RouteDefinitionError
 
 __all__ = [
+    "READS",
     "body_tag",
-    "conditional_answer",
+    "coded_answer",
     "guarded",
     "matching_tag",
+    "not_modified",
     "precondition_failed",
     "precondition_required",
     "quoted_tag",
     "strong_match",
+    "tag_line",
 ]
 
-_READS = frozenset({"GET", "HEAD"})
+#: The methods whose 200 answers carry an ``ETag`` (and may become 304s).
+READS = frozenset({"GET", "HEAD"})
 _WRITES = frozenset({"PUT", "PATCH", "DELETE"})
 #: An entity tag of a list header (``W/`` kept apart) or ``*``.
 _TAG = re.compile(r'\s*(?:(W/)?("[\x21\x23-\x7e\x80-\xff]*")|(\*))\s*(?:,|$)')
@@ -144,7 +147,7 @@ def guarded(
 
     async def guard(request: Request) -> Any:
         method = request.method
-        if method not in _READS and method not in _WRITES:
+        if method not in READS and method not in _WRITES:
             result = call(request)
             return await result if is_awaitable(result) else result
         tag = await _current_tag(version_of, request)
@@ -172,7 +175,7 @@ async def _current_tag(version_of: Callable[..., Any], request: Request) -> str 
 def _precondition(request: Request, tag: str | None, require_if_match: bool) -> Response | None:
     """The 304 of a GET or HEAD whose ``If-None-Match`` names ``tag``; raises the 412 or 428
     of a write whose ``If-Match`` does not (or is missing where required); None: go on."""
-    if request.method in _READS:
+    if request.method in READS:
         if request.may_have_query and "_envelope" in request.query_params:
             return None  # an ``_envelope`` answer is always a 200 with its body
         header = request.get_header("If-None-Match")
@@ -197,25 +200,12 @@ def _tagged(result: Any, tag: str | None) -> Any:
     return response
 
 
-def _own_tag(own: tuple[tuple[str, str], ...]) -> int:
-    """The index of the ``ETag`` line among the response's own lines, or -1."""
-    for index, (name, _) in enumerate(own):
-        # PERF: the length first; a lower-cased copy only for a 4-character name.
-        if len(name) == 4 and name.lower() == "etag":
-            return index
-    return -1
-
-
 def _put_line(answer: HttpResponse, name: str, value: str) -> None:
     """Add a header line the answer's wire prefix covers (safe as it is: our own value)."""
-    _put_wire(answer, (name, value), (name.encode("latin-1"), value.encode("latin-1")))
-
-
-def _put_wire(answer: HttpResponse, line: tuple[str, str], wire: tuple[bytes, bytes]) -> None:
-    """Add ``line``, encoded as ``wire``, at the end of the answer's wire prefix."""
+    line = (name, value)
     prefix = answer.wire_prefix
     answer.headers.insert(len(prefix), line)
-    answer.wire_prefix = (*prefix, wire)
+    answer.wire_prefix = (*prefix, (name.encode("latin-1"), value.encode("latin-1")))
 
 
 def _replace_line(answer: HttpResponse, index: int, value: str) -> None:
@@ -237,8 +227,9 @@ _TAG_LINES: dict[bytes, tuple[tuple[str, str], tuple[bytes, bytes]]] = {}
 _TAG_LINES_MAX = 256
 
 
-def _tag_line(body: bytes) -> tuple[tuple[str, str], tuple[bytes, bytes]]:
-    """The ``ETag`` line of a short identity body, and its wire form (remembered)."""
+def tag_line(body: bytes) -> tuple[tuple[str, str], tuple[bytes, bytes]]:
+    """The ``ETag`` line of a short identity body (under ``MIN_SIZE``), and its wire form
+    (remembered)."""
     found = _TAG_LINES.get(body)
     if found is None:
         tag = body_tag(body)
@@ -249,53 +240,21 @@ def _tag_line(body: bytes) -> tuple[tuple[str, str], tuple[bytes, bytes]]:
     return found
 
 
-def conditional_answer(
-    answer: HttpResponse,
-    request: Request,
-    own: tuple[tuple[str, str], ...],
-    validated: bool,
-) -> HttpResponse:
-    """``answer`` with its validator and content coding: a 200 answer to a GET or HEAD that
-    is ``validated`` (not an ``_envelope``) gets an ``ETag`` (the handler's own line among
-    ``own``, else the body's hash) and becomes a 304 when ``If-None-Match`` names it; a body
-    of at least 1 KiB is compressed in the coding the client prefers (``Vary:
-    Accept-Encoding``), unless it sets a cookie or carries a nonce (BREACH)."""
-    body = answer.body
-    tagged = validated and answer.status == 200 and request.method in _READS
-    if len(body) < MIN_SIZE:
-        if not tagged:
-            return answer
-        index = -1
-        for position, (name, _) in enumerate(own):  # PERF: _own_tag written out
-            if len(name) == 4 and name.lower() == "etag":
-                index = position
-                break
-        if index < 0:
-            # PERF: the usual answer, a short body without a tag of its own: its remembered
-            # line (:func:`_tag_line`) put at the end of the wire prefix (:func:`_put_wire`),
-            # written out (each Python call costs ~700 instructions of the ~9,000 this step
-            # added to a plain GET; bench/instructions.py).
-            found = _TAG_LINES.get(body)
-            line, wire = found if found is not None else _tag_line(body)
-            prefix = answer.wire_prefix
-            answer.headers.insert(len(prefix), line)
-            answer.wire_prefix = (*prefix, wire)
-            tag = line[1]
-        else:
-            tag = own[index][1]
-        # PERF: the lower-case name straight to the headers (get_header's normalising: ~0.4 µs).
-        header = request.headers.get_joined("if-none-match")
-        if header is not None and matching_tag(header, tag) is not None:
-            answer.status = 304  # with the 200's lines (ETag, Cache-Control, Vary), no body
-            answer.body = b""
-        return answer
-    return _large_answer(answer, request, own, tagged)
+def not_modified(request: Request, tag: str) -> bool:
+    """Whether ``If-None-Match`` names ``tag`` (an answer with it becomes a 304)."""
+    # PERF: the lower-case name straight to the headers (get_header's normalising: ~0.4 µs).
+    header = request.headers.get_joined("if-none-match")
+    return header is not None and matching_tag(header, tag) is not None
 
 
-def _large_answer(
-    answer: HttpResponse, request: Request, own: tuple[tuple[str, str], ...], tagged: bool
+def coded_answer(
+    answer: HttpResponse, request: Request, own_tag: int, tagged: bool
 ) -> HttpResponse:
-    """:func:`conditional_answer` of a body of 1 KiB or more (it may be compressed)."""
+    """``answer`` (a body of ``MIN_SIZE`` or more) with its validator and content coding:
+    when ``tagged`` (a 200 to a GET or HEAD, not an ``_envelope``) an ``ETag`` (own line
+    ``own_tag`` of the answer's, -1: the body's hash) and a 304 when ``If-None-Match`` names
+    it; the body compressed in the coding the client prefers (``Vary: Accept-Encoding``),
+    unless it sets a cookie or carries a nonce (BREACH)."""
     body = answer.body
     coding = None
     compressible = not breach_prone(answer.headers, body)
@@ -307,12 +266,11 @@ def _large_answer(
             answer.body = compress(body, coding)
             _put_line(answer, "Content-Encoding", coding)
         return answer
-    index = _own_tag(own) if own else -1
-    tag = body_tag(body) if index < 0 else own[index][1]
+    index = own_tag
+    tag = body_tag(body) if index < 0 else answer.headers[index][1]  # own lines: the prefix
     if coding is not None:
         tag = tag[:-1] + "-" + coding + '"'
-    header = request.get_header("If-None-Match")
-    if header is not None and matching_tag(header, tag) is not None:
+    if not_modified(request, tag):
         answer.status = 304
         answer.body = b""
     elif coding is not None:
@@ -321,15 +279,5 @@ def _large_answer(
     if index < 0:
         _put_line(answer, "ETag", tag)
     elif coding is not None:
-        _replace_line(answer, _own_line_index(answer, own, index), tag)
+        _replace_line(answer, index, tag)
     return answer
-
-
-def _own_line_index(answer: HttpResponse, own: tuple[tuple[str, str], ...], index: int) -> int:
-    """Where own line ``index`` sits among the answer's header lines (after the block)."""
-    line = own[index]
-    headers = answer.headers
-    for position in range(len(headers)):
-        if headers[position] == line:
-            return position
-    return len(headers)  # pragma: no cover - the own lines are always in the answer

@@ -45,7 +45,8 @@ class _Tracers:
         self.provider: Any = None
         self.tracer: Any = None
 
-    def __call__(self) -> Any:
+    def current(self) -> Any:
+        """The tracer to make spans with, or None (see :data:`request_tracer`)."""
         trace = self.trace
         if trace is None:
             from opentelemetry import trace as imported
@@ -65,13 +66,16 @@ class _Tracers:
 
 def _tracer_of_provider() -> Any:
     """The tracer of the configured provider, None while the default proxy stands."""
-    return _TRACERS()
+    return _TRACERS.current()
 
 
 _TRACERS = _Tracers()
 
 #: ``request_tracer()``: the tracer to make spans with, or None (no package, no provider).
-request_tracer: Any = _TRACERS if importlib.util.find_spec("opentelemetry") is not None else _absent
+#: PERF: a bound method (a call through ``__call__`` costs ~300 instructions more).
+request_tracer: Any = (
+    _TRACERS.current if importlib.util.find_spec("opentelemetry") is not None else _absent
+)
 
 
 async def traced(
