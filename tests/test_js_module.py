@@ -1,5 +1,7 @@
-"""Runs the JavaScript tests (``node --test tests/js/``) so that ``make test`` covers them, and
-``tests/js/live.test.mjs`` against a live ``svcrest serve`` on a free port."""
+"""Runs the JavaScript tests (``node --test tests/js/``) so that ``make test`` covers them,
+``tests/js/live.test.mjs`` against a live ``svcrest serve`` on a free port, and
+``tests/js/guard.live.test.mjs`` against one with the guard plugin (``tests/e2e/guard_site.py``:
+a route that requires an Idempotency-Key and a rate-limited one)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.support import PASSWORD, USER, running_site
+from tests.e2e.test_many_hosts import serving
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = shutil.which("node")
@@ -53,4 +56,16 @@ def test_node_tests_against_a_live_server(tmp_path: Path) -> None:
         except AssertionError as failure:
             raise AssertionError(f"{failure}\nserver log:\n{site.server_log()}") from None
     assert "# pass 8\n" in report, report
+    assert "# skipped 0\n" in report, report
+
+
+@needs_node
+def test_node_idempotency_and_retries_against_a_live_server(tmp_path: Path) -> None:
+    options = ["--db", str(tmp_path / "svcrest.db"), "--plugin", "tests.e2e.guard_site:register"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with serving([("127.0.0.1", [*options, "--no-access-log"], env)]) as (host,):
+        report = _node_test(
+            "tests/js/guard.live.test.mjs", env={**os.environ, "SVCREST_GUARD_SITE": host.url}
+        )
+    assert "# pass 3\n" in report, report
     assert "# skipped 0\n" in report, report

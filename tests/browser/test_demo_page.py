@@ -27,6 +27,8 @@ pytestmark = pytest.mark.skipif(
     browser_skip_reason() is not None, reason=str(browser_skip_reason())
 )
 
+#: An Idempotency-Key as svc-rest.mjs sends it: a quoted random (version 4) UUID.
+KEY = re.compile(r'"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"')
 #: A title that would run script if the page ever rendered note data as HTML.
 XSS_TITLE = '<img src=x onerror="window.__xss = 1">'
 
@@ -66,6 +68,16 @@ def expect_page(page: Page, info: str, titles: list[str]) -> None:
 def test_notes_crud_through_the_ui(site: Site, page: Page) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    # (method, Idempotency-Key) of each REST request the page sends through svc-rest.mjs.
+    sent: list[tuple[str, str | None]] = []
+    page.on(
+        "request",
+        lambda request: (
+            sent.append((request.method, request.headers.get("idempotency-key")))
+            if "/svc-json/" in request.url
+            else None
+        ),
+    )
 
     # Logged out: the list is readable, there is no composer, and a "Log in" link.
     page.goto(site.url + "/?per_page=2")
@@ -132,6 +144,15 @@ def test_notes_crud_through_the_ui(site: Site, page: Page) -> None:
     )
     assert api_titles(site) == ["Call Alice back", "Groceries"]
     assert errors == []
+
+    # Chromium's crypto.randomUUID gave each write its own key; reads carry none.
+    writes = [(method, key) for method, key in sent if method != "GET"]
+    assert [method for method, _ in writes] == ["POST", "POST", "POST", "PUT", "DELETE"], sent
+    keys = [key for _, key in writes]
+    assert all(key is not None and KEY.fullmatch(key) for key in keys), keys
+    assert len(set(keys)) == len(keys)
+    reads = [key for method, key in sent if method == "GET"]
+    assert reads and reads == [None] * len(reads)
 
 
 def test_the_loading_state_shows_while_a_page_loads(site: Site, page: Page) -> None:

@@ -7,6 +7,9 @@ import { createServer } from "node:net";
 import { afterEach, describe, test } from "node:test";
 
 import {
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_MAX_RETRY_DELAY,
+  IDEMPOTENCY_HEADER,
   INVALID_NONCE_CODE,
   ProxyError,
   RestClient,
@@ -368,7 +371,7 @@ async function silentServer() {
     for (const socket of sockets) socket.destroy();
     return new Promise((resolve) => server.close(resolve));
   };
-  return { port: server.address().port, close };
+  return { port: server.address().port, close, connections: () => sockets.length };
 }
 
 describe("RestProxy additions", () => {
@@ -535,6 +538,12 @@ describe("RestProxy additions", () => {
       assert.ok(error.cause);
       assert.ok(Date.now() - started < 5000);
       assert.deepEqual(reported, [["timeout", { action: "read", id: 5, params: undefined }]]);
+      // A timeout is not a broken connection: it is not retried (one connection, once the
+      // server has seen it).
+      for (let waited = 0; silent.connections() === 0 && waited < 2000; waited += 20) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.equal(silent.connections(), 1);
     } finally {
       await silent.close();
     }
@@ -592,5 +601,320 @@ describe("RestProxy conditional", () => {
         { method: "DELETE", path: "/demo/v1/notes/6" },
       ],
     );
+  });
+});
+
+// -- Idempotency-Key and retries after 429 / 503 (as the Python proxies) ----------------------
+
+const KEY = /^"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"$/;
+const keyOf = (call) => new Headers(call.init.headers).get(IDEMPOTENCY_HEADER);
+const tooMany = (message, retryAfter = "1") =>
+  json(
+    429,
+    { code: "rest_too_many_requests", message, data: { status: 429 } },
+    retryAfter === null ? {} : { "Retry-After": retryAfter },
+  );
+const unavailable = (retryAfter = null) =>
+  json(503, { code: "rest_unavailable", message: "Busy.", data: { status: 503 } }, retryAfter === null ? {} : { "Retry-After": retryAfter });
+const broken = () => {
+  throw new TypeError("fetch failed");
+};
+
+/** A RestClient over `steps` whose sleeps are recorded (and do not wait). */
+function retryingClient(steps, options = {}) {
+  const fetch = scriptFetch(steps);
+  const sleeps = [];
+  const sleep = async (seconds) => {
+    sleeps.push(seconds);
+  };
+  const client = new RestClient({ root: ROOT, nonce: null, fetch, sleep, ...options });
+  return { client, fetch, sleeps };
+}
+
+describe("Idempotency-Key", () => {
+  test("each write verb carries a fresh key; reads carry none", async () => {
+    const { client, fetch } = retryingClient([
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: json(201, { id: 1 }) },
+      { method: "PUT", url: `${URL_}/1?${DC}`, body: { id: 1 }, response: json(200, { id: 1 }) },
+      { method: "PATCH", url: `${URL_}/1?${DC}`, body: { id: 1 }, response: json(200, { id: 1 }) },
+      { method: "DELETE", url: `${URL_}/1?${DC}`, response: json(200, { deleted: true }) },
+      { method: "GET", url: `${URL_}/1?${DC}`, absent: [IDEMPOTENCY_HEADER], response: json(200, { id: 1 }) },
+      { method: "GET", url: `${URL_}?${DC}`, absent: [IDEMPOTENCY_HEADER], response: json(200, []) },
+      { method: "POST", url: `${ROOT}batch/v1`, body: { validation: "normal", requests: [{ method: "DELETE", path: "/demo/v1/notes/2" }] }, response: json(207, { responses: [{ status: 200, body: { deleted: true } }] }) },
+    ]);
+    const notes = new RestProxy(URL_, { client, clock: () => CLOCK });
+    const patching = new RestProxy(URL_, { client, clock: () => CLOCK, actionMethods: { update: "PATCH" } });
+    await notes.create({ t: 1 });
+    await notes.update({ id: 1 });
+    await patching.update({ id: 1 });
+    await notes.destroy({ id: 1 });
+    await notes.read(1);
+    await notes.readResult();
+    await notes.sync({ destroy: [{ id: 2 }] }, { batch: "server" });
+    assert.ok(fetch.finished());
+    const keys = fetch.calls.map(keyOf);
+    for (const index of [0, 1, 2, 3, 6]) assert.match(keys[index], KEY, fetch.calls[index].init.method);
+    assert.deepEqual([keys[4], keys[5]], [null, null]);
+    assert.equal(new Set([keys[0], keys[1], keys[2], keys[3], keys[6]]).size, 5);
+  });
+
+  test("methodOverride keeps the key of the write it overrides; request() keys writes too", async () => {
+    const { client, fetch } = retryingClient(
+      [
+        { method: "POST", url: `${URL_}/3?${DC}`, headers: { "X-HTTP-Method-Override": "DELETE" }, response: json(200, { deleted: true }) },
+        { method: "POST", url: `${URL_}?x=1`, body: { t: 1 }, response: json(201, { id: 4 }) },
+        { method: "GET", url: `${URL_}?x=1`, absent: [IDEMPOTENCY_HEADER], response: json(200, []) },
+      ],
+      { methodOverride: true },
+    );
+    await client.destroy(client.proxy("demo/v1/notes", { clock: () => CLOCK }), { id: 3 });
+    await client.request("post", `${URL_}?x=1`, { body: { t: 1 } });
+    await client.request("GET", `${URL_}?x=1`);
+    assert.match(keyOf(fetch.calls[0]), KEY);
+    assert.match(keyOf(fetch.calls[1]), KEY);
+    assert.ok(fetch.finished());
+  });
+
+  test("idempotencyKeys: false sends none; a key given in the headers is kept", async () => {
+    const { client, fetch } = retryingClient([
+      { method: "POST", url: `${URL_}?${DC}`, absent: [IDEMPOTENCY_HEADER], body: { t: 1 }, response: json(201, { id: 1 }) },
+      { method: "PUT", url: `${URL_}/1?${DC}`, headers: { [IDEMPOTENCY_HEADER]: '"mine"' }, body: { id: 1 }, response: json(200, { id: 1 }) },
+    ]);
+    await new RestProxy(URL_, { client, clock: () => CLOCK, idempotencyKeys: false }).create({ t: 1 });
+    await new RestProxy(URL_, { client, clock: () => CLOCK, headers: { "idempotency-key": '"mine"' } }).update({ id: 1 });
+    assert.ok(fetch.finished());
+  });
+
+  test("the retry after a nonce refresh is a new request with a fresh key", async () => {
+    const { client, fetch } = retryingClient(
+      [
+        { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: invalidNonce },
+        { method: "GET", url: `${SITE}/auth/nonce`, absent: [IDEMPOTENCY_HEADER], response: json(200, { nonce: "fresh" }) },
+        { method: "POST", url: `${URL_}?${DC}`, headers: { "X-SVC-Nonce": "fresh" }, body: { t: 1 }, response: json(201, { id: 1 }) },
+      ],
+      { nonce: "stale" },
+    );
+    assert.deepEqual(await client.proxy("demo/v1/notes", { clock: () => CLOCK }).create({ t: 1 }), [{ id: 1 }]);
+    const [first, , second] = fetch.calls.map(keyOf);
+    assert.match(first, KEY);
+    assert.match(second, KEY);
+    assert.notEqual(first, second);
+  });
+
+  test("without crypto.randomUUID (an insecure context) the key comes from getRandomValues", async (t) => {
+    const real = globalThis.crypto;
+    const descriptor = Object.getOwnPropertyDescriptor(globalThis, "crypto");
+    Object.defineProperty(globalThis, "crypto", {
+      value: { getRandomValues: (bytes) => real.getRandomValues(bytes) },
+      configurable: true,
+    });
+    try {
+      const { client, fetch } = retryingClient([
+        { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: json(201, { id: 1 }) },
+        { method: "POST", url: `${URL_}?${DC}`, body: { t: 2 }, response: json(201, { id: 2 }) },
+      ]);
+      await new RestProxy(URL_, { client, clock: () => CLOCK }).create({ t: 1 }, { t: 2 });
+      const keys = fetch.calls.map(keyOf);
+      assert.match(keys[0], KEY);
+      assert.match(keys[1], KEY);
+      assert.notEqual(keys[0], keys[1]);
+    } finally {
+      Object.defineProperty(globalThis, "crypto", descriptor);
+    }
+  });
+});
+
+describe("retries after 429 and 503", () => {
+  test("the defaults match the Python proxy: 2 retries, at most 30 s, keys on", () => {
+    assert.deepEqual([DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY, IDEMPOTENCY_HEADER], [2, 30, "Idempotency-Key"]);
+    const notes = new RestProxy(URL_);
+    assert.deepEqual([notes.maxRetries, notes.maxRetryDelay, notes.idempotencyKeys], [2, 30, true]);
+    assert.deepEqual(notes.requestOptions, { headers: {}, timeout: 30, maxRetries: 2, maxRetryDelay: 30, idempotencyKeys: true });
+  });
+
+  test("bad retry options are refused", async () => {
+    for (const maxRetries of [-1, 1.5, "2", Number.NaN, Infinity, null]) {
+      assert.throws(() => new RestProxy(URL_, { maxRetries }), /maxRetries is a whole number >= 0/, String(maxRetries));
+    }
+    for (const maxRetryDelay of [-1, Infinity, Number.NaN, "30", null]) {
+      assert.throws(() => new RestProxy(URL_, { maxRetryDelay }), /maxRetryDelay is a number of seconds >= 0/, String(maxRetryDelay));
+    }
+    const { client, fetch } = retryingClient([]);
+    await assert.rejects(client.request("GET", URL_, { maxRetries: -1 }), TypeError);
+    assert.equal(fetch.calls.length, 0);
+  });
+
+  test("a 429 with Retry-After: 1 is retried once, with the same key, then succeeds", async (t) => {
+    t.mock.method(Math, "random", () => 0.5);
+    const { client, fetch, sleeps } = retryingClient([
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: tooMany("Slow down.", "1") },
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: json(201, { id: 7, t: 1 }) },
+    ]);
+    const reported = [];
+    const notes = new RestProxy(URL_, { client, clock: () => CLOCK, onException: (error) => reported.push(error) });
+    assert.deepEqual(await notes.create({ t: 1 }), [{ id: 7, t: 1 }]);
+    assert.deepEqual(sleeps, [1.125]); // Retry-After, plus a quarter of Math.random()
+    const [first, second] = fetch.calls.map(keyOf);
+    assert.match(first, KEY);
+    assert.equal(second, first);
+    assert.deepEqual(reported, []);
+    assert.ok(fetch.finished());
+  });
+
+  test("a 503 without Retry-After backs off 0.5 s, then 1 s", async (t) => {
+    t.mock.method(Math, "random", () => 0);
+    const { client, fetch, sleeps } = retryingClient([
+      { method: "GET", url: `${URL_}/5?${DC}`, response: unavailable() },
+      { method: "GET", url: `${URL_}/5?${DC}`, response: unavailable() },
+      { method: "GET", url: `${URL_}/5?${DC}`, response: json(200, { id: 5 }) },
+    ]);
+    assert.deepEqual(await new RestProxy(URL_, { client, clock: () => CLOCK }).read(5), { id: 5 });
+    assert.deepEqual(sleeps, [0.5, 1]);
+    assert.ok(fetch.finished());
+  });
+
+  test("gives up after maxRetries retries with the last error, told once to onException", async (t) => {
+    t.mock.method(Math, "random", () => 0);
+    const { client, fetch, sleeps } = retryingClient([
+      { method: "PUT", url: `${URL_}/1?${DC}`, body: { id: 1 }, response: tooMany("first", "2") },
+      { method: "PUT", url: `${URL_}/1?${DC}`, body: { id: 1 }, response: unavailable("3") },
+      { method: "PUT", url: `${URL_}/1?${DC}`, body: { id: 1 }, response: tooMany("third", "4") },
+    ]);
+    const reported = [];
+    const notes = new RestProxy(URL_, { client, clock: () => CLOCK, onException: (error) => reported.push(error) });
+    const error = await notes.update({ id: 1 }).catch((caught) => caught);
+    assert.ok(error instanceof ProxyError);
+    assert.deepEqual([error.code, error.message, error.status], ["rest_too_many_requests", "third", 429]);
+    assert.deepEqual(reported, [error]);
+    assert.deepEqual(sleeps, [2, 3]);
+    assert.equal(new Set(fetch.calls.map(keyOf)).size, 1);
+    assert.ok(fetch.finished());
+  });
+
+  test("maxRetries: 0 switches retries off; maxRetries: 1 retries once", async () => {
+    const { client, fetch, sleeps } = retryingClient([
+      { method: "GET", url: `${URL_}?${DC}`, response: tooMany("once") },
+      { method: "GET", url: `${URL_}?${DC}`, response: tooMany("a") },
+      { method: "GET", url: `${URL_}?${DC}`, response: tooMany("b") },
+    ]);
+    await assert.rejects(new RestProxy(URL_, { client, clock: () => CLOCK, maxRetries: 0 }).read(), { code: "rest_too_many_requests", message: "once" });
+    assert.deepEqual(sleeps, []);
+    await assert.rejects(new RestProxy(URL_, { client, clock: () => CLOCK, maxRetries: 1 }).read(), { message: "b" });
+    assert.equal(sleeps.length, 1);
+    assert.ok(fetch.finished());
+  });
+
+  test("a long Retry-After waits maxRetryDelay at most", async (t) => {
+    t.mock.method(Math, "random", () => 0.5);
+    const { client, sleeps } = retryingClient([
+      { method: "GET", url: `${URL_}?${DC}`, response: tooMany("later", "3600") },
+      { method: "GET", url: `${URL_}?${DC}`, response: json(200, []) },
+    ]);
+    assert.deepEqual(await new RestProxy(URL_, { client, clock: () => CLOCK, maxRetryDelay: 5 }).read(), []);
+    assert.deepEqual(sleeps, [5]);
+  });
+
+  test("Retry-After: seconds or an HTTP date; anything else backs off", (t) => {
+    t.mock.method(Math, "random", () => 0);
+    const client = new RestClient({ root: ROOT, nonce: null });
+    const delay = (value, options = {}) =>
+      client.retryDelay(0, {
+        method: "GET",
+        keyed: false,
+        response: { status: 429, headers: new Headers(value === null ? {} : { "Retry-After": value }) },
+        ...options,
+      });
+    assert.equal(delay("0"), 0);
+    assert.equal(delay("12"), 12);
+    assert.equal(delay(" 7 "), 7);
+    assert.equal(delay("Wed, 21 Oct 2015 07:28:00 GMT"), 0);
+    const soon = delay(new Date(Date.now() + 10_000).toUTCString());
+    assert.ok(soon > 8.9 && soon <= 10, String(soon));
+    for (const unreadable of [null, "", "soon", "1.5", "-3", "2015-10-21"]) assert.equal(delay(unreadable), 0.5, String(unreadable));
+    assert.equal(delay("60", { maxRetryDelay: 5 }), 5);
+  });
+
+  test("the pause is jittered by up to a quarter; other statuses and the last attempt stop", () => {
+    const client = new RestClient({ root: ROOT, nonce: null });
+    const refused = (status, value) => ({ status, headers: new Headers(value ? { "Retry-After": value } : {}) });
+    const request = (response) => ({ method: "GET", keyed: false, response, maxRetryDelay: 5 });
+    const delays = new Set(Array.from({ length: 50 }, () => client.retryDelay(0, request(refused(429, "2")))));
+    assert.ok([...delays].every((delay) => delay >= 2 && delay <= 2.5), [...delays].join());
+    assert.ok(delays.size > 1);
+    assert.equal(client.retryDelay(1, request(refused(503, "60"))), 5);
+    assert.equal(client.retryDelay(2, request(refused(503, "0"))), null);
+    for (const status of [200, 400, 409, 500, 502, 504]) assert.equal(client.retryDelay(0, request(refused(status, "1"))), null, String(status));
+  });
+
+  test("a broken connection retries reads and keyed writes, never an unkeyed write", async (t) => {
+    t.mock.method(Math, "random", () => 0);
+    const { client, fetch, sleeps } = retryingClient([
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: broken },
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 1 }, response: json(201, { id: 8 }) },
+      { method: "GET", url: `${URL_}/8?${DC}`, response: broken },
+      { method: "GET", url: `${URL_}/8?${DC}`, response: json(200, { id: 8 }) },
+      { method: "POST", url: `${URL_}?${DC}`, body: { t: 2 }, response: broken },
+    ]);
+    const notes = new RestProxy(URL_, { client, clock: () => CLOCK });
+    assert.deepEqual(await notes.create({ t: 1 }), [{ id: 8 }]);
+    assert.equal(keyOf(fetch.calls[1]), keyOf(fetch.calls[0]));
+    assert.deepEqual(await notes.read(8), { id: 8 });
+    const unkeyed = new RestProxy(URL_, { client, clock: () => CLOCK, idempotencyKeys: false });
+    await assert.rejects(unkeyed.create({ t: 2 }), { name: "TypeError", message: "fetch failed" });
+    assert.deepEqual(sleeps, [0.5, 0.5]);
+    assert.ok(fetch.finished());
+  });
+
+  test("an unkeyed write is still retried after 429 (it did not run), as the Python proxy", async (t) => {
+    t.mock.method(Math, "random", () => 0);
+    const { client, fetch, sleeps } = retryingClient([
+      { method: "POST", url: `${URL_}?${DC}`, absent: [IDEMPOTENCY_HEADER], body: { t: 1 }, response: tooMany("wait", "1") },
+      { method: "POST", url: `${URL_}?${DC}`, absent: [IDEMPOTENCY_HEADER], body: { t: 1 }, response: json(201, { id: 9 }) },
+    ]);
+    assert.deepEqual(await new RestProxy(URL_, { client, clock: () => CLOCK, idempotencyKeys: false }).create({ t: 1 }), [{ id: 9 }]);
+    assert.deepEqual(sleeps, [1]);
+    assert.ok(fetch.finished());
+  });
+
+  test("a server batch is retried after 429 with its key; the nonce refresh is retried too", async (t) => {
+    t.mock.method(Math, "random", () => 0);
+    const batchBody = { validation: "normal", requests: [{ method: "DELETE", path: "/demo/v1/notes/2" }] };
+    const { client, fetch, sleeps } = retryingClient(
+      [
+        { method: "POST", url: `${ROOT}batch/v1`, body: batchBody, response: invalidNonce },
+        { method: "GET", url: `${SITE}/auth/nonce`, response: unavailable("2") },
+        { method: "GET", url: `${SITE}/auth/nonce`, response: json(200, { nonce: "fresh" }) },
+        { method: "POST", url: `${ROOT}batch/v1`, body: batchBody, response: tooMany("busy", "1") },
+        { method: "POST", url: `${ROOT}batch/v1`, body: batchBody, response: json(207, { responses: [{ status: 200, body: { deleted: true } }] }) },
+      ],
+      { nonce: "stale" },
+    );
+    const notes = new RestProxy(URL_, { client, clock: () => CLOCK });
+    assert.deepEqual(await notes.sync({ destroy: [{ id: 2 }] }, { batch: "server" }), { create: [], update: [] });
+    assert.deepEqual(sleeps, [2, 1]);
+    const keys = fetch.calls.map(keyOf);
+    assert.deepEqual([keys[1], keys[2]], [null, null]);
+    assert.equal(keys[4], keys[3]);
+    assert.notEqual(keys[3], keys[0]);
+    assert.ok(fetch.finished());
+  });
+
+  test("the default sleep waits with setTimeout", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    t.mock.method(Math, "random", () => 0);
+    const fetch = scriptFetch([
+      { method: "GET", url: `${URL_}?x=1`, response: tooMany("wait", "3") },
+      { method: "GET", url: `${URL_}?x=1`, response: json(200, [1]) },
+    ]);
+    const client = new RestClient({ root: ROOT, nonce: null, fetch });
+    const pending = client.request("GET", `${URL_}?x=1`);
+    for (let i = 0; i < 20 && fetch.calls.length < 1; i += 1) await Promise.resolve();
+    await new Promise((resolve) => setImmediate(resolve));
+    t.mock.timers.tick(2999);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(fetch.calls.length, 1);
+    t.mock.timers.tick(1);
+    assert.deepEqual((await pending).data, [1]);
+    assert.ok(fetch.finished());
   });
 });

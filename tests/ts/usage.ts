@@ -5,6 +5,8 @@ import {
   ProxyError,
   RestClient,
   RestProxy,
+  DEFAULT_MAX_RETRIES,
+  IDEMPOTENCY_HEADER,
   TIMEOUT_CODE,
   nextLink,
   type Operation,
@@ -60,5 +62,18 @@ export async function usage(): Promise<number> {
   count += guarded.etags.size + (tag ?? "").length + (guarded.conditional ? 1 : 0);
   // @ts-expect-error conditional is a boolean
   new RestProxy("/x", { conditional: "yes" });
-  return count;
+  const patient = new RestProxy<Note>("/svc-json/demo/v1/notes", {
+    maxRetries: 4,
+    maxRetryDelay: 10,
+    idempotencyKeys: false,
+    client: new RestClient({ sleep: (seconds: number) => new Promise((done) => setTimeout(done, seconds * 1000)) }),
+  });
+  const wait: number | null = patient.client.retryDelay(0, { method: "GET", keyed: false, response: null });
+  count += patient.maxRetries + patient.maxRetryDelay + (wait ?? 0) + (patient.idempotencyKeys ? 1 : 0);
+  await api.request("POST", "/svc-json/demo/v1/notes", { body: { title: "x" }, maxRetries: 0, idempotencyKeys: true });
+  // @ts-expect-error maxRetries is a number
+  new RestProxy("/x", { maxRetries: "2" });
+  // @ts-expect-error idempotencyKeys is a boolean
+  new RestProxy("/x", { idempotencyKeys: "on" });
+  return count + DEFAULT_MAX_RETRIES + IDEMPOTENCY_HEADER.length;
 }

@@ -27,6 +27,12 @@ export declare const DEFAULT_TIMEOUT: 30;
 export declare const ETAGS_MAX: 4096;
 /** The error code of a request that got no answer within `timeout` (status 0). */
 export declare const TIMEOUT_CODE: "timeout";
+/** The header of the key each write carries (IETF draft-ietf-httpapi-idempotency-key-header). */
+export declare const IDEMPOTENCY_HEADER: "Idempotency-Key";
+/** Retries of one request after a 429 or 503 answer or a broken connection (default). */
+export declare const DEFAULT_MAX_RETRIES: 2;
+/** The longest pause in seconds before a retry, whatever `Retry-After` asks (default). */
+export declare const DEFAULT_MAX_RETRY_DELAY: 30;
 /** The batch route under the REST root. */
 export declare const BATCH_ROUTE: "batch/v1";
 /** The default REST URL prefix. */
@@ -104,6 +110,14 @@ export interface RestProxyOptions<R = any> {
   /** Send the `ETag` last read for a record as `If-Match` on update and destroy (a 412
    * throws `ProxyError` `rest_precondition_failed`). */
   conditional?: boolean;
+  /** Retries of one request after a 429 or 503 answer, or a broken connection of a read or
+   * keyed write (default 2; 0: none). A whole number >= 0. */
+  maxRetries?: number;
+  /** The longest pause in seconds before a retry, whatever `Retry-After` asks (default 30). */
+  maxRetryDelay?: number;
+  /** Send a fresh `Idempotency-Key` with each write, the same one on its retries (default
+   * true). */
+  idempotencyKeys?: boolean;
 }
 
 /** A response of `RestClient.request`: the decoded JSON and the fetch response. */
@@ -168,6 +182,23 @@ export interface RequestOptions {
   headers?: Readonly<Record<string, string>> | null;
   /** Seconds (null: forever). */
   timeout?: number | null;
+  /** Retries after a 429 or 503 answer or a broken connection (default 2). */
+  maxRetries?: number;
+  /** The longest pause in seconds before a retry (default 30). */
+  maxRetryDelay?: number;
+  /** A fresh `Idempotency-Key` on a write without one (default true). */
+  idempotencyKeys?: boolean;
+}
+
+/** The request `RestClient.retryDelay` decides about. */
+export interface RetryRequest {
+  method: string;
+  /** The request carries an `Idempotency-Key`. */
+  keyed: boolean;
+  /** Its answer; null when the connection broke. */
+  response: Pick<Response, "status" | "headers"> | null;
+  maxRetries?: number;
+  maxRetryDelay?: number;
 }
 
 export declare function isValidId(id: unknown): boolean;
@@ -215,12 +246,21 @@ export declare class RestProxy<R = any> {
   onException: ExceptionHandler<R> | null;
   root: string | null;
   conditional: boolean;
+  maxRetries: number;
+  maxRetryDelay: number;
+  idempotencyKeys: boolean;
   /** Record id (as a string) → the `ETag` of its last answer. */
   etags: Map<string, string>;
   /** The client that sends the requests (made on first use when none was given). */
   readonly client: RestClient;
-  /** The `headers` and `timeout` of every request. */
-  readonly requestOptions: { headers: Record<string, string>; timeout: number | null };
+  /** The `headers`, `timeout` and retry options of every request. */
+  readonly requestOptions: {
+    headers: Record<string, string>;
+    timeout: number | null;
+    maxRetries: number;
+    maxRetryDelay: number;
+    idempotencyKeys: boolean;
+  };
 
   getMethod(operation: Operation<R>): string;
   actionUrl(action: Action): string;
@@ -274,9 +314,12 @@ export interface RestClientOptions {
   methodOverride?: boolean;
   credentials?: RequestCredentials;
   fetch?: typeof fetch;
+  /** Waits before a retry (default: a `setTimeout` of that many seconds). */
+  sleep?: (seconds: number) => Promise<void>;
 }
 
-/** Sends REST requests with `fetch`, cookie credentials and the REST nonce. */
+/** Sends REST requests with `fetch`, cookie credentials and the REST nonce; an
+ * `Idempotency-Key` on each write and bounded, jittered retries after 429 and 503. */
 export declare class RestClient {
   constructor(options?: RestClientOptions);
   root: string;
@@ -285,9 +328,13 @@ export declare class RestClient {
   methodOverride: boolean;
   credentials: RequestCredentials;
   fetchImpl: typeof fetch | null;
+  sleep: (seconds: number) => Promise<void>;
 
   proxy<R = any>(route: string, options?: RestProxyOptions<R>): RestProxy<R>;
   getNonceUrl(): string;
+  /** Seconds to wait before sending `request` again after its `attempt`-th try (from 0), or
+   * null to stop. */
+  retryDelay(attempt: number, request: RetryRequest): number | null;
   refreshNonce(options?: Omit<RequestOptions, "body">): Promise<string>;
   request<T = any>(method: string, url: string, options?: RequestOptions): Promise<RestResponse<T>>;
   execute<T = any, R = any>(proxy: RestProxy<R>, operation: Operation<R>): Promise<RestResponse<T>>;

@@ -4,7 +4,9 @@
  * A dependency-free ES module. `RestProxy` maps create/read/update/destroy onto HTTP methods
  * and URLs with exactly the rules of the Python `svcrest.client.RestProxy` (both are checked
  * against `tests/vectors/proxy_urls.json`); `RestClient` sends those requests with `fetch`,
- * cookie credentials and the REST nonce (`X-SVC-Nonce`).
+ * cookie credentials and the REST nonce (`X-SVC-Nonce`), an `Idempotency-Key` on each write,
+ * and retries after 429 and 503 answers as the Python proxy does (`Retry-After`, jittered
+ * and bounded; docs/guides/idempotency-and-rate-limits.md).
  *
  * Where JavaScript and Python values differ, the rules are stated on the values both sides
  * see the same way: ids and parameter values are strings, integers or null. Booleans are
@@ -43,6 +45,13 @@ export const ETAGS_MAX = 4096;
 /** The error code of a request that got no answer within `timeout`. */
 export const TIMEOUT_CODE = "timeout";
 
+/** The header of the key each write carries (IETF draft-ietf-httpapi-idempotency-key-header). */
+export const IDEMPOTENCY_HEADER = "Idempotency-Key";
+/** Retries of one request after a 429 or 503 answer or a broken connection (default). */
+export const DEFAULT_MAX_RETRIES = 2;
+/** The longest pause in seconds before a retry, whatever `Retry-After` asks (default). */
+export const DEFAULT_MAX_RETRY_DELAY = 30;
+
 /** The batch route under the REST root. */
 export const BATCH_ROUTE = "batch/v1";
 
@@ -56,6 +65,11 @@ export const TOTAL_PAGES_HEADER = "X-SVC-TotalPages";
 const SORTER_KEYS = new Set(["property", "direction"]);
 const FILTER_KEYS = new Set(["property", "value", "operator"]);
 const OVERRIDDEN_METHODS = new Set(["PUT", "PATCH", "DELETE"]);
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+const RETRIED_STATUSES = new Set([429, 503]);
+// An HTTP date with a zone (IMF-fixdate or RFC 2822): `Date.parse` alone would also read
+// "1.5" as a date.
+const HTTP_DATE = /^(?:[A-Za-z]{3}, *)?\d{1,2} [A-Za-z]{3} \d{4} \d{2}:\d{2}(?::\d{2})? (?:GMT|UTC?|[+-]\d{4})$/;
 
 /**
  * @typedef {string | {property: string, direction?: string | null}} SorterSpec
@@ -251,6 +265,11 @@ export class RestProxy {
    * @param {boolean} [options.conditional=false] Remember the `ETag` of each record read and
    *   send it as `If-Match` on update and destroy: a record changed meanwhile throws
    *   {@link ProxyError} `rest_precondition_failed` (412) instead of being overwritten.
+   * @param {number} [options.maxRetries=2] Retries of one request after a 429 or 503 answer,
+   *   or a broken connection of a read or keyed write (0: none); see {@link RestClient#retryDelay}.
+   * @param {number} [options.maxRetryDelay=30] The longest pause in seconds before a retry.
+   * @param {boolean} [options.idempotencyKeys=true] Send a fresh `Idempotency-Key` with each
+   *   write (POST, PUT, PATCH, DELETE), the same one on its retries (false: none).
    */
   constructor(
     url,
@@ -281,8 +300,12 @@ export class RestProxy {
       client = null,
       root = null,
       conditional = false,
+      maxRetries = DEFAULT_MAX_RETRIES,
+      maxRetryDelay = DEFAULT_MAX_RETRY_DELAY,
+      idempotencyKeys = true,
     } = {},
   ) {
+    checkRetryOptions(maxRetries, maxRetryDelay);
     const methods = { ...DEFAULT_ACTION_METHODS };
     for (const [action, method] of entriesOf(actionMethods)) {
       if (!ACTIONS.includes(action)) throw new TypeError(`actionMethods has an unknown action: ${action}`);
@@ -320,6 +343,9 @@ export class RestProxy {
     this.root = root;
     this.clientImpl = client;
     this.conditional = conditional;
+    this.maxRetries = maxRetries;
+    this.maxRetryDelay = maxRetryDelay;
+    this.idempotencyKeys = idempotencyKeys;
     /** Record id (as a string) → the `ETag` of its last answer (the oldest go first past 4,096). */
     this.etags = new Map();
   }
@@ -501,9 +527,15 @@ export class RestProxy {
 
   // -- sending (through `client`) ----------------------------------------------------------
 
-  /** The `headers` and `timeout` of every request of the proxy. */
+  /** The `headers`, `timeout` and retry options of every request of the proxy. */
   get requestOptions() {
-    return { headers: this.headers, timeout: this.timeout };
+    return {
+      headers: this.headers,
+      timeout: this.timeout,
+      maxRetries: this.maxRetries,
+      maxRetryDelay: this.maxRetryDelay,
+      idempotencyKeys: this.idempotencyKeys,
+    };
   }
 
   async #reported(operation, run) {
@@ -853,6 +885,47 @@ async function readJson(response) {
   }
 }
 
+function checkRetryOptions(maxRetries, maxRetryDelay) {
+  if (!Number.isInteger(maxRetries) || maxRetries < 0) {
+    throw new TypeError(`maxRetries is a whole number >= 0, got ${String(maxRetries)}`);
+  }
+  if (typeof maxRetryDelay !== "number" || !Number.isFinite(maxRetryDelay) || maxRetryDelay < 0) {
+    throw new TypeError(`maxRetryDelay is a number of seconds >= 0, got ${String(maxRetryDelay)}`);
+  }
+}
+
+function hasHeader(headers, name) {
+  const wanted = name.toLowerCase();
+  return Object.keys(headers).some((key) => key.toLowerCase() === wanted);
+}
+
+/**
+ * A fresh idempotency key: a random (version 4) UUID as a structured-field string, from
+ * `crypto.randomUUID` where the page has it (secure contexts), else `crypto.getRandomValues`.
+ */
+function newIdempotencyKey() {
+  const cryptoImpl = globalThis.crypto;
+  if (typeof cryptoImpl?.randomUUID === "function") return `"${cryptoImpl.randomUUID()}"`;
+  const bytes = new Uint8Array(16);
+  if (typeof cryptoImpl?.getRandomValues === "function") cryptoImpl.getRandomValues(bytes);
+  else for (let i = 0; i < bytes.length; i += 1) bytes[i] = Math.floor(Math.random() * 256);
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = [...bytes].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+  return `"${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}"`;
+}
+
+/** `Retry-After` in seconds from now (delay-seconds or an HTTP date), null when absent or unreadable. */
+function retryAfterSeconds(value) {
+  const text = (value ?? "").trim();
+  if (/^[0-9]+$/.test(text)) return Number(text);
+  if (!HTTP_DATE.test(text)) return null;
+  const when = Date.parse(text);
+  return Number.isNaN(when) ? null : Math.max(0, (when - Date.now()) / 1000);
+}
+
+const realSleep = (seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+
 /**
  * @typedef {object} RestResponse
  * @property {*} data The decoded JSON body (null when empty).
@@ -865,6 +938,12 @@ async function readJson(response) {
  * Sends REST requests with `fetch`: cookie credentials, the nonce in `X-SVC-Nonce` (from
  * `window.svcApiSettings` unless given), a fresh nonce adopted from every response's
  * `X-SVC-Nonce` header, and one nonce refresh plus one retry on `rest_cookie_invalid_nonce`.
+ *
+ * Each write (POST, PUT, PATCH, DELETE) carries a fresh `Idempotency-Key` unless its headers
+ * have one or `idempotencyKeys` is false; a 429 or 503 answer, or a broken connection of a
+ * read or keyed write, sends the same request again (the same key) up to `maxRetries` times,
+ * after `Retry-After` or a backoff, jittered and at most `maxRetryDelay` seconds (see
+ * {@link RestClient#retryDelay}).
  */
 export class RestClient {
   /**
@@ -879,8 +958,10 @@ export class RestClient {
    *   `X-HTTP-Method-Override`.
    * @param {RequestCredentials} [options.credentials="same-origin"]
    * @param {typeof fetch} [options.fetch] The fetch function (default `globalThis.fetch`).
+   * @param {(seconds: number) => Promise<void>} [options.sleep] Waits before a retry (default:
+   *   a `setTimeout` of that many seconds).
    */
-  constructor({ root, nonce, nonceUrl, methodOverride = false, credentials = "same-origin", fetch } = {}) {
+  constructor({ root, nonce, nonceUrl, methodOverride = false, credentials = "same-origin", fetch, sleep } = {}) {
     const settings = readSettings();
     this.root = (root === undefined ? settings.root : root) ?? "";
     this.nonce = (nonce === undefined ? settings.nonce : nonce) ?? null;
@@ -888,6 +969,7 @@ export class RestClient {
     this.methodOverride = methodOverride;
     this.credentials = credentials;
     this.fetchImpl = fetch ?? null;
+    this.sleep = sleep ?? realSleep;
   }
 
   /**
@@ -910,19 +992,91 @@ export class RestClient {
     return base ? new URL("/auth/nonce", base).href : "/auth/nonce";
   }
 
+  /**
+   * Seconds to wait before sending a request again after its `attempt`-th try (from 0), or
+   * null to stop. `response` is the answer (null: the connection broke); `keyed` tells that
+   * the request carries an `Idempotency-Key`.
+   *
+   * A 429 or 503 is retried after its `Retry-After` (seconds or an HTTP date), else after an
+   * exponential backoff from 0.5 s; a broken connection only for a read or a keyed write (an
+   * unkeyed write may have run: sending it again could run it twice). The pause is jittered
+   * (up to a quarter more, so clients refused together do not come back together), never
+   * longer than `maxRetryDelay`, and there are at most `maxRetries` retries.
+   * @param {number} attempt
+   * @param {{method: string, keyed: boolean, response: Response|null, maxRetries?: number,
+   *   maxRetryDelay?: number}} request
+   * @returns {number|null}
+   */
+  retryDelay(
+    attempt,
+    { method, keyed, response, maxRetries = DEFAULT_MAX_RETRIES, maxRetryDelay = DEFAULT_MAX_RETRY_DELAY },
+  ) {
+    if (!(attempt < maxRetries)) return null;
+    let wait = null;
+    if (response === null || response === undefined) {
+      if (WRITES.has(method.toUpperCase()) && !keyed) return null;
+    } else if (RETRIED_STATUSES.has(response.status)) {
+      wait = retryAfterSeconds(response.headers.get("Retry-After"));
+    } else {
+      return null;
+    }
+    const base = wait === null ? 0.5 * 2 ** attempt : wait;
+    return Math.min(base * (1 + Math.random() * 0.25), maxRetryDelay);
+  }
+
+  /**
+   * Send one request with its idempotency key, again after a 429 or 503 answer or a broken
+   * connection as {@link RestClient#retryDelay} decides; the last answer or error wins.
+   */
+  async #send(method, url, body, options) {
+    const {
+      headers = null,
+      timeout = null,
+      maxRetries = DEFAULT_MAX_RETRIES,
+      maxRetryDelay = DEFAULT_MAX_RETRY_DELAY,
+      idempotencyKeys = true,
+    } = options;
+    checkRetryOptions(maxRetries, maxRetryDelay);
+    const verb = method.toUpperCase();
+    const sentHeaders = Object.fromEntries(entriesOf(headers));
+    if (idempotencyKeys && WRITES.has(verb) && !hasHeader(sentHeaders, IDEMPOTENCY_HEADER)) {
+      sentHeaders[IDEMPOTENCY_HEADER] = newIdempotencyKey();
+    }
+    const keyed = hasHeader(sentHeaders, IDEMPOTENCY_HEADER);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const retry = { method: verb, keyed, maxRetries, maxRetryDelay };
+    for (let attempt = 0; ; attempt += 1) {
+      let answer = null;
+      let delay;
+      try {
+        answer = await this.#fetch(verb, url, payload, sentHeaders, timeout);
+      } catch (error) {
+        // fetch rejects with a TypeError when the connection fails (no answer).
+        if (!(error instanceof TypeError)) throw error;
+        delay = this.retryDelay(attempt, { ...retry, response: null });
+        if (delay === null) throw error;
+      }
+      if (answer !== null) {
+        delay = this.retryDelay(attempt, { ...retry, response: answer.response });
+        if (delay === null) return answer;
+      }
+      await this.sleep(delay);
+    }
+  }
+
   /** Send one request and read its JSON body, within `timeout` seconds when given. */
-  async #fetch(method, url, body, { headers = null, timeout = null } = {}) {
-    const sentHeaders = { Accept: "application/json", ...Object.fromEntries(entriesOf(headers)) };
+  async #fetch(method, url, payload, headers, timeout) {
+    const sentHeaders = { Accept: "application/json", ...headers };
     if (this.nonce) sentHeaders[NONCE_HEADER] = this.nonce;
-    let sent = method.toUpperCase();
+    let sent = method;
     if (this.methodOverride && OVERRIDDEN_METHODS.has(sent)) {
       sentHeaders["X-HTTP-Method-Override"] = sent;
       sent = "POST";
     }
     const init = { method: sent, headers: sentHeaders, credentials: this.credentials };
-    if (body !== undefined) {
+    if (payload !== undefined) {
       sentHeaders["Content-Type"] = "application/json";
-      init.body = JSON.stringify(body);
+      init.body = payload;
     }
     const controller = isNil(timeout) ? null : new AbortController();
     if (controller) init.signal = controller.signal;
@@ -945,12 +1099,13 @@ export class RestClient {
 
   /**
    * Fetch a fresh nonce from {@link RestClient#getNonceUrl} and keep it.
-   * @param {{headers?: Object<string, string>, timeout?: number|null}} [options] Extra request
-   *   headers; seconds to wait (null: forever).
+   * @param {{headers?: Object<string, string>, timeout?: number|null, maxRetries?: number,
+   *   maxRetryDelay?: number}} [options] Extra request headers; seconds to wait (null:
+   *   forever); the retry options of {@link RestClient#request}.
    * @returns {Promise<string>}
    */
   async refreshNonce(options = {}) {
-    const { response, data } = await this.#fetch("GET", this.getNonceUrl(), undefined, options);
+    const { response, data } = await this.#send("GET", this.getNonceUrl(), undefined, options);
     if (response.status >= 400) throw errorFrom(response, data);
     const nonce = data && typeof data === "object" ? data.nonce : undefined;
     if (typeof nonce !== "string" || !nonce) {
@@ -961,19 +1116,35 @@ export class RestClient {
   }
 
   /**
-   * Send one request; on `rest_cookie_invalid_nonce` refresh the nonce once and retry once.
-   * An error response (status >= 400) throws {@link ProxyError}.
+   * Send one request; on `rest_cookie_invalid_nonce` refresh the nonce once and retry once
+   * (with a fresh `Idempotency-Key`: the refused request ran nothing). A 429 or 503 answer is
+   * retried as {@link RestClient#retryDelay} says. An error response (status >= 400) throws
+   * {@link ProxyError}.
    * @param {string} method
    * @param {string} url
-   * @param {{body?: *, headers?: Object<string, string>, timeout?: number|null}} [options]
+   * @param {{body?: *, headers?: Object<string, string>, timeout?: number|null,
+   *   maxRetries?: number, maxRetryDelay?: number, idempotencyKeys?: boolean}} [options]
    *   `body` is sent as JSON when not undefined; `headers` go on the request (and on a nonce
    *   refresh); `timeout` is in seconds (a request without an answer in time throws
-   *   {@link ProxyError} `timeout`, status 0).
+   *   {@link ProxyError} `timeout`, status 0, and is not retried); `maxRetries` (default 2),
+   *   `maxRetryDelay` (seconds, default 30) and `idempotencyKeys` (default true) as the
+   *   {@link RestProxy} options of those names.
    * @returns {Promise<RestResponse>}
    */
-  async request(method, url, { body, headers = null, timeout = null } = {}) {
-    const options = { headers, timeout };
-    let { response, data } = await this.#fetch(method, url, body, options);
+  async request(
+    method,
+    url,
+    {
+      body,
+      headers = null,
+      timeout = null,
+      maxRetries = DEFAULT_MAX_RETRIES,
+      maxRetryDelay = DEFAULT_MAX_RETRY_DELAY,
+      idempotencyKeys = true,
+    } = {},
+  ) {
+    const options = { headers, timeout, maxRetries, maxRetryDelay, idempotencyKeys };
+    let { response, data } = await this.#send(method, url, body, options);
     if (response.status >= 400) {
       const error = errorFrom(response, data);
       if (error.code !== INVALID_NONCE_CODE) throw error;
@@ -983,7 +1154,7 @@ export class RestClient {
         error.cause = failure;
         throw error;
       }
-      ({ response, data } = await this.#fetch(method, url, body, options));
+      ({ response, data } = await this.#send(method, url, body, options));
       if (response.status >= 400) throw errorFrom(response, data);
     }
     return { data, status: response.status, headers: response.headers, response };
