@@ -55,11 +55,13 @@ from svcrest.serve.bodies import (
 from svcrest.serve.jsonlog import JsonFormatter
 from svcrest.serve.metrics import (
     ENV_ADMIN_PORT,
-    RequestMetrics,
+    keep_metrics,
+    listener_status,
     make_metrics_dir,
     remove_metrics_dir,
 )
 from svcrest.site.processes import ENV_WORKERS
+from svcrest.store.locations import is_postgres_url
 
 __all__ = [
     "DEFAULT_INTERFACE",
@@ -357,8 +359,10 @@ def _start_admin(config: ServeConfig) -> AdminServer:
     directory = make_metrics_dir()
     os.environ[ENV_ADMIN_PORT] = str(config.admin_port)
     assert config.admin_port is not None
-    admin = AdminServer(config.host, config.admin_port, store_probe(config.db), directory)
+    listener = (lambda: listener_status(directory)) if is_postgres_url(config.db) else None
+    probe = store_probe(config.db)
+    admin = AdminServer(config.host, config.admin_port, probe, directory, listener)
     if config.in_process:
-        config.app.request_observer = RequestMetrics()
+        keep_metrics(config.app)
     admin.start()
     return admin
