@@ -36,10 +36,11 @@ is more than one).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -272,7 +273,7 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
     return options
 
 
-def _serve_uvicorn(config: ServeConfig) -> int:
+def _serve_uvicorn(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
     try:
         import uvicorn
     except ImportError:
@@ -284,11 +285,49 @@ def _serve_uvicorn(config: ServeConfig) -> int:
         app = config.app.wsgi if config.interface == "wsgi" else config.app
     else:
         app = config.target
+    drain = contextlib.nullcontext() if on_shutdown is None else _uvicorn_drain(on_shutdown)
     try:
-        uvicorn.run(app, **options)
+        with drain:
+            uvicorn.run(app, **options)
     except SystemExit as exc:  # uvicorn exits when it could not start
         return exc.code if isinstance(exc.code, int) else 1
     return 0
+
+
+@contextlib.contextmanager
+def _uvicorn_drain(call: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, uvicorn's process calls ``call`` first when SIGTERM or SIGINT
+    arrives: its server (one worker: ``Server.handle_exit``, the signal handler) or its
+    supervisor of several workers (``Multiprocess.handle_term`` / ``handle_int``, run from
+    its loop before it stops the workers). Spawned workers import uvicorn afresh: only this
+    process is changed."""
+    from uvicorn.server import Server
+    from uvicorn.supervisors.multiprocess import Multiprocess
+
+    handle_exit = Server.handle_exit
+    handle_term, handle_int = Multiprocess.handle_term, Multiprocess.handle_int
+
+    def server_exit(self: Server, sig: int, frame: Any) -> None:
+        call()
+        handle_exit(self, sig, frame)
+
+    def supervisor_term(self: Multiprocess) -> None:
+        call()
+        handle_term(self)
+
+    def supervisor_int(self: Multiprocess) -> None:
+        call()
+        handle_int(self)
+
+    Server.handle_exit = server_exit  # type: ignore[method-assign]
+    Multiprocess.handle_term = supervisor_term  # type: ignore[method-assign]
+    Multiprocess.handle_int = supervisor_int  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Server.handle_exit = handle_exit  # type: ignore[method-assign]
+        Multiprocess.handle_term = handle_term  # type: ignore[method-assign]
+        Multiprocess.handle_int = handle_int  # type: ignore[method-assign]
 
 
 def _serve_granian(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
@@ -344,9 +383,10 @@ def serve(config: ServeConfig) -> int:
     os.environ[ENV_BODY_READERS] = str(slow_body_readers(config.threads or granian_threads()))
     admin = _start_admin(config) if config.admin_port is not None else None
     try:
+        drain = None if admin is None else admin.drain
         if config.server == "granian":
-            return _serve_granian(config, None if admin is None else admin.drain)
-        return _serve_uvicorn(config)
+            return _serve_granian(config, drain)
+        return _serve_uvicorn(config, drain)
     finally:
         if admin is not None:
             admin.stop()
