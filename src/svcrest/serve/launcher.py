@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from svcrest.serve import forwarded
+from svcrest.serve import forwarded, uvicorn_wsgi
 from svcrest.serve.accesslog import RedactSecrets
 from svcrest.serve.admin import AdminServer, store_probe
 from svcrest.serve.bodies import (
@@ -208,7 +208,8 @@ def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
     options: dict[str, Any] = {
         "host": config.host,
         "port": config.port,
-        "interface": "asgi3" if config.interface == "asgi" else "wsgi",
+        # WSGI too: through svcrest's bridge (svcrest.serve.uvicorn_wsgi), an ASGI app.
+        "interface": "asgi3",
         "http": _UVICORN_PROTOCOL,
         "access_log": config.access_log,
         "log_config": _log_config(LOGGING_CONFIG, "access", config.log_format),
@@ -281,8 +282,12 @@ def _serve_uvicorn(config: ServeConfig, on_shutdown: Callable[[], None] | None =
             "uvicorn is not installed: pip install 'svcrest[server]'"
         ) from None
     options = uvicorn_options(config)
+    wsgi = config.interface == "wsgi"
     if config.in_process:
-        app = config.app.wsgi if config.interface == "wsgi" else config.app
+        app = uvicorn_wsgi.WSGIBridge(config.app.wsgi) if wsgi else config.app
+    elif wsgi:
+        uvicorn_wsgi.configure(config.target)
+        app = uvicorn_wsgi.FACTORY
     else:
         app = config.target
     drain = contextlib.nullcontext() if on_shutdown is None else _uvicorn_drain(on_shutdown)
