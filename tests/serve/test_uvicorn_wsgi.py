@@ -5,9 +5,12 @@ accepts them."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 import svcrest
 from svcrest import App, Request
@@ -146,3 +149,32 @@ def test_lifespan_events_are_answered(tmp_path: Path) -> None:
 
     asyncio.run(bridge({"type": "lifespan"}, receive, send))
     assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
+
+
+def test_a_body_not_sent_in_time_is_answered_408(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SVCREST_BODY_TIMEOUT", "0.2")
+    bridge = WSGIBridge(_site(tmp_path).wsgi)
+    headers = [(b"content-type", b"text/plain"), (b"content-length", b"50")]
+    sent: list[Message] = []
+    parts = [{"type": "http.request", "body": b"a" * 10, "more_body": True}]
+
+    async def receive() -> Message:
+        if parts:
+            return parts.pop(0)
+        await asyncio.sleep(5)  # the rest never comes
+        raise AssertionError("waited past the time-out")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = _scope("POST", "/svc-json/t/v1/items/7", headers)
+    asyncio.run(bridge(scope, receive, send))
+    start, body = sent
+    assert start["status"] == 408
+    assert json.loads(body["body"]) == {
+        "code": "svc_body_timeout",
+        "message": "The request body was not received within 0.2 seconds.",
+        "data": {"status": 408, "body_timeout": 0.2},
+    }

@@ -10,8 +10,10 @@ context on one of its threads, then carries the answered request
 access-log line names the request's id, route and user as granian's do.
 
 It reads a body only as far as the site accepts one (``max_body_size`` plus one byte: the
-site then answers 413), where uvicorn's bridge kept any body whole in memory. The environ is
-uvicorn's own (``uvicorn.middleware.wsgi.build_environ``).
+site then answers 413) and within the body time-out (``SVCREST_BODY_TIMEOUT``: the site
+then answers 408 ``svc_body_timeout``, as on ASGI), where uvicorn's bridge kept any body
+whole in memory, however long it took. The environ is uvicorn's own
+(``uvicorn.middleware.wsgi.build_environ``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.serve.bodies import body_timeout, body_timeout_error
 
 __all__ = ["ENV_TARGET", "FACTORY", "THREADS", "WSGIBridge", "bridge_from_env", "configure"]
 
@@ -55,6 +58,7 @@ class WSGIBridge:
             max_body_size = int(wsgi.host.max_body_size)  # type: ignore[attr-defined]
         self.max_body_size = max_body_size
         self._threads = ThreadPoolExecutor(threads, thread_name_prefix="svcrest-wsgi")
+        self._body_timeout = body_timeout()
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -64,9 +68,14 @@ class WSGIBridge:
             return
         from uvicorn.middleware.wsgi import build_environ
 
-        body = await self._body(scope, receive)
+        stream: io.BytesIO | _TimedOut
+        try:
+            async with asyncio.timeout(self._body_timeout):
+                stream = io.BytesIO(await self._body(scope, receive))
+        except TimeoutError:
+            stream = _TimedOut(self._body_timeout)
         build: Callable[..., Message] = build_environ  # its arguments: uvicorn's TypedDicts
-        environ = build(scope, {"type": "http.request"}, io.BytesIO(body))
+        environ = build(scope, {"type": "http.request"}, stream)
         if _length(scope) is None:
             environ["wsgi.input_terminated"] = True  # the whole body (or limit + 1) is in
         context = contextvars.copy_context()
@@ -99,6 +108,16 @@ class WSGIBridge:
             more = message.get("more_body", False)
         body = b"".join(parts)
         return body[:limit]
+
+
+class _TimedOut:
+    """The ``wsgi.input`` of a body that did not come in time: reading it raises the 408."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def read(self, size: int = -1) -> bytes:
+        raise body_timeout_error(self.seconds)
 
 
 def _length(scope: Message) -> int | None:
