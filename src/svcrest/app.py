@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from svcrest.auth.service import AuthService
     from svcrest.auth.throttle import LoginThrottle
     from svcrest.auth.users import UserStore
+    from svcrest.serve.metrics import Figures
     from svcrest.store.base import Store
     from svcrest.store.request_guards import StoredGuards
 
@@ -138,6 +139,8 @@ class App:
         #: Told of each request answered (method, route pattern, status, seconds) when set:
         #: ``svcrest serve --admin-port`` sets the Prometheus metrics (docs/guides/operating.md).
         self.request_observer: RequestObserver | None = None
+        #: Told of each batch request's size when set (the same metrics).
+        self.batch_observer: Callable[[int], None] | None = None
         self.hooks.add_action("rest_api_init", register_default_filters)
         self.hooks.add_action("rest_api_init", register_batch_route)
         #: Site pages outside the REST prefix: path (relative to home) → Page.
@@ -555,6 +558,28 @@ class App:
                         secret_key_fallbacks=self.secret_key_fallbacks,
                     )
         return self._auth
+
+    def operating_figures(self) -> Figures:
+        """What the store's pool, the session cache and the login throttle counted so far,
+        for the admin port's metrics (docs/guides/operating.md); opens nothing."""
+        from svcrest.serve.metrics import Figures
+        from svcrest.store.postgres import PostgresStore
+
+        store, auth, throttle = self._store, self._auth, self._throttle
+        pool = store.pool if isinstance(store, PostgresStore) else None
+        cache = auth.session_cache if auth is not None else None
+        return Figures(
+            pool=pool is not None,
+            pool_in_use=0 if pool is None else pool.size - pool.idle,
+            pool_idle=0 if pool is None else pool.idle,
+            pool_waiting=0 if pool is None else pool.waiting,
+            pool_timeouts=0 if pool is None else pool.timeouts,
+            cache_hits=0 if cache is None else cache.hits,
+            cache_misses=0 if cache is None else cache.misses,
+            cache_untrusted=0 if cache is None else cache.untrusted,
+            cache_listening=None if cache is None else cache.listening,
+            login_refusals=0 if throttle is None else throttle.refusals,
+        )
 
     # -- serving ----------------------------------------------------------------------------
 

@@ -13,13 +13,16 @@ from pathlib import Path
 import httpx
 import pytest
 
+from svcrest.auth.throttle import MAX_FAILURES
 from tests.e2e.test_serving_options import (
+    PASSWORD,
     PLUGIN,
     add_editor,
     free_port,
     running,
     serve_command,
 )
+from tests.pg import PostgresServer
 
 pytestmark = pytest.mark.slow
 
@@ -111,14 +114,21 @@ def register(app):
 """
 
 
-def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("server", "workers"),
+    [("granian", "2"), ("uvicorn", "2"), ("uvicorn", "1")],
+    ids=["granian-2", "uvicorn-2", "uvicorn-1"],
+)
+def test_sigterm_drains_then_exits(tmp_path: Path, server: str, workers: str) -> None:
     """SIGTERM: /ready answers 503 at once, the request in flight finishes, then the process
-    exits (granian, two workers)."""
+    exits (granian with two workers; uvicorn's supervisor of two workers, and its one server
+    process)."""
     db = str(tmp_path / "s.db")
     add_editor(db)
     (tmp_path / "slow_plugin.py").write_text(SLOW_PLUGIN)
     port, admin_port = free_port(), free_port()
-    command = serve_command(port, "--db", db, "--workers", "2", "--admin-port", str(admin_port))
+    command = serve_command(port, "--db", db, "--workers", workers, "--admin-port", str(admin_port))
+    command += ["--server", server]
     command += ["--plugin", "slow_plugin:register", "--graceful-timeout", "10"]
     admin = f"http://127.0.0.1:{admin_port}"
     with running(command, tmp_path, port) as served:
@@ -143,7 +153,9 @@ def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
         slow.join(20)
         [answer] = answers
         assert (answer.status_code, answer.json()) == (200, {"slow": True})
-        assert served.process.wait(timeout=15) == 0, served.output()
+        # uvicorn's one server process re-raises the signal it caught once it has stopped.
+        status = -signal.SIGTERM if (server, workers) == ("uvicorn", "1") else 0
+        assert served.process.wait(timeout=15) == status, served.output()
 
 
 @pytest.mark.parametrize("server", ["granian", "uvicorn"])
@@ -185,3 +197,73 @@ def test_json_access_lines(tmp_path: Path, server: str) -> None:
     logged = output.split("svcrest user add LOGIN --role ROLE\n", 1)[1]
     for text in logged.splitlines():
         assert text.startswith("{") and isinstance(json.loads(text), dict), (text, output)
+
+
+def _series(admin: str) -> dict[str, float]:
+    """The admin port's ``/metrics`` as ``{series line without value: value}``."""
+    text = httpx.get(f"{admin}/metrics", timeout=5).text
+    return {
+        line.rpartition(" ")[0]: float(line.rpartition(" ")[2])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+def test_two_workers_on_postgresql(tmp_path: Path, postgres: PostgresServer) -> None:
+    """On PostgreSQL: /ready checks the listener, and /metrics adds up both workers' pools
+    and session-cache look-ups; a batch's size and a refused log-in are counted."""
+    db = postgres.new_database() + "&pool_size=3"
+    add_editor(db)
+    port, admin_port = free_port(), free_port()
+    command = serve_command(port, "--db", db, "--workers", "2", "--admin-port", str(admin_port))
+    admin = f"http://127.0.0.1:{admin_port}"
+    with running(command, tmp_path, port) as served:
+        ready = httpx.get(f"{admin}/ready", timeout=5)
+        assert (ready.status_code, ready.json()) == (
+            200,
+            {"status": "ready", "checks": {"store": "ok", "listener": "ok", "draining": "no"}},
+        )
+        checks = 0
+        with httpx.Client(base_url=served.url, timeout=10) as client:
+            login = client.post("/login", data={"log": "editor1", "pwd": PASSWORD})
+            assert login.status_code == 303
+            nonce = client.get("/auth/nonce").json()["nonce"]  # one cookie check
+            checks += 1
+            for _ in range(6):
+                answer = client.get(NOTES, headers={"X-SVC-Nonce": nonce})
+                assert answer.status_code == 200
+                checks += 1
+            batch = {"requests": [{"path": "/demo/v1/notes", "body": {"title": "b"}}] * 3}
+            answer = client.post("/svc-json/batch/v1", json=batch, headers={"X-SVC-Nonce": nonce})
+            assert answer.status_code == 207
+            checks += 1
+        with httpx.Client(base_url=served.url, timeout=10) as other:
+            for _ in range(MAX_FAILURES):
+                assert other.post("/login", data={"log": "editor1", "pwd": "x"}).status_code != 429
+            refused = other.post("/login", data={"log": "editor1", "pwd": "x"})
+            assert refused.status_code == 429
+        deadline = time.monotonic() + 10
+        while True:  # each worker copies its figures into the series once a second
+            series = _series(admin)
+            lookups = sum(
+                value
+                for name, value in series.items()
+                if name.startswith("svcrest_session_cache_lookups_total{")
+            )
+            refusals = series.get("svcrest_login_throttle_refusals_total", 0.0)
+            if (lookups, refusals) == (checks, 1.0) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert (lookups, refusals) == (checks, 1.0), series
+        assert series["svcrest_session_cache_listening"] == 1.0
+        hits = series['svcrest_session_cache_lookups_total{result="hit"}']
+        trusted = hits + series['svcrest_session_cache_lookups_total{result="miss"}']
+        assert series["svcrest_session_cache_trusted_ratio"] == pytest.approx(trusted / checks)
+        in_use = series['svcrest_pool_connections{state="in_use"}']
+        idle = series['svcrest_pool_connections{state="idle"}']
+        assert in_use == 0.0 and 2.0 <= idle <= 6.0, series  # both workers, 3 each at most
+        assert series["svcrest_pool_waiting"] == 0.0
+        assert series["svcrest_pool_acquire_timeouts_total"] == 0.0
+        assert series['svcrest_batch_size_bucket{le="2.0"}'] == 0.0
+        assert series['svcrest_batch_size_bucket{le="5.0"}'] == 1.0
+        assert series["svcrest_batch_size_sum"] == 3.0

@@ -174,8 +174,8 @@ def test_a_default_start_prints_no_warning(tmp_path: Path) -> None:
 
 @pytest.fixture(
     scope="module",
-    params=[("granian", "wsgi"), ("granian", "asgi"), ("uvicorn", "asgi")],
-    ids=["granian-wsgi", "granian-asgi", "uvicorn-asgi"],
+    params=[("granian", "wsgi"), ("granian", "asgi"), ("uvicorn", "asgi"), ("uvicorn", "wsgi")],
+    ids=["granian-wsgi", "granian-asgi", "uvicorn-asgi", "uvicorn-wsgi"],
 )
 def proxied(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -14,6 +15,7 @@ from svcrest.store.postgres import PostgresStore
 from tests.auth.test_auth_hosts import cache_on, make_host
 from tests.pg import PostgresServer
 from tests.pgbouncer import PgBouncer
+from tests.store.test_pg_sql_comments import OWN_QUERY, seen_site
 
 
 @pytest.fixture(scope="module")
@@ -75,5 +77,21 @@ def test_without_a_listen_url_behind_pgbouncer_the_cache_is_off(
         assert user is not None
         cookie = app.auth.log_in(user, remember=False, ip="i", user_agent="u", secure=False)
         assert app.auth.validate_cookie(cookie.value) is not None
+    finally:
+        app.store.close()
+
+
+def test_request_ids_in_sql_through_pgbouncer(urls: tuple[str, str], client_for: Any) -> None:
+    """``sql_comments=1`` behind PgBouncer in transaction mode: the same statement, run by
+    many requests (and many times by one), works and names its request."""
+    through, _direct = urls
+    app = seen_site(through + "&sql_comments=1")
+    client = client_for(app)
+    try:
+        for number in range(8):
+            request_id = f"bouncer-{number % 2}"
+            answer = client.get("/svc-json/t/v1/seen", headers={"X-Request-Id": request_id})
+            assert answer.status_code == 200
+            assert answer.json()["alone"] == f"/* request_id={request_id} */ {OWN_QUERY}"
     finally:
         app.store.close()

@@ -231,6 +231,12 @@ class SessionCache:
         self._last_used = float("-inf")
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Look-ups since the cache was made: found (``hits``), not found (``misses``) while
+        #: the cache was trusted, and made while it was not (``untrusted``: not listening,
+        #: or the lease ran out). Read by the admin port's metrics.
+        self.hits = 0
+        self.misses = 0
+        self.untrusted = 0
         if heartbeat_thread:
             self._start_heartbeats()
 
@@ -262,19 +268,24 @@ class SessionCache:
             self._last_used = now
             self._sync()
             if not self._listening:
+                self.untrusted += 1
                 return None, -1
             # SECURITY: only within the lease is every revocation committed before this
             # request known to have been applied (see the module docstring).
             if now - self._horizon > self.lease:
                 self._wake.set()
+                self.untrusted += 1
                 return None, self._generation
             entry = self._entries.entries.get(key)
             if entry is None:
+                self.misses += 1
                 return None, self._generation
             if now - entry.stored > self.max_age:
                 self._entries.remove(key)
+                self.misses += 1
                 return None, self._generation
             self._entries.refresh(key)
+            self.hits += 1
             return entry.session, self._generation
 
     def put(self, key: Key, ticket: int, session: CachedSession) -> None:

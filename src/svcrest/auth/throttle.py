@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,7 +121,15 @@ class LoginThrottle:
     def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self._clock = clock
+        #: Attempts refused (429) since the throttle was made (read by the admin port's
+        #: metrics).
+        self.refusals = 0
+        self._refusals_lock = threading.Lock()
         store.migrate("throttle", THROTTLE_SCHEMA)
+
+    def _refused(self) -> None:
+        with self._refusals_lock:
+            self.refusals += 1
 
     def retry_after(self, login: object, ip: str) -> int | None:
         """Seconds until an attempt for ``login`` from ``ip`` is allowed; None when it is.
@@ -142,6 +151,7 @@ class LoginThrottle:
             self._lock(conn, ip)
             wait = _wait(conn, keys, now)
             if wait is not None:
+                self._refused()
                 return Reservation(wait)
             return Reservation(None, self._insert(conn, keys, now))
 
@@ -171,6 +181,7 @@ class LoginThrottle:
             self._lock(conn, ip)
             wait = _wait(conn, keys, now)
             if wait is not None:
+                self._refused()
                 return None, wait
             result = check()
             if result is None:

@@ -33,7 +33,7 @@ from svcrest.cli.common import (
     generate_password,
     split_plugins,
 )
-from svcrest.serve.metrics import observer_from_env
+from svcrest.serve.metrics import keep_metrics
 from svcrest.store.locations import is_memory
 from svcrest.store.postgres import redact_url
 from svcrest.store.sqlite import StoreError
@@ -188,7 +188,7 @@ def app_from_env() -> App:
     :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
     (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
     ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode); with
-    ``SVCREST_ADMIN_PORT`` and ``PROMETHEUS_MULTIPROC_DIR``, the App keeps request metrics.
+    ``SVCREST_ADMIN_PORT`` and ``PROMETHEUS_MULTIPROC_DIR``, the App keeps the metrics.
     The database file's missing directory is created first, as ``svcrest serve`` does,
     since a plugin may open the store while it registers."""
     db = os.environ.get(ENV_DB) or DEFAULT_DB
@@ -200,8 +200,8 @@ def app_from_env() -> App:
         demo=demo_from_env(os.environ),
         wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
     )
-    # With an admin port (SVCREST_ADMIN_PORT), each worker keeps the request metrics.
-    app.request_observer = observer_from_env()
+    # With an admin port (SVCREST_ADMIN_PORT), each worker keeps the metrics.
+    keep_metrics(app)
     return app
 
 

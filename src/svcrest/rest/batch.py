@@ -280,6 +280,10 @@ class BatchController:
         """The batch route's callback."""
         mode = batch.get_param("validation") or "normal"
         items = [_Item(spec, batch.user) for spec in batch.get_param("requests") or []]
+        # The site's ``batch_observer`` (the admin port's metrics) is told each batch's size.
+        observe = getattr(self.server.app, "batch_observer", None)
+        if observe is not None:
+            observe(len(items))
         for item in items:
             self._match(item)
         if mode == "atomic":

@@ -6,8 +6,10 @@ the API's host, from a thread of its own, so it answers while every worker is bu
 - ``GET /live``: 200 ``{"status": "ok"}`` while the process runs;
 - ``GET /ready``: 200 ``{"status": "ready", "checks": {...}}`` when every check passes, else
   503 ``{"status": "unavailable", "checks": {...}}``. The checks: ``store`` (the database
-  answers a ``SELECT 1`` within 250 ms: ``"ok"``, ``"timeout"`` or ``"error"``) and
-  ``draining`` (``"no"``, or ``"yes"`` from the moment a graceful shutdown began);
+  answers a ``SELECT 1`` within 250 ms: ``"ok"``, ``"timeout"`` or ``"error"``), on
+  PostgreSQL ``listener`` (``"ok"``, or ``"not listening"`` while a worker's session-cache
+  listener does not listen: :func:`svcrest.serve.metrics.listener_status`) and ``draining``
+  (``"no"``, or ``"yes"`` from the moment a graceful shutdown began);
 - ``GET /metrics``: the Prometheus text format of every worker's figures
   (:mod:`svcrest.serve.metrics`).
 
@@ -85,8 +87,17 @@ class AdminServer:
     """The admin port's HTTP server, on a daemon thread; :meth:`drain` turns ``/ready`` to
     503 for good."""
 
-    def __init__(self, host: str, port: int, probe: Probe, metrics_dir: str) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        probe: Probe,
+        metrics_dir: str,
+        listener: Callable[[], str] | None = None,
+    ) -> None:
         self.probe = probe
+        #: The ``listener`` check (PostgreSQL), None for none.
+        self.listener = listener
         self.metrics_dir = metrics_dir
         self.draining = threading.Event()
         admin = self
@@ -127,11 +138,12 @@ class AdminServer:
         self.draining.set()
 
     def readiness(self) -> tuple[int, dict[str, Any]]:
-        checks = {
-            "store": _run_probe(self.probe),
-            "draining": "yes" if self.draining.is_set() else "no",
-        }
-        ready = checks["store"] == "ok" and checks["draining"] == "no"
+        checks = {"store": _run_probe(self.probe)}
+        if self.listener is not None:
+            checks["listener"] = self.listener()
+        checks["draining"] = "yes" if self.draining.is_set() else "no"
+        ready = checks.get("listener", "ok") == "ok" and checks["store"] == "ok"
+        ready = ready and checks["draining"] == "no"
         status = "ready" if ready else "unavailable"
         return (200 if ready else 503), {"status": status, "checks": checks}
 

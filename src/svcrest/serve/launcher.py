@@ -36,14 +36,15 @@ is more than one).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from svcrest.serve import forwarded
+from svcrest.serve import forwarded, uvicorn_wsgi
 from svcrest.serve.accesslog import RedactSecrets
 from svcrest.serve.admin import AdminServer, store_probe
 from svcrest.serve.bodies import (
@@ -55,11 +56,13 @@ from svcrest.serve.bodies import (
 from svcrest.serve.jsonlog import JsonFormatter
 from svcrest.serve.metrics import (
     ENV_ADMIN_PORT,
-    RequestMetrics,
+    keep_metrics,
+    listener_status,
     make_metrics_dir,
     remove_metrics_dir,
 )
 from svcrest.site.processes import ENV_WORKERS
+from svcrest.store.locations import is_postgres_url
 
 __all__ = [
     "DEFAULT_INTERFACE",
@@ -205,7 +208,8 @@ def uvicorn_options(config: ServeConfig) -> dict[str, Any]:
     options: dict[str, Any] = {
         "host": config.host,
         "port": config.port,
-        "interface": "asgi3" if config.interface == "asgi" else "wsgi",
+        # WSGI too: through svcrest's bridge (svcrest.serve.uvicorn_wsgi), an ASGI app.
+        "interface": "asgi3",
         "http": _UVICORN_PROTOCOL,
         "access_log": config.access_log,
         "log_config": _log_config(LOGGING_CONFIG, "access", config.log_format),
@@ -270,7 +274,7 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
     return options
 
 
-def _serve_uvicorn(config: ServeConfig) -> int:
+def _serve_uvicorn(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
     try:
         import uvicorn
     except ImportError:
@@ -278,15 +282,57 @@ def _serve_uvicorn(config: ServeConfig) -> int:
             "uvicorn is not installed: pip install 'svcrest[server]'"
         ) from None
     options = uvicorn_options(config)
+    wsgi = config.interface == "wsgi"
     if config.in_process:
-        app = config.app.wsgi if config.interface == "wsgi" else config.app
+        app = uvicorn_wsgi.WSGIBridge(config.app.wsgi) if wsgi else config.app
+    elif wsgi:
+        uvicorn_wsgi.configure(config.target)
+        app = uvicorn_wsgi.FACTORY
     else:
         app = config.target
+    drain = contextlib.nullcontext() if on_shutdown is None else _uvicorn_drain(on_shutdown)
     try:
-        uvicorn.run(app, **options)
+        with drain:
+            uvicorn.run(app, **options)
     except SystemExit as exc:  # uvicorn exits when it could not start
         return exc.code if isinstance(exc.code, int) else 1
     return 0
+
+
+@contextlib.contextmanager
+def _uvicorn_drain(call: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, uvicorn's process calls ``call`` first when SIGTERM or SIGINT
+    arrives: its server (one worker: ``Server.handle_exit``, the signal handler) or its
+    supervisor of several workers (``Multiprocess.handle_term`` / ``handle_int``, run from
+    its loop before it stops the workers). Spawned workers import uvicorn afresh: only this
+    process is changed."""
+    from uvicorn.server import Server
+    from uvicorn.supervisors.multiprocess import Multiprocess
+
+    handle_exit = Server.handle_exit
+    handle_term, handle_int = Multiprocess.handle_term, Multiprocess.handle_int
+
+    def server_exit(self: Server, sig: int, frame: Any) -> None:
+        call()
+        handle_exit(self, sig, frame)
+
+    def supervisor_term(self: Multiprocess) -> None:
+        call()
+        handle_term(self)
+
+    def supervisor_int(self: Multiprocess) -> None:
+        call()
+        handle_int(self)
+
+    Server.handle_exit = server_exit  # type: ignore[method-assign]
+    Multiprocess.handle_term = supervisor_term  # type: ignore[method-assign]
+    Multiprocess.handle_int = supervisor_int  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Server.handle_exit = handle_exit  # type: ignore[method-assign]
+        Multiprocess.handle_term = handle_term  # type: ignore[method-assign]
+        Multiprocess.handle_int = handle_int  # type: ignore[method-assign]
 
 
 def _serve_granian(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
@@ -342,9 +388,10 @@ def serve(config: ServeConfig) -> int:
     os.environ[ENV_BODY_READERS] = str(slow_body_readers(config.threads or granian_threads()))
     admin = _start_admin(config) if config.admin_port is not None else None
     try:
+        drain = None if admin is None else admin.drain
         if config.server == "granian":
-            return _serve_granian(config, None if admin is None else admin.drain)
-        return _serve_uvicorn(config)
+            return _serve_granian(config, drain)
+        return _serve_uvicorn(config, drain)
     finally:
         if admin is not None:
             admin.stop()
@@ -357,8 +404,10 @@ def _start_admin(config: ServeConfig) -> AdminServer:
     directory = make_metrics_dir()
     os.environ[ENV_ADMIN_PORT] = str(config.admin_port)
     assert config.admin_port is not None
-    admin = AdminServer(config.host, config.admin_port, store_probe(config.db), directory)
+    listener = (lambda: listener_status(directory)) if is_postgres_url(config.db) else None
+    probe = store_probe(config.db)
+    admin = AdminServer(config.host, config.admin_port, probe, directory, listener)
     if config.in_process:
-        config.app.request_observer = RequestMetrics()
+        keep_metrics(config.app)
     admin.start()
     return admin

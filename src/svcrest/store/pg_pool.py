@@ -69,11 +69,20 @@ class ConnectionPool:
         self._cond = threading.Condition(threading.Lock())
         self._down_until = 0.0
         self._closed = False
+        #: Callers waiting for a connection now, and the waits that ended in
+        #: StoreBusyError since the pool was made (read by the admin port's metrics).
+        self.waiting = 0
+        self.timeouts = 0
 
     @property
     def size(self) -> int:
         """The connections open now (idle and handed out)."""
         return self._size
+
+    @property
+    def idle(self) -> int:
+        """The idle connections now."""
+        return len(self._idle)
 
     def get(self) -> Raw:
         """A connection; StoreBusyError, StoreUnavailableError or StoreError (closed)."""
@@ -116,8 +125,13 @@ class ConnectionPool:
                 # A wait on a shared event loop would stall every request of the process.
                 deadline = now + (0.0 if on_shared_loop() else self.timeout)
             if now >= deadline:
+                self.timeouts += 1
                 raise StoreBusyError()
-            self._cond.wait(deadline - now)
+            self.waiting += 1
+            try:
+                self._cond.wait(deadline - now)
+            finally:
+                self.waiting -= 1
 
     def put(self, raw: Raw) -> None:
         """Give ``raw`` back: kept when it works and is outside any transaction."""

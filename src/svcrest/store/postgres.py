@@ -19,6 +19,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from svcrest.http.context import _current
 from svcrest.rest.deadlines import DB_TIMEOUT
 from svcrest.store.base import (
     BOOTSTRAP_SQL,
@@ -82,24 +83,38 @@ def _settings_of(timeout: float | None) -> str | None:
     return f"SET LOCAL statement_timeout = {max(1, round(timeout * 1000))}"
 
 
+def _commented(sql: str) -> str:
+    """``sql`` begun with the current request's id as a comment (``sql_comments=1``)."""
+    ctx = _current.get()
+    if ctx is None or not ctx.request_id:
+        return sql
+    # SECURITY: a request id is 1 to 128 of [A-Za-z0-9._:-] (svcrest.http.request_id): it
+    # cannot end the comment.
+    return f"/* request_id={ctx.request_id} */ {sql}"
+
+
 class _Connection:
     """A psycopg connection that takes ``?`` placeholders, and whose failures the client
     is answered: a cancelled statement is :class:`StoreTimeoutError`, a connection lost
     (the server stopped or ended it, the network broke) :class:`StoreUnavailableError`, both
     503 with ``Retry-After``."""
 
-    __slots__ = ("raw",)
+    __slots__ = ("comments", "raw")
 
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+    def __init__(self, raw: psycopg.Connection[Any], comments: bool = False) -> None:
         self.raw = raw
+        #: Begin each statement run in a request with ``/* request_id=… */``.
+        self.comments = comments
 
     def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor:
         from psycopg import OperationalError, errors
 
+        if params:
+            sql = to_pyformat(sql)
+        if self.comments:  # after the translation, which is remembered per statement
+            sql = _commented(sql)
         try:
-            if not params:
-                return self.raw.execute(sql)
-            return self.raw.execute(to_pyformat(sql), params)
+            return self.raw.execute(sql, params or None)
         except errors.QueryCanceled as exc:
             raise StoreTimeoutError() from exc
         except OperationalError as exc:
@@ -149,6 +164,7 @@ class PostgresStore(StoreBase):
             ),
             pgbouncer=options.pgbouncer if pgbouncer is None else pgbouncer,
             listen=options.listen if listen is None else listen,
+            sql_comments=options.sql_comments,
         )
         self._local = BlockState()
         self._closed = False
@@ -201,7 +217,7 @@ class PostgresStore(StoreBase):
         pool = self._pool
         raw = pool.get()
         try:
-            conn = _Connection(raw)
+            conn = _Connection(raw, self.options.sql_comments)
             local.conn, local.depth, local.after_commit = conn, 0, None
             try:
                 yield conn, 0
@@ -335,6 +351,11 @@ class PostgresStore(StoreBase):
         listener = PostgresListener(url, channel)
         self._listeners.append(listener)
         return listener
+
+    @property
+    def pool(self) -> ConnectionPool:
+        """The connection pool (its figures are the admin port's pool metrics)."""
+        return self._pool
 
     def close(self) -> None:
         """Close the pool and the listeners; using the store afterwards raises StoreError."""

@@ -1,0 +1,180 @@
+"""The bridge that serves the WSGI interface on uvicorn: answers as ``app.wsgi`` does, the
+answered request carried to the access-log line, bodies read only as far as the site
+accepts them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import svcrest
+from svcrest import App, Request
+from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.serve.uvicorn_wsgi import WSGIBridge
+
+Message = MutableMapping[str, Any]
+
+
+def _site(tmp_path: Path) -> App:
+    # A database file: uvicorn's environ claims several processes (wsgi.multiprocess).
+    app = App("http://example.org", max_body_size=100, store=str(tmp_path / "s.db"))
+
+    def echo(request: Request) -> dict[str, Any]:
+        return {"size": len(request.raw_body)}
+
+    app.register_rest_route(
+        "t/v1",
+        r"/items/(?P<id>\d+)",
+        {"methods": ["GET", "POST"], "callback": echo, "permission_callback": svcrest.public},
+    )
+    return app
+
+
+def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> Message:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"example.org"), *headers],
+        "client": ("127.0.0.1", 5000),
+        "server": ("example.org", 80),
+    }
+
+
+class Exchange:
+    """One request through the bridge: the chunks it was given, what it sent, and what the
+    access log would have seen when the answer's head was sent."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = list(chunks)
+        self.received = 0
+        self.sent: list[Message] = []
+        self.logged: tuple[str, str, int] | None = None
+
+    async def receive(self) -> Message:
+        self.received += 1
+        if not self.chunks:
+            return {"type": "http.disconnect"}
+        part = self.chunks.pop(0)
+        return {"type": "http.request", "body": part, "more_body": bool(self.chunks)}
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            http = LOGGED_REQUEST.get()
+            assert http is not None
+            self.logged = (http.request_id, http.matched_route, http.user_id)
+        self.sent.append(message)
+
+
+def _exchange(
+    bridge: WSGIBridge,
+    method: str,
+    path: str,
+    headers: list[tuple[bytes, bytes]],
+    chunks: list[bytes],
+) -> tuple[Exchange, int, dict[bytes, bytes], bytes]:
+    exchange = Exchange(chunks)
+    asyncio.run(bridge(_scope(method, path, headers), exchange.receive, exchange.send))
+    start, body = exchange.sent
+    assert body["more_body"] is False
+    return exchange, start["status"], dict(start["headers"]), body["body"]
+
+
+def test_a_get_is_answered_and_named_for_the_access_log(tmp_path: Path) -> None:
+    bridge = WSGIBridge(_site(tmp_path).wsgi)
+    exchange, status, headers, body = _exchange(
+        bridge, "GET", "/svc-json/t/v1/items/7", [(b"x-request-id", b"edge-1")], [b""]
+    )
+    assert (status, body) == (200, b'{"size":0}')
+    assert headers[b"x-request-id"] == b"edge-1"
+    assert headers[b"content-type"] == b"application/json; charset=UTF-8"
+    assert exchange.logged == ("edge-1", r"/t/v1/items/(?P<id>\d+)", 0)
+
+
+def test_a_body_in_several_parts_reaches_the_site(tmp_path: Path) -> None:
+    bridge = WSGIBridge(_site(tmp_path).wsgi)
+    headers = [(b"content-type", b"text/plain"), (b"content-length", b"100")]
+    exchange, status, _, body = _exchange(
+        bridge, "POST", "/svc-json/t/v1/items/7", headers, [b"a" * 60, b"b" * 40]
+    )
+    assert (status, body) == (200, b'{"size":100}')
+    assert exchange.received == 2
+
+
+def test_an_announced_body_past_the_limit_is_not_read(tmp_path: Path) -> None:
+    bridge = WSGIBridge(_site(tmp_path).wsgi)
+    headers = [(b"content-type", b"text/plain"), (b"content-length", b"101")]
+    exchange, status, _, _ = _exchange(
+        bridge, "POST", "/svc-json/t/v1/items/7", headers, [b"a" * 101]
+    )
+    assert status == 413
+    assert exchange.received == 0
+
+
+def test_a_chunked_body_is_read_up_to_the_limit_and_one_byte(tmp_path: Path) -> None:
+    bridge = WSGIBridge(_site(tmp_path).wsgi)
+    chunks = [b"a" * 60, b"b" * 60, b"c" * 60, b"d" * 60]
+    exchange, status, _, _ = _exchange(
+        bridge, "POST", "/svc-json/t/v1/items/7", [(b"content-type", b"text/plain")], chunks
+    )
+    assert status == 413
+    assert exchange.received == 2  # 120 bytes: past 101, the rest is never asked for
+    exchange, status, _, body = _exchange(
+        bridge, "POST", "/svc-json/t/v1/items/7", [(b"content-type", b"text/plain")], [b"x" * 99]
+    )
+    assert (status, body) == (200, b'{"size":99}')
+
+
+def test_lifespan_events_are_answered(tmp_path: Path) -> None:
+    bridge = WSGIBridge(_site(tmp_path).wsgi)
+    events = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return events.pop(0)
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(bridge({"type": "lifespan"}, receive, send))
+    assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
+
+
+def test_a_body_not_sent_in_time_is_answered_408(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SVCREST_BODY_TIMEOUT", "0.2")
+    bridge = WSGIBridge(_site(tmp_path).wsgi)
+    headers = [(b"content-type", b"text/plain"), (b"content-length", b"50")]
+    sent: list[Message] = []
+    parts = [{"type": "http.request", "body": b"a" * 10, "more_body": True}]
+
+    async def receive() -> Message:
+        if parts:
+            return parts.pop(0)
+        await asyncio.sleep(5)  # the rest never comes
+        raise AssertionError("waited past the time-out")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = _scope("POST", "/svc-json/t/v1/items/7", headers)
+    asyncio.run(bridge(scope, receive, send))
+    start, body = sent
+    assert start["status"] == 408
+    assert json.loads(body["body"]) == {
+        "code": "svc_body_timeout",
+        "message": "The request body was not received within 0.2 seconds.",
+        "data": {"status": 408, "body_timeout": 0.2},
+    }
