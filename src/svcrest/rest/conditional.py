@@ -42,6 +42,7 @@ __all__ = [
     "precondition_failed",
     "precondition_required",
     "quoted_tag",
+    "remembered_tag_line",
     "strong_match",
     "tag_line",
 ]
@@ -225,6 +226,11 @@ def _replace_line(answer: HttpResponse, index: int, value: str) -> None:
 # the exact body, so nothing of one answer reaches another.
 _TAG_LINES: dict[bytes, tuple[tuple[str, str], tuple[bytes, bytes]]] = {}
 _TAG_LINES_MAX = 256
+
+
+#: ``remembered_tag_line(body)``: the remembered line of :func:`tag_line`, or None. PERF: a
+#: dict's own method (no Python frame: ~10 bytecodes and a frame less a plain GET).
+remembered_tag_line = _TAG_LINES.get
 
 
 def tag_line(body: bytes) -> tuple[tuple[str, str], tuple[bytes, bytes]]:

@@ -41,7 +41,13 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.auth_schemes import CONTENT_ALLOW_HEADERS
-from svcrest.rest.conditional import READS, coded_answer, not_modified, tag_line
+from svcrest.rest.conditional import (
+    READS,
+    coded_answer,
+    not_modified,
+    remembered_tag_line,
+    tag_line,
+)
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
 from svcrest.rest.server import internal_error
@@ -436,7 +442,8 @@ def _answer(
         # PERF: the usual answer, a short body validated by its remembered ETag line, added
         # to the lines before the answer is made (no insertion, no second tuple).
         if own_tag < 0:
-            line, line_wire = tag_line(body)
+            found = remembered_tag_line(body)
+            line, line_wire = found if found is not None else tag_line(body)
             lines = (*lines, line)
             wire = (*wire, line_wire)
             tag = line[1]
