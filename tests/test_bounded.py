@@ -1,10 +1,11 @@
-"""The bounded dict of the auth memos: oldest first, in entries and in bytes."""
+"""The bounded memories: the auth caches (oldest first, in entries and in bytes) and the
+request path's memos (short keys, emptied when full)."""
 
 from __future__ import annotations
 
 import pytest
 
-from svcrest.bounded import BoundedDict
+from svcrest.bounded import BoundedDict, Memo
 
 
 def _length(key: str, value: str) -> int:
@@ -143,3 +144,34 @@ def test_bounds_are_checked(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         BoundedDict(max_entries, max_bytes, _length if with_size else None)
+
+
+# -- Memo: the request path's memories -------------------------------------------------------
+
+
+def test_a_memo_is_emptied_when_full_and_answers_what_it_keeps() -> None:
+    memo: Memo[str, int] = Memo(3)
+    assert [memo.keep(key, index) for index, key in enumerate("abc")] == [0, 1, 2]
+    assert memo == {"a": 0, "b": 1, "c": 2}
+    assert memo.keep("d", 3) == 3
+    assert memo == {"d": 3}
+    assert memo.get("a") is None
+
+
+def test_a_memo_keeps_only_short_keys() -> None:
+    memo: Memo[str, str] = Memo(10, longest=4)
+    assert memo.keep("abcd", "kept") == "kept"
+    assert memo.keep("abcde", "not kept") == "not kept"
+    assert memo == {"abcd": "kept"}
+
+
+def test_a_memo_measures_keys_with_its_length_function() -> None:
+    memo: Memo[tuple[str, str], int] = Memo(10, longest=5, length=lambda key: len(key[0] + key[1]))
+    memo.keep(("ab", "cde"), 1)
+    memo.keep(("ab", "cdef"), 2)
+    assert memo == {("ab", "cde"): 1}
+
+
+def test_a_memo_needs_room() -> None:
+    with pytest.raises(ValueError, match="at least one entry"):
+        Memo(0)

@@ -1,19 +1,55 @@
-"""A dict bounded in entries, and optionally in bytes, that drops its oldest entries first.
+"""Bounded memories: :class:`Memo` for the request path's memos, :class:`BoundedDict` for the
+auth layer's caches.
 
-The memos of the auth layer (verified nonces, valid cookies, known cookie signatures, cached
-sessions) keep what a client can make many of, so each must stay within fixed bounds; this is
-their one rule for what goes when a new entry does not fit.
+Every memory a request can add to keeps what a client can make many of (header names and
+values, paths, origins, bodies), so each must stay within fixed bounds. A :class:`Memo` holds
+cheap answers (encoded header lines, a path's route matches, a body's ETag): it keeps short
+keys only and is emptied when full, and reading it is a plain dict look-up. A
+:class:`BoundedDict` holds costly ones (verified nonces, valid cookies, cached sessions): it
+may bound bytes too and drops its oldest entries first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-__all__ = ["BoundedDict"]
+__all__ = ["BoundedDict", "Memo"]
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+
+class Memo(dict[K, V]):
+    """A memory of computed answers: at most ``max_entries`` entries, emptied when full; with
+    ``longest``, only keys whose ``length`` (``len`` by default) is at most that are kept, so
+    a key a client chooses (a header value, a path) cannot make it hold much.
+
+    Read it as the dict it is (``memo.get(key)``: a plain dict look-up, no Python frame);
+    write through :meth:`keep`. Racing writers in several threads are safe (each dict
+    operation is atomic): at worst an answer is computed twice or the memory emptied early.
+    """
+
+    __slots__ = ("length", "longest", "max_entries")
+
+    def __init__(
+        self, max_entries: int, longest: int | None = None, length: Callable[[Any], int] = len
+    ) -> None:
+        if max_entries < 1:
+            raise ValueError("a memo needs room for at least one entry")
+        super().__init__()
+        self.max_entries = max_entries
+        self.longest = longest
+        self.length = length
+
+    def keep(self, key: K, value: V) -> V:
+        """``value``, kept under ``key`` when the key is short enough (see the class)."""
+        longest = self.longest
+        if longest is None or self.length(key) <= longest:
+            if len(self) >= self.max_entries:
+                self.clear()
+            self[key] = value
+        return value
 
 
 class BoundedDict(Generic[K, V]):

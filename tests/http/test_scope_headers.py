@@ -12,9 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from svcrest.bounded import Memo
 from svcrest.http import scope_headers
 from svcrest.http.environ import EnvironHeaders
-from svcrest.http.headers import Headers, OnDemandHeaders, asgi_header_lines
+from svcrest.http.headers import (
+    PROBE_LONGEST,
+    Headers,
+    OnDemandHeaders,
+    asgi_header_lines,
+    probe_length,
+)
 from svcrest.http.scope_headers import ScopeHeaders
 
 NAMES = [b"host", b"origin", b"cookie", b"x-svc-nonce", b"content-length", b"x-a", b"\xdf"]
@@ -87,12 +94,10 @@ def test_any_iterable_of_pairs_is_read() -> None:
 
 
 def test_the_memories_of_asked_names_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    names: dict[str, bytes] = {}
-    probes: dict[frozenset[str], frozenset[bytes]] = {}
+    names: Memo[str, bytes] = Memo(2, scope_headers._NAME_LENGTH)
+    probes: Memo[frozenset[str], frozenset[bytes]] = Memo(2, PROBE_LONGEST, probe_length)
     monkeypatch.setattr(scope_headers, "_RAW_NAMES", names)
-    monkeypatch.setattr(scope_headers, "_NAMES_MAX", 2)
     monkeypatch.setattr(scope_headers, "_PROBES", probes)
-    monkeypatch.setattr(scope_headers, "_PROBES_MAX", 2)
     headers = ScopeHeaders([(b"x-a", b"1")])
     long_name = "x-" + "a" * 63
     assert [headers.get_joined(name) for name in ("x-a", "x-b", "x-c", long_name)] == [
@@ -107,4 +112,4 @@ def test_the_memories_of_asked_names_stay_bounded(monkeypatch: pytest.MonkeyPatc
     assert probes == {}  # too many names; a name too long
     asked = [frozenset({"x-a"}), frozenset({"x-b"}), frozenset({"x-c"})]
     assert [headers.has_any(names) for names in asked] == [True, False, False]
-    assert list(probes) == asked[:2]  # full at 2
+    assert list(probes) == asked[2:]  # emptied when full (at 2)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from svcrest import App, Request, Response, public
+from svcrest.bounded import Memo
 from svcrest.http import exchange, headers
 from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
 from svcrest.http.headers import Headers, asgi_header_lines
@@ -259,14 +260,14 @@ def test_the_template_knows_where_an_own_etag_line_is() -> None:
 
 
 def test_host_names_and_header_names_are_remembered_within_bounds(monkeypatch: Any) -> None:
-    monkeypatch.setattr(exchange, "_HOST_NAMES", {})
+    monkeypatch.setattr(exchange, "_HOST_NAMES", Memo(exchange._HOSTS_MAX, exchange._HOST_LENGTH))
     for number in range(exchange._HOSTS_MAX + 5):
         assert remembered_host_name(f"h{number}.example:80") == f"h{number}.example"
     assert len(exchange._HOST_NAMES) <= exchange._HOSTS_MAX
     long_host = "a" * (exchange._HOST_LENGTH + 1)
     assert remembered_host_name(long_host) == host_name(long_host)
     assert long_host not in exchange._HOST_NAMES
-    monkeypatch.setattr(headers, "_NAMES", {})
+    monkeypatch.setattr(headers, "_NAMES", Memo(headers._NAMES_MAX, headers._NAME_LENGTH))
     for number in range(headers._NAMES_MAX + 5):
         parsed = Headers.from_lines(*asgi_header_lines([(f"x-h{number}".encode(), b"v")]))
         assert parsed.get(f"x-h{number}") == "v"

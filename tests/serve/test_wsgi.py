@@ -15,11 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from svcrest import App, Request
+from svcrest.bounded import Memo
 from svcrest.http import environ as environ_module
 from svcrest.http import exchange
 from svcrest.http.environ import EnvironHeaders
 from svcrest.http.exchange import HttpResponse, safe_header_line
-from svcrest.http.headers import Headers
+from svcrest.http.headers import PROBE_LONGEST, Headers, probe_length
 from svcrest.serve.wsgi import _request
 
 #: Set by the test routes' callbacks: must never be seen outside the request that set it.
@@ -121,9 +122,8 @@ def test_environ_headers_answer_as_their_listed_lines(environ: dict[str, Any]) -
 
 
 def test_the_memory_of_asked_name_sets_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    remembered: dict[frozenset[str], Any] = {}
+    remembered: Memo[frozenset[str], Any] = Memo(2, PROBE_LONGEST, probe_length)
     monkeypatch.setattr(environ_module, "_PROBES", remembered)
-    monkeypatch.setattr(environ_module, "_PROBES_MAX", 2)
     headers = EnvironHeaders({"HTTP_X_A": "1"})
     many = frozenset(f"x-{n}" for n in range(17))
     long = frozenset({"x-" + "a" * 63})
@@ -131,7 +131,7 @@ def test_the_memory_of_asked_name_sets_stays_bounded(monkeypatch: pytest.MonkeyP
     assert remembered == {}  # too many names; a name too long
     asked = [frozenset({"x-a"}), frozenset({"x-b"}), frozenset({"x-c"})]
     assert [headers.has_any(names) for names in asked] == [True, False, False]
-    assert list(remembered) == asked[:2]  # full at 2
+    assert list(remembered) == asked[2:]  # emptied when full (at 2)
 
 
 def test_keys_of_the_server_are_learned_as_not_headers(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,6 +13,8 @@ import gzip
 import importlib
 from collections.abc import Callable
 
+from svcrest.bounded import Memo
+
 __all__ = ["CODINGS", "MIN_SIZE", "breach_prone", "compress", "negotiated_coding"]
 
 #: Bodies shorter than this are sent as they are (a coding's framing would outweigh it).
@@ -50,9 +52,9 @@ CODINGS = _codings()
 # PERF: an Accept-Encoding value → the coding chosen for it (browsers and clients send the
 # same few values). SECURITY: the value is the client's: only values of at most 128
 # characters are kept, 64 of them, and the memory is emptied when full.
-_CHOSEN: dict[str, str | None] = {}
 _CHOSEN_MAX = 64
 _CHOSEN_LENGTH = 128
+_CHOSEN: Memo[str, str | None] = Memo(_CHOSEN_MAX, _CHOSEN_LENGTH)
 
 
 def _weights(header: str) -> dict[str, float]:
@@ -96,13 +98,7 @@ def negotiated_coding(header: str | None) -> str | None:
     if not header:
         return None
     chosen = _CHOSEN.get(header, "")
-    if chosen == "":
-        chosen = _choose(header)
-        if len(header) <= _CHOSEN_LENGTH:
-            if len(_CHOSEN) >= _CHOSEN_MAX:
-                _CHOSEN.clear()
-            _CHOSEN[header] = chosen
-    return chosen
+    return _CHOSEN.keep(header, _choose(header)) if chosen == "" else chosen
 
 
 def compress(body: bytes, coding: str) -> bytes:

@@ -12,7 +12,8 @@ from collections.abc import MutableMapping
 from itertools import filterfalse
 from typing import Any
 
-from svcrest.http.headers import Headers, Lines, OnDemandHeaders, remember_probe
+from svcrest.bounded import Memo
+from svcrest.http.headers import PROBE_LONGEST, Headers, Lines, OnDemandHeaders, probe_length
 
 __all__ = ["EnvironHeaders", "environ_header_lines"]
 
@@ -171,17 +172,17 @@ def environ_header_lines(environ: Environ) -> Lines:
 
 # PERF: a set of names asked about together (``Headers.has_any``) → the environ keys that
 # carry them, and whether being there is enough (an empty ``CONTENT_*`` key is no line);
-# remembered by ``remember_probe``'s rule (bounded in entries and bytes).
-_PROBES: dict[frozenset[str], tuple[frozenset[str], bool]] = {}
+# remembered while the names are few and short (bounded in entries and bytes).
 _PROBES_MAX = 64
+_PROBES: Memo[frozenset[str], tuple[frozenset[str], bool]] = Memo(
+    _PROBES_MAX, PROBE_LONGEST, probe_length
+)
 
 
 def _probe(names: frozenset[str]) -> tuple[frozenset[str], bool]:
     """The probe of ``names`` (see ``_PROBES``), made and remembered when it may be."""
     keys = frozenset(key for name in names for key in _keys_of_name(name))
-    return remember_probe(
-        _PROBES, _PROBES_MAX, names, (keys, not any(key[:5] != "HTTP_" for key in keys))
-    )
+    return _PROBES.keep(names, (keys, not any(key[:5] != "HTTP_" for key in keys)))
 
 
 class EnvironHeaders(OnDemandHeaders):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from svcrest.bounded import Memo
 from svcrest.http.headers import Headers
 
 __all__ = [
@@ -48,20 +48,17 @@ def wire_lines(lines: Iterable[tuple[str, str]]) -> tuple[tuple[bytes, bytes], .
 # is emptied when full.
 _CACHE_MAX = 1024
 _CACHE_LINE = 256
-_ENCODED: dict[tuple[str, str], tuple[bytes, bytes]] = {}
-_SAFE: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _line_length(line: tuple[str, str]) -> int:
+    return len(line[0]) + len(line[1])
+
+
+_ENCODED: Memo[tuple[str, str], tuple[bytes, bytes]] = Memo(_CACHE_MAX, _CACHE_LINE, _line_length)
+_SAFE: Memo[tuple[str, str], tuple[str, str]] = Memo(_CACHE_MAX, _CACHE_LINE, _line_length)
 #: Short lines ``safe_header_line`` leaves as they are (bounded by the same rule). PERF: the
 #: WSGI adapter checks an answer's lines against it in one set operation.
 _SAFE_AS_IS: set[tuple[str, str]] = set()
-
-
-def _remember(cache: dict[tuple[str, str], Any], line: tuple[str, str], value: Any) -> Any:
-    """Keep ``value`` for ``line`` when the line is short (the caches' one rule)."""
-    if len(line[0]) + len(line[1]) <= _CACHE_LINE:
-        if len(cache) >= _CACHE_MAX:
-            cache.clear()
-        cache[line] = value
-    return value
 
 
 def encode_lines(lines: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
@@ -71,7 +68,7 @@ def encode_lines(lines: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     for line in lines:
         wire = cache.get(line)
         if wire is None:
-            wire = _remember(cache, line, wire_lines((line,))[0])
+            wire = cache.keep(line, wire_lines((line,))[0])
         encoded.append(wire)
     return encoded
 
@@ -84,7 +81,7 @@ def safe_lines(lines: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     for line in lines:
         safe = cache.get(line)
         if safe is None:
-            safe = _remember(cache, line, safe_header_line(*line))
+            safe = cache.keep(line, safe_header_line(*line))
         if safe == line and line not in as_is and len(line[0]) + len(line[1]) <= _CACHE_LINE:
             if len(as_is) >= _CACHE_MAX:
                 as_is.clear()
@@ -103,21 +100,15 @@ def host_name(host: str) -> str:
 # PERF: a Host value → its host name (~3,000 instructions to compute, one dict lookup to
 # remember). SECURITY: the value is the client's: bounded in entries and bytes, only values of
 # at most ``_HOST_LENGTH`` characters are kept, and the memory is emptied when full.
-_HOST_NAMES: dict[str, str] = {}
 _HOSTS_MAX = 64
 _HOST_LENGTH = 128
+_HOST_NAMES: Memo[str, str] = Memo(_HOSTS_MAX, _HOST_LENGTH)
 
 
 def remembered_host_name(host: str) -> str:
     """``host_name(host)``, remembered for the few Host values a site sees."""
     name = _HOST_NAMES.get(host)
-    if name is None:
-        name = host_name(host)
-        if len(host) <= _HOST_LENGTH:
-            if len(_HOST_NAMES) >= _HOSTS_MAX:
-                _HOST_NAMES.clear()
-            _HOST_NAMES[host] = name
-    return name
+    return _HOST_NAMES.keep(host, host_name(host)) if name is None else name
 
 
 @dataclass(slots=True)
@@ -177,8 +168,11 @@ def headers_announce_body(method: str, headers: Headers) -> bool:
 # PERF: body length → its encoded ``Content-Length`` line (str, encode and a tuple: ~1,000
 # instructions). Bounded: only lengths under ``_LENGTH_LINES_UNDER`` are kept (at most that
 # many entries of ~100 bytes).
-_LENGTH_LINES: dict[int, tuple[bytes, bytes]] = {}
 _LENGTH_LINES_UNDER = 2048
+#: (A length measures itself: ``int(n)`` is ``n``.)
+_LENGTH_LINES: Memo[int, tuple[bytes, bytes]] = Memo(
+    _LENGTH_LINES_UNDER, _LENGTH_LINES_UNDER - 1, int
+)
 
 
 @dataclass(slots=True)
@@ -219,9 +213,7 @@ class HttpResponse:
         if length is not None:
             line = _LENGTH_LINES.get(length)
             if line is None:
-                line = (b"Content-Length", str(length).encode("ascii"))
-                if length < _LENGTH_LINES_UNDER:
-                    _LENGTH_LINES[length] = line
+                line = _LENGTH_LINES.keep(length, (b"Content-Length", str(length).encode("ascii")))
             wire.append(line)
         return wire
 

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from typing import Any, TypeVar
+from typing import Any
+
+from svcrest.bounded import Memo
 
 __all__ = [
+    "PROBE_LONGEST",
     "Headers",
     "HeadersInit",
     "Lines",
     "OnDemandHeaders",
     "asgi_header_lines",
-    "remember_probe",
+    "probe_length",
 ]
 
 
@@ -29,19 +32,14 @@ def _join(key: str, values: list[str]) -> str:
 # PERF: the decoded names of the header lines requests bring (a lookup costs half a decode).
 # SECURITY: names are the client's: bounded in entries and bytes, only names of at most
 # ``_NAME_LENGTH`` bytes are kept, and the memory is emptied when full.
-_NAMES: dict[bytes, str] = {}
 _NAMES_MAX = 256
 _NAME_LENGTH = 64
+_NAMES: Memo[bytes, str] = Memo(_NAMES_MAX, _NAME_LENGTH)
 
 
 def _decoded_name(raw: bytes) -> str:
     """An ASGI header name decoded (Latin-1), remembered when short."""
-    name = raw.decode("latin-1")
-    if len(raw) <= _NAME_LENGTH:
-        if len(_NAMES) >= _NAMES_MAX:
-            _NAMES.clear()
-        _NAMES[raw] = name
-    return name
+    return _NAMES.keep(raw, raw.decode("latin-1"))
 
 
 def asgi_header_lines(raw: Iterable[tuple[bytes, bytes]]) -> Lines:
@@ -65,26 +63,19 @@ def asgi_header_lines(raw: Iterable[tuple[bytes, bytes]]) -> Lines:
 
 
 # A memory of name sets asked about together (``Headers.has_any``) keeps only sets of at
-# most ``_PROBE_NAMES`` names of at most ``_PROBE_NAME_LENGTH`` characters: the code's own
-# sets are a few short names; a plugin may ask with anything.
+# most ``_PROBE_NAMES`` names of at most ``PROBE_LONGEST`` characters: the code's own sets
+# are a few short names; a plugin may ask with anything.
 _PROBE_NAMES = 16
-_PROBE_NAME_LENGTH = 64
-P = TypeVar("P")
+PROBE_LONGEST = 64
 
 
-def remember_probe(
-    memory: dict[frozenset[str], P], limit: int, names: frozenset[str], probe: P
-) -> P:
-    """``probe`` (what answering ``has_any(names)`` needs), kept in ``memory`` while it holds
-    fewer than ``limit`` sets and ``names`` are few and short (SECURITY: bounded in entries
-    and bytes)."""
-    if (
-        len(memory) < limit
-        and len(names) <= _PROBE_NAMES
-        and all(len(name) <= _PROBE_NAME_LENGTH for name in names)
-    ):
-        memory[names] = probe
-    return probe
+def probe_length(names: frozenset[str]) -> int:
+    """How a memory of name sets (a :class:`~svcrest.bounded.Memo` with ``longest`` of
+    ``PROBE_LONGEST``) measures ``names``: its longest name, or more than it keeps when the
+    set has more than ``_PROBE_NAMES`` names."""
+    if len(names) > _PROBE_NAMES:
+        return PROBE_LONGEST + 1
+    return max(map(len, names), default=0)
 
 
 class Headers(MutableMapping[str, str]):

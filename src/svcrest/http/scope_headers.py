@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from svcrest.bounded import Memo
 from svcrest.http.headers import (
+    PROBE_LONGEST,
     Headers,
     Lines,
     OnDemandHeaders,
     asgi_header_lines,
-    remember_probe,
+    probe_length,
 )
 
 __all__ = ["ScopeHeaders"]
@@ -23,16 +25,16 @@ __all__ = ["ScopeHeaders"]
 RawLines = Iterable[tuple[bytes, bytes]]
 
 # PERF: a set of names asked about together (``Headers.has_any``) → the same names as bytes,
-# remembered by ``remember_probe``'s rule (bounded in entries and bytes).
-_PROBES: dict[frozenset[str], frozenset[bytes]] = {}
+# remembered while the names are few and short (bounded in entries and bytes).
 _PROBES_MAX = 64
+_PROBES: Memo[frozenset[str], frozenset[bytes]] = Memo(_PROBES_MAX, PROBE_LONGEST, probe_length)
 
 # PERF: the names looked up (the code's own few, a plugin's) → their bytes, remembered.
 # Bounded in entries and bytes: only names of at most ``_NAME_LENGTH`` characters are kept,
 # ``_NAMES_MAX`` of them, and the memory is emptied when full.
-_RAW_NAMES: dict[str, bytes] = {}
 _NAMES_MAX = 256
 _NAME_LENGTH = 64
+_RAW_NAMES: Memo[str, bytes] = Memo(_NAMES_MAX, _NAME_LENGTH)
 
 
 def _raw_name(name: str) -> bytes | None:
@@ -42,17 +44,13 @@ def _raw_name(name: str) -> bytes | None:
         raw = name.encode("latin-1")
     except UnicodeEncodeError:
         return None
-    if len(name) <= _NAME_LENGTH:
-        if len(_RAW_NAMES) >= _NAMES_MAX:
-            _RAW_NAMES.clear()
-        _RAW_NAMES[name] = raw
-    return raw
+    return _RAW_NAMES.keep(name, raw)
 
 
 def _probe(names: frozenset[str]) -> frozenset[bytes]:
     """``names`` as bytes (see ``_PROBES``), remembered when they may be."""
     raw = frozenset(raw for raw in map(_raw_name, names) if raw is not None)
-    return remember_probe(_PROBES, _PROBES_MAX, names, raw)
+    return _PROBES.keep(names, raw)
 
 
 class ScopeHeaders(OnDemandHeaders):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
+from svcrest.bounded import Memo
 from svcrest.chains import Pending, run_chain
 from svcrest.hooks import Hooks
 from svcrest.http.context import current_context, is_rest_request
@@ -145,8 +146,8 @@ def sanitize_origin(origin: str) -> str | None:
 # PERF: an Origin → the CORS lines to send for it (a regex and three tuples, ~1.5 µs, saved
 # for the few origins a site sees). SECURITY: bounded in entries and bytes: only values of at
 # most MAX_ORIGIN_LENGTH characters are kept, and the memory is emptied when full.
-_CORS_LINES: dict[str, tuple[tuple[str, str], ...]] = {}
 _CORS_LINES_MAX = 256
+_CORS_LINES: Memo[str, tuple[tuple[str, str], ...]] = Memo(_CORS_LINES_MAX, MAX_ORIGIN_LENGTH)
 
 
 def cors_lines(origin: str) -> tuple[tuple[str, str], ...]:
@@ -163,10 +164,7 @@ def cors_lines(origin: str) -> tuple[tuple[str, str], ...]:
                 ("Access-Control-Allow-Credentials", "true"),
             )
         )
-        if len(origin) <= MAX_ORIGIN_LENGTH:
-            if len(_CORS_LINES) >= _CORS_LINES_MAX:
-                _CORS_LINES.clear()
-            _CORS_LINES[origin] = lines
+        _CORS_LINES.keep(origin, lines)
     return lines
 
 

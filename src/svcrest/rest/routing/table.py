@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from svcrest.blocking import offload
+from svcrest.bounded import Memo
 from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chain
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -296,8 +297,8 @@ class RouteTable:
         self._matcher: CompiledMatcher | None = None
         # The matcher the remembered matches were found with, and path → matches.
         self._memo: tuple[
-            CompiledMatcher | None, dict[str, tuple[tuple[RouteEntry, dict[str, str]], ...]]
-        ] = (None, {})
+            CompiledMatcher | None, Memo[str, tuple[tuple[RouteEntry, dict[str, str]], ...]]
+        ] = (None, Memo(MEMO_SIZE, MEMO_PATH))
         self._lock = threading.Lock()
         #: ``get(route)``: the entry registered under exactly ``route``, or None. PERF: the
         #: entries' own ``dict.get`` (no Python frame: the Allow header asks on every request).
@@ -374,15 +375,14 @@ class RouteTable:
         matcher = self._matcher or self._compiled()
         memo = self._memo
         if memo[0] is not matcher:
-            memo = self._memo = (matcher, {})
+            memo = self._memo = (matcher, Memo(MEMO_SIZE, MEMO_PATH))
         found = memo[1].get(path)
         if found is None:
             ordered = self._ordered
-            found = tuple((ordered[index], params) for index, params in matcher.iter_matches(path))
-            if len(path) <= MEMO_PATH:
-                if len(memo[1]) >= MEMO_SIZE:
-                    memo[1].clear()
-                memo[1][path] = found
+            found = memo[1].keep(
+                path,
+                tuple((ordered[index], params) for index, params in matcher.iter_matches(path)),
+            )
         return found
 
     def first_match(self, path: str) -> tuple[RouteEntry, dict[str, str]] | None:
