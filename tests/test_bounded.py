@@ -152,9 +152,10 @@ def test_bounds_are_checked(
 def test_a_memo_is_emptied_when_full_and_answers_what_it_keeps() -> None:
     memo: Memo[str, int] = Memo(3)
     assert [memo.keep(key, index) for index, key in enumerate("abc")] == [0, 1, 2]
-    assert memo == {"a": 0, "b": 1, "c": 2}
+    assert memo.entries == {"a": 0, "b": 1, "c": 2}
     assert memo.keep("d", 3) == 3
-    assert memo == {"d": 3}
+    assert memo.entries == {"d": 3}
+    assert (len(memo), "d" in memo, "a" in memo, list(memo)) == (1, True, False, ["d"])
     assert memo.get("a") is None
 
 
@@ -162,14 +163,14 @@ def test_a_memo_keeps_only_short_keys() -> None:
     memo: Memo[str, str] = Memo(10, longest=4)
     assert memo.keep("abcd", "kept") == "kept"
     assert memo.keep("abcde", "not kept") == "not kept"
-    assert memo == {"abcd": "kept"}
+    assert memo.entries == {"abcd": "kept"}
 
 
 def test_a_memo_measures_keys_with_its_length_function() -> None:
     memo: Memo[tuple[str, str], int] = Memo(10, longest=5, length=lambda key: len(key[0] + key[1]))
     memo.keep(("ab", "cde"), 1)
     memo.keep(("ab", "cdef"), 2)
-    assert memo == {("ab", "cde"): 1}
+    assert memo.entries == {("ab", "cde"): 1}
 
 
 def test_a_memo_needs_room() -> None:

@@ -11,7 +11,7 @@ may bound bytes too and drops its oldest entries first.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Generic, TypeVar
 
 __all__ = ["BoundedDict", "Memo"]
@@ -20,35 +20,50 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
-class Memo(dict[K, V]):
+class Memo(Generic[K, V]):
     """A memory of computed answers: at most ``max_entries`` entries, emptied when full; with
     ``longest``, only keys whose ``length`` (``len`` by default) is at most that are kept, so
     a key a client chooses (a header value, a path) cannot make it hold much.
 
-    Read it as the dict it is (``memo.get(key)``: a plain dict look-up, no Python frame);
-    write through :meth:`keep`. Racing writers in several threads are safe (each dict
-    operation is atomic): at worst an answer is computed twice or the memory emptied early.
+    Read with :attr:`get` (the dict's own ``get``: no Python frame); write with
+    :meth:`keep`. Racing writers in several threads are safe (each dict operation is
+    atomic): at worst an answer is computed twice or the memory emptied early.
     """
 
-    __slots__ = ("length", "longest", "max_entries")
+    __slots__ = ("entries", "get", "length", "longest", "max_entries")
 
     def __init__(
         self, max_entries: int, longest: int | None = None, length: Callable[[Any], int] = len
     ) -> None:
         if max_entries < 1:
             raise ValueError("a memo needs room for at least one entry")
-        super().__init__()
+        #: The entries (read them; write through :meth:`keep`).
+        self.entries: dict[K, V] = {}
+        #: ``get(key)``: the value kept for ``key``, or None. PERF: the entries' own bound
+        #: ``get``; a dict subclass's method cost a plain GET ~1,800 instructions more over
+        #: its seven memo reads (bench/instructions.py).
+        self.get: Callable[[K], V | None] = self.entries.get
         self.max_entries = max_entries
         self.longest = longest
         self.length = length
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.entries
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.entries)
 
     def keep(self, key: K, value: V) -> V:
         """``value``, kept under ``key`` when the key is short enough (see the class)."""
         longest = self.longest
         if longest is None or self.length(key) <= longest:
-            if len(self) >= self.max_entries:
-                self.clear()
-            self[key] = value
+            entries = self.entries
+            if len(entries) >= self.max_entries:
+                entries.clear()
+            entries[key] = value
         return value
 
 

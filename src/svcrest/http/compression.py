@@ -97,7 +97,7 @@ def negotiated_coding(header: str | None) -> str | None:
     none (no header: identity)."""
     if not header:
         return None
-    chosen = _CHOSEN.get(header, "")
+    chosen = _CHOSEN.entries.get(header, "")
     return _CHOSEN.keep(header, _choose(header)) if chosen == "" else chosen
 
 

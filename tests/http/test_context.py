@@ -1,0 +1,91 @@
+"""The request context and the HTTP request each adapter builds: every field from its own
+source (both are built by position, for speed: a swap of two string fields would type-check,
+so this test gives each field a value of its own and reads each back)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import MutableMapping
+from typing import Any
+
+import pytest
+
+from svcrest import App, Request, public
+from svcrest.http.context import current_context
+
+SEEN: list[dict[str, Any]] = []
+
+
+def _see(request: Request) -> dict[str, bool]:
+    ctx = current_context()
+    assert ctx is not None
+    SEEN.append(
+        {
+            "ctx": (ctx.is_rest, ctx.secure, ctx.host, ctx.client, ctx.request_id),
+            "request": (request.method, request.route, request.query_string),
+        }
+    )
+    return {"ok": True}
+
+
+@pytest.fixture
+def app() -> App:
+    site = App("https://fields.example")
+    site.register_rest_route(
+        "f/v1", "/see", {"methods": "GET", "callback": _see, "permission_callback": public}
+    )
+    SEEN.clear()
+    return site
+
+
+EXPECTED = {
+    "ctx": (True, True, "h.example", "10.1.2.3", "id-77"),
+    "request": ("GET", "/f/v1/see", "q=1"),
+}
+
+
+def test_the_asgi_adapter_fills_every_field(app: App) -> None:
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "scheme": "https",
+        "path": "/svc-json/f/v1/see",
+        "query_string": b"q=1",
+        "headers": [(b"host", b"h.example:8443"), (b"x-request-id", b"id-77")],
+        "client": ("10.1.2.3", 5000),
+        "server": ("s.example", 8443),
+    }
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 200
+    (seen,) = SEEN
+    assert {key: seen[key] for key in EXPECTED} == EXPECTED
+
+
+def test_the_wsgi_adapter_fills_every_field(app: App) -> None:
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "SCRIPT_NAME": "",
+        "PATH_INFO": "/svc-json/f/v1/see",
+        "QUERY_STRING": "q=1",
+        "SERVER_NAME": "s.example",
+        "SERVER_PORT": "8443",
+        "REMOTE_ADDR": "10.1.2.3",
+        "HTTP_HOST": "h.example:8443",
+        "HTTP_X_REQUEST_ID": "id-77",
+        "wsgi.url_scheme": "https",
+        "wsgi.input": io.BytesIO(b""),
+    }
+    started: list[str] = []
+    body = b"".join(app.wsgi(environ, lambda status, headers: started.append(status)))
+    assert (started, body) == (["200 OK"], b'{"ok":true}')
+    (seen,) = SEEN
+    assert {key: seen[key] for key in EXPECTED} == EXPECTED
