@@ -261,7 +261,10 @@ def test_two_workers_on_postgresql(tmp_path: Path, postgres: PostgresServer) -> 
         assert series["svcrest_session_cache_trusted_ratio"] == pytest.approx(trusted / checks)
         in_use = series['svcrest_pool_connections{state="in_use"}']
         idle = series['svcrest_pool_connections{state="idle"}']
-        assert in_use == 0.0 and 2.0 <= idle <= 6.0, series  # both workers, 3 each at most
+        # Summed over the workers: each client keeps one connection to one worker, so the
+        # kernel may hand both clients to the same worker and the other one may have opened
+        # nothing yet; at least the serving worker's connection, at most 3 in each worker.
+        assert in_use == 0.0 and 1.0 <= idle <= 6.0, series
         assert series["svcrest_pool_waiting"] == 0.0
         assert series["svcrest_pool_acquire_timeouts_total"] == 0.0
         assert series['svcrest_batch_size_bucket{le="2.0"}'] == 0.0
