@@ -34,6 +34,7 @@ from svcrest.http.response import Response
 from svcrest.rest.routing.definitions import RouteDefinitionError
 
 __all__ = [
+    "add_format_suffix",
     "body_tag",
     "conditional_answer",
     "guarded",
@@ -50,6 +51,9 @@ _WRITES = frozenset({"PUT", "PATCH", "DELETE"})
 _TAG = re.compile(r'\s*(?:(W/)?("[\x21\x23-\x7e\x80-\xff]*")|(\*))\s*(?:,|$)')
 #: The suffixes that name a content coding's variant of a tag.
 _CODED = ('-gzip"', '-br"', '-zstd"')
+#: The suffixes that name a response format's variant of a tag (``"v7-msgpack"``): one per
+#: format any site of the process registered (:func:`add_format_suffix`), at most a few.
+_FORMATS: tuple[str, ...] = ()
 #: What a version from an ``etag_callback`` may hold (RFC 9110 ``etagc`` without obs-text).
 _VERSION = re.compile(r"[\x21\x23-\x7e]{1,200}")
 _VARY_ENCODING = ("Vary", "Accept-Encoding")
@@ -69,9 +73,24 @@ def quoted_tag(version: Any) -> str:
     return '"' + version + '"'
 
 
+def add_format_suffix(suffix: str) -> None:
+    """Know ``"…-suffix"`` tags as variants of ``"…"``: the ``ETag`` suffix of a response
+    format (docs/guides/response-formats.md), so ``If-None-Match`` and ``If-Match`` with the
+    tag a client got in that format name the same version."""
+    global _FORMATS
+    quoted = "-" + suffix + '"'
+    if quoted not in _FORMATS:
+        _FORMATS = (*_FORMATS, quoted)
+
+
 def _base(tag: str) -> str:
-    """A tag without the suffix of a coded variant (``"x-gzip"`` → ``"x"``)."""
+    """A tag without the suffix of a coded variant (``"x-gzip"`` → ``"x"``) or a format's
+    (``"x-msgpack-gzip"`` → ``"x"``)."""
     for suffix in _CODED:
+        if tag.endswith(suffix):
+            tag = tag[: -len(suffix)] + '"'
+            break
+    for suffix in _FORMATS:
         if tag.endswith(suffix):
             return tag[: -len(suffix)] + '"'
     return tag
