@@ -44,6 +44,7 @@ from svcrest.http.exchange import (
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
+from svcrest.http.serializers import JSON_SERIALIZER
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.auth_schemes import CONTENT_ALLOW_HEADERS
 from svcrest.rest.conditional import conditional_answer
@@ -72,7 +73,8 @@ __all__ = [
 
 logger = logging.getLogger("svcrest")
 
-JSON_CONTENT_TYPE = "application/json; charset=UTF-8"
+#: The Content-Type of JSON answers (the header block's, for a site that answers JSON only).
+JSON_CONTENT_TYPE = JSON_SERIALIZER.content_type
 _STATIC_REST_HEADERS = (
     ("Content-Type", JSON_CONTENT_TYPE),
     ("X-Content-Type-Options", "nosniff"),
