@@ -424,7 +424,8 @@ def _answer(
     coding (``_envelope`` answers are never validated)."""
     serializers = settings.serializers
     try:
-        # PERF: a site that answers JSON only (the usual one) chooses nothing: no call.
+        # PERF: a site that answers JSON only (the usual one) chooses nothing: one attribute
+        # read, no call (+324 of 118,226 instructions a plain GET; bench/instructions.py).
         if serializers is None:
             answer = finish(settings, ctx, result.status, own, data)
         else:
