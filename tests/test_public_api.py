@@ -22,6 +22,8 @@ CONTRACT = {
     "paginate",
     "public",
     "Arg",
+    "Serializer",
+    "msgpack_serializer",
 }
 
 

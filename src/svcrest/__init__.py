@@ -13,6 +13,7 @@ from svcrest.http.context import is_rest_request
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
+from svcrest.http.serializers import Serializer, msgpack_serializer
 from svcrest.rest.paginate import paginate
 from svcrest.rest.routing.definitions import public
 from svcrest.rest.server import RestServer
@@ -29,7 +30,9 @@ __all__ = [
     "Response",
     "RestError",
     "RestServer",
+    "Serializer",
     "is_rest_request",
+    "msgpack_serializer",
     "paginate",
     "public",
     "rest_ensure_response",

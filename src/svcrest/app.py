@@ -20,10 +20,12 @@ from svcrest.hooks import Hooks
 from svcrest.http.context import _current, current_context
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.http.serializers import JSON_SERIALIZER, Serializer, Serializers
 from svcrest.rest import discovery
 from svcrest.rest.auth_schemes import AuthSchemes
 from svcrest.rest.batch import register_batch_route
 from svcrest.rest.compat import install_rest_compat
+from svcrest.rest.conditional import add_format_suffix
 from svcrest.rest.defaults import register_default_filters
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.routing.definitions import (
@@ -128,6 +130,9 @@ class App:
         self._throttle: LoginThrottle | None = None
         self._request_guards: StoredGuards | None = None
         self._auth: AuthService | None = None
+        #: The response formats besides JSON, chosen by ``Accept`` (None: JSON only; see
+        #: :meth:`add_serializer`). PERF: a plain attribute, read by every REST answer.
+        self.serializers: Serializers | None = None
         #: The REST server once created, None before (read-only: ``rest_get_server()``
         #: creates it). PERF: a plain attribute, read by every REST request.
         self.rest_server: RestServer | None = None
@@ -204,6 +209,17 @@ class App:
             return self.sites[key]
         except KeyError:
             raise ValueError(f"unknown blog id {blog_id!r}; add it with App.add_site") from None
+
+    def add_serializer(self, serializer: Serializer) -> Serializer:
+        """Answer in ``serializer``'s format too (``app.add_serializer(msgpack_serializer())``):
+        from then on each REST answer's format is chosen by the request's ``Accept`` (JSON
+        when it names none of the site's formats) and carries ``Vary: Accept``
+        (docs/guides/response-formats.md). ValueError when its media type, one of its
+        aliases or its tag suffix is taken already."""
+        current = self.serializers
+        self.serializers = (current or Serializers((JSON_SERIALIZER,))).with_serializer(serializer)
+        add_format_suffix(serializer.tag_suffix)
+        return serializer
 
     # -- URLs and discovery -----------------------------------------------------------------
 

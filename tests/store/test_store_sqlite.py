@@ -486,3 +486,55 @@ def test_change_mark_of_a_memory_store_follows_its_one_connection(
     memory_store.close()
     with pytest.raises(StoreError, match="closed"):
         memory_store.change_mark()
+
+
+@pytest.fixture(params=["wal-index", "data_version", "memory"])
+def each_source(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[SqliteStore]:
+    """A store of each source of change marks: a file with its wal-index mapped, a file
+    without (``PRAGMA data_version``), and an in-memory store."""
+    if request.param == "wal-index" and not sys.platform.startswith("linux"):
+        pytest.skip("the wal-index is mapped on Linux only")
+    if request.param == "data_version":
+        monkeypatch.setattr(sqlite_module, "attach", lambda path: None)
+    store = SqliteStore(None if request.param == "memory" else str(tmp_path / "source.db"))
+    store.migrate("marks", ["CREATE TABLE marks (v INTEGER)"])
+    assert store.change_mark_source == request.param
+    yield store
+    store.close()
+
+
+def test_the_source_of_change_marks_is_chosen_once_at_open(
+    each_source: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each source reads on its own: only a store without a mapped wal-index asks the
+    PRAGMA, and the source stays across reads, writes and blocks."""
+    store = each_source
+    source = store.change_mark_source
+    pragma_read = sqlite_module._DataVersionMarks.read
+    pragma_reads: list[SqliteStore] = []
+
+    def counted(self: object, of: SqliteStore) -> int:
+        pragma_reads.append(of)
+        return pragma_read(sqlite_module._DATA_VERSION_MARKS, of)
+
+    monkeypatch.setattr(sqlite_module._DataVersionMarks, "read", counted)
+    first = store.change_mark()
+    assert store.change_mark() == first
+    _write(store, 1)
+    with store.read():
+        assert store.change_mark() is None
+    second = store.change_mark()
+    assert first is not None and second is not None and second > first
+    assert store.change_mark_source == source
+    assert len(pragma_reads) == (3 if source == "data_version" else 0)
+
+
+def test_a_closed_store_refuses_change_marks_from_every_source(each_source: SqliteStore) -> None:
+    each_source.close()
+    with pytest.raises(StoreError, match="closed"):
+        each_source.change_mark()
+    # A file store lets its wal-index go when it closes: the PRAGMA (which refuses too).
+    memory = each_source.path is None
+    assert each_source.change_mark_source == ("memory" if memory else "data_version")

@@ -85,10 +85,11 @@ def dumps_answer(data: Any, option: int = orjson.OPT_NON_STR_KEYS) -> bytes:
     return orjson.dumps(data, default=encode_default, option=option)
 
 
-def unencodable_reason(error: orjson.JSONEncodeError) -> str:
+def unencodable_reason(error: orjson.JSONEncodeError | UnencodableValue) -> str:
     """What made an answer unencodable, for the log: the value :func:`encode_default`
-    refused, or orjson's own reason (an integer past 64 bits, nesting too deep…)."""
-    cause = error.__cause__
+    refused, or orjson's own reason (an integer past 64 bits, nesting too deep…), or the
+    reason another format's serializer gave (docs/guides/response-formats.md)."""
+    cause = error if isinstance(error, UnencodableValue) else error.__cause__
     if isinstance(cause, UnencodableValue):
         return f"it holds {cause.reason} (answers may hold JSON values, {ANSWER_TYPES})"
     return str(error)

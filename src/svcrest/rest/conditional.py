@@ -7,10 +7,12 @@ wrapper runs after the permission check and before the callback, answers 304 to 
 whose ``If-None-Match`` names the version, refuses a PUT, PATCH or DELETE whose ``If-Match``
 does not (412 ``rest_precondition_failed``) or that lacks one where ``require_if_match`` is
 set (428 ``rest_precondition_required``), and otherwise runs the callback and tags its answer.
-Every finished answer then goes through :func:`conditional_answer`: a 200 answer to a GET or
-HEAD gets a strong ``ETag`` (the handler's, or a hash of the exact body bytes sent), a 304 when
-``If-None-Match`` names it, and the body is compressed when it is large enough and the client
-accepts a coding (:mod:`svcrest.http.compression`). See docs/guides/http-semantics.md.
+Every finished answer then gets its validator and coding from the REST pipeline's answer step
+with the parts here: a 200 answer to a GET or HEAD gets a strong ``ETag`` (the handler's, or a
+hash of the exact body bytes sent: :func:`tag_line` remembers a short body's), a 304 when
+``If-None-Match`` names it (:func:`not_modified`), and a body of ``MIN_SIZE`` or more is
+compressed when the client accepts a coding (:func:`coded_answer`,
+:mod:`svcrest.http.compression`). See docs/guides/http-semantics.md.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from svcrest.rest.routing.definitions import RouteDefinitionError
 
 __all__ = [
     "READS",
+    "add_format_suffix",
     "body_tag",
     "coded_answer",
     "guarded",
@@ -54,6 +57,9 @@ _WRITES = frozenset({"PUT", "PATCH", "DELETE"})
 _TAG = re.compile(r'\s*(?:(W/)?("[\x21\x23-\x7e\x80-\xff]*")|(\*))\s*(?:,|$)')
 #: The suffixes that name a content coding's variant of a tag.
 _CODED = ('-gzip"', '-br"', '-zstd"')
+#: The suffixes that name a response format's variant of a tag (``"v7-msgpack"``): one per
+#: format any site of the process registered (:func:`add_format_suffix`), at most a few.
+_FORMATS: tuple[str, ...] = ()
 #: What a version from an ``etag_callback`` may hold (RFC 9110 ``etagc`` without obs-text).
 _VERSION = re.compile(r"[\x21\x23-\x7e]{1,200}")
 _VARY_ENCODING = ("Vary", "Accept-Encoding")
@@ -73,9 +79,24 @@ def quoted_tag(version: Any) -> str:
     return '"' + version + '"'
 
 
+def add_format_suffix(suffix: str) -> None:
+    """Know ``"…-suffix"`` tags as variants of ``"…"``: the ``ETag`` suffix of a response
+    format (docs/guides/response-formats.md), so ``If-None-Match`` and ``If-Match`` with the
+    tag a client got in that format name the same version."""
+    global _FORMATS
+    quoted = "-" + suffix + '"'
+    if quoted not in _FORMATS:
+        _FORMATS = (*_FORMATS, quoted)
+
+
 def _base(tag: str) -> str:
-    """A tag without the suffix of a coded variant (``"x-gzip"`` → ``"x"``)."""
+    """A tag without the suffix of a coded variant (``"x-gzip"`` → ``"x"``) or a format's
+    (``"x-msgpack-gzip"`` → ``"x"``)."""
     for suffix in _CODED:
+        if tag.endswith(suffix):
+            tag = tag[: -len(suffix)] + '"'
+            break
+    for suffix in _FORMATS:
         if tag.endswith(suffix):
             return tag[: -len(suffix)] + '"'
     return tag

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from svcrest.hooks import Hooks
+from svcrest.http.serializers import Serializers
 from svcrest.rest.auth_schemes import AuthSchemes
 
 __all__ = ["Site", "SiteSettings"]
@@ -42,6 +43,9 @@ class SiteSettings(Protocol):
     version: str | None
     #: The site's authentication schemes (CORS, OpenAPI, the index, the credentials check).
     auth_schemes: AuthSchemes
+    #: The site's response formats when it has more than JSON (chosen by ``Accept``), None
+    #: when it answers JSON only (docs/guides/response-formats.md).
+    serializers: Serializers | None
 
     @property
     def home(self) -> str:

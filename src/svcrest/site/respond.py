@@ -17,6 +17,7 @@ from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
 from svcrest.http.context import RequestContext, _current
 from svcrest.http.errors import BodyReadError, RestError
 from svcrest.http.exchange import USUAL_METHODS, HttpRequest, HttpResponse
+from svcrest.http.headers import Headers
 from svcrest.http.request_id import request_id_of
 from svcrest.http.user import ANONYMOUS
 from svcrest.rest.pipeline import error_answer, serve_rest
@@ -65,10 +66,10 @@ def body_error_page(error: RestError) -> HttpResponse:
 
 
 def _outside_dispatch(
-    host: SiteHost, ctx: RequestContext, rest: bool, error: RestError
+    host: SiteHost, ctx: RequestContext, rest: bool, error: RestError, headers: Headers
 ) -> HttpResponse:
     """A REST request gets ``error`` in the JSON error shape, a page its text form."""
-    return error_answer(host, ctx, error) if rest else body_error_page(error)
+    return error_answer(host, ctx, error, headers) if rest else body_error_page(error)
 
 
 async def respond(
@@ -109,14 +110,14 @@ async def respond(
                     answer if tracer is None else traced(tracer, answer, http.method, ctx)
                 )
             elif isinstance(route, RestError):
-                response = error_answer(host, ctx, route)
+                response = error_answer(host, ctx, route, http.headers)
             else:
                 response = await serve_page(host, http, ctx, read_body)
                 response.headers.extend(_link_lines(host))
         except BodyReadError as exc:
-            response = _outside_dispatch(host, ctx, route is not None, exc.error)
+            response = _outside_dispatch(host, ctx, route is not None, exc.error, http.headers)
         except RestError as error:  # a store's 503 (busy, unavailable) met outside dispatch
-            response = _outside_dispatch(host, ctx, route is not None, error)
+            response = _outside_dispatch(host, ctx, route is not None, error, http.headers)
         except Exception:
             logger.exception(
                 "Unhandled exception while serving %s %s (request %s)",
@@ -126,7 +127,11 @@ async def respond(
                 extra={"request_id": request_id},
             )
             try:
-                response = error_answer(host, ctx, internal_error()) if route else _plain_500()
+                response = (
+                    error_answer(host, ctx, internal_error(), http.headers)
+                    if route
+                    else _plain_500()
+                )
             except Exception:
                 logger.exception("Unhandled exception while answering the 500")
                 response = _plain_500()

@@ -22,7 +22,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from svcrest.store.base import (
     BOOTSTRAP_SQL,
@@ -144,16 +144,15 @@ class SqliteStore(StoreBase):
         self._closed = False
         self._pid = os.getpid()
         self._mark = 0  # see change_mark
+        # Where change marks come from (:class:`_MarkSource`), chosen at open: the one memory
+        # connection, or ``PRAGMA data_version`` until _watch_wal maps the wal-index.
+        self._marks: _MarkSource = _MEMORY_MARKS if self.path is None else _DATA_VERSION_MARKS
         # File connections of this store still open, idle or in use (the wal-index mapping is
         # let go only once none is: svcrest.store.wal_index says why).
         self._open_connections = 0
         # A connection held open only to keep the wal-index file in use (see _watch_wal).
         self._anchor: _MarkedConnection | None = None
         self._wal_index: WalIndex | None = None  # attached: detached when the store closes
-        # The mapped wal-index header read for change marks (None: PRAGMA data_version), and
-        # the header it last showed.
-        self._wal_header: Any = None
-        self._seen_header = b""
         if self.path is None:
             self._memory = self._connect(_MEMORY)
         else:
@@ -285,12 +284,12 @@ class SqliteStore(StoreBase):
         self._anchor, self._wal_index = anchor, index
         _watching.add(self)
         if index.is_initialised():
-            self._wal_header = index.mapping
+            self._marks = _WalIndexMarks(index.mapping)
 
     def _release_wal(self) -> None:
         """Close the anchor, then let the wal-index go (after every other connection of the
         store: see ``svcrest.store.wal_index``)."""
-        self._wal_header = None
+        self._marks = _DATA_VERSION_MARKS
         anchor, self._anchor = self._anchor, None
         index, self._wal_index = self._wal_index, None
         if anchor is not None:
@@ -301,7 +300,7 @@ class SqliteStore(StoreBase):
     def _forget_wal_after_fork(self) -> None:
         """In a forked child: the parent's anchor and mapping are not this process's to use
         or close; change marks come from ``PRAGMA data_version`` again."""
-        self._wal_header = None
+        self._marks = _DATA_VERSION_MARKS
         self._anchor = None
         self._wal_index = None
 
@@ -377,9 +376,7 @@ class SqliteStore(StoreBase):
         (``PRAGMA data_version``: a file store where the wal-index cannot be mapped safely,
         or in a process forked from the one that opened the store) or ``"memory"`` (the one
         connection of an in-memory store)."""
-        if self._memory is not None:
-            return "memory"
-        return "data_version" if self._wal_header is None else "wal-index"
+        return self._marks.name
 
     def change_mark(self) -> int | None:
         """A number that stays the same between two calls only if nothing was written to the
@@ -387,64 +384,20 @@ class SqliteStore(StoreBase):
         inside a :meth:`read` or :meth:`transaction` block of this thread.
 
         SECURITY: what a reader derived from the database (a verified login session) may be
-        reused for as long as the mark it took *before* reading is still the mark. A file
-        store reads the wal-index header, which every commit rewrites
-        (:attr:`change_mark_source`); without it, each connection notices others' commits
-        through ``PRAGMA data_version`` and its own writes through ``total_changes``, and the
-        first connection to notice either moves the mark for every connection (a connection
-        seen for the first time moves it too). PERF: ~0.15 µs from the wal-index; ~3 µs for
-        the ``PRAGMA`` and its pooled connection; a query plus parsing and HMACs for a
-        cookie without a mark.
+        reused for as long as the mark it took *before* reading is still the mark. The
+        store's source of marks (:attr:`change_mark_source`) is chosen when it opens: a file
+        store reads the wal-index header, which every commit rewrites; without it, each
+        connection notices others' commits through ``PRAGMA data_version`` and its own writes
+        through ``total_changes``, and the first connection to notice either moves the mark
+        for every connection (a connection seen for the first time moves it too). PERF:
+        ~0.15 µs from the wal-index; ~3 µs for the ``PRAGMA`` and its pooled connection; a
+        query plus parsing and HMACs for a cookie without a mark. The source is one call
+        (a cookie + nonce GET: 191,535 instructions against 192,028 before the split, within
+        the ±1,000 that case moves between runs; bench/instructions.py).
         """
         if self._local.conn is not None:
             return None
-        wal_header = self._wal_header
-        if wal_header is not None:
-            if self._closed:  # as the PRAGMA path, also while a thread still holds a connection
-                raise StoreError("the store is closed")
-            # PERF: the wal-index header, read from shared memory (~0.15 µs): it changes with
-            # every commit of any connection of any process (svcrest.store.wal_index).
-            # SECURITY: the mark moves *before* the header is recorded as seen, so a thread
-            # that finds the record current also finds the mark moved.
-            try:
-                header = wal_header[:HEADER_BYTES]
-            except ValueError:  # the mapping was closed by close() meanwhile
-                raise StoreError("the store is closed") from None
-            if header != self._seen_header:
-                with self._lock:
-                    self._mark += 1
-                    self._seen_header = header
-            return self._mark
-        memory = self._memory
-        if memory is not None:
-            # PERF: the one connection of an in-memory database makes every write there, so
-            # its own count of changed rows is enough (no lock, no PRAGMA). A write still in
-            # flight in another thread counts already: a reader waits for its commit anyway.
-            if self._closed:
-                raise StoreError("the store is closed")
-            conn, version = memory, 0
-        else:
-            conn = self._take()
-            try:
-                version = conn.execute("PRAGMA data_version").fetchone()[0]
-            except BaseException:
-                self._give_back(conn)
-                raise
-        # PERF: in this frame (a method of its own cost ~500 instructions a cookie check).
-        try:
-            changes = conn.total_changes
-            # The mark moves first when the connection sees a version or a change count it
-            # has not seen before. SECURITY: it moves *before* the connection records what it
-            # saw, so a thread that finds the record current (the shared in-memory
-            # connection) also finds the mark moved; never the old mark after a write.
-            if version != conn.seen_version or changes != conn.seen_changes:
-                with self._lock:
-                    self._mark += 1
-                conn.seen_version, conn.seen_changes = version, changes
-            return self._mark
-        finally:
-            if memory is None:
-                self._give_back(conn)
+        return self._marks.read(self)
 
     def migrate(self, component: str, steps: Sequence[Step]) -> int:
         """Apply the schema ``steps`` of ``component`` not applied yet; returns its version.
@@ -491,6 +444,95 @@ class SqliteStore(StoreBase):
     def __repr__(self) -> str:
         return f"SqliteStore({self.path or _MEMORY!r})"
 
+
+class _MarkSource(Protocol):
+    """One source of :meth:`SqliteStore.change_mark` (outside a block of the calling thread):
+    ``read`` moves the store's mark when the database changed since it last looked."""
+
+    name: str
+
+    def read(self, store: SqliteStore) -> int:
+        """The store's change mark, moved first when the source shows a change."""
+        ...
+
+
+class _WalIndexMarks:
+    """The wal-index header (``svcrest.store.wal_index``), read from shared memory: it
+    changes with every commit of any connection of any process."""
+
+    __slots__ = ("mapping", "seen")
+    name = "wal-index"
+
+    def __init__(self, mapping: Any) -> None:
+        self.mapping = mapping
+        self.seen = b""  # the header last read
+
+    def read(self, store: SqliteStore) -> int:
+        if store._closed:  # as the PRAGMA, also while a thread still holds a connection
+            raise StoreError("the store is closed")
+        # PERF: ~0.15 µs. SECURITY: the mark moves *before* the header is recorded as seen,
+        # so a thread that finds the record current also finds the mark moved.
+        try:
+            header = self.mapping[:HEADER_BYTES]
+        except ValueError:  # the mapping was closed by close() meanwhile
+            raise StoreError("the store is closed") from None
+        if header != self.seen:
+            with store._lock:
+                store._mark += 1
+                self.seen = header
+        return store._mark
+
+
+class _DataVersionMarks:
+    """``PRAGMA data_version`` (others' commits) and ``total_changes`` (its own writes) of a
+    pooled connection: a file store without a mapped wal-index (~3 µs)."""
+
+    __slots__ = ()
+    name = "data_version"
+
+    def read(self, store: SqliteStore) -> int:
+        conn = store._take()
+        try:
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            changes = conn.total_changes
+            # The mark moves first when the connection sees a version or a change count it
+            # has not seen before. SECURITY: it moves *before* the connection records what
+            # it saw, so a thread that finds the record current also finds the mark moved.
+            if version != conn.seen_version or changes != conn.seen_changes:
+                with store._lock:
+                    store._mark += 1
+                conn.seen_version, conn.seen_changes = version, changes
+            return store._mark
+        finally:
+            store._give_back(conn)
+
+
+class _MemoryMarks:
+    """The one connection of an in-memory database makes every write there, so its own
+    count of changed rows is enough (no lock, no PRAGMA). A write still in flight in another
+    thread counts already: a reader waits for its commit anyway."""
+
+    __slots__ = ()
+    name = "memory"
+
+    def read(self, store: SqliteStore) -> int:
+        memory = store._memory
+        if store._closed or memory is None:
+            raise StoreError("the store is closed")
+        # The rule of _DataVersionMarks with a version that never moves, written out (PERF:
+        # a function of its own cost ~500 instructions a cookie check). SECURITY: the mark
+        # moves before the shared connection records the count: a thread that finds the
+        # record current also finds the mark moved, never the old mark after a write.
+        changes = memory.total_changes
+        if changes != memory.seen_changes:
+            with store._lock:
+                store._mark += 1
+            memory.seen_changes = changes
+        return store._mark
+
+
+_DATA_VERSION_MARKS = _DataVersionMarks()
+_MEMORY_MARKS = _MemoryMarks()
 
 #: File stores reading change marks from a wal-index mapping (for the fork handler below).
 _watching: weakref.WeakSet[SqliteStore] = weakref.WeakSet()
