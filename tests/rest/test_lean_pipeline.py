@@ -17,7 +17,7 @@ from svcrest.bounded import Memo
 from svcrest.http import exchange, headers
 from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
 from svcrest.http.headers import Headers, asgi_header_lines
-from svcrest.rest import pipeline
+from svcrest.rest import wire
 from svcrest.rest.defaults import rest_filter_response_fields, rest_handle_options_request
 from svcrest.rest.plan import PipelinePlan
 from tests.conftest import SiteClient
@@ -229,34 +229,37 @@ def test_own_header_lines_are_sent_safe_and_per_response(client_for: ClientFor) 
 
 
 def test_the_answer_templates_are_bounded(monkeypatch: Any) -> None:
-    monkeypatch.setattr(pipeline, "_TEMPLATES", {})
-    for number in range(pipeline._TEMPLATES_MAX + 10):
-        lines, wire, own_tag = pipeline._template(None, False, False, (("X-N", str(number)),))
+    templates: Memo[Any, wire.AnswerLines] = Memo(
+        wire._TEMPLATES_MAX, wire._TEMPLATE_LINES, wire._own_lines_length
+    )
+    monkeypatch.setattr(wire, "_TEMPLATES", templates)
+    for number in range(wire._TEMPLATES_MAX + 10):
+        lines, wire_form, own_tag = wire._template(None, False, False, (("X-N", str(number)),))
         assert own_tag == -1
         assert lines[-1] == ("X-N", str(number))
-        assert wire[-1] == (b"X-N", str(number).encode())
-    assert 0 < len(pipeline._TEMPLATES) <= pipeline._TEMPLATES_MAX
-    long_line = (("X-Long", "v" * (pipeline._TEMPLATE_LINES + 1)),)
-    pipeline._template(None, False, False, long_line)
-    assert all(key[3] != long_line for key in pipeline._TEMPLATES)
+        assert wire_form[-1] == (b"X-N", str(number).encode())
+    assert 0 < len(templates) <= wire._TEMPLATES_MAX
+    long_line = (("X-Long", "v" * (wire._TEMPLATE_LINES + 1)),)
+    wire._template(None, False, False, long_line)
+    assert all(key[3] != long_line for key in templates)
     paging = (("Link", '<http://example.com/svc-json/demo/v1/notes?page=2>; rel="next"'),)
-    lines, _wire, _tag = pipeline._template(None, False, False, paging)
+    lines, _wire, _tag = wire._template(None, False, False, paging)
     assert lines[-1] == paging[0]
-    assert all(key[3] != paging for key in pipeline._TEMPLATES)
+    assert all(key[3] != paging for key in templates)
 
 
 def test_an_own_content_type_replaces_the_block_one() -> None:
-    lines, wire, _tag = pipeline._template(None, False, False, (("Content-Type", "text/plain"),))
+    lines, encoded, _tag = wire._template(None, False, False, (("Content-Type", "text/plain"),))
     assert [value for name, value in lines if name == "Content-Type"] == ["text/plain"]
-    assert len(lines) == len(wire)
+    assert len(lines) == len(encoded)
 
 
 def test_the_template_knows_where_an_own_etag_line_is() -> None:
     own = (("Allow", "GET"), ("etag", '"v1"'), ("ETag", '"v2"'))
-    lines, wire, own_tag = pipeline._template(None, False, False, own)
+    lines, encoded, own_tag = wire._template(None, False, False, own)
     assert lines[own_tag] == ("etag", '"v1"')
     assert own_tag == len(lines) - 2
-    assert len(lines) == len(wire)
+    assert len(lines) == len(encoded)
 
 
 def test_host_names_and_header_names_are_remembered_within_bounds(monkeypatch: Any) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from svcrest.bounded import BoundedDict
+from svcrest.bounded import Memo
 from svcrest.http.answer_json import UnencodableValue, dumps_answer, encode_default
 
 __all__ = [
@@ -148,8 +148,8 @@ class Serializers:
         }
         # PERF: an Accept value → the format chosen for it (clients send the same few values;
         # parsing one costs ~3 µs). SECURITY: the value is the client's: only values of at
-        # most 256 characters are kept, 64 of them, the oldest going first.
-        self._chosen: BoundedDict[str, Serializer] = BoundedDict(64)
+        # most 256 characters are kept, 64 of them, and the memory is emptied when full.
+        self._chosen: Memo[str, Serializer] = Memo(64, 256)
 
     def with_serializer(self, serializer: Serializer) -> Serializers:
         """These formats and ``serializer`` after them (ValueError when a media type or tag
@@ -160,7 +160,7 @@ class Serializers:
         """The format to answer a request whose ``Accept`` value is ``accept`` in."""
         if not accept:
             return JSON_SERIALIZER
-        chosen = self._chosen.entries.get(accept)
+        chosen = self._chosen.get(accept)
         if chosen is None:
             weights = _weights(accept)
             chosen = JSON_SERIALIZER
@@ -169,8 +169,7 @@ class Serializers:
                 weight = _weight(serializer, weights)
                 if weight > best:
                     chosen, best = serializer, weight
-            if len(accept) <= 256:
-                self._chosen.put(accept, chosen)
+            self._chosen.keep(accept, chosen)
         return chosen
 
     def negotiate(

@@ -22,8 +22,10 @@ from collections.abc import Callable
 from hashlib import blake2b
 from typing import Any
 
+from svcrest.bounded import Memo
 from svcrest.chains import is_awaitable
 from svcrest.http.compression import (
+    MIN_SIZE,
     breach_prone,
     compress,
     negotiated_coding,
@@ -245,12 +247,15 @@ def _replace_line(answer: HttpResponse, index: int, value: str) -> None:
 # instead of 4.3 µs (hashing and encoding each time; timeit, loaded machine). SECURITY:
 # bounded: bodies under 1 KiB only, 256 of them (~300 KB), emptied when full; a look-up needs
 # the exact body, so nothing of one answer reaches another.
-_TAG_LINES: dict[bytes, tuple[tuple[str, str], tuple[bytes, bytes]]] = {}
 _TAG_LINES_MAX = 256
+_TAG_LINES: Memo[bytes, tuple[tuple[str, str], tuple[bytes, bytes]]] = Memo(
+    _TAG_LINES_MAX, MIN_SIZE - 1
+)
 
 
 #: ``remembered_tag_line(body)``: the remembered line of :func:`tag_line`, or None. PERF: a
 #: dict's own method (no Python frame: ~10 bytecodes and a frame less a plain GET).
+#: (The memory is emptied in place, never replaced, so this stays its method.)
 remembered_tag_line = _TAG_LINES.get
 
 
@@ -260,10 +265,7 @@ def tag_line(body: bytes) -> tuple[tuple[str, str], tuple[bytes, bytes]]:
     found = _TAG_LINES.get(body)
     if found is None:
         tag = body_tag(body)
-        found = (("ETag", tag), (b"ETag", tag.encode("latin-1")))
-        if len(_TAG_LINES) >= _TAG_LINES_MAX:
-            _TAG_LINES.clear()
-        _TAG_LINES[body] = found
+        found = _TAG_LINES.keep(body, (("ETag", tag), (b"ETag", tag.encode("latin-1"))))
     return found
 
 

@@ -38,16 +38,10 @@ from svcrest.http.errors import RestError
 from svcrest.http.exchange import (
     HttpRequest,
     HttpResponse,
-    encode_lines,
-    safe_lines,
-    wire_lines,
 )
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
-from svcrest.http.serializers import JSON_SERIALIZER
-from svcrest.http.user import ANONYMOUS
-from svcrest.rest.auth_schemes import CONTENT_ALLOW_HEADERS
 from svcrest.rest.conditional import (
     READS,
     coded_answer,
@@ -61,6 +55,7 @@ from svcrest.rest.server import internal_error
 from svcrest.rest.timing import server_timing_line
 from svcrest.rest.tracing import child_span
 from svcrest.rest.urls import rest_route_of
+from svcrest.rest.wire import JSON_CONTENT_TYPE, answer_lines
 
 if TYPE_CHECKING:
     from svcrest.http.serializers import Serializer
@@ -80,30 +75,11 @@ __all__ = [
 
 logger = logging.getLogger("svcrest")
 
-#: The Content-Type of JSON answers (the header block's, for a site that answers JSON only).
-JSON_CONTENT_TYPE = JSON_SERIALIZER.content_type
-_STATIC_REST_HEADERS = (
-    ("Content-Type", JSON_CONTENT_TYPE),
-    ("X-Content-Type-Options", "nosniff"),
-    ("X-Robots-Tag", "noindex"),
-)
-_EXPOSE = (
-    "X-SVC-Total, X-SVC-TotalPages, Link, ETag, RateLimit, RateLimit-Policy, Retry-After,"
-    " Idempotent-Replayed, X-Request-Id"
-)
-#: With ``wordpress_compat``, WordPress's paging headers are exposed too (``wpapi`` reads them).
-_EXPOSE_COMPAT = _EXPOSE + ", X-WP-Total, X-WP-TotalPages"
-#: CORS ``Access-Control-Allow-Headers`` of a site without authentication schemes.
-_NO_SCHEME_ALLOW_HEADERS = ", ".join(CONTENT_ALLOW_HEADERS)
 _NO_BODY_STATUSES = frozenset({204, 304})
 #: The pipeline's clock, by ``server_timing``: ``float()`` is 0.0, so without Server-Timing
 #: no clock is read (3 calls of ~30 ns a request).
 _CLOCKS: tuple[Callable[[], float], Callable[[], float]] = (float, perf_counter)
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
-
-#: The header lines of a REST answer but the pending ones: the lines (made safe), their wire
-#: encoding, and the index of the response's own ``ETag`` line among them (-1: none).
-AnswerLines = tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...], int]
 
 
 def _method_override(request: Request) -> bool:
@@ -185,122 +161,6 @@ def posted_response(posted: Any, result: Response, request: Request) -> Response
     if request.may_have_query and "_envelope" in request.query_params:
         return envelope_response(result, request)
     return result
-
-
-# PERF: (Link value, not cacheable, the response sets its own Content-Type) → the REST header
-# lines every response starts with and their wire encoding (built once: ~2 µs a response).
-# SECURITY: bounded; the Link value comes from the site's settings and URL filters, not from
-# the client, and the block is emptied when full.
-_HEADER_BLOCKS: dict[
-    tuple[str | None, bool, bool, bool, str],
-    tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]],
-] = {}
-_HEADER_BLOCKS_MAX = 64
-
-
-def header_block(
-    link: str | None,
-    no_store: bool,
-    own_content_type: bool,
-    wordpress_compat: bool = False,
-    allow_headers: str = _NO_SCHEME_ALLOW_HEADERS,
-) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[bytes, bytes], ...]]:
-    """The REST header lines every response starts with, and their wire encoding
-    (``allow_headers``: the site's CORS ``Access-Control-Allow-Headers``, see
-    :class:`~svcrest.rest.auth_schemes.AuthSchemes`)."""
-    key = (link, no_store, own_content_type, wordpress_compat, allow_headers)
-    block = _HEADER_BLOCKS.get(key)
-    if block is None:
-        lines = [
-            item
-            for item in _STATIC_REST_HEADERS
-            if not own_content_type or item[0] != "Content-Type"
-        ]
-        if link is not None:
-            lines.append(("Link", link))
-        lines.append(("Vary", "Origin"))
-        lines.append(
-            ("Access-Control-Expose-Headers", _EXPOSE_COMPAT if wordpress_compat else _EXPOSE)
-        )
-        lines.append(("Access-Control-Allow-Headers", allow_headers))
-        if no_store:
-            lines.append(("Cache-Control", "no-store"))
-        if len(_HEADER_BLOCKS) >= _HEADER_BLOCKS_MAX:
-            _HEADER_BLOCKS.clear()
-        safe = tuple(safe_lines(lines))
-        block = _HEADER_BLOCKS[key] = (safe, wire_lines(safe))
-    return block
-
-
-# PERF: (REST header block key, the response's own lines) → every header line of the answer
-# but the pending ones, made safe, their wire encoding and where the own ``ETag`` line is: a
-# response's own lines (Allow, CORS) repeat from one answer to the next, and encoding them
-# line by line cost ~2 µs. SECURITY: bounded in entries and bytes: only answers whose own
-# lines total at most ``_TEMPLATE_LINES`` characters and no ``?`` are kept (the CORS lines
-# hold a validated Origin of at most 300 characters; a plugin's header may echo a client's
-# value; a paging Link holds the client's query string), and the memory is emptied when full.
-_TEMPLATES: dict[
-    tuple[str | None, bool, bool, tuple[tuple[str, str], ...], str],
-    AnswerLines,
-] = {}
-_TEMPLATES_MAX = 256
-_TEMPLATE_LINES = 1024
-
-
-def _template(
-    link: str | None,
-    no_store: bool,
-    wordpress_compat: bool,
-    own: tuple[tuple[str, str], ...],
-    allow_headers: str = _NO_SCHEME_ALLOW_HEADERS,
-) -> AnswerLines:
-    """The REST header block followed by the response's own lines ``own``, made safe, their
-    wire encoding, and the index of the own ``ETag`` line among them (-1: none)."""
-    own_content_type = False
-    own_tag = -1
-    for index, (name, _) in enumerate(own):
-        # PERF: the length first; a lower-cased copy only for a name of a length it may be.
-        if len(name) == 12 and name.lower() == "content-type":
-            own_content_type = True
-        elif len(name) == 4 and own_tag < 0 and name.lower() == "etag":
-            own_tag = index
-    lines, wire = header_block(link, no_store, own_content_type, wordpress_compat, allow_headers)
-    if own_tag >= 0:
-        own_tag += len(lines)
-    if own:
-        lines = (*lines, *safe_lines(own))
-        wire = (*wire, *encode_lines(own))
-    answer_lines = (lines, wire, own_tag)
-    if sum(len(name) + len(value) for name, value in own) <= _TEMPLATE_LINES and not any(
-        "?" in value for _, value in own
-    ):
-        # SECURITY: never keyed on a query string (a paging ``Link`` carries the client's).
-        if len(_TEMPLATES) >= _TEMPLATES_MAX:
-            _TEMPLATES.clear()
-        _TEMPLATES[(link, no_store, wordpress_compat, own, allow_headers)] = answer_lines
-    return answer_lines
-
-
-def answer_lines(
-    settings: SiteSettings, ctx: RequestContext, status: int, own: tuple[tuple[str, str], ...]
-) -> AnswerLines:
-    """The header lines of a REST answer of ``status`` with the response's own lines ``own``
-    but the pending ones (see :data:`AnswerLines`).
-
-    SECURITY: an answer is ``Cache-Control: no-store`` when it is for a logged-in user, when
-    it is an error (a refused nonce or login must not be replayed from a cache) or when the
-    method was overridden (a cache keys on the method it saw).
-    """
-    user = ctx.user
-    no_store = (
-        status >= 400 or ctx.method_overridden or (user is not ANONYMOUS and user.is_logged_in)
-    )
-    link = settings.rest_output_link_header()
-    compat = settings.wordpress_compat
-    schemes = settings.auth_schemes
-    allow = schemes.allow_headers_compat if compat else schemes.allow_headers
-    found = _TEMPLATES.get((link, no_store, compat, own, allow))
-    return found if found is not None else _template(link, no_store, compat, own, allow)
 
 
 def finish(
