@@ -85,6 +85,37 @@ def test_changed_headers_answer_from_their_lines(
     assert source == before  # the server's own form is never changed
 
 
+@pytest.mark.parametrize(("make", "source"), SOURCES, ids=["scope", "environ"])
+def test_listed_headers_answer_every_mapping_question_as_plain_headers(
+    make: Callable[[Any], OnDemandHeaders], source: Any
+) -> None:
+    headers = make(copy.deepcopy(source))
+    not_a_name: object = 3
+    plain = Headers([("Cookie", "a=1"), ("Origin", "https://a.test")])
+    assert (
+        len(headers),
+        sorted(n.lower() for n in headers),
+        "COOKIE" in headers,
+        not_a_name in headers,
+    ) == (
+        2,
+        ["cookie", "origin"],
+        True,
+        False,
+    )
+    assert headers == plain and headers == {"cookie": "a=1", "origin": "https://a.test"}
+    assert type(headers.listed()) is Headers
+    assert headers.index() == {"cookie": ["a=1"], "origin": ["https://a.test"]}
+    copied = headers.copy()
+    headers.extend([("X-A", "1"), ("X-A", "2")])
+    assert (headers.get_list("x-a"), headers.is_empty(), "x-a" in copied) == (
+        ["1", "2"],
+        False,
+        False,
+    )
+    assert repr(headers).startswith(type(headers).__name__ + "([")
+
+
 def test_any_iterable_of_pairs_is_read() -> None:
     headers = ScopeHeaders(iter([(b"host", b"a.test"), (b"x-a", b"1")]))
     assert (headers.get_joined("host"), headers.items_list()) == (

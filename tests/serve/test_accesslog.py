@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import MutableMapping
+from typing import Any
 
 import pytest
 
+from svcrest import App
+from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG, LOGGED_REQUEST, _AccessLog
 from svcrest.serve.accesslog import RedactSecrets, redact
 
 
@@ -76,3 +81,55 @@ def test_filter_rewrites_uvicorn_and_granian_records() -> None:
     granian_record.args = {"path": "/n", "query_string": "_wpnonce=S&a=1", "status": 403}
     assert RedactSecrets().filter(granian_record) is True
     assert granian_record.getMessage() == "/n?_wpnonce=[redacted]&a=1 403"
+
+
+# -- the request an access-log line names -----------------------------------------------------
+
+
+def _served_through_asgi(app: Any) -> Any:
+    """The request the ASGI adapter left for the access log of one GET, seen when the
+    answer's head is sent (where uvicorn writes its line)."""
+    seen: list[Any] = []
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/svc-json/",
+        "query_string": b"",
+        "headers": [(b"host", b"example.org"), (b"x-request-id", b"line-1")],
+        "client": ("127.0.0.1", 5000),
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            seen.append(LOGGED_REQUEST.get())
+
+    async def serve() -> None:  # a fresh context, as a server's task for the request
+        await app(scope, receive, send)
+
+    asyncio.run(serve())
+    return seen[0]
+
+
+def test_the_adapters_name_the_request_only_for_an_access_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = App("http://example.org")
+    monkeypatch.setattr(ACCESS_LOG, "on", False)
+    assert _served_through_asgi(app) is None
+    monkeypatch.setattr(ACCESS_LOG, "on", True)
+    http = _served_through_asgi(app)
+    assert (http.request_id, http.matched_route, http.user_id) == ("line-1", "/", 0)
+
+
+def test_a_worker_reads_whether_its_server_logs_access(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SVCREST_ACCESS_LOG", "1")
+    assert _AccessLog().on is True
+    monkeypatch.setenv("SVCREST_ACCESS_LOG", "0")
+    assert _AccessLog().on is False
+    monkeypatch.delenv("SVCREST_ACCESS_LOG")
+    assert _AccessLog().on is False
+    assert ENV_ACCESS_LOG == "SVCREST_ACCESS_LOG"

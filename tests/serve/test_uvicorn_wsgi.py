@@ -14,10 +14,16 @@ import pytest
 
 import svcrest
 from svcrest import App, Request
-from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
 from svcrest.serve.uvicorn_wsgi import WSGIBridge
 
 Message = MutableMapping[str, Any]
+
+
+@pytest.fixture(autouse=True)
+def _access_log_names_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As under ``svcrest serve`` with its access log on."""
+    monkeypatch.setattr(ACCESS_LOG, "on", True)
 
 
 def _site(tmp_path: Path) -> App:

@@ -13,7 +13,7 @@ from itertools import filterfalse
 from typing import Any
 
 from svcrest.bounded import Memo
-from svcrest.http.headers import PROBE_LONGEST, Headers, Lines, OnDemandHeaders, probe_length
+from svcrest.http.headers import PROBE_LONGEST, Lines, OnDemandHeaders, probe_length
 
 __all__ = ["EnvironHeaders", "environ_header_lines"]
 
@@ -200,8 +200,7 @@ class EnvironHeaders(OnDemandHeaders):
 
     def __init__(self, environ: Environ) -> None:
         """The header lines of ``environ`` (read from it, not copied)."""
-        self._unlisted = True
-        self._keys = None
+        self._listed_lines = None
         self._environ: Environ | None = environ
 
     def _list_lines(self) -> Lines:
@@ -218,13 +217,13 @@ class EnvironHeaders(OnDemandHeaders):
             if key is not None:
                 value: str | None = environ.get(key)
                 return value
-        return Headers.get_joined(self, name)
+        return self.listed().get_joined(name)
 
     def has_any(self, names: frozenset[str]) -> bool:
         """Whether a line of any of ``names`` (lower case) is there."""
         environ = self._environ
         if environ is None:
-            return Headers.has_any(self, names)
+            return self.listed().has_any(names)
         keys, presence_is_enough = _PROBES.get(names) or _probe(names)
         if environ.keys().isdisjoint(keys):
             return False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping
-from typing import Any
 
 from svcrest.bounded import Memo
 
@@ -254,7 +253,7 @@ class Headers(MutableMapping[str, str]):
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Headers):
             return sorted((n.lower(), v) for n, v in self._items) == sorted(
-                (n.lower(), v) for n, v in other._items
+                (n.lower(), v) for n, v in other.items_list()
             )
         if isinstance(other, Mapping):
             return dict(self.items()) == {str(k): str(v) for k, v in other.items()} or {
@@ -268,67 +267,88 @@ class Headers(MutableMapping[str, str]):
         return f"Headers({self._items!r})"
 
 
-# The slots that hold a Headers' lines and index, read and written past the properties of
-# OnDemandHeaders.
-_ITEMS_SLOT: Any = vars(Headers)["_items"]
-_INDEX_SLOT: Any = vars(Headers)["_index"]
-
-
 class OnDemandHeaders(Headers):
     """:class:`Headers` kept in a server's own form of the request's lines (a WSGI environ,
     an ASGI scope's byte pairs) until something needs them all.
 
-    A subclass answers ``get_joined`` and ``has_any`` from that form while ``_unlisted`` is
-    true (``get`` asks ``get_joined``) and says how to list the lines (:meth:`_list_lines`,
-    called once); the first time anything else reads or changes the lines, they are listed,
-    and from then on they are the headers, as for any :class:`Headers`. PERF: properties,
-    not ``__getattr__``: a class with ``__getattr__`` has every attribute read take the
-    slow, unspecialised path.
+    A subclass answers ``get_joined`` and ``has_any`` from that form (``get`` asks
+    ``get_joined``) and says how to list the lines (:meth:`_list_lines`, called once). The
+    first time anything else reads or changes the lines, they are listed into a plain
+    :class:`Headers` (:meth:`listed`), which answers from then on: every other method hands
+    over to it. A subclass's constructor sets ``_listed_lines`` to None itself (PERF: no call
+    to a base constructor on every request); the base class's own storage stays unused.
     """
 
-    #: True until the lines are listed; a subclass's constructor sets it (and ``_keys`` to
-    #: None) itself. PERF: no call to a base constructor on every request.
-    __slots__ = ("_unlisted",)
+    __slots__ = ("_listed_lines",)
+    _listed_lines: Headers | None
 
     def _list_lines(self) -> Lines:
         """The lines in order and their index (lower-cased name → values); called once, the
         first time they are needed. The subclass lets go of its own form then."""
         raise NotImplementedError
 
+    def listed(self) -> Headers:
+        """The lines as plain :class:`Headers`, listed from the server's form the first time."""
+        headers = self._listed_lines
+        if headers is None:
+            items, index = self._list_lines()
+            headers = self._listed_lines = Headers.from_lines(items, index)
+        return headers
+
     def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
         """The value of ``name``, or ``default`` (see :meth:`Headers.get`)."""
         value = self.get_joined(name.lower())
         return default if value is None else value
 
-    def _listed(self) -> None:
-        items, index = self._list_lines()
-        _ITEMS_SLOT.__set__(self, items)
-        _INDEX_SLOT.__set__(self, index)
-        self._unlisted = False  # last: a reader sees the server's form or the lines
+    def get_joined(self, name: str) -> str | None:
+        return self.listed().get_joined(name)
 
-    # PERF: a read is the property's call, one flag and the slot.
-    @property
-    def _items(self) -> list[tuple[str, str]]:
-        if self._unlisted:
-            self._listed()
-        items: list[tuple[str, str]] = _ITEMS_SLOT.__get__(self)
-        return items
+    def has_any(self, names: frozenset[str]) -> bool:
+        return self.listed().has_any(names)
 
-    @_items.setter
-    def _items(self, value: list[tuple[str, str]]) -> None:
-        if self._unlisted:
-            self._listed()  # first: listing later would overwrite the value
-        _ITEMS_SLOT.__set__(self, value)
+    def add(self, name: str, value: str) -> None:
+        self.listed().add(name, value)
 
-    @property
-    def _index(self) -> dict[str, list[str]] | None:
-        if self._unlisted:
-            self._listed()
-        index: dict[str, list[str]] | None = _INDEX_SLOT.__get__(self)
-        return index
+    def extend(self, lines: Iterable[tuple[str, str]]) -> None:
+        self.listed().extend(lines)
 
-    @_index.setter
-    def _index(self, value: dict[str, list[str]] | None) -> None:
-        if self._unlisted:
-            self._listed()
-        _INDEX_SLOT.__set__(self, value)
+    def is_empty(self) -> bool:
+        return self.listed().is_empty()
+
+    def index(self) -> dict[str, list[str]]:
+        return self.listed().index()
+
+    def get_list(self, name: str) -> list[str]:
+        return self.listed().get_list(name)
+
+    def items_list(self) -> list[tuple[str, str]]:
+        return self.listed().items_list()
+
+    def copy(self) -> Headers:
+        return self.listed().copy()
+
+    def __getitem__(self, name: str) -> str:
+        return self.listed()[name]
+
+    def __setitem__(self, name: str, value: str) -> None:
+        self.listed()[name] = value
+
+    def __delitem__(self, name: str) -> None:
+        del self.listed()[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.listed()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.listed())
+
+    def __len__(self) -> int:
+        return len(self.listed())
+
+    def __eq__(self, other: object) -> bool:
+        return self.listed() == other
+
+    __hash__ = None  # mutable mapping
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.listed().items_list()!r})"

@@ -25,7 +25,14 @@ from svcrest.http.context import current_context
 from svcrest.http.exchange import HttpRequest
 from svcrest.http.headers import Headers
 
-__all__ = ["LOGGED_REQUEST", "MAX_REQUEST_ID", "new_request_id", "request_id_of"]
+__all__ = [
+    "ACCESS_LOG",
+    "ENV_ACCESS_LOG",
+    "LOGGED_REQUEST",
+    "MAX_REQUEST_ID",
+    "new_request_id",
+    "request_id_of",
+]
 
 #: The longest client request id kept.
 MAX_REQUEST_ID: Final = 128
@@ -33,6 +40,28 @@ _VALID: Final = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 #: The request whose answer an adapter is sending (None before any), for access logs.
 LOGGED_REQUEST: ContextVar[HttpRequest | None] = ContextVar("svcrest_logged", default=None)
+
+#: The environment variable ``svcrest serve`` sets for its workers: "1" when the server writes
+#: access-log lines through the filter that reads :data:`LOGGED_REQUEST`.
+ENV_ACCESS_LOG: Final = "SVCREST_ACCESS_LOG"
+
+
+class _AccessLog:
+    """Whether this process's server writes access-log lines that name the request (``svcrest
+    serve``'s filter): the adapters set :data:`LOGGED_REQUEST` only then. PERF: setting a
+    context variable costs a plain GET ~1,700 instructions (bench/instructions.py), paid for
+    nothing when no such line is written (no access log, or a server started without
+    ``svcrest serve``, which has no filter to read it)."""
+
+    __slots__ = ("on",)
+
+    def __init__(self) -> None:
+        self.on = os.environ.get(ENV_ACCESS_LOG) == "1"
+
+
+#: ``ACCESS_LOG.on``: see :class:`_AccessLog` (``svcrest serve`` sets it, and
+#: :data:`ENV_ACCESS_LOG` for its workers).
+ACCESS_LOG = _AccessLog()
 
 
 class _Ids:

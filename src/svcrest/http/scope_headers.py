@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from svcrest.bounded import Memo
 from svcrest.http.headers import (
     PROBE_LONGEST,
-    Headers,
     Lines,
     OnDemandHeaders,
     asgi_header_lines,
@@ -68,8 +67,7 @@ class ScopeHeaders(OnDemandHeaders):
 
     def __init__(self, raw: RawLines) -> None:
         """The header lines of ``raw``, a scope's ``headers`` (read, not copied)."""
-        self._unlisted = True
-        self._keys = None
+        self._listed_lines = None
         pairs = raw if type(raw) is list else list(raw)
         single = dict(pairs)
         self._raw: list[tuple[bytes, bytes]] | None = pairs
@@ -87,7 +85,7 @@ class ScopeHeaders(OnDemandHeaders):
         """The value of ``name`` (lower case), or None (see :meth:`Headers.get_joined`)."""
         single = self._single
         if single is None:
-            return Headers.get_joined(self, name)
+            return self.listed().get_joined(name)
         # None, for a name that is not Latin-1, finds no line
         value = single.get(_RAW_NAMES.get(name) or _raw_name(name))  # type: ignore[arg-type]
         return None if value is None else value.decode("latin-1")
@@ -96,5 +94,5 @@ class ScopeHeaders(OnDemandHeaders):
         """Whether a line of any of ``names`` (lower case) is there."""
         single = self._single
         if single is None:
-            return Headers.has_any(self, names)
+            return self.listed().has_any(names)
         return not (_PROBES.get(names) or _probe(names)).isdisjoint(single)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
 from svcrest.serve.bodies import body_timeout, body_timeout_error
 
 __all__ = ["ENV_TARGET", "FACTORY", "THREADS", "WSGIBridge", "bridge_from_env", "configure"]
@@ -84,7 +84,8 @@ class WSGIBridge:
             self._threads, context.run, _call, self.wsgi, environ
         )
         # The request the site answered, for the access-log line uvicorn writes in send().
-        LOGGED_REQUEST.set(context.get(LOGGED_REQUEST))
+        if ACCESS_LOG.on:
+            LOGGED_REQUEST.set(context.get(LOGGED_REQUEST))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": chunks, "more_body": False})
 

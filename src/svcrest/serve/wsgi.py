@@ -16,7 +16,7 @@ from svcrest.http.exchange import (
     headers_announce_body,
     remembered_host_name,
 )
-from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
 from svcrest.serve.bodies import PacedBodyReads
 from svcrest.site.host import SiteHost
 from svcrest.site.respond import SiteForward, body_error_page, respond
@@ -183,7 +183,8 @@ class WSGIAdapter:
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
         # context variables never reaches the next request served by this thread.
         answer = run_in_context(respond(host, http, reader), inline_context())
-        LOGGED_REQUEST.set(http)  # for the server's access-log line
+        if ACCESS_LOG.on:
+            LOGGED_REQUEST.set(http)  # for the server's access-log line
         if type(answer) is SiteForward:
             try:
                 if announced:
