@@ -25,7 +25,15 @@ from collections.abc import Callable, Coroutine, Iterable
 from types import CoroutineType
 from typing import Any, Final
 
-__all__ = ["NOT_AWAITABLE", "Chain", "Pending", "is_awaitable", "run_chain", "run_chain_async"]
+__all__ = [
+    "NOT_AWAITABLE",
+    "Chain",
+    "Pending",
+    "is_awaitable",
+    "run_chain",
+    "run_chain_async",
+    "settled",
+]
 
 #: A hook's callbacks in run order, each taking the value and the hook's arguments.
 Chain = tuple[Callable[..., Any], ...]
@@ -100,6 +108,12 @@ async def run_chain_async(
         if type(value) not in NOT_AWAITABLE and is_awaitable(value):
             value = await value
     return value
+
+
+async def settled(value: Any) -> Any:
+    """``value``, awaited when it is awaitable: the answer of a callback that may be
+    ``async``, for a coroutine that calls one callback on its own."""
+    return await value if is_awaitable(value) else value
 
 
 def _pending_type() -> type[Coroutine[Any, Any, Any]]:

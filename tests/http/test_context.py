@@ -5,6 +5,7 @@ so this test gives each field a value of its own and reads each back)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 from collections.abc import MutableMapping
 from typing import Any
@@ -12,7 +13,10 @@ from typing import Any
 import pytest
 
 from svcrest import App, Request, public
-from svcrest.http.context import current_context
+from svcrest.http.context import RequestContext, current_context
+from svcrest.http.exchange import HttpRequest
+from svcrest.http.headers import Headers
+from svcrest.http.user import ANONYMOUS
 
 SEEN: list[dict[str, Any]] = []
 
@@ -89,3 +93,27 @@ def test_the_wsgi_adapter_fills_every_field(app: App) -> None:
     assert (started, body) == (["200 OK"], b'{"ok":true}')
     (seen,) = SEEN
     assert {key: seen[key] for key in EXPECTED} == EXPECTED
+
+
+def test_the_serving_factory_sets_every_field() -> None:
+    http = HttpRequest("GET", "/svc-json/", "", Headers(), b"", "https", "a.example", "10.0.0.7")
+    http.request_id = "r-1"
+    ctx = RequestContext.serving(http, True)
+    fields = {field.name: getattr(ctx, field.name) for field in dataclasses.fields(ctx)}
+    assert fields == {
+        "is_rest": True,
+        "user": ANONYMOUS,
+        "cookie_status": None,
+        "session_token": "",
+        "pending_headers": None,
+        "secure": True,
+        "host": "a.example",
+        "method_overridden": False,
+        "client": "10.0.0.7",
+        "auth_error": None,
+        "request_id": "r-1",
+        "matched_route": "",
+    }
+    assert ctx == RequestContext(
+        is_rest=True, secure=True, host="a.example", client="10.0.0.7", request_id="r-1"
+    )

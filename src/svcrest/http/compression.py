@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Callable
 
 from svcrest.bounded import Memo
+from svcrest.http.qvalues import q_weights
 
 __all__ = ["CODINGS", "MIN_SIZE", "breach_prone", "compress", "negotiated_coding"]
 
@@ -57,30 +58,8 @@ _CHOSEN_LENGTH = 128
 _CHOSEN: Memo[str, str | None] = Memo(_CHOSEN_MAX, _CHOSEN_LENGTH)
 
 
-def _weights(header: str) -> dict[str, float]:
-    """Coding → its ``q`` weight in an ``Accept-Encoding`` value (lower-case names; an
-    item with an unreadable weight is left out)."""
-    weights: dict[str, float] = {}
-    for item in header.split(",")[:32]:
-        name, _, params = item.partition(";")
-        name = name.strip().lower()
-        if not name:
-            continue
-        weight = 1.0
-        for param in params.split(";"):
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    weight = float(value.strip())
-                except ValueError:
-                    weight = -1.0
-        if 0.0 <= weight <= 1.0:
-            weights.setdefault(name, weight)
-    return weights
-
-
 def _choose(header: str) -> str | None:
-    weights = _weights(header)
+    weights = q_weights(header)
     star = weights.get("*", 0.0)
     best: str | None = None
     best_weight = 0.0

@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+from svcrest.http.exchange import HttpRequest
 from svcrest.http.user import ANONYMOUS, User
 
 __all__ = ["RequestContext", "current_context", "is_rest_request"]
@@ -50,6 +51,26 @@ class RequestContext:
     auth_error: Any = None
     request_id: str = ""
     matched_route: str = ""
+
+    @classmethod
+    def serving(cls, http: HttpRequest, is_rest: bool) -> RequestContext:
+        """The context of ``http`` being served (its ``request_id`` set already): anonymous,
+        nothing pending. The one construction by position; every other names its fields."""
+        # PERF: by position, in field order (keywords cost ~0.35 µs a request): keep it next
+        # to the fields; tests/http/test_context.py reads every field back.
+        return cls(
+            is_rest,
+            ANONYMOUS,
+            None,
+            "",
+            None,
+            http.scheme == "https",
+            http.host,
+            False,
+            http.client,
+            None,
+            http.request_id,
+        )
 
     def add_pending_header(self, name: str, value: str) -> None:
         """Add a header line to the response being built."""

@@ -20,6 +20,7 @@ import orjson
 
 from svcrest.bounded import Memo
 from svcrest.http.answer_json import UnencodableValue, dumps_answer, encode_default
+from svcrest.http.qvalues import q_weights
 
 __all__ = [
     "JSON_SERIALIZER",
@@ -70,29 +71,6 @@ class Serializer:
 JSON_SERIALIZER = Serializer(
     "application/json", "application/json; charset=UTF-8", dumps_answer, ""
 )
-
-
-def _weights(header: str) -> dict[str, float]:
-    """Media range → its ``q`` weight in an ``Accept`` value (lower case, the first mention
-    of a range winning; other parameters are ignored; an unreadable weight leaves the item
-    out)."""
-    weights: dict[str, float] = {}
-    for item in header.split(",")[:32]:
-        media, _, params = item.partition(";")
-        media = media.strip().lower()
-        if not media:
-            continue
-        weight = 1.0
-        for param in params.split(";"):
-            key, _, value = param.partition("=")
-            if key.strip().lower() == "q":
-                try:
-                    weight = float(value.strip())
-                except ValueError:
-                    weight = -1.0
-        if 0.0 <= weight <= 1.0:
-            weights.setdefault(media, weight)
-    return weights
 
 
 def _weight(serializer: Serializer, weights: dict[str, float]) -> float:
@@ -162,7 +140,7 @@ class Serializers:
             return JSON_SERIALIZER
         chosen = self._chosen.get(accept)
         if chosen is None:
-            weights = _weights(accept)
+            weights = q_weights(accept)
             chosen = JSON_SERIALIZER
             best = 0.0
             for serializer in self.all:

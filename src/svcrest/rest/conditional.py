@@ -23,7 +23,7 @@ from hashlib import blake2b
 from typing import Any
 
 from svcrest.bounded import Memo
-from svcrest.chains import is_awaitable
+from svcrest.chains import settled
 from svcrest.http.compression import (
     MIN_SIZE,
     breach_prone,
@@ -172,15 +172,12 @@ def guarded(
     async def guard(request: Request) -> Any:
         method = request.method
         if method not in READS and method not in _WRITES:
-            result = call(request)
-            return await result if is_awaitable(result) else result
+            return await settled(call(request))
         tag = await _current_tag(version_of, request)
         not_modified = _precondition(request, tag, require_if_match)
         if not_modified is not None:
             return not_modified
-        result = call(request)
-        if is_awaitable(result):
-            result = await result
+        result = await settled(call(request))
         if method in _WRITES and method != "DELETE" and tag is not None:
             tag = await _current_tag(version_of, request)  # the version the write made
         return _tagged(result, tag)
@@ -190,9 +187,7 @@ def guarded(
 
 async def _current_tag(version_of: Callable[..., Any], request: Request) -> str | None:
     """The quoted version an ``etag_callback`` answers for ``request`` (None: no version)."""
-    version = version_of(request)
-    if is_awaitable(version):
-        version = await version
+    version = await settled(version_of(request))
     return None if version is None else quoted_tag(version)
 
 
