@@ -122,11 +122,19 @@ def _site(registry: CollectorRegistry) -> App:
         r"/items/(?P<id>\d+)",
         {"methods": "GET", "callback": item, "permission_callback": svcrest.public},
     )
-    app.request_observer = RequestMetrics(registry)
+    observer = RequestMetrics(registry)
+    app.request_observer = observer
+    _OBSERVERS[id(registry)] = observer
     return app
 
 
+#: Each test registry's observer (its tally is added to the series when the figures are read,
+#: as the operating sampler does once a second under a server).
+_OBSERVERS: dict[int, RequestMetrics] = {}
+
+
 def _samples(registry: CollectorRegistry, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    _OBSERVERS[id(registry)].flush()
     return {
         tuple(sorted(sample.labels.items())): sample.value
         for metric in registry.collect()
@@ -211,3 +219,45 @@ def test_the_admin_port_defaults_to_the_environment(monkeypatch: pytest.MonkeyPa
     assert build_parser().parse_args(["serve"]).admin_port == 9102
     monkeypatch.delenv("SVCREST_ADMIN_PORT")
     assert build_parser().parse_args(["serve"]).admin_port is None
+
+
+def test_a_flush_adds_the_same_figures_as_one_observation_at_a_time() -> None:
+    from prometheus_client import Counter, Histogram
+
+    from svcrest.serve.metrics import BUCKETS
+
+    registry, reference = CollectorRegistry(), CollectorRegistry()
+    observer = RequestMetrics(registry)
+    counts = Counter("svcrest_requests", "", ("method", "route", "status"), registry=reference)
+    durations = Histogram(
+        "svcrest_request_duration_seconds", "", ("method", "route"), buckets=BUCKETS,
+        registry=reference,
+    )  # fmt: skip
+    answered = [("GET", "/r", 200, 0.001), ("GET", "/r", 200, 0.0011), ("GET", "/r", 200, 12.0),
+                ("POST", "", 404, 0.3), ("GET", "/r", 200, 0.0)]  # fmt: skip
+    for method, route, status, seconds in answered:
+        observer(method, route, status, seconds)
+        counts.labels(method, route, str(status)).inc()
+        durations.labels(method, route).observe(seconds)
+    assert _all_samples(registry) == {}  # nothing is written before the flush
+    observer.flush()
+    observer.flush()  # nothing twice
+    assert _all_samples(registry) == _all_samples(reference)
+    observer("GET", "/r", 200, 0.002)
+    observer.flush()
+    assert _all_samples(registry)[("svcrest_requests_total", "GET", "/r", "200", "")] == 5.0
+
+
+def _all_samples(registry: CollectorRegistry) -> dict[tuple[str, ...], float]:
+    return {
+        (
+            sample.name,
+            sample.labels.get("method", ""),
+            sample.labels.get("route", ""),
+            sample.labels.get("status", ""),
+            sample.labels.get("le", ""),
+        ): sample.value
+        for metric in registry.collect()
+        for sample in metric.samples
+        if not sample.name.endswith("_created")
+    }
