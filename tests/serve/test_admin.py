@@ -261,3 +261,30 @@ def _all_samples(registry: CollectorRegistry) -> dict[tuple[str, ...], float]:
         for sample in metric.samples
         if not sample.name.endswith("_created")
     }
+
+
+def test_requests_counted_by_many_threads_all_reach_the_series() -> None:
+    import threading
+
+    registry = CollectorRegistry()
+    observer = RequestMetrics(registry)
+
+    def answer(number: int) -> None:
+        for _ in range(500):
+            observer("GET", f"/r{number % 2}", 200, 0.003)
+
+    threads = [threading.Thread(target=answer, args=(number,)) for number in range(6)]
+    for thread in threads:
+        thread.start()
+    observer.flush()  # while they count: the rest comes with the next flush
+    for thread in threads:
+        thread.join()
+    observer.flush()
+    samples = _all_samples(registry)
+    assert samples[("svcrest_requests_total", "GET", "/r0", "200", "")] == 1500.0
+    assert samples[("svcrest_requests_total", "GET", "/r1", "200", "")] == 1500.0
+    assert samples[("svcrest_request_duration_seconds_bucket", "GET", "/r0", "", "0.005")] == 1500.0
+    assert samples[("svcrest_request_duration_seconds_bucket", "GET", "/r1", "", "0.0025")] == 0.0
+    assert samples[("svcrest_request_duration_seconds_sum", "GET", "/r1", "", "")] == (
+        pytest.approx(4.5)
+    )
