@@ -24,7 +24,14 @@ from svcrest.serve.bodies import body_timeout, body_timeout_error
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
 
-__all__ = ["ASGIReceive", "ASGIScope", "ASGISend", "forward_to_site", "handle_asgi"]
+__all__ = [
+    "ASGIReceive",
+    "ASGIScope",
+    "ASGISend",
+    "answer_lifespan",
+    "forward_to_site",
+    "handle_asgi",
+]
 
 ASGIScope = MutableMapping[str, Any]
 ASGIReceive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -34,7 +41,8 @@ ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _CLOSE = (b"connection", b"close")
 
 
-async def _lifespan(receive: ASGIReceive, send: ASGISend) -> None:
+async def answer_lifespan(receive: ASGIReceive, send: ASGISend) -> None:
+    """Answer an ASGI server's lifespan events (a svcrest site needs none)."""
     while True:
         message = await receive()
         kind = message.get("type")
@@ -138,7 +146,7 @@ async def handle_asgi(
     kind = scope["type"]
     if kind != "http":
         if kind == "lifespan":
-            await _lifespan(receive, send)
+            await answer_lifespan(receive, send)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
         return

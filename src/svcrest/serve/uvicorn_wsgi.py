@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
+from svcrest.serve.asgi import answer_lifespan
 from svcrest.serve.bodies import body_timeout, body_timeout_error
 
 __all__ = ["ENV_TARGET", "FACTORY", "THREADS", "WSGIBridge", "bridge_from_env", "configure"]
@@ -62,7 +63,7 @@ class WSGIBridge:
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
+            await answer_lifespan(receive, send)
             return
         if scope["type"] != "http":  # websockets: not served
             return
@@ -147,17 +148,6 @@ def _call(wsgi: WSGIApp, environ: Message) -> tuple[int, list[tuple[bytes, bytes
     status, headers = started[-1]
     lines = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers]
     return int(status.split(" ", 1)[0]), lines, body
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """Answer the lifespan events (the site needs none)."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 def configure(target: str) -> None:
