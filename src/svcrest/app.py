@@ -17,7 +17,7 @@ from svcrest.auth.rest_cookie import install_cookie_auth
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
-from svcrest.http.context import _current, current_context
+from svcrest.http.context import REQUEST_CONTEXT, current_context
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.serializers import JSON_SERIALIZER, Serializer, Serializers
@@ -288,7 +288,7 @@ class App:
             return discovery.rest_output_link_header(self)
         # PERF: without URL filters the value depends only on whether https is forced, which
         # needs a request over TLS.
-        ctx = _current.get()
+        ctx = REQUEST_CONTEXT.get()
         key = ctx is not None and ctx.secure and https_forced(self.home)
         cache = self._link_cache
         if key not in cache:

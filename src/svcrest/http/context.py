@@ -14,7 +14,7 @@ from typing import Any
 from svcrest.http.exchange import HttpRequest
 from svcrest.http.user import ANONYMOUS, User
 
-__all__ = ["RequestContext", "current_context", "is_rest_request"]
+__all__ = ["REQUEST_CONTEXT", "RequestContext", "current_context", "is_rest_request"]
 
 
 @dataclass(slots=True)
@@ -80,18 +80,23 @@ class RequestContext:
             self.pending_headers.append((name, value))
 
 
-_current: ContextVar[RequestContext | None] = ContextVar("svcrest_request_context", default=None)
+#: The context variable holding the :class:`RequestContext` of the request being served: the
+#: HTTP layer sets and resets it around each request; other layers read it with its ``get``
+#: (or :func:`current_context`, the same bound method).
+REQUEST_CONTEXT: ContextVar[RequestContext | None] = ContextVar(
+    "svcrest_request_context", default=None
+)
 
 
 #: ``current_context()``: the context of the HTTP request being served, or None outside one.
 #: PERF: the context variable's own ``get``, no Python frame (an authenticated request asks
 #: for its context four times or more).
-current_context = _current.get
+current_context = REQUEST_CONTEXT.get
 
 
 def is_rest_request() -> bool:
     """True while serving an HTTP request under the REST prefix or with ``rest_route``
     (WordPress's ``REST_REQUEST`` constant); False in plain code, and in ``rest_do_request``
     called from plain code."""
-    ctx = _current.get()
+    ctx = REQUEST_CONTEXT.get()
     return ctx is not None and ctx.is_rest
