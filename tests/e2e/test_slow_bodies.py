@@ -210,7 +210,7 @@ def test_structure_heavy_bodies_do_not_slow_others_down(server: Server) -> None:
         try:
             time.sleep(0.5)
             started = time.monotonic()
-            latencies = []
+            latencies: list[float] = []
             # 50 GETs at least, and until three bodies were refused: on a loaded machine the
             # GETs may finish before the poster has sent three 9 MiB bodies.
             while len(latencies) < 50 or (len(posted) < 3 and not failures):
