@@ -24,6 +24,7 @@ CONTRACT = {
     "Arg",
     "Serializer",
     "msgpack_serializer",
+    "current_user",
 }
 
 

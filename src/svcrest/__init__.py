@@ -9,7 +9,7 @@ from svcrest.app import App, DoingItWrong
 from svcrest.constants import REST_API_REL, REST_API_VERSION
 from svcrest.dates import rest_get_date_with_gmt, rest_parse_date
 from svcrest.hooks import Hooks
-from svcrest.http.context import is_rest_request
+from svcrest.http.context import current_user, is_rest_request
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
@@ -31,6 +31,7 @@ __all__ = [
     "RestError",
     "RestServer",
     "Serializer",
+    "current_user",
     "is_rest_request",
     "msgpack_serializer",
     "paginate",

@@ -12,12 +12,13 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from svcrest.abilities.registry import AbilityRegistrationError, AbilityRegistry
 from svcrest.auth.app_passwords import install_application_password_auth
 from svcrest.auth.rest_cookie import install_cookie_auth
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
-from svcrest.http.context import REQUEST_CONTEXT, current_context
+from svcrest.http.context import DISPATCH_USER, REQUEST_CONTEXT, current_context
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.serializers import JSON_SERIALIZER, Serializer, Serializers
@@ -48,6 +49,7 @@ from svcrest.site.wp_compat import install_wordpress_compat_pages
 from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
+    from svcrest.abilities.ability import Ability, AbilityCategory
     from svcrest.auth.service import AuthService
     from svcrest.auth.throttle import LoginThrottle
     from svcrest.auth.users import UserStore
@@ -169,6 +171,9 @@ class App:
         install_auth_pages(self)
         install_authorize_application_page(self)
         install_docs_pages(self)
+        #: The site's abilities and ability categories (``register_ability``).
+        self.abilities = AbilityRegistry(self.hooks)
+        self.abilities.on_first = self._serve_abilities
 
     # -- site settings ----------------------------------------------------------------------
 
@@ -468,12 +473,123 @@ class App:
         ctx = current_context()
         if ctx is not None:
             req.user = ctx.user
-        return await self.rest_get_server().dispatch_async(req)
+        # ``svcrest.current_user()`` inside the dispatch answers the request's user.
+        token = DISPATCH_USER.set(req.user)
+        try:
+            return await self.rest_get_server().dispatch_async(req)
+        finally:
+            DISPATCH_USER.reset(token)
 
     def rest_do_request(self, request: Any) -> Response:
         """The sync form of ``rest_do_request_async``."""
         result: Response = run_sync(lambda: self.rest_do_request_async(request))
         return result
+
+    # -- abilities --------------------------------------------------------------------------
+
+    def _serve_abilities(self) -> None:
+        """Register the ``svc-abilities/v1`` routes (once, with the first category or
+        ability: a site without abilities has no such namespace)."""
+        from svcrest.abilities.routes import register_ability_routes
+
+        def register(server: RestServer) -> None:
+            register_ability_routes(server, self.abilities, self.rest_url)
+
+        if self.rest_server is not None:
+            register(self.rest_server)
+        else:
+            self.hooks.add_action("rest_api_init", register)
+
+    def register_ability_category(
+        self,
+        slug: str,
+        *,
+        label: str,
+        description: str,
+        meta: Mapping[str, Any] | None = None,
+    ) -> AbilityCategory | None:
+        """Register an ability category (WordPress's ``wp_register_ability_category``): a
+        slug of lowercase letters, digits and dashes, a label and a description. Returns the
+        category, or None with a ``DoingItWrong`` warning (WordPress's message) when it
+        cannot be registered (a slug taken or malformed, an empty label…)."""
+        try:
+            return self.abilities.register_category(
+                slug, label=label, description=description, meta=meta
+            )
+        except AbilityRegistrationError as exc:
+            warnings.warn(str(exc), DoingItWrong, stacklevel=2)
+            return None
+
+    def register_ability(
+        self,
+        name: str,
+        *,
+        label: str,
+        description: str,
+        category: str,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        execute_callback: Callable[..., Any],
+        permission_callback: Callable[..., Any],
+        annotations: Mapping[str, Any] | None = None,
+        show_in_rest: bool = True,
+    ) -> Ability | None:
+        """Register an ability (WordPress's ``wp_register_ability``).
+
+        ``name`` is ``namespace/ability-name`` (lowercase letters, digits, dashes);
+        ``category`` a registered category's slug; ``input_schema`` / ``output_schema`` JSON
+        Schemas the input and the result are checked against (the rules of route arguments);
+        ``execute_callback(input)`` returns the result (or a RestError) and
+        ``permission_callback(input)`` True, False or a RestError; either may be async and
+        may take no argument, and reads the caller with ``svcrest.current_user()``.
+        ``annotations``: ``readonly``, ``destructive``, ``idempotent`` (each True, False or
+        None). ``show_in_rest``: listed and run under ``svc-abilities/v1``. Returns the
+        ability, or None with a ``DoingItWrong`` warning (WordPress's message) when it cannot
+        be registered.
+        """
+        try:
+            return self.abilities.register(
+                name,
+                label=label,
+                description=description,
+                category=category,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                execute_callback=execute_callback,
+                permission_callback=permission_callback,
+                annotations=annotations,
+                show_in_rest=show_in_rest,
+            )
+        except AbilityRegistrationError as exc:
+            warnings.warn(str(exc), DoingItWrong, stacklevel=2)
+            return None
+
+    def get_ability(self, name: str) -> Ability | None:
+        """The ability ``name`` (WordPress's ``wp_get_ability``), None when there is none."""
+        return self.abilities.get(name)
+
+    def get_abilities(self) -> list[Ability]:
+        """Every ability, in registration order (WordPress's ``wp_get_abilities``)."""
+        return self.abilities.get_all()
+
+    def unregister_ability(self, name: str) -> Ability | None:
+        """Remove an ability (WordPress's ``wp_unregister_ability``); the removed one or
+        None."""
+        return self.abilities.unregister(name)
+
+    def get_ability_category(self, slug: str) -> AbilityCategory | None:
+        """The category ``slug`` (WordPress's ``wp_get_ability_category``), or None."""
+        return self.abilities.get_category(slug)
+
+    def get_ability_categories(self) -> list[AbilityCategory]:
+        """Every category, in registration order (WordPress's
+        ``wp_get_ability_categories``)."""
+        return self.abilities.get_categories()
+
+    def unregister_ability_category(self, slug: str) -> AbilityCategory | None:
+        """Remove a category (WordPress's ``wp_unregister_ability_category``); the removed one
+        or None."""
+        return self.abilities.unregister_category(slug)
 
     # -- storage, users and auth --------------------------------------------------------------
 

@@ -7,6 +7,8 @@ that request (callbacks, hooks, internal ``rest_do_request`` calls) reads it wit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +16,15 @@ from typing import Any
 from svcrest.http.exchange import HttpRequest
 from svcrest.http.user import ANONYMOUS, User
 
-__all__ = ["REQUEST_CONTEXT", "RequestContext", "current_context", "is_rest_request"]
+__all__ = [
+    "DISPATCH_USER",
+    "REQUEST_CONTEXT",
+    "RequestContext",
+    "as_current_user",
+    "current_context",
+    "current_user",
+    "is_rest_request",
+]
 
 
 @dataclass(slots=True)
@@ -100,3 +110,29 @@ def is_rest_request() -> bool:
     called from plain code."""
     ctx = REQUEST_CONTEXT.get()
     return ctx is not None and ctx.is_rest
+
+
+#: The user an internal dispatch (``rest_do_request``) or an ability run is running as, None
+#: outside one: it outranks the HTTP request's user in :func:`current_user`.
+DISPATCH_USER: ContextVar[User | None] = ContextVar("svcrest_dispatch_user", default=None)
+
+
+def current_user() -> User:
+    """The user the current request runs as (WordPress's ``wp_get_current_user``): the user of
+    the internal dispatch or ability run under way, else the user the HTTP request being
+    served authenticated as, else the anonymous user (id 0)."""
+    user = DISPATCH_USER.get()
+    if user is not None:
+        return user
+    ctx = REQUEST_CONTEXT.get()
+    return ANONYMOUS if ctx is None else ctx.user
+
+
+@contextmanager
+def as_current_user(user: User) -> Iterator[User]:
+    """Run the ``with`` block as ``user`` (what :func:`current_user` answers inside it)."""
+    token = DISPATCH_USER.set(user)
+    try:
+        yield user
+    finally:
+        DISPATCH_USER.reset(token)
