@@ -52,6 +52,7 @@ def _add(app: App, name: str = "test/add-numbers", **overrides: Any) -> Any:
 def test_a_registered_ability_has_its_properties() -> None:
     app = _app()
     ability = _add(app)
+    assert ability is not None
     assert ability is app.get_ability("test/add-numbers")
     assert ability.name == "test/add-numbers"
     assert ability.label == "Add numbers"
@@ -230,7 +231,7 @@ def test_an_async_ability_runs_from_sync_and_async_code() -> None:
         return input["a"] + input["b"]
 
     async def allowed(input: dict[str, Any]) -> bool:
-        return input["a"] >= 0
+        return bool(input["a"] >= 0)
 
     ability = _add(app, execute_callback=add, permission_callback=allowed)
     assert ability.execute({"a": 1, "b": 2}) == 3
