@@ -52,8 +52,8 @@ def _add(app: App, name: str = "test/add-numbers", **overrides: Any) -> Any:
 def test_a_registered_ability_has_its_properties() -> None:
     app = _app()
     ability = _add(app)
-    assert ability is not None
     assert ability is app.get_ability("test/add-numbers")
+    assert ability is not None
     assert ability.name == "test/add-numbers"
     assert ability.label == "Add numbers"
     assert ability.description == "Calculates the result of adding two numbers."
