@@ -149,6 +149,10 @@ def _run_schema() -> dict[str, Any]:
     }
 
 
+def _run_result_schema() -> dict[str, Any]:
+    return {"description": "The result of the ability execution, of its output schema."}
+
+
 def _in_context(data: dict[str, Any], request: Request, embed: Iterable[str]) -> dict[str, Any]:
     """``data`` cut to the fields of the request's ``context`` (``embed``: only ``embed``)."""
     if request.get_param("context") == "embed":
@@ -364,6 +368,8 @@ class AbilitiesController:
                     "methods": ["GET", "POST", "DELETE"],
                     "callback": self.run,
                     "permission_callback": self.can_run,
+                    # The answer is the ability's result itself, of its output schema.
+                    "response_schema": _run_result_schema,
                     "args": {
                         "input": {
                             "description": "Input parameters for the ability execution.",
