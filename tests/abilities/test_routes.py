@@ -649,3 +649,50 @@ def test_the_routes_are_in_the_openapi_document(app: App) -> None:
     }
     assert set(paths["/svc-abilities/v1/abilities/{name}/run"]) >= {"get", "post", "delete"}
     json.dumps(app.openapi())
+
+
+def test_the_callbacks_run_as_the_http_user(
+    app: App, client_for: ClientFor, editor: dict[str, str]
+) -> None:
+    app.register_ability(
+        "test/user-info",
+        label="User Info",
+        description="Gets the current user.",
+        category="system",
+        output_schema={
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "login": {"type": "string"}},
+        },
+        execute_callback=lambda: {"id": current_user().id, "login": current_user().login},
+        permission_callback=lambda: current_user().is_logged_in,
+        annotations={"readonly": True},
+    )
+    client = client_for(app)
+    response = client.get(_run("test/user-info"), headers=editor)
+    assert response.status_code == 200
+    assert response.json() == {"id": app.users.get_by_login("ed").id, "login": "ed"}  # type: ignore[union-attr]
+    assert _error(client.get(_run("test/user-info")))[:2] == (401, "rest_ability_cannot_execute")
+
+
+def test_empty_input_handling_get_method(app: App, client_for: ClientFor) -> None:
+    calls: list[int] = []
+
+    def no_input(*args: Any) -> dict[str, bool]:
+        calls.append(len(args))
+        return {"input_was_empty": args == (None,)}
+
+    app.register_ability(
+        "test/read-only-empty",
+        label="Read-only Empty",
+        description="Read-only with empty input.",
+        category="general",
+        execute_callback=no_input,
+        permission_callback=public,
+        annotations={"readonly": True},
+    )
+    client = client_for(app)
+    response = client.get(_run("test/read-only-empty"))
+    assert response.status_code == 200
+    assert response.json() == {"input_was_empty": True}
+    refused = client.get(_run("test/read-only-empty"), params={"input": "x"})
+    assert _error(refused)[:2] == (400, "ability_missing_input_schema")
