@@ -520,3 +520,139 @@ def test_an_argument_declared_twice_is_refused() -> None:
         "parameter 'title' of test_an_argument_declared_twice_is_refused.<locals>.create:"
         " the argument 'title' is declared twice"
     ]
+
+
+class NewTodo(pydantic.BaseModel):
+    title: str = pydantic.Field(min_length=1, description="What to do.")
+    priority: int = pydantic.Field(default=1, ge=1, le=5)
+    due: dt.datetime | None = None
+    tags: list[str] = []
+
+    @pydantic.field_validator("title")
+    @classmethod
+    def _not_shouted(cls, value: str) -> str:
+        if value.isupper():
+            raise ValueError("no shouting")
+        return value
+
+
+class NewLoan(msgspec.Struct):
+    book: Annotated[int, msgspec.Meta(ge=1)]
+    days: int = 14
+    note: str | None = None
+
+
+TODO_ARGS = {
+    "title": {"required": True, "type": "string", "description": "What to do.", "minLength": 1},
+    "priority": {"required": False, "type": "integer", "default": 1, "maximum": 5, "minimum": 1},
+    "due": {"required": False, "type": ["string", "null"], "format": "date-time"},
+    "tags": {"required": False, "type": "array", "default": [], "items": {"type": "string"}},
+}
+
+
+def _todo_app() -> tuple[App, list[NewTodo]]:
+    seen: list[NewTodo] = []
+
+    def create(request: Request, body: NewTodo) -> dict[str, Any]:
+        seen.append(body)
+        return {"title": body.title, "priority": body.priority}
+
+    app = _app()
+    app.route("t/v1", "/todos", methods="POST", permission_callback=public)(create)
+    return app, seen
+
+
+def test_a_pydantic_model_body_takes_the_whole_body(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    app, seen = _todo_app()
+    help_data = app.rest_do_request(Request("OPTIONS", "/t/v1/todos")).data
+    assert help_data["endpoints"] == [{"methods": ["POST"], "args": TODO_ARGS}]
+    body = app.openapi()["paths"]["/t/v1/todos"]["post"]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    assert schema["required"] == ["title"]
+    assert schema["properties"]["priority"] == {
+        "type": "integer",
+        "default": 1,
+        "maximum": 5,
+        "minimum": 1,
+    }
+    client = client_for(app)
+    sent = client.post(
+        "/svc-json/t/v1/todos", json={"title": "Shop", "due": "2024-05-01T09:30:00Z"}
+    )
+    assert (sent.status_code, sent.json()) == (200, {"title": "Shop", "priority": 1})
+    form = client.post("/svc-json/t/v1/todos", data={"title": "Cook", "priority": "3"})
+    assert (form.status_code, form.json()) == (200, {"title": "Cook", "priority": 3})
+    assert seen == [
+        NewTodo(title="Shop", due=dt.datetime(2024, 5, 1, 9, 30, tzinfo=dt.UTC)),
+        NewTodo(title="Cook", priority=3),
+    ]
+
+
+def test_a_pydantic_model_body_answers_400_for_an_invalid_field() -> None:
+    app, seen = _todo_app()
+    bounds = app.rest_do_request(Request("POST", "/t/v1/todos", json={"title": "x", "priority": 9}))
+    assert (bounds.status, bounds.data["code"]) == (400, "rest_invalid_param")
+    assert bounds.data["data"]["params"] == {
+        "priority": "priority must be between 1 (inclusive) and 5 (inclusive)"
+    }
+    missing = app.rest_do_request(Request("POST", "/t/v1/todos", json={"priority": 2}))
+    assert (missing.status, missing.data["code"]) == (400, "rest_missing_callback_param")
+    assert missing.data["data"]["params"] == ["title"]
+    # A check the model's JSON Schema cannot say (a validator) is the model's own.
+    shouted = app.rest_do_request(Request("POST", "/t/v1/todos", json={"title": "SHOP"}))
+    assert (shouted.status, shouted.data) == (
+        400,
+        {
+            "code": "rest_invalid_param",
+            "message": "Invalid parameter(s): title",
+            "data": {
+                "status": 400,
+                "params": {"title": "title is invalid: Value error, no shouting"},
+                "details": {
+                    "title": {
+                        "code": "rest_invalid_param",
+                        "message": "title is invalid: Value error, no shouting",
+                    }
+                },
+            },
+        },
+    )
+    assert seen == []
+
+
+def test_a_msgspec_struct_body_takes_the_whole_body(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    seen: list[NewLoan] = []
+
+    def lend(request: Request, body: NewLoan) -> dict[str, Any]:
+        seen.append(body)
+        return {"book": body.book, "days": body.days}
+
+    app = _app()
+    app.route("t/v1", "/loans", methods="POST", permission_callback=public)(lend)
+    help_data = app.rest_do_request(Request("OPTIONS", "/t/v1/loans")).data
+    assert help_data["endpoints"] == [
+        {
+            "methods": ["POST"],
+            "args": {
+                "book": {"required": True, "type": "integer", "minimum": 1},
+                "days": {"required": False, "type": "integer", "default": 14},
+                "note": {"required": False, "type": ["string", "null"]},
+            },
+        }
+    ]
+    body = app.openapi()["paths"]["/t/v1/loans"]["post"]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    assert schema["required"] == ["book"]
+    assert list(schema["properties"]) == ["book", "days", "note"]
+    client = client_for(app)
+    sent = client.post("/svc-json/t/v1/loans", json={"book": 2, "note": "gift"})
+    assert (sent.status_code, sent.json()) == (200, {"book": 2, "days": 14})
+    assert seen == [NewLoan(book=2, note="gift")]
+    bad = client.post("/svc-json/t/v1/loans", json={"book": 0})
+    assert (bad.status_code, bad.json()["code"]) == (400, "rest_invalid_param")
+    assert bad.json()["data"]["params"] == {"book": "book must be greater than or equal to 1"}
+    assert seen == [NewLoan(book=2, note="gift")]
