@@ -36,6 +36,7 @@ from typing import (
 
 from svcrest.dates import rest_parse_date
 from svcrest.http.errors import RestError
+from svcrest.rest.arg import Arg
 from svcrest.rest.models import (
     model_converter,
     model_error,
@@ -58,35 +59,6 @@ _VALUE_TYPES: tuple[tuple[type, str], ...] = (
     (str, "string"),
     (type(None), "null"),
 )
-
-
-class Arg:
-    """Constraints and documentation of one typed parameter, given through
-    ``typing.Annotated``: ``Annotated[int, Arg(minimum=1, description="The book's id.")]``.
-
-    The keywords are those of a WordPress argument definition: JSON-schema keywords
-    (``minimum``, ``maximum``, ``exclusiveMinimum``, ``minLength``, ``maxLength``,
-    ``pattern``, ``format``, ``enum``, ``items``, ``minItems`` …), ``description``,
-    ``default``, ``required``, ``validate_callback`` and ``sanitize_callback``. They are laid
-    over what the type gives.
-    """
-
-    __slots__ = ("definition",)
-
-    def __init__(self, **definition: Any) -> None:
-        self.definition: dict[str, Any] = definition
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}={value!r}" for key, value in self.definition.items())
-        return f"Arg({inner})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Arg) and other.definition == self.definition
-
-    def __hash__(self) -> int:
-        # typing hashes Annotated's metadata (``Annotated[str, Arg(...)] | None``); values
-        # may be lists, so the keywords' names make the hash (equal Args have equal names).
-        return hash(tuple(sorted(self.definition)))
 
 
 class _Typed(NamedTuple):

@@ -20,12 +20,17 @@ from svcrest.rest.guard import RouteGuard, route_guard
 from svcrest.rest.invoke import fitted
 from svcrest.rest.routing.definitions import (
     Handler,
-    RouteDefinitionError,
+    RoutePatternError,
     public,
     shared_route_args,
     split_route_args,
 )
-from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern
+from svcrest.rest.routing.matcher import (
+    CompiledMatcher,
+    RoutePattern,
+    literal_length,
+    literal_prefix,
+)
 
 __all__ = ["MEMO_PATH", "MEMO_SIZE", "PreparedHandler", "RouteEntry", "RouteTable", "refusal"]
 
@@ -314,7 +319,10 @@ class RouteTable:
         try:
             pattern = RoutePattern(full_route)
         except re.error as exc:
-            raise RouteDefinitionError(f"invalid route pattern {full_route!r}: {exc}") from None
+            # The error is in the regex tail: its position counted in the full route.
+            offset = literal_length(literal_prefix(full_route), full_route)
+            position = None if exc.pos is None else offset + exc.pos
+            raise RoutePatternError(full_route, exc.msg, position) from None
         options.setdefault("namespace", namespace)
         route_guard(options)  # a bad idempotency or rate_limit option raises here
         with self._lock:
