@@ -656,3 +656,107 @@ def test_a_msgspec_struct_body_takes_the_whole_body(
     assert (bad.status_code, bad.json()["code"]) == (400, "rest_invalid_param")
     assert bad.json()["data"]["params"] == {"book": "book must be greater than or equal to 1"}
     assert seen == [NewLoan(book=2, note="gift")]
+
+
+def _refusal(callback: Callable[..., Any]) -> str:
+    """The one notice registering ``callback`` raises (the route is refused)."""
+    app = _app()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app.route("t/v1", "/refused", permission_callback=public)(callback)
+    assert "/t/v1/refused" not in app.rest_get_server().get_routes()
+    assert [warning.category for warning in caught] == [DoingItWrong]
+    return str(caught[0].message)
+
+
+def _unannotated(request: Request, id):  # type: ignore[no-untyped-def]
+    return {}
+
+
+def _mixed(request: Request, id: int, flag=False):  # type: ignore[no-untyped-def]
+    return {}
+
+
+def _positional_only(request: Request, id: int, /) -> dict[str, Any]:
+    return {}
+
+
+def _star_args(request: Request, id: int, *rest: Any) -> dict[str, Any]:
+    return {}
+
+
+@pytest.mark.parametrize(
+    ("callback", "message"),
+    [
+        (
+            _unannotated,
+            "parameter 'id' of _unannotated is never passed: it has no type annotation, so the"
+            " callback is called with the request alone (annotate every parameter after the"
+            " request to make them arguments, or give 'id' a default)",
+        ),
+        (
+            _mixed,
+            "parameter 'id' of _mixed is never passed: parameter 'flag' has no type"
+            " annotation, so the callback is called with the request alone (annotate every"
+            " parameter after the request to make them arguments, or give 'id' a default)",
+        ),
+        (
+            _positional_only,
+            "parameter 'id' of _positional_only is never passed: it is positional-only, so"
+            " the callback is called with the request alone (annotate every parameter after"
+            " the request to make them arguments, or give 'id' a default)",
+        ),
+        (
+            _star_args,
+            "parameter 'id' of _star_args is never passed: the callback takes *rest, so the"
+            " callback is called with the request alone (annotate every parameter after the"
+            " request to make them arguments, or give 'id' a default)",
+        ),
+    ],
+    ids=["unannotated", "mixed", "positional-only", "star-args"],
+)
+def test_a_parameter_that_would_never_be_passed_is_refused(
+    callback: Callable[..., Any], message: str
+) -> None:
+    assert _refusal(callback) == message
+
+
+def test_parameters_with_defaults_keep_the_plain_calling_convention() -> None:
+    def read(request: Request, extra=None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+        return {"extra": extra}
+
+    app = _echo_app(read)
+    assert app.rest_do_request("/t/v1/echo/1").data == {"extra": None}
+
+
+def test_an_annotation_that_cannot_be_resolved_is_refused_naming_it() -> None:
+    @dataclasses.dataclass
+    class Local:
+        title: str
+
+    def create(request: Request, body: Local) -> dict[str, Any]:
+        return {}
+
+    qualname = "test_an_annotation_that_cannot_be_resolved_is_refused_naming_it.<locals>.create"
+    assert _refusal(create) == (
+        f"the annotation 'Local' of parameter 'body' of {qualname} cannot be resolved: name"
+        f" 'Local' is not defined in the module of {qualname} (a class defined inside a"
+        " function is not visible to annotations under 'from __future__ import"
+        " annotations': define Local at module level)"
+    )
+
+
+def test_arg_refuses_an_unknown_keyword_with_the_keyword_meant() -> None:
+    with pytest.raises(TypeError) as raised:
+        Arg(minimun=1)  # type: ignore[arg-type]
+    assert str(raised.value) == "Arg() got the unknown keyword 'minimun': did you mean 'minimum'?"
+    with pytest.raises(TypeError) as raised:
+        Arg(colour="red")  # type: ignore[arg-type]
+    assert str(raised.value) == "Arg() got the unknown keyword 'colour'"
+    with pytest.raises(TypeError) as raised:
+        Arg(type="int")  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        'The "type" schema keyword for Arg() can only be one of the built-in types: array,'
+        " object, string, number, integer, boolean, and null (not 'int')."
+    )
+    assert Arg(enum=("a", "b"), default=None).definition == {"default": None, "enum": ["a", "b"]}
