@@ -760,3 +760,38 @@ def test_arg_refuses_an_unknown_keyword_with_the_keyword_meant() -> None:
         " object, string, number, integer, boolean, and null (not 'int')."
     )
     assert Arg(enum=("a", "b"), default=None).definition == {"default": None, "enum": ["a", "b"]}
+
+
+@dataclasses.dataclass
+class Receipt:
+    queued: bool
+
+
+def test_handlers_of_one_route_document_their_own_answers() -> None:
+    app = _app()
+
+    @app.route("t/v1", "/books", permission_callback=public)
+    def list_books(request: Request) -> list[Book]:
+        return [Book(1, "Dune", Shelf.SCIENCE)]
+
+    @app.route("t/v1", "/books", methods="POST", permission_callback=public)
+    def create_book(request: Request, title: str) -> Book:
+        return Book(2, title, Shelf.FICTION)
+
+    @app.route("t/v1", "/books", methods="DELETE", permission_callback=public)
+    def purge(request: Request) -> Receipt:
+        return Receipt(True)
+
+    operations = app.openapi()["paths"]["/t/v1/books"]
+    answers = {
+        method: operations[method]["responses"]["200"]["content"]["application/json"]["schema"]
+        for method in ("get", "post", "delete")
+    }
+    assert answers == {
+        "get": {"type": "array", "items": {"$ref": "#/components/schemas/Book"}},
+        "post": {"$ref": "#/components/schemas/Book"},
+        "delete": {"$ref": "#/components/schemas/Receipt"},
+    }
+    # The route's item schema (OPTIONS) stays the first a return annotation gave.
+    assert app.rest_do_request(Request("OPTIONS", "/t/v1/books")).data["schema"]["title"] == "Book"
+    assert app.rest_do_request("/t/v1/books").status == 200

@@ -14,10 +14,12 @@ original; requests never introspect anything.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as _dt
 import enum
 import inspect
+import json
 import re
 import types
 import typing
@@ -46,7 +48,15 @@ from svcrest.rest.models import (
     model_schema,
 )
 
-__all__ = ["Arg", "TypedCallback", "model_schema", "prepare_typed", "return_schema"]
+__all__ = [
+    "Arg",
+    "ReturnedSchema",
+    "TypedCallback",
+    "model_schema",
+    "prepare_typed",
+    "response_schema",
+    "return_schema",
+]
 
 #: A converter from a validated JSON value to the annotated Python value; None: as it is.
 Convert = Callable[[Any], Any] | None
@@ -487,30 +497,71 @@ def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
     return TypedCallback(args, call_typed)
 
 
-def return_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
-    """The item schema (draft-04, as WordPress's ``get_item_schema``) of a callback whose
-    return annotation is a ``TypedDict``, a dataclass, a pydantic model or a msgspec struct;
-    None otherwise."""
-    try:
-        hints = typing.get_type_hints(callback, include_extras=True)
-    except Exception:  # a callable without readable annotations has no schema
-        return None
-    annotation = hints.get("return")
+_DRAFT_04 = "http://json-schema.org/draft-04/schema#"
+
+
+def _class_schema(annotation: Any, callback: Callable[..., Any]) -> dict[str, Any] | None:
+    """The draft-04 item schema of a ``TypedDict``, dataclass, pydantic model or msgspec
+    struct class, titled with its name; None for anything else."""
     if not isinstance(annotation, type):
         return None
     model = model_schema(annotation)
     if model is not None:
-        return {
-            "$schema": "http://json-schema.org/draft-04/schema#",
-            "title": annotation.__name__,
-            **model,
-        }
+        return {"$schema": _DRAFT_04, "title": annotation.__name__, **model}
     if not (typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation)):
         return None
     typed = describe(annotation, f"the return annotation of {callback!r}")
     schema = {key: value for key, value in typed.schema.items() if key != "additionalProperties"}
-    return {
-        "$schema": "http://json-schema.org/draft-04/schema#",
-        "title": annotation.__name__,
-        **schema,
-    }
+    return {"$schema": _DRAFT_04, "title": annotation.__name__, **schema}
+
+
+def _return_annotation(callback: Callable[..., Any]) -> Any:
+    try:
+        hints = typing.get_type_hints(callback, include_extras=True)
+    except Exception:  # a callable without readable annotations has no schema
+        return None
+    return hints.get("return")
+
+
+def return_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
+    """The item schema (draft-04, as WordPress's ``get_item_schema``) of a callback whose
+    return annotation is a ``TypedDict``, a dataclass, a pydantic model or a msgspec struct;
+    None otherwise."""
+    return _class_schema(_return_annotation(callback), callback)
+
+
+def response_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
+    """The schema of what a callback answers, from its return annotation: a class's item
+    schema (as :func:`return_schema`), or for ``list[X]`` an array of X's; None otherwise."""
+    annotation = _return_annotation(callback)
+    if get_origin(annotation) is list:
+        (item,) = get_args(annotation) or (None,)
+        inner = _class_schema(item, callback)
+        if inner is None:
+            return None
+        items = {key: value for key, value in inner.items() if key != "$schema"}
+        return {"$schema": _DRAFT_04, "type": "array", "items": items}
+    return _class_schema(annotation, callback)
+
+
+class ReturnedSchema:
+    """A schema a callback's return annotation gives, as a ``schema`` or ``response_schema``
+    option: called, it returns a copy; two are equal when their schemas are."""
+
+    __slots__ = ("_hash", "schema")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self._hash = hash(json.dumps(schema, sort_keys=True, default=repr))
+
+    def __call__(self) -> dict[str, Any]:
+        return copy.deepcopy(self.schema)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReturnedSchema) and other.schema == self.schema
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"ReturnedSchema({self.schema.get('title', self.schema.get('type'))!r})"

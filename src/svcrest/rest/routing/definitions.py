@@ -3,15 +3,13 @@ and the full route string, as WordPress's ``register_rest_route`` reads them."""
 
 from __future__ import annotations
 
-import copy
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
 from svcrest.blocking import offload
 from svcrest.rest.deadlines import with_db_timeout
 from svcrest.rest.schema.keywords import definition_notices
-from svcrest.rest.typed import prepare_typed, return_schema
+from svcrest.rest.typed import ReturnedSchema, prepare_typed, response_schema, return_schema
 
 __all__ = [
     "ROUTE_ONLY_OPTIONS",
@@ -244,8 +242,7 @@ def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     common = options.pop("args", None) or {}
     if not isinstance(common, Mapping):
         raise RouteDefinitionError("the route option 'args' must be a mapping")
-    if "schema" not in options:
-        options.update(_returned_schema(handlers_in))
+    handlers_in = _returned_schemas(handlers_in, options)
     return [normalise_handler(handler, common) for handler in handlers_in], options
 
 
@@ -257,15 +254,25 @@ def shared_route_args(args: Any) -> dict[str, Any]:
     return dict(common) if isinstance(common, Mapping) else {}
 
 
-def _returned_schema(handlers: list[Any]) -> dict[str, Any]:
-    """``{"schema": callable}`` from the first handler whose callback's return annotation
-    is a ``TypedDict`` or a dataclass (the route's item schema), else nothing."""
+def _returned_schemas(handlers: list[Any], options: dict[str, Any]) -> list[Any]:
+    """The handlers, each whose callback's return annotation gives a schema with it as its
+    ``response_schema`` (unless it has one: each operation documents its own answer), and
+    ``options["schema"]`` (unless given) from the first handler whose callback returns a
+    ``TypedDict``, a dataclass or a model (the route's item schema)."""
+    result: list[Any] = []
     for handler in handlers:
         callback = handler.get("callback") if isinstance(handler, Mapping) else None
-        schema = return_schema(callback) if callable(callback) else None
-        if schema is not None:
-            return {"schema": functools.partial(copy.deepcopy, schema)}
-    return {}
+        if not callable(callback):
+            result.append(handler)
+            continue
+        item = return_schema(callback)
+        if item is not None and "schema" not in options:
+            options["schema"] = ReturnedSchema(item)
+        answer = response_schema(callback)
+        if answer is not None and "response_schema" not in handler:
+            handler = {**handler, "response_schema": ReturnedSchema(answer)}
+        result.append(handler)
+    return result
 
 
 def argument_notices(args: Any) -> list[str]:

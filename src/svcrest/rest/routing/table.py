@@ -31,6 +31,7 @@ from svcrest.rest.routing.matcher import (
     literal_length,
     literal_prefix,
 )
+from svcrest.rest.typed import ReturnedSchema
 
 __all__ = ["MEMO_PATH", "MEMO_SIZE", "PreparedHandler", "RouteEntry", "RouteTable", "refusal"]
 
@@ -339,6 +340,12 @@ class RouteTable:
                     entry.namespace = namespace
                     entry.shared_args = shared
                 else:
+                    if isinstance(options.get("schema"), ReturnedSchema) and entry.options.get(
+                        "schema"
+                    ):
+                        # A schema a return annotation gives does not replace the route's:
+                        # the new handlers document their own answers (response_schema).
+                        del options["schema"]
                     entry.handlers.extend(handlers)
                     entry.options.update(options)
                     entry.shared_args.update(shared)
