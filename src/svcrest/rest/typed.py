@@ -510,7 +510,10 @@ def _class_schema(annotation: Any, callback: Callable[..., Any]) -> dict[str, An
         return {"$schema": _DRAFT_04, "title": annotation.__name__, **model}
     if not (typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation)):
         return None
-    typed = describe(annotation, f"the return annotation of {callback!r}")
+    try:
+        typed = describe(annotation, f"the return annotation of {callback!r}")
+    except (TypeError, NameError):  # a field with no JSON form: the answer is not described
+        return None
     schema = {key: value for key, value in typed.schema.items() if key != "additionalProperties"}
     return {"$schema": _DRAFT_04, "title": annotation.__name__, **schema}
 
