@@ -795,3 +795,20 @@ def test_handlers_of_one_route_document_their_own_answers() -> None:
     # The route's item schema (OPTIONS) stays the first a return annotation gave.
     assert app.rest_do_request(Request("OPTIONS", "/t/v1/books")).data["schema"]["title"] == "Book"
     assert app.rest_do_request("/t/v1/books").status == 200
+
+
+@dataclasses.dataclass
+class Blob:
+    raw: bytes
+
+
+def test_a_return_annotation_with_no_json_form_leaves_the_answer_undescribed() -> None:
+    app = _app()
+
+    @app.route("t/v1", "/blob", permission_callback=public)
+    def blob(request: Request) -> Blob:
+        return Blob(b"x")
+
+    (handler,) = app.rest_get_server().get_routes()["/t/v1/blob"]
+    assert "response_schema" not in handler
+    assert "schema" not in app.rest_do_request(Request("OPTIONS", "/t/v1/blob")).data
