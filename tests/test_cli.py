@@ -23,7 +23,7 @@ import httpx
 import pytest
 import uvicorn
 
-from svcrest import App, Request, cli, public
+from svcrest import App, DoingItWrong, Request, cli, public
 from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
@@ -89,10 +89,25 @@ def _broken(app: App) -> None:
     raise RuntimeError("boom")
 
 
+def _bad_route(app: App) -> None:
+    _register(app)
+    app.register_rest_route("extra/v1", "/items/(?P<id", {"callback": _broken, **PUBLIC})
+
+
+def _misspelt(app: App) -> None:
+    args = {"n": {"type": "integer", "minimun": 1}}
+    app.register_rest_route("extra/v1", "/count", {"callback": _broken, "args": args, **PUBLIC})
+
+
+PUBLIC: dict[str, Any] = {"permission_callback": public}
+
+
 @pytest.fixture(autouse=True)
 def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     module = types.ModuleType(PLUGIN)
-    vars(module).update(register=_register, broken=_broken, value=42)
+    vars(module).update(
+        register=_register, broken=_broken, bad_route=_bad_route, misspelt=_misspelt, value=42
+    )
     monkeypatch.setitem(sys.modules, PLUGIN, module)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
@@ -252,6 +267,45 @@ def test_bad_plugins(capsys: pytest.CaptureFixture[str], spec: str, message: str
     status, out, err = run(capsys, "routes", "--plugin", spec, "--db", ":memory:")
     assert (status, out) == (2, "")
     assert err == f"svcrest: error: {message}\n"
+
+
+@pytest.mark.parametrize("command", ["routes", "serve"])
+def test_a_route_a_plugin_cannot_register_stops_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    def never_run(app: Any, **options: Any) -> None:
+        raise AssertionError("the server must not start")
+
+    monkeypatch.setattr(uvicorn, "run", never_run)
+    spec = f"{PLUGIN}:bad_route"
+    extra = ["--port", str(free_port()), *UVICORN_ASGI] if command == "serve" else []
+    status, out, err = run(capsys, command, "--plugin", spec, "--db", ":memory:", *extra)
+    line = _bad_route.__code__.co_firstlineno + 2
+    assert (status, out) == (2, "")
+    assert err == (
+        f"svcrest: error: plugin '{spec}' cannot register the route /extra/v1/items/(?P<id"
+        f" (test_cli.py:{line}): invalid route pattern '/items/(?P<id' in namespace"
+        " 'extra/v1': missing >, unterminated name at position 11 of the route as written"
+        " (before 'id')\n"
+    )
+
+
+def test_a_plugin_notice_is_shown_and_the_site_still_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.warns(DoingItWrong) as caught:
+        status, out, _ = run(capsys, "routes", "--plugin", f"{PLUGIN}:misspelt", "--db", ":memory:")
+    assert status == 0
+    assert "/extra/v1/count GET" in out.splitlines()
+    assert [str(warning.message) for warning in caught] == [
+        "In the REST API route extra/v1/count: The argument definition of n has the unknown"
+        " keyword 'minimun', which is ignored: did you mean 'minimum'?"
+    ]
+    # Shown at the plugin's line, as Python shows a warning.
+    assert (caught[0].filename, caught[0].lineno) == (
+        __file__,
+        _misspelt.__code__.co_firstlineno + 2,
+    )
 
 
 # -- request -----------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.serializers import Serializer, msgpack_serializer
+from svcrest.rest.arg import Arg
 from svcrest.rest.paginate import paginate
 from svcrest.rest.routing.definitions import public
 from svcrest.rest.server import RestServer
-from svcrest.rest.typed import Arg
 
 __all__ = [
     "App",

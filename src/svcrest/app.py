@@ -30,7 +30,10 @@ from svcrest.rest.conditional import add_format_suffix
 from svcrest.rest.defaults import register_default_filters
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.routing.definitions import (
+    ROUTE_ONLY_OPTIONS,
     RouteDefinitionError,
+    RoutePatternError,
+    argument_notices,
     build_full_route,
     lacks_permission_callback,
 )
@@ -65,7 +68,15 @@ DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 
 class DoingItWrong(UserWarning):
     """A developer notice: the API was called in a way that cannot work (WordPress's
-    ``_doing_it_wrong``)."""
+    ``_doing_it_wrong``).
+
+    ``refused_route`` is the full route when the notice is that of a route
+    ``register_rest_route`` refused (it returned False), else None: ``svcrest serve`` and
+    ``svcrest routes`` stop on such a notice, so a site never starts without a route its
+    plugin meant to register.
+    """
+
+    refused_route: str | None = None
 
 
 class App:
@@ -399,8 +410,19 @@ class App:
                 namespace.strip("/"), full_route, args, override
             )
         except RouteDefinitionError as exc:
-            warnings.warn(str(exc), DoingItWrong, stacklevel=stacklevel)
+            message = (
+                exc.as_written(namespace, route) if isinstance(exc, RoutePatternError) else str(exc)
+            )
+            refusal = DoingItWrong(message)
+            refusal.refused_route = full_route
+            warnings.warn(refusal, stacklevel=stacklevel)
             return False
+        for notice in argument_notices(args):
+            warnings.warn(
+                f"In the REST API route {full_route.lstrip('/')}: {notice}",
+                DoingItWrong,
+                stacklevel=stacklevel,
+            )
         if lacks_permission_callback(args):
             warnings.warn(
                 f"The REST API route definition for {full_route.lstrip('/')} is missing the"
@@ -428,7 +450,9 @@ class App:
         route, registered before or after (``register_rest_route``'s route-level ``args``):
         give ``{"id": {"type": "integer"}}`` once and every method gets ``id`` as an int.
         A callback's annotated parameters after the request are arguments too (typed
-        handlers: ``def get_book(request, id: int)``), called with keyword arguments.
+        handlers: ``def get_book(request, id: int)``), called with keyword arguments. Other
+        keywords are the handler's (``blocking``, ``db_timeout`` …), except the route's own
+        options ``schema``, ``rate_limit`` and ``idempotency``, which go to the route.
         """
 
         def decorate(callback: F) -> F:
@@ -441,6 +465,9 @@ class App:
             if permission_callback is not None:
                 handler["permission_callback"] = permission_callback
             definition: dict[Any, Any] = {0: handler}
+            for key in ROUTE_ONLY_OPTIONS:  # options of the route, not of this handler
+                if key in handler:
+                    definition[key] = handler.pop(key)
             if route_args is not None:
                 definition["args"] = dict(route_args)
             self._register_rest_route(namespace, route, definition, False, stacklevel=3)

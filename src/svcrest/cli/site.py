@@ -8,12 +8,13 @@ import importlib.util
 import os
 import sqlite3
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from svcrest.app import App
+from svcrest.app import App, DoingItWrong
 from svcrest.auth.users import DuplicateUserError
 from svcrest.cli.common import (
     ADMIN_LOGIN,
@@ -169,11 +170,17 @@ def new_app(db: str | None, home: str, *, wordpress_compat: bool = False) -> App
 
 
 def register_plugins(app: App, plugins: Sequence[str], *, demo: bool = True) -> None:
-    """Register the plugins of :func:`make_app` on ``app``."""
+    """Register the plugins of :func:`make_app` on ``app``; a route ``register_rest_route``
+    refused (an invalid pattern, a handler that cannot work) is a CliError naming the plugin,
+    the route and the problem, since the site would otherwise serve without it."""
     for spec, load in _plugins(plugins, demo):
         register = load()
+        caught: list[warnings.WarningMessage] = []
         try:
-            register(app)
+            with warnings.catch_warnings(record=True) as recorded:
+                warnings.filterwarnings("always", category=DoingItWrong)
+                caught = recorded
+                register(app)
         except CliError:
             raise
         except Exception as exc:  # the message, and the traceback of the plugin's frames
@@ -181,6 +188,27 @@ def register_plugins(app: App, plugins: Sequence[str], *, demo: bool = True) -> 
             raise PluginError(
                 f"plugin {spec!r} failed: {type(exc).__name__}: {exc}", exc, plugin_files(module)
             ) from exc
+        finally:
+            _show_notices(caught)  # once the warnings machinery is restored
+        _refuse_refused_routes(spec, caught)
+
+
+def _show_notices(caught: Sequence[warnings.WarningMessage]) -> None:
+    """Show the warnings a plugin raised while it registered (as Python would have), except
+    the refusals of routes, which :func:`_refuse_refused_routes` reports."""
+    for notice in caught:
+        if getattr(notice.message, "refused_route", None) is None:
+            warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)
+
+
+def _refuse_refused_routes(spec: str, caught: Sequence[warnings.WarningMessage]) -> None:
+    for notice in caught:
+        route = getattr(notice.message, "refused_route", None)
+        if route is not None:
+            where = f"{os.path.basename(notice.filename)}:{notice.lineno}"
+            raise CliError(
+                f"plugin {spec!r} cannot register the route {route} ({where}): {notice.message}"
+            )
 
 
 def app_from_env() -> App:
