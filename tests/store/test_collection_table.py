@@ -176,10 +176,12 @@ def test_processes_starting_together_migrate_once(
         ({"sortable": ("nope",)}, "not a property of the schema"),
         ({"searchable": ("priority",)}, "is not a string"),
         ({"filterable": ("meta",)}, "is an object or array"),
-        ({"default_sort": (Sort("score"),)}, "not sortable"),
+        ({"default_sort": (Sort("score"),)}, "default_sort names Sort"),
+        ({"indexes": [(Sort("priority"), Sort("score"))]}, "indexes names Sort"),
+        ({"indexes": [("priority",)]}, "indexes names 'priority', which is not a sortable"),
     ],
     ids=["reserved", "injection", "quote", "nullable-sort", "json-sort", "unknown", "search-int",
-         "filter-json", "default-sort"],
+         "filter-json", "default-sort", "index", "index-text"],
 )  # fmt: skip
 def test_declaration_mistakes_raise_at_once(
     store: Store, options: dict[str, Any], message: str
@@ -651,3 +653,50 @@ def test_first_use_inside_a_rolled_back_block_migrates_again(store: Store) -> No
         table.insert({"title": "lost"})
         raise RuntimeError("rolled back, table and all")
     assert table.insert({"title": "a"})["id"] == 1
+
+
+def test_deep_cursor_pages_are_index_ranges_on_sqlite() -> None:
+    """Every statement of a cursor page is an index search, never a scan or a sort."""
+    store = open_store(None)
+    order = (Sort("priority", descending=True), Sort("title"))
+    table = make_table(store, indexes=[order])
+    table.migrate()
+    for number in range(50):
+        table.insert({"title": f"t{number % 7}", "priority": number % 3})
+    plan = table._plan(store)
+    try:
+        for sort in ((), (Sort("priority"),), (Sort("title", descending=True),), order):
+            query = Query(sort=sort, per_page=5, page=4)
+            keys = plan.keys(query)
+            cursor = table.query(query).next_cursor
+            assert cursor is not None
+            values = plan.read_cursor(keys, cursor)
+            statements = plan.select_after(table._names, [], [], keys, values)
+            assert len(statements) == len(keys)
+            for sql, params in statements:
+                with store.read() as conn:
+                    steps = conn.execute(f"EXPLAIN QUERY PLAN {sql}", [*params, 6]).fetchall()
+                details = [str(step[-1]) for step in steps]
+                assert len(details) == 1, details
+                assert details[0].startswith("SEARCH task USING "), details
+                assert "TEMP B-TREE" not in details[0], details
+    finally:
+        store.close()
+
+
+def test_declared_orders_have_indexes(store: Store) -> None:
+    table = make_table(store, indexes=[(Sort("priority", descending=True), Sort("title"))])
+    table.migrate()
+    if store.dialect == "sqlite":
+        sql = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?"
+    else:
+        sql = (
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ?"
+        )
+    with store.read() as conn:
+        names = sorted(str(row[0]) for row in conn.execute(sql, ("task",)).fetchall())
+    # One per sortable property, and one for the declared order (named by its columns' CRC).
+    assert [name for name in names if name.endswith("_idx")] == [
+        "task_169ac8b2_idx", "task_done_idx", "task_priority_idx", "task_status_idx",
+        "task_title_idx",
+    ]  # fmt: skip

@@ -90,6 +90,10 @@ class CollectionTable:
     by, filter by, and search in (strings); ``id`` is always sortable and filterable. A
     sortable property needs a ``default`` or ``required``, so that it is never NULL.
     ``default_sort``: the order of a query that names none (by ``id``, ascending).
+    ``indexes``: the multi-key orders to index (each a sequence of :class:`Sort`, say
+    ``(Sort("priority", descending=True), Sort("title"))``): an order of several keys is
+    read from an index only when one matches it, key for key and direction for direction
+    (or all reversed); without it, every page of that order sorts the matching rows.
     ``secret``: the key that signs cursors (the site's secret key); without it, cursors are
     checked but not signed. ``clock``: the time of change records. ``max_per_page``: the
     largest page (WordPress: 100).
@@ -111,6 +115,7 @@ class CollectionTable:
         filterable: Iterable[str] = (),
         searchable: Iterable[str] = (),
         default_sort: Sequence[Sort] = (),
+        indexes: Iterable[Sequence[Sort]] = (),
         secret: bytes | None = None,
         clock: Callable[[], float] = time.time,
         max_per_page: int = _DEFAULT_MAX_PER_PAGE,
@@ -139,9 +144,14 @@ class CollectionTable:
         self._names = ", ".join(quote(name) for name in ("id", *self.columns, "version"))
         self._ready = False
         self._lock = threading.Lock()
-        for key in self._default_sort:
-            if key.property not in ("id", *self.sortable):
-                raise ValueError(f"default_sort names {key.property!r}, which is not sortable")
+        self._indexes = [self._check_order(order, "indexes") for order in indexes]
+        self._check_order(self._default_sort, "default_sort")
+
+    def _check_order(self, order: Sequence[Sort], what: str) -> tuple[Sort, ...]:
+        for key in order:
+            if not isinstance(key, Sort) or key.property not in ("id", *self.sortable):
+                raise ValueError(f"{what} names {key!r}, which is not a sortable property")
+        return tuple(order)
 
     # -- declaration ---------------------------------------------------------------------------
 
@@ -228,8 +238,9 @@ class CollectionTable:
                 else:
                     self._check_type(store, column, found)
             for name in self.sortable:
-                index = quote(self._index_name(name))
-                conn.execute(f'CREATE INDEX IF NOT EXISTS {index} ON {table} ({quote(name)}, "id")')
+                self._create_index(conn, (Sort(name),))
+            for order in self._indexes:
+                self._create_index(conn, order)
 
     def _existing_columns(self, store: Store, conn: Connection) -> dict[str, str]:
         if store.dialect == "sqlite":
@@ -264,11 +275,20 @@ class CollectionTable:
                 f" now says {column.kind}: a column's type never changes (add a new property)"
             )
 
-    def _index_name(self, column: str) -> str:
-        name = f"{self.table}_{column}_idx"
-        if len(name) <= 63:
-            return name
-        return f"{self.table[:40]}_{zlib.crc32(column.encode()):08x}_idx"
+    def _create_index(self, conn: Connection, order: tuple[Sort, ...]) -> None:
+        """The index of the sort ``order`` (``id`` last, as queries sort)."""
+        keys = [key for key in order if key.property != "id"]
+        descending = keys[-1].descending if keys else False
+        parts = [f"{quote(key.property)} {'DESC' if key.descending else 'ASC'}" for key in keys]
+        parts.append(f'"id" {"DESC" if descending else "ASC"}')
+        columns = ", ".join(parts)
+        if len(keys) == 1 and not descending:
+            name = f"{self.table}_{keys[0].property}_idx"
+        else:
+            name = f"{self.table}_{zlib.crc32(columns.encode()):08x}_idx"
+        if len(name) > 63:
+            name = f"{self.table[:40]}_{zlib.crc32(columns.encode()):08x}_idx"
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {quote(name)} ON {quote(self.table)} ({columns})")
 
     # -- single items --------------------------------------------------------------------------
 
@@ -444,25 +464,26 @@ class CollectionTable:
         plan = self._plan(store)
         clauses, params = plan.where(query)
         keys = plan.keys(query)
-        page_clauses, page_params = list(clauses), list(params)
+        limit = query.per_page + 1  # one more: whether there is a next page
+        statements = [plan.select(self._names, clauses, params, keys, limit, offset)]
         if query.cursor is not None:
-            after, after_params = plan.after(keys, plan.read_cursor(keys, query.cursor))
-            page_clauses.append(after)
-            page_params.extend(after_params)
-        table = quote(self.table)
+            values = plan.read_cursor(keys, query.cursor)
+            statements = plan.select_after(self._names, clauses, params, keys, values)
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
-        page_where = " WHERE " + " AND ".join(page_clauses) if page_clauses else ""
+        rows: list[Any] = []
         with store.read() as conn:
             total = None
             if query.count:
-                total = int(
-                    conn.execute(f"SELECT COUNT(*) FROM {table}{where}", params).fetchone()[0]
-                )
-            rows = conn.execute(
-                f"SELECT {self._names} FROM {table}{page_where} ORDER BY {plan.order_by(keys)}"
-                " LIMIT ? OFFSET ?",
-                [*page_params, query.per_page + 1, offset],
-            ).fetchall()
+                counted = conn.execute(f"SELECT COUNT(*) FROM {quote(self.table)}{where}", params)
+                total = int(counted.fetchone()[0])
+            if query.cursor is None:
+                sql, page_params = statements[0]
+                rows = conn.execute(sql, page_params).fetchall()
+            else:
+                for sql, page_params in statements:
+                    rows.extend(conn.execute(sql, [*page_params, limit - len(rows)]).fetchall())
+                    if len(rows) >= limit:
+                        break
         items = [self._item(row) for row in rows[: query.per_page]]
         more = len(rows) > query.per_page
         next_cursor = plan.make_cursor(keys, items[-1]) if more and items else None
