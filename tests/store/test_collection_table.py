@@ -700,3 +700,44 @@ def test_declared_orders_have_indexes(store: Store) -> None:
         "task_169ac8b2_idx", "task_done_idx", "task_priority_idx", "task_status_idx",
         "task_title_idx",
     ]  # fmt: skip
+
+
+def test_search_needs_searchable_properties(store: Store) -> None:
+    table = make_table(store, searchable=())
+    with pytest.raises(CollectionError) as raised:
+        table.query(Query(search="a"))
+    assert (raised.value.param, raised.value.reason) == (
+        "search",
+        "This collection cannot be searched.",
+    )
+    assert table.query(Query(search="")).items == []  # an empty search is no search
+
+
+def test_change_numbers_follow_commit_order(
+    engine: str, store_location: str | None, tmp_path: Path
+) -> None:
+    """A second writer takes its change number only after the first commits, so a reader
+    that saw a number never finds a smaller one committed later."""
+    location = str(tmp_path / "shared.db") if engine == "sqlite" else store_location
+    first_store, second_store = open_store(location), open_store(location)
+    try:
+        first, second = make_table(first_store), make_table(second_store)
+        first.migrate()
+        finished = threading.Event()
+
+        def write_second() -> None:
+            second.insert({"title": "second"})
+            finished.set()
+
+        with first_store.transaction():
+            first.insert({"title": "first"})
+            writer = threading.Thread(target=write_second)
+            writer.start()
+            assert not finished.wait(0.5)  # waits for the first writer's commit
+        writer.join(10)
+        assert finished.is_set()
+        changes = changes_after(first_store, "task")
+        assert [(change.seq, change.item_id) for change in changes] == [(1, 1), (2, 2)]
+    finally:
+        first_store.close()
+        second_store.close()

@@ -207,6 +207,9 @@ class QueryPlan:
         self.searchable = tuple(searchable)
         self.default_sort = default_sort
         self._secret = secret
+        self._keyed = (
+            None if secret is None else hmac.new(secret, table.encode() + b"\x00", hashlib.sha256)
+        )
 
     # -- WHERE ---------------------------------------------------------------------------------
 
@@ -224,11 +227,12 @@ class QueryPlan:
                 clauses.append(self._in('"id"', len(values), negate, nullable=False))
                 params.extend(values)
         if query.search:
+            if not self.searchable:
+                raise CollectionError("search", "This collection cannot be searched.")
             pattern = f"%{escape_like(query.search)}%"
             tests = [self._like(quote(name)) for name in self.searchable]
-            if tests:
-                clauses.append("(" + " OR ".join(tests) + ")")
-                params.extend([pattern] * len(tests))
+            clauses.append("(" + " OR ".join(tests) + ")")
+            params.extend([pattern] * len(tests))
         for index, one in enumerate(query.filters):
             clause, values = self._filter(one, f"filter[{index}]")
             clauses.append(clause)
@@ -389,9 +393,11 @@ class QueryPlan:
         return ",".join(f"{column.name}:{'d' if desc else 'a'}" for column, desc in keys)
 
     def _mac(self, payload: bytes) -> bytes:
-        assert self._secret is not None
-        message = self.table.encode() + b"\x00" + payload
-        return hmac.new(self._secret, message, hashlib.sha256).digest()[:16]
+        """The first 16 bytes of HMAC-SHA256(secret, table name, NUL, payload)."""
+        assert self._keyed is not None
+        mac = self._keyed.copy()  # PERF: the key's pads are computed once, not per cursor
+        mac.update(payload)
+        return mac.digest()[:16]
 
     def make_cursor(self, keys: list[tuple[Column, bool]], row: Mapping[str, Any]) -> str:
         """The cursor continuing after ``row`` (an item as answered) in the order ``keys``."""
@@ -405,26 +411,29 @@ class QueryPlan:
     def read_cursor(self, keys: list[tuple[Column, bool]], cursor: str) -> list[Any]:
         """The stored sort-key values of ``cursor``; CollectionError (``cursor``) when it is
         malformed, forged, or made for another order."""
-        invalid = CollectionError("cursor", "Invalid cursor.")
         if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR or not cursor.isascii():
-            raise invalid
+            raise _invalid_cursor()
         text, _, mac = cursor.partition(".")
         try:
             payload = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
             if self._secret is not None:
                 given = base64.urlsafe_b64decode(mac + "=" * (-len(mac) % 4))
                 if not hmac.compare_digest(given, self._mac(payload)):
-                    raise invalid
+                    raise _invalid_cursor()
             signature, values = orjson.loads(payload)
         except (binascii.Error, ValueError, TypeError):
-            raise invalid from None
+            raise _invalid_cursor() from None
         if signature != self._signature(keys):
             raise CollectionError("cursor", "The cursor was made for another sort order.")
         if not isinstance(values, list) or len(values) != len(keys) or None in values:
-            raise invalid
+            raise _invalid_cursor()
         stored = [
             column.to_db(value, "cursor") for (column, _), value in zip(keys, values, strict=True)
         ]
         if not 0 < stored[-1] <= MAX_INT:
-            raise invalid
+            raise _invalid_cursor()
         return stored
+
+
+def _invalid_cursor() -> CollectionError:
+    return CollectionError("cursor", "Invalid cursor.")

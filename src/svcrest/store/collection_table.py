@@ -465,8 +465,9 @@ class CollectionTable:
         clauses, params = plan.where(query)
         keys = plan.keys(query)
         limit = query.per_page + 1  # one more: whether there is a next page
-        statements = [plan.select(self._names, clauses, params, keys, limit, offset)]
-        if query.cursor is not None:
+        if query.cursor is None:
+            statements = [plan.select(self._names, clauses, params, keys, limit, offset)]
+        else:
             values = plan.read_cursor(keys, query.cursor)
             statements = plan.select_after(self._names, clauses, params, keys, values)
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
