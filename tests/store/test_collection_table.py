@@ -413,6 +413,17 @@ def test_injection_in_values_is_only_data(filled: CollectionTable, store: Store)
     assert count(store, "SELECT COUNT(*) FROM task") == 6
 
 
+def test_long_names_are_not_repeated_in_full(filled: CollectionTable) -> None:
+    with pytest.raises(CollectionError) as raised:
+        filled.query(Query(sort=(Sort("x" * 10_000),)))
+    assert raised.value.reason.startswith(
+        "sort cannot sort by 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...: use"
+    )
+    with pytest.raises(CollectionError) as raised:
+        filled.query(Query(filters=(Filter("title", "a", "y" * 10_000),)))
+    assert len(raised.value.reason) < 200
+
+
 def test_bad_sorts_are_400(filled: CollectionTable) -> None:
     for name in ("score", "tags", "title; DROP TABLE task", 'title" DESC, "id'):
         with pytest.raises(CollectionError) as raised:

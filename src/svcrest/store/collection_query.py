@@ -262,7 +262,10 @@ class QueryPlan:
     def _column(self, name: Any, allowed: frozenset[str], param: str, what: str) -> Column:
         if not isinstance(name, str) or name not in allowed:
             names = ", ".join(sorted(allowed))
-            raise CollectionError(param, f"{param} cannot {what} {name!r}: use one of {names}.")
+            shown = repr(name)
+            if len(shown) > 40:  # SECURITY: an answer never repeats a long input in full
+                shown = shown[:37] + "..."
+            raise CollectionError(param, f"{param} cannot {what} {shown}: use one of {names}.")
         return self.columns[name]
 
     def _filter(self, one: Filter, param: str) -> tuple[str, list[Any]]:
@@ -274,8 +277,10 @@ class QueryPlan:
             operator = OPERATORS[one.operator]
         else:
             known = ", ".join(OPERATORS)
+            shown = repr(one.operator)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
             raise CollectionError(
-                "filter", f"{param}.operator {one.operator!r} is not supported: use one of {known}."
+                "filter", f"{param}.operator {shown} is not supported: use one of {known}."
             )
         value = one.value
         if operator in ("in", "notin"):
