@@ -76,14 +76,20 @@ _BOOLEAN_TEXT: Final[Mapping[str, bool]] = {"true": True, "false": False, "1": T
 
 class CollectionError(RestError, ValueError):
     """A query or a value the collection cannot take: 400 ``rest_invalid_param``, naming the
-    request parameter at fault (``filter``, ``sort``, ``orderby``, ``cursor``, a property…)
-    as WordPress's argument validation does (``data.params``)."""
+    request parameter at fault (``filter``, ``sort``, ``cursor``, a property…) as WordPress's
+    argument validation does (``data.params`` and ``data.details``)."""
 
     def __init__(self, param: str, message: str) -> None:
         super().__init__(
             "rest_invalid_param",
             f"Invalid parameter(s): {param}",
-            {"status": 400, "params": {param: message}},
+            {
+                "status": 400,
+                "params": {param: message},
+                "details": {
+                    param: {"code": "rest_invalid_param", "message": message, "data": None}
+                },
+            },
         )
         #: The parameter at fault.
         self.param = param
