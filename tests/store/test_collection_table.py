@@ -753,3 +753,18 @@ def test_change_numbers_follow_commit_order(
     finally:
         first_store.close()
         second_store.close()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"priority": 2**63 - 1, "score": 1e308, "title": "é 🙂 \u2028 '\"\\ %_"},
+        {"priority": -(2**63), "score": 5e-324, "title": ""},
+        {"meta": {"": [{"a": None}], "ü": 1.5, "n": 2**63 - 1}, "tags": []},
+    ],
+    ids=["largest", "smallest", "json"],
+)
+def test_extreme_values_round_trip(table: CollectionTable, values: dict[str, Any]) -> None:
+    item = table.insert(values)
+    assert {name: item[name] for name in values} == values
+    assert table.get(item["id"]) == item
