@@ -124,7 +124,15 @@ def test_bad_dates(value: Any) -> None:
         ({"type": "string", "enum": ["a", 3]}, "x is not of type string."),
         ("string", "must be a schema object"),
     ],
+    ids=["null", "two-types", "default", "enum", "not-object"],
 )
 def test_schema_mistakes(prop: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         columns_of_schema({"properties": {"x": prop}})
+
+
+@pytest.mark.parametrize("names", [("title", "Title"), ("ID",), ("Version",)])
+def test_names_differing_only_by_case_are_refused(names: tuple[str, ...]) -> None:
+    properties = {name: {"type": "string"} for name in names}
+    with pytest.raises(ValueError, match="differs from another column only by case"):
+        columns_of_schema({"properties": properties})

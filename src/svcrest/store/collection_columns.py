@@ -280,10 +280,15 @@ def columns_of_schema(schema: Mapping[str, Any]) -> dict[str, Column]:
     if not isinstance(properties, Mapping):
         raise ValueError("the item schema needs a properties object")
     columns: dict[str, Column] = {}
+    folded: set[str] = set()
     for name, prop in properties.items():
         if name in RESERVED:
             continue
         check_identifier(name, "property")
+        # SQLite's names ignore case: "Title" and "title" (or "ID" and "id") would collide.
+        if name.lower() in folded or name.lower() in RESERVED:
+            raise ValueError(f"property {name!r} differs from another column only by case")
+        folded.add(name.lower())
         if not isinstance(prop, Mapping):
             raise ValueError(f"property {name!r} must be a schema object")
         kind = _kind_of(name, prop)

@@ -98,6 +98,11 @@ class CollectionTable:
     checked but not signed. ``clock``: the time of change records. ``max_per_page``: the
     largest page (WordPress: 100).
 
+    Attributes: ``table``; ``object_type`` (the schema's ``title``: the type of its change
+    records); ``columns`` (name → :class:`~svcrest.store.collection_columns.Column`);
+    ``sortable``, ``filterable``, ``searchable`` (as declared, ``id`` left out);
+    ``max_per_page``.
+
     Items are dicts ``{"id": …, <properties>…, "version": …}``: ``version`` is 1 when the
     item is created and one more after each update (its ``ETag``). Errors in what a client
     sent (an unknown sort or filter property, a value of the wrong type, a bad cursor) raise
