@@ -487,6 +487,10 @@ def test_search_escapes_like_wildcards(table: CollectionTable) -> None:
     assert found("\\") == [5]
     assert found("k\\s") == [5]
     assert found("100") == [1, 2]
+    assert found("done 100") == [1]  # every word, in any order
+    assert found('"0 p"') == [2]  # a quoted phrase is one term
+    assert found("  ") == [1, 2, 3, 4, 5, 6]  # no words: no search
+    assert found("100 nothing") == []
     assert ids(table.query(Query(filters=(Filter("title", "a_", "like"),))).items) == [3, 6]
 
 

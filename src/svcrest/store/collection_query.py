@@ -21,6 +21,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -40,6 +41,7 @@ __all__ = [
     "Sort",
     "parse_filters",
     "parse_sort",
+    "search_terms",
 ]
 
 #: The most values an ``in`` / ``notin`` filter, ``include`` or ``exclude`` may list.
@@ -55,6 +57,7 @@ OPERATORS: Final[Mapping[str, str]] = {
     ">": ">", "gt": ">", ">=": ">=", "ge": ">=",
     "in": "in", "notin": "notin", "like": "like",
 }  # fmt: skip
+_TERMS: Final = re.compile(r'"([^"]*)"|([^\s"]+)')
 _UPPER: Final = "'ABCDEFGHIJKLMNOPQRSTUVWXYZ'"
 _LOWER: Final = "'abcdefghijklmnopqrstuvwxyz'"
 _ID = Column("id", "integer", required=True)
@@ -88,7 +91,8 @@ class Query:
     ``per_page`` items from ``offset`` (when given) or from page ``page`` (1-based), or, with
     ``cursor`` (a page's ``next_cursor``), after the cursor's row (``page`` and ``offset``
     must then be left alone). ``include`` / ``exclude``: ids to keep only / to leave out;
-    ``search``: text found (ignoring ASCII case) in any searchable property; ``sort``: the
+    ``search``: words (or ``"quoted phrases"``) each found, ignoring ASCII case, in some
+    searchable property (:func:`search_terms`); ``sort``: the
     keys (the table's default order when empty); ``filters``: all must hold. ``count``:
     whether to count the matching items (``Page.total``).
     """
@@ -168,6 +172,18 @@ def escape_like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+def search_terms(search: str) -> list[str]:
+    """The terms of a ``search`` as WordPress's ``WP_Query`` splits them: words separated by
+    white space, a ``"quoted phrase"`` kept whole; each term must be found (in any
+    searchable property). At most :data:`MAX_CRITERIA` terms; the rest are ignored."""
+    terms: list[str] = []
+    for quoted, word in _TERMS.findall(search):
+        term = quoted or word
+        if term.strip() and term not in terms:
+            terms.append(term)
+    return terms[:MAX_CRITERIA]
+
+
 def _listed(value: Any, param: str) -> list[Any]:
     if isinstance(value, str):
         value = [part.strip() for part in value.split(",") if part.strip()]
@@ -226,10 +242,11 @@ class QueryPlan:
                     raise CollectionError(name, f"{name} must list ids (1 or more).")
                 clauses.append(self._in('"id"', len(values), negate, nullable=False))
                 params.extend(values)
-        if query.search:
-            if not self.searchable:
-                raise CollectionError("search", "This collection cannot be searched.")
-            pattern = f"%{escape_like(query.search)}%"
+        terms = search_terms(query.search or "")
+        if terms and not self.searchable:
+            raise CollectionError("search", "This collection cannot be searched.")
+        for term in terms:
+            pattern = f"%{escape_like(term)}%"
             tests = [self._like(quote(name)) for name in self.searchable]
             clauses.append("(" + " OR ".join(tests) + ")")
             params.extend([pattern] * len(tests))
