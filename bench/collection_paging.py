@@ -4,14 +4,16 @@ collection (``svcrest.store.collection_table.CollectionTable``) of 100,000 rows 
 Usage::
 
     .venv/bin/python bench/collection_paging.py [--rows 100000] [--per-page 100]
-        [--rounds 5] [--calls 20] [--json]
+        [--rounds 5] [--calls 20] [--postgres [URL]] [--json]
 
-The table (a SQLite file in a temporary directory) has an integer ``priority`` (10 values,
-so sorting by it has long runs of ties) and a string ``title``; both are sortable (each has
-an index on ``(column, id)``), and the order ``priority DESC, title`` is declared in
-``indexes`` (an index on ``(priority DESC, title, id)``). For each order (by ``id``; by
-``priority`` descending, ties by ``id`` descending; by ``priority`` descending then ``title``
-ascending, mixed directions) it times one page of ``--per-page`` items:
+The table (a SQLite file in a temporary directory; with ``--postgres``, a table in that
+PostgreSQL database, or in a throw-away server started as the tests start theirs) has an
+integer ``priority`` (10 values, so sorting by it has long runs of ties) and a string
+``title``; both are sortable (each has an index on ``(column, id)``), and the order
+``priority DESC, title`` is declared in ``indexes`` (an index on ``(priority DESC, title,
+id)``). For each order (by ``id``; by ``priority`` descending, ties by ``id`` descending; by
+``priority`` descending then ``title`` ascending, mixed directions) it times one page of
+``--per-page`` items:
 
 - ``cursor p1``: the first page (no cursor); ``cursor p2``: the second, from page 1's
   cursor; ``cursor p1000``: page 1,000 from the cursor of page 999 (taken once, from an
@@ -58,6 +60,14 @@ ORDERS: dict[str, tuple[Sort, ...]] = {
 def fill(table: CollectionTable, rows: int) -> None:
     store = table.store
     with store.transaction() as conn:
+        if store.dialect == "postgresql":
+            conn.execute(
+                'INSERT INTO "bench_item" ("title", "priority", "version")'
+                " SELECT 'title ' || lpad(((n * 7919) % ?)::text, 6, '0'), n % 10, 1"
+                " FROM generate_series(0, ? - 1) AS n",
+                (rows, rows),
+            )
+            return
         for number in range(rows):
             conn.execute(
                 'INSERT INTO "bench_item" ("title", "priority", "version") VALUES (?, ?, 1)',
@@ -79,10 +89,27 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        nargs="?",
+        const="start",
+        help="on PostgreSQL: this database, or (no URL) a throw-away server as the tests start",
+    )
     args = parser.parse_args()
     deep = 1000
+    server = None
     with tempfile.TemporaryDirectory() as directory:
-        store = open_store(str(Path(directory) / "bench.db"))
+        location = str(Path(directory) / "bench.db")
+        if args.postgres == "start":
+            sys.path.insert(0, str(ROOT))  # the repository root, for tests.pg
+            from tests.pg import PostgresServer
+
+            server = PostgresServer()
+            location = server.new_database()
+        elif args.postgres:
+            location = args.postgres
+        store = open_store(location)
         table = CollectionTable(
             store,
             SCHEMA,
@@ -94,7 +121,8 @@ def main() -> None:
         started = time.perf_counter()
         fill(table, args.rows)
         filled = time.perf_counter() - started
-        store.read_one("ANALYZE")
+        with store.transaction() as conn:
+            conn.execute("ANALYZE")
         cases: dict[str, Query] = {}
         for name, sort in ORDERS.items():
             before = table.query(Query(per_page=args.per_page, page=deep - 1, sort=sort))
@@ -118,6 +146,8 @@ def main() -> None:
             for name, query in cases.items():
                 best[name] = min(best[name], timed(table, query, args.calls))
         store.close()
+        if server is not None:
+            server.stop()
     report(args, filled, best, deep)
 
 
@@ -128,7 +158,8 @@ def report(args: Any, filled: float, best: dict[str, float], deep: int) -> None:
         }}))  # fmt: skip
         return
     print(
-        f"{args.rows:,} rows (filled in {filled:.1f} s), {args.per_page} per page,"
+        f"{'PostgreSQL' if args.postgres else 'SQLite'}: {args.rows:,} rows"
+        f" (filled in {filled:.1f} s), {args.per_page} per page,"
         f" best of {args.rounds} rounds x {args.calls} queries\n"
     )
     print(

@@ -687,7 +687,7 @@ def test_deep_cursor_pages_are_index_ranges_on_sqlite() -> None:
             cursor = table.query(query).next_cursor
             assert cursor is not None
             values = plan.read_cursor(keys, cursor)
-            statements = plan.select_after(table._names, [], [], keys, values)
+            statements = plan.select_after(table._names, [], [], keys, values, 6)
             assert len(statements) == len(keys)
             for sql, params in statements:
                 with store.read() as conn:

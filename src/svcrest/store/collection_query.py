@@ -381,23 +381,33 @@ class QueryPlan:
         params: list[Any],
         keys: list[tuple[Column, bool]],
         values: list[Any],
+        limit: int,
     ) -> list[tuple[str, list[Any]]]:
-        """The statements (and their parameters, but for the final ``LIMIT ?``) whose rows,
-        one statement's after the other's, follow the row whose sort keys are ``values``
-        (stored form) in the order ``keys``: run them in turn until a page is full.
+        """The statements (and their parameters, but for the final ``LIMIT ?``: the rows
+        still wanted, at most ``limit``) whose rows, one statement's after the other's,
+        follow the row whose sort keys are ``values`` (stored form) in the order ``keys``:
+        run them in turn until a page is full.
 
-        One statement per key, last key first: the rows equal to ``values`` on the keys
-        before it and after it on this key. Each is one range of an index on the keys, read
-        from its start for at most the rows still wanted. PERF: a single row-value
-        comparison ``(a, id) > (?, ?)`` is a range of its first column only on SQLite, so a
-        page deep in a run of ties read the run from its start (16x page 1's time at page
-        1,000 of 100,000 rows with 10 distinct values); one UNION ALL of the ranges needs a
-        sort of their rows; separate statements read exactly one page
-        (bench/collection_paging.py).
+        The rows after the cursor are, last key first, those equal to ``values`` on the keys
+        before one key and after it on that key: each a range of an index on the keys.
+        PERF: SQLite reads a row-value comparison ``(a, id) > (?, ?)`` as a range of its
+        first column only, so a page deep in a run of ties read the run from its start (16x
+        page 1's time at page 1,000 of 100,000 rows with 10 distinct values): there each
+        range is a statement of its own, read for at most the rows still wanted.
+        PostgreSQL reads a row value as one exact range, and a round trip costs more than a
+        statement: there a single statement, the row value when every key has one
+        direction, else a UNION ALL of the ranges (bench/collection_paging.py).
         """
         order = self.order_by(keys)
         table = quote(self.table)
         columns = [quote(column.name) for column, _ in keys]
+        if self.dialect == "postgresql" and len({desc for _, desc in keys}) == 1:
+            operator = "<" if keys[0][1] else ">"
+            where = " AND ".join(
+                [*clauses, f"({', '.join(columns)}) {operator} ({', '.join('?' * len(keys))})"]
+            )
+            sql = f"SELECT {names} FROM {table} WHERE {where} ORDER BY {order} LIMIT ?"
+            return [(sql, [*params, *values])]
         statements: list[tuple[str, list[Any]]] = []
         for index in reversed(range(len(keys))):
             tests = [f"{name} = ?" for name in columns[:index]]
@@ -409,7 +419,14 @@ class QueryPlan:
                     [*params, *values[: index + 1]],
                 )
             )
-        return statements
+        if self.dialect == "sqlite":
+            return statements
+        union = " UNION ALL ".join(
+            f"SELECT * FROM ({sql}) AS range{number}"
+            for number, (sql, _params) in enumerate(statements)
+        )
+        bound = [value for _sql, part in statements for value in (*part, limit)]
+        return [(f"SELECT * FROM ({union}) AS page ORDER BY {order} LIMIT ?", bound)]
 
     def _signature(self, keys: list[tuple[Column, bool]]) -> str:
         return ",".join(f"{column.name}:{'d' if desc else 'a'}" for column, desc in keys)

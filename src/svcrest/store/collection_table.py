@@ -474,7 +474,7 @@ class CollectionTable:
             statements = [plan.select(self._names, clauses, params, keys, limit, offset)]
         else:
             values = plan.read_cursor(keys, query.cursor)
-            statements = plan.select_after(self._names, clauses, params, keys, values)
+            statements = plan.select_after(self._names, clauses, params, keys, values, limit)
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
         rows: list[Any] = []
         with store.read() as conn:
