@@ -246,6 +246,9 @@ def test_expected_version_mismatch_writes_nothing(table: CollectionTable) -> Non
     assert table.delete(1, expected_version=1) == VersionMismatch(1, 2)
     assert table.get(1) == {"id": 1, **EMPTY, "title": "b", "version": 2}
     assert table.update(5, {"title": "c"}, expected_version=1) is None
+    for wrong in (2**63, -1, 0, True):
+        assert table.update(1, {"title": "c"}, expected_version=wrong) == VersionMismatch(1, 2)
+        assert table.delete(1, expected_version=wrong) == VersionMismatch(1, 2)
     assert table.delete(1, expected_version=2) == {"id": 1, **EMPTY, "title": "b", "version": 2}
 
 
@@ -510,6 +513,8 @@ def test_paging_include_exclude_and_totals(filled: CollectionTable) -> None:
         (Query(per_page=0), "per_page"),
         (Query(per_page=101), "per_page"),
         (Query(page=0), "page"),
+        (Query(page=2**62), "page"),
+        (Query(offset=2**63), "offset"),
         (Query(offset=-1), "offset"),
         (Query(include=(0,)), "include"),
         (Query(cursor="x", page=2), "cursor"),

@@ -74,6 +74,14 @@ class VersionMismatch:
     version: int
 
 
+def _expected(version: object) -> int:
+    """An expected version as a bound value: one no item has (-1) when it is not a version
+    (not an integer within the column's range), so the precondition fails as it should."""
+    if isinstance(version, int) and not isinstance(version, bool) and 0 < version <= MAX_INT:
+        return version
+    return -1
+
+
 def _valid_id(item_id: object) -> bool:
     return isinstance(item_id, int) and not isinstance(item_id, bool) and 0 < item_id <= MAX_INT
 
@@ -376,7 +384,7 @@ class CollectionTable:
             params = [*stored.values(), item_id]
             if expected_version is not None:
                 sql += ' AND "version" = ?'
-                params.append(expected_version)
+                params.append(_expected(expected_version))
             row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
             if row is None:
                 return self._missing_or_mismatch(conn, item_id)
@@ -392,7 +400,7 @@ class CollectionTable:
         if row is None:
             return None
         item = self._item(row)
-        if expected_version is not None and item["version"] != expected_version:
+        if expected_version is not None and item["version"] != _expected(expected_version):
             return VersionMismatch(item_id, item["version"])
         return item
 
@@ -416,7 +424,7 @@ class CollectionTable:
             params: list[Any] = [item_id]
             if expected_version is not None:
                 sql += ' AND "version" = ?'
-                params.append(expected_version)
+                params.append(_expected(expected_version))
             row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
             if row is None:
                 return self._missing_or_mismatch(conn, item_id)
@@ -447,8 +455,8 @@ class CollectionTable:
             raise CollectionError(
                 "per_page", f"per_page must be between 1 and {self.max_per_page}."
             )
-        if query.page < 1:
-            raise CollectionError("page", "page must be 1 or more.")
+        if not 1 <= query.page <= MAX_INT // self.max_per_page:
+            raise CollectionError("page", "page must be 1 or more (and not beyond the largest).")
         if query.offset is not None and not 0 <= query.offset <= MAX_INT:
             raise CollectionError("offset", "offset must be 0 or more.")
         if query.cursor is not None:
