@@ -397,9 +397,11 @@ def test_every_operator(
         ([Filter("priority", None, "<")], "filter", "must not be null for <"),
         ([Filter("priority", list(range(101)), "in")], "filter", "must not list more than 100"),
         ([Filter("priority", {"a": 1}, "in")], "filter", "filter must be a list."),
+        ([Filter("title", "a\x00", "like")], "filter", "value must be a string (without NUL)"),
+        ([Filter("title", ["a\x00"], "in")], "filter", "must not contain a NUL character"),
     ],
     ids=["regex", "operator-injection", "json", "name-injection", "value-injection", "like-int",
-         "null", "long-in", "in-object"],
+         "null", "long-in", "in-object", "like-nul", "in-nul"],
 )  # fmt: skip
 def test_bad_filters_are_400(
     filled: CollectionTable, filters: list[Filter], param: str, reason: str
@@ -494,6 +496,8 @@ def test_search_escapes_like_wildcards(table: CollectionTable) -> None:
     assert found('"0 p"') == [2]  # a quoted phrase is one term
     assert found("  ") == [1, 2, 3, 4, 5, 6]  # no words: no search
     assert found("100 nothing") == []
+    with pytest.raises(CollectionError, match=r"Invalid parameter\(s\): search"):
+        found("a\x00b")
     assert ids(table.query(Query(filters=(Filter("title", "a_", "like"),))).items) == [3, 6]
 
 

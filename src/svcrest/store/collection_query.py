@@ -242,6 +242,8 @@ class QueryPlan:
                     raise CollectionError(name, f"{name} must list ids (1 or more).")
                 clauses.append(self._in('"id"', len(values), negate, nullable=False))
                 params.extend(values)
+        if query.search and "\x00" in query.search:  # PostgreSQL's text cannot hold NUL
+            raise CollectionError("search", "search must not contain a NUL character.")
         terms = search_terms(query.search or "")
         if terms and not self.searchable:
             raise CollectionError("search", "This collection cannot be searched.")
@@ -310,8 +312,8 @@ class QueryPlan:
                 raise CollectionError("filter", f"{param}: like needs a string property.")
             if isinstance(value, int | float) and not isinstance(value, bool):
                 value = str(value)
-            if not isinstance(value, str):
-                raise CollectionError("filter", f"{param}.value must be a string.")
+            if not isinstance(value, str) or "\x00" in value:
+                raise CollectionError("filter", f"{param}.value must be a string (without NUL).")
             return self._like(name), [f"%{escape_like(value)}%"]
         return self._compare(column, operator, value, param)
 
