@@ -32,6 +32,7 @@ SCHEMA: dict[str, Any] = {
         "meta": {"type": "object"},
     },
 }
+BAD_TEXT = "title must not contain a NUL character or a lone surrogate."
 EMPTY = {
     "title": "",
     "priority": 0,
@@ -263,12 +264,13 @@ def test_expected_version_mismatch_writes_nothing(table: CollectionTable) -> Non
         ({"due": "yesterday"}, "due", "Invalid date for due."),
         ({"status": "lost"}, "status", "status is not one of the allowed values."),
         ({"title": None}, "title", "title must not be null."),
-        ({"title": "a\x00b"}, "title", "title must not contain a NUL character."),
+        ({"title": "a\x00b"}, "title", BAD_TEXT),
+        ({"title": "a\ud800"}, "title", BAD_TEXT),
         ({"version": 5}, "version", "version is not a property of task."),
         ({"id": 5}, "id", "id is not a property of task."),
     ],
     ids=["int-text", "int-bool", "int-range", "nan", "bool", "date", "enum", "not-null", "nul",
-         "version", "id"],
+         "surrogate", "version", "id"],
 )  # fmt: skip
 def test_values_of_the_wrong_type_are_400(
     table: CollectionTable, values: dict[str, Any], param: str, reason: str
@@ -399,9 +401,10 @@ def test_every_operator(
         ([Filter("priority", {"a": 1}, "in")], "filter", "filter must be a list."),
         ([Filter("title", "a\x00", "like")], "filter", "value must be a string (without NUL)"),
         ([Filter("title", ["a\x00"], "in")], "filter", "must not contain a NUL character"),
+        ([Filter("title", "\udfff", "like")], "filter", "value must be a string (without NUL)"),
     ],
     ids=["regex", "operator-injection", "json", "name-injection", "value-injection", "like-int",
-         "null", "long-in", "in-object", "like-nul", "in-nul"],
+         "null", "long-in", "in-object", "like-nul", "in-nul", "like-surrogate"],
 )  # fmt: skip
 def test_bad_filters_are_400(
     filled: CollectionTable, filters: list[Filter], param: str, reason: str

@@ -49,6 +49,7 @@ __all__ = [
     "check_identifier",
     "columns_of_schema",
     "quote",
+    "storable_text",
 ]
 
 #: What a table or column name may be: a letter or ``_``, then letters, digits or ``_``,
@@ -208,11 +209,27 @@ def _to_boolean(value: Any, name: str, param: str) -> bool:
     return value
 
 
+def storable_text(text: str) -> bool:
+    """Whether both engines can store ``text``: no NUL (PostgreSQL's text cannot hold one)
+    and no lone surrogate (it has no UTF-8 form)."""
+    if "\x00" in text:
+        return False
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _to_string(value: Any, name: str, param: str) -> str:
     if not isinstance(value, str):
         raise CollectionError(param, f"{name} is not of type string.")
-    if "\x00" in value:  # PostgreSQL's text cannot hold NUL; refuse it on both engines
-        raise CollectionError(param, f"{name} must not contain a NUL character.")
+    if not storable_text(value):
+        raise CollectionError(
+            param, f"{name} must not contain a NUL character or a lone surrogate."
+        )
     return value
 
 

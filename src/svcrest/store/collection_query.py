@@ -29,7 +29,13 @@ from typing import Any, Final
 import orjson
 
 from svcrest.store.base import Dialect
-from svcrest.store.collection_columns import MAX_INT, CollectionError, Column, quote
+from svcrest.store.collection_columns import (
+    MAX_INT,
+    CollectionError,
+    Column,
+    quote,
+    storable_text,
+)
 
 __all__ = [
     "MAX_LIST",
@@ -242,8 +248,10 @@ class QueryPlan:
                     raise CollectionError(name, f"{name} must list ids (1 or more).")
                 clauses.append(self._in('"id"', len(values), negate, nullable=False))
                 params.extend(values)
-        if query.search and "\x00" in query.search:  # PostgreSQL's text cannot hold NUL
-            raise CollectionError("search", "search must not contain a NUL character.")
+        if query.search and not storable_text(query.search):
+            raise CollectionError(
+                "search", "search must not contain a NUL character or a lone surrogate."
+            )
         terms = search_terms(query.search or "")
         if terms and not self.searchable:
             raise CollectionError("search", "This collection cannot be searched.")
@@ -312,7 +320,7 @@ class QueryPlan:
                 raise CollectionError("filter", f"{param}: like needs a string property.")
             if isinstance(value, int | float) and not isinstance(value, bool):
                 value = str(value)
-            if not isinstance(value, str) or "\x00" in value:
+            if not isinstance(value, str) or not storable_text(value):
                 raise CollectionError("filter", f"{param}.value must be a string (without NUL).")
             return self._like(name), [f"%{escape_like(value)}%"]
         return self._compare(column, operator, value, param)
