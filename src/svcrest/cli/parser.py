@@ -22,8 +22,9 @@ from svcrest.cli.common import (
     PLUGIN_SPEC,
     CliError,
     Parser,
-    PluginError,
     apply_environment,
+    error_text,
+    own_line,
     svcrest_version,
     using_database,
 )
@@ -355,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         source = apply_environment(args, os.environ)
-        print(using_database(args.db, source), file=sys.stderr, flush=True)
+        log_format = getattr(args, "log_format", "text")
+        print(own_line(using_database(args.db, source), log_format), file=sys.stderr, flush=True)
         handler: Callable[[argparse.Namespace], int] = args.handler
         status = handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -364,9 +366,8 @@ def main(argv: list[str] | None = None) -> int:
         _discard_stdout()
         return BROKEN_PIPE_STATUS
     except CliError as exc:
-        if isinstance(exc, PluginError):
-            sys.stderr.write(exc.traceback_text(getattr(args, "traceback", False)))
-        print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
+        every_frame = getattr(args, "traceback", False)
+        sys.stderr.write(error_text(exc, every_frame, getattr(args, "log_format", "text")))
         return exc.status
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
