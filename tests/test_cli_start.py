@@ -168,3 +168,25 @@ def test_the_login_line_names_admin_once_it_exists(
         " with: svcrest user add LOGIN --role ROLE",
     ]
     uvicorn_calls[1].store.close()
+
+
+def test_a_plugin_with_a_syntax_error_shows_where(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A syntax error has no frame of the plugin's own: its file, line and column are shown
+    (as a reloading worker shows them after a bad save)."""
+    path = tmp_path / "misspelt_plugin.py"
+    path.write_text("def register(app):\n    x = (\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "misspelt_plugin:register"
+    status, out, err = run(capsys, "routes", "--db", ":memory:", "--plugin", spec)
+    assert (status, out) == (2, "")
+    assert err == (
+        "Traceback (most recent call last; the plugin's frames, --traceback shows all):\n"
+        f'  File "{path.resolve()}", line 2\n'
+        "    x = (\n"
+        "        ^\n"
+        "SyntaxError: '(' was never closed\n"
+        f"svcrest: error: cannot load plugin '{spec}': SyntaxError: '(' was never closed"
+        " (misspelt_plugin.py, line 2)\n"
+    )

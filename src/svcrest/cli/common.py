@@ -95,8 +95,9 @@ class PluginError(CliError):
 
     def traceback_text(self, every_frame: bool = False) -> str:
         """The traceback as Python prints it: every frame (and the chained exceptions) with
-        ``every_frame``, else only the plugin's frames and the exception line; empty when no
-        frame is the plugin's (a plugin module that does not exist)."""
+        ``every_frame``, else only the plugin's frames and the exception's lines (which show
+        the file, line and column of a syntax error in the plugin); empty when nothing of it
+        is the plugin's (a plugin module that does not exist)."""
         if every_frame:
             return "".join(traceback.format_exception(self.error))
         frames = [
@@ -104,7 +105,12 @@ class PluginError(CliError):
             for frame in traceback.extract_tb(self.error.__traceback__)
             if self._in_plugin(frame.filename)
         ]
-        if not frames:
+        # A syntax error has no frame of the plugin's: the exception's own lines name its
+        # file, line and column.
+        misspelt = isinstance(self.error, SyntaxError) and self._in_plugin(
+            self.error.filename or ""
+        )
+        if not frames and not misspelt:
             return ""
         return "".join(
             [
