@@ -7,6 +7,9 @@ tells the truth when no ``admin`` was ever made."""
 from __future__ import annotations
 
 import builtins
+import json
+import logging
+import re
 import socket
 import sys
 import types
@@ -17,10 +20,12 @@ from typing import Any
 import pytest
 import uvicorn
 
+from svcrest.cli import main
 from tests.cli_run import run
 
 UVICORN_ASGI = ("--server", "uvicorn", "--interface", "asgi")
 PLUGIN = "svcrest_cli_start_plugin"
+TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00")
 #: Every form ``--db`` takes, as the message about another kind of URL names them.
 FORMS = (
     "a SQLite file path (var/svcrest.db), sqlite:///relative/path.db,"
@@ -190,3 +195,91 @@ def test_a_plugin_with_a_syntax_error_shows_where(
         f"svcrest: error: cannot load plugin '{spec}': SyntaxError: '(' was never closed"
         " (misspelt_plugin.py, line 2)\n"
     )
+
+
+@pytest.fixture
+def logging_restored() -> Iterator[None]:
+    """The process's logging as it was (``--log-format json`` configures the root logger
+    and routes warnings through logging)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        logging.captureWarnings(False)
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in text.splitlines()]
+    for line in lines:
+        assert TIME.fullmatch(line.pop("time")), line
+    return lines
+
+
+def _own(message: str, level: str = "INFO", **extra: str) -> dict[str, Any]:
+    return {
+        "level": level,
+        "logger": "svcrest",
+        "message": message,
+        "request_id": None,
+        "method": None,
+        "route": None,
+        "status": None,
+        "duration_ms": None,
+        "user_id": None,
+        "path": None,
+        **extra,
+    }
+
+
+def test_json_start_up_lines(
+    capsys: pytest.CaptureFixture[str],
+    uvicorn_calls: list[Any],
+    tmp_path: Path,
+    logging_restored: None,
+) -> None:
+    db = str(tmp_path / "site.db")
+    assert run(capsys, "user", "add", "ed", "--role", "editor", "--db", db)[0] == 0
+    port = free_port()
+    argv = ["serve", *UVICORN_ASGI, "--port", str(port), "--db", db, "--log-format", "json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    home = f"http://127.0.0.1:{port}"
+    assert _json_lines(captured.err) == [_own(f"using database {db}")]
+    assert _json_lines(captured.out) == [
+        _own(f"Serving {home}/ (REST API at {home}/svc-json/) with uvicorn (asgi)"),
+        _own(
+            f"Log in at {home}/login as one of the site's users (there is no user admin:"
+            " svcrest user list shows them); add users with: svcrest user add LOGIN --role ROLE"
+        ),
+    ]
+    uvicorn_calls[0].store.close()
+
+
+def test_json_plugin_failure(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    logging_restored: None,
+) -> None:
+    path = tmp_path / "misspelt_json_plugin.py"
+    path.write_text("def register(app):\n    x = (\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "misspelt_json_plugin:register"
+    argv = ["serve", *UVICORN_ASGI, "--port", str(free_port()), "--db", str(tmp_path / "s.db")]
+    assert main([*argv, "--log-format", "json", "--plugin", spec]) == 2
+    captured = capsys.readouterr()
+    assert _json_lines(captured.out) == [_own(f"Created the database {tmp_path / 's.db'}")]
+    assert _json_lines(captured.err) == [
+        _own(f"using database {tmp_path / 's.db'}"),
+        _own(
+            f"cannot load plugin '{spec}': SyntaxError: '(' was never closed"
+            " (misspelt_json_plugin.py, line 2)",
+            "ERROR",
+            exception="Traceback (most recent call last; the plugin's frames, --traceback shows"
+            f' all):\n  File "{path}", line 2\n    x = (\n        ^\n'
+            "SyntaxError: '(' was never closed\n",
+        ),
+    ]

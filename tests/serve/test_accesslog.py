@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import MutableMapping
 from typing import Any
@@ -111,7 +112,8 @@ def _served_through_asgi(app: Any, path: str = "/svc-json/") -> Any:
     async def serve() -> None:  # a fresh context, as a server's task for the request
         await app(scope, receive, send)
 
-    asyncio.run(serve())
+    # In an empty context: an earlier test's in-process request may have left one named.
+    contextvars.Context().run(asyncio.run, serve())
     return seen[0]
 
 
