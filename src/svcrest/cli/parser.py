@@ -93,8 +93,9 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
         "--db",
         default=None,  # apply_environment: SVCREST_DB, else DEFAULT_DB
         metavar="PATH",
-        help="the database: a SQLite path, sqlite:///URL or :memory:, or a PostgreSQL URL"
-        f" postgresql://user:password@host:port/dbname (default ${ENV_DB}, else {DEFAULT_DB})",
+        help="the database: a SQLite path, sqlite:///relative.db, sqlite:////absolute.db or"
+        " :memory:, or a PostgreSQL URL postgresql://user:password@host:port/dbname (or"
+        f" postgres://…) (default ${ENV_DB}, else {DEFAULT_DB})",
     )
 
 
