@@ -622,8 +622,8 @@ def test_unusable_database_files(
         path.mkdir()
     status, out, err = run(capsys, "request", "GET", "/demo/v1/notes", "--db", str(path))
     assert (status, out) == (2, "")
-    prefix = f"svcrest: error: cannot open the database '{path}'"
-    assert err == f"{prefix}: cannot open store '{path}': {reason}\n"
+    # The database named once.
+    assert err == f"svcrest: error: cannot open the database '{path}': {reason}\n"
 
 
 def test_port_in_use(capsys: pytest.CaptureFixture[str], db: str) -> None:
@@ -1412,6 +1412,7 @@ def test_serve_granian_wsgi_options(
         "websockets": False,
         "blocking_threads": launcher.granian_threads(),
         "reload_filter": watchfiles.PythonFilter,
+        "reload_ignore_worker_failure": True,
     }
     assert os.environ[cli.ENV_DEMO] == "1"
     assert os.environ[launcher.ENV_BODY_TIMEOUT] == "30.0"

@@ -143,7 +143,7 @@ def _samples(registry: CollectorRegistry, name: str) -> dict[tuple[tuple[str, st
     }
 
 
-def test_requests_are_counted_by_route_pattern(client_for: ClientFor) -> None:
+def test_requests_are_counted_by_route_template(client_for: ClientFor) -> None:
     registry = CollectorRegistry()
     client = client_for(_site(registry))
     for number in range(3):
@@ -152,16 +152,16 @@ def test_requests_are_counted_by_route_pattern(client_for: ClientFor) -> None:
     assert client.get("/login").status_code == 200
     assert client.request("BREW", "/svc-json/t/v1/items/1").status_code == 405
     assert _samples(registry, "svcrest_requests_total") == {
-        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "200")): 3.0,
+        (("method", "GET"), ("route", "/t/v1/items/{id}"), ("status", "200")): 3.0,
         (("method", "GET"), ("route", ""), ("status", "404")): 1.0,
         (("method", "GET"), ("route", ""), ("status", "200")): 1.0,
-        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "405")): 1.0,
+        (("method", "other"), ("route", "/t/v1/items/{id}"), ("status", "405")): 1.0,
     }
     counts = _samples(registry, "svcrest_request_duration_seconds_count")
     assert counts == {
-        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)")): 3.0,
+        (("method", "GET"), ("route", "/t/v1/items/{id}")): 3.0,
         (("method", "GET"), ("route", "")): 2.0,
-        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)")): 1.0,
+        (("method", "other"), ("route", "/t/v1/items/{id}")): 1.0,
     }
     buckets = _samples(registry, "svcrest_request_duration_seconds_bucket")
     assert {dict(labels)["le"] for labels in buckets} == {
@@ -181,10 +181,51 @@ def test_thousands_of_paths_make_a_bounded_label_set(client_for: ClientFor) -> N
     series = _samples(registry, "svcrest_requests_total")
     assert sorted(series) == [
         (("method", "GET"), ("route", ""), ("status", "404")),
-        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "200")),
-        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "405")),
+        (("method", "GET"), ("route", "/t/v1/items/{id}"), ("status", "200")),
+        (("method", "other"), ("route", "/t/v1/items/{id}"), ("status", "405")),
     ]
     assert sum(series.values()) == 6000
+
+
+def _raising_site(registry: CollectorRegistry) -> App:
+    app = _site(registry)
+
+    def boom(request: Request) -> dict[str, Any]:
+        raise RuntimeError("the handler's own mistake")
+
+    def refused(request: Request) -> dict[str, Any]:
+        raise svcrest.RestError("t_refused", "No.", {"status": 409})
+
+    for route, callback in (
+        (r"/boom/(?P<id>\d+)", boom),
+        (r"/refused/(?P<name>[a-z]+)/(?P<id>\d+)", refused),
+        (r"/(?:odd|even)+", boom),  # no URL template describes it: its pattern is the label
+    ):
+        app.register_rest_route(
+            "t/v1",
+            route,
+            {"methods": "GET", "callback": callback, "permission_callback": svcrest.public},
+        )
+    return app
+
+
+def test_a_handler_that_raises_is_counted_under_its_route(client_for: ClientFor) -> None:
+    registry = CollectorRegistry()
+    client = client_for(_raising_site(registry))
+    assert client.get("/svc-json/t/v1/boom/7").status_code == 500
+    assert client.get("/svc-json/t/v1/boom/8").status_code == 500
+    assert client.get("/svc-json/t/v1/refused/ab/1").status_code == 409
+    assert client.get("/svc-json/t/v1/oddeven").status_code == 500
+    assert _samples(registry, "svcrest_requests_total") == {
+        (("method", "GET"), ("route", "/t/v1/boom/{id}"), ("status", "500")): 2.0,
+        (("method", "GET"), ("route", "/t/v1/refused/{name}/{id}"), ("status", "409")): 1.0,
+        (("method", "GET"), ("route", "/t/v1/(?:odd|even)+"), ("status", "500")): 1.0,
+    }
+    assert _samples(registry, "svcrest_request_duration_seconds_count") == {
+        (("method", "GET"), ("route", "/t/v1/boom/{id}")): 2.0,
+        (("method", "GET"), ("route", "/t/v1/refused/{name}/{id}")): 1.0,
+        (("method", "GET"), ("route", "/t/v1/(?:odd|even)+")): 1.0,
+    }
 
 
 # -- the options ---------------------------------------------------------------------------------

@@ -22,8 +22,9 @@ from svcrest.cli.common import (
     PLUGIN_SPEC,
     CliError,
     Parser,
-    PluginError,
     apply_environment,
+    error_text,
+    own_line,
     svcrest_version,
     using_database,
 )
@@ -92,8 +93,9 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
         "--db",
         default=None,  # apply_environment: SVCREST_DB, else DEFAULT_DB
         metavar="PATH",
-        help="the database: a SQLite path, sqlite:///URL or :memory:, or a PostgreSQL URL"
-        f" postgresql://user:password@host:port/dbname (default ${ENV_DB}, else {DEFAULT_DB})",
+        help="the database: a SQLite path, sqlite:///relative.db, sqlite:////absolute.db or"
+        " :memory:, or a PostgreSQL URL postgresql://user:password@host:port/dbname (or"
+        f" postgres://…) (default ${ENV_DB}, else {DEFAULT_DB})",
     )
 
 
@@ -355,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         source = apply_environment(args, os.environ)
-        print(using_database(args.db, source), file=sys.stderr, flush=True)
+        log_format = getattr(args, "log_format", "text")
+        print(own_line(using_database(args.db, source), log_format), file=sys.stderr, flush=True)
         handler: Callable[[argparse.Namespace], int] = args.handler
         status = handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -364,9 +367,8 @@ def main(argv: list[str] | None = None) -> int:
         _discard_stdout()
         return BROKEN_PIPE_STATUS
     except CliError as exc:
-        if isinstance(exc, PluginError):
-            sys.stderr.write(exc.traceback_text(getattr(args, "traceback", False)))
-        print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
+        every_frame = getattr(args, "traceback", False)
+        sys.stderr.write(error_text(exc, every_frame, getattr(args, "log_format", "text")))
         return exc.status
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0

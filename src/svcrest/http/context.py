@@ -46,7 +46,8 @@ class RequestContext:
     ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
     ``request_id``: the request's ``X-Request-Id`` (docs/guides/operating.md).
     ``matched_route``: the pattern of the REST route that answered ("" when none did), as
-    ``get_routes()`` names it: the ``route`` label of the request metrics.
+    ``get_routes()`` names it, also when its handler raised: the ``route`` of the access and
+    JSON logs, and of the request metrics (which write it as its OpenAPI path).
     """
 
     is_rest: bool = False

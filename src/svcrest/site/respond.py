@@ -110,7 +110,7 @@ async def respond(
                 http.method,
                 http.path,
                 request_id,
-                extra={"request_id": request_id},
+                extra={"request_id": request_id, "route": ctx.matched_route},
             )
             try:
                 response = (

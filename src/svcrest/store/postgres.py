@@ -179,7 +179,9 @@ class PostgresStore(StoreBase):
             self._pool.close()
             self._closed = True
             reason = exc.__cause__ if isinstance(exc, StoreUnavailableError) else exc
-            raise StoreError(f"cannot open store {self._shown()}: {reason}") from exc
+            raise StoreError(
+                f"cannot open store {self._shown()}: {reason}", reason=str(reason)
+            ) from exc
 
     def _connect(self) -> psycopg.Connection[Any]:
         """A new connection of the pool: autocommit; prepared statements off behind
