@@ -24,6 +24,10 @@ CONTRACT = {
     "Arg",
     "Serializer",
     "msgpack_serializer",
+    "RestController",
+    "rest_get_endpoint_args_for_schema",
+    "rest_filter_response_by_context",
+    "rest_is_field_included",
 }
 
 
