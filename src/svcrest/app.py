@@ -65,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=RestController)
 DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 
 
@@ -454,7 +455,7 @@ class App:
 
         return decorate
 
-    def register_controller(self, controller: RestController) -> RestController:
+    def register_controller(self, controller: C) -> C:
         """Bind ``controller`` to this site and call its ``register_routes(app)`` (a
         ``RestController``: WordPress's ``WP_REST_Controller``); returns it."""
         controller.bind(self)

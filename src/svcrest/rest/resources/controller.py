@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from svcrest.hooks import Hooks
 from svcrest.http.errors import RestError
@@ -93,7 +93,7 @@ class RestController:
     #: The collection's path under the namespace (``"books"``).
     rest_base: str = ""
     #: The item schema (JSON Schema; its ``title`` is the object type fields register to).
-    schema: Mapping[str, Any] | None = None
+    schema: ClassVar[Mapping[str, Any] | None] = None
 
     def __init__(self) -> None:
         self._app: ControllerHost | None = None
