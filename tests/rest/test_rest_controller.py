@@ -9,6 +9,7 @@ import pytest
 
 from svcrest import App, Request, Response, RestController, RestError
 from svcrest.rest.defaults import rest_filter_response_fields
+from svcrest.rest.schema import sanitize_value, validate_value
 
 DRAFT4 = "http://json-schema.org/draft-04/schema#"
 
@@ -410,3 +411,61 @@ def test_prepare_response_for_collection() -> None:
         "_links": {"self": [{"href": "http://x/1"}]},
     }
     assert controller.prepare_response_for_collection({"id": 2}) == {"id": 2}
+
+
+# -- WordPress's rest_validate_request_arg cases of the same file ---------------------------
+
+ARGS: dict[str, dict[str, Any]] = {
+    "someinteger": {"type": "integer"},
+    "someboolean": {"type": "boolean"},
+    "somestring": {"type": "string"},
+    "somehex": {"type": "string", "format": "hex-color"},
+    "someenum": {"type": "string", "enum": ["a"]},
+    "somedate": {"type": "string", "format": "date-time"},
+    "someemail": {"type": "string", "format": "email"},
+    "someuuid": {"type": "string", "format": "uuid"},
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "code"),
+    [
+        ("someinteger", "123", None),
+        ("someinteger", "abc", "rest_invalid_type"),
+        *[("someboolean", value, None) for value in (True, False, "true", "TRUE", "false")],
+        *[("someboolean", value, None) for value in ("False", "1", "0", 1, 0)],
+        ("someboolean", "123", "rest_invalid_type"),
+        ("somestring", "123", None),
+        ("somestring", {"foo": "bar"}, "rest_invalid_type"),
+        ("someenum", "a", None),
+        ("someenum", "d", "rest_not_in_enum"),
+        ("someemail", "joe@foo.bar", None),
+        ("someemail", "d", "rest_invalid_email"),
+        ("somehex", "#000000", None),
+        ("somehex", "wibble", "rest_invalid_hex_color"),
+        ("somedate", "2010-01-01T12:00:00", None),
+        ("somedate", "2010-18-18T12:00:00", "rest_invalid_date"),
+        ("someuuid", "123e4567-e89b-12d3-a456-426655440000", None),
+        ("someuuid", "123e4567-e89b-12d3-a456-426655440000X", "rest_invalid_uuid"),
+    ],
+)
+def test_validate_schema(name: str, value: Any, code: str | None) -> None:
+    error = validate_value(value, ARGS[name], name)
+    assert (error.code if error is not None else None) == code
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("false", False),
+        ("0", False),
+        (0, False),
+        ("FALSE", False),
+        ("true", True),
+        ("1", True),
+        (1, True),
+        ("TRUE", True),
+    ],
+)
+def test_sanitize_schema_type_boolean(value: Any, expected: bool) -> None:
+    assert sanitize_value(value, ARGS["someboolean"], "someboolean") is expected

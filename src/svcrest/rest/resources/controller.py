@@ -387,8 +387,8 @@ class RestController:
 
     # -- registered fields ------------------------------------------------------------------
 
-    def get_additional_fields(self, object_type: str | None = None) -> dict[str, RestField]:
-        """The fields registered to ``object_type`` (default: this controller's)."""
+    def get_additional_fields(self, object_type: str | None = None) -> Mapping[str, RestField]:
+        """The fields registered to ``object_type`` (default: this controller's), read-only."""
         if self._app is None:
             return {}
         if object_type is None:
