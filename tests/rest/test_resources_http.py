@@ -516,3 +516,40 @@ class ReadOnlyWithPermission(ReadOnly):
 
     def get_item(self, request: Request) -> Response:
         return self.prepare_item_for_response({"id": request["id"]}, request)
+
+
+class BatchedBooks(BooksController):
+    allow_batch: ClassVar[dict[str, bool]] = {"v1": True}
+
+
+def test_allow_batch_joins_the_routes_to_batches(client_for: ClientFor) -> None:
+    app = App(secret_key="k" * 32)
+    controller = app.register_controller(BatchedBooks())
+    app.users.create("ed", "ed-password", roles=("editor",))
+    client = client_for(app)
+    answer = client.post(
+        "/svc-json/batch/v1",
+        json={
+            "requests": [
+                {"path": "/shop/v1/books", "body": {"title": "One"}},
+                {"path": "/shop/v1/books", "body": {"title": "Two"}},
+            ]
+        },
+        headers=basic_auth(app, "ed"),
+    )
+    assert answer.status_code == 207
+    assert [reply["status"] for reply in answer.json()["responses"]] == [201, 201]
+    assert [book["title"] for book in controller.books.values()] == ["One", "Two"]
+    options = client.request("OPTIONS", BOOKS).json()
+    assert options["endpoints"][1]["allow_batch"] == {"v1": True}
+
+
+def test_a_controller_without_allow_batch_is_not_batched(client_for: ClientFor) -> None:
+    app, controller = books_app()
+    answer = client_for(app).post(
+        "/svc-json/batch/v1",
+        json={"requests": [{"path": "/shop/v1/books", "body": {"title": "One"}}]},
+        headers=basic_auth(app, "ed"),
+    )
+    assert answer.json()["responses"][0]["body"]["code"] == "rest_batch_not_allowed"
+    assert controller.books == {}

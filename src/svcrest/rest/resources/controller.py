@@ -94,6 +94,9 @@ class RestController:
     rest_base: str = ""
     #: The item schema (JSON Schema; its ``title`` is the object type fields register to).
     schema: ClassVar[Mapping[str, Any] | None] = None
+    #: The routes' ``allow_batch`` option (``{"v1": True}`` lets ``/batch/v1`` run them, as
+    #: WordPress's posts controller does); None: not in batches.
+    allow_batch: ClassVar[Mapping[str, bool] | None] = None
 
     def __init__(self) -> None:
         self._app: ControllerHost | None = None
@@ -124,7 +127,6 @@ class RestController:
         args) and ``/<rest_base>/(?P<id>[\\d]+)`` (GET with ``context``; POST, PUT and PATCH
         with editable args; DELETE with ``force``), each method only when the subclass
         implements its operation, with the public schema as each route's ``schema``."""
-        schema = self.get_public_item_schema
         collection: dict[Any, Any] = {}
         if self._implements("get_items"):
             collection[len(collection)] = {
@@ -141,15 +143,21 @@ class RestController:
                 "args": self.get_endpoint_args_for_item_schema(CREATABLE),
             }
         if collection:
-            collection["schema"] = schema
+            collection.update(self._route_options())
             app.register_rest_route(self.namespace, f"/{self.rest_base}", collection)
         item = self._item_handlers()
         if item:
             item["args"] = {
                 "id": {"description": "Unique identifier for the object.", "type": "integer"}
             }
-            item["schema"] = schema
+            item.update(self._route_options())
             app.register_rest_route(self.namespace, f"/{self.rest_base}/(?P<id>[\\d]+)", item)
+
+    def _route_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {"schema": self.get_public_item_schema}
+        if self.allow_batch is not None:
+            options["allow_batch"] = dict(self.allow_batch)
+        return options
 
     def _item_handlers(self) -> dict[Any, Any]:
         item: dict[Any, Any] = {}
