@@ -376,6 +376,7 @@ def test_get_additional_field_registration(client_for: ClientFor) -> None:
         "enum": [1, 2, 3, 4],
     }
     assert client.get(f"{BOOKS}/1").json()["my_custom_int"] == 2
+    assert [book["my_custom_int"] for book in client.get(BOOKS).json()] == [2, None, None]
     assert client.get(f"{BOOKS}/2").json()["my_custom_int"] is None
     client.post(f"{BOOKS}/2", data={"my_custom_int": "3"}, headers=ed)
     assert meta[2] == 3
@@ -553,3 +554,46 @@ def test_a_controller_without_allow_batch_is_not_batched(client_for: ClientFor) 
     )
     assert answer.json()["responses"][0]["body"]["code"] == "rest_batch_not_allowed"
     assert controller.books == {}
+
+
+class TwoRegistrations(ReadOnlyWithPermission):
+    """Registers its item route in two calls (the second merging into the first)."""
+
+    def register_routes(self, app: Any) -> None:
+        route = r"/things/(?P<id>[\d]+)"
+        app.register_rest_route(
+            "ro/v1",
+            route,
+            {
+                "callback": self.get_item,
+                "permission_callback": self.get_item_permissions_check,
+                "args": {"context": self.get_context_param(default="view")},
+            },
+        )
+        app.register_rest_route(
+            "ro/v1",
+            route,
+            {
+                "methods": "PUT",
+                "callback": lambda request: {"put": request["extra"]},
+                "permission_callback": public,
+                "args": self.get_endpoint_args_for_item_schema("POST, PUT, PATCH"),
+            },
+        )
+
+
+def test_a_field_registered_later_keeps_merged_routes_whole(client_for: ClientFor) -> None:
+    app = App()
+    app.register_controller(TwoRegistrations())
+    app.register_rest_field("thing", "extra", schema={"type": "integer"})
+    app.register_rest_field("thing", "more", schema={"type": "string"})
+    routes = app.rest_get_server().get_routes("ro/v1")
+    handlers = routes[r"/ro/v1/things/(?P<id>[\d]+)"]
+    assert [handler["methods"] for handler in handlers] == [{"GET": True}, {"PUT": True}]
+    assert list(handlers[1]["args"]) == ["id", "extra", "more"]
+    client = client_for(app)
+    assert client.request("PUT", "/svc-json/ro/v1/things/1", json={"extra": "5"}).json() == {
+        "put": 5
+    }
+    invalid = client.request("PUT", "/svc-json/ro/v1/things/1", json={"extra": "x"})
+    assert invalid.json()["code"] == "rest_invalid_param"
