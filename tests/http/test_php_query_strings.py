@@ -168,6 +168,7 @@ def test_brackets_over_http(client_for: ClientFor) -> None:
 def test_fields_as_an_indexed_list(client_for: ClientFor) -> None:
     client = client_for(_echo_app())
     assert client.get("/svc-json/t/v1/items?_fields[0]=id").json() == [{"id": 1}, {"id": 2}]
+    assert client.get("/svc-json/t/v1/items?_fields[a]=id").json() == [{"id": 1}, {"id": 2}]
     assert client.get("/svc-json/t/v1/items?_fields[0]=id&_fields[1]=title").json() == [
         {"id": 1, "title": "a"},
         {"id": 2, "title": "b"},
