@@ -25,6 +25,10 @@ CONTRACT = {
     "Serializer",
     "msgpack_serializer",
     "current_user",
+    "RestController",
+    "rest_get_endpoint_args_for_schema",
+    "rest_filter_response_by_context",
+    "rest_is_field_included",
 }
 
 

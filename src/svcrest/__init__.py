@@ -16,6 +16,12 @@ from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.serializers import Serializer, msgpack_serializer
 from svcrest.rest.arg import Arg
 from svcrest.rest.paginate import paginate
+from svcrest.rest.resources.context_filter import (
+    rest_filter_response_by_context,
+    rest_is_field_included,
+)
+from svcrest.rest.resources.controller import RestController
+from svcrest.rest.resources.endpoint_args import rest_get_endpoint_args_for_schema
 from svcrest.rest.routing.definitions import public
 from svcrest.rest.server import RestServer
 
@@ -28,6 +34,7 @@ __all__ = [
     "REST_API_VERSION",
     "Request",
     "Response",
+    "RestController",
     "RestError",
     "RestServer",
     "Serializer",
@@ -37,6 +44,9 @@ __all__ = [
     "paginate",
     "public",
     "rest_ensure_response",
+    "rest_filter_response_by_context",
     "rest_get_date_with_gmt",
+    "rest_get_endpoint_args_for_schema",
+    "rest_is_field_included",
     "rest_parse_date",
 ]

@@ -29,6 +29,13 @@ from svcrest.rest.compat import install_rest_compat
 from svcrest.rest.conditional import add_format_suffix
 from svcrest.rest.defaults import register_default_filters
 from svcrest.rest.openapi import build_openapi
+from svcrest.rest.resources.controller import RestController
+from svcrest.rest.resources.fields_registry import (
+    GetCallback,
+    RestField,
+    RestFields,
+    UpdateCallback,
+)
 from svcrest.rest.routing.definitions import (
     ROUTE_ONLY_OPTIONS,
     RouteDefinitionError,
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=RestController)
 DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 
 
@@ -159,6 +167,10 @@ class App:
         self.request_observer: RequestObserver | None = None
         #: Told of each batch request's size when set (the same metrics).
         self.batch_observer: Callable[[int], None] | None = None
+        #: Fields added to resources by ``register_rest_field`` (WordPress's
+        #: ``$wp_rest_additional_fields``), read by every bound ``RestController``.
+        self.rest_fields = RestFields()
+        self._controllers: list[RestController] = []
         self.hooks.add_action("rest_api_init", register_default_filters)
         self.hooks.add_action("rest_api_init", register_batch_route)
         #: Site pages outside the REST prefix: path (relative to home) → Page.
@@ -475,6 +487,41 @@ class App:
 
         return decorate
 
+    def register_controller(self, controller: C) -> C:
+        """Bind ``controller`` to this site and call its ``register_routes(app)`` (a
+        ``RestController``: WordPress's ``WP_REST_Controller``); returns it."""
+        controller.bind(self)
+        with self._lock:
+            self._controllers.append(controller)
+        controller.register_routes(self)
+        return controller
+
+    def register_rest_field(
+        self,
+        object_type: str | Iterable[str],
+        attribute: str,
+        *,
+        get_callback: GetCallback | None = None,
+        update_callback: UpdateCallback | None = None,
+        schema: dict[str, Any] | None = None,
+    ) -> None:
+        """Add the field ``attribute`` to every resource whose object type (its schema's
+        ``title``) is ``object_type`` (one name or several), as WordPress's
+        ``register_rest_field``: answers hold ``get_callback(data, attribute, request,
+        object_type)`` when ``_fields`` and the context include it; writes that send it call
+        ``update_callback(value, item, attribute, request, object_type)`` (an error it
+        returns or raises is the answer); ``schema`` joins the resource's schema, args,
+        OPTIONS help, the index and OpenAPI. The routes of controllers already registered
+        are registered again with the field's args."""
+        types = self.rest_fields.register(
+            object_type, attribute, RestField(get_callback, update_callback, schema)
+        )
+        with self._lock:
+            controllers = list(self._controllers)
+        for controller in controllers:
+            if controller.get_object_type() in types:
+                controller.register_routes(_Reregistration(self))
+
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI 3.1.0 document of every route shown in the index (a new dict on each
         call, so a route registered later is in the next one); see ``svcrest.rest.openapi``."""
@@ -755,3 +802,23 @@ class App:
 
     def __repr__(self) -> str:
         return f"<App {self.home!r}>"
+
+
+class _Reregistration:
+    """``register_rest_route`` for a controller registering its routes again (a field was
+    added): each route's first registration replaces what the route had, later ones of the
+    same route merge as they did the first time."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+        self._seen: set[str] = set()
+
+    def register_rest_route(
+        self, namespace: str, route: str, args: Any = None, override: bool = False
+    ) -> bool:
+        key = f"{namespace}\0{route}"
+        first = key not in self._seen
+        self._seen.add(key)
+        return self._app._register_rest_route(
+            namespace, route, args, override or first, stacklevel=3
+        )
