@@ -151,7 +151,8 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--interface",
         choices=launcher.INTERFACES,
-        help="(default: wsgi on granian, asgi on uvicorn)",
+        help="(default asgi; wsgi on granian is an opt-in: a client announcing a body and"
+        " sending nothing holds one of its few reading threads, see the serving guide)",
     )
     serve.add_argument(
         "--reload",

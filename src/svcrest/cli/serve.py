@@ -70,7 +70,7 @@ def _server_choice(args: argparse.Namespace) -> str:
 
 
 def _interface_choice(args: argparse.Namespace, server: str) -> str:
-    """The interface asked for, else the server's faster one."""
+    """The interface asked for, else ASGI (a silent request body holds no server thread)."""
     return str(args.interface or launcher.SERVER_INTERFACES[server])
 
 
