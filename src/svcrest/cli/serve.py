@@ -98,6 +98,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         limits=limits,
         app=app,
         admin_port=args.admin_port,
+        admin_host=args.admin_host,
         db=args.db,
         log_format=args.log_format,
     )
@@ -127,8 +128,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("--threads sets the threads of granian's WSGI interface only")
     if args.admin_port is not None and args.admin_port == args.port:
         raise CliError("--admin-port must differ from --port (probes never share the API's port)")
-    for port in (args.port, args.admin_port):
-        problem = None if port is None else check_port(args.host, port)
+    for host, port in ((args.host, args.port), (args.admin_host, args.admin_port)):
+        problem = None if port is None else check_port(host, port)
         if problem is not None:
             raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)

@@ -48,7 +48,7 @@ from typing import Any, Final
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
 from svcrest.serve import forwarded, uvicorn_wsgi
 from svcrest.serve.accesslog import RedactSecrets
-from svcrest.serve.admin import AdminServer, store_probe
+from svcrest.serve.admin import DEFAULT_ADMIN_HOST, AdminServer, store_probe
 from svcrest.serve.bodies import (
     DEFAULT_BODY_TIMEOUT,
     ENV_BODY_READERS,
@@ -163,8 +163,10 @@ class ServeConfig:
     #: and no reloader; else the workers call the factory.
     app: Any = None
     #: The admin port (``/live``, ``/ready``, ``/metrics``: :mod:`svcrest.serve.admin`) on
-    #: ``host``, None for none; ``db`` is the database its readiness probe asks.
+    #: ``admin_host``, None for none; ``db`` is the database its readiness probe asks.
     admin_port: int | None = None
+    #: SECURITY: loopback unless asked, whatever ``host`` is (``/metrics`` is not public).
+    admin_host: str = DEFAULT_ADMIN_HOST
     db: str = ""
     #: ``"text"`` (the servers' own lines) or ``"json"`` (:mod:`svcrest.serve.jsonlog`).
     log_format: str = "text"
@@ -413,7 +415,7 @@ def _start_admin(config: ServeConfig) -> AdminServer:
     assert config.admin_port is not None
     listener = (lambda: listener_status(directory)) if is_postgres_url(config.db) else None
     probe = store_probe(config.db)
-    admin = AdminServer(config.host, config.admin_port, probe, directory, listener)
+    admin = AdminServer(config.admin_host, config.admin_port, probe, directory, listener)
     if config.in_process:
         keep_metrics(config.app)
     admin.start()
