@@ -72,6 +72,28 @@ def test_ready_then_draining(admin: tuple[AdminServer, str]) -> None:
     assert httpx.get(f"{url}/live").status_code == 200
 
 
+def test_a_drain_shows_on_ready_requests_sharing_checks_begun_before_it(tmp_path: Path) -> None:
+    """Ready checks under way when the shutdown begins: the requests sharing them answer 503
+    with ``"draining": "yes"`` all the same."""
+    first: list[httpx.Response] = []
+
+    def ask(url: str) -> None:
+        first.append(httpx.get(f"{url}/ready"))
+
+    for server, url in _admin(lambda: time.sleep(0.2), str(tmp_path)):
+        asking = threading.Thread(target=ask, args=(url,))
+        asking.start()
+        time.sleep(0.1)  # the checks are running
+        server.drain()
+        response = httpx.get(f"{url}/ready")
+        asking.join(5)
+        assert (response.status_code, response.json()) == (
+            503,
+            {"status": "unavailable", "checks": {"store": "ok", "draining": "yes"}},
+        )
+        assert first[0].status_code == 503
+
+
 def test_a_missing_database_is_not_ready(tmp_path: Path) -> None:
     probe = store_probe(str(tmp_path / "missing" / "s.db"))
     for _, url in _admin(probe, str(tmp_path)):

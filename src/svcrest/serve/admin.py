@@ -232,20 +232,6 @@ class AdminServer:
         status = "ready" if ready else "unavailable"
         return (200 if ready else 503), {"status": status, "checks": checks}
 
-    def answer(self, target: str) -> tuple[int, str, bytes]:
-        """The status, media type and body of ``GET target`` (computed in the caller's
-        thread)."""
-        path = target.partition("?")[0]
-        if path == "/live":
-            return _LIVE
-        if path == "/ready":
-            status, body = self.readiness()
-            return status, _JSON, _json(body)
-        if path == "/metrics":
-            text, media = metrics_text(self.metrics_dir)
-            return 200, media, text
-        return _NOT_FOUND
-
     def _shared(
         self, key: str, pool: ThreadPoolExecutor, call: Callable[[], Any]
     ) -> Awaitable[Any]:
@@ -258,11 +244,16 @@ class AdminServer:
         return asyncio.shield(pending)
 
     async def _answer(self, target: str) -> tuple[int, str, bytes]:
+        """The status, media type and body of ``GET target``."""
         path = target.partition("?")[0]
         if path == "/live":  # answered first, on the loop: never queued behind the others
             return _LIVE
         if path == "/ready":
             status, body = await self._shared("ready", self._ready_pool, self.readiness)
+            if self.draining.is_set() and body["checks"]["draining"] == "no":
+                # A shutdown began while the shared checks ran: it shows from that moment.
+                checks = {**body["checks"], "draining": "yes"}
+                status, body = 503, {"status": "unavailable", "checks": checks}
             return status, _JSON, _json(body)
         if path == "/metrics":
             text, media = await self._shared(
