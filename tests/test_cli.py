@@ -1315,7 +1315,7 @@ def granian_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return calls
 
 
-def test_serve_defaults_to_granian_wsgi(
+def test_serve_defaults_to_granian_asgi(
     capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
 ) -> None:
     from granian.constants import Interfaces
@@ -1325,15 +1325,15 @@ def test_serve_defaults_to_granian_wsgi(
     status, out, err = run(capsys, "serve", "--port", str(port), "--db", db, "--no-demo")
     assert (status, err) == (0, "")
     home = f"http://127.0.0.1:{port}"
-    assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (wsgi)" in out
+    assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (asgi)" in out
     [options] = granian_calls
     assert_redacting_access_log(options.pop("log_dictconfig"))
     assert options == {
-        "target": "svcrest.cli:wsgi_from_env",
+        "target": "svcrest.cli:app_from_env",
         "factory": True,
         "address": "127.0.0.1",
         "port": port,
-        "interface": Interfaces.WSGI,
+        "interface": Interfaces.ASGI,
         "workers": 1,
         "reload": False,
         "log_access": True,
@@ -1341,13 +1341,11 @@ def test_serve_defaults_to_granian_wsgi(
         "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
-        "blocking_threads": launcher.granian_threads(),
     }
     assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, home)
     assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
     # What the worker builds: the site without the demo.
-    wsgi = cli.wsgi_from_env()
-    site = wsgi.host
+    site = cli.app_from_env()
     assert isinstance(site, App)
     assert list(site.rest_get_server().get_routes()) == CORE_ROUTES
     site.store.close()
@@ -1525,7 +1523,7 @@ def test_proxy_headers_trust_localhost_by_default(
 def test_threads_and_max_concurrency_reach_granian(
     capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
 ) -> None:
-    argv = ["serve", "--port", str(free_port()), "--db", db]
+    argv = ["serve", "--port", str(free_port()), "--db", db, "--interface", "wsgi"]
     assert run(capsys, *argv, "--threads", "3", "--max-concurrency", "64")[0] == 0
     [options] = granian_calls
     assert (options["blocking_threads"], options["backpressure"]) == (3, 64)
@@ -1533,8 +1531,8 @@ def test_threads_and_max_concurrency_reach_granian(
 
 @pytest.mark.parametrize(
     "argv",
-    [["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
-    ids=["granian-asgi", "uvicorn", "memory"],
+    [[], ["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
+    ids=["default-granian-asgi", "granian-asgi", "uvicorn", "memory"],
 )
 def test_threads_only_for_granian_wsgi(
     capsys: pytest.CaptureFixture[str], granian_calls: list[dict[str, Any]], argv: list[str]

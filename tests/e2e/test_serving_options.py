@@ -198,7 +198,7 @@ def test_a_default_start_prints_no_warning(tmp_path: Path) -> None:
     with running(serve_command(port), tmp_path, port) as served:
         assert get_json(served.url + NOTES.rsplit("/", 1)[0])  # the namespace index
         output = served.output()
-    assert "with granian (wsgi)" in output
+    assert "with granian (asgi)" in output
     assert "[WARNING]" not in output
     assert "Python threads" not in output
 

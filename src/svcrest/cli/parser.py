@@ -41,6 +41,7 @@ from svcrest.cli.users import (
 )
 from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.serve import launcher
+from svcrest.serve.admin import DEFAULT_ADMIN_HOST, ENV_ADMIN_HOST
 from svcrest.serve.metrics import ENV_ADMIN_PORT
 
 _METHOD = re.compile(r"[A-Za-z]+")
@@ -153,7 +154,8 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--interface",
         choices=launcher.INTERFACES,
-        help="(default: wsgi on granian, asgi on uvicorn)",
+        help="(default asgi; wsgi on granian is an opt-in: a client announcing a body and"
+        " sending nothing holds one of its few reading threads, see the serving guide)",
     )
     serve.add_argument(
         "--reload",
@@ -239,8 +241,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=_port,
         default=os.environ.get(ENV_ADMIN_PORT) or None,  # a string default is parsed too
         metavar="PORT",
-        help="serve /live, /ready and /metrics on this port of --host, never on --port"
+        help="serve /live, /ready and /metrics on this port of --admin-host, never on --port"
         f" (default: none; ${ENV_ADMIN_PORT})",
+    )
+    serve.add_argument(
+        "--admin-host",
+        default=os.environ.get(ENV_ADMIN_HOST) or DEFAULT_ADMIN_HOST,
+        metavar="HOST",
+        help=f"the address of --admin-port (default {DEFAULT_ADMIN_HOST}, whatever --host is;"
+        f" 0.0.0.0 for probes from other hosts, which then see /metrics too; ${ENV_ADMIN_HOST})",
     )
     _add_server_options(serve)
     add_proxy_options(serve)

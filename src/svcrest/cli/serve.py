@@ -74,7 +74,7 @@ def _server_choice(args: argparse.Namespace) -> str:
 
 
 def _interface_choice(args: argparse.Namespace, server: str) -> str:
-    """The interface asked for, else the server's faster one."""
+    """The interface asked for, else ASGI (a silent request body holds no server thread)."""
     return str(args.interface or launcher.SERVER_INTERFACES[server])
 
 
@@ -102,6 +102,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         limits=limits,
         app=app,
         admin_port=args.admin_port,
+        admin_host=args.admin_host,
         db=args.db,
         log_format=args.log_format,
     )
@@ -135,8 +136,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         launcher.require_server(server)  # before anything is created or announced
     except launcher.ServerMissingError as exc:
         raise CliError(str(exc)) from None
-    for port in (args.port, args.admin_port):
-        problem = None if port is None else check_port(args.host, port)
+    for host, port in ((args.host, args.port), (args.admin_host, args.admin_port)):
+        problem = None if port is None else check_port(host, port)
         if problem is not None:
             raise CliError(problem)
     if args.log_format == "json":  # warnings and records while the site is built, too

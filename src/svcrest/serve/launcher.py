@@ -21,7 +21,8 @@ concurrent requests    ``backpressure`` (queued beyond it)         ``limit_concu
 body size              ``App(max_body_size=...)``, both servers    the same
 body time-out          the adapters (``SVCREST_BODY_TIMEOUT``):    the same (ASGI)
 (slow bodies)          408; WSGI: slow bodies hold at most 4 of
-                       the 8 threads, 503 beyond
+                       the 8 threads (one address at most half
+                       of those), 503 beyond
 =====================  ==========================================  ==============================
 
 ``--reload`` watches the Python files under the current directory only (a log or database
@@ -49,7 +50,7 @@ from typing import Any, Final
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
 from svcrest.serve import forwarded, uvicorn_wsgi
 from svcrest.serve.accesslog import RedactSecrets
-from svcrest.serve.admin import AdminServer, store_probe
+from svcrest.serve.admin import DEFAULT_ADMIN_HOST, AdminServer, store_probe
 from svcrest.serve.bodies import (
     DEFAULT_BODY_TIMEOUT,
     ENV_BODY_READERS,
@@ -92,15 +93,17 @@ __all__ = [
 SERVERS: Final = ("granian", "uvicorn")
 INTERFACES: Final = ("wsgi", "asgi")
 LOG_FORMATS: Final = ("text", "json")
-#: The fastest pair for svcrest in ``bench/`` over a plain and a cookie + nonce GET
-#: (bench/RESULTS.md, "Session 5"). On WSGI each request runs on one of the worker's threads,
-#: so a sync callback that blocks (a lock wait, a slow query) holds that thread only, marked
-#: ``"blocking"`` or not.
+#: granian on its ASGI interface. SECURITY: on ASGI a request body being read costs a
+#: coroutine and its deadline is a timer, so a client that announces a body and sends nothing
+#: holds nothing a login or a write needs (on WSGI it holds one of a few server threads until
+#: it leaves: ``--interface wsgi`` is an opt-in, see docs/guides/serving.md, "WSGI"). On ASGI
+#: a sync callback runs on the worker's event loop unless its route is marked
+#: ``"blocking": True`` (then on a thread of its own).
 DEFAULT_SERVER: Final = "granian"
-DEFAULT_INTERFACE: Final = "wsgi"
-#: Each server's interface when none is asked for: its faster one (uvicorn's WSGI bridge is
-#: half as fast as its ASGI).
-SERVER_INTERFACES: Final = {"granian": "wsgi", "uvicorn": "asgi"}
+DEFAULT_INTERFACE: Final = "asgi"
+#: Each server's interface when none is asked for: ASGI on both (uvicorn's WSGI bridge is
+#: half as fast as its ASGI; granian's WSGI cannot bound a silent body).
+SERVER_INTERFACES: Final = {"granian": "asgi", "uvicorn": "asgi"}
 #: The most Python threads per granian WSGI worker by default: requests run in them, so a
 #: blocking callback holds one thread, not the worker (see :func:`granian_threads`).
 GRANIAN_WSGI_THREADS: Final = 8
@@ -167,8 +170,10 @@ class ServeConfig:
     #: and no reloader; else the workers call the factory.
     app: Any = None
     #: The admin port (``/live``, ``/ready``, ``/metrics``: :mod:`svcrest.serve.admin`) on
-    #: ``host``, None for none; ``db`` is the database its readiness probe asks.
+    #: ``admin_host``, None for none; ``db`` is the database its readiness probe asks.
     admin_port: int | None = None
+    #: SECURITY: loopback unless asked, whatever ``host`` is (``/metrics`` is not public).
+    admin_host: str = DEFAULT_ADMIN_HOST
     db: str = ""
     #: ``"text"`` (the servers' own lines) or ``"json"`` (:mod:`svcrest.serve.jsonlog`).
     log_format: str = "text"
@@ -434,7 +439,7 @@ def _start_admin(config: ServeConfig) -> AdminServer:
     assert config.admin_port is not None
     listener = (lambda: listener_status(directory)) if is_postgres_url(config.db) else None
     probe = store_probe(config.db)
-    admin = AdminServer(config.host, config.admin_port, probe, directory, listener)
+    admin = AdminServer(config.admin_host, config.admin_port, probe, directory, listener)
     if config.in_process:
         keep_metrics(config.app)
     admin.start()
