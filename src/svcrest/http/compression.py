@@ -3,14 +3,15 @@
 ``svcrest[zstd]``) can be imported.
 
 SECURITY: an answer that sets a cookie or carries a nonce (a nonce header, or the word
-``nonce`` in its body) is never compressed: a secret compressed next to text an attacker can
-choose leaks through the length (BREACH).
+``nonce`` in its body, in any case) is never compressed: a secret compressed next to text an
+attacker can choose leaks through the length (BREACH).
 """
 
 from __future__ import annotations
 
 import gzip
 import importlib
+import re
 from collections.abc import Callable
 
 from svcrest.bounded import Memo
@@ -85,12 +86,14 @@ def compress(body: bytes, coding: str) -> bytes:
     return CODINGS[coding](body)
 
 
+#: The word ``nonce`` in any case. PERF: the body is searched once, copied nowhere.
+_NONCE = re.compile(rb"(?i)nonce")
 _SECRET_LINES = frozenset({"set-cookie", "x-svc-nonce", "x-wp-nonce"})
 
 
 def breach_prone(lines: list[tuple[str, str]], body: bytes) -> bool:
     """Whether an answer must not be compressed: it sets a cookie or carries a nonce (a
-    nonce header line, or ``nonce`` in its body)."""
-    if b"nonce" in body:
+    nonce header line, or ``nonce`` in its body, in any case: ``wpNonce``, ``NONCE``)."""
+    if _NONCE.search(body) is not None:
         return True
     return any(name.lower() in _SECRET_LINES for name, _ in lines)
