@@ -341,8 +341,8 @@ def test_parallel_wrong_basic_attempts_evaluate_exactly_the_limit(
     evaluations: list[str] = []
     monkeypatch.setattr(
         users,
-        "authenticate_application_password",
-        _slowed(evaluations, users.authenticate_application_password),
+        "verify_application_password",
+        _slowed(evaluations, users.verify_application_password),
     )
     local = threading.local()
 

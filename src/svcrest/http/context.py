@@ -37,6 +37,9 @@ class RequestContext:
     ``request_id``: the request's ``X-Request-Id`` (docs/guides/operating.md).
     ``matched_route``: the pattern of the REST route that answered ("" when none did), as
     ``get_routes()`` names it: the ``route`` label of the request metrics.
+    ``app_password_uuid``: the uuid of the application password that authenticated the
+    request ("" for any other), as WordPress's ``rest_get_authenticated_app_password()``:
+    rate limits and idempotency keys count by it, never by the bytes of a header.
     """
 
     is_rest: bool = False
@@ -51,6 +54,7 @@ class RequestContext:
     auth_error: Any = None
     request_id: str = ""
     matched_route: str = ""
+    app_password_uuid: str = ""
 
     @classmethod
     def serving(cls, http: HttpRequest, is_rest: bool) -> RequestContext:
