@@ -392,7 +392,7 @@ def remove_stale_metrics_dirs(parent: str | None = None) -> list[str]:
     ``TMPDIR``.
     """
     parent = parent or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(parent)
     except OSError:
