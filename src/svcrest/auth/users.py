@@ -563,6 +563,16 @@ class UserStore:
         found = self.verify_application_password(login, password, ip)
         return None if found is None else found[0]
 
+    def used_application_password_from(self, login_key: str, address: str) -> bool:
+        """Whether one of the application passwords of the user whose login key is
+        ``login_key`` was last used from ``address`` (the login throttle's known address)."""
+        row = self.store.read_one(
+            "SELECT 1 FROM application_passwords a JOIN users ON users.id = a.user_id"
+            " WHERE users.login_key = ? AND a.last_ip = ?",
+            (login_key, address),
+        )
+        return row is not None
+
     def verify_application_password(
         self, login: str, password: str, ip: str = ""
     ) -> tuple[User, str] | None:
