@@ -43,6 +43,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from svcrest.chains import Chain, Pending, run_chain, settled
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
+from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.routing.definitions import RouteDefinitionError
@@ -269,7 +270,9 @@ def fingerprint(request: Request) -> str:
     left out: a fresh one may come with a retry), content type and body (the raw bytes, or
     the parameters of a request built without them: a batch request's ``body``)."""
     digest = hashlib.sha256()
-    query = {name: value for name, value in request.query_params.items() if name != "_wpnonce"}
+    # The query string as sent when there is one (sanitizing may have changed the params).
+    sent = parse_form(request.query_string) if request.query_string else request.query_params
+    query = {name: value for name, value in sent.items() if name != "_wpnonce"}
     content_type = (request.headers.get_joined("content-type") or "").strip().lower()
     for part in (request.method, request.route, _canonical(query), content_type):
         digest.update(part.encode("utf-8", "surrogatepass"))
