@@ -581,3 +581,18 @@ def test_an_anonymous_clients_keys_are_bounded(client_for: ClientFor) -> None:
     assert "idempotent-replayed" not in _post(client, "t0", "k0").headers
     assert _key_rows(app) == 5
     assert len(calls) == 13
+
+
+def test_only_write_handlers_of_an_idempotent_route_are_wrapped() -> None:
+    """A read of a route with ``idempotency`` stays a plain call (no coroutine a GET)."""
+    import inspect
+
+    app = _app({"idempotency": "optional"}, [])
+    entry = app.rest_get_server().table.get("/guard/v1/things")
+    assert entry is not None
+    post, get = entry.prepared
+    assert inspect.iscoroutinefunction(post.callback)
+    assert not inspect.iscoroutinefunction(get.callback)
+    assert get.callback is not None and get.callback(Request("GET", "/guard/v1/things")) == {
+        "count": 0
+    }

@@ -50,6 +50,7 @@ from svcrest.rest.routing.definitions import RouteDefinitionError
 
 __all__ = [
     "IDEMPOTENCY_MODES",
+    "WRITE_METHODS",
     "GuardStore",
     "GuardedSite",
     "KeyState",
@@ -73,7 +74,8 @@ IDEMPOTENCY_MODES = ("optional", "required")
 #: each application password apart.
 RATE_LIMIT_PER = ("user", "application_password")
 #: The methods an idempotency key applies to (the others are idempotent already).
-_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_WRITES = WRITE_METHODS
 #: Longest key accepted (a UUID is 36 characters).
 MAX_KEY_LENGTH = 255
 #: Header lines never kept with a stored answer: the replay sets its own.
