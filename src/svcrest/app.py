@@ -736,15 +736,17 @@ class App:
 
     @property
     def throttle(self) -> LoginThrottle:
-        """Login throttling: failures per (login, address) and per address, in the store
-        (docs/guides/authentication.md, "Throttling")."""
+        """Login throttling: failures per (login, address), per address and per login a
+        day, in the store (docs/guides/authentication.md, "Throttling")."""
         if self._throttle is None:
             users = self.users  # the store, opened and migrated
             with self._lock:
                 if self._throttle is None:
                     from svcrest.auth.throttle import LoginThrottle
 
-                    self._throttle = LoginThrottle(users.store, self.clock)
+                    self._throttle = LoginThrottle(
+                        users.store, self.clock, users.used_application_password_from
+                    )
         return self._throttle
 
     @property

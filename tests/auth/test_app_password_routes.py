@@ -11,6 +11,7 @@ import pytest
 
 from svcrest import App
 from svcrest.auth.passwords import ScryptParams
+from svcrest.auth.users import ApplicationPasswordLimitError
 from tests.auth.peers import PeerClient
 from tests.conftest import SiteClient
 
@@ -127,6 +128,51 @@ def test_create_needs_a_name(site: Site, client_for: ClientFor) -> None:
         assert response.status_code == 400
         assert response.json()["code"] == "rest_invalid_param"
     assert site.app.users.list_application_passwords(site.alice.id) == []
+
+
+LIMIT_REACHED = error(
+    "application_password_limit_reached",
+    "A user may have at most 50 application passwords.",
+    409,
+)
+
+
+def test_a_user_holds_at_most_50_passwords(site: Site, client_for: ClientFor) -> None:
+    """One user made 300 passwords, each a rate-limit bucket of its own; now 50 at most."""
+    users = site.app.users
+    for n in range(49):
+        users.create_application_password(site.alice.id, f"app {n}")
+    client, nonce = as_user(client_for, site, "alice")
+    url = f"{BASE}/me/application-passwords"
+    assert client.post(url, data={"name": "fiftieth"}, headers=nonce).status_code == 201
+    refused = client.post(url, data={"name": "one more"}, headers=nonce)
+    assert refused.status_code == 409
+    assert refused.json() == LIMIT_REACHED
+    assert len(users.list_application_passwords(site.alice.id)) == 50
+    with pytest.raises(ApplicationPasswordLimitError):
+        users.create_application_password(site.alice.id, "cli")
+    # Another user's count is their own; a revoked password frees a place.
+    assert users.create_application_password(site.bob.id, "bob's")[1]["name"] == "bob's"
+    first = users.list_application_passwords(site.alice.id)[0]
+    assert users.delete_application_password(site.alice.id, first["uuid"])
+    assert client.post(url, data={"name": "again"}, headers=nonce).status_code == 201
+
+
+def test_the_bound_of_passwords_is_a_filter(site: Site, client_for: ClientFor) -> None:
+    seen: list[tuple[int, int]] = []
+
+    def bound(value: int, user_id: int) -> int:
+        seen.append((value, user_id))
+        return 2
+
+    site.app.hooks.add_filter("svc_max_application_passwords", bound)
+    client, nonce = as_user(client_for, site, "bob")
+    url = f"{BASE}/me/application-passwords"
+    statuses = [
+        client.post(url, data={"name": f"n{n}"}, headers=nonce).status_code for n in range(3)
+    ]
+    assert statuses == [201, 201, 409]
+    assert seen == [(50, site.bob.id)] * 3
 
 
 def test_list_get_delete_one_and_all(site: Site, client_for: ClientFor) -> None:

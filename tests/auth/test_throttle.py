@@ -15,7 +15,14 @@ import pytest
 
 from svcrest import App, Request, public
 from svcrest.auth.passwords import ScryptParams
-from svcrest.auth.throttle import MAX_ADDRESS_FAILURES, MAX_FAILURES, WINDOW, LoginThrottle
+from svcrest.auth.throttle import (
+    DAY,
+    MAX_ADDRESS_FAILURES,
+    MAX_FAILURES,
+    MAX_LOGIN_FAILURES_PER_DAY,
+    WINDOW,
+    LoginThrottle,
+)
 from svcrest.store.locations import open_store
 from tests.auth.peers import PeerClient
 from tests.conftest import SiteClient
@@ -341,8 +348,8 @@ def test_parallel_wrong_basic_attempts_evaluate_exactly_the_limit(
     evaluations: list[str] = []
     monkeypatch.setattr(
         users,
-        "authenticate_application_password",
-        _slowed(evaluations, users.authenticate_application_password),
+        "verify_application_password",
+        _slowed(evaluations, users.verify_application_password),
     )
     local = threading.local()
 
@@ -355,3 +362,72 @@ def test_parallel_wrong_basic_attempts_evaluate_exactly_the_limit(
     statuses = _in_parallel(send)
     assert len(evaluations) == MAX_FAILURES
     assert statuses == [401] * MAX_FAILURES + [429] * (PARALLEL - MAX_FAILURES)
+
+
+# -- one login's failures a day, from every address (a botnet) ---------------------------------
+
+#: NOW is 6,400 s before the end of its UTC day.
+DAY_LEFT = 6400
+BOTS = [f"203.0.113.{n}" for n in range(1, 9)]
+
+
+def test_the_day_limit_of_a_login_is_1000_by_default(site: Site) -> None:
+    assert MAX_LOGIN_FAILURES_PER_DAY == 1000
+    assert site.app.throttle.login_day_limit == 1000
+    assert DAY - NOW % DAY == DAY_LEFT
+
+
+def test_a_botnet_gets_a_bounded_number_of_guesses_a_day(site: Site, adapter: str) -> None:
+    """Each address stays under its own limits; together they stop at the login's day
+    limit. The owner, at an address a right password came from before, still logs in."""
+    site.app.throttle.login_day_limit = 5
+    owner = PeerClient(site.app, adapter, OWNER)
+    bots = [PeerClient(site.app, adapter, address) for address in BOTS]
+    try:
+        assert owner.post("/login", data={"log": "alice", "pwd": "alice-pw"}).status_code == 303
+        for bot in bots[:5]:
+            assert bot.post("/login", data={"log": "alice", "pwd": "wrong"}).status_code == 403
+        for pwd in ("wrong", "alice-pw"):  # a right password from a new address too
+            refused = bots[5].post("/login", json={"log": "alice", "pwd": pwd})
+            assert (refused.status_code, refused.json()) == (429, THROTTLED)
+            assert refused.headers["retry-after"] == str(DAY_LEFT)
+        assert site.app.throttle.retry_after("ALICE", BOTS[6]) == DAY_LEFT
+        # The owner's address is known: not locked out.
+        again = owner.post("/login", data={"log": "alice", "pwd": "alice-pw"})
+        assert again.status_code == 303
+        assert site.app.throttle.retry_after("alice", OWNER) is None
+        # Another login is not touched.
+        assert bots[6].post("/login", data={"log": "bob", "pwd": "bob-pw"}).status_code == 303
+        site.now[0] += DAY_LEFT  # a new day
+        assert bots[7].post("/login", data={"log": "alice", "pwd": "wrong"}).status_code == 403
+    finally:
+        for client in (owner, *bots):
+            client.close()
+
+
+def test_basic_attempts_count_for_the_day_and_know_the_passwords_address(adapter: str) -> None:
+    app = App("https://site.example", clock=lambda: NOW, secret_key="test-secret")
+    app.users.password_params = FAST
+    alice = app.users.create("alice", "alice-pw")
+    password, _ = app.users.create_application_password(alice.id, "laptop")
+    app.register_rest_route(
+        "demo/v1",
+        "/me",
+        {"permission_callback": public, "callback": lambda request: {"id": request.user.id}},
+    )
+    app.throttle.login_day_limit = 3
+    owner = PeerClient(app, adapter, OWNER)
+    bots = [PeerClient(app, adapter, address) for address in BOTS]
+    try:
+        assert owner.get(ME, headers=basic("alice", password)).json() == {"id": alice.id}
+        for bot in bots[:3]:
+            assert bot.get(ME, headers=basic("alice", "wrong")).status_code == 401
+        for guess in ("wrong", password):
+            refused = bots[3].get(ME, headers=basic("alice", guess))
+            assert (refused.status_code, refused.json()) == (429, THROTTLED)
+            assert refused.headers["retry-after"] == str(DAY_LEFT)
+        # The address that last used the password is the account's.
+        assert owner.get(ME, headers=basic("alice", password)).json() == {"id": alice.id}
+    finally:
+        for client in (owner, *bots):
+            client.close()

@@ -60,3 +60,16 @@ def register(app: App) -> None:
             "rate_limit": {"limit": 10, "window": 3600},
         },
     )
+    app.register_rest_route(
+        "guard/v1",
+        "/limited-writes",
+        {
+            0: {
+                "methods": "POST",
+                "callback": lambda request: Response({"ok": True}, 201),
+                "permission_callback": lambda request: request.user.is_logged_in,
+            },
+            "allow_batch": {"v1": True},
+            "rate_limit": {"limit": 10, "window": 3600},
+        },
+    )

@@ -4,9 +4,11 @@ both workers' metrics on the admin port, nothing of it on the API port."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -335,3 +337,44 @@ def test_admin_host_publishes_the_probes_when_asked(tmp_path: Path) -> None:
         _wait_live(f"http://127.0.0.1:{admin_port}", served)
         assert _listening_addresses(admin_port) == {"0.0.0.0"}
         assert _listening_addresses(port) == {"127.0.0.1"}
+
+
+def test_a_killed_servers_metrics_directory_is_removed_by_the_next(tmp_path: Path) -> None:
+    """SIGKILL leaves no time to remove the workers' figures: the next server does."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    port, admin_port = free_port(), free_port()
+    command = serve_command(port, "--db", str(tmp_path / "s.db"), "--admin-port", str(admin_port))
+    with (tmp_path / "killed.log").open("wb") as out:
+        killed = subprocess.Popen(
+            command,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{admin_port}/live", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert killed.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        left = [path.name for path in temp.iterdir()]
+        assert len(left) == 1 and left[0].startswith(f"svcrest-metrics-{killed.pid}-"), left
+    finally:
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+    time.sleep(0.5)  # the group's workers gone too
+    assert [path.name for path in temp.iterdir()] == left  # nothing removed it
+    port, admin_port = free_port(), free_port()
+    command = serve_command(port, "--db", str(tmp_path / "s.db"), "--admin-port", str(admin_port))
+    with running(command, tmp_path, port, {"TMPDIR": str(temp)}) as served:
+        names = [path.name for path in temp.iterdir()]
+        assert left[0] not in names, served.output()
+        assert len(names) == 1 and names[0].startswith(f"svcrest-metrics-{served.process.pid}-")

@@ -4,6 +4,7 @@ on one PostgreSQL database against ``limit=10`` get exactly 10 answers."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -129,3 +130,40 @@ def _no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """httpx must talk to the local servers directly."""
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
         monkeypatch.delenv(name, raising=False)
+
+
+def test_a_batch_with_made_up_authorization_stays_within_the_limit(tmp_path: Path) -> None:
+    """A logged-in user's 25 batch requests, each with an Authorization of its own, through
+    a limit of 10: 10 pass (each made-up header was a fresh bucket: 25 of 25 passed), and
+    the other spellings of the user's own header share the user's bucket."""
+    from svcrest import App
+    from svcrest.auth.passwords import ScryptParams
+
+    db = str(tmp_path / "svcrest.db")
+    site = App("http://127.0.0.1:8000", store=db)
+    site.users.password_params = ScryptParams(n=16, r=1, p=1)
+    user = site.users.create("eve", "eve-password")
+    password, _ = site.users.create_application_password(user.id, "batcher")
+    site.store.close()
+    token = base64.b64encode(f"eve:{password}".encode()).decode()
+    requests = [
+        {
+            "path": "/guard/v1/limited-writes",
+            "headers": {"Authorization": f"Basic {base64.b64encode(f'x{n}:y'.encode()).decode()}"},
+        }
+        for n in range(25)
+    ]
+    with _serving(db) as (url,), httpx.Client(base_url=url) as client:
+        answer = client.post(
+            "/svc-json/batch/v1",
+            json={"requests": requests},
+            headers={"Authorization": f"Basic {token}"},
+        )
+        assert answer.status_code == 207
+        statuses = [slot["status"] for slot in answer.json()["responses"]]
+        assert statuses == [201] * 10 + [429] * 15
+        for spelling in (f"basic {token}", f"BASIC   {token}"):
+            alone = client.post(
+                "/svc-json/guard/v1/limited-writes", headers={"Authorization": spelling}
+            )
+            assert alone.status_code == 429

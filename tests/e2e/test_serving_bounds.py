@@ -259,6 +259,32 @@ def test_the_access_log_redacts_nonces(server: Server) -> None:
     assert "COOKIE" not in server.log_text()
 
 
+def test_the_access_log_escapes_control_characters(server: Server) -> None:
+    """A ``%0D%0A`` in a path writes no forged line, and a ``%1B`` no terminal escape."""
+    path = NOTES + "/x%0D%0AFORGED-LINE%1B%5B2J"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        sock.sendall(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode()
+        )
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 404 ")
+    deadline = time.monotonic() + 5
+    while "FORGED-LINE" not in server.log_text():
+        assert time.monotonic() < deadline, server.log_text()[-2000:]
+        time.sleep(0.05)
+    text = server.log_text()
+    assert "\x1b" not in text
+    for line in text.splitlines():
+        assert not line.startswith("FORGED-LINE"), line
+    # granian logs the decoded path (escaped here), uvicorn the path percent-encoded again.
+    shown = (
+        "\\x0d\\x0aFORGED-LINE\\x1b[2J" if server.name == "granian" else "%0D%0AFORGED-LINE%1B%5B2J"
+    )
+    assert shown in text, text[-2000:]
+
+
 # -- blocking isolation ----------------------------------------------------------------------
 
 

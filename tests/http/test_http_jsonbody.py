@@ -17,6 +17,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.jsonbody import (
     MAX_JSON_DEPTH,
     MAX_JSON_STRUCTURES,
+    MAX_LONG_NUMBERS,
     decode_json_body,
     is_json_content_type,
 )
@@ -460,3 +461,32 @@ def test_a_body_within_the_structure_limit_is_accepted(raw: bytes) -> None:
 )
 def test_a_body_over_the_structure_limit_is_refused(raw: bytes) -> None:
     assert _too_complex(raw) == _TOO_COMPLEX
+
+
+def _long_numbers(count: int, number: bytes = b"18446744073709551615") -> bytes:
+    return b"[" + b",".join([number] * count) + b"]"
+
+
+@pytest.mark.parametrize(
+    "number",
+    [b"18446744073709551615", b"-9223372036854775808", b'"1234567890123456789"'],
+    ids=["uint64-max", "int64-min", "digits-in-a-string"],
+)
+def test_the_long_numbers_checked_are_bounded(number: bytes) -> None:
+    """A 9 MiB array of 20-digit integers held the worker's GIL ~0.4 s in the lossy-integer
+    check (other requests waited): past MAX_LONG_NUMBERS runs of 19+ digits, a 413."""
+    assert MAX_LONG_NUMBERS == 10_000
+    accepted = _long_numbers(MAX_LONG_NUMBERS, number)
+    assert decode_json_body(accepted) == orjson.loads(accepted)
+    with pytest.raises(RestError) as caught:
+        decode_json_body(_long_numbers(MAX_LONG_NUMBERS + 1, number))
+    assert caught.value.to_dict() == {
+        "code": "rest_json_too_complex",
+        "message": "The JSON body holds more than 10000 numbers of 19 digits or more.",
+        "data": {"status": 413, "max_long_numbers": 10_000},
+    }
+    # Shorter numbers do not count; one long run is one, whatever its length.
+    short = _long_numbers(MAX_LONG_NUMBERS + 1, b"999999999999999999")
+    assert decode_json_body(short) == orjson.loads(short)
+    single = b'["' + b"1" * 1_000_000 + b'"]'
+    assert decode_json_body(single) == orjson.loads(single)

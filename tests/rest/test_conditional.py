@@ -476,6 +476,8 @@ def _with_nonce_header(request: Request) -> Response:
     "answer",
     [
         pytest.param(lambda request: {**BIG_DATA, "nonce": "abc123"}, id="nonce-in-body"),
+        pytest.param(lambda request: {**BIG_DATA, "Nonce": "abc123"}, id="Nonce-in-body"),
+        pytest.param(lambda request: {**BIG_DATA, "wpNONCE": "abc123"}, id="NONCE-in-body"),
         pytest.param(_with_cookie, id="set-cookie"),
         pytest.param(_with_nonce_header, id="nonce-header"),
     ],

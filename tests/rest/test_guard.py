@@ -334,3 +334,265 @@ def test_openapi_documents_the_key_the_headers_and_the_answers() -> None:
     plain = _app({}, [])
     untouched = build_openapi(plain.rest_get_server(), plain)["paths"]["/guard/v1/things"]
     assert sorted(untouched["post"]["responses"]) == ["200", "400", "4XX"]
+
+
+# -- whom a request counts for: identities authentication fixed, never header bytes ----------
+
+
+def _password(app: App, login: str) -> tuple[int, str]:
+    """A new user's id and the base64 of ``login:`` one new application password."""
+    app.users.password_params = FAST
+    user = app.users.create(login, f"{login}-pw")
+    password, _ = app.users.create_application_password(user.id, "one")
+    return user.id, base64.b64encode(f"{login}:{password}".encode()).decode()
+
+
+def test_made_up_authorization_in_a_batch_gets_no_fresh_bucket(client_for: ClientFor) -> None:
+    """25 batch requests, each with an Authorization of its own, through a limit of 10 a
+    minute: 10 pass (each was a fresh bucket, and all 25 passed)."""
+    calls: list[Any] = []
+    app = _app({"rate_limit": {"limit": 10, "window": 60}}, calls)
+    _, token = _password(app, "eve")
+    client = client_for(app)
+    requests = [
+        {
+            "path": "/guard/v1/things",
+            "body": {"title": str(n)},
+            "headers": {"Authorization": "Basic " + base64.b64encode(f"x{n}:y".encode()).decode()},
+        }
+        for n in range(25)
+    ]
+    answer = client.post(
+        BATCH, json={"requests": requests}, headers={"Authorization": f"Basic {token}"}
+    )
+    assert answer.status_code == 207
+    statuses = [slot["status"] for slot in answer.json()["responses"]]
+    assert statuses == [201] * 10 + [429] * 15
+    assert len(calls) == 10
+    # The batch's user has no request left on the route, outside a batch too.
+    alone = client.get(THINGS, headers={"Authorization": f"Basic {token}"})
+    assert alone.status_code == 429
+
+
+@pytest.mark.parametrize(
+    "spellings",
+    [["Basic {t}", "basic {t}", "BASIC  {t}", " Basic {t} ", "bAsIc {t}  "]],
+    ids=["case-and-spaces"],
+)
+def test_every_spelling_of_one_password_shares_its_bucket(
+    client_for: ClientFor, spellings: list[str]
+) -> None:
+    app = _app({"rate_limit": {"limit": 3, "window": 60}}, [])
+    _, token = _password(app, "ann")
+    client = client_for(app)
+    statuses = []
+    for spelling in spellings:
+        header = spelling.format(t=token)
+        answer = client.get(THINGS, headers={"Authorization": header})
+        statuses.append(answer.status_code)
+    assert statuses == [200, 200, 200, 429, 429]
+
+
+def test_a_users_passwords_share_the_users_limit(client_for: ClientFor) -> None:
+    """Thirty passwords of one user through a limit of 3: 3 pass (each password was a
+    bucket of its own: 90 passed)."""
+    app = _app({"rate_limit": {"limit": 3, "window": 60}}, [])
+    user_id, first = _password(app, "max")
+    tokens = [first]
+    for n in range(29):
+        password, _ = app.users.create_application_password(user_id, f"app {n}")
+        tokens.append(base64.b64encode(f"max:{password}".encode()).decode())
+    client = client_for(app)
+    statuses = [
+        client.get(THINGS, headers={"Authorization": f"Basic {token}"}).status_code
+        for token in tokens
+    ]
+    assert statuses == [200] * 3 + [429] * 27
+
+
+def test_per_application_password_counts_each_password_apart(client_for: ClientFor) -> None:
+    limit = {"limit": 1, "window": 60, "per": "application_password"}
+    app = _app({"rate_limit": limit}, [])
+    user_id, first = _password(app, "kim")
+    password, _ = app.users.create_application_password(user_id, "two")
+    second = base64.b64encode(f"kim:{password}".encode()).decode()
+    client = client_for(app)
+    for token in (first, second):
+        assert client.get(THINGS, headers={"Authorization": f"Basic {token}"}).status_code == 200
+        again = client.get(THINGS, headers={"Authorization": f"basic  {token}"})
+        assert again.status_code == 429
+    bad: dict[Any, Any] = {
+        0: {"callback": lambda request: None, "permission_callback": public},
+        "rate_limit": {"limit": 1, "window": 60, "per": "header"},
+    }
+    with pytest.warns(DoingItWrong, match="rate_limit"):
+        assert app.register_rest_route("guard/v1", "/bad-per", bad) is False
+
+
+def test_idempotency_keys_belong_to_the_password_not_its_spelling(
+    client_for: ClientFor,
+) -> None:
+    calls: list[Any] = []
+    app = _app({"idempotency": "optional"}, calls)
+    _, token = _password(app, "ida")
+    client = client_for(app)
+    first = client.post(
+        THINGS,
+        json={"title": "milk"},
+        headers={"Idempotency-Key": "k", "Authorization": f"Basic {token}"},
+    )
+    again = client.post(
+        THINGS,
+        json={"title": "milk"},
+        headers={"Idempotency-Key": "k", "Authorization": f"basic   {token}"},
+    )
+    assert first.status_code == again.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert calls == ["milk"]
+    # In a batch, a made-up Authorization does not make the key someone else's.
+    batch = {
+        "requests": [
+            {
+                "path": "/guard/v1/things",
+                "body": {"title": "eggs"},
+                "headers": {"Idempotency-Key": "b", "Authorization": f"Basic {n}"},
+            }
+            for n in ("x", "y")
+        ]
+    }
+    answer = client.post(BATCH, json=batch, headers={"Authorization": f"Basic {token}"})
+    slots = answer.json()["responses"]
+    assert [slot["status"] for slot in slots] == [201, 201]
+    assert slots[1]["headers"]["Idempotent-Replayed"] == "true"
+    assert calls == ["milk", "eggs"]
+
+
+# -- what a key's request is: body, query string and content type -----------------------------
+
+MISMATCH = {
+    "code": "rest_idempotency_mismatch",
+    "message": "This Idempotency-Key was used for another request.",
+    "data": {"status": 422},
+}
+
+
+def test_a_batch_requests_body_is_part_of_its_keys_request(client_for: ClientFor) -> None:
+    calls: list[Any] = []
+    client = client_for(_app({"idempotency": "optional"}, calls))
+
+    def batch(title: str) -> dict[str, Any]:
+        item = {"path": "/guard/v1/things", "body": {"title": title}}
+        item["headers"] = {"Idempotency-Key": "same"}
+        return {"requests": [item]}
+
+    first = client.post(BATCH, json=batch("milk")).json()["responses"][0]
+    assert first["status"] == 201
+    again = client.post(BATCH, json=batch("milk")).json()["responses"][0]
+    assert again["headers"]["Idempotent-Replayed"] == "true"
+    other = client.post(BATCH, json=batch("eggs")).json()["responses"][0]
+    assert (other["status"], other["body"]) == (422, MISMATCH)
+    assert calls == ["milk"]
+
+
+def test_the_query_string_is_part_of_a_keys_request(client_for: ClientFor) -> None:
+    calls: list[Any] = []
+    client = client_for(_app({"idempotency": "optional"}, calls))
+    body, key = {"title": "milk"}, {"Idempotency-Key": "q"}
+    assert client.post(THINGS + "?title=a", json=body, headers=key).status_code == 201
+    replay = client.post(THINGS + "?title=a", json=body, headers=key)
+    assert replay.headers["idempotent-replayed"] == "true"
+    other = client.post(THINGS + "?title=b", json=body, headers=key)
+    assert (other.status_code, other.json()) == (422, MISMATCH)
+    # In a batch request's path too.
+    item = {"path": "/guard/v1/things?x=1", "headers": {"Idempotency-Key": "bq"}}
+    assert client.post(BATCH, json={"requests": [item]}).json()["responses"][0]["status"] == 201
+    item["path"] = "/guard/v1/things?x=2"
+    slot = client.post(BATCH, json={"requests": [item]}).json()["responses"][0]
+    assert slot["status"] == 422
+    assert calls == ["milk", None]
+
+
+def test_the_content_type_is_part_of_a_keys_request(client_for: ClientFor) -> None:
+    calls: list[Any] = []
+    client = client_for(_app({"idempotency": "optional"}, calls))
+    plain = {"Idempotency-Key": "ct", "Content-Type": "text/plain"}
+    first = client.post(THINGS, content=b"title=milk", headers=plain)
+    assert first.json() == {"id": 1, "title": None}
+    form = {"Idempotency-Key": "ct", "Content-Type": "application/x-www-form-urlencoded"}
+    other = client.post(THINGS, content=b"title=milk", headers=form)
+    assert (other.status_code, other.json()) == (422, MISMATCH)
+    assert calls == [None]
+
+
+# -- refused requests keep no key, and an owner's keys are bounded ----------------------------
+
+
+def _key_rows(app: App) -> int:
+    app.request_guards  # noqa: B018 - the table is made on first use
+    with app.store.read() as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM idempotency_keys").fetchone()[0])
+
+
+def test_a_refused_request_reserves_no_key(client_for: ClientFor) -> None:
+    """Keys were reserved before the permission check: an anonymous client stored a row per
+    key, kept 24 hours."""
+    calls: list[Any] = []
+    app = App(HOME, clock=Clock(NOW))
+    app.register_rest_route(
+        "guard/v1",
+        "/private",
+        {
+            0: {
+                "methods": "POST",
+                "callback": lambda request: calls.append(1),
+                "permission_callback": lambda request: request.user.can("edit_notes"),
+                "args": {"n": {"type": "integer"}},
+            },
+            "idempotency": "required",
+        },
+    )
+    client = client_for(app)
+    for n in range(20):
+        refused = client.post(
+            "/svc-json/guard/v1/private", json={"n": n}, headers={"Idempotency-Key": f"k{n}"}
+        )
+        assert refused.status_code == 401
+        assert refused.json()["code"] == "rest_forbidden"
+        invalid = client.post(
+            "/svc-json/guard/v1/private", json={"n": "x"}, headers={"Idempotency-Key": f"v{n}"}
+        )
+        assert invalid.status_code == 400
+    # A missing key is not asked for before the permission is.
+    assert client.post("/svc-json/guard/v1/private", json={}).status_code == 401
+    assert _key_rows(app) == 0
+    assert calls == []
+
+
+def test_an_anonymous_clients_keys_are_bounded(client_for: ClientFor) -> None:
+    calls: list[Any] = []
+    app = _app({"idempotency": "optional"}, calls)
+    app.request_guards.keys_per_owner = 5
+    client = client_for(app)
+    for n in range(12):
+        assert _post(client, f"t{n}", f"k{n}").status_code == 201
+    assert _key_rows(app) == 5
+    # The newest five replay; the oldest were forgotten, so k0 runs again.
+    assert _post(client, "t11", "k11").headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in _post(client, "t0", "k0").headers
+    assert _key_rows(app) == 5
+    assert len(calls) == 13
+
+
+def test_only_write_handlers_of_an_idempotent_route_are_wrapped() -> None:
+    """A read of a route with ``idempotency`` stays a plain call (no coroutine a GET)."""
+    import inspect
+
+    app = _app({"idempotency": "optional"}, [])
+    entry = app.rest_get_server().table.get("/guard/v1/things")
+    assert entry is not None
+    post, get = entry.prepared
+    assert inspect.iscoroutinefunction(post.callback)
+    assert not inspect.iscoroutinefunction(get.callback)
+    assert get.callback is not None and get.callback(Request("GET", "/guard/v1/things")) == {
+        "count": 0
+    }

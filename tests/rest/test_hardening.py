@@ -3,6 +3,7 @@ and an Allow header that a failing permission callback must not turn into a 500.
 
 from __future__ import annotations
 
+import gzip
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -136,3 +137,44 @@ def test_a_big_json_body_is_parsed_off_the_event_loop(
     # The small body was parsed where the request is served, the big one elsewhere.
     assert threads[0] == served_on[0]
     assert threads[1] != served_on[1]
+
+
+@pytest.mark.parametrize("coding", ["gzip", "GZIP", "br", "identity, gzip"])
+def test_a_coded_request_body_answers_415_naming_the_accepted_coding(
+    client_for: ClientFor, coding: str
+) -> None:
+    """RFC 9110 §15.5.16: a body in a content coding the server does not read answers 415
+    with ``Accept-Encoding`` (it was a 400 ``rest_invalid_json``)."""
+    calls: list[Any] = []
+    app = App(HOME)
+    app.register_rest_route(
+        "t/v1",
+        "/things",
+        {"permission_callback": public, "methods": "POST", "callback": calls.append},
+    )
+    client = client_for(app)
+    for content_type, body in (
+        ("application/json", gzip.compress(b'{"a": 1}')),
+        ("application/x-www-form-urlencoded", gzip.compress(b"a=1")),
+    ):
+        answer = client.post(
+            "/svc-json/t/v1/things",
+            content=body,
+            headers={"Content-Type": content_type, "Content-Encoding": coding},
+        )
+        assert answer.status_code == 415
+        assert answer.json() == {
+            "code": "rest_unsupported_content_encoding",
+            "message": "Request bodies must be sent without a content coding.",
+            "data": {"status": 415},
+        }
+        assert answer.headers["accept-encoding"] == "identity"
+    assert calls == []
+    # ``identity`` is no coding at all.
+    plain = client.post(
+        "/svc-json/t/v1/things",
+        json={"a": 1},
+        headers={"Content-Encoding": "identity"},
+    )
+    assert plain.status_code == 200
+    assert len(calls) == 1

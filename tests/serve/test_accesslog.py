@@ -85,6 +85,36 @@ def test_filter_rewrites_uvicorn_and_granian_records() -> None:
     assert granian_record.getMessage() == "/n?_wpnonce=[redacted]&a=1 403"
 
 
+def test_control_characters_are_escaped_in_both_servers_records() -> None:
+    """A decoded ``%0D%0A`` in a path cannot start a forged line; ``%1B`` reaches no terminal."""
+    forged = '/n\r\n127.0.0.1 - "GET /admin HTTP/1.1" 200\x1b[2J\x9b\x7f\\'
+    granian_record = logging.LogRecord(
+        "granian.access", logging.INFO, __file__, 1, '"%(path)s" %(status)d', None, None
+    )
+    granian_record.args = {"path": forged, "status": 404}
+    assert RedactSecrets().filter(granian_record) is True
+    assert granian_record.getMessage() == (
+        '"/n\\x0d\\x0a127.0.0.1 - "GET /admin HTTP/1.1" 200\\x1b[2J\\x9b\\x7f\\\\" 404'
+    )
+    uvicorn_record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "GET", "/a\nb?_wpnonce=S\x00", "1.1", 404),
+        None,
+    )
+    assert RedactSecrets().filter(uvicorn_record) is True
+    message = uvicorn_record.getMessage()
+    assert message == '127.0.0.1:5 - "GET /a\\x0ab?_wpnonce=[redacted] HTTP/1.1" 404'
+    assert "\n" not in message and "\x1b" not in message
+    # A message given whole (no arguments) is escaped too; printable text is untouched.
+    whole = logging.LogRecord("x", logging.INFO, __file__, 1, "GET /é\r\n", None, None)
+    assert RedactSecrets().filter(whole) is True
+    assert whole.getMessage() == "GET /é\\x0d\\x0a"
+
+
 # -- the request an access-log line names -----------------------------------------------------
 
 

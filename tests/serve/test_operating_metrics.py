@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,10 @@ from svcrest.serve.metrics import (
     OperatingMetrics,
     keep_metrics,
     listener_status,
+    make_metrics_dir,
     metrics_text,
+    remove_metrics_dir,
+    remove_stale_metrics_dirs,
 )
 from svcrest.store.errors import StoreBusyError
 from svcrest.store.sqlite import SqliteStore
@@ -288,3 +292,52 @@ def test_a_worker_not_listening_makes_the_listener_check_fail(
     lines = metrics_text(multiprocess)[0].decode().splitlines()
     assert "svcrest_session_cache_listening 0.0" in lines
     assert not any(line.startswith("svcrest_session_cache_trusted_ratio") for line in lines)
+
+
+def test_a_new_server_removes_the_metrics_dirs_of_dead_servers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGKILLed server left its figures' directory in the temp folder for ever."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead_pid = int(gone.stdout)
+    dead = tmp_path / f"svcrest-metrics-{dead_pid}-abc123"
+    dead.mkdir()
+    (dead / "counter_1.db").write_bytes(b"x")
+    live = tmp_path / f"svcrest-metrics-{os.getppid()}-def456"  # the test runner's parent
+    live.mkdir()
+    unnamed = tmp_path / "svcrest-metrics-old_format"  # no owner: never guessed at
+    unnamed.mkdir()
+    not_a_dir = tmp_path / f"svcrest-metrics-{dead_pid}-file"
+    not_a_dir.write_bytes(b"")
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / f"svcrest-metrics-{dead_pid}-link"
+    link.symlink_to(target)
+    other = tmp_path / f"other-{dead_pid}-abc"
+    other.mkdir()
+    made = make_metrics_dir()
+    try:
+        assert not dead.exists()
+        assert sorted(path.name for path in tmp_path.iterdir()) == sorted(
+            [
+                live.name,
+                unnamed.name,
+                not_a_dir.name,
+                target.name,
+                link.name,
+                other.name,
+                Path(made).name,
+            ]
+        )
+        assert Path(made).name.startswith(f"svcrest-metrics-{os.getpid()}-")
+        # A second server of this process (or a look now) keeps every live one.
+        assert remove_stale_metrics_dirs(str(tmp_path)) == []
+    finally:
+        remove_metrics_dir(made)

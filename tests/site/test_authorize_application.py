@@ -161,3 +161,19 @@ def test_an_app_name_with_control_characters_is_a_400_not_a_500(
     assert "name must not contain control or invisible characters" in response.text
     user = app.users.get_by_login("alice")
     assert user is not None and app.users.list_application_passwords(user.id) == []
+
+
+def test_approving_past_the_bound_of_passwords_is_a_409(app: App, client_for: ClientFor) -> None:
+    alice = app.users.get_by_login("alice")
+    assert alice is not None
+    for number in range(50):
+        app.users.create_application_password(alice.id, f"app {number}")
+    client = logged_in(client_for, app)
+    page = client.get(PAGE, params={"app_name": "CLI"})
+    response = client.post(
+        PAGE, data={"app_name": "CLI", "_wpnonce": form_nonce(page.text), "approve": "1"}
+    )
+    assert response.status_code == 409
+    assert "A user may have at most 50 application passwords." in response.text
+    assert "new-application-password" not in response.text
+    assert len(app.users.list_application_passwords(alice.id)) == 50

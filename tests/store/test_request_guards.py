@@ -89,3 +89,40 @@ def test_counts_are_exact_under_concurrency(store: Store) -> None:
     for thread in threads:
         thread.join()
     assert sorted(seen) == list(range(1, 61))
+
+
+def _rows(store: Store, owner: str) -> list[str]:
+    with store.read() as conn:
+        rows = conn.execute(
+            "SELECT idem_key FROM idempotency_keys WHERE owner = ? ORDER BY idem_key", (owner,)
+        ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def test_an_owner_keeps_a_bounded_number_of_keys(store: Store) -> None:
+    clock = Clock(NOW)
+    guards = StoredGuards(store, clock)
+    assert guards.keys_per_owner == 1000
+    guards.keys_per_owner = 3
+    for n in range(5):
+        clock.now = NOW + n  # finished one after another: k0 is the oldest
+        assert guards.reserve_key("a1", f"k{n}", "f") == ("reserved", None)
+        guards.store_answer("a1", f"k{n}", f'{{"n":{n}}}')
+    # The oldest finished keys went; the newest three are kept (and replayed).
+    assert _rows(store, "a1") == ["k2", "k3", "k4"]
+    assert guards.reserve_key("a1", "k4", "f") == ("done", '{"n":4}')
+    # Other owners are not touched.
+    assert guards.reserve_key("a2", "k0", "f") == ("reserved", None)
+    assert _rows(store, "a2") == ["k0"]
+
+
+def test_an_owner_with_every_key_in_flight_is_refused(store: Store) -> None:
+    guards = StoredGuards(store, Clock(NOW))
+    guards.keys_per_owner = 3
+    for n in range(3):
+        assert guards.reserve_key("a1", f"k{n}", "f") == ("reserved", None)
+    assert guards.reserve_key("a1", "k3", "f") == ("full", None)
+    assert _rows(store, "a1") == ["k0", "k1", "k2"]
+    guards.store_answer("a1", "k0", "{}")  # one finished: it may go for a new key
+    assert guards.reserve_key("a1", "k3", "f") == ("reserved", None)
+    assert _rows(store, "a1") == ["k1", "k2", "k3"]

@@ -7,7 +7,9 @@ A user manages their own; ``administrator`` manages anyone's. Error codes are Wo
 5.6's: ``rest_cannot_manage_application_passwords`` (401 anonymous, 403 logged in),
 ``rest_not_logged_in`` (``me`` when anonymous, 401), ``rest_user_invalid_id`` (404),
 ``rest_application_password_not_found`` (404), ``application_passwords_disabled`` (501:
-plain http to a host that is not loopback).
+plain http to a host that is not loopback); and, past the bound of passwords one user may
+hold (50; the filter ``svc_max_application_passwords``), ``application_password_limit_reached``
+(409).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from svcrest.auth.app_passwords import application_passwords_available
-from svcrest.auth.users import ApplicationPassword, UserStore
+from svcrest.auth.users import ApplicationPassword, ApplicationPasswordLimitError, UserStore
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -250,6 +252,8 @@ class ApplicationPasswordsController:
             password, item = self._users().create_application_password(
                 target.id, str(request.get_param("name"))
             )
+        except ApplicationPasswordLimitError as exc:
+            return RestError("application_password_limit_reached", str(exc), {"status": 409})
         except ValueError as exc:
             return RestError(
                 "application_password_empty_name"

@@ -150,8 +150,8 @@ class ApplicationPasswordAuth:
         login, password = credentials
         users = self._users()
 
-        def check() -> User | None:
-            return users.authenticate_application_password(login, password, ctx.client)
+        def check() -> tuple[User, str] | None:
+            return users.verify_application_password(login, password, ctx.client)
 
         wait = None
         if self._throttle is None:
@@ -172,7 +172,9 @@ class ApplicationPasswordAuth:
             )
             return user
         ctx.auth_error = True
-        return found
+        # The password's identity, fixed now: rate limits and idempotency keys count by it.
+        ctx.app_password_uuid = found[1]
+        return found[0]
 
     def check_errors(self, result: Any, request: Request) -> Any:
         """``rest_authentication_errors`` at priority 90 (WordPress's

@@ -9,12 +9,25 @@ Two limits, over a sliding window of :data:`WINDOW` seconds:
   lets anyone lock anyone out).
 - one client address, any logins (password spraying): :data:`MAX_ADDRESS_FAILURES`.
 
+And a slow one across every address, so that a botnet (each address under the limits
+above) cannot try one account's password without end: :data:`MAX_LOGIN_FAILURES_PER_DAY`
+failures of one login in a UTC day (a fixed window of :data:`DAY` seconds). Past it, that
+login answers 429 until the day ends, except from an address the account is known at: one a
+right password came from at this site's login form (the last :data:`KNOWN_ADDRESSES` of
+them are kept per login), or one the site's ``known_address`` callback names (the App's:
+the address that last used one of the account's application passwords). So the owner is
+not locked out at home or at work, and a botnet gets at most that many guesses a day.
+
 An attempt is *reserved* before its password is checked, in one transaction that counts and
 inserts atomically (the store's write lock on SQLite; an advisory lock per address on
 PostgreSQL), so parallel attempts cannot all pass the count before any failure is written:
 past the limit, no further password is evaluated. A reserved attempt counts as a failure until
 :meth:`LoginThrottle.succeeded` removes it; the failures before it stay. A refused attempt
-is not counted (it would keep an attacker's window open forever).
+is not counted (it would keep an attacker's window open forever). The day's count of a
+login is upserted and read back in the reservation's transaction, so reservations never pass
+it either; :meth:`LoginThrottle.attempt` (Basic authentication) reads it and counts a failure
+afterwards, writing nothing for a right password: on PostgreSQL, attempts from different
+addresses at the same moment may pass the day's limit by their number.
 """
 
 from __future__ import annotations
@@ -31,8 +44,11 @@ from svcrest.auth.users import lookup_key
 from svcrest.store.base import Connection, Step, Store
 
 __all__ = [
+    "DAY",
+    "KNOWN_ADDRESSES",
     "MAX_ADDRESS_FAILURES",
     "MAX_FAILURES",
+    "MAX_LOGIN_FAILURES_PER_DAY",
     "THROTTLE_SCHEMA",
     "WINDOW",
     "LoginThrottle",
@@ -46,6 +62,11 @@ MAX_FAILURES = 10
 #: Failures allowed from one client address, whatever the logins, in :data:`WINDOW` seconds.
 MAX_ADDRESS_FAILURES = 50
 WINDOW = 300
+#: Failures allowed for one login from all addresses together in one UTC day (see above).
+MAX_LOGIN_FAILURES_PER_DAY = 1000
+DAY = 86400
+#: Addresses kept per login where a right password was given at the login form.
+KNOWN_ADDRESSES = 20
 #: Expired rows deleted per reservation at most (bounded work per attempt).
 _CLEANUP_BATCH = 1000
 
@@ -69,6 +90,16 @@ THROTTLE_SCHEMA: tuple[Step, ...] = (
     CREATE INDEX login_failures_key_at ON login_failures (key, at)
     """,
     },
+    "CREATE TABLE login_day_failures ("
+    " login_key TEXT NOT NULL,"
+    " day BIGINT NOT NULL,"
+    " failures BIGINT NOT NULL,"
+    " PRIMARY KEY (login_key, day))",
+    "CREATE TABLE login_known_addresses ("
+    " login_key TEXT NOT NULL,"
+    " address TEXT NOT NULL,"
+    " last_success DOUBLE PRECISION NOT NULL,"
+    " PRIMARY KEY (login_key, address))",
 )
 
 _CLEANUP = {
@@ -85,6 +116,11 @@ def _login_name(login: object) -> str:
     if key is None and isinstance(login, str):
         key = login.strip()[:240]
     return key or ""
+
+
+def _day(now: float) -> int:
+    """The number of the UTC day of ``now``."""
+    return int(now // DAY)
 
 
 def _keys(login: object, ip: str) -> list[tuple[str, int]]:
@@ -113,14 +149,29 @@ class Reservation:
 
     retry_after: int | None
     ids: tuple[int, ...] = ()
+    #: The login's key and the day (its number) whose count holds this attempt, and the
+    #: address it came from ("": nothing counted for the day).
+    login_key: str = ""
+    day: int = 0
+    address: str = ""
 
 
 class LoginThrottle:
     """The failure counts of one site, in ``store`` (migrated on creation)."""
 
-    def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], float] = time.time,
+        known_address: Callable[[str, str], bool] | None = None,
+    ) -> None:
         self.store = store
         self._clock = clock
+        #: Whether an address is the account's (login, address), besides the addresses
+        #: kept here: asked only of a login past its day's limit.
+        self._known_address = known_address
+        #: Failures of one login a day, from every address (:data:`MAX_LOGIN_FAILURES_PER_DAY`).
+        self.login_day_limit = MAX_LOGIN_FAILURES_PER_DAY
         #: Attempts refused (429) since the throttle was made (read by the admin port's
         #: metrics).
         self.refusals = 0
@@ -136,7 +187,11 @@ class LoginThrottle:
         A look only: attempts go through :meth:`reserve` or :meth:`attempt`."""
         now = self._clock()
         with self.store.read() as conn:
-            return _wait(conn, _keys(login, ip), now)
+            wait = _wait(conn, _keys(login, ip), now)
+            if wait is not None:
+                return wait
+            failures = self._day_failures(conn, _login_name(login), _day(now))
+            return self._day_refusal(conn, login, ip, now, failures)
 
     def reserve(self, login: object, ip: str) -> Reservation:
         """Count an attempt for ``login`` from ``ip`` before its password is checked.
@@ -147,21 +202,33 @@ class LoginThrottle:
         """
         keys = _keys(login, ip)
         now = self._clock()
+        name, day = _login_name(login), _day(now)
         with self.store.transaction() as conn:
             self._lock(conn, ip)
             wait = _wait(conn, keys, now)
+            if wait is None:
+                # Counted first (the row stays locked to the end of the transaction on
+                # PostgreSQL), then judged: parallel reservations never pass the day's limit.
+                failures = self._count_day(conn, name, day, 1) - 1
+                wait = self._day_refusal(conn, login, ip, now, failures)
+                if wait is not None:
+                    self._count_day(conn, name, day, -1)
             if wait is not None:
                 self._refused()
                 return Reservation(wait)
-            return Reservation(None, self._insert(conn, keys, now))
+            return Reservation(None, self._insert(conn, keys, now), name, day, ip)
 
     def succeeded(self, reservation: Reservation) -> None:
-        """The reserved attempt had the right password: it is not a failure."""
+        """The reserved attempt had the right password: it is not a failure, and its
+        address is one the account is known at."""
         if not reservation.ids:
             return
         marks = ", ".join("?" * len(reservation.ids))
         with self.store.transaction() as conn:
             conn.execute(f"DELETE FROM login_failures WHERE id IN ({marks})", reservation.ids)
+            if reservation.login_key:
+                self._count_day(conn, reservation.login_key, reservation.day, -1)
+                self._know(conn, reservation.login_key, reservation.address)
 
     def attempt(
         self, login: object, ip: str, check: Callable[[], T | None]
@@ -177,15 +244,20 @@ class LoginThrottle:
         """
         keys = _keys(login, ip)
         now = self._clock()
+        name, day = _login_name(login), _day(now)
         with self.store.transaction() as conn:
             self._lock(conn, ip)
             wait = _wait(conn, keys, now)
+            if wait is None:
+                failures = self._day_failures(conn, name, day)
+                wait = self._day_refusal(conn, login, ip, now, failures)
             if wait is not None:
                 self._refused()
                 return None, wait
             result = check()
             if result is None:
                 self._insert(conn, keys, now)
+                self._count_day(conn, name, day, 1)
             return result, None
 
     def record_failure(self, login: object, ip: str) -> None:
@@ -196,6 +268,70 @@ class LoginThrottle:
         with self.store.transaction() as conn:
             self._lock(conn, ip)
             self._insert(conn, keys, now)
+            self._count_day(conn, _login_name(login), _day(now), 1)
+
+    # -- one login's failures a day, from every address ------------------------------------
+
+    @staticmethod
+    def _day_failures(conn: Connection, name: str, day: int) -> int:
+        row = conn.execute(
+            "SELECT failures FROM login_day_failures WHERE login_key = ? AND day = ?",
+            (name, day),
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    @staticmethod
+    def _count_day(conn: Connection, name: str, day: int, step: int) -> int:
+        """Add ``step`` to the day's failures of login ``name``: the new count. A new day
+        forgets the old ones (of every login: a bounded table)."""
+        row = conn.execute(
+            "INSERT INTO login_day_failures (login_key, day, failures) VALUES (?, ?, ?)"
+            " ON CONFLICT (login_key, day)"
+            " DO UPDATE SET failures = login_day_failures.failures + ? RETURNING failures",
+            (name, day, max(step, 0), step),
+        ).fetchone()
+        count = int(row[0])
+        if step > 0 and count == 1:
+            conn.execute("DELETE FROM login_day_failures WHERE day < ?", (day,))
+        return count
+
+    def _day_refusal(
+        self, conn: Connection, login: object, ip: str, now: float, failures: int
+    ) -> int | None:
+        """Seconds until login ``login`` may be tried again from ``ip`` when its day's
+        ``failures`` reached the limit and ``ip`` is not an address the account is known
+        at; None when it may be tried now."""
+        if failures < self.login_day_limit:
+            return None
+        name = _login_name(login)
+        known = conn.execute(
+            "SELECT 1 FROM login_known_addresses WHERE login_key = ? AND address = ?",
+            (name, ip),
+        ).fetchone()
+        if known is not None or (
+            self._known_address is not None and ip and self._known_address(name, ip)
+        ):
+            return None
+        return max(1, math.ceil((_day(now) + 1) * DAY - now))
+
+    def _know(self, conn: Connection, name: str, ip: str) -> None:
+        """Keep ``ip`` as an address login ``name`` is known at (its last
+        :data:`KNOWN_ADDRESSES`)."""
+        if not ip:
+            return
+        now = self._clock()
+        conn.execute(
+            "INSERT INTO login_known_addresses (login_key, address, last_success)"
+            " VALUES (?, ?, ?) ON CONFLICT (login_key, address)"
+            " DO UPDATE SET last_success = ?",
+            (name, ip, now, now),
+        )
+        conn.execute(
+            "DELETE FROM login_known_addresses WHERE login_key = ? AND address NOT IN"
+            " (SELECT address FROM login_known_addresses WHERE login_key = ?"
+            f" ORDER BY last_success DESC LIMIT {KNOWN_ADDRESSES})",
+            (name, name),
+        )
 
     def _lock(self, conn: Connection, ip: str) -> None:
         # SQLite: BEGIN IMMEDIATE already holds the database's write lock.

@@ -26,9 +26,11 @@ from svcrest.store.base import Step, Store
 __all__ = [
     "APP_PASSWORD_USE_INTERVAL",
     "AUTH_SCHEMA",
+    "MAX_APPLICATION_PASSWORDS",
     "MAX_APP_NAME_LENGTH",
     "MAX_LOGIN_LENGTH",
     "ApplicationPassword",
+    "ApplicationPasswordLimitError",
     "DuplicateUserError",
     "UnknownUserError",
     "UserStore",
@@ -126,6 +128,11 @@ _USER_COLUMNS = "id, login, roles, display_name"
 #: ``last_used``/``last_ip`` of an application password are written at most this often
 #: (seconds) while the address stays the same.
 APP_PASSWORD_USE_INTERVAL = 60
+#: Application passwords one user may hold at once, unless the filter
+#: ``svc_max_application_passwords`` (value, user id) answers another number. WordPress sets
+#: no bound; one here keeps a user from making passwords without end (each was its own
+#: rate-limit bucket once, and every one is a row to hash against).
+MAX_APPLICATION_PASSWORDS = 50
 MAX_APP_NAME_LENGTH = 200
 _APP_COLUMNS = "uuid, name, created, last_used, last_ip"
 
@@ -162,6 +169,10 @@ def clean_app_name(name: object) -> str:
 
 class DuplicateUserError(ValueError):
     """A user with that login (compared case-insensitively) already exists."""
+
+
+class ApplicationPasswordLimitError(ValueError):
+    """The user already holds as many application passwords as the site allows."""
 
 
 class UnknownUserError(ValueError):
@@ -460,7 +471,9 @@ class UserStore:
         """A new application password of ``user_id`` named ``name``: ``(password, item)``.
 
         The password (24 characters of ``[A-Za-z0-9]``) is returned only here; the store keeps
-        its hash. ValueError for an empty name, UnknownUserError for no such user.
+        its hash. ValueError for an empty name, UnknownUserError for no such user,
+        ApplicationPasswordLimitError when the user holds :data:`MAX_APPLICATION_PASSWORDS`
+        already (the filter ``svc_max_application_passwords`` may answer another bound).
         """
         name = clean_app_name(name)
         if not _is_id(user_id) or user_id == 0:
@@ -473,10 +486,22 @@ class UserStore:
             "last_used": None,
             "last_ip": None,
         }
+        limit = self.hooks.apply_filters(
+            "svc_max_application_passwords", MAX_APPLICATION_PASSWORDS, user_id
+        )
+        # On PostgreSQL the user's row is locked: two creations cannot both pass the count.
+        lock = " FOR UPDATE" if self.store.dialect == "postgresql" else ""
         with self.store.transaction() as conn:
-            row = conn.execute("SELECT 1 FROM users WHERE id = ?", (user_id,)).fetchone()
+            row = conn.execute(f"SELECT 1 FROM users WHERE id = ?{lock}", (user_id,)).fetchone()
             if row is None:
                 raise UnknownUserError(f"no user with id {user_id!r}")
+            held = conn.execute(
+                "SELECT COUNT(*) FROM application_passwords WHERE user_id = ?", (user_id,)
+            ).fetchone()[0]
+            if int(held) >= int(limit):
+                raise ApplicationPasswordLimitError(
+                    f"A user may have at most {int(limit)} application passwords."
+                )
             conn.execute(
                 "INSERT INTO application_passwords (uuid, user_id, name, password_hash, created)"
                 " VALUES (?, ?, ?, ?, ?)",
@@ -534,7 +559,25 @@ class UserStore:
         self, login: str, password: str, ip: str = ""
     ) -> User | None:
         """The user whose login is ``login`` when ``password`` (spaces ignored) is one of their
-        application passwords, else None; records ``last_used``/``last_ip`` on success.
+        application passwords, else None; records ``last_used``/``last_ip`` on success."""
+        found = self.verify_application_password(login, password, ip)
+        return None if found is None else found[0]
+
+    def used_application_password_from(self, login_key: str, address: str) -> bool:
+        """Whether one of the application passwords of the user whose login key is
+        ``login_key`` was last used from ``address`` (the login throttle's known address)."""
+        row = self.store.read_one(
+            "SELECT 1 FROM application_passwords a JOIN users ON users.id = a.user_id"
+            " WHERE users.login_key = ? AND a.last_ip = ?",
+            (login_key, address),
+        )
+        return row is not None
+
+    def verify_application_password(
+        self, login: str, password: str, ip: str = ""
+    ) -> tuple[User, str] | None:
+        """As :meth:`authenticate_application_password`, with the ``uuid`` of the password
+        used (WordPress records it for ``rest_get_authenticated_app_password``).
 
         SECURITY: one hash and one query whatever the login, so response times do not tell
         which logins exist (the hash is unique, so the query finds at most one row).
@@ -565,7 +608,7 @@ class UserStore:
                     "UPDATE application_passwords SET last_used = ?, last_ip = ? WHERE uuid = ?",
                     (now, ip, uuid),
                 )
-        return user
+        return user, str(uuid)
 
     def _dummy(self) -> str:
         """A well-formed hash with the current parameters that no password matches (random

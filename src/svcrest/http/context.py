@@ -48,6 +48,9 @@ class RequestContext:
     ``matched_route``: the pattern of the REST route that answered ("" when none did), as
     ``get_routes()`` names it, also when its handler raised: the ``route`` of the access and
     JSON logs, and of the request metrics (which write it as its OpenAPI path).
+    ``app_password_uuid``: the uuid of the application password that authenticated the
+    request ("" for any other), as WordPress's ``rest_get_authenticated_app_password()``:
+    rate limits and idempotency keys count by it, never by the bytes of a header.
     """
 
     is_rest: bool = False
@@ -62,6 +65,7 @@ class RequestContext:
     auth_error: Any = None
     request_id: str = ""
     matched_route: str = ""
+    app_password_uuid: str = ""
 
     @classmethod
     def serving(cls, http: HttpRequest, is_rest: bool) -> RequestContext:

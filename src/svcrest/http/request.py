@@ -32,6 +32,19 @@ class RestUrls(Protocol):
         ...
 
 
+def _refuse_coded_body(coding: str) -> None:
+    """Raise the 415 of a body in a content coding other than ``identity``."""
+    if all(part.strip().lower() in ("", "identity") for part in coding.split(",")):
+        return
+    error = RestError(
+        "rest_unsupported_content_encoding",
+        "Request bodies must be sent without a content coding.",
+        {"status": 415},
+    )
+    error.headers = (("Accept-Encoding", "identity"),)
+    raise error
+
+
 class Request:
     """A REST request.
 
@@ -263,10 +276,14 @@ class Request:
     def parse_json_body(self) -> None:
         """Decode a JSON body once; raises ``RestError`` ``rest_invalid_json`` (400). A
         ``multipart/form-data`` body is parsed here too, strictly: a malformed one raises
-        ``rest_invalid_multipart`` (400)."""
+        ``rest_invalid_multipart`` (400). A body sent in a content coding (``Content-Encoding:
+        gzip``…) raises ``rest_unsupported_content_encoding`` (415, with ``Accept-Encoding:
+        identity``, RFC 9110 §15.5.16): request bodies are read as they are."""
         if self._json_parsed:
             return
         self._json_parsed = True
+        if self.raw_body and "content-encoding" in self.headers:
+            _refuse_coded_body(self.headers.get_joined("content-encoding") or "")
         if self.raw_body and self.is_json_content_type():
             self._json_params = decode_json_body(self.raw_body)
         elif self._form_media_type() == MULTIPART_MEDIA_TYPE:

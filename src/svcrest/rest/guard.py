@@ -4,17 +4,27 @@ A route registered with ``idempotency="optional"`` or ``"required"`` honours the
 ``Idempotency-Key`` request header of its writes (POST, PUT, PATCH, DELETE) as the IETF draft
 ``draft-ietf-httpapi-idempotency-key-header`` describes it: the first request with a key
 runs and its answer is kept 24 hours; a repeat (same user, key, method, route and body) gets
-that answer again with ``Idempotent-Replayed: true`` and runs nothing. The key is reserved in
-the store before the callback runs, so a repeat arriving while the first still runs answers
-409 ``rest_idempotency_in_flight``; a key reused for another request answers 422
-``rest_idempotency_mismatch``; a write without a key where one is required answers 400
-``rest_idempotency_key_missing``. A first attempt that fails with a 5xx frees its key.
+that answer again with ``Idempotent-Replayed: true`` and runs its callback no more. The key is
+reserved in the store after the request's validation and permission check, just before its
+callback runs (a refused request keeps no row), so a repeat arriving while the first still
+runs answers 409 ``rest_idempotency_in_flight``; a key reused for another request (another
+method, route, query string, content type or body: a batch request's body included) answers
+422 ``rest_idempotency_mismatch``; a write without a key where one is required answers 400
+``rest_idempotency_key_missing``. A first attempt that fails with a 5xx frees its key. The
+store keeps a bounded number of keys per owner (the oldest finished ones go first).
 
 A route registered with ``rate_limit={"limit": N, "window": SECONDS}`` (or any route, when a
 callback of the filter ``svc_rate_limit`` answers such a value: it receives the route's
-value, or None, and the request) counts requests per user (per application password with
-Basic authentication) or, for anonymous requests, per client address, in fixed windows kept
-in the store. Every answer carries ``RateLimit-Policy`` and ``RateLimit`` (IETF
+value, or None, and the request) counts requests per user or, for anonymous requests, per
+client address, in fixed windows kept in the store; with ``"per": "application_password"``,
+each application password of a user counts apart.
+
+SECURITY: whom a request counts for, and who owns its keys, is what authentication fixed:
+the user's id, and the uuid of the application password that authenticated the HTTP request
+(:attr:`~svcrest.http.context.RequestContext.app_password_uuid`), never the bytes of a
+header (each spelling of one password, or a made-up ``Authorization`` of a batch request,
+was a fresh bucket). A batch's requests share the HTTP request's context, so they count for
+the batch's own subject. Every answer carries ``RateLimit-Policy`` and ``RateLimit`` (IETF
 ``draft-ietf-httpapi-ratelimit-headers``); past the limit the answer is 429
 ``rest_too_many_requests`` with ``Retry-After``. See docs/guides/idempotency-and-rate-limits.md.
 
@@ -27,18 +37,20 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from svcrest.chains import Chain, Pending, run_chain
+from svcrest.chains import Chain, Pending, run_chain, settled
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
+from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.routing.definitions import RouteDefinitionError
 
 __all__ = [
     "IDEMPOTENCY_MODES",
+    "WRITE_METHODS",
     "GuardStore",
     "GuardedSite",
     "KeyState",
@@ -46,16 +58,24 @@ __all__ = [
     "RouteGuard",
     "Ticket",
     "enter_guard",
+    "fingerprint",
+    "idempotency_owner",
+    "idempotent",
     "rate_limit_of",
+    "rate_subject",
     "route_guard",
 ]
 
 logger = logging.getLogger("svcrest")
 
-KeyState = Literal["reserved", "done", "in_flight", "mismatch"]
+KeyState = Literal["reserved", "done", "in_flight", "mismatch", "full"]
 IDEMPOTENCY_MODES = ("optional", "required")
+#: What a rate limit counts per: the user (all their application passwords together), or
+#: each application password apart.
+RATE_LIMIT_PER = ("user", "application_password")
 #: The methods an idempotency key applies to (the others are idempotent already).
-_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_WRITES = WRITE_METHODS
 #: Longest key accepted (a UUID is 36 characters).
 MAX_KEY_LENGTH = 255
 #: Header lines never kept with a stored answer: the replay sets its own.
@@ -86,17 +106,19 @@ class GuardedSite(Protocol):
 
 class RateLimit:
     """A checked ``rate_limit`` value: ``limit`` requests a ``window`` of seconds, under the
-    policy ``name`` (``"default"`` unless given)."""
+    policy ``name`` (``"default"`` unless given), counted ``per`` user (the default) or
+    ``"application_password"``."""
 
-    __slots__ = ("limit", "name", "window")
+    __slots__ = ("limit", "name", "per", "window")
 
-    def __init__(self, limit: int, window: int, name: str) -> None:
-        self.limit, self.window, self.name = limit, window, name
+    def __init__(self, limit: int, window: int, name: str, per: str = "user") -> None:
+        self.limit, self.window, self.name, self.per = limit, window, name, per
 
 
 def rate_limit_of(value: Any) -> RateLimit | None:
-    """``{"limit": N, "window": SECONDS, "name"?: str}`` checked (None stays None); raises
-    ``ValueError`` for anything else."""
+    """``{"limit": N, "window": SECONDS, "name"?: str, "per"?: "user" |
+    "application_password"}`` checked (None stays None); raises ``ValueError`` for anything
+    else."""
     if value is None:
         return None
     if isinstance(value, RateLimit):
@@ -109,8 +131,11 @@ def rate_limit_of(value: Any) -> RateLimit | None:
             raise ValueError(f"rate_limit {label} must be a whole number above 0: {number!r}")
     if not isinstance(name, str) or not name or not name.isascii() or '"' in name:
         raise ValueError(f"rate_limit name must be a plain ASCII string: {name!r}")
+    per = value.get("per", "user")
+    if per not in RATE_LIMIT_PER:
+        raise ValueError(f"rate_limit per must be 'user' or 'application_password': {per!r}")
     assert isinstance(limit, int) and isinstance(window, int)
-    return RateLimit(limit, window, name)
+    return RateLimit(limit, window, name, per)
 
 
 class RouteGuard:
@@ -152,50 +177,64 @@ def _guards(site: Any) -> GuardStore:
 
 
 class Ticket:
-    """What a guarded request holds while it runs: its reserved key and its RateLimit
-    header lines; :meth:`leave` finishes it with the answer."""
+    """What a rate-limited request holds while it runs: its RateLimit header lines;
+    :meth:`leave` adds them to the answer."""
 
-    __slots__ = ("answer", "guards", "key", "lines", "owner")
+    __slots__ = ("answer", "lines")
 
-    def __init__(self, guards: GuardStore | None) -> None:
-        self.guards = guards
-        self.owner = self.key = ""
+    def __init__(self) -> None:
         self.lines: list[tuple[str, str]] = []
-        #: The answer to send instead of running the request (a replay, 429, 409…).
+        #: The answer to send instead of running the request (a 429).
         self.answer: Response | None = None
 
     def leave(self, response: Response) -> Response:
-        """Keep the answer under the reserved key (or free the key after a 5xx), and add
-        the RateLimit lines."""
-        if self.key and self.guards is not None:
-            try:
-                self._keep(response)
-            except Exception:  # the store failed: the reservation lapses on its own
-                logger.exception("The answer of an Idempotency-Key could not be kept")
+        """Add the RateLimit lines to ``response``."""
         for name, value in self.lines:
             response.headers[name] = value
         return response
 
-    def _keep(self, response: Response) -> None:
-        assert self.guards is not None
-        if response.status >= 500:
-            self.guards.release_key(self.owner, self.key)
-            return
-        lines = [
-            [name, value]
-            for name, value in response.headers.items_list()
-            if name.lower() not in _NOT_REPLAYED
-        ]
-        try:
-            answer = json.dumps(
-                {"s": response.status, "h": lines, "d": response.data, "l": response.links},
-                separators=(",", ":"),
-            )
-        except (TypeError, ValueError):
-            logger.warning("An answer of %s cannot be kept for replays", response.matched_route)
-            self.guards.release_key(self.owner, self.key)
-            return
-        self.guards.store_answer(self.owner, self.key, answer)
+
+def rate_subject(request: Request, per: str = "user") -> str:
+    """Whom a request counts for: the user (``per="application_password"``: the user and
+    the application password that authenticated the HTTP request), else the client
+    address. Only identities authentication fixed are read, never a header."""
+    user = request.user
+    ctx = current_context()
+    if user.is_logged_in:
+        if per == "application_password" and ctx is not None and ctx.app_password_uuid:
+            return f"u{user.id}:p{ctx.app_password_uuid}"
+        return f"u{user.id}"
+    return "a" + (ctx.client if ctx is not None else "")
+
+
+def idempotency_owner(request: Request) -> str:
+    """Who owns a request's Idempotency-Key: the user and the application password that
+    authenticated the HTTP request (a client's keys are its own), else the client
+    address."""
+    return rate_subject(request, "application_password")
+
+
+def _keep(guards: GuardStore, owner: str, key: str, response: Response) -> None:
+    """Keep the answer under the reserved key, or free the key after a 5xx or an answer that
+    cannot be kept."""
+    if response.status >= 500:
+        guards.release_key(owner, key)
+        return
+    lines = [
+        [name, value]
+        for name, value in response.headers.items_list()
+        if name.lower() not in _NOT_REPLAYED
+    ]
+    try:
+        answer = json.dumps(
+            {"s": response.status, "h": lines, "d": response.data, "l": response.links},
+            separators=(",", ":"),
+        )
+    except (TypeError, ValueError):
+        logger.warning("An answer of %s cannot be kept for replays", response.matched_route)
+        guards.release_key(owner, key)
+        return
+    guards.store_answer(owner, key, answer)
 
 
 def _replayed(answer: str) -> Response:
@@ -224,43 +263,91 @@ def _key_of(request: Request) -> str | Response | None:
     return key
 
 
-def _subject(request: Request) -> str:
-    """Whom a request counts for: the user (and the application password of Basic
-    authentication), else the client address."""
-    user = request.user
-    if user.is_logged_in:
-        authorization = request.headers.get_joined("authorization") or ""
-        if authorization[:6].lower() == "basic ":
-            digest = hashlib.blake2b(authorization.encode(), digest_size=12).hexdigest()
-            return f"u{user.id}:p{digest}"
-        return f"u{user.id}"
-    ctx = current_context()
-    return "a" + (ctx.client if ctx is not None else "")
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def _idempotency(
-    mode: str, guards: GuardStore, request: Request, ticket: Ticket
-) -> Response | None:
-    """Reserve the request's key (noting it on ``ticket``), or the answer instead of a run."""
-    key = _key_of(request)
-    if key is None:
-        if mode != "required":
-            return None
-        return _error(
-            "rest_idempotency_key_missing",
-            "This request requires an Idempotency-Key header.",
-            400,
-        )
-    if type(key) is Response:
-        return key
-    assert isinstance(key, str)
-    owner = _subject(request)
-    body = hashlib.sha256(request.raw_body or b"").hexdigest()
-    fingerprint = f"{request.method} {request.route} {body}"
-    state, answer = guards.reserve_key(owner, key, fingerprint)
-    if state == "reserved":
-        ticket.owner, ticket.key = owner, key
-        return None
+def fingerprint(request: Request) -> str:
+    """What a key's request is: a SHA-256 over its method, route, query parameters (a nonce
+    left out: a fresh one may come with a retry), content type and body (the raw bytes, or
+    the parameters of a request built without them: a batch request's ``body``)."""
+    digest = hashlib.sha256()
+    # The query string as sent when there is one (sanitizing may have changed the params).
+    sent = parse_form(request.query_string) if request.query_string else request.query_params
+    query = {name: value for name, value in sent.items() if name != "_wpnonce"}
+    content_type = (request.headers.get_joined("content-type") or "").strip().lower()
+    for part in (request.method, request.route, _canonical(query), content_type):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    if request.raw_body:
+        digest.update(b"raw\0")
+        digest.update(request.raw_body)
+    else:
+        built = [request.body_params, request.get_json_params()]
+        digest.update(b"params\0")
+        digest.update(_canonical(built).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def idempotent(callback: Callable[[Request], Any], mode: str) -> Callable[[Request], Any]:
+    """A handler's callback behind its route's ``idempotency`` ``mode`` (fitted to the
+    request; wrapped when the route table prepares the handler). It runs after validation
+    and the permission check, so a request refused there reserves no key: the key is
+    reserved here, the callback runs, its answer is kept (or the key freed after a 5xx); or
+    a replay, 409 or 422 answers instead."""
+
+    async def run(request: Request) -> Any:
+        if request.method not in _WRITES:
+            return await settled(callback(request))
+        key = _key_of(request)
+        if key is None:
+            if mode == "required":
+                return _error(
+                    "rest_idempotency_key_missing",
+                    "This request requires an Idempotency-Key header.",
+                    400,
+                )
+            return await settled(callback(request))
+        if type(key) is Response:
+            return key
+        assert isinstance(key, str)
+        guards = _guards(request.site)
+        owner = idempotency_owner(request)
+        state, answer = guards.reserve_key(owner, key, fingerprint(request))
+        if state != "reserved":
+            return _unreserved(state, answer)
+        try:
+            result = await settled(callback(request))
+        except RestError as error:
+            _kept_or_logged(guards, owner, key, Response.from_error(error))
+            raise
+        except BaseException:
+            _kept_or_logged(guards, owner, key, None)
+            raise
+        if isinstance(result, RestError):
+            answered = Response.from_error(result)
+        else:
+            answered = result if isinstance(result, Response) else Response(result)
+        _kept_or_logged(guards, owner, key, answered)
+        return result
+
+    return run
+
+
+def _kept_or_logged(guards: GuardStore, owner: str, key: str, response: Response | None) -> None:
+    """:func:`_keep` (None: the callback failed, the key is freed); a store that fails
+    lets the reservation lapse on its own."""
+    try:
+        if response is None:
+            guards.release_key(owner, key)
+        else:
+            _keep(guards, owner, key, response)
+    except Exception:
+        logger.exception("The answer of an Idempotency-Key could not be kept")
+
+
+def _unreserved(state: KeyState, answer: str | None) -> Response:
+    """The answer to a key that was not reserved for this request."""
     if state == "done" and answer is not None:
         return _replayed(answer)
     if state == "in_flight":
@@ -268,6 +355,12 @@ def _idempotency(
             "rest_idempotency_in_flight",
             "A request with this Idempotency-Key is still being processed.",
             409,
+        )
+    if state == "full":
+        return _error(
+            "rest_idempotency_too_many_keys",
+            "Too many requests with an Idempotency-Key are being processed: try again later.",
+            429,
         )
     return _error(
         "rest_idempotency_mismatch",
@@ -284,9 +377,9 @@ async def enter_guard(
     rate_filters: Chain,
 ) -> Ticket:
     """Before a request of the route ``entry`` runs: its rate limit (``svc_rate_limit``
-    filters over the route's value), then its idempotency key. Answers the :class:`Ticket`
-    to finish the answer with; its ``answer`` is the Response to send instead of running
-    (429, a replay, 400/409/422), matched to the route and ``handler``."""
+    filters over the route's value). Answers the :class:`Ticket` to finish the answer with;
+    its ``answer`` is the 429 to send instead of running, matched to the route and
+    ``handler``. (The idempotency key is the callback's affair: :func:`idempotent`.)"""
     ticket = await _checked(entry.guard, site, request, rate_filters, entry.route)
     if ticket.answer is not None:
         ticket.answer.matched_route, ticket.answer.matched_handler = entry.route, handler
@@ -304,7 +397,7 @@ class RouteEntryLike(Protocol):
 
 
 #: The ticket of a request nothing applies to.
-_NOTHING = Ticket(None)
+_NOTHING = Ticket()
 
 
 async def _checked(
@@ -320,27 +413,20 @@ async def _checked(
         except ValueError as exc:
             logger.warning("svc_rate_limit answered a bad value, ignored: %s", exc)
             limit = guard.rate_limit if guard is not None else None
-    mode = guard.idempotency if guard is not None and request.method in _WRITES else None
-    if limit is None and mode is None:
+    if limit is None:
         return _NOTHING
     guards = _guards(site)
-    ticket = Ticket(guards)
-    if limit is not None:
-        hits, reset = guards.count_request(
-            f"{route}|{limit.name}|{limit.window}|{_subject(request)}", limit.window
-        )
-        name = limit.name
-        ticket.lines = [
-            ("RateLimit-Policy", f'"{name}";q={limit.limit};w={limit.window}'),
-            ("RateLimit", f'"{name}";r={max(limit.limit - hits, 0)};t={reset}'),
-        ]
-        if hits > limit.limit:
-            refused = _error("rest_too_many_requests", "Too many requests: try again later.", 429)
-            refused.headers["Retry-After"] = str(reset)
-            ticket.answer = ticket.leave(refused)
-            return ticket
-    if mode is not None:
-        early = _idempotency(mode, guards, request, ticket)
-        if early is not None:
-            ticket.answer = ticket.leave(early)
+    ticket = Ticket()
+    hits, reset = guards.count_request(
+        f"{route}|{limit.name}|{limit.window}|{rate_subject(request, limit.per)}", limit.window
+    )
+    name = limit.name
+    ticket.lines = [
+        ("RateLimit-Policy", f'"{name}";q={limit.limit};w={limit.window}'),
+        ("RateLimit", f'"{name}";r={max(limit.limit - hits, 0)};t={reset}'),
+    ]
+    if hits > limit.limit:
+        refused = _error("rest_too_many_requests", "Too many requests: try again later.", 429)
+        refused.headers["Retry-After"] = str(reset)
+        ticket.answer = ticket.leave(refused)
     return ticket

@@ -9,6 +9,11 @@ is recognised by its name as the site reads it: percent-decoded (``%5Fwpnonce``)
 with or without PHP's brackets (``_wpnonce[]``). Neither server logs a header, so no cookie
 reaches the log either.
 
+SECURITY: every control character of a logged value (C0, DEL and C1: a decoded ``%0D%0A``
+that would start a forged line, a ``%1B`` terminal escape) is written as ``\\xNN``, and a
+backslash as ``\\\\``, as Apache's access log does, so a line always ends where the server
+ended it and shows exactly what the client sent.
+
 The same filter gives each access-log record the request's id (``request_id``, "-" when the
 answer had none: a refused connection), which the launcher's formats print last
 (``request_id=…``): the id the adapter sent as ``X-Request-Id``; and the matched route's
@@ -24,12 +29,26 @@ from urllib.parse import unquote_plus
 
 from svcrest.http.request_id import LOGGED_REQUEST
 
-__all__ = ["REDACTED", "RedactSecrets", "redact"]
+__all__ = ["REDACTED", "RedactSecrets", "escape_controls", "redact"]
 
 REDACTED: Final = "[redacted]"
 _SECRETS: Final = frozenset({"_wpnonce", "pwd", "password"})
 #: A ``name=value`` pair at the start of a query string or after ``&`` or ``;``.
 _PAIR: Final = re.compile(r"(?:^|(?<=[&;]))([^&;=#\s\"]+)=([^&;#\s\"]*)")
+
+
+#: A control character (C0, DEL, C1) or a backslash.
+_UNSAFE: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\\]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group(0)
+    return "\\\\" if char == "\\" else f"\\x{ord(char):02x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with each control character written ``\\xNN`` and each backslash ``\\\\``."""
+    return _UNSAFE.sub(_escaped, text)
 
 
 def _secret_name(raw: str) -> bool:
@@ -54,12 +73,13 @@ def redact(text: str) -> str:
 
 
 def _redact_value(value: object) -> object:
-    return redact(value) if isinstance(value, str) else value
+    return escape_controls(redact(value)) if isinstance(value, str) else value
 
 
 class RedactSecrets(logging.Filter):
-    """A logging filter that redacts secret query values in the record (never drops one)
-    and names the request's id in it (``record.request_id``)."""
+    """A logging filter that redacts secret query values in the record and escapes its
+    control characters (never drops one), and names the request's id in it
+    (``record.request_id``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         http = LOGGED_REQUEST.get()
@@ -69,7 +89,7 @@ class RedactSecrets(logging.Filter):
             record.request_id = http.request_id or "-"
             record.route, record.user_id = http.matched_route, http.user_id
         if isinstance(record.msg, str):
-            record.msg = redact(record.msg)
+            record.msg = escape_controls(redact(record.msg))
         args = record.args
         if isinstance(args, tuple):
             record.args = tuple(_redact_value(value) for value in args)

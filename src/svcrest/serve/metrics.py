@@ -42,6 +42,7 @@ import contextlib
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -67,6 +68,7 @@ __all__ = [
     "metrics_text",
     "observer_from_env",
     "remove_metrics_dir",
+    "remove_stale_metrics_dirs",
     "route_label",
 ]
 
@@ -368,12 +370,61 @@ def observer_from_env() -> RequestMetrics | None:
     return RequestMetrics()
 
 
+#: The figures' directory of the server process ``<pid>``: ``svcrest-metrics-<pid>-<random>``.
+_METRICS_DIR: Final = re.compile(r"svcrest-metrics-(\d+)-\w+")
+
+
 def make_metrics_dir() -> str:
     """A new, empty directory for the workers' figures, named in ``PROMETHEUS_MULTIPROC_DIR``
-    (before ``prometheus_client`` is imported: it reads the variable then)."""
-    directory = tempfile.mkdtemp(prefix="svcrest-metrics-")
+    (before ``prometheus_client`` is imported: it reads the variable then); its name holds
+    this process's id. The directories of servers that died without removing theirs (a
+    SIGKILL) are removed first (:func:`remove_stale_metrics_dirs`)."""
+    remove_stale_metrics_dirs()
+    directory = tempfile.mkdtemp(prefix=f"svcrest-metrics-{os.getpid()}-")
     os.environ[ENV_METRICS_DIR] = directory
     return directory
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_stale_metrics_dirs(parent: str | None = None) -> list[str]:
+    """Remove the figures' directories in ``parent`` (the temp folder) whose server process
+    is gone: only real directories (not links) of this user named
+    ``svcrest-metrics-<pid>-…`` whose ``<pid>`` runs no process. The paths removed.
+
+    A process id reused since by another process keeps its directory (the safe side); a temp
+    folder shared between PID namespaces (containers) should not be: give each its own
+    ``TMPDIR``.
+    """
+    parent = parent or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        match = _METRICS_DIR.fullmatch(name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        path = os.path.join(parent, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        if not _alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 def remove_metrics_dir(directory: str) -> None:

@@ -16,7 +16,11 @@ import html
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from svcrest.auth.app_passwords import is_loopback_host
-from svcrest.auth.users import MAX_APP_NAME_LENGTH, clean_app_name
+from svcrest.auth.users import (
+    MAX_APP_NAME_LENGTH,
+    ApplicationPasswordLimitError,
+    clean_app_name,
+)
 from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
@@ -156,7 +160,10 @@ async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext)
             "Authorize application",
             _card(app, "<h1>Connection rejected</h1>"),
         )
-    password, _item = app.users.create_application_password(ctx.user.id, app_name.strip())
+    try:
+        password, _item = app.users.create_application_password(ctx.user.id, app_name.strip())
+    except ApplicationPasswordLimitError as exc:
+        return _error(app, str(exc), 409)
     if success_url:
         params = {"site_url": app.home, "user_login": ctx.user.login, "password": password}
         return redirect(_with_query(success_url, params))

@@ -6,7 +6,10 @@ Both live in the site's store, so every host and worker sees the same records:
   stored answer (JSON), kept 24 hours. A key is reserved by inserting its row (insert if
   absent, one statement), so two hosts racing on one key cannot both run the request. A
   reservation whose request never finished (its host died) lapses after
-  :data:`IN_FLIGHT_LEASE` seconds.
+  :data:`IN_FLIGHT_LEASE` seconds. One owner keeps at most
+  :attr:`StoredGuards.keys_per_owner` rows (:data:`KEYS_PER_OWNER` by default): past it, its
+  oldest finished keys are forgotten, and a reservation finding every one still in flight is
+  refused.
 - ``rate_limit_counts``: (bucket, window start) → the number of requests counted, upserted
   and read back in one statement (``INSERT … ON CONFLICT DO UPDATE … RETURNING``, SQLite
   3.35+ and PostgreSQL), so the count is exact under any concurrency.
@@ -23,13 +26,24 @@ from typing import Any
 from svcrest.rest.guard import KeyState
 from svcrest.store.base import Step, Store
 
-__all__ = ["CLEANUP_BATCH", "GUARDS_SCHEMA", "IN_FLIGHT_LEASE", "KEY_LIFETIME", "StoredGuards"]
+__all__ = [
+    "CLEANUP_BATCH",
+    "GUARDS_SCHEMA",
+    "IN_FLIGHT_LEASE",
+    "KEYS_PER_OWNER",
+    "KEY_LIFETIME",
+    "StoredGuards",
+]
 
 #: Seconds a finished request's answer is kept for replays (the draft's suggestion: 24 h).
 KEY_LIFETIME = 24 * 3600
 #: Seconds a reservation holds while its request runs; a host that died mid-request frees its
 #: keys after this.
 IN_FLIGHT_LEASE = 600
+#: Idempotency keys one owner (a user, an application password, a client address) keeps at
+#: most: rows an anonymous client can make are bounded (a retry comes within minutes; the
+#: oldest of a thousand finished keys is long past needing one).
+KEYS_PER_OWNER = 1000
 #: Expired rows deleted at most per write (bounded work on the request path).
 CLEANUP_BATCH = 100
 
@@ -59,6 +73,8 @@ class StoredGuards:
     def __init__(self, store: Store, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
+        #: Idempotency keys one owner keeps at most (see the module).
+        self.keys_per_owner = KEYS_PER_OWNER
         store.migrate("request_guards", GUARDS_SCHEMA)
 
     # -- idempotency keys ------------------------------------------------------------------
@@ -69,7 +85,8 @@ class StoredGuards:
         Answers ``("reserved", None)`` when this call took the key (the request may run),
         ``("done", answer)`` with the stored answer of a finished request with the same
         fingerprint, ``("in_flight", None)`` while that request runs, and
-        ``("mismatch", None)`` for a key first used with another fingerprint.
+        ``("mismatch", None)`` for a key first used with another fingerprint, and
+        ``("full", None)`` when the owner holds :attr:`keys_per_owner` keys all in flight.
         """
         now = int(self.clock())
         with self.store.transaction() as conn:
@@ -84,6 +101,8 @@ class StoredGuards:
             ).rowcount
             if inserted == 1:
                 self._clean(conn, "idempotency_keys", "owner, idem_key", now)
+                if not self._bounded(conn, owner, key):
+                    return "full", None
                 return "reserved", None
             row = conn.execute(
                 "SELECT fingerprint, answer FROM idempotency_keys WHERE owner = ? AND idem_key = ?",
@@ -96,6 +115,29 @@ class StoredGuards:
         if row[1] is None:
             return "in_flight", None
         return "done", str(row[1])
+
+    def _bounded(self, conn: Any, owner: str, key: str) -> bool:
+        """Keep ``owner``'s rows within :attr:`keys_per_owner` after ``key`` was inserted:
+        its oldest finished keys are deleted; when those are not enough, ``key`` is, and the
+        answer is False."""
+        held = int(
+            conn.execute(
+                "SELECT COUNT(*) FROM idempotency_keys WHERE owner = ?", (owner,)
+            ).fetchone()[0]
+        )
+        over = held - max(1, int(self.keys_per_owner))
+        if over <= 0:
+            return True
+        deleted = conn.execute(
+            "DELETE FROM idempotency_keys WHERE (owner, idem_key) IN"
+            " (SELECT owner, idem_key FROM idempotency_keys"
+            " WHERE owner = ? AND answer IS NOT NULL ORDER BY expires LIMIT ?)",
+            (owner, over),
+        ).rowcount
+        if deleted >= over:
+            return True
+        conn.execute("DELETE FROM idempotency_keys WHERE owner = ? AND idem_key = ?", (owner, key))
+        return False
 
     def store_answer(self, owner: str, key: str, answer: str) -> None:
         """Keep the finished request's ``answer`` under its key for :data:`KEY_LIFETIME`."""

@@ -16,7 +16,13 @@ from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chai
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.rest.conditional import guarded
-from svcrest.rest.guard import RouteGuard, route_guard
+from svcrest.rest.guard import (
+    IDEMPOTENCY_MODES,
+    WRITE_METHODS,
+    RouteGuard,
+    idempotent,
+    route_guard,
+)
 from svcrest.rest.invoke import fitted
 from svcrest.rest.routing.definitions import (
     Handler,
@@ -101,6 +107,16 @@ class PreparedHandler:
             if definition.get("blocking") and callable(etag):
                 etag = offload(etag)  # a version read may wait for the store, as the callback
             self.callback = guarded(self.callback, fitted(etag), required)
+        # An ``idempotency`` route option reserves a write's key after its validation and
+        # permission check, around the callback (svcrest.rest.guard). PERF: only a handler
+        # of a write method is wrapped (a read on the same route stays a plain call).
+        mode = route.get("idempotency")
+        if (
+            mode in IDEMPOTENCY_MODES
+            and self.callback is not None
+            and not WRITE_METHODS.isdisjoint(self.methods)
+        ):
+            self.callback = idempotent(self.callback, mode)
         methods = tuple(self.methods)
         #: The step of the route's Allow chain asking this handler (see :class:`RouteEntry`),
         #: and the same for a route with this handler alone.
