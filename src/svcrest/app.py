@@ -26,7 +26,13 @@ from svcrest.rest.auth_schemes import AuthSchemes
 from svcrest.rest.batch import register_batch_route
 from svcrest.rest.compat import install_rest_compat
 from svcrest.rest.conditional import add_format_suffix
-from svcrest.rest.defaults import register_default_filters
+from svcrest.rest.defaults import (
+    CORS_ALLOW_METHODS,
+    WORDPRESS_CORS_ALLOW_METHODS,
+    CorsLines,
+    cors_allow_methods_value,
+    register_default_filters,
+)
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.routing.definitions import (
     RouteDefinitionError,
@@ -88,6 +94,7 @@ class App:
         wordpress_compat: bool = False,
         version: str | None = None,
         server_timing: bool = False,
+        cors_allow_methods: str | Iterable[str] | None = None,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -115,6 +122,16 @@ class App:
         #: REST answers carry ``Server-Timing: auth;dur=…, dispatch;dur=…, total;dur=…``
         #: (off by default: it tells clients how long each part took).
         self.server_timing = server_timing
+        #: The CORS lines answering each Origin, with ``Access-Control-Allow-Methods``:
+        #: ``cors_allow_methods`` when given, else current WordPress's list (with PATCH) under
+        #: ``wordpress_compat``, else the spec's (WordPress 4.4's, no PATCH).
+        self.cors = CorsLines(
+            cors_allow_methods_value(cors_allow_methods)
+            if cors_allow_methods is not None
+            else WORDPRESS_CORS_ALLOW_METHODS
+            if wordpress_compat
+            else CORS_ALLOW_METHODS
+        )
         #: The site's own API version: ``info.version`` of ``/openapi.json`` (None: the
         #: REST API's version, ``REST_API_VERSION``).
         self.version = version
