@@ -18,6 +18,7 @@ from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
 from svcrest.http.context import _current, current_context
+from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.serializers import JSON_SERIALIZER, Serializer, Serializers
@@ -470,13 +471,19 @@ class App:
     @staticmethod
     def rest_ensure_request(value: Any) -> Request:
         """A Request as it is; a mapping → GET with empty route and those query params;
-        a string → GET of that route."""
+        a string → GET of that route, its query string (``/ns/v1/x?done=true&tag[]=a``) read
+        into the query params as the HTTP layer reads one (PHP's keys: ``a[]``, ``a[k]``).
+        WordPress's ``rest_do_request`` keeps the ``?`` in the route, which then matches
+        nothing."""
         if isinstance(value, Request):
             return value
         if isinstance(value, Mapping):
             return Request("GET", "", query=value)
         if isinstance(value, str):
-            return Request("GET", value)
+            route, mark, query = value.partition("?")
+            if not mark:
+                return Request("GET", value)
+            return Request("GET", route, query=parse_form(query.partition("#")[0]))
         raise TypeError(f"cannot make a request of {type(value).__name__}")
 
     async def rest_do_request_async(self, request: Any) -> Response:
