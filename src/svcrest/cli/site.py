@@ -179,9 +179,14 @@ def new_app(
         raise CliError("--title must not be empty")
     if api_version is not None and not api_version.strip():
         raise CliError("--api-version must not be empty")
-    named = {} if title is None else {"name": title}
     try:
-        return App(home, store=db, wordpress_compat=wordpress_compat, version=api_version, **named)
+        return App(
+            home,
+            store=db,
+            wordpress_compat=wordpress_compat,
+            version=api_version,
+            name="svcrest" if title is None else title,
+        )
     except ValueError as exc:
         raise CliError(str(exc)) from exc
 
