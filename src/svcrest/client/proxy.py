@@ -185,6 +185,17 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         """
         return self._run(self._login(login, password, home))
 
+    def logout(self, *, home: str | None = None) -> bool:
+        """End the session `login` started: ``POST /logout`` as JSON with the session's nonce
+        (``X-SVC-Nonce``), which the site answers by ending the session and clearing the
+        cookie in the client; ``nonce`` is None afterwards. Returns True when a session
+        ended, False when the client had none.
+
+        The site is ``home`` when given, else the one `login` used, else the origin of the
+        URL. A refused log-out raises `ProxyError` (a stale nonce is refreshed once first).
+        """
+        return self._run(self._logout(home))
+
     def close(self) -> None:
         """Close the client when the proxy created it."""
         if self.owns_client and self._client is not None:
@@ -292,6 +303,10 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
     async def login(self, login: str, password: str, *, home: str | None = None) -> str:
         """Log in and fetch a nonce (see `RestProxy.login`)."""
         return await self._run(self._login(login, password, home))
+
+    async def logout(self, *, home: str | None = None) -> bool:
+        """End the session `login` started (see `RestProxy.logout`)."""
+        return await self._run(self._logout(home))
 
     async def aclose(self) -> None:
         """Close the client when the proxy created it."""
