@@ -528,3 +528,32 @@ def test_login_again_after_logout(drivers: Any) -> None:
     assert driver("logout") is True
     assert driver("login", "ed", "pw") == driver.proxy.nonce
     assert driver("create", {"title": "Back"})[0]["title"] == "Back"
+
+
+# -- application passwords ------------------------------------------------------------------
+
+
+def test_a_proxy_with_an_application_password_writes_without_login(app: App) -> None:
+    # As the clients guide shows: `svcrest user app-password add ed "notes script"` prints
+    # the password once; an httpx client sends it as Basic credentials, no cookie, no nonce.
+    editor_user = app.users.get_by_login("ed")
+    assert editor_user is not None
+    password, _ = app.users.create_application_password(editor_user.id, "notes script")
+    # Application passwords need https (or a loopback host): the requests come over https.
+    secure = HOME.replace("http://", "https://")
+    url = NOTES.replace(HOME, secure)
+    client = httpx.Client(
+        transport=httpx.WSGITransport(app=app.wsgi), base_url=secure, auth=("ed", password)
+    )
+    with client, RestProxy(url, client=client) as notes:
+        [note] = notes.create({"title": "With an application password"})
+        assert note["author"] == editor_user.id
+        assert notes.nonce is None
+        assert "svc_logged_in" not in client.cookies
+        notes.destroy(note)
+    refused = httpx.Client(
+        transport=httpx.WSGITransport(app=app.wsgi), base_url=secure, auth=("ed", "wrong")
+    )
+    with refused, RestProxy(url, client=refused) as notes, pytest.raises(ProxyError) as error:
+        notes.create({"title": "Refused"})
+    assert (error.value.status, error.value.code) == (401, "incorrect_password")
