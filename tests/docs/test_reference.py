@@ -6,6 +6,7 @@ has its ``::: svcrest.<name>`` block on ``docs/reference/svcrest.md`` (and the s
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -63,3 +64,30 @@ def test_the_serializers_exception_is_public_where_the_reference_says() -> None:
     serializers = importlib.import_module("svcrest.http.serializers")
     assert "UnencodableValue" in serializers.__all__
     assert issubclass(serializers.UnencodableValue, TypeError)
+
+
+#: Each of the five rules the clients guide names, and the shared URL case that pins
+#: svcrest's choice (tests/vectors/proxy_urls.json, run by both proxies).
+EXT_RULES = {
+    "1. A record being created that already has an id": "create of a record with an id uses it",
+    "2. An id with reserved characters": "id with a slash and a space is percent-encoded",
+    "3. The id parameter (`id_param`) when the id is in the path": (
+        "the id parameter is dropped when the id is in the path"
+    ),
+    "4. A filter's `operator`": "filters are JSON-encoded, operator when given",
+    "5. A proxy URL with a query string or fragment": "existing query string and fragment",
+}
+
+
+def test_the_five_ext_rules_are_named_and_pinned_by_url_cases() -> None:
+    guide = (REFERENCE.parent / "guides" / "clients.md").read_text()
+    section = guide.split("### Which Ext JS\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if re.match(r"\| \d\. ", line)]
+    assert len(rows) == 5
+    vectors = json.loads(
+        (REFERENCE.parents[1] / "tests" / "vectors" / "proxy_urls.json").read_text()
+    )["vectors"]
+    names = {vector["name"] for vector in vectors}
+    for row, (rule, case) in zip(rows, EXT_RULES.items(), strict=True):
+        assert row.startswith(f"| {rule}"), row
+        assert case in names

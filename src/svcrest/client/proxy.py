@@ -50,7 +50,10 @@ T = TypeVar("T")
 
 class RestProxy(BaseRestProxy[httpx.Client]):
     """The client proxy over an `httpx.Client`: create/read/update/destroy mapped onto
-    POST/GET/PUT/DELETE and URLs with the rules of Ext JS's ``Ext.data.proxy.Rest``.
+    POST/GET/PUT/DELETE and URLs with the option names and rules of Ext JS's
+    ``Ext.data.proxy.Rest``: Ext 4.2's id of a record being created, Ext 5's percent-encoded
+    ids, dropped id parameter and filter operators, and svcrest's own handling of a URL with
+    a query string or fragment (the Clients guide's "Which Ext JS" lists every rule).
 
     ``url`` is the collection URL (absolute, or relative to the ``client``'s ``base_url``).
     ``append_id`` puts a valid id into the path; ``format`` adds ``.<format>``;
