@@ -9,7 +9,7 @@ NPM_STAMP := node_modules/.package-lock.json
 CHROMIUM := /usr/bin/chromium
 
 .PHONY: run test lint typecheck tsc docs docs-serve bench clean chromium postgres pgbouncer \
-	screenshots compiled test-compiled wheel-check
+	screenshots compiled test-compiled wheel-check valgrind budget
 
 HOST := 127.0.0.1
 PORT := 8000
@@ -80,6 +80,18 @@ pgbouncer:
 test: lint typecheck docs chromium postgres pgbouncer
 	$(BIN)/pytest
 	@$(MAKE) --no-print-directory wheel-check
+	@$(MAKE) --no-print-directory budget
+
+# The instruction counts of bench/budget.py need Debian's valgrind (callgrind).
+valgrind:
+	command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+
+# The instruction budget (bench/budget.json): svcrest's instructions per request as a ratio to
+# Falcon's app counted in the same run (callgrind: the figures do not depend on the load).
+# Fails when a case is more than the file's tolerance past its ceiling; about two minutes.
+budget: $(STAMP) valgrind
+	@echo "==> counting instructions per request against Falcon (bench/budget.py, callgrind)"
+	$(BIN)/python bench/budget.py --check
 
 # The package as users get it: the sdist and the wheel (python -m build), the wheel installed
 # into a clean venv under build/, and the README's first example and `svcrest --version` run

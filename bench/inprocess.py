@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
@@ -125,6 +127,13 @@ def wsgi_case(
         "SERVER_PORT": "8000",
         "SERVER_PROTOCOL": "HTTP/1.1",
         "wsgi.url_scheme": "http",
+        # The keys PEP 3333 requires (Falcon reads them; bench/budget.py runs it here too).
+        "wsgi.version": (1, 0),
+        "wsgi.input": io.BytesIO(b""),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
         "HTTP_HOST": "127.0.0.1:8000",
         "HTTP_USER_AGENT": "wrk",
         "HTTP_ORIGIN": "http://example.com",

@@ -27,9 +27,10 @@ def _find() -> str | None:
 
 
 class PgBouncer:
-    """PgBouncer in front of ``server``; :meth:`stop` ends it and removes its directory."""
+    """PgBouncer in front of ``server``; :meth:`stop` ends it and removes its directory.
+    ``settings`` are more lines of its ``[pgbouncer]`` section (``server_login_retry="1"``)."""
 
-    def __init__(self, server: PostgresServer) -> None:
+    def __init__(self, server: PostgresServer, **settings: str) -> None:
         binary = _find()
         if binary is None:
             raise RuntimeError("PgBouncer is not installed (make pgbouncer)")
@@ -49,6 +50,7 @@ class PgBouncer:
             "max_client_conn = 500\n"
             "default_pool_size = 10\n"
             f"logfile = {self.root / 'log'}\n"
+            + "".join(f"{name} = {value}\n" for name, value in settings.items())
         )
         command = [binary, str(self.root / "pgbouncer.ini")]
         if os.geteuid() == 0:

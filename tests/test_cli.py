@@ -23,7 +23,7 @@ import httpx
 import pytest
 import uvicorn
 
-from svcrest import App, Request, cli, public
+from svcrest import App, DoingItWrong, Request, cli, public
 from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
@@ -89,10 +89,25 @@ def _broken(app: App) -> None:
     raise RuntimeError("boom")
 
 
+def _bad_route(app: App) -> None:
+    _register(app)
+    app.register_rest_route("extra/v1", "/items/(?P<id", {"callback": _broken, **PUBLIC})
+
+
+def _misspelt(app: App) -> None:
+    args = {"n": {"type": "integer", "minimun": 1}}
+    app.register_rest_route("extra/v1", "/count", {"callback": _broken, "args": args, **PUBLIC})
+
+
+PUBLIC: dict[str, Any] = {"permission_callback": public}
+
+
 @pytest.fixture(autouse=True)
 def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     module = types.ModuleType(PLUGIN)
-    vars(module).update(register=_register, broken=_broken, value=42)
+    vars(module).update(
+        register=_register, broken=_broken, bad_route=_bad_route, misspelt=_misspelt, value=42
+    )
     monkeypatch.setitem(sys.modules, PLUGIN, module)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
@@ -254,6 +269,45 @@ def test_bad_plugins(capsys: pytest.CaptureFixture[str], spec: str, message: str
     status, out, err = run(capsys, "routes", "--plugin", spec, "--db", ":memory:")
     assert (status, out) == (2, "")
     assert err == f"svcrest: error: {message}\n"
+
+
+@pytest.mark.parametrize("command", ["routes", "serve"])
+def test_a_route_a_plugin_cannot_register_stops_the_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    def never_run(app: Any, **options: Any) -> None:
+        raise AssertionError("the server must not start")
+
+    monkeypatch.setattr(uvicorn, "run", never_run)
+    spec = f"{PLUGIN}:bad_route"
+    extra = ["--port", str(free_port()), *UVICORN_ASGI] if command == "serve" else []
+    status, out, err = run(capsys, command, "--plugin", spec, "--db", ":memory:", *extra)
+    line = _bad_route.__code__.co_firstlineno + 2
+    assert (status, out) == (2, "")
+    assert err == (
+        f"svcrest: error: plugin '{spec}' cannot register the route /extra/v1/items/(?P<id"
+        f" (test_cli.py:{line}): invalid route pattern '/items/(?P<id' in namespace"
+        " 'extra/v1': missing >, unterminated name at position 11 of the route as written"
+        " (before 'id')\n"
+    )
+
+
+def test_a_plugin_notice_is_shown_and_the_site_still_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.warns(DoingItWrong) as caught:
+        status, out, _ = run(capsys, "routes", "--plugin", f"{PLUGIN}:misspelt", "--db", ":memory:")
+    assert status == 0
+    assert "/extra/v1/count GET" in out.splitlines()
+    assert [str(warning.message) for warning in caught] == [
+        "In the REST API route extra/v1/count: The argument definition of n has the unknown"
+        " keyword 'minimun', which is ignored: did you mean 'minimum'?"
+    ]
+    # Shown at the plugin's line, as Python shows a warning.
+    assert (caught[0].filename, caught[0].lineno) == (
+        __file__,
+        _misspelt.__code__.co_firstlineno + 2,
+    )
 
 
 # -- request -----------------------------------------------------------------------------------
@@ -570,8 +624,8 @@ def test_unusable_database_files(
         path.mkdir()
     status, out, err = run(capsys, "request", "GET", "/demo/v1/notes", "--db", str(path))
     assert (status, out) == (2, "")
-    prefix = f"svcrest: error: cannot open the database '{path}'"
-    assert err == f"{prefix}: cannot open store '{path}': {reason}\n"
+    # The database named once.
+    assert err == f"svcrest: error: cannot open the database '{path}': {reason}\n"
 
 
 def test_port_in_use(capsys: pytest.CaptureFixture[str], db: str) -> None:
@@ -1263,7 +1317,7 @@ def granian_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     return calls
 
 
-def test_serve_defaults_to_granian_wsgi(
+def test_serve_defaults_to_granian_asgi(
     capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
 ) -> None:
     from granian.constants import Interfaces
@@ -1273,15 +1327,15 @@ def test_serve_defaults_to_granian_wsgi(
     status, out, err = run(capsys, "serve", "--port", str(port), "--db", db, "--no-demo")
     assert (status, err) == (0, "")
     home = f"http://127.0.0.1:{port}"
-    assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (wsgi)" in out
+    assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (asgi)" in out
     [options] = granian_calls
     assert_redacting_access_log(options.pop("log_dictconfig"))
     assert options == {
-        "target": "svcrest.cli:wsgi_from_env",
+        "target": "svcrest.cli:app_from_env",
         "factory": True,
         "address": "127.0.0.1",
         "port": port,
-        "interface": Interfaces.WSGI,
+        "interface": Interfaces.ASGI,
         "workers": 1,
         "reload": False,
         "log_access": True,
@@ -1289,13 +1343,11 @@ def test_serve_defaults_to_granian_wsgi(
         "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
         "websockets": False,
-        "blocking_threads": launcher.granian_threads(),
     }
     assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, home)
     assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
     # What the worker builds: the site without the demo.
-    wsgi = cli.wsgi_from_env()
-    site = wsgi.host
+    site = cli.app_from_env()
     assert isinstance(site, App)
     assert list(site.rest_get_server().get_routes()) == CORE_ROUTES
     site.store.close()
@@ -1360,6 +1412,7 @@ def test_serve_granian_wsgi_options(
         "websockets": False,
         "blocking_threads": launcher.granian_threads(),
         "reload_filter": watchfiles.PythonFilter,
+        "reload_ignore_worker_failure": True,
     }
     assert os.environ[cli.ENV_DEMO] == "1"
     assert os.environ[launcher.ENV_BODY_TIMEOUT] == "30.0"
@@ -1472,7 +1525,7 @@ def test_proxy_headers_trust_localhost_by_default(
 def test_threads_and_max_concurrency_reach_granian(
     capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
 ) -> None:
-    argv = ["serve", "--port", str(free_port()), "--db", db]
+    argv = ["serve", "--port", str(free_port()), "--db", db, "--interface", "wsgi"]
     assert run(capsys, *argv, "--threads", "3", "--max-concurrency", "64")[0] == 0
     [options] = granian_calls
     assert (options["blocking_threads"], options["backpressure"]) == (3, 64)
@@ -1480,8 +1533,8 @@ def test_threads_and_max_concurrency_reach_granian(
 
 @pytest.mark.parametrize(
     "argv",
-    [["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
-    ids=["granian-asgi", "uvicorn", "memory"],
+    [[], ["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
+    ids=["default-granian-asgi", "granian-asgi", "uvicorn", "memory"],
 )
 def test_threads_only_for_granian_wsgi(
     capsys: pytest.CaptureFixture[str], granian_calls: list[dict[str, Any]], argv: list[str]

@@ -428,9 +428,9 @@ def test_serve_creates_the_store_directory_before_plugins_load(
     lines = out.splitlines()
     assert lines[:2] == ["Created the directory var", "Created the database var/bookshelf.db"]
     assert lines[2].startswith("Created user admin with password: ")
-    assert granian_calls[0]["target"] == "svcrest.cli:wsgi_from_env"
+    assert granian_calls[0]["target"] == "svcrest.cli:app_from_env"
     # What each granian worker builds, from the variables serve set.
-    site = cli.wsgi_from_env().host
+    site = cli.app_from_env()
     try:
         routes = site.rest_get_server().get_routes()
         assert "/shelf/v1/books" in routes and "/demo/v1/notes" in routes

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("svcrest.rest",),
     ("svcrest.store",),
     ("svcrest.auth",),
+    ("svcrest.abilities",),
     ("svcrest.site",),
     ("svcrest.serve",),
     ("svcrest.app",),

@@ -24,6 +24,11 @@ CONTRACT = {
     "Arg",
     "Serializer",
     "msgpack_serializer",
+    "current_user",
+    "RestController",
+    "rest_get_endpoint_args_for_schema",
+    "rest_filter_response_by_context",
+    "rest_is_field_included",
 }
 
 

@@ -325,3 +325,168 @@ def test_public_routes_and_routes_with_a_check_register_without_a_warning(
     assert recwarn.list == []
     assert app.rest_do_request("/demo/v1/a").data == "ok"
     assert app.rest_do_request("/demo/v1/b").status == 401
+
+
+def _notices(register: Any) -> list[str]:
+    """The DoingItWrong messages ``register()`` raises (each once, in order)."""
+    with pytest.warns(DoingItWrong) as caught:
+        register()
+    return [str(warning.message) for warning in caught]
+
+
+@pytest.mark.parametrize(
+    ("route", "message"),
+    [
+        (
+            "/items/(?P<id",
+            "invalid route pattern '/items/(?P<id' in namespace 'demo/v1': missing >,"
+            " unterminated name at position 11 of the route as written (before 'id')",
+        ),
+        (
+            r"items/(?P<id>\d+)/[a-",
+            r"invalid route pattern 'items/(?P<id>\\d+)/[a-' in namespace 'demo/v1':"
+            " unterminated character set at position 18 of the route as written"
+            " (before '[a-')",
+        ),
+        (
+            r"//items/(?P<id>\d+)/x)//",
+            r"invalid route pattern '//items/(?P<id>\\d+)/x)//' in namespace 'demo/v1':"
+            " unbalanced parenthesis at position 21 of the route as written (before ')//')",
+        ),
+    ],
+    ids=["unterminated-name", "character-set", "parenthesis"],
+)
+def test_an_invalid_route_pattern_is_reported_where_it_is_in_the_route_as_written(
+    route: str, message: str
+) -> None:
+    app = App()
+    handler = {"permission_callback": public, "callback": cb}
+    with pytest.warns(DoingItWrong) as caught:
+        assert app.register_rest_route("demo/v1", route, handler) is False
+    assert [str(warning.message) for warning in caught] == [message]
+    assert caught[0].filename == __file__
+    # The notice says which route was refused (svcrest serve / routes stop on it).
+    assert caught[0].message.refused_route == "/demo/v1/" + route.strip("/")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("rate_limit", {"limit": 5, "window": 60}),
+        ("idempotency", "optional"),
+        ("schema", lambda: {"type": "object"}),
+    ],
+)
+def test_route_options_inside_a_handler_are_refused(option: str, value: Any) -> None:
+    app = App()
+    handler = {"permission_callback": public, "callback": cb, option: value}
+    assert _notices(lambda: app.register_rest_route("demo/v1", "/x", handler)) == [
+        f"'{option}' is a route option, and inside a handler definition it would be ignored:"
+        f" move it out of the handler, next to the handlers ({{0: handler, '{option}': ...}})"
+    ]
+    assert "/demo/v1/x" not in app.rest_get_server().get_routes()
+    # Next to the handlers it is the route's.
+    handler.pop(option)
+    assert app.register_rest_route("demo/v1", "/x", {0: handler, option: value}) is True
+
+
+def test_the_route_decorator_gives_route_options_to_the_route() -> None:
+    app = App()
+
+    @app.route(
+        "demo/v1", "/limited", permission_callback=public, rate_limit={"limit": 1, "window": 60}
+    )
+    def limited(request: Request) -> str:
+        return "ok"
+
+    entry = app.rest_get_server().table.get("/demo/v1/limited")
+    assert entry is not None
+    assert entry.options["rate_limit"] == {"limit": 1, "window": 60}
+    assert "rate_limit" not in entry.handlers[0]
+    assert app.rest_do_request("/demo/v1/limited").status == 200
+    assert app.rest_do_request("/demo/v1/limited").status == 429
+
+
+BUILT_IN = "array, object, string, number, integer, boolean, and null"
+
+
+def test_an_unknown_type_warns_as_wordpress_does() -> None:
+    app = App()
+    args = {
+        "count": {"type": "int"},
+        "tags": {"type": "array", "items": {"type": ["string", "text"]}},
+        "where": {"type": "object", "properties": {"city": {"type": "str"}}},
+    }
+    handler = {"permission_callback": public, "callback": cb, "args": args}
+    assert _notices(lambda: app.register_rest_route("demo/v1", "/x", handler)) == [
+        f'In the REST API route demo/v1/x: The "type" schema keyword for count can only be'
+        f" one of the built-in types: {BUILT_IN} (not 'int').",
+        f'In the REST API route demo/v1/x: The "type" schema keyword for tags[] can only be'
+        f" one of the built-in types: {BUILT_IN} (not 'text').",
+        f'In the REST API route demo/v1/x: The "type" schema keyword for where[city] can only'
+        f" be one of the built-in types: {BUILT_IN} (not 'str').",
+    ]
+    # As in WordPress, the route is registered: the notice is the developer's.
+    assert app.rest_do_request(Request("GET", "/demo/v1/x", query={"count": "3"})).status == 200
+
+
+def test_a_misspelt_argument_keyword_warns_with_the_keyword_meant() -> None:
+    app = App()
+    route_args = {"id": {"type": "integer", "minimun": 1}}
+    args = {
+        "title": {"type": "string", "maxlength": 10},
+        "tags": {"type": "array", "items": {"type": "string", "enums": ["a"]}},
+        # A key close to no keyword is the definition's own data: left alone.
+        "note": {"type": "string", "label": "A note", "x-order": 1},
+    }
+    definition = {
+        0: {"permission_callback": public, "callback": cb, "args": args},
+        "args": route_args,
+    }
+    assert _notices(lambda: app.register_rest_route("demo/v1", "/x", definition)) == [
+        "In the REST API route demo/v1/x: The argument definition of id has the unknown"
+        " keyword 'minimun', which is ignored: did you mean 'minimum'?",
+        "In the REST API route demo/v1/x: The argument definition of title has the unknown"
+        " keyword 'maxlength', which is ignored: did you mean 'maxLength'?",
+        "In the REST API route demo/v1/x: The argument definition of tags[] has the unknown"
+        " keyword 'enums', which is ignored: did you mean 'enum'?",
+    ]
+    assert "/demo/v1/x" in app.rest_get_server().get_routes()
+
+
+def test_wordpress_argument_keywords_raise_no_notice(recwarn: pytest.WarningsRecorder) -> None:
+    app = App()
+    args = {
+        "id": {
+            "description": "The id.",
+            "type": "integer",
+            "required": True,
+            "minimum": 1,
+            "exclusiveMaximum": 100,
+            "validate_callback": lambda value: True,
+            "sanitize_callback": lambda value: value,
+            "arg_options": {"sanitize_callback": None},
+            "context": ["view", "edit"],
+            "readonly": True,
+        },
+        "tags": {
+            "type": ["array", "null"],
+            "items": {"type": "string", "format": "uuid", "pattern": "^[a-f]", "minLength": 1},
+            "uniqueItems": True,
+            "minItems": 0,
+            "maxItems": 3,
+            "default": [],
+        },
+        "where": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "enum": ["a"]}},
+            "additionalProperties": False,
+            "patternProperties": {"^x": {"type": "number", "multipleOf": 2}},
+            "minProperties": 0,
+            "maxProperties": 2,
+            "anyOf": [{"required": ["city"]}, {"type": "object"}],
+        },
+    }
+    handler = {"permission_callback": public, "callback": cb, "args": args}
+    assert app.register_rest_route("demo/v1", "/x", handler) is True
+    assert [str(warning.message) for warning in recwarn] == []

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from svcrest import App, public
-from svcrest.http.context import RequestContext, _current
+from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.rest.urls import rewrite_rules
 from tests.conftest import SiteClient
 
@@ -94,11 +94,11 @@ def test_https_forced_when_request_is_tls_on_home_host(
     secure: bool, host: str, expected: str
 ) -> None:
     app = App(HOME)
-    token = _current.set(RequestContext(is_rest=True, secure=secure, host=host))
+    token = REQUEST_CONTEXT.set(RequestContext(is_rest=True, secure=secure, host=host))
     try:
         assert app.rest_url() == expected
     finally:
-        _current.reset(token)
+        REQUEST_CONTEXT.reset(token)
 
 
 def test_https_forcing_over_http(client_for: ClientFor) -> None:

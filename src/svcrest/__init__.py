@@ -9,15 +9,21 @@ from svcrest.app import App, DoingItWrong
 from svcrest.constants import REST_API_REL, REST_API_VERSION
 from svcrest.dates import rest_get_date_with_gmt, rest_parse_date
 from svcrest.hooks import Hooks
-from svcrest.http.context import is_rest_request
+from svcrest.http.context import current_user, is_rest_request
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.serializers import Serializer, msgpack_serializer
+from svcrest.rest.arg import Arg
 from svcrest.rest.paginate import paginate
+from svcrest.rest.resources.context_filter import (
+    rest_filter_response_by_context,
+    rest_is_field_included,
+)
+from svcrest.rest.resources.controller import RestController
+from svcrest.rest.resources.endpoint_args import rest_get_endpoint_args_for_schema
 from svcrest.rest.routing.definitions import public
 from svcrest.rest.server import RestServer
-from svcrest.rest.typed import Arg
 
 __all__ = [
     "App",
@@ -28,14 +34,19 @@ __all__ = [
     "REST_API_VERSION",
     "Request",
     "Response",
+    "RestController",
     "RestError",
     "RestServer",
     "Serializer",
+    "current_user",
     "is_rest_request",
     "msgpack_serializer",
     "paginate",
     "public",
     "rest_ensure_response",
+    "rest_filter_response_by_context",
     "rest_get_date_with_gmt",
+    "rest_get_endpoint_args_for_schema",
+    "rest_is_field_included",
     "rest_parse_date",
 ]

@@ -12,12 +12,13 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
+from svcrest.abilities.registry import AbilityRegistrationError, AbilityRegistry
 from svcrest.auth.app_passwords import install_application_password_auth
 from svcrest.auth.rest_cookie import install_cookie_auth
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
-from svcrest.http.context import _current, current_context
+from svcrest.http.context import DISPATCH_USER, REQUEST_CONTEXT, current_context
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -35,8 +36,18 @@ from svcrest.rest.defaults import (
     register_default_filters,
 )
 from svcrest.rest.openapi import build_openapi
+from svcrest.rest.resources.controller import RestController
+from svcrest.rest.resources.fields_registry import (
+    GetCallback,
+    RestField,
+    RestFields,
+    UpdateCallback,
+)
 from svcrest.rest.routing.definitions import (
+    ROUTE_ONLY_OPTIONS,
     RouteDefinitionError,
+    RoutePatternError,
+    argument_notices,
     build_full_route,
     lacks_permission_callback,
 )
@@ -55,6 +66,7 @@ from svcrest.site.wp_compat import install_wordpress_compat_pages
 from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
+    from svcrest.abilities.ability import Ability, AbilityCategory
     from svcrest.auth.service import AuthService
     from svcrest.auth.throttle import LoginThrottle
     from svcrest.auth.users import UserStore
@@ -65,12 +77,21 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+C = TypeVar("C", bound=RestController)
 DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 
 
 class DoingItWrong(UserWarning):
     """A developer notice: the API was called in a way that cannot work (WordPress's
-    ``_doing_it_wrong``)."""
+    ``_doing_it_wrong``).
+
+    ``refused_route`` is the full route when the notice is that of a route
+    ``register_rest_route`` refused (it returned False), else None: ``svcrest serve`` and
+    ``svcrest routes`` stop on such a notice, so a site never starts without a route its
+    plugin meant to register.
+    """
+
+    refused_route: str | None = None
 
 
 class App:
@@ -164,6 +185,10 @@ class App:
         self.request_observer: RequestObserver | None = None
         #: Told of each batch request's size when set (the same metrics).
         self.batch_observer: Callable[[int], None] | None = None
+        #: Fields added to resources by ``register_rest_field`` (WordPress's
+        #: ``$wp_rest_additional_fields``), read by every bound ``RestController``.
+        self.rest_fields = RestFields()
+        self._controllers: list[RestController] = []
         self.hooks.add_action("rest_api_init", register_default_filters)
         self.hooks.add_action("rest_api_init", register_batch_route)
         #: Site pages outside the REST prefix: path (relative to home) → Page.
@@ -187,6 +212,9 @@ class App:
         install_auth_pages(self)
         install_authorize_application_page(self)
         install_docs_pages(self)
+        #: The site's abilities and ability categories (``register_ability``).
+        self.abilities = AbilityRegistry(self.hooks)
+        self.abilities.on_first = self._serve_abilities
 
     # -- site settings ----------------------------------------------------------------------
 
@@ -306,7 +334,7 @@ class App:
             return discovery.rest_output_link_header(self)
         # PERF: without URL filters the value depends only on whether https is forced, which
         # needs a request over TLS.
-        ctx = _current.get()
+        ctx = REQUEST_CONTEXT.get()
         key = ctx is not None and ctx.secure and https_forced(self.home)
         cache = self._link_cache
         if key not in cache:
@@ -412,8 +440,19 @@ class App:
                 namespace.strip("/"), full_route, args, override
             )
         except RouteDefinitionError as exc:
-            warnings.warn(str(exc), DoingItWrong, stacklevel=stacklevel)
+            message = (
+                exc.as_written(namespace, route) if isinstance(exc, RoutePatternError) else str(exc)
+            )
+            refusal = DoingItWrong(message)
+            refusal.refused_route = full_route
+            warnings.warn(refusal, stacklevel=stacklevel)
             return False
+        for notice in argument_notices(args):
+            warnings.warn(
+                f"In the REST API route {full_route.lstrip('/')}: {notice}",
+                DoingItWrong,
+                stacklevel=stacklevel,
+            )
         if lacks_permission_callback(args):
             warnings.warn(
                 f"The REST API route definition for {full_route.lstrip('/')} is missing the"
@@ -441,7 +480,9 @@ class App:
         route, registered before or after (``register_rest_route``'s route-level ``args``):
         give ``{"id": {"type": "integer"}}`` once and every method gets ``id`` as an int.
         A callback's annotated parameters after the request are arguments too (typed
-        handlers: ``def get_book(request, id: int)``), called with keyword arguments.
+        handlers: ``def get_book(request, id: int)``), called with keyword arguments. Other
+        keywords are the handler's (``blocking``, ``db_timeout`` …), except the route's own
+        options ``schema``, ``rate_limit`` and ``idempotency``, which go to the route.
         """
 
         def decorate(callback: F) -> F:
@@ -454,12 +495,50 @@ class App:
             if permission_callback is not None:
                 handler["permission_callback"] = permission_callback
             definition: dict[Any, Any] = {0: handler}
+            for key in ROUTE_ONLY_OPTIONS:  # options of the route, not of this handler
+                if key in handler:
+                    definition[key] = handler.pop(key)
             if route_args is not None:
                 definition["args"] = dict(route_args)
             self._register_rest_route(namespace, route, definition, False, stacklevel=3)
             return callback
 
         return decorate
+
+    def register_controller(self, controller: C) -> C:
+        """Bind ``controller`` to this site and call its ``register_routes(app)`` (a
+        ``RestController``: WordPress's ``WP_REST_Controller``); returns it."""
+        controller.bind(self)
+        with self._lock:
+            self._controllers.append(controller)
+        controller.register_routes(self)
+        return controller
+
+    def register_rest_field(
+        self,
+        object_type: str | Iterable[str],
+        attribute: str,
+        *,
+        get_callback: GetCallback | None = None,
+        update_callback: UpdateCallback | None = None,
+        schema: dict[str, Any] | None = None,
+    ) -> None:
+        """Add the field ``attribute`` to every resource whose object type (its schema's
+        ``title``) is ``object_type`` (one name or several), as WordPress's
+        ``register_rest_field``: answers hold ``get_callback(data, attribute, request,
+        object_type)`` when ``_fields`` and the context include it; writes that send it call
+        ``update_callback(value, item, attribute, request, object_type)`` (an error it
+        returns or raises is the answer); ``schema`` joins the resource's schema, args,
+        OPTIONS help, the index and OpenAPI. The routes of controllers already registered
+        are registered again with the field's args."""
+        types = self.rest_fields.register(
+            object_type, attribute, RestField(get_callback, update_callback, schema)
+        )
+        with self._lock:
+            controllers = list(self._controllers)
+        for controller in controllers:
+            if controller.get_object_type() in types:
+                controller.register_routes(_Reregistration(self))
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI 3.1.0 document of every route shown in the index (a new dict on each
@@ -492,12 +571,123 @@ class App:
         ctx = current_context()
         if ctx is not None:
             req.user = ctx.user
-        return await self.rest_get_server().dispatch_async(req)
+        # ``svcrest.current_user()`` inside the dispatch answers the request's user.
+        token = DISPATCH_USER.set(req.user)
+        try:
+            return await self.rest_get_server().dispatch_async(req)
+        finally:
+            DISPATCH_USER.reset(token)
 
     def rest_do_request(self, request: Any) -> Response:
         """The sync form of ``rest_do_request_async``."""
         result: Response = run_sync(lambda: self.rest_do_request_async(request))
         return result
+
+    # -- abilities --------------------------------------------------------------------------
+
+    def _serve_abilities(self) -> None:
+        """Register the ``svc-abilities/v1`` routes (once, with the first category or
+        ability: a site without abilities has no such namespace)."""
+        from svcrest.abilities.routes import register_ability_routes
+
+        def register(server: RestServer) -> None:
+            register_ability_routes(server, self.abilities, self.rest_url)
+
+        if self.rest_server is not None:
+            register(self.rest_server)
+        else:
+            self.hooks.add_action("rest_api_init", register)
+
+    def register_ability_category(
+        self,
+        slug: str,
+        *,
+        label: str,
+        description: str,
+        meta: Mapping[str, Any] | None = None,
+    ) -> AbilityCategory | None:
+        """Register an ability category (WordPress's ``wp_register_ability_category``): a
+        slug of lowercase letters, digits and dashes, a label and a description. Returns the
+        category, or None with a ``DoingItWrong`` warning (WordPress's message) when it
+        cannot be registered (a slug taken or malformed, an empty label…)."""
+        try:
+            return self.abilities.register_category(
+                slug, label=label, description=description, meta=meta
+            )
+        except AbilityRegistrationError as exc:
+            warnings.warn(str(exc), DoingItWrong, stacklevel=2)
+            return None
+
+    def register_ability(
+        self,
+        name: str,
+        *,
+        label: str,
+        description: str,
+        category: str,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        execute_callback: Callable[..., Any],
+        permission_callback: Callable[..., Any],
+        annotations: Mapping[str, Any] | None = None,
+        show_in_rest: bool = True,
+    ) -> Ability | None:
+        """Register an ability (WordPress's ``wp_register_ability``).
+
+        ``name`` is ``namespace/ability-name`` (lowercase letters, digits, dashes);
+        ``category`` a registered category's slug; ``input_schema`` / ``output_schema`` JSON
+        Schemas the input and the result are checked against (the rules of route arguments);
+        ``execute_callback(input)`` returns the result (or a RestError) and
+        ``permission_callback(input)`` True, False or a RestError; either may be async and
+        may take no argument, and reads the caller with ``svcrest.current_user()``.
+        ``annotations``: ``readonly``, ``destructive``, ``idempotent`` (each True, False or
+        None). ``show_in_rest``: listed and run under ``svc-abilities/v1``. Returns the
+        ability, or None with a ``DoingItWrong`` warning (WordPress's message) when it cannot
+        be registered.
+        """
+        try:
+            return self.abilities.register(
+                name,
+                label=label,
+                description=description,
+                category=category,
+                input_schema=input_schema,
+                output_schema=output_schema,
+                execute_callback=execute_callback,
+                permission_callback=permission_callback,
+                annotations=annotations,
+                show_in_rest=show_in_rest,
+            )
+        except AbilityRegistrationError as exc:
+            warnings.warn(str(exc), DoingItWrong, stacklevel=2)
+            return None
+
+    def get_ability(self, name: str) -> Ability | None:
+        """The ability ``name`` (WordPress's ``wp_get_ability``), None when there is none."""
+        return self.abilities.get(name)
+
+    def get_abilities(self) -> list[Ability]:
+        """Every ability, in registration order (WordPress's ``wp_get_abilities``)."""
+        return self.abilities.get_all()
+
+    def unregister_ability(self, name: str) -> Ability | None:
+        """Remove an ability (WordPress's ``wp_unregister_ability``); the removed one or
+        None."""
+        return self.abilities.unregister(name)
+
+    def get_ability_category(self, slug: str) -> AbilityCategory | None:
+        """The category ``slug`` (WordPress's ``wp_get_ability_category``), or None."""
+        return self.abilities.get_category(slug)
+
+    def get_ability_categories(self) -> list[AbilityCategory]:
+        """Every category, in registration order (WordPress's
+        ``wp_get_ability_categories``)."""
+        return self.abilities.get_categories()
+
+    def unregister_ability_category(self, slug: str) -> AbilityCategory | None:
+        """Remove a category (WordPress's ``wp_unregister_ability_category``); the removed one
+        or None."""
+        return self.abilities.unregister_category(slug)
 
     # -- storage, users and auth --------------------------------------------------------------
 
@@ -636,3 +826,23 @@ class App:
 
     def __repr__(self) -> str:
         return f"<App {self.home!r}>"
+
+
+class _Reregistration:
+    """``register_rest_route`` for a controller registering its routes again (a field was
+    added): each route's first registration replaces what the route had, later ones of the
+    same route merge as they did the first time."""
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+        self._seen: set[str] = set()
+
+    def register_rest_route(
+        self, namespace: str, route: str, args: Any = None, override: bool = False
+    ) -> bool:
+        key = f"{namespace}\0{route}"
+        first = key not in self._seen
+        self._seen.add(key)
+        return self._app._register_rest_route(
+            namespace, route, args, override or first, stacklevel=3
+        )

@@ -125,13 +125,21 @@ def _serve(
 
 
 @pytest.fixture(scope="module")
-def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """``svcrest serve`` with its default server and interface, and routes that block without
-    the ``"blocking"`` mark."""
-    directory = tmp_path_factory.mktemp("default")
+def wsgi_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``svcrest serve --interface wsgi`` (granian, the opt-in interface), and routes that
+    block without the ``"blocking"`` mark."""
+    directory = tmp_path_factory.mktemp("wsgi-unmarked")
     unmarked = PLUGIN.replace('"blocking": True, ', "")
     assert '"blocking"' not in unmarked
-    yield from _serve(directory, unmarked, "granian", "wsgi", [])
+    yield from _serve(directory, unmarked, "granian", "wsgi", ["--interface", "wsgi"])
+
+
+@pytest.fixture(scope="module")
+def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``svcrest serve`` with its default server and interface (granian ASGI), and the
+    routes that block marked ``"blocking"``."""
+    directory = tmp_path_factory.mktemp("default")
+    yield from _serve(directory, PLUGIN, "granian", "asgi", [])
 
 
 def _served(server: Server) -> None:
@@ -305,18 +313,29 @@ def test_a_blocking_callback_delays_only_its_own_request(server: Server) -> None
     assert max(latencies) < 0.5, latencies
 
 
-def test_the_default_pair_isolates_an_unmarked_blocking_callback(default_server: Server) -> None:
-    """DESIGN §1: on the default deployment a sync callback that blocks, marked or not,
-    delays only its own request."""
-    assert "with granian (wsgi)" in default_server.log_text()
+def test_the_default_pair_isolates_a_marked_blocking_callback(default_server: Server) -> None:
+    """DESIGN §1: on the default deployment (granian ASGI) a sync callback that blocks,
+    marked ``"blocking"``, delays only its own request."""
+    assert "with granian (asgi)" in default_server.log_text()
     test_a_blocking_callback_delays_only_its_own_request(default_server)
 
 
-def test_the_default_pair_serves_others_while_a_write_waits_for_the_lock(
-    default_server: Server,
+def test_the_wsgi_pair_isolates_an_unmarked_blocking_callback(wsgi_server: Server) -> None:
+    """On granian's WSGI interface (``--interface wsgi``) a sync callback that blocks, marked
+    or not, delays only its own request."""
+    assert "with granian (wsgi)" in wsgi_server.log_text()
+    test_a_blocking_callback_delays_only_its_own_request(wsgi_server)
+
+
+@pytest.mark.parametrize("pair", ["default_server", "wsgi_server"])
+def test_the_pair_serves_others_while_a_write_waits_for_the_lock(
+    pair: str, request: pytest.FixtureRequest
 ) -> None:
+    """The default pair with a marked write, the WSGI pair with an unmarked one."""
+    served: Server = request.getfixturevalue(pair)
+
     async def write_and_read() -> tuple[httpx.Response, list[float]]:
-        async with httpx.AsyncClient(base_url=default_server.url, timeout=15) as client:
+        async with httpx.AsyncClient(base_url=served.url, timeout=15) as client:
             write = asyncio.create_task(client.post("/svc-json/test/v1/write"))
             await asyncio.sleep(0.5)
             latencies = []
@@ -327,7 +346,7 @@ def test_the_default_pair_serves_others_while_a_write_waits_for_the_lock(
                 latencies.append(time.monotonic() - sent)
             return await write, latencies
 
-    with _write_lock_held(default_server.db), _client_without_gc():
+    with _write_lock_held(served.db), _client_without_gc():
         written, latencies = asyncio.run(write_and_read())
     assert written.status_code == 503
     assert written.headers["Retry-After"] == "1"

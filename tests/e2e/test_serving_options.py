@@ -156,6 +156,40 @@ def test_reload_serves_the_edited_plugin_and_ignores_logs(tmp_path: Path, server
         assert get_json(url) == second, served.output()
 
 
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_reload_survives_a_syntax_error_and_serves_the_next_good_save(
+    tmp_path: Path, server: str
+) -> None:
+    """A plugin saved with a syntax error: the worker shows where and the server keeps
+    watching (granian exited for good); the next good save is served."""
+    plugin = tmp_path / "plug.py"
+    plugin.write_text(PLUGIN)
+    port = free_port()
+    command = serve_command(port, "--server", server, "--reload", "--db", "var/s.db")
+    with running([*command, "--plugin", "plug:register"], tmp_path, port) as served:
+        assert get_json(served.url + "/svc-json/t/v1/v")["v"] == 1
+        plugin.write_text("def register(app):\n    broken = (\n")
+        where = (
+            "Traceback (most recent call last; the plugin's frames, --traceback shows all):\n"
+            f'  File "{plugin}", line 2\n'
+            "    broken = (\n"
+            "             ^\n"
+            "SyntaxError: '(' was never closed\n"
+            "svcrest: error: cannot load plugin 'plug:register': SyntaxError: '(' was never"
+            " closed (plug.py, line 2)\n"
+            "svcrest: waiting for the next change to a .py file to serve again (--reload)\n"
+        )
+        deadline = time.monotonic() + 30
+        while where not in served.output():
+            assert time.monotonic() < deadline, served.output()
+            time.sleep(0.2)
+        time.sleep(1.0)
+        assert served.process.poll() is None, served.output()
+        plugin.write_text(PLUGIN.replace('"/v"', '"/w"').replace('"v": 1', '"v": 3'))
+        assert get_json(served.url + "/svc-json/t/v1/w", timeout=30)["v"] == 3, served.output()
+        assert served.process.poll() is None
+
+
 # -- a default start ---------------------------------------------------------------------------
 
 
@@ -164,7 +198,7 @@ def test_a_default_start_prints_no_warning(tmp_path: Path) -> None:
     with running(serve_command(port), tmp_path, port) as served:
         assert get_json(served.url + NOTES.rsplit("/", 1)[0])  # the namespace index
         output = served.output()
-    assert "with granian (wsgi)" in output
+    assert "with granian (asgi)" in output
     assert "[WARNING]" not in output
     assert "Python threads" not in output
 

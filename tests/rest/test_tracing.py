@@ -106,3 +106,48 @@ def test_batch_items_make_child_spans(client_for: ClientFor, spans: InMemorySpan
 
 def test_no_provider_no_tracer() -> None:
     assert svcrest.rest.tracing._tracer_of_provider() is None  # the default proxy provider
+
+
+def test_configured_provider_reads_what_set_tracer_provider_set() -> None:
+    """The installed API keeps the provider where the guarded read looks: None before any
+    is set, then exactly the one set (run in a fresh interpreter: the global is set once)."""
+    import subprocess
+    import sys
+
+    program = (
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from svcrest.rest.tracing import configured_provider, request_tracer\n"
+        "assert configured_provider(trace) is None\n"
+        "assert request_tracer() is None\n"
+        "provider = TracerProvider()\n"
+        "trace.set_tracer_provider(provider)\n"
+        "assert configured_provider(trace) is provider\n"
+        "assert request_tracer() is provider.get_tracer('svcrest')\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ok\n", "")
+
+
+class _ApiWithoutPrivateName:
+    """An OpenTelemetry API module as a release without ``_TRACER_PROVIDER`` would be."""
+
+    class ProxyTracerProvider:
+        pass
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+
+    def get_tracer_provider(self) -> Any:
+        return self.provider
+
+
+def test_configured_provider_without_the_private_name_asks_the_public_function() -> None:
+    configured = TracerProvider()
+    unset = _ApiWithoutPrivateName.ProxyTracerProvider()
+    guarded = svcrest.rest.tracing.configured_provider
+    assert guarded(_ApiWithoutPrivateName(configured)) is configured
+    assert guarded(_ApiWithoutPrivateName(unset)) is None

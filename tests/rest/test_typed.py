@@ -447,7 +447,7 @@ def test_an_optional_annotated_parameter() -> None:
 
     app = _echo_app(read)
     assert _args(app)["note"] == {"type": ["string", "null"], "maxLength": 3, "enum": ["a", "abc"]}
-    assert Arg(maxLength=3) == Arg(maxLength=3) and hash(Arg(a=[1])) == hash(Arg(a=[2]))
+    assert Arg(maxLength=3) == Arg(maxLength=3) and hash(Arg(enum=[1])) == hash(Arg(enum=[2]))
     answer = app.rest_do_request(Request("GET", "/t/v1/echo/1", query={"note": "abc"}))
     assert answer.data == {"note": "abc"}
     too_long = app.rest_do_request(Request("GET", "/t/v1/echo/1", query={"note": "abcd"}))
@@ -520,3 +520,295 @@ def test_an_argument_declared_twice_is_refused() -> None:
         "parameter 'title' of test_an_argument_declared_twice_is_refused.<locals>.create:"
         " the argument 'title' is declared twice"
     ]
+
+
+class NewTodo(pydantic.BaseModel):
+    title: str = pydantic.Field(min_length=1, description="What to do.")
+    priority: int = pydantic.Field(default=1, ge=1, le=5)
+    due: dt.datetime | None = None
+    tags: list[str] = []
+
+    @pydantic.field_validator("title")
+    @classmethod
+    def _not_shouted(cls, value: str) -> str:
+        if value.isupper():
+            raise ValueError("no shouting")
+        return value
+
+
+class NewLoan(msgspec.Struct):
+    book: Annotated[int, msgspec.Meta(ge=1)]
+    days: int = 14
+    note: str | None = None
+
+
+TODO_ARGS = {
+    "title": {"required": True, "type": "string", "description": "What to do.", "minLength": 1},
+    "priority": {"required": False, "type": "integer", "default": 1, "maximum": 5, "minimum": 1},
+    "due": {"required": False, "type": ["string", "null"], "format": "date-time"},
+    "tags": {"required": False, "type": "array", "default": [], "items": {"type": "string"}},
+}
+
+
+def _todo_app() -> tuple[App, list[NewTodo]]:
+    seen: list[NewTodo] = []
+
+    def create(request: Request, body: NewTodo) -> dict[str, Any]:
+        seen.append(body)
+        return {"title": body.title, "priority": body.priority}
+
+    app = _app()
+    app.route("t/v1", "/todos", methods="POST", permission_callback=public)(create)
+    return app, seen
+
+
+def test_a_pydantic_model_body_takes_the_whole_body(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    app, seen = _todo_app()
+    help_data = app.rest_do_request(Request("OPTIONS", "/t/v1/todos")).data
+    assert help_data["endpoints"] == [{"methods": ["POST"], "args": TODO_ARGS}]
+    body = app.openapi()["paths"]["/t/v1/todos"]["post"]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    assert schema["required"] == ["title"]
+    assert schema["properties"]["priority"] == {
+        "type": "integer",
+        "default": 1,
+        "maximum": 5,
+        "minimum": 1,
+    }
+    client = client_for(app)
+    sent = client.post(
+        "/svc-json/t/v1/todos", json={"title": "Shop", "due": "2024-05-01T09:30:00Z"}
+    )
+    assert (sent.status_code, sent.json()) == (200, {"title": "Shop", "priority": 1})
+    form = client.post("/svc-json/t/v1/todos", data={"title": "Cook", "priority": "3"})
+    assert (form.status_code, form.json()) == (200, {"title": "Cook", "priority": 3})
+    assert seen == [
+        NewTodo(title="Shop", due=dt.datetime(2024, 5, 1, 9, 30, tzinfo=dt.UTC)),
+        NewTodo(title="Cook", priority=3),
+    ]
+
+
+def test_a_pydantic_model_body_answers_400_for_an_invalid_field() -> None:
+    app, seen = _todo_app()
+    bounds = app.rest_do_request(Request("POST", "/t/v1/todos", json={"title": "x", "priority": 9}))
+    assert (bounds.status, bounds.data["code"]) == (400, "rest_invalid_param")
+    assert bounds.data["data"]["params"] == {
+        "priority": "priority must be between 1 (inclusive) and 5 (inclusive)"
+    }
+    missing = app.rest_do_request(Request("POST", "/t/v1/todos", json={"priority": 2}))
+    assert (missing.status, missing.data["code"]) == (400, "rest_missing_callback_param")
+    assert missing.data["data"]["params"] == ["title"]
+    # A check the model's JSON Schema cannot say (a validator) is the model's own.
+    shouted = app.rest_do_request(Request("POST", "/t/v1/todos", json={"title": "SHOP"}))
+    assert (shouted.status, shouted.data) == (
+        400,
+        {
+            "code": "rest_invalid_param",
+            "message": "Invalid parameter(s): title",
+            "data": {
+                "status": 400,
+                "params": {"title": "title is invalid: Value error, no shouting"},
+                "details": {
+                    "title": {
+                        "code": "rest_invalid_param",
+                        "message": "title is invalid: Value error, no shouting",
+                    }
+                },
+            },
+        },
+    )
+    assert seen == []
+
+
+def test_a_msgspec_struct_body_takes_the_whole_body(
+    adapter: str, client_for: Callable[..., SiteClient]
+) -> None:
+    seen: list[NewLoan] = []
+
+    def lend(request: Request, body: NewLoan) -> dict[str, Any]:
+        seen.append(body)
+        return {"book": body.book, "days": body.days}
+
+    app = _app()
+    app.route("t/v1", "/loans", methods="POST", permission_callback=public)(lend)
+    help_data = app.rest_do_request(Request("OPTIONS", "/t/v1/loans")).data
+    assert help_data["endpoints"] == [
+        {
+            "methods": ["POST"],
+            "args": {
+                "book": {"required": True, "type": "integer", "minimum": 1},
+                "days": {"required": False, "type": "integer", "default": 14},
+                "note": {"required": False, "type": ["string", "null"]},
+            },
+        }
+    ]
+    body = app.openapi()["paths"]["/t/v1/loans"]["post"]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    assert schema["required"] == ["book"]
+    assert list(schema["properties"]) == ["book", "days", "note"]
+    client = client_for(app)
+    sent = client.post("/svc-json/t/v1/loans", json={"book": 2, "note": "gift"})
+    assert (sent.status_code, sent.json()) == (200, {"book": 2, "days": 14})
+    assert seen == [NewLoan(book=2, note="gift")]
+    bad = client.post("/svc-json/t/v1/loans", json={"book": 0})
+    assert (bad.status_code, bad.json()["code"]) == (400, "rest_invalid_param")
+    assert bad.json()["data"]["params"] == {"book": "book must be greater than or equal to 1"}
+    assert seen == [NewLoan(book=2, note="gift")]
+
+
+def _refusal(callback: Callable[..., Any]) -> str:
+    """The one notice registering ``callback`` raises (the route is refused)."""
+    app = _app()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app.route("t/v1", "/refused", permission_callback=public)(callback)
+    assert "/t/v1/refused" not in app.rest_get_server().get_routes()
+    assert [warning.category for warning in caught] == [DoingItWrong]
+    return str(caught[0].message)
+
+
+def _unannotated(request: Request, id):  # type: ignore[no-untyped-def]
+    return {}
+
+
+def _mixed(request: Request, id: int, flag=False):  # type: ignore[no-untyped-def]
+    return {}
+
+
+def _positional_only(request: Request, id: int, /) -> dict[str, Any]:
+    return {}
+
+
+def _star_args(request: Request, id: int, *rest: Any) -> dict[str, Any]:
+    return {}
+
+
+@pytest.mark.parametrize(
+    ("callback", "message"),
+    [
+        (
+            _unannotated,
+            "parameter 'id' of _unannotated is never passed: it has no type annotation, so the"
+            " callback is called with the request alone (annotate every parameter after the"
+            " request to make them arguments, or give 'id' a default)",
+        ),
+        (
+            _mixed,
+            "parameter 'id' of _mixed is never passed: parameter 'flag' has no type"
+            " annotation, so the callback is called with the request alone (annotate every"
+            " parameter after the request to make them arguments, or give 'id' a default)",
+        ),
+        (
+            _positional_only,
+            "parameter 'id' of _positional_only is never passed: it is positional-only, so"
+            " the callback is called with the request alone (annotate every parameter after"
+            " the request to make them arguments, or give 'id' a default)",
+        ),
+        (
+            _star_args,
+            "parameter 'id' of _star_args is never passed: the callback takes *rest, so the"
+            " callback is called with the request alone (annotate every parameter after the"
+            " request to make them arguments, or give 'id' a default)",
+        ),
+    ],
+    ids=["unannotated", "mixed", "positional-only", "star-args"],
+)
+def test_a_parameter_that_would_never_be_passed_is_refused(
+    callback: Callable[..., Any], message: str
+) -> None:
+    assert _refusal(callback) == message
+
+
+def test_parameters_with_defaults_keep_the_plain_calling_convention() -> None:
+    def read(request: Request, extra=None) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+        return {"extra": extra}
+
+    app = _echo_app(read)
+    assert app.rest_do_request("/t/v1/echo/1").data == {"extra": None}
+
+
+def test_an_annotation_that_cannot_be_resolved_is_refused_naming_it() -> None:
+    @dataclasses.dataclass
+    class Local:
+        title: str
+
+    def create(request: Request, body: Local) -> dict[str, Any]:
+        return {}
+
+    qualname = "test_an_annotation_that_cannot_be_resolved_is_refused_naming_it.<locals>.create"
+    assert _refusal(create) == (
+        f"the annotation 'Local' of parameter 'body' of {qualname} cannot be resolved: name"
+        f" 'Local' is not defined in the module of {qualname} (a class defined inside a"
+        " function is not visible to annotations under 'from __future__ import"
+        " annotations': define Local at module level)"
+    )
+
+
+def test_arg_refuses_an_unknown_keyword_with_the_keyword_meant() -> None:
+    with pytest.raises(TypeError) as raised:
+        Arg(minimun=1)  # type: ignore[arg-type]
+    assert str(raised.value) == "Arg() got the unknown keyword 'minimun': did you mean 'minimum'?"
+    with pytest.raises(TypeError) as raised:
+        Arg(colour="red")  # type: ignore[arg-type]
+    assert str(raised.value) == "Arg() got the unknown keyword 'colour'"
+    with pytest.raises(TypeError) as raised:
+        Arg(type="int")  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        'The "type" schema keyword for Arg() can only be one of the built-in types: array,'
+        " object, string, number, integer, boolean, and null (not 'int')."
+    )
+    assert Arg(enum=("a", "b"), default=None).definition == {"default": None, "enum": ["a", "b"]}
+
+
+@dataclasses.dataclass
+class Receipt:
+    queued: bool
+
+
+def test_handlers_of_one_route_document_their_own_answers() -> None:
+    app = _app()
+
+    @app.route("t/v1", "/books", permission_callback=public)
+    def list_books(request: Request) -> list[Book]:
+        return [Book(1, "Dune", Shelf.SCIENCE)]
+
+    @app.route("t/v1", "/books", methods="POST", permission_callback=public)
+    def create_book(request: Request, title: str) -> Book:
+        return Book(2, title, Shelf.FICTION)
+
+    @app.route("t/v1", "/books", methods="DELETE", permission_callback=public)
+    def purge(request: Request) -> Receipt:
+        return Receipt(True)
+
+    operations = app.openapi()["paths"]["/t/v1/books"]
+    answers = {
+        method: operations[method]["responses"]["200"]["content"]["application/json"]["schema"]
+        for method in ("get", "post", "delete")
+    }
+    assert answers == {
+        "get": {"type": "array", "items": {"$ref": "#/components/schemas/Book"}},
+        "post": {"$ref": "#/components/schemas/Book"},
+        "delete": {"$ref": "#/components/schemas/Receipt"},
+    }
+    # The route's item schema (OPTIONS) stays the first a return annotation gave.
+    assert app.rest_do_request(Request("OPTIONS", "/t/v1/books")).data["schema"]["title"] == "Book"
+    assert app.rest_do_request("/t/v1/books").status == 200
+
+
+@dataclasses.dataclass
+class Blob:
+    raw: bytes
+
+
+def test_a_return_annotation_with_no_json_form_leaves_the_answer_undescribed() -> None:
+    app = _app()
+
+    @app.route("t/v1", "/blob", permission_callback=public)
+    def blob(request: Request) -> Blob:
+        return Blob(b"x")
+
+    (handler,) = app.rest_get_server().get_routes()["/t/v1/blob"]
+    assert "response_schema" not in handler
+    assert "schema" not in app.rest_do_request(Request("OPTIONS", "/t/v1/blob")).data

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
 
+import svcrest
 from svcrest import App
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG, LOGGED_REQUEST, _AccessLog
 from svcrest.serve.accesslog import RedactSecrets, redact
@@ -86,7 +88,7 @@ def test_filter_rewrites_uvicorn_and_granian_records() -> None:
 # -- the request an access-log line names -----------------------------------------------------
 
 
-def _served_through_asgi(app: Any) -> Any:
+def _served_through_asgi(app: Any, path: str = "/svc-json/") -> Any:
     """The request the ASGI adapter left for the access log of one GET, seen when the
     answer's head is sent (where uvicorn writes its line)."""
     seen: list[Any] = []
@@ -94,7 +96,7 @@ def _served_through_asgi(app: Any) -> Any:
         "type": "http",
         "method": "GET",
         "scheme": "http",
-        "path": "/svc-json/",
+        "path": path,
         "query_string": b"",
         "headers": [(b"host", b"example.org"), (b"x-request-id", b"line-1")],
         "client": ("127.0.0.1", 5000),
@@ -110,7 +112,8 @@ def _served_through_asgi(app: Any) -> Any:
     async def serve() -> None:  # a fresh context, as a server's task for the request
         await app(scope, receive, send)
 
-    asyncio.run(serve())
+    # In an empty context: an earlier test's in-process request may have left one named.
+    contextvars.Context().run(asyncio.run, serve())
     return seen[0]
 
 
@@ -133,3 +136,34 @@ def test_a_worker_reads_whether_its_server_logs_access(monkeypatch: pytest.Monke
     monkeypatch.delenv("SVCREST_ACCESS_LOG")
     assert _AccessLog().on is False
     assert ENV_ACCESS_LOG == "SVCREST_ACCESS_LOG"
+
+
+def test_a_handler_that_raises_is_logged_under_its_route(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = App("http://example.org")
+
+    def boom(request: Any) -> Any:
+        raise RuntimeError("the handler's own mistake")
+
+    app.register_rest_route(
+        "t/v1",
+        r"/boom/(?P<id>\d+)",
+        {"methods": "GET", "callback": boom, "permission_callback": svcrest.public},
+    )
+    monkeypatch.setattr(ACCESS_LOG, "on", True)
+    with caplog.at_level(logging.ERROR, logger="svcrest"):
+        http = _served_through_asgi(app, "/svc-json/t/v1/boom/3")
+    assert (http.request_id, http.matched_route, http.user_id) == (
+        "line-1",
+        r"/t/v1/boom/(?P<id>\d+)",
+        0,
+    )
+    (record,) = [record for record in caplog.records if record.name == "svcrest"]
+    assert (
+        record.getMessage()
+        == "Unhandled exception while dispatching GET /t/v1/boom/3 (request line-1)"
+    )
+    assert record.__dict__["route"] == r"/t/v1/boom/(?P<id>\d+)"
+    assert record.__dict__["request_id"] == "line-1"
+    assert record.exc_info is not None and str(record.exc_info[1]) == "the handler's own mistake"

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +17,8 @@ from prometheus_client import CollectorRegistry
 
 import svcrest
 from svcrest import App, Request
-from svcrest.serve.admin import AdminServer, store_probe
+from svcrest.serve import admin as admin_module
+from svcrest.serve.admin import BACKLOG, AdminServer, store_probe
 from svcrest.serve.metrics import RequestMetrics
 from tests.conftest import SiteClient
 
@@ -33,7 +36,7 @@ def _admin(probe: Callable[[], None], directory: str) -> Iterator[tuple[AdminSer
     admin = AdminServer("127.0.0.1", 0, probe, directory)
     admin.start()
     try:
-        yield admin, f"http://127.0.0.1:{admin.httpd.server_address[1]}"
+        yield admin, f"http://127.0.0.1:{admin.server_address[1]}"
     finally:
         admin.stop()
 
@@ -67,6 +70,28 @@ def test_ready_then_draining(admin: tuple[AdminServer, str]) -> None:
         {"status": "unavailable", "checks": {"store": "ok", "draining": "yes"}},
     )
     assert httpx.get(f"{url}/live").status_code == 200
+
+
+def test_a_drain_shows_on_ready_requests_sharing_checks_begun_before_it(tmp_path: Path) -> None:
+    """Ready checks under way when the shutdown begins: the requests sharing them answer 503
+    with ``"draining": "yes"`` all the same."""
+    first: list[httpx.Response] = []
+
+    def ask(url: str) -> None:
+        first.append(httpx.get(f"{url}/ready"))
+
+    for server, url in _admin(lambda: time.sleep(0.2), str(tmp_path)):
+        asking = threading.Thread(target=ask, args=(url,))
+        asking.start()
+        time.sleep(0.1)  # the checks are running
+        server.drain()
+        response = httpx.get(f"{url}/ready")
+        asking.join(5)
+        assert (response.status_code, response.json()) == (
+            503,
+            {"status": "unavailable", "checks": {"store": "ok", "draining": "yes"}},
+        )
+        assert first[0].status_code == 503
 
 
 def test_a_missing_database_is_not_ready(tmp_path: Path) -> None:
@@ -108,6 +133,159 @@ def test_metrics_of_an_empty_directory(admin: tuple[AdminServer, str]) -> None:
     assert response.text == ""
 
 
+# -- what a client may hold ----------------------------------------------------------------------
+
+
+def _held(port: int, count: int, sent: bytes = b"") -> list[socket.socket]:
+    """``count`` connections to the admin port that sent ``sent`` and wait."""
+    held = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        if sent:
+            sock.sendall(sent)
+        held.append(sock)
+    return held
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        return sock.recv(1024) == b""
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_held_connections_do_not_stop_live(tmp_path: Path) -> None:
+    """200 connections sending nothing: /live and /ready are still answered within 1 s."""
+    for server, url in _admin(lambda: None, str(tmp_path)):
+        held = _held(server.server_address[1], 200)
+        try:
+            for path in ("/live", "/ready"):
+                started = time.monotonic()
+                response = httpx.get(f"{url}{path}", timeout=5)
+                assert response.status_code == 200
+                assert time.monotonic() - started < 1.0
+        finally:
+            for sock in held:
+                sock.close()
+
+
+def test_held_metrics_requests_do_not_stop_the_probes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """50 /metrics requests whose figures take 2 s to gather: /live and /ready are answered
+    meanwhile, and the 50 share one gathering."""
+    gathered = []
+
+    def slow_metrics(directory: str) -> tuple[bytes, str]:
+        gathered.append(directory)
+        time.sleep(2.0)
+        return b"svcrest_up 1\n", "text/plain; version=0.0.4"
+
+    monkeypatch.setattr(admin_module, "metrics_text", slow_metrics)
+    for server, url in _admin(lambda: None, str(tmp_path)):
+        held = _held(server.server_address[1], 50, b"GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n")
+        try:
+            time.sleep(0.2)
+            for path in ("/live", "/ready"):
+                started = time.monotonic()
+                assert httpx.get(f"{url}{path}", timeout=5).status_code == 200
+                assert time.monotonic() - started < 1.0
+            answers = []
+            for sock in held:
+                sock.settimeout(5)
+                data = b""
+                while chunk := sock.recv(65536):
+                    data += chunk
+                answers.append(data)
+        finally:
+            for sock in held:
+                sock.close()
+    assert all(answer.startswith(b"HTTP/1.1 200 OK\r\n") for answer in answers)
+    assert all(answer.endswith(b"\r\n\r\nsvcrest_up 1\n") for answer in answers)
+    assert len(gathered) == 1
+
+
+def test_a_silent_client_is_closed_after_the_read_timeout(tmp_path: Path) -> None:
+    admin = AdminServer("127.0.0.1", 0, lambda: None, str(tmp_path), read_timeout=0.5)
+    admin.start()
+    try:
+        [silent] = _held(admin.server_address[1], 1)
+        [partial] = _held(admin.server_address[1], 1, b"GET /live HTTP/1.1\r\n")
+        try:
+            started = time.monotonic()
+            assert _closed_by_server(silent, 2.0)
+            assert _closed_by_server(partial, 2.0)
+            assert 0.4 <= time.monotonic() - started < 1.5
+        finally:
+            silent.close()
+            partial.close()
+    finally:
+        admin.stop()
+
+
+def test_past_the_bound_the_oldest_silent_connection_is_closed(tmp_path: Path) -> None:
+    admin = AdminServer("127.0.0.1", 0, lambda: None, str(tmp_path), max_connections=10)
+    admin.start()
+    url = f"http://127.0.0.1:{admin.server_address[1]}"
+    try:
+        held = _held(admin.server_address[1], 10)
+        try:
+            time.sleep(0.2)
+            assert httpx.get(f"{url}/live", timeout=5).status_code == 200
+            # The probe took the place of the oldest silent connection.
+            assert _closed_by_server(held[0], 1.0)
+            assert not _closed_by_server(held[-1], 0.2)
+            assert len(admin._open) <= 10
+        finally:
+            for sock in held:
+                sock.close()
+    finally:
+        admin.stop()
+
+
+def test_stop_is_prompt_with_held_connections(tmp_path: Path) -> None:
+    admin = AdminServer("127.0.0.1", 0, lambda: None, str(tmp_path))
+    admin.start()
+    held = _held(admin.server_address[1], 200)
+    try:
+        started = time.monotonic()
+        admin.stop()
+        assert time.monotonic() - started < 1.0
+        assert not admin.thread.is_alive()
+        assert _closed_by_server(held[0], 1.0)
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_head_has_no_body_and_the_backlog_is_large(admin: tuple[AdminServer, str]) -> None:
+    _, url = admin
+    response = httpx.head(f"{url}/live")
+    assert (response.status_code, response.content) == (200, b"")
+    assert response.headers["content-length"] == str(len(b'{"status": "ok"}'))
+    assert BACKLOG >= 1024
+
+
+def test_probes_answer_while_metrics_are_gathered_from_many_threads(tmp_path: Path) -> None:
+    """Many clients at once, each with a whole request: every one is answered."""
+    statuses: list[int] = []
+
+    def probe(url: str) -> None:
+        for path in ("/live", "/ready", "/metrics"):
+            statuses.append(httpx.get(f"{url}{path}", timeout=10).status_code)
+
+    for _, url in _admin(lambda: None, str(tmp_path)):
+        threads = [threading.Thread(target=probe, args=(url,)) for _ in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(15)
+        assert statuses == [200] * 60
+
+
 # -- the request series ------------------------------------------------------------------------
 
 
@@ -143,7 +321,7 @@ def _samples(registry: CollectorRegistry, name: str) -> dict[tuple[tuple[str, st
     }
 
 
-def test_requests_are_counted_by_route_pattern(client_for: ClientFor) -> None:
+def test_requests_are_counted_by_route_template(client_for: ClientFor) -> None:
     registry = CollectorRegistry()
     client = client_for(_site(registry))
     for number in range(3):
@@ -152,16 +330,16 @@ def test_requests_are_counted_by_route_pattern(client_for: ClientFor) -> None:
     assert client.get("/login").status_code == 200
     assert client.request("BREW", "/svc-json/t/v1/items/1").status_code == 405
     assert _samples(registry, "svcrest_requests_total") == {
-        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "200")): 3.0,
+        (("method", "GET"), ("route", "/t/v1/items/{id}"), ("status", "200")): 3.0,
         (("method", "GET"), ("route", ""), ("status", "404")): 1.0,
         (("method", "GET"), ("route", ""), ("status", "200")): 1.0,
-        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "405")): 1.0,
+        (("method", "other"), ("route", "/t/v1/items/{id}"), ("status", "405")): 1.0,
     }
     counts = _samples(registry, "svcrest_request_duration_seconds_count")
     assert counts == {
-        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)")): 3.0,
+        (("method", "GET"), ("route", "/t/v1/items/{id}")): 3.0,
         (("method", "GET"), ("route", "")): 2.0,
-        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)")): 1.0,
+        (("method", "other"), ("route", "/t/v1/items/{id}")): 1.0,
     }
     buckets = _samples(registry, "svcrest_request_duration_seconds_bucket")
     assert {dict(labels)["le"] for labels in buckets} == {
@@ -181,10 +359,51 @@ def test_thousands_of_paths_make_a_bounded_label_set(client_for: ClientFor) -> N
     series = _samples(registry, "svcrest_requests_total")
     assert sorted(series) == [
         (("method", "GET"), ("route", ""), ("status", "404")),
-        (("method", "GET"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "200")),
-        (("method", "other"), ("route", "/t/v1/items/(?P<id>\\d+)"), ("status", "405")),
+        (("method", "GET"), ("route", "/t/v1/items/{id}"), ("status", "200")),
+        (("method", "other"), ("route", "/t/v1/items/{id}"), ("status", "405")),
     ]
     assert sum(series.values()) == 6000
+
+
+def _raising_site(registry: CollectorRegistry) -> App:
+    app = _site(registry)
+
+    def boom(request: Request) -> dict[str, Any]:
+        raise RuntimeError("the handler's own mistake")
+
+    def refused(request: Request) -> dict[str, Any]:
+        raise svcrest.RestError("t_refused", "No.", {"status": 409})
+
+    for route, callback in (
+        (r"/boom/(?P<id>\d+)", boom),
+        (r"/refused/(?P<name>[a-z]+)/(?P<id>\d+)", refused),
+        (r"/(?:odd|even)+", boom),  # no URL template describes it: its pattern is the label
+    ):
+        app.register_rest_route(
+            "t/v1",
+            route,
+            {"methods": "GET", "callback": callback, "permission_callback": svcrest.public},
+        )
+    return app
+
+
+def test_a_handler_that_raises_is_counted_under_its_route(client_for: ClientFor) -> None:
+    registry = CollectorRegistry()
+    client = client_for(_raising_site(registry))
+    assert client.get("/svc-json/t/v1/boom/7").status_code == 500
+    assert client.get("/svc-json/t/v1/boom/8").status_code == 500
+    assert client.get("/svc-json/t/v1/refused/ab/1").status_code == 409
+    assert client.get("/svc-json/t/v1/oddeven").status_code == 500
+    assert _samples(registry, "svcrest_requests_total") == {
+        (("method", "GET"), ("route", "/t/v1/boom/{id}"), ("status", "500")): 2.0,
+        (("method", "GET"), ("route", "/t/v1/refused/{name}/{id}"), ("status", "409")): 1.0,
+        (("method", "GET"), ("route", "/t/v1/(?:odd|even)+"), ("status", "500")): 1.0,
+    }
+    assert _samples(registry, "svcrest_request_duration_seconds_count") == {
+        (("method", "GET"), ("route", "/t/v1/boom/{id}")): 2.0,
+        (("method", "GET"), ("route", "/t/v1/refused/{name}/{id}")): 1.0,
+        (("method", "GET"), ("route", "/t/v1/(?:odd|even)+")): 1.0,
+    }
 
 
 # -- the options ---------------------------------------------------------------------------------
@@ -210,6 +429,18 @@ def test_the_admin_port_must_differ_from_the_api_port(
     assert capsys.readouterr().err.splitlines()[-1] == (
         "svcrest: error: --admin-port must differ from --port (probes never share the API's port)"
     )
+
+
+def test_the_admin_host_is_loopback_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from svcrest.cli.parser import build_parser
+
+    monkeypatch.delenv("SVCREST_ADMIN_HOST", raising=False)
+    args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--admin-port", "9102"])
+    assert (args.host, args.admin_host) == ("0.0.0.0", "127.0.0.1")
+    args = build_parser().parse_args(["serve", "--admin-host", "0.0.0.0"])
+    assert args.admin_host == "0.0.0.0"
+    monkeypatch.setenv("SVCREST_ADMIN_HOST", "::1")
+    assert build_parser().parse_args(["serve"]).admin_host == "::1"
 
 
 def test_the_admin_port_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

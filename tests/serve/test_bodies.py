@@ -20,6 +20,7 @@ from svcrest.serve.bodies import (
     ENV_BODY_READERS,
     ENV_BODY_TIMEOUT,
     SLOW_BODY_READERS,
+    address_share,
     body_readers,
     body_timeout,
     slow_body_readers,
@@ -103,6 +104,10 @@ def test_half_of_the_threads_may_read_bodies() -> None:
     assert [slow_body_readers(threads) for threads in (1, 2, 3, 5, 8)] == [1, 1, 1, 2, 4]
 
 
+def test_one_address_may_hold_half_of_the_reading_places() -> None:
+    assert [address_share(readers) for readers in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
+
+
 # -- WSGI ------------------------------------------------------------------------------------
 
 
@@ -147,9 +152,14 @@ class FastStream:
 
 
 def _environ(
-    path: str, stream: Any, length: int, content_type: str = "application/json"
+    path: str,
+    stream: Any,
+    length: int,
+    content_type: str = "application/json",
+    client: str = "127.0.0.1",
 ) -> dict[str, Any]:
     return {
+        "REMOTE_ADDR": client,
         "REQUEST_METHOD": "POST" if stream is not None else "GET",
         "PATH_INFO": path,
         "QUERY_STRING": "",
@@ -249,9 +259,9 @@ def test_wsgi_slow_bodies_hold_at_most_four_threads(
     streams = [SlowStream() for _ in range(SLOW_BODY_READERS + 1)]
     with ThreadPoolExecutor(SLOW_BODY_READERS) as pool:
         try:
-            slow = [
-                pool.submit(_wsgi, site, _environ(ECHO, stream, 1000))
-                for stream in streams[:SLOW_BODY_READERS]
+            slow = [  # four clients: one address may hold only half of the places
+                pool.submit(_wsgi, site, _environ(ECHO, stream, 1000, client=f"10.0.0.{i}"))
+                for i, stream in enumerate(streams[:SLOW_BODY_READERS])
             ]
             time.sleep(0.5)  # the four took the slow readers' places
             started = time.monotonic()
@@ -271,6 +281,50 @@ def test_wsgi_slow_bodies_hold_at_most_four_threads(
     # Released before their deadline: their (empty) bodies were read.
     assert [answer[0] for answer in answers] == ["200 OK"] * SLOW_BODY_READERS
     assert seen == [None] * SLOW_BODY_READERS
+
+
+def test_wsgi_one_address_holds_at_most_half_of_the_reading_places(
+    app: tuple[App, list[Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two silent bodies from one address hold its share (two of the four places): a third
+    body from that address is answered 503 after waiting 0.1 s, while a body from another
+    address is read and answered; once the silent ones are gone, the address reads again."""
+    monkeypatch.setenv(ENV_BODY_TIMEOUT, "3")
+    monkeypatch.delenv(ENV_BODY_READERS, raising=False)
+    site, seen = app
+    assert address_share(SLOW_BODY_READERS) == 2
+    streams = [SlowStream() for _ in range(3)]
+    with ThreadPoolExecutor(2) as pool:
+        try:
+            slow = [pool.submit(_wsgi, site, _environ(ECHO, s, 1000)) for s in streams[:2]]
+            time.sleep(0.5)
+            started = time.monotonic()
+            refused = _wsgi(site, _environ(ECHO, streams[2], 1000))
+            waited = time.monotonic() - started
+            other = _wsgi(site, _environ(ECHO, FastStream(b'{"a":1}'), 7, client="10.0.0.9"))
+            assert all(not future.done() for future in slow)
+        finally:
+            for stream in streams:
+                stream.release.set()
+        answers = [future.result() for future in slow]
+    assert refused[0] == "503 Service Unavailable"
+    assert refused[1]["Retry-After"] == "1"
+    assert json.loads(refused[2]) == BUSY
+    assert bodies.PLACE_WAIT_SECONDS <= waited < 1.0, waited
+    assert (other[0], json.loads(other[2])) == ("200 OK", {"echo": {"a": 1}})
+    assert [answer[0] for answer in answers] == ["200 OK"] * 2
+    again = _wsgi(site, _environ(ECHO, FastStream(b'{"b":2}'), 7))
+    assert (again[0], json.loads(again[2])) == ("200 OK", {"echo": {"b": 2}})
+    assert seen == [{"a": 1}, None, None, {"b": 2}]
+
+
+def test_wsgi_reading_places_leave_no_address_behind(app: tuple[App, list[Any]]) -> None:
+    """The count of places per address forgets an address that holds none (bounded)."""
+    site, _seen = app
+    for i in range(50):
+        answer = _wsgi(site, _environ(ECHO, FastStream(b"{}"), 2, client=f"10.1.0.{i}"))
+        assert answer[0] == "200 OK"
+    assert site.wsgi._body_reads._held == {}
 
 
 # -- ASGI ------------------------------------------------------------------------------------

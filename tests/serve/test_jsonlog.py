@@ -11,7 +11,7 @@ import sys
 from svcrest.http.exchange import HttpRequest
 from svcrest.http.request_id import LOGGED_REQUEST
 from svcrest.serve.accesslog import RedactSecrets
-from svcrest.serve.jsonlog import JsonFormatter
+from svcrest.serve.jsonlog import JsonFormatter, json_line
 from svcrest.serve.launcher import _log_config
 
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00")
@@ -125,5 +125,36 @@ def test_the_json_config_replaces_every_formatter() -> None:
     json_formatter = {"()": "svcrest.serve.jsonlog.JsonFormatter"}
     assert config["formatters"] == {"default": json_formatter, "access": json_formatter}
     assert config["handlers"]["access"]["filters"] == ["svcrest_redact"]
+    # Every other record (svcrest's, a plugin's, Python's warnings) through one JSON handler.
+    assert config["handlers"]["svcrest_site"] == {
+        "()": "svcrest.serve.jsonlog.site_handler",
+        "formatter": "access",
+    }
+    assert config["root"] == {"handlers": ["svcrest_site"], "level": "WARNING"}
     text = _log_config(base, "access")
     assert text["formatters"]["access"] == {"fmt": "%(message)s request_id=%(request_id)s"}
+    assert "root" not in text
+    assert set(text["handlers"]) == {"access"}
+
+
+def test_a_line_of_the_command_line() -> None:
+    fields = json.loads(json_line("Serving http://127.0.0.1:8000/"))
+    assert TIME.fullmatch(fields.pop("time"))
+    assert fields == {
+        "level": "INFO",
+        "logger": "svcrest",
+        "message": "Serving http://127.0.0.1:8000/",
+        "request_id": None,
+        "method": None,
+        "route": None,
+        "status": None,
+        "duration_ms": None,
+        "user_id": None,
+        "path": None,
+    }
+    fields = json.loads(json_line("failed", level=logging.ERROR, exception="Traceback …"))
+    assert (fields["level"], fields["message"], fields["exception"]) == (
+        "ERROR",
+        "failed",
+        "Traceback …",
+    )

@@ -63,7 +63,7 @@ def test_ready_names_a_listener_that_does_not_listen(
         "127.0.0.1", 0, store_probe(site_url), metrics_dir, lambda: listener_status(metrics_dir)
     )
     admin.start()
-    base = f"http://127.0.0.1:{admin.httpd.server_address[1]}"
+    base = f"http://127.0.0.1:{admin.server_address[1]}"
     try:
         assert _ready_until(base, 200, metrics, app) == (
             200,

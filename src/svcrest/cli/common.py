@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import secrets
@@ -13,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Final, NoReturn
 
 from svcrest.app import App
+from svcrest.serve.jsonlog import json_line
 from svcrest.store.postgres import redact_url
 
 DEFAULT_HOST: Final = "127.0.0.1"
@@ -101,8 +103,9 @@ class PluginError(CliError):
 
     def traceback_text(self, every_frame: bool = False) -> str:
         """The traceback as Python prints it: every frame (and the chained exceptions) with
-        ``every_frame``, else only the plugin's frames and the exception line; empty when no
-        frame is the plugin's (a plugin module that does not exist)."""
+        ``every_frame``, else only the plugin's frames and the exception's lines (which show
+        the file, line and column of a syntax error in the plugin); empty when nothing of it
+        is the plugin's (a plugin module that does not exist)."""
         if every_frame:
             return "".join(traceback.format_exception(self.error))
         frames = [
@@ -110,7 +113,12 @@ class PluginError(CliError):
             for frame in traceback.extract_tb(self.error.__traceback__)
             if self._in_plugin(frame.filename)
         ]
-        if not frames:
+        # A syntax error has no frame of the plugin's: the exception's own lines name its
+        # file, line and column.
+        misspelt = isinstance(self.error, SyntaxError) and self._in_plugin(
+            self.error.filename or ""
+        )
+        if not frames and not misspelt:
             return ""
         return "".join(
             [
@@ -119,6 +127,25 @@ class PluginError(CliError):
                 *traceback.format_exception_only(type(self.error), self.error),
             ]
         )
+
+
+def own_line(text: str, log_format: str = "text", level: int = logging.INFO) -> str:
+    """A line of the command's own (``Serving …``, ``svcrest: using database …``): as it
+    is, or with ``--log-format json`` one JSON object (the fields of every log line; the
+    ``svcrest:`` prefix left to the ``logger`` field)."""
+    if log_format != "json":
+        return text
+    return json_line(text.removeprefix("svcrest: "), level=level)
+
+
+def error_text(exc: CliError, every_frame: bool = False, log_format: str = "text") -> str:
+    """What standard error gets for ``exc``: a plugin's traceback (its frames, every frame
+    with ``every_frame``) then ``svcrest: error: …``; with ``log_format`` ``"json"`` one
+    JSON object at level ERROR whose ``exception`` is that traceback."""
+    frames = exc.traceback_text(every_frame) if isinstance(exc, PluginError) else ""
+    if log_format == "json":
+        return json_line(exc.message, level=logging.ERROR, exception=frames) + "\n"
+    return f"{frames}{exc.prog}: error: {exc.message}\n"
 
 
 class Parser(argparse.ArgumentParser):

@@ -22,8 +22,9 @@ from svcrest.cli.common import (
     PLUGIN_SPEC,
     CliError,
     Parser,
-    PluginError,
     apply_environment,
+    error_text,
+    own_line,
     svcrest_version,
     using_database,
 )
@@ -40,6 +41,7 @@ from svcrest.cli.users import (
 )
 from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.serve import launcher
+from svcrest.serve.admin import DEFAULT_ADMIN_HOST, ENV_ADMIN_HOST
 from svcrest.serve.metrics import ENV_ADMIN_PORT
 
 _METHOD = re.compile(r"[A-Za-z]+")
@@ -92,8 +94,9 @@ def _add_db(parser: argparse.ArgumentParser) -> None:
         "--db",
         default=None,  # apply_environment: SVCREST_DB, else DEFAULT_DB
         metavar="PATH",
-        help="the database: a SQLite path, sqlite:///URL or :memory:, or a PostgreSQL URL"
-        f" postgresql://user:password@host:port/dbname (default ${ENV_DB}, else {DEFAULT_DB})",
+        help="the database: a SQLite path, sqlite:///relative.db, sqlite:////absolute.db or"
+        " :memory:, or a PostgreSQL URL postgresql://user:password@host:port/dbname (or"
+        f" postgres://…) (default ${ENV_DB}, else {DEFAULT_DB})",
     )
 
 
@@ -151,7 +154,8 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--interface",
         choices=launcher.INTERFACES,
-        help="(default: wsgi on granian, asgi on uvicorn)",
+        help="(default asgi; wsgi on granian is an opt-in: a client announcing a body and"
+        " sending nothing holds one of its few reading threads, see the serving guide)",
     )
     serve.add_argument(
         "--reload",
@@ -251,8 +255,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=_port,
         default=os.environ.get(ENV_ADMIN_PORT) or None,  # a string default is parsed too
         metavar="PORT",
-        help="serve /live, /ready and /metrics on this port of --host, never on --port"
+        help="serve /live, /ready and /metrics on this port of --admin-host, never on --port"
         f" (default: none; ${ENV_ADMIN_PORT})",
+    )
+    serve.add_argument(
+        "--admin-host",
+        default=os.environ.get(ENV_ADMIN_HOST) or DEFAULT_ADMIN_HOST,
+        metavar="HOST",
+        help=f"the address of --admin-port (default {DEFAULT_ADMIN_HOST}, whatever --host is;"
+        f" 0.0.0.0 for probes from other hosts, which then see /metrics too; ${ENV_ADMIN_HOST})",
     )
     _add_server_options(serve)
     add_proxy_options(serve)
@@ -369,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         source = apply_environment(args, os.environ)
-        print(using_database(args.db, source), file=sys.stderr, flush=True)
+        log_format = getattr(args, "log_format", "text")
+        print(own_line(using_database(args.db, source), log_format), file=sys.stderr, flush=True)
         handler: Callable[[argparse.Namespace], int] = args.handler
         status = handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not at exit
@@ -378,9 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         _discard_stdout()
         return BROKEN_PIPE_STATUS
     except CliError as exc:
-        if isinstance(exc, PluginError):
-            sys.stderr.write(exc.traceback_text(getattr(args, "traceback", False)))
-        print(f"{exc.prog}: error: {exc.message}", file=sys.stderr)
+        every_frame = getattr(args, "traceback", False)
+        sys.stderr.write(error_text(exc, every_frame, getattr(args, "log_format", "text")))
         return exc.status
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0

@@ -25,17 +25,24 @@ import orjson
 
 from svcrest.app import App
 from svcrest.cli.common import CliError, svcrest_version
-from svcrest.cli.site import existing_site, new_app, register_plugins, require_database
+from svcrest.cli.site import (
+    existing_site,
+    new_app,
+    open_store,
+    register_plugins,
+    require_database,
+)
 from svcrest.http.answer_json import dumps_answer
 from svcrest.http.user import User
 from svcrest.rest.urls import rest_route_of
 
 
 def _site(args: argparse.Namespace) -> App:
-    """The site of a command that reads one: its database must exist, checked before the
-    plugins load (they may open the store while they register)."""
+    """The site of a command that reads one: its database must exist and open, checked
+    before the plugins load (they may open the store while they register)."""
     app = new_app(args.db, args.home)
     require_database(args.db)
+    open_store(app, args.db)  # a database that cannot be opened is not a plugin's failure
     register_plugins(app, args.plugin, demo=args.demo)
     return app
 

@@ -6,6 +6,8 @@ import argparse
 import errno
 import os
 import socket
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from svcrest.app import App
@@ -19,6 +21,7 @@ from svcrest.cli.common import (
     ENV_TITLE,
     ENV_WORDPRESS_COMPAT,
     CliError,
+    own_line,
 )
 from svcrest.cli.site import (
     ensure_admin,
@@ -28,6 +31,7 @@ from svcrest.cli.site import (
     register_plugins,
 )
 from svcrest.serve import launcher
+from svcrest.serve.jsonlog import use_site_logging
 from svcrest.serve.launcher import ServeConfig
 from svcrest.store.locations import is_memory, is_postgres_url
 from svcrest.store.pg_url import with_url_options
@@ -72,7 +76,7 @@ def _server_choice(args: argparse.Namespace) -> str:
 
 
 def _interface_choice(args: argparse.Namespace, server: str) -> str:
-    """The interface asked for, else the server's faster one."""
+    """The interface asked for, else ASGI (a silent request body holds no server thread)."""
     return str(args.interface or launcher.SERVER_INTERFACES[server])
 
 
@@ -100,6 +104,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         limits=limits,
         app=app,
         admin_port=args.admin_port,
+        admin_host=args.admin_host,
         db=args.db,
         log_format=args.log_format,
     )
@@ -134,10 +139,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError("--threads sets the threads of granian's WSGI interface only")
     if args.admin_port is not None and args.admin_port == args.port:
         raise CliError("--admin-port must differ from --port (probes never share the API's port)")
-    for port in (args.port, args.admin_port):
-        problem = None if port is None else check_port(args.host, port)
+    try:
+        launcher.require_server(server)  # before anything is created or announced
+    except launcher.ServerMissingError as exc:
+        raise CliError(str(exc)) from None
+    for host, port in ((args.host, args.port), (args.admin_host, args.admin_port)):
+        problem = None if port is None else check_port(host, port)
         if problem is not None:
             raise CliError(problem)
+    if args.log_format == "json":  # warnings and records while the site is built, too
+        use_site_logging()
+    say = _sayer(args.log_format)
     home = args.home or _default_home(args.host, args.port)
     app = new_app(
         args.db,
@@ -146,25 +158,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
         title=args.title,
         api_version=args.api_version,
     )
-    created = prepare_database_file(args.db)  # before the plugins, which may open the store
+    created = prepare_database_file(args.db, say)
+    # The store before the plugins (which may open it while they register): a database that
+    # cannot be opened is reported as such, not as a plugin's failure.
+    prepare_new_database(app, args.db, created, say)
     register_plugins(app, args.plugin, demo=args.demo)
-    prepare_new_database(app, args.db, created)
     password = ensure_admin(app)
     if password is not None:
-        print(f"Created user {ADMIN_LOGIN} with password: {password}")
-    print(
-        f"Serving {app.home}/ (REST API at {app.get_rest_url()}) with {server}"
-        f" ({_interface_choice(args, server)})"
-    )
-    print(
-        f"Log in at {app.home}/login as {ADMIN_LOGIN} (its password was printed on first"
-        " start); add users with: svcrest user add LOGIN --role ROLE",
-        flush=True,
-    )
+        say(f"Created user {ADMIN_LOGIN} with password: {password}")
+    say(f"Serving {app.home}/ (REST API at {app.get_rest_url()}) with {server} ({interface})")
+    say(_login_line(app))
+    sys.stdout.flush()
     try:
         return launcher.serve(_serve_config(args, app, home, server))
     except launcher.ServerMissingError as exc:
         raise CliError(str(exc)) from None
+
+
+def _sayer(log_format: str) -> Callable[[str], None]:
+    """Prints a line of the command's own on standard output, in ``log_format``."""
+
+    def say(text: str) -> None:
+        print(own_line(text, log_format))
+
+    return say
+
+
+def _login_line(app: App) -> str:
+    """Where to log in, and as whom: ``admin`` when it exists (its password was printed
+    when ``serve`` created it), else the site's own users (``svcrest user add`` made the
+    first user before the first ``serve``, so no ``admin`` was created)."""
+    add = "add users with: svcrest user add LOGIN --role ROLE"
+    if app.users.get_by_login(ADMIN_LOGIN) is not None:
+        return (
+            f"Log in at {app.home}/login as {ADMIN_LOGIN} (its password was printed on first"
+            f" start); {add}"
+        )
+    return (
+        f"Log in at {app.home}/login as one of the site's users (there is no user"
+        f" {ADMIN_LOGIN}: svcrest user list shows them); {add}"
+    )
 
 
 def add_proxy_options(parser: argparse.ArgumentParser) -> None:

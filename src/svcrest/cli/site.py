@@ -5,15 +5,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import logging
 import os
 import sqlite3
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, NoReturn
 
-from svcrest.app import App
+from svcrest.app import App, DoingItWrong
 from svcrest.auth.users import DuplicateUserError
 from svcrest.cli.common import (
     ADMIN_LOGIN,
@@ -32,15 +34,22 @@ from svcrest.cli.common import (
     Plugin,
     PluginError,
     demo_from_env,
+    error_text,
     generate_password,
+    own_line,
     split_plugins,
 )
+from svcrest.serve.jsonlog import ENV_LOG_FORMAT
+from svcrest.serve.launcher import ENV_RELOAD
 from svcrest.serve.metrics import keep_metrics
+from svcrest.store.base import StoreError
 from svcrest.store.locations import is_memory
 from svcrest.store.postgres import redact_url
-from svcrest.store.sqlite import StoreError
 
 _STORE_ERRORS = (StoreError, sqlite3.Error, OSError)
+
+#: What a worker of ``svcrest serve --reload`` that could not build the site says last.
+RELOAD_WAITS: Final = "svcrest: waiting for the next change to a .py file to serve again (--reload)"
 
 
 _SQLITE_URL = "sqlite:///"
@@ -192,11 +201,17 @@ def new_app(
 
 
 def register_plugins(app: App, plugins: Sequence[str], *, demo: bool = True) -> None:
-    """Register the plugins of :func:`make_app` on ``app``."""
+    """Register the plugins of :func:`make_app` on ``app``; a route ``register_rest_route``
+    refused (an invalid pattern, a handler that cannot work) is a CliError naming the plugin,
+    the route and the problem, since the site would otherwise serve without it."""
     for spec, load in _plugins(plugins, demo):
         register = load()
+        caught: list[warnings.WarningMessage] = []
         try:
-            register(app)
+            with warnings.catch_warnings(record=True) as recorded:
+                warnings.filterwarnings("always", category=DoingItWrong)
+                caught = recorded
+                register(app)
         except CliError:
             raise
         except Exception as exc:  # the message, and the traceback of the plugin's frames
@@ -204,6 +219,27 @@ def register_plugins(app: App, plugins: Sequence[str], *, demo: bool = True) -> 
             raise PluginError(
                 f"plugin {spec!r} failed: {type(exc).__name__}: {exc}", exc, plugin_files(module)
             ) from exc
+        finally:
+            _show_notices(caught)  # once the warnings machinery is restored
+        _refuse_refused_routes(spec, caught)
+
+
+def _show_notices(caught: Sequence[warnings.WarningMessage]) -> None:
+    """Show the warnings a plugin raised while it registered (as Python would have), except
+    the refusals of routes, which :func:`_refuse_refused_routes` reports."""
+    for notice in caught:
+        if getattr(notice.message, "refused_route", None) is None:
+            warnings.showwarning(notice.message, notice.category, notice.filename, notice.lineno)
+
+
+def _refuse_refused_routes(spec: str, caught: Sequence[warnings.WarningMessage]) -> None:
+    for notice in caught:
+        route = getattr(notice.message, "refused_route", None)
+        if route is not None:
+            where = f"{os.path.basename(notice.filename)}:{notice.lineno}"
+            raise CliError(
+                f"plugin {spec!r} cannot register the route {route} ({where}): {notice.message}"
+            )
 
 
 def app_from_env() -> App:
@@ -213,22 +249,45 @@ def app_from_env() -> App:
     ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode), ``SVCREST_TITLE``
     and ``SVCREST_API_VERSION`` (the site's name and API version); with
     ``SVCREST_ADMIN_PORT`` and ``PROMETHEUS_MULTIPROC_DIR``, the App keeps the metrics.
-    The database file's missing directory is created first, as ``svcrest serve`` does,
-    since a plugin may open the store while it registers."""
+    The database file's missing directory is created and the store opened first, as
+    ``svcrest serve`` does, so that a database that cannot be opened is reported as such,
+    not as the failure of a plugin that opens the store while it registers. A site that
+    cannot be built is reported on standard error as the command line reports it, and the
+    worker exits (SystemExit with status 2): a plugin saved with a syntax error under
+    ``--reload`` prints its frames and the reloader waits for the next change."""
     db = os.environ.get(ENV_DB) or DEFAULT_DB
-    create_database_directory(db)
-    app = make_app(
-        db,
-        os.environ.get(ENV_HOME) or DEFAULT_HOME,
-        split_plugins(os.environ.get(ENV_PLUGINS, "")),
-        demo=demo_from_env(os.environ),
-        wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
-        title=os.environ.get(ENV_TITLE) or None,
-        api_version=os.environ.get(ENV_API_VERSION) or None,
-    )
+    try:
+        create_database_directory(db)
+        app = new_app(
+            db,
+            os.environ.get(ENV_HOME) or DEFAULT_HOME,
+            wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
+            title=os.environ.get(ENV_TITLE) or None,
+            api_version=os.environ.get(ENV_API_VERSION) or None,
+        )
+        open_store(app, db)  # a database that cannot be opened is reported as such
+        register_plugins(
+            app, split_plugins(os.environ.get(ENV_PLUGINS, "")), demo=demo_from_env(os.environ)
+        )
+    except CliError as exc:
+        _worker_failed(exc)
     # With an admin port (SVCREST_ADMIN_PORT), each worker keeps the metrics.
     keep_metrics(app)
     return app
+
+
+def _worker_failed(exc: CliError) -> NoReturn:
+    """Report on standard error why a worker cannot build the site, as the command line
+    does (a plugin's own frames, then the error; JSON with ``SVCREST_LOG_FORMAT=json``),
+    then end the worker with the error's status. Under ``--reload`` the reloader keeps
+    watching: the line after says so."""
+    log_format = os.environ.get(ENV_LOG_FORMAT, "text")
+    text = error_text(exc, log_format=log_format)
+    if os.environ.get(ENV_RELOAD) == "1":
+        text += own_line(RELOAD_WAITS, log_format, logging.WARNING) + "\n"
+    sys.stderr.write(text)
+    sys.stderr.flush()
+    raise SystemExit(exc.status)
 
 
 def wsgi_from_env() -> Any:
@@ -243,7 +302,8 @@ def open_store(app: App, db: str | None) -> None:
         app.users  # noqa: B018 - opens the store and migrates the user tables
     except _STORE_ERRORS as exc:
         shown = redact_url(db) if db else db  # SECURITY: no password in the message
-        raise CliError(f"cannot open the database {shown!r}: {exc}") from exc
+        reason = exc.reason if isinstance(exc, StoreError) else str(exc)  # the URL said once
+        raise CliError(f"cannot open the database {shown!r}: {reason}") from exc
 
 
 def _database_file(db: str | None) -> str | None:
@@ -305,22 +365,25 @@ def create_database_directory(db: str | None) -> str | None:
     return str(directory)
 
 
-def prepare_database_file(db: str | None) -> str | None:
+def prepare_database_file(db: str | None, say: Callable[[str], object] = print) -> str | None:
     """Before the site is built (its plugins may open the store while they register), for a
     command that may create the database (``serve``, ``user add``): create its missing
-    directory, announced on one line; the database file that does not exist yet, else None."""
+    directory, announced on one line through ``say``; the database file that does not exist
+    yet, else None."""
     directory = create_database_directory(db)
     if directory is not None:
-        print(f"Created the directory {directory}")
+        say(f"Created the directory {directory}")
     return new_database(db)
 
 
-def prepare_new_database(app: App, db: str | None, created: str | None) -> None:
+def prepare_new_database(
+    app: App, db: str | None, created: str | None, say: Callable[[str], object] = print
+) -> None:
     """Open the store of a command that may create it, after :func:`prepare_database_file`
-    returned ``created``; the database's creation is announced on one line."""
+    returned ``created``; the database's creation is announced on one line through ``say``."""
     open_store(app, db)
     if created is not None:
-        print(f"Created the database {created}")
+        say(f"Created the database {created}")
 
 
 def ensure_admin(app: App) -> str | None:

@@ -300,12 +300,13 @@ class NotesController:
             },
             "sort": {
                 "description": (
-                    "One query value: a JSON array of sorters, e.g. "
+                    "A JSON array of sorters in one query value, e.g. "
                     '[{"property":"title","direction":"DESC"}] (URL-encoded; direction ASC or '
                     "DESC, ASC when left out; at most "
                     + str(MAX_CRITERIA)
-                    + "), one such JSON object, or one property name with dir. Bracketed keys "
-                    "(sort[0][property]=title) are refused with a 400. Properties: "
+                    + "), one such JSON object, the same array in indexed keys "
+                    "(sort[0][property]=title&sort[0][direction]=DESC, as qs and WordPress's "
+                    "clients write it), or one property name with dir. Properties: "
                     + ", ".join(SORT_PROPERTIES)
                     + "."
                 ),
@@ -320,11 +321,11 @@ class NotesController:
             },
             "filter": {
                 "description": (
-                    "One query value: a JSON array of filters, e.g. "
+                    "A JSON array of filters in one query value, e.g. "
                     '[{"property":"title","value":"abc"}] (URL-encoded; at most '
                     + str(MAX_CRITERIA)
-                    + "), or one such JSON object. Bracketed keys (filter[0][property]=title) "
-                    "are refused with a 400. A substring match on "
+                    + "), one such JSON object, or the same array in indexed keys "
+                    "(filter[0][property]=title&filter[0][value]=abc). A substring match on "
                     + ", ".join(TEXT_FILTER_PROPERTIES)
                     + ' ("operator":"=" for an exact one), exact on '
                     + ", ".join(EXACT_FILTER_PROPERTIES)

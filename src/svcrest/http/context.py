@@ -7,6 +7,8 @@ that request (callbacks, hooks, internal ``rest_do_request`` calls) reads it wit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +16,15 @@ from typing import Any
 from svcrest.http.exchange import HttpRequest
 from svcrest.http.user import ANONYMOUS, User
 
-__all__ = ["RequestContext", "current_context", "is_rest_request"]
+__all__ = [
+    "DISPATCH_USER",
+    "REQUEST_CONTEXT",
+    "RequestContext",
+    "as_current_user",
+    "current_context",
+    "current_user",
+    "is_rest_request",
+]
 
 
 @dataclass(slots=True)
@@ -36,7 +46,8 @@ class RequestContext:
     ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
     ``request_id``: the request's ``X-Request-Id`` (docs/guides/operating.md).
     ``matched_route``: the pattern of the REST route that answered ("" when none did), as
-    ``get_routes()`` names it: the ``route`` label of the request metrics.
+    ``get_routes()`` names it, also when its handler raised: the ``route`` of the access and
+    JSON logs, and of the request metrics (which write it as its OpenAPI path).
     """
 
     is_rest: bool = False
@@ -80,18 +91,49 @@ class RequestContext:
             self.pending_headers.append((name, value))
 
 
-_current: ContextVar[RequestContext | None] = ContextVar("svcrest_request_context", default=None)
+#: The context variable holding the :class:`RequestContext` of the request being served: the
+#: HTTP layer sets and resets it around each request; other layers read it with its ``get``
+#: (or :func:`current_context`, the same bound method).
+REQUEST_CONTEXT: ContextVar[RequestContext | None] = ContextVar(
+    "svcrest_request_context", default=None
+)
 
 
 #: ``current_context()``: the context of the HTTP request being served, or None outside one.
 #: PERF: the context variable's own ``get``, no Python frame (an authenticated request asks
 #: for its context four times or more).
-current_context = _current.get
+current_context = REQUEST_CONTEXT.get
 
 
 def is_rest_request() -> bool:
     """True while serving an HTTP request under the REST prefix or with ``rest_route``
     (WordPress's ``REST_REQUEST`` constant); False in plain code, and in ``rest_do_request``
     called from plain code."""
-    ctx = _current.get()
+    ctx = REQUEST_CONTEXT.get()
     return ctx is not None and ctx.is_rest
+
+
+#: The user an internal dispatch (``rest_do_request``) or an ability run is running as, None
+#: outside one: it outranks the HTTP request's user in :func:`current_user`.
+DISPATCH_USER: ContextVar[User | None] = ContextVar("svcrest_dispatch_user", default=None)
+
+
+def current_user() -> User:
+    """The user the current request runs as (WordPress's ``wp_get_current_user``): the user of
+    the internal dispatch or ability run under way, else the user the HTTP request being
+    served authenticated as, else the anonymous user (id 0)."""
+    user = DISPATCH_USER.get()
+    if user is not None:
+        return user
+    ctx = REQUEST_CONTEXT.get()
+    return ANONYMOUS if ctx is None else ctx.user
+
+
+@contextmanager
+def as_current_user(user: User) -> Iterator[User]:
+    """Run the ``with`` block as ``user`` (what :func:`current_user` answers inside it)."""
+    token = DISPATCH_USER.set(user)
+    try:
+        yield user
+    finally:
+        DISPATCH_USER.reset(token)

@@ -21,7 +21,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from svcrest.http.errors import RestError
-from svcrest.http.forms import MAX_FIELDS, assign_field
+from svcrest.http.forms import MAX_FIELDS, FormFields
 
 __all__ = ["MULTIPART_MEDIA_TYPE", "UploadedFile", "parse_multipart"]
 
@@ -155,7 +155,7 @@ def parse_multipart(
         raise refused.error from None
     if not collector.ended:
         raise invalid_multipart("truncated body")
-    params: dict[str, Any] = {}
+    fields = FormFields()
     files: dict[str, UploadedFile | list[UploadedFile]] = {}
     for headers, data in collector.parts:
         disposition, options = parse_options_header(headers.get(b"content-disposition", b""))
@@ -165,7 +165,7 @@ def parse_multipart(
         field = name.decode("utf-8", "replace")
         filename = options.get(b"filename")
         if filename is None:
-            assign_field(params, field, data.decode("utf-8", "replace"))
+            fields.add(field, data.decode("utf-8", "replace"))
             continue
         part_type = headers.get(b"content-type", b"application/octet-stream")
         upload = UploadedFile(
@@ -179,4 +179,4 @@ def parse_multipart(
                 files[field[:-2]] = [upload]
         else:
             files[field] = upload
-    return params, files
+    return fields.finish(), files

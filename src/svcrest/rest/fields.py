@@ -8,7 +8,10 @@ __all__ = ["filter_response_fields", "links_wanted", "parse_fields"]
 
 
 def parse_fields(fields: Any) -> list[str]:
-    """``"a,b.c"`` or ``["a", "b.c"]`` → ``["a", "b.c"]`` (blank entries dropped)."""
+    """``"a,b.c"`` or ``["a", "b.c"]`` → ``["a", "b.c"]`` (blank entries dropped); an object
+    (``_fields[k]=id``) gives its values, as WordPress's ``wp_parse_list`` reads an array."""
+    if isinstance(fields, dict):
+        fields = list(fields.values())
     items = fields if isinstance(fields, list) else str(fields).split(",")
     return [str(item).strip() for item in items if str(item).strip()]
 

@@ -43,7 +43,7 @@ import copy
 import inspect
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from svcrest.constants import REST_API_VERSION
@@ -53,6 +53,7 @@ from svcrest.rest.routing.template import RouteTemplate, route_template
 from svcrest.rest.schema.dialect import to_openapi_schema
 from svcrest.rest.server import RestServer
 from svcrest.rest.settings import SiteSettings
+from svcrest.rest.typed import ReturnedSchema
 
 __all__ = [
     "ERROR_SCHEMA",
@@ -490,7 +491,7 @@ class _Builder:
         if method != "HEAD":
             schema = self.success_schema(route, handler, method, collection)
             success["content"] = {_JSON: {"schema": schema}}
-        if collection and method in ("GET", "HEAD") and "response_schema" not in handler:
+        if collection and method in ("GET", "HEAD") and self.own_answer(route, handler) is None:
             success["headers"] = copy.deepcopy(_TOTAL_HEADERS)
         responses: dict[str, Any] = {str(status): success}
         if has_params or method in _BODY_METHODS:
@@ -506,7 +507,9 @@ class _Builder:
     def success_schema(
         self, route: str, handler: Handler, method: str, collection: bool
     ) -> dict[str, Any]:
-        explicit = handler.get("response_schema")
+        explicit = self.own_answer(route, handler)
+        if isinstance(explicit, ReturnedSchema):
+            return self.returned_schema(explicit, route)
         if explicit is not None:
             resolved = self.call_schema(explicit, route)
             return {} if resolved is None else to_openapi_schema(resolved)
@@ -530,6 +533,23 @@ class _Builder:
         if callback == self.server.get_namespace_index and namespace:
             return f"The routes of the {namespace} namespace."
         return None
+
+    def own_answer(self, route: str, handler: Handler) -> Any:
+        """The handler's own ``response_schema``, None without one; one its return
+        annotation gives that is the route's ``schema`` is the route's (None)."""
+        explicit = handler.get("response_schema")
+        if isinstance(explicit, ReturnedSchema) and explicit == self.options[route].get("schema"):
+            return None
+        return explicit
+
+    def returned_schema(self, source: ReturnedSchema, route: str) -> dict[str, Any]:
+        """The answer a return annotation gives: a ``$ref`` to its class's component, or an
+        array of them for ``list[X]``."""
+        schema = source.schema
+        if schema.get("type") == "array" and isinstance(schema.get("items"), Mapping):
+            items = ReturnedSchema({"$schema": schema.get("$schema"), **schema["items"]})
+            return {"type": "array", "items": self.component(items, route) or {}}
+        return self.component(source, route) or {}
 
     def is_index(self, handler: Handler) -> bool:
         """Whether ``handler`` serves the server's index or a namespace's (open to all)."""
@@ -563,6 +583,11 @@ class _Builder:
         source = self.options[route].get("schema")
         if not callable(source):
             return None
+        return self.component(source, route)
+
+    def component(self, source: Callable[[], Any], route: str) -> dict[str, str] | None:
+        """A ``$ref`` to the component of the schema ``source`` returns (one per source;
+        named by its title)."""
         try:
             known = self.schema_names.get(source)
         except TypeError:  # an unhashable callable: its component is not shared

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from svcrest.chains import Chain
 from svcrest.hooks import Hooks
-from svcrest.http.context import _current
+from svcrest.http.context import REQUEST_CONTEXT
 from svcrest.http.request import Request
 from svcrest.rest.auth_schemes import AuthSchemes
 
@@ -79,7 +79,7 @@ def adopt_user(user: Any, request: Request) -> None:
     ``determine_current_user`` answered becomes the current one (the context's and the
     request's; the anonymous user stays for None), and ``rest_authentication_errors`` starts
     from None."""
-    ctx = _current.get()  # PERF: no current_context() call (a Python call a request)
+    ctx = REQUEST_CONTEXT.get()  # PERF: no current_context() call (a Python call a request)
     if ctx is None:
         if user is not None:
             request.user = user

@@ -230,9 +230,22 @@ class RestServer:
             response.matched_handler = definition
         except RestError as error:
             response = Response.from_error(error)
+            response.matched_route = self._route_of(request)
         except Exception:
-            response = Response.from_error(self.unexpected_error(request))
+            route = self._route_of(request)
+            response = Response.from_error(self.unexpected_error(request, route))
+            response.matched_route = route
         return response if ticket is None else ticket.leave(response)
+
+    def _route_of(self, request: Request) -> str:
+        """The route ``request`` matches with its method ("" when none), for an answer made
+        from an exception (metrics and logs name the route as for any answer). Matched again
+        on this path only, so that an answer that raised nothing pays nothing for it."""
+        try:
+            chosen = select_handler(self.table.matches(request.route), request.method)
+        except Exception:  # the matching itself raised: no route to name
+            return ""
+        return "" if chosen is None else chosen[0].route
 
     @staticmethod
     async def checked_params(request: Request, handler: Handler) -> RestError | None:
@@ -256,13 +269,15 @@ class RestServer:
         return error if error is not None else await sanitize_params(request, args)
 
     @staticmethod
-    def unexpected_error(request: Request) -> RestError:
-        """Log the exception being handled while dispatching ``request``; the 500 to answer."""
+    def unexpected_error(request: Request, route: str = "") -> RestError:
+        """Log the exception being handled while dispatching ``request`` (the record names
+        the matched ``route`` as ``record.route``); the 500 to answer."""
         logger.exception(
             "Unhandled exception while dispatching %s %s (request %s)",
             request.method,
             request.route,
             request.request_id,
+            extra={"route": route},
         )
         return internal_error()
 

@@ -14,12 +14,13 @@ original; requests never introspect anything.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as _dt
 import enum
-import functools
 import inspect
-import sys
+import json
+import re
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -37,8 +38,25 @@ from typing import (
 
 from svcrest.dates import rest_parse_date
 from svcrest.http.errors import RestError
+from svcrest.rest.arg import Arg
+from svcrest.rest.models import (
+    model_converter,
+    model_error,
+    model_fields,
+    model_kind,
+    model_problem,
+    model_schema,
+)
 
-__all__ = ["Arg", "TypedCallback", "model_schema", "prepare_typed", "return_schema"]
+__all__ = [
+    "Arg",
+    "ReturnedSchema",
+    "TypedCallback",
+    "model_schema",
+    "prepare_typed",
+    "response_schema",
+    "return_schema",
+]
 
 #: A converter from a validated JSON value to the annotated Python value; None: as it is.
 Convert = Callable[[Any], Any] | None
@@ -51,35 +69,6 @@ _VALUE_TYPES: tuple[tuple[type, str], ...] = (
     (str, "string"),
     (type(None), "null"),
 )
-
-
-class Arg:
-    """Constraints and documentation of one typed parameter, given through
-    ``typing.Annotated``: ``Annotated[int, Arg(minimum=1, description="The book's id.")]``.
-
-    The keywords are those of a WordPress argument definition: JSON-schema keywords
-    (``minimum``, ``maximum``, ``exclusiveMinimum``, ``minLength``, ``maxLength``,
-    ``pattern``, ``format``, ``enum``, ``items``, ``minItems`` …), ``description``,
-    ``default``, ``required``, ``validate_callback`` and ``sanitize_callback``. They are laid
-    over what the type gives.
-    """
-
-    __slots__ = ("definition",)
-
-    def __init__(self, **definition: Any) -> None:
-        self.definition: dict[str, Any] = definition
-
-    def __repr__(self) -> str:
-        inner = ", ".join(f"{key}={value!r}" for key, value in self.definition.items())
-        return f"Arg({inner})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Arg) and other.definition == self.definition
-
-    def __hash__(self) -> int:
-        # typing hashes Annotated's metadata (``Annotated[str, Arg(...)] | None``); values
-        # may be lists, so the keywords' names make the hash (equal Args have equal names).
-        return hash(tuple(sorted(self.definition)))
 
 
 class _Typed(NamedTuple):
@@ -177,64 +166,24 @@ def _fields_schema(
     return properties, converters
 
 
-def _model_kind(annotation: type) -> str | None:
-    """``"pydantic"`` or ``"msgspec"`` for a model class of a library already imported (a
-    class of it exists only then: nothing is imported here), else None."""
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and issubclass(annotation, pydantic.BaseModel):
-        return "pydantic"
-    msgspec = sys.modules.get("msgspec")
-    if msgspec is not None and issubclass(annotation, msgspec.Struct):
-        return "msgspec"
-    return None
-
-
-def _model_converter(annotation: type, kind: str) -> Callable[[Any], Any]:
-    if kind == "pydantic":
-        return annotation.model_validate  # type: ignore[attr-defined, no-any-return]
-    msgspec = sys.modules["msgspec"]
-    return functools.partial(msgspec.convert, type=annotation)
-
-
-def _model_error(error: Exception) -> str:
-    """The first problem a model library reports, on one line (``age: Input should be …``)."""
-    errors = getattr(error, "errors", None)
-    if callable(errors):  # pydantic: structured errors with where each one is
-        first = errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        return f"{where}: {first['msg']}" if where else str(first["msg"])
-    return str(error)
-
-
 def _describe_model(annotation: type, kind: str) -> _Typed:
     """A pydantic model or msgspec struct: a JSON object the model itself validates (its
     first error is the argument's ``rest_invalid_param`` message)."""
-    build = _model_converter(annotation, kind)
+    build = model_converter(annotation, kind)
 
     def validate_model(value: Any, request: Any, key: str) -> Any:
         try:
             build(value)
         except (ValueError, TypeError) as exc:  # pydantic's and msgspec's errors are both
-            return RestError("rest_invalid_param", f"{key} is invalid: {_model_error(exc)}", None)
+            return RestError("rest_invalid_param", f"{key} is invalid: {model_error(exc)}", None)
         return True
 
     schema = {"type": "object", "validate_callback": validate_model}
     return _Typed(schema, build)
 
 
-def model_schema(annotation: type) -> dict[str, Any] | None:
-    """The JSON Schema of a pydantic model or msgspec struct (for ``schema``), else None."""
-    kind = _model_kind(annotation)
-    if kind == "pydantic":
-        return annotation.model_json_schema()  # type: ignore[attr-defined, no-any-return]
-    if kind == "msgspec":
-        schema: dict[str, Any] = sys.modules["msgspec"].json.schema(annotation)
-        return schema
-    return None
-
-
 def _describe_class(annotation: type, where: str) -> _Typed | None:
-    kind = _model_kind(annotation)
+    kind = model_kind(annotation)
     if kind is not None:
         return _describe_model(annotation, kind)
     if issubclass(annotation, enum.Enum):
@@ -341,36 +290,122 @@ def _parameter_arg(
     return definition, typed.convert
 
 
+_KEYWORD_KINDS = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+_VARIADIC_KINDS = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+
 def _typed_parameters(callback: Callable[..., Any]) -> list[inspect.Parameter] | None:
     """The parameters after the request, when every one of them is annotated and can be
-    passed by keyword; None for a plain ``callback(request)`` (or one that takes ``*args``)."""
+    passed by keyword; None for a plain ``callback(request)`` (or one that takes ``*args``).
+    Raises ``TypeError`` for a plain callback with a parameter after the request that has no
+    default: it would never be passed, and every request would fail."""
     try:
         parameters = list(inspect.signature(callback).parameters.values())
     except (TypeError, ValueError):
         return None
     rest = parameters[1:]
-    keyword_kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    if not rest or any(
-        parameter.kind not in keyword_kinds or parameter.annotation is inspect.Parameter.empty
+    if not rest:
+        return None
+    if all(
+        parameter.kind in _KEYWORD_KINDS and parameter.annotation is not inspect.Parameter.empty
         for parameter in rest
     ):
-        return None
-    return rest
+        return rest
+    _refuse_unpassed(callback, rest)
+    return None
 
 
-#: The parameter that takes the whole request body: annotated with a ``TypedDict`` or a
-#: dataclass, its fields are the handler's arguments (as WordPress's ``POST /wp/v2/posts``
-#: takes a post's fields), and it receives them as one dict or instance.
+def _why_plain(parameter: inspect.Parameter, never: inspect.Parameter) -> str:
+    """Why ``parameter`` makes its callback a plain ``callback(request)``."""
+    subject = "it" if parameter is never else f"parameter {parameter.name!r}"
+    if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
+        return f"the callback takes *{parameter.name}"
+    if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+        return f"the callback takes **{parameter.name}"
+    if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
+        return f"{subject} is positional-only"
+    return f"{subject} has no type annotation"
+
+
+def _refuse_unpassed(callback: Callable[..., Any], rest: list[inspect.Parameter]) -> None:
+    """``TypeError`` naming the first parameter after the request that a plain
+    ``callback(request)`` call never passes (one without a default), and why the callback is
+    not a typed one."""
+    never = next(
+        (
+            parameter
+            for parameter in rest
+            if parameter.default is inspect.Parameter.empty
+            and parameter.kind not in _VARIADIC_KINDS
+        ),
+        None,
+    )
+    if never is None:
+        return
+    cause = next(
+        parameter
+        for parameter in rest
+        if parameter.kind not in _KEYWORD_KINDS or parameter.annotation is inspect.Parameter.empty
+    )
+    name = getattr(callback, "__qualname__", repr(callback))
+    raise TypeError(
+        f"parameter {never.name!r} of {name} is never passed: {_why_plain(cause, never)}, so"
+        " the callback is called with the request alone (annotate every parameter after the"
+        f" request to make them arguments, or give {never.name!r} a default)"
+    )
+
+
+#: The parameter that takes the whole request body: annotated with a ``TypedDict``, a
+#: dataclass, a pydantic model or a msgspec struct, its fields are the handler's arguments
+#: (as WordPress's ``POST /wp/v2/posts`` takes a post's fields), and it receives them as one
+#: dict or instance.
 BODY_PARAMETER = "body"
 
 
 def _record_class(hint: Any) -> type | None:
-    """The ``TypedDict`` or dataclass ``hint`` names (through ``Annotated``), else None."""
+    """The ``TypedDict``, dataclass, pydantic model or msgspec struct ``hint`` names (through
+    ``Annotated``), else None."""
     if get_origin(hint) is Annotated:
         hint = get_args(hint)[0]
-    if isinstance(hint, type) and (typing.is_typeddict(hint) or dataclasses.is_dataclass(hint)):
+    if not isinstance(hint, type):
+        return None
+    if typing.is_typeddict(hint) or dataclasses.is_dataclass(hint) or model_kind(hint):
         return hint
     return None
+
+
+def _model_body(annotation: type, kind: str) -> Callable[[Any], Any]:
+    """The model instance of the body's fields; a 400 ``rest_invalid_param`` naming the field
+    when the model refuses them (a check its JSON Schema cannot say, such as a validator)."""
+    build = model_converter(annotation, kind)
+
+    def make(sent: Mapping[str, Any]) -> Any:
+        try:
+            return build(sent)
+        except (ValueError, TypeError) as exc:  # pydantic's and msgspec's errors are both
+            field, problem = model_problem(exc)
+            where = field or BODY_PARAMETER
+            message = f"{where} is invalid: {problem}"
+            raise RestError(
+                "rest_invalid_param",
+                f"Invalid parameter(s): {where}",
+                {
+                    "status": 400,
+                    "params": {where: message},
+                    "details": {where: {"code": "rest_invalid_param", "message": message}},
+                },
+            ) from None
+
+    return make
+
+
+def _body_fields(record: type, where: str) -> tuple[dict[str, dict[str, Any]], Convert]:
+    """The argument definitions of a body class's fields and what makes the instance."""
+    kind = model_kind(record)
+    if kind is not None:
+        return model_fields(record), _model_body(record, kind)
+    typed = describe(record, where)
+    return typed.schema["properties"], typed.convert
 
 
 def _add_arg(
@@ -381,21 +416,44 @@ def _add_arg(
     args[name] = definition
 
 
+def _hints(callback: Callable[..., Any], name: str) -> dict[str, Any]:
+    """The callback's resolved annotations; ``TypeError`` naming the annotation that names
+    something its module does not define (a class local to a function, which annotations
+    cannot see under ``from __future__ import annotations``)."""
+    try:
+        return typing.get_type_hints(callback, include_extras=True)
+    except NameError as exc:
+        missing = exc.name or ""
+        written = getattr(callback, "__annotations__", {})
+        for key, annotation in written.items():
+            text = annotation if isinstance(annotation, str) else ""
+            if missing and re.search(rf"\b{re.escape(missing)}\b", text):
+                what = "the return annotation" if key == "return" else f"parameter {key!r}"
+                raise TypeError(
+                    f"the annotation {text!r} of {what} of {name} cannot be resolved: name"
+                    f" {missing!r} is not defined in the module of {name} (a class defined"
+                    " inside a function is not visible to annotations under 'from __future__"
+                    f" import annotations': define {missing} at module level)"
+                ) from None
+        raise
+
+
 def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
     """The argument definitions a callback's annotated parameters declare, and the plain
     ``callback(request)`` that calls it with their values; None for an untyped callback.
 
     A parameter is required unless it has a default or allows None; a value that was not
     sent is passed as the parameter's default (or None). A parameter named ``body`` whose
-    annotation is a ``TypedDict`` or a dataclass takes the whole body: its fields are the
-    arguments. Raises ``TypeError`` naming the parameter when an annotation has no JSON form
-    or an argument is declared twice.
+    annotation is a ``TypedDict``, a dataclass, a pydantic model or a msgspec struct takes
+    the whole body: its fields are the arguments. Raises ``TypeError`` naming the parameter
+    when an annotation has no JSON form or cannot be resolved, an argument is declared
+    twice, or a parameter would never be passed.
     """
     parameters = _typed_parameters(callback)
     if parameters is None:
         return None
     name = getattr(callback, "__qualname__", repr(callback))
-    hints = typing.get_type_hints(callback, include_extras=True)
+    hints = _hints(callback, name)
     args: dict[str, dict[str, Any]] = {}
     plan: list[tuple[str, Convert, bool]] = []
     body: tuple[str, tuple[str, ...], Convert] | None = None
@@ -404,10 +462,10 @@ def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
         hint = hints[parameter.name]
         record = _record_class(hint) if parameter.name == BODY_PARAMETER else None
         if record is not None:
-            typed = describe(record, where)
-            for field, schema in typed.schema["properties"].items():
+            fields, build = _body_fields(record, where)
+            for field, schema in fields.items():
                 _add_arg(args, field, dict(schema), where)
-            body = (parameter.name, tuple(typed.schema["properties"]), typed.convert)
+            body = (parameter.name, tuple(fields), build)
             continue
         definition, convert = _parameter_arg(parameter, hint, where)
         _add_arg(args, parameter.name, definition, where)
@@ -439,30 +497,74 @@ def prepare_typed(callback: Callable[..., Any]) -> TypedCallback | None:
     return TypedCallback(args, call_typed)
 
 
-def return_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
-    """The item schema (draft-04, as WordPress's ``get_item_schema``) of a callback whose
-    return annotation is a ``TypedDict``, a dataclass, a pydantic model or a msgspec struct;
-    None otherwise."""
-    try:
-        hints = typing.get_type_hints(callback, include_extras=True)
-    except Exception:  # a callable without readable annotations has no schema
-        return None
-    annotation = hints.get("return")
+_DRAFT_04 = "http://json-schema.org/draft-04/schema#"
+
+
+def _class_schema(annotation: Any, callback: Callable[..., Any]) -> dict[str, Any] | None:
+    """The draft-04 item schema of a ``TypedDict``, dataclass, pydantic model or msgspec
+    struct class, titled with its name; None for anything else."""
     if not isinstance(annotation, type):
         return None
     model = model_schema(annotation)
     if model is not None:
-        return {
-            "$schema": "http://json-schema.org/draft-04/schema#",
-            "title": annotation.__name__,
-            **model,
-        }
+        return {"$schema": _DRAFT_04, "title": annotation.__name__, **model}
     if not (typing.is_typeddict(annotation) or dataclasses.is_dataclass(annotation)):
         return None
-    typed = describe(annotation, f"the return annotation of {callback!r}")
+    try:
+        typed = describe(annotation, f"the return annotation of {callback!r}")
+    except (TypeError, NameError):  # a field with no JSON form: the answer is not described
+        return None
     schema = {key: value for key, value in typed.schema.items() if key != "additionalProperties"}
-    return {
-        "$schema": "http://json-schema.org/draft-04/schema#",
-        "title": annotation.__name__,
-        **schema,
-    }
+    return {"$schema": _DRAFT_04, "title": annotation.__name__, **schema}
+
+
+def _return_annotation(callback: Callable[..., Any]) -> Any:
+    try:
+        hints = typing.get_type_hints(callback, include_extras=True)
+    except Exception:  # a callable without readable annotations has no schema
+        return None
+    return hints.get("return")
+
+
+def return_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
+    """The item schema (draft-04, as WordPress's ``get_item_schema``) of a callback whose
+    return annotation is a ``TypedDict``, a dataclass, a pydantic model or a msgspec struct;
+    None otherwise."""
+    return _class_schema(_return_annotation(callback), callback)
+
+
+def response_schema(callback: Callable[..., Any]) -> dict[str, Any] | None:
+    """The schema of what a callback answers, from its return annotation: a class's item
+    schema (as :func:`return_schema`), or for ``list[X]`` an array of X's; None otherwise."""
+    annotation = _return_annotation(callback)
+    if get_origin(annotation) is list:
+        (item,) = get_args(annotation) or (None,)
+        inner = _class_schema(item, callback)
+        if inner is None:
+            return None
+        items = {key: value for key, value in inner.items() if key != "$schema"}
+        return {"$schema": _DRAFT_04, "type": "array", "items": items}
+    return _class_schema(annotation, callback)
+
+
+class ReturnedSchema:
+    """A schema a callback's return annotation gives, as a ``schema`` or ``response_schema``
+    option: called, it returns a copy; two are equal when their schemas are."""
+
+    __slots__ = ("_hash", "schema")
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self._hash = hash(json.dumps(schema, sort_keys=True, default=repr))
+
+    def __call__(self) -> dict[str, Any]:
+        return copy.deepcopy(self.schema)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReturnedSchema) and other.schema == self.schema
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"ReturnedSchema({self.schema.get('title', self.schema.get('type'))!r})"

@@ -18,7 +18,11 @@ nothing at all, cannot be answered before it sends or leaves; so reading a body 
 ``body_readers()`` places (half of the worker's threads: ``SVCREST_BODY_READERS``, which
 ``svcrest serve`` sets from its granian thread count; else ``SLOW_BODY_READERS``), and a body
 that finds none free within ``PLACE_WAIT_SECONDS`` is answered 503 ``svc_body_busy``:
-however many slow bodies arrive, the other threads serve everyone else.
+however many slow bodies arrive, the other threads serve everyone else. One client address
+(``REMOTE_ADDR``) holds at most its share of the places, half of them (at least one), so a
+client that opens silent bodies from one address leaves the others places to read in; many
+addresses together can still take every place, which is why ``svcrest serve`` serves on an
+ASGI interface by default (a silent body there costs a coroutine, and gets its 408).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import io
 import os
 import queue
+import threading
 import time
 from collections.abc import Callable
 from typing import Final
@@ -39,6 +44,7 @@ __all__ = [
     "PLACE_WAIT_SECONDS",
     "SLOW_BODY_READERS",
     "PacedBodyReads",
+    "address_share",
     "body_busy_error",
     "body_readers",
     "body_timeout",
@@ -94,6 +100,12 @@ def slow_body_readers(threads: int) -> int:
     return max(1, threads // 2)
 
 
+def address_share(readers: int) -> int:
+    """The reading places one client address may hold at once among ``readers``: half of
+    them, at least one (so with two places or more, one address never holds them all)."""
+    return max(1, readers // 2)
+
+
 def body_timeout_error(seconds: float) -> BodyReadError:
     """The 408 of a body not received within ``seconds``."""
     return BodyReadError(
@@ -140,34 +152,77 @@ def _read_paced(read: Callable[[int], bytes], size: int, seconds: float) -> byte
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
+#: WSGI: seconds between two looks at an address's share while it is full.
+_SHARE_POLL: Final = 0.01
+
+
 class PacedBodyReads:
     """Reads WSGI request bodies within the body deadline (``body_timeout()`` when it is
-    created), at most ``readers`` at once (see the module)."""
+    created), at most ``readers`` at once and at most :func:`address_share` of them for one
+    client address (see the module)."""
 
     def __init__(
         self, *, readers: int | None = None, place_wait: float = PLACE_WAIT_SECONDS
     ) -> None:
         # PERF: read once: the environment costs ~4,000 instructions a body (callgrind).
         self._seconds = body_timeout()
+        places = body_readers() if readers is None else readers
         # PERF: a SimpleQueue of tokens (C code) instead of a Semaphore (Python code):
         # taking and giving back a place cost 0.4 µs instead of ~4 µs.
         self._places: queue.SimpleQueue[None] = queue.SimpleQueue()
-        for _ in range(body_readers() if readers is None else readers):
+        for _ in range(places):
             self._places.put(None)
         self._place_wait = place_wait
+        self._share = address_share(places)
+        # The places each client address holds; bounded: an address leaves it when it holds
+        # none, so it never has more entries than there are places.
+        self._held: dict[str, int] = {}
+        self._held_lock = threading.Lock()
 
-    def read(self, stream: object, size: int) -> bytes:
-        """Up to ``size`` bytes of the ``wsgi.input`` ``stream``. Raises
-        :class:`BodyReadError`: 408 ``svc_body_timeout`` after the deadline, 503
-        ``svc_body_busy`` when no reading place came free in time."""
+    def _take_share(self, client: str) -> bool:
+        """Count one more place held by ``client``, waiting up to the place wait while it
+        holds its whole share; False when it still does."""
+        deadline = 0.0
+        while True:
+            with self._held_lock:
+                held = self._held.get(client, 0)
+                if held < self._share:
+                    self._held[client] = held + 1
+                    return True
+            now = time.monotonic()
+            if not deadline:
+                deadline = now + self._place_wait
+            elif now >= deadline:
+                return False
+            time.sleep(_SHARE_POLL)
+
+    def _give_back_share(self, client: str) -> None:
+        with self._held_lock:
+            held = self._held[client] - 1
+            if held:
+                self._held[client] = held
+            else:
+                del self._held[client]
+
+    def read(self, stream: object, size: int, client: str = "") -> bytes:
+        """Up to ``size`` bytes of the ``wsgi.input`` ``stream`` sent by the client address
+        ``client``. Raises :class:`BodyReadError`: 408 ``svc_body_timeout`` after the
+        deadline, 503 ``svc_body_busy`` when no reading place came free in time or the
+        address holds its whole share of them."""
         read: Callable[[int], bytes] = stream.read  # type: ignore[attr-defined]
         if type(stream) is io.BytesIO:  # in memory already (uvicorn's WSGI bridge, tests)
             return read(size)
+        # SECURITY: one address cannot hold every place (silent bodies from one client).
+        if not self._take_share(client):
+            raise body_busy_error()
         try:
-            self._places.get(timeout=self._place_wait)
-        except queue.Empty:
-            raise body_busy_error() from None
-        try:
-            return _read_paced(read, size, self._seconds)
+            try:
+                self._places.get(timeout=self._place_wait)
+            except queue.Empty:
+                raise body_busy_error() from None
+            try:
+                return _read_paced(read, size, self._seconds)
+            finally:
+                self._places.put(None)
         finally:
-            self._places.put(None)
+            self._give_back_share(client)

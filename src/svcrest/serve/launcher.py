@@ -21,13 +21,16 @@ concurrent requests    ``backpressure`` (queued beyond it)         ``limit_concu
 body size              ``App(max_body_size=...)``, both servers    the same
 body time-out          the adapters (``SVCREST_BODY_TIMEOUT``):    the same (ASGI)
 (slow bodies)          408; WSGI: slow bodies hold at most 4 of
-                       the 8 threads, 503 beyond
+                       the 8 threads (one address at most half
+                       of those), 503 beyond
 =====================  ==========================================  ==============================
 
 ``--reload`` watches the Python files under the current directory only (a log or database
 file written there restarts nothing); granian's workers are then started as fresh
 interpreters (``spawn``), as uvicorn's are, so that they import the edited plugins instead of
-inheriting the modules this process imported while preparing the site. ``--proxy-headers``
+inheriting the modules this process imported while preparing the site. A worker that cannot
+build the site (a plugin saved with a syntax error) reports it and exits; both reloaders
+keep watching and serve again after the next change. ``--proxy-headers``
 on granian, which reads no forwarded header itself, wraps the site in
 :mod:`svcrest.serve.forwarded`; uvicorn applies its own. The worker count reaches the workers
 as ``SVCREST_WORKERS`` (:mod:`svcrest.site.processes`: an in-memory store is refused when it
@@ -47,14 +50,14 @@ from typing import Any, Final
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
 from svcrest.serve import forwarded, uvicorn_wsgi
 from svcrest.serve.accesslog import RedactSecrets
-from svcrest.serve.admin import AdminServer, store_probe
+from svcrest.serve.admin import DEFAULT_ADMIN_HOST, AdminServer, store_probe
 from svcrest.serve.bodies import (
     DEFAULT_BODY_TIMEOUT,
     ENV_BODY_READERS,
     ENV_BODY_TIMEOUT,
     slow_body_readers,
 )
-from svcrest.serve.jsonlog import JsonFormatter
+from svcrest.serve.jsonlog import ENV_LOG_FORMAT, JsonFormatter, site_logging
 from svcrest.serve.metrics import (
     ENV_ADMIN_PORT,
     keep_metrics,
@@ -71,6 +74,7 @@ __all__ = [
     "ENV_BODY_READERS",
     "ENV_BODY_TIMEOUT",
     "ENV_HEADER_TIMEOUT",
+    "ENV_RELOAD",
     "GRANIAN_WSGI_THREADS",
     "INTERFACES",
     "LOG_FORMATS",
@@ -81,6 +85,7 @@ __all__ = [
     "ServerMissingError",
     "granian_options",
     "granian_threads",
+    "require_server",
     "serve",
     "uvicorn_options",
 ]
@@ -88,15 +93,17 @@ __all__ = [
 SERVERS: Final = ("granian", "uvicorn")
 INTERFACES: Final = ("wsgi", "asgi")
 LOG_FORMATS: Final = ("text", "json")
-#: The fastest pair for svcrest in ``bench/`` over a plain and a cookie + nonce GET
-#: (bench/RESULTS.md, "Session 5"). On WSGI each request runs on one of the worker's threads,
-#: so a sync callback that blocks (a lock wait, a slow query) holds that thread only, marked
-#: ``"blocking"`` or not.
+#: granian on its ASGI interface. SECURITY: on ASGI a request body being read costs a
+#: coroutine and its deadline is a timer, so a client that announces a body and sends nothing
+#: holds nothing a login or a write needs (on WSGI it holds one of a few server threads until
+#: it leaves: ``--interface wsgi`` is an opt-in, see docs/guides/serving.md, "WSGI"). On ASGI
+#: a sync callback runs on the worker's event loop unless its route is marked
+#: ``"blocking": True`` (then on a thread of its own).
 DEFAULT_SERVER: Final = "granian"
-DEFAULT_INTERFACE: Final = "wsgi"
-#: Each server's interface when none is asked for: its faster one (uvicorn's WSGI bridge is
-#: half as fast as its ASGI).
-SERVER_INTERFACES: Final = {"granian": "wsgi", "uvicorn": "asgi"}
+DEFAULT_INTERFACE: Final = "asgi"
+#: Each server's interface when none is asked for: ASGI on both (uvicorn's WSGI bridge is
+#: half as fast as its ASGI; granian's WSGI cannot bound a silent body).
+SERVER_INTERFACES: Final = {"granian": "asgi", "uvicorn": "asgi"}
 #: The most Python threads per granian WSGI worker by default: requests run in them, so a
 #: blocking callback holds one thread, not the worker (see :func:`granian_threads`).
 GRANIAN_WSGI_THREADS: Final = 8
@@ -108,6 +115,9 @@ _JSON_FORMATTER: Final = {"()": f"{JsonFormatter.__module__}.{JsonFormatter.__qu
 #: What every access-log line ends with.
 _ACCESS_ID: Final = " request_id=%(request_id)s"
 _UVICORN_PROTOCOL: Final = "svcrest.serve.uvicorn_protocol:BoundedHttpToolsProtocol"
+#: ``1`` in the workers of ``svcrest serve --reload`` (a worker that cannot build the site
+#: says the reloader waits for the next change).
+ENV_RELOAD: Final = "SVCREST_RELOAD"
 
 
 class ServerMissingError(RuntimeError):
@@ -160,8 +170,10 @@ class ServeConfig:
     #: and no reloader; else the workers call the factory.
     app: Any = None
     #: The admin port (``/live``, ``/ready``, ``/metrics``: :mod:`svcrest.serve.admin`) on
-    #: ``host``, None for none; ``db`` is the database its readiness probe asks.
+    #: ``admin_host``, None for none; ``db`` is the database its readiness probe asks.
     admin_port: int | None = None
+    #: SECURITY: loopback unless asked, whatever ``host`` is (``/metrics`` is not public).
+    admin_host: str = DEFAULT_ADMIN_HOST
     db: str = ""
     #: ``"text"`` (the servers' own lines) or ``"json"`` (:mod:`svcrest.serve.jsonlog`).
     log_format: str = "text"
@@ -195,6 +207,10 @@ def _log_config(
     if log_format == "json":
         for name in formatters:
             formatters[name] = dict(_JSON_FORMATTER)
+        # Every other record (svcrest's, a plugin's, a warning) in JSON too, in each worker.
+        site = site_logging(handler["formatter"])
+        config["handlers"].update(site["handlers"])
+        config["root"] = site["root"]
     else:
         formatter = formatters[handler["formatter"]]
         formatter["fmt"] = formatter["fmt"] + _ACCESS_ID
@@ -270,18 +286,32 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
         import watchfiles
 
         options["reload_filter"] = watchfiles.PythonFilter
+        # A worker that cannot build the site (a plugin saved with a syntax error) exits;
+        # the reloader keeps watching and starts the workers again on the next change, as
+        # uvicorn's does.
+        options["reload_ignore_worker_failure"] = True
     if wsgi:
         options["blocking_threads"] = config.threads or granian_threads()
     return options
 
 
-def _serve_uvicorn(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
+def require_server(server: str) -> None:
+    """Raise ServerMissingError when ``server`` (granian or uvicorn) cannot be imported."""
     try:
-        import uvicorn
+        if server == "granian":
+            import granian  # noqa: F401 - only whether it imports
+        else:
+            import uvicorn  # noqa: F401 - only whether it imports
     except ImportError:
         raise ServerMissingError(
-            "uvicorn is not installed: pip install 'svcrest[server]'"
+            f"{server} is not installed: pip install 'svcrest[server]'"
         ) from None
+
+
+def _serve_uvicorn(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
+    require_server("uvicorn")
+    import uvicorn
+
     options = uvicorn_options(config)
     wsgi = config.interface == "wsgi"
     if config.in_process:
@@ -337,12 +367,9 @@ def _uvicorn_drain(call: Callable[[], None]) -> Iterator[None]:
 
 
 def _serve_granian(config: ServeConfig, on_shutdown: Callable[[], None] | None = None) -> int:
-    try:
-        from granian import Granian
-    except ImportError:
-        raise ServerMissingError(
-            "granian is not installed: pip install 'svcrest[server]'"
-        ) from None
+    require_server("granian")
+    from granian import Granian
+
     options = granian_options(config)
     if config.proxy_headers:
         forwarded.configure(config.target, config.forwarded_allow_ips or "127.0.0.1")
@@ -384,6 +411,8 @@ def serve(config: ServeConfig) -> int:
     if config.interface not in INTERFACES:
         raise ValueError(f"unknown interface {config.interface!r} (one of {', '.join(INTERFACES)})")
     os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
+    os.environ[ENV_LOG_FORMAT] = config.log_format
+    os.environ[ENV_RELOAD] = "1" if config.reload else "0"
     os.environ[ENV_WORKERS] = str(config.workers)
     # The access log's lines name the request (its id, route, user) through the adapters.
     os.environ[ENV_ACCESS_LOG] = "1" if config.access_log else "0"
@@ -410,7 +439,7 @@ def _start_admin(config: ServeConfig) -> AdminServer:
     assert config.admin_port is not None
     listener = (lambda: listener_status(directory)) if is_postgres_url(config.db) else None
     probe = store_probe(config.db)
-    admin = AdminServer(config.host, config.admin_port, probe, directory, listener)
+    admin = AdminServer(config.admin_host, config.admin_port, probe, directory, listener)
     if config.in_process:
         keep_metrics(config.app)
     admin.start()

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the requests a server's workers answer (docs/guides/operating.md).
+r"""Prometheus metrics of the requests a server's workers answer (docs/guides/operating.md).
 
 ``svcrest serve --admin-port`` gives every worker process a :class:`RequestMetrics` as its
 App's ``request_observer``; ``prometheus_client`` in multiprocess mode keeps each worker's
@@ -6,7 +6,10 @@ figures in files under ``PROMETHEUS_MULTIPROC_DIR`` (a directory the launcher ma
 the admin port's ``/metrics`` adds them up into one view of the whole server.
 
 Series (their labels are bounded whatever clients send: ``method`` is one of the usual
-methods or ``other``, ``route`` the matched REST route's pattern or ``""``, never a path):
+methods or ``other``, ``route`` the matched REST route as the OpenAPI document writes its
+path (``/demo/v1/notes/{id}`` for ``/demo/v1/notes/(?P<id>\d+)``; the pattern itself when
+no URL template describes it) or ``""``, never a path; a request whose handler raised is
+counted under the route it matched):
 
 - ``svcrest_requests_total{method,route,status}``: a counter of the requests answered;
 - ``svcrest_request_duration_seconds{method,route}``: a histogram of the seconds from the
@@ -48,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from svcrest.bounded import Memo
+from svcrest.rest.routing.template import route_template
 
 __all__ = [
     "BATCH_BUCKETS",
@@ -63,6 +67,7 @@ __all__ = [
     "metrics_text",
     "observer_from_env",
     "remove_metrics_dir",
+    "route_label",
 ]
 
 #: The admin port (``svcrest serve --admin-port``); set, the workers keep metrics.
@@ -76,6 +81,13 @@ BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 BATCH_BUCKETS: Final = (1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0)
 #: Seconds between two samples of a worker's figures.
 SAMPLE_INTERVAL: Final = 1.0
+
+
+def route_label(route: str) -> str:
+    """The ``route`` label of the route pattern ``route``: its OpenAPI path template
+    (``/demo/v1/notes/{id}``), or the pattern when no template describes it ("" stays "")."""
+    template = route_template(route) if route else None
+    return route if template is None else template.path
 
 
 class RequestMetrics:
@@ -173,11 +185,12 @@ class RequestMetrics:
         series = self._series.get(key)
         if series is None:
             method, route, status = key
+            label = route_label(route)
             series = self._series.keep(
                 key,
                 (
-                    self._counts.labels(method, route, str(status)),
-                    self._durations.labels(method, route),
+                    self._counts.labels(method, label, str(status)),
+                    self._durations.labels(method, label),
                 ),
             )
         counter, histogram = series

@@ -96,15 +96,16 @@ def _read_body(environ: Environ, limit: int, reads: PacedBodyReads) -> bytes | N
     uploads); SECURITY: never more than the limit plus one byte, and within the body
     deadline (``reads`` raises ``BodyReadError``)."""
     stream = environ.get("wsgi.input")
+    client = environ.get("REMOTE_ADDR") or ""
     raw_length = str(environ.get("CONTENT_LENGTH") or "").strip()
     if raw_length.isdigit():
         length = int(raw_length)
         if length > limit:
             return None
-        return reads.read(stream, length) if stream is not None and length else b""
+        return reads.read(stream, length, client) if stream is not None and length else b""
     if stream is None or not environ.get("wsgi.input_terminated"):
         return b""
-    body = reads.read(stream, limit + 1)
+    body = reads.read(stream, limit + 1, client)
     return None if len(body) > limit else body
 
 

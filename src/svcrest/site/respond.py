@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from time import perf_counter
 
 from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
-from svcrest.http.context import RequestContext, _current
+from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.errors import BodyReadError, RestError
 from svcrest.http.exchange import USUAL_METHODS, HttpRequest, HttpResponse
 from svcrest.http.headers import Headers
@@ -84,7 +84,7 @@ async def respond(
     if route is None and host.site is not None:
         return SiteForward((*_link_lines(host), ("X-Request-Id", request_id)))
     ctx = RequestContext.serving(http, route is not None)
-    token = _current.set(ctx)
+    token = REQUEST_CONTEXT.set(ctx)
     try:
         try:
             if type(route) is str:
@@ -110,7 +110,7 @@ async def respond(
                 http.method,
                 http.path,
                 request_id,
-                extra={"request_id": request_id},
+                extra={"request_id": request_id, "route": ctx.matched_route},
             )
             try:
                 response = (
@@ -122,7 +122,7 @@ async def respond(
                 logger.exception("Unhandled exception while answering the 500")
                 response = _plain_500()
     finally:
-        _current.reset(token)
+        REQUEST_CONTEXT.reset(token)
     if SETTLE_UNTIL.get():  # a revocation deferred its wait: hold the answer until it passed
         await wait_settled()
     if http.method == "HEAD":

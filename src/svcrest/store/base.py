@@ -52,7 +52,14 @@ STORE_SCHEMA: tuple[Step, ...] = (
 
 
 class StoreError(ValueError):
-    """The store cannot be opened or used (bad location, unreadable file, closed store…)."""
+    """The store cannot be opened or used (bad location, unreadable file, closed store…).
+
+    ``reason``: why, without the store's name (the message names it once; a caller that
+    names the store itself says ``reason`` after it)."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = message if reason is None else reason
 
 
 class Cursor(Protocol):

@@ -17,6 +17,13 @@ deadlines, and quick to notice a database that went away or came back.
   ``select`` of timeout 0 (3.9 µs measured on a local socket), not a round trip (56.8 µs for
   an empty query).
 - A connection given back broken or inside a transaction is closed, not kept.
+
+Behind PgBouncer the pool's connections end at PgBouncer, which keeps them open while the
+server side is gone: nothing here can tell a statement waiting in PgBouncer's queue from one
+running on the server, so PgBouncer's own ``query_wait_timeout`` bounds that wait, and its
+``server_login_retry`` paces its reconnection (docs/guides/many-hosts.md). What PgBouncer
+answers meanwhile (a refused login, a queue time-out, which close the connection) is
+:class:`StoreUnavailableError` like a direct server's.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from svcrest.http.context import _current
+from svcrest.http.context import REQUEST_CONTEXT
 from svcrest.rest.deadlines import DB_TIMEOUT
 from svcrest.store.base import (
     BOOTSTRAP_SQL,
@@ -85,7 +85,7 @@ def _settings_of(timeout: float | None) -> str | None:
 
 def _commented(sql: str) -> str:
     """``sql`` begun with the current request's id as a comment (``sql_comments=1``)."""
-    ctx = _current.get()
+    ctx = REQUEST_CONTEXT.get()
     if ctx is None or not ctx.request_id:
         return sql
     # SECURITY: a request id is 1 to 128 of [A-Za-z0-9._:-] (svcrest.http.request_id): it
@@ -179,7 +179,9 @@ class PostgresStore(StoreBase):
             self._pool.close()
             self._closed = True
             reason = exc.__cause__ if isinstance(exc, StoreUnavailableError) else exc
-            raise StoreError(f"cannot open store {self._shown()}: {reason}") from exc
+            raise StoreError(
+                f"cannot open store {self._shown()}: {reason}", reason=str(reason)
+            ) from exc
 
     def _connect(self) -> psycopg.Connection[Any]:
         """A new connection of the pool: autocommit; prepared statements off behind

@@ -162,13 +162,17 @@ class SqliteStore(StoreBase):
                 self._enable_wal(first)
             except sqlite3.Error as exc:
                 first.close()
-                raise StoreError(f"cannot open store {self.path!r}: {exc}") from exc
+                raise StoreError(
+                    f"cannot open store {self.path!r}: {exc}", reason=str(exc)
+                ) from exc
             self._idle.append(first)
         try:
             self.migrate("store", STORE_SCHEMA)
         except sqlite3.Error as exc:
             self.close()
-            raise StoreError(f"cannot open store {self.path or _MEMORY!r}: {exc}") from exc
+            raise StoreError(
+                f"cannot open store {self.path or _MEMORY!r}: {exc}", reason=str(exc)
+            ) from exc
         except BaseException:
             self.close()
             raise
@@ -188,7 +192,7 @@ class SqliteStore(StoreBase):
                 factory=_MarkedConnection,
             )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open store {target!r}: {exc}") from exc
+            raise StoreError(f"cannot open store {target!r}: {exc}", reason=str(exc)) from exc
         try:
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA foreign_keys = ON")
@@ -197,7 +201,7 @@ class SqliteStore(StoreBase):
                 conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.Error as exc:
             conn.close()
-            raise StoreError(f"cannot open store {target!r}: {exc}") from exc
+            raise StoreError(f"cannot open store {target!r}: {exc}", reason=str(exc)) from exc
         return conn
 
     @staticmethod

@@ -3,18 +3,20 @@ and the full route string, as WordPress's ``register_rest_route`` reads them."""
 
 from __future__ import annotations
 
-import copy
-import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
 from svcrest.blocking import offload
 from svcrest.rest.deadlines import with_db_timeout
-from svcrest.rest.typed import prepare_typed, return_schema
+from svcrest.rest.schema.keywords import definition_notices
+from svcrest.rest.typed import ReturnedSchema, prepare_typed, response_schema, return_schema
 
 __all__ = [
+    "ROUTE_ONLY_OPTIONS",
     "Handler",
     "RouteDefinitionError",
+    "RoutePatternError",
+    "argument_notices",
     "build_full_route",
     "handler_definitions",
     "lacks_permission_callback",
@@ -69,6 +71,38 @@ class RouteDefinitionError(ValueError):
     """A route definition that cannot be registered (raised at registration time)."""
 
 
+class RoutePatternError(RouteDefinitionError):
+    """A route whose regular expression does not compile: ``reason`` (Python's words) at
+    ``position`` of ``full_route``; :meth:`as_written` says where in the route as the
+    plugin wrote it."""
+
+    def __init__(self, full_route: str, reason: str, position: int | None) -> None:
+        self.full_route = full_route
+        self.reason = reason
+        self.position = position
+        where = "" if position is None else f" at position {position}"
+        super().__init__(f"invalid route pattern {full_route!r}: {reason}{where}")
+
+    def as_written(self, namespace: str, route: str) -> str:
+        """The message in terms of ``route`` as given to ``register_rest_route`` (the
+        position counted in it, and the text from there on)."""
+        if self.position is None:
+            return str(self)
+        start = (
+            self.position
+            - len(build_full_route(namespace, ""))
+            + len(route)
+            - len(route.lstrip("/"))
+        )
+        if not 0 <= start <= len(route):  # in the namespace: the full route says it
+            return str(self)
+        rest = f"before {route[start:]!r}" if start < len(route) else "at its end"
+        return (
+            f"invalid route pattern {route!r} in namespace {namespace.strip('/')!r}:"
+            f" {self.reason} at position {start} of the route as written ({rest})"
+        )
+
+
 def normalise_methods(methods: Any) -> dict[str, bool]:
     """``"GET"``, ``" get , post "``, ``["GET", "POST"]`` or ``{"GET", "POST"}`` →
     ``{"GET": True, "POST": True}`` (split on commas, stripped, upper-cased, in order)."""
@@ -97,11 +131,25 @@ def build_full_route(namespace: str, route: str) -> str:
     return "/" + namespace.strip("/") + "/" + route.strip("/")
 
 
+#: Options of a whole route that a handler definition cannot carry: inside a handler they
+#: would be ignored (a rate limit the author believes is on, silently off).
+ROUTE_ONLY_OPTIONS = ("schema", "rate_limit", "idempotency")
+
+
 def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> Handler:
     """A handler merged over the defaults ``methods="GET"``, ``callback=None`` and ``args={}``
-    (its own values win), with the route's shared ``args`` under its own."""
+    (its own values win), with the route's shared ``args`` under its own. Raises
+    ``RouteDefinitionError`` for a route option (``schema``, ``rate_limit``,
+    ``idempotency``) inside the handler, where it would be ignored."""
     if not isinstance(handler, Mapping):
         raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
+    misplaced = [key for key in ROUTE_ONLY_OPTIONS if key in handler]
+    if misplaced:
+        key = misplaced[0]
+        raise RouteDefinitionError(
+            f"{key!r} is a route option, and inside a handler definition it would be ignored:"
+            f" move it out of the handler, next to the handlers ({{0: handler, {key!r}: ...}})"
+        )
     merged: dict[str, Any] = {"methods": "GET", "callback": None, "args": {}}
     merged.update(handler)
     merged["methods"] = normalise_methods(merged["methods"])
@@ -194,8 +242,7 @@ def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     common = options.pop("args", None) or {}
     if not isinstance(common, Mapping):
         raise RouteDefinitionError("the route option 'args' must be a mapping")
-    if "schema" not in options:
-        options.update(_returned_schema(handlers_in))
+    handlers_in = _returned_schemas(handlers_in, options)
     return [normalise_handler(handler, common) for handler in handlers_in], options
 
 
@@ -207,15 +254,40 @@ def shared_route_args(args: Any) -> dict[str, Any]:
     return dict(common) if isinstance(common, Mapping) else {}
 
 
-def _returned_schema(handlers: list[Any]) -> dict[str, Any]:
-    """``{"schema": callable}`` from the first handler whose callback's return annotation
-    is a ``TypedDict`` or a dataclass (the route's item schema), else nothing."""
+def _returned_schemas(handlers: list[Any], options: dict[str, Any]) -> list[Any]:
+    """The handlers, each whose callback's return annotation gives a schema with it as its
+    ``response_schema`` (unless it has one: each operation documents its own answer), and
+    ``options["schema"]`` (unless given) from the first handler whose callback returns a
+    ``TypedDict``, a dataclass or a model (the route's item schema)."""
+    result: list[Any] = []
     for handler in handlers:
         callback = handler.get("callback") if isinstance(handler, Mapping) else None
-        schema = return_schema(callback) if callable(callback) else None
-        if schema is not None:
-            return {"schema": functools.partial(copy.deepcopy, schema)}
-    return {}
+        if not callable(callback):
+            result.append(handler)
+            continue
+        item = return_schema(callback)
+        if item is not None and "schema" not in options:
+            options["schema"] = ReturnedSchema(item)
+        answer = response_schema(callback)
+        if answer is not None and "response_schema" not in handler:
+            handler = {**handler, "response_schema": ReturnedSchema(answer)}
+        result.append(handler)
+    return result
+
+
+def argument_notices(args: Any) -> list[str]:
+    """The notices of the argument definitions of a registration (its handlers' ``args``
+    and the route-level ``args``): a ``type`` that is not built in (WordPress's
+    ``_doing_it_wrong``), a keyword that looks like a slip of a known one."""
+    handlers, options = handler_definitions(args)
+    sources = [options.get("args")]
+    sources += [handler.get("args") for handler in handlers if isinstance(handler, Mapping)]
+    notices: dict[str, None] = {}
+    for source in sources:
+        if isinstance(source, Mapping):
+            for name, definition in source.items():
+                notices.update(dict.fromkeys(definition_notices(str(name), definition)))
+    return list(notices)
 
 
 def lacks_permission_callback(args: Any) -> bool:

@@ -20,12 +20,18 @@ from svcrest.rest.guard import RouteGuard, route_guard
 from svcrest.rest.invoke import fitted
 from svcrest.rest.routing.definitions import (
     Handler,
-    RouteDefinitionError,
+    RoutePatternError,
     public,
     shared_route_args,
     split_route_args,
 )
-from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern
+from svcrest.rest.routing.matcher import (
+    CompiledMatcher,
+    RoutePattern,
+    literal_length,
+    literal_prefix,
+)
+from svcrest.rest.typed import ReturnedSchema
 
 __all__ = ["MEMO_PATH", "MEMO_SIZE", "PreparedHandler", "RouteEntry", "RouteTable", "refusal"]
 
@@ -314,7 +320,10 @@ class RouteTable:
         try:
             pattern = RoutePattern(full_route)
         except re.error as exc:
-            raise RouteDefinitionError(f"invalid route pattern {full_route!r}: {exc}") from None
+            # The error is in the regex tail: its position counted in the full route.
+            offset = literal_length(literal_prefix(full_route), full_route)
+            position = None if exc.pos is None else offset + exc.pos
+            raise RoutePatternError(full_route, exc.msg, position) from None
         options.setdefault("namespace", namespace)
         route_guard(options)  # a bad idempotency or rate_limit option raises here
         with self._lock:
@@ -331,6 +340,12 @@ class RouteTable:
                     entry.namespace = namespace
                     entry.shared_args = shared
                 else:
+                    if isinstance(options.get("schema"), ReturnedSchema) and entry.options.get(
+                        "schema"
+                    ):
+                        # A schema a return annotation gives does not replace the route's:
+                        # the new handlers document their own answers (response_schema).
+                        del options["schema"]
                     entry.handlers.extend(handlers)
                     entry.options.update(options)
                     entry.shared_args.update(shared)

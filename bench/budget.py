@@ -1,0 +1,183 @@
+"""The instruction budget: svcrest's cost per request as a ratio to Falcon's (`make budget`).
+
+Usage::
+
+    python bench/budget.py [--requests 300] [--check] [--write] [--cases wsgi,asgi,auth]
+
+Each case runs under ``valgrind --tool=callgrind`` twice (warm-up only, then warm-up plus
+``--requests`` requests); the difference divided by the number of requests is one request's
+cost in CPU instructions, a figure that does not change with the machine's load. Falcon's
+idiomatic app (``bench/targets/falcon_wsgi.py`` / ``falcon_app.py``: one resource with an
+``int`` path field answered through ``resp.media``) is counted in the same run under the same
+environ or scope, so each svcrest case becomes a ratio to Falcon on the same interface:
+
+- ``wsgi``: an anonymous ``GET /svc-json/demo/v1/items/42`` through ``app.wsgi``, against
+  Falcon's WSGI app;
+- ``asgi``: the same request through the ASGI app, against Falcon's ASGI app;
+- ``auth``: the same request with a session cookie and a nonce to a route with a permission
+  callback, through the ASGI app, against Falcon's ASGI app (which authenticates nothing:
+  the ratio says what a logged-in browser's request costs over the plainest peer).
+
+``bench/budget.json`` holds each case's ceiling. ``--check`` exits 1 when a case's ratio
+exceeds its ceiling by more than ``tolerance`` (2 %); ``--write`` records the measured ratios
+as the new ceilings, but only downwards: raising a ceiling is an edit of ``budget.json`` by
+hand, with a line in ``bench/RESULTS.md`` giving the figure and the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BUDGET = HERE / "budget.json"
+
+# case -> (svcrest child kind, Falcon child kind)
+CASES: dict[str, tuple[str, str]] = {
+    "wsgi": ("svcrest-wsgi", "falcon-wsgi"),
+    "asgi": ("svcrest-asgi", "falcon-asgi"),
+    "auth": ("svcrest-auth", "falcon-asgi"),
+}
+LABELS = {
+    "wsgi": "WSGI anonymous GET",
+    "asgi": "ASGI anonymous GET",
+    "auth": "cookie + nonce GET (ASGI)",
+}
+
+
+def _falcon(module: str) -> Any:
+    sys.path.insert(0, str(HERE / "targets"))
+    return __import__(module).app
+
+
+def _runner(kind: str) -> Any:
+    """A function running ``n`` requests of ``kind`` (a coroutine function for ASGI kinds)."""
+    sys.path.insert(0, str(HERE))
+    import inprocess
+
+    if kind == "svcrest-wsgi":
+        return inprocess.wsgi_case(inprocess.make_app(), inprocess.PATH, 200)
+    if kind == "falcon-wsgi":
+        return inprocess.wsgi_case(_Wsgi(_falcon("falcon_wsgi")), inprocess.PATH, 200)
+    if kind == "svcrest-asgi":
+        return inprocess.asgi_case(inprocess.make_app(), inprocess.PATH, [], 200)
+    if kind == "svcrest-auth":
+        app = inprocess.make_app(permission=True)
+        return inprocess.asgi_case(app, inprocess.PATH, inprocess.login_headers(app), 200)
+    if kind == "falcon-asgi":
+        return inprocess.asgi_case(_falcon("falcon_app"), inprocess.PATH, [], 200)
+    raise SystemExit(f"unknown kind {kind!r}")
+
+
+class _Wsgi:
+    """A WSGI callable under the ``.wsgi`` attribute that ``inprocess.wsgi_case`` reads."""
+
+    def __init__(self, wsgi: Any) -> None:
+        self.wsgi = wsgi
+
+
+def child(kind: str, requests: int) -> None:
+    """Run in the measured process: 50 warm-up requests, then ``requests`` more."""
+    run = _runner(kind)
+    if kind.endswith("wsgi"):
+        run(50)
+        if requests:
+            run(requests)
+        return
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(run(50))
+    if requests:
+        loop.run_until_complete(run(requests))
+
+
+def count(kind: str, requests: int) -> int:
+    """Instructions callgrind counts for one child run."""
+    # A fixed hash seed keeps dict and set probing, and so the count, the same between runs.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    command = [
+        "valgrind",
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        sys.executable,
+        __file__,
+        "--child",
+        kind,
+        str(requests),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode or found is None:
+        raise SystemExit(f"callgrind run of {kind} failed:\n{done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def measure(kinds: list[str], requests: int, jobs: int) -> dict[str, int]:
+    """Instructions per request of each kind (counted in parallel: counts ignore the load)."""
+    runs = [(kind, n) for kind in kinds for n in (0, requests)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        totals = dict(zip(runs, pool.map(lambda run: count(*run), runs), strict=True))
+    return {kind: (totals[kind, requests] - totals[kind, 0]) // requests for kind in kinds}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--check", action="store_true", help="exit 1 past a ceiling")
+    parser.add_argument("--write", action="store_true", help="lower the ceilings to these")
+    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.child:
+        child(options.child[0], int(options.child[1]))
+        return 0
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    cases = options.cases.split(",")
+    unknown = sorted(set(cases) - set(CASES))
+    if unknown:
+        raise SystemExit(f"unknown case(s) {', '.join(unknown)} (known: {', '.join(CASES)})")
+    kinds = sorted({kind for case in cases for kind in CASES[case]})
+    counts = measure(kinds, options.requests, options.jobs)
+    budget = json.loads(BUDGET.read_text())
+    tolerance = float(budget["tolerance"])
+    ceilings: dict[str, float] = budget["ceilings"]
+    print(f"instructions per request ({options.requests} requests, callgrind)")
+    print(f"{'case':28} {'svcrest':>9} {'Falcon':>9} {'ratio':>6} {'ceiling':>8}")
+    over = []
+    for case in cases:
+        ours, falcon = (counts[kind] for kind in CASES[case])
+        ratio = ours / falcon
+        ceiling = ceilings.get(case)
+        shown = f"{ceiling:.3f}" if ceiling is not None else "-"
+        verdict = ""
+        if ceiling is not None and ratio > ceiling * (1 + tolerance):
+            over.append(case)
+            verdict = f"  OVER (more than {tolerance:.0%} past the ceiling)"
+        print(f"{LABELS[case]:28} {ours:>9,} {falcon:>9,} {ratio:>6.3f} {shown:>8}{verdict}")
+        if options.write and (ceiling is None or ratio < ceiling):
+            ceilings[case] = round(ratio, 3)
+    if options.write:
+        BUDGET.write_text(json.dumps(budget, indent=2) + "\n")
+        print(f"ceilings written to {BUDGET.relative_to(HERE.parent)}")
+    if options.check and over:
+        print(
+            "svcrest costs more instructions per request than bench/budget.json allows; "
+            "find the change (bench/instructions.py --baseline-src) or, if the cost is wanted, "
+            "raise the ceiling with a line in bench/RESULTS.md saying why"
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,208 @@
+"""One ability and one ability category, as WordPress 6.9's ``WP_Ability`` and
+``WP_Ability_Category``.
+
+Everything an ability's run needs is decided at registration (the callbacks fitted to the
+arguments they take, the schemas, the annotations); a run is then: the input's default, the
+input checked against ``input_schema`` (WordPress's ``rest_validate_value_from_schema`` rules,
+the same as route arguments), the permission callback, the execute callback, the output checked
+against ``output_schema``. Errors carry WordPress's codes and messages:
+``ability_missing_input_schema``, ``ability_invalid_input``, ``ability_invalid_permissions``,
+``ability_invalid_output``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from svcrest.hooks import Hooks
+from svcrest.http.errors import RestError
+from svcrest.rest.invoke import fitted
+from svcrest.rest.schema import validate_value
+from svcrest.syncrun import run_sync
+
+__all__ = ["ANNOTATIONS", "Ability", "AbilityCategory"]
+
+#: The annotations WordPress defines, each None (unknown) unless the ability says otherwise.
+ANNOTATIONS: tuple[str, ...] = ("readonly", "destructive", "idempotent")
+
+
+class AbilityCategory:
+    """An ability category (WordPress's ``WP_Ability_Category``): ``slug``, ``label``,
+    ``description`` and ``meta``."""
+
+    __slots__ = ("description", "label", "meta", "slug")
+
+    def __init__(self, slug: str, label: str, description: str, meta: Mapping[str, Any]) -> None:
+        self.slug = slug
+        self.label = label
+        self.description = description
+        self.meta: dict[str, Any] = dict(meta)
+
+    def __repr__(self) -> str:
+        return f"<AbilityCategory {self.slug!r}>"
+
+
+async def _settle(result: Any) -> Any:
+    """``result``, awaited when a callback gave an awaitable."""
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+class Ability:
+    """A registered ability (WordPress's ``WP_Ability``): made by
+    ``App.register_ability``, read with ``App.get_ability``.
+
+    ``execute(input)`` (or ``await execute_async(input)``) runs it as WordPress's
+    ``WP_Ability::execute`` does and returns the callback's result or a ``RestError``.
+    ``check_permissions`` and ``validate_input`` are its steps, usable alone.
+    """
+
+    __slots__ = (
+        "_execute",
+        "_hooks",
+        "_permission",
+        "annotations",
+        "category",
+        "description",
+        "execute_callback",
+        "input_schema",
+        "label",
+        "name",
+        "output_schema",
+        "permission_callback",
+        "show_in_rest",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        label: str,
+        description: str,
+        category: str,
+        input_schema: Mapping[str, Any],
+        output_schema: Mapping[str, Any],
+        execute_callback: Callable[..., Any],
+        permission_callback: Callable[..., Any],
+        annotations: Mapping[str, Any],
+        show_in_rest: bool,
+        hooks: Hooks,
+    ) -> None:
+        self.name = name
+        self.label = label
+        self.description = description
+        self.category = category
+        self.input_schema: dict[str, Any] = dict(input_schema)
+        self.output_schema: dict[str, Any] = dict(output_schema)
+        self.execute_callback = execute_callback
+        self.permission_callback = permission_callback
+        self.annotations: Mapping[str, Any] = MappingProxyType(
+            {**dict.fromkeys(ANNOTATIONS), **annotations}
+        )
+        self.show_in_rest = show_in_rest
+        self._hooks = hooks
+        # A callback taking no argument is called without the input (WordPress passes the
+        # input only to abilities that declare an input schema; here the signature decides).
+        self._execute = fitted(execute_callback, 1)
+        self._permission = fitted(permission_callback, 1)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """WordPress's ``get_meta()``: ``{"annotations": {...}, "show_in_rest": bool}``."""
+        return {"annotations": dict(self.annotations), "show_in_rest": self.show_in_rest}
+
+    def normalize_input(self, input: Any = None) -> Any:
+        """``input``, or the input schema's ``default`` when ``input`` is None."""
+        if input is None and "default" in self.input_schema:
+            return self.input_schema["default"]
+        return input
+
+    def validate_input(self, input: Any = None) -> RestError | None:
+        """None when ``input`` fits ``input_schema``; else ``ability_invalid_input`` with the
+        schema's reason, or ``ability_missing_input_schema`` for an input to an ability that
+        declares none."""
+        schema = self.input_schema
+        if not schema:
+            if input is None:
+                return None
+            return RestError(
+                "ability_missing_input_schema",
+                f'Ability "{self.name}" does not define an input schema required to validate'
+                " the provided input.",
+            )
+        error = validate_value(input, schema, "input")
+        if error is None:
+            return None
+        return RestError(
+            "ability_invalid_input",
+            f'Ability "{self.name}" has invalid input. Reason: {error.message}',
+        )
+
+    def validate_output(self, output: Any) -> RestError | None:
+        """None when ``output`` fits ``output_schema`` (or there is none); else
+        ``ability_invalid_output`` with the schema's reason."""
+        schema = self.output_schema
+        if not schema:
+            return None
+        error = validate_value(output, schema, "output")
+        if error is None:
+            return None
+        return RestError(
+            "ability_invalid_output",
+            f'Ability "{self.name}" has invalid output. Reason: {error.message}',
+        )
+
+    async def check_permissions_async(self, input: Any = None) -> bool | RestError:
+        """The permission callback's verdict for ``input``: True, False, or the RestError it
+        returned or raised (anything but True and a RestError counts as False)."""
+        try:
+            verdict = await _settle(self._permission(input))
+        except RestError as raised:
+            return raised
+        if isinstance(verdict, RestError):
+            return verdict
+        return verdict is True
+
+    def check_permissions(self, input: Any = None) -> bool | RestError:
+        """The sync form of :meth:`check_permissions_async`."""
+        verdict: bool | RestError = run_sync(lambda: self.check_permissions_async(input))
+        return verdict
+
+    async def execute_async(self, input: Any = None) -> Any:
+        """Run the ability as WordPress's ``WP_Ability::execute``: the input's default, the
+        input check, the permission check (``ability_invalid_permissions`` when refused),
+        the ``svc_before_execute_ability`` action, the execute callback (a RestError it returns
+        or raises is the answer), the output check, the ``svc_after_execute_ability`` action.
+        Returns the result or a RestError (without a status: 500 when answered over HTTP)."""
+        input = self.normalize_input(input)
+        invalid = self.validate_input(input)
+        if invalid is not None:
+            return invalid
+        if await self.check_permissions_async(input) is not True:
+            return RestError(
+                "ability_invalid_permissions",
+                f'Ability "{self.name}" does not have necessary permission.',
+            )
+        self._hooks.do_action("svc_before_execute_ability", self.name, input)
+        try:
+            result = await _settle(self._execute(input))
+        except RestError as raised:
+            return raised
+        if isinstance(result, RestError):
+            return result
+        invalid = self.validate_output(result)
+        if invalid is not None:
+            return invalid
+        self._hooks.do_action("svc_after_execute_ability", self.name, input, result)
+        return result
+
+    def execute(self, input: Any = None) -> Any:
+        """The sync form of :meth:`execute_async` (for code without a running event loop)."""
+        return run_sync(lambda: self.execute_async(input))
+
+    def __repr__(self) -> str:
+        return f"<Ability {self.name!r}>"

@@ -1,0 +1,460 @@
+"""The abilities REST routes under ``svc-abilities/v1``, as WordPress 6.9's ``wp-abilities/v1``.
+
+``/abilities`` lists the abilities shown in REST (paged: ``page``, ``per_page`` up to 100,
+default 50; ``category``), ``/abilities/<name>`` shows one, ``/abilities/<name>/run`` runs one:
+GET for a ``readonly`` ability (``input`` from the query, objects in PHP bracket form
+``input[a]=1``), DELETE for a ``destructive`` and ``idempotent`` one (``input`` from the query),
+POST for the others (JSON ``{"input": ...}``); another method answers 405
+``rest_ability_invalid_method``. ``/categories`` and ``/categories/<slug>`` list and show the
+categories. Listing and showing need the ``read`` capability (401 anonymous, 403
+``rest_forbidden``); a run is refused by the ability's permission callback with
+``rest_ability_cannot_execute`` (401 anonymous, 403 logged in) or the RestError it gave.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from svcrest.abilities.ability import Ability, AbilityCategory
+from svcrest.abilities.registry import AbilityRegistry
+from svcrest.http.context import as_current_user
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+from svcrest.rest.paginate import paginate
+from svcrest.rest.schema import sanitize_value
+
+__all__ = ["NAMESPACE", "register_ability_routes"]
+
+NAMESPACE = "svc-abilities/v1"
+_NAME_PATTERN = r"[a-zA-Z0-9\-\/]+"
+_SLUG_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
+_ANY_TYPE = ["integer", "number", "boolean", "string", "array", "object", "null"]
+_NOT_KEY = re.compile(r"[^a-z0-9_\-]")
+
+#: Which fields each ``context`` shows (WordPress's schema ``context`` lists).
+_ABILITY_EMBED = ("name", "label", "category")
+_CATEGORY_EMBED = ("slug", "label")
+
+
+def _not_found() -> RestError:
+    return RestError("rest_ability_not_found", "Ability not found.", {"status": 404})
+
+
+def _status(error: RestError, status: int) -> RestError:
+    """``error`` with ``status`` unless its data names one already."""
+    data = error.data if isinstance(error.data, dict) else {}
+    if "status" not in data:
+        return RestError(error.code, error.message, {**data, "status": status})
+    return error
+
+
+def _context_arg() -> dict[str, Any]:
+    return {
+        "description": "Scope under which the request is made; determines fields present in"
+        " response.",
+        "type": "string",
+        "enum": ["view", "embed", "edit"],
+        "default": "view",
+    }
+
+
+def _paging_args() -> dict[str, Any]:
+    return {
+        "context": _context_arg(),
+        "page": {
+            "description": "Current page of the collection.",
+            "type": "integer",
+            "default": 1,
+            "minimum": 1,
+        },
+        "per_page": {
+            "description": "Maximum number of items to be returned in result set.",
+            "type": "integer",
+            "default": 50,
+            "minimum": 1,
+            "maximum": 100,
+        },
+    }
+
+
+def _sanitize_key(value: Any) -> str:
+    """WordPress's ``sanitize_key``: lower case, only ``a-z0-9_-`` kept."""
+    return _NOT_KEY.sub("", str(value).lower())
+
+
+def _prop(description: str, type_: Any, *contexts: str) -> dict[str, Any]:
+    return {"description": description, "type": type_, "context": list(contexts), "readonly": True}
+
+
+def _ability_schema() -> dict[str, Any]:
+    annotation = {"type": ["boolean", "null"]}
+    return {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "title": "ability",
+        "type": "object",
+        "properties": {
+            "name": _prop("Unique identifier for the ability.", "string", "view", "edit", "embed"),
+            "label": _prop("Display label for the ability.", "string", "view", "edit", "embed"),
+            "description": _prop("Description of the ability.", "string", "view", "edit"),
+            "category": _prop(
+                "Ability category this ability belongs to.", "string", "view", "edit", "embed"
+            ),
+            "input_schema": _prop("JSON Schema for the ability input.", "object", "view", "edit"),
+            "output_schema": _prop("JSON Schema for the ability output.", "object", "view", "edit"),
+            "meta": {
+                **_prop("Meta information about the ability.", "object", "view", "edit"),
+                "properties": {
+                    "annotations": {
+                        "type": "object",
+                        "properties": {
+                            "readonly": annotation,
+                            "destructive": annotation,
+                            "idempotent": annotation,
+                        },
+                    },
+                    "show_in_rest": {"type": "boolean"},
+                },
+            },
+        },
+    }
+
+
+def _category_schema() -> dict[str, Any]:
+    return {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "title": "ability-category",
+        "type": "object",
+        "properties": {
+            "slug": _prop(
+                "Unique identifier for the ability category.", "string", "view", "edit", "embed"
+            ),
+            "label": _prop("Display label for the category.", "string", "view", "edit", "embed"),
+            "description": _prop("Description of the category.", "string", "view", "edit"),
+            "meta": _prop("Meta information about the category.", "object", "view", "edit"),
+        },
+    }
+
+
+def _run_schema() -> dict[str, Any]:
+    return {
+        "$schema": "http://json-schema.org/draft-04/schema#",
+        "title": "ability-execution",
+        "type": "object",
+        "properties": {
+            "result": _prop("The result of the ability execution.", _ANY_TYPE, "view", "edit")
+        },
+    }
+
+
+def _run_result_schema() -> dict[str, Any]:
+    return {"description": "The result of the ability execution, of its output schema."}
+
+
+def _in_context(data: dict[str, Any], request: Request, embed: Iterable[str]) -> dict[str, Any]:
+    """``data`` cut to the fields of the request's ``context`` (``embed``: only ``embed``)."""
+    if request.get_param("context") == "embed":
+        return {key: data[key] for key in embed}
+    return data
+
+
+def expected_method(ability: Ability) -> str:
+    """The run method an ability's annotations ask for: GET for ``readonly``, DELETE for
+    ``destructive`` and ``idempotent``, POST otherwise (WordPress's
+    ``validate_request_method``)."""
+    annotations = ability.annotations
+    if annotations["readonly"]:
+        return "GET"
+    if annotations["destructive"] and annotations["idempotent"]:
+        return "DELETE"
+    return "POST"
+
+
+_METHOD_MESSAGES = {
+    "GET": "Read-only abilities require GET method.",
+    "DELETE": "Abilities that perform destructive actions require DELETE method.",
+    "POST": "Abilities that perform updates require POST method.",
+}
+
+
+class AbilitiesController:
+    """The five routes over one registry; ``rest_url`` builds the links."""
+
+    def __init__(self, registry: AbilityRegistry, rest_url: Callable[[str], str]) -> None:
+        self.registry = registry
+        self.rest_url = rest_url
+
+    # -- reading ----------------------------------------------------------------------------
+
+    @staticmethod
+    def can_read(request: Request) -> bool:
+        """Listing and showing need ``read`` (WordPress: ``current_user_can( 'read' )``)."""
+        return request.user.can("read")
+
+    def _shown(self, name: str) -> Ability | None:
+        ability = self.registry.get(name)
+        return ability if ability is not None and ability.show_in_rest else None
+
+    def ability_data(self, ability: Ability, request: Request) -> dict[str, Any]:
+        """An ability as the REST API shows it, with ``_links`` (self, collection,
+        ``wp:action-run``) unless ``_fields`` leaves them out."""
+        data = _in_context(
+            {
+                "name": ability.name,
+                "label": ability.label,
+                "description": ability.description,
+                "category": ability.category,
+                "input_schema": ability.input_schema,
+                "output_schema": ability.output_schema,
+                "meta": ability.meta,
+            },
+            request,
+            _ABILITY_EMBED,
+        )
+        base = f"{NAMESPACE}/abilities"
+        data["_links"] = {
+            "self": [{"href": self.rest_url(f"{base}/{ability.name}")}],
+            "collection": [{"href": self.rest_url(base)}],
+            "wp:action-run": [{"href": self.rest_url(f"{base}/{ability.name}/run")}],
+        }
+        return data
+
+    def category_data(self, category: AbilityCategory, request: Request) -> dict[str, Any]:
+        """A category as the REST API shows it, with ``_links`` (self, collection,
+        abilities)."""
+        data = _in_context(
+            {
+                "slug": category.slug,
+                "label": category.label,
+                "description": category.description,
+                "meta": category.meta,
+            },
+            request,
+            _CATEGORY_EMBED,
+        )
+        data["_links"] = {
+            "self": [{"href": self.rest_url(f"{NAMESPACE}/categories/{category.slug}")}],
+            "collection": [{"href": self.rest_url(f"{NAMESPACE}/categories")}],
+            "abilities": [
+                {"href": self.rest_url(f"{NAMESPACE}/abilities?category={category.slug}")}
+            ],
+        }
+        return data
+
+    def get_abilities(self, request: Request) -> Response:
+        """``GET /abilities``: the abilities shown in REST, of ``category`` when given."""
+        category = request.get_param("category")
+        shown = [
+            ability
+            for ability in self.registry.get_all()
+            if ability.show_in_rest and (not category or ability.category == category)
+        ]
+        page, per_page = request.get_param("page"), request.get_param("per_page")
+        window = shown[(page - 1) * per_page : page * per_page]
+        items = [self.ability_data(ability, request) for ability in window]
+        return paginate(request, items, total=len(shown), page=page, per_page=per_page)
+
+    def get_ability(self, request: Request) -> dict[str, Any] | RestError:
+        """``GET /abilities/<name>``: 404 ``rest_ability_not_found`` for an unknown one or one
+        not shown in REST."""
+        ability = self._shown(request.url_params["name"])
+        if ability is None:
+            return _not_found()
+        return self.ability_data(ability, request)
+
+    def get_categories(self, request: Request) -> Response:
+        """``GET /categories``."""
+        categories = self.registry.get_categories()
+        page, per_page = request.get_param("page"), request.get_param("per_page")
+        window = categories[(page - 1) * per_page : page * per_page]
+        items = [self.category_data(category, request) for category in window]
+        return paginate(request, items, total=len(categories), page=page, per_page=per_page)
+
+    def get_category(self, request: Request) -> dict[str, Any] | RestError:
+        """``GET /categories/<slug>``: 404 ``rest_ability_category_not_found``."""
+        category = self.registry.get_category(request.url_params["slug"])
+        if category is None:
+            return RestError(
+                "rest_ability_category_not_found", "Ability category not found.", {"status": 404}
+            )
+        return self.category_data(category, request)
+
+    # -- running ----------------------------------------------------------------------------
+
+    @staticmethod
+    def run_input(request: Request) -> Any:
+        """The run's input: ``input`` of the query for GET and DELETE, of the JSON body
+        otherwise (WordPress's ``get_input_from_request``)."""
+        if request.method in ("GET", "HEAD", "DELETE"):
+            return request.query_params.get("input")
+        json = request.json_params
+        return json.get("input") if isinstance(json, dict) else None
+
+    def coerce_input(self, value: Any, request: Request, param: str) -> Any:
+        """The ``input`` argument's sanitizer: an input the ability's schema accepts is coerced
+        to the schema's types (``"5"`` from a query string becomes 5); any other is left for
+        the ability's own check to refuse."""
+        ability = self.registry.get(request.url_params.get("name", ""))
+        if value is None or ability is None or not ability.input_schema:
+            return value
+        if ability.validate_input(value) is not None:
+            return value
+        coerced = sanitize_value(value, ability.input_schema, "input")
+        return value if isinstance(coerced, RestError) else coerced
+
+    async def can_run(self, request: Request) -> bool | RestError:
+        """The run's permission check (WordPress's ``check_ability_permissions``): the
+        ability shown in REST, the method its annotations ask for, a valid input, then the
+        ability's permission callback, run as the request's user."""
+        ability = self._shown(request.url_params["name"])
+        if ability is None:
+            return _not_found()
+        expected = expected_method(ability)
+        method = "GET" if request.method == "HEAD" else request.method
+        if method != expected:
+            return RestError(
+                "rest_ability_invalid_method", _METHOD_MESSAGES[expected], {"status": 405}
+            )
+        input = ability.normalize_input(self.run_input(request))
+        invalid = ability.validate_input(input)
+        if invalid is not None:
+            return _status(invalid, 400)
+        with as_current_user(request.user):
+            verdict = await ability.check_permissions_async(input)
+        denied = 403 if request.user.is_logged_in else 401
+        if isinstance(verdict, RestError):
+            return _status(verdict, denied)
+        if verdict is not True:
+            return RestError(
+                "rest_ability_cannot_execute",
+                "Sorry, you are not allowed to execute this ability.",
+                {"status": denied},
+            )
+        return True
+
+    async def run(self, request: Request) -> Any:
+        """``GET|POST|DELETE /abilities/<name>/run``: the ability's result as the body; its
+        errors with their status (500 when they name none)."""
+        ability = self._shown(request.url_params["name"])
+        if ability is None:
+            return _not_found()
+        with as_current_user(request.user):
+            result = await ability.execute_async(self.run_input(request))
+        if isinstance(result, RestError):
+            return _status(result, 500)
+        return Response(result)
+
+    # -- registration -----------------------------------------------------------------------
+
+    def register(self, server: Any) -> None:
+        """Register the routes on ``server`` (the run route first: its pattern is the longer
+        one, and the first registered match wins)."""
+        base = "/" + NAMESPACE
+        name_arg = {
+            "name": {
+                "description": "Unique identifier for the ability.",
+                "type": "string",
+                "pattern": f"^{_NAME_PATTERN}$",
+            }
+        }
+        server.register_route(
+            NAMESPACE,
+            f"{base}/abilities/(?P<name>{_NAME_PATTERN}?)/run",
+            {
+                "args": name_arg,
+                0: {
+                    "methods": ["GET", "POST", "DELETE"],
+                    "callback": self.run,
+                    "permission_callback": self.can_run,
+                    # The answer is the ability's result itself, of its output schema.
+                    "response_schema": _run_result_schema,
+                    "args": {
+                        "input": {
+                            "description": "Input parameters for the ability execution.",
+                            "type": _ANY_TYPE,
+                            "default": None,
+                            "sanitize_callback": self.coerce_input,
+                        }
+                    },
+                },
+                "schema": _run_schema,
+            },
+        )
+        read = self.can_read
+        server.register_route(
+            NAMESPACE,
+            f"{base}/abilities",
+            {
+                0: {
+                    "methods": "GET",
+                    "callback": self.get_abilities,
+                    "permission_callback": read,
+                    "args": {
+                        **_paging_args(),
+                        "category": {
+                            "description": "Limit results to abilities in specific ability"
+                            " category.",
+                            "type": "string",
+                            "sanitize_callback": _sanitize_key,
+                        },
+                    },
+                },
+                "schema": _ability_schema,
+            },
+        )
+        server.register_route(
+            NAMESPACE,
+            f"{base}/abilities/(?P<name>{_NAME_PATTERN})",
+            {
+                "args": name_arg,
+                0: {
+                    "methods": "GET",
+                    "callback": self.get_ability,
+                    "permission_callback": read,
+                    "args": {"context": _context_arg()},
+                },
+                "schema": _ability_schema,
+            },
+        )
+        server.register_route(
+            NAMESPACE,
+            f"{base}/categories",
+            {
+                0: {
+                    "methods": "GET",
+                    "callback": self.get_categories,
+                    "permission_callback": read,
+                    "args": _paging_args(),
+                },
+                "schema": _category_schema,
+            },
+        )
+        server.register_route(
+            NAMESPACE,
+            f"{base}/categories/(?P<slug>{_SLUG_PATTERN})",
+            {
+                "args": {
+                    "slug": {
+                        "description": "Unique identifier for the ability category.",
+                        "type": "string",
+                        "pattern": f"^{_SLUG_PATTERN}$",
+                    }
+                },
+                0: {
+                    "methods": "GET",
+                    "callback": self.get_category,
+                    "permission_callback": read,
+                    "args": {"context": _context_arg()},
+                },
+                "schema": _category_schema,
+            },
+        )
+
+
+def register_ability_routes(
+    server: Any, registry: AbilityRegistry, rest_url: Callable[[str], str]
+) -> None:
+    """Register the ``svc-abilities/v1`` routes of ``registry`` on ``server``."""
+    AbilitiesController(registry, rest_url).register(server)
