@@ -28,6 +28,8 @@ run: $(STAMP)
 	@echo "==> serving http://$(HOST):$(PORT) (Ctrl-C stops it)"
 	@$(BIN)/svcrest serve --host $(HOST) --port $(PORT) --db var/svcrest.db
 
+# Python only: the Markdown under docs/ is never formatted (its --8<-- includes and aligned
+# comments are written as they must be built; tests/docs/test_snippets.py checks).
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard docs/tutorial/*.py bench)
 	$(BIN)/ruff format --check src tests $(wildcard docs/tutorial/*.py bench)

@@ -119,6 +119,8 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         ENV_PLUGINS,
         cli.ENV_DEMO,
         cli.ENV_WORDPRESS_COMPAT,
+        cli.ENV_TITLE,
+        cli.ENV_API_VERSION,
         launcher.ENV_HEADER_TIMEOUT,
         ENV_WORKERS,
         forwarded.ENV_TARGET,
@@ -1625,6 +1627,65 @@ def test_serve_wordpress_compat_reaches_the_served_app(
     app.store.close()
     if workers == "2":
         assert os.environ["SVCREST_WORDPRESS_COMPAT"] == "1"
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_title_and_api_version_reach_the_docs_page(
+    capsys: pytest.CaptureFixture[str],
+    db: str,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    workers: str,
+) -> None:
+    argv = ["serve", "--server", "uvicorn", "--interface", "asgi", "--port", str(free_port())]
+    options = ["--title", "Notes <API>", "--api-version", "1.4.0"]
+    status, _, _ = run(capsys, *argv, "--db", db, "--workers", workers, *options)
+    assert status == 0
+    # One worker serves the App built here; several build it from the environment.
+    app = app_from_env() if workers == "2" else uvicorn_calls[0][0]
+    assert isinstance(app, App)
+    assert (app.name, app.version) == ("Notes <API>", "1.4.0")
+    with httpx.Client(transport=httpx.WSGITransport(app=app.wsgi), base_url=app.home) as client:
+        info = client.get("/openapi.json").json()["info"]
+        assert (info["title"], info["version"]) == ("Notes <API>", "1.4.0")
+        docs = client.get("/docs").text
+        assert "<title>Notes &lt;API&gt;" in docs
+    app.store.close()
+    if workers == "2":
+        assert (os.environ["SVCREST_TITLE"], os.environ["SVCREST_API_VERSION"]) == (
+            "Notes <API>",
+            "1.4.0",
+        )
+
+
+def test_serve_without_a_title_keeps_the_defaults(
+    capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
+) -> None:
+    argv = ["serve", "--server", "uvicorn", "--interface", "asgi", "--port", str(free_port())]
+    assert run(capsys, *argv, "--db", db)[0] == 0
+    app = uvicorn_calls[0][0]
+    assert (app.name, app.version) == ("svcrest", None)
+    assert app.openapi()["info"] == {"title": "svcrest", "version": "2.0"}
+    app.store.close()
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--title", " "], "svcrest: error: --title must not be empty\n"),
+        (["--api-version", ""], "svcrest: error: --api-version must not be empty\n"),
+    ],
+)
+def test_serve_refuses_an_empty_title_or_version(
+    capsys: pytest.CaptureFixture[str],
+    db: str,
+    uvicorn_calls: list[tuple[Any, dict[str, Any]]],
+    option: list[str],
+    message: str,
+) -> None:
+    argv = ["serve", "--server", "uvicorn", "--interface", "asgi", "--port", str(free_port())]
+    status, _, err = run(capsys, *argv, "--db", db, *option)
+    assert (status, err) == (2, message)
+    assert uvicorn_calls == []
 
 
 def test_serve_body_timeout_reaches_the_workers(

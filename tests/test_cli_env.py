@@ -75,6 +75,8 @@ def empty_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
         ENV_PLUGINS,
         ENV_DEMO,
         ENV_WORDPRESS_COMPAT,
+        cli.ENV_TITLE,
+        cli.ENV_API_VERSION,
         launcher.ENV_HEADER_TIMEOUT,
     ):
         monkeypatch.setenv(name, "")

@@ -531,6 +531,30 @@ def test_rest_ensure_request_inputs(app: App) -> None:
     assert (from_string.method, from_string.route) == ("GET", "/demo/v1/x")
 
 
+def test_a_route_string_s_query_string_becomes_query_params(app: App) -> None:
+    request = app.rest_ensure_request("/demo/v1/x?done=true&tag[]=a&tag[]=b&who[id]=3#top")
+    assert (request.method, request.route) == ("GET", "/demo/v1/x")
+    assert request.query_params == {"done": "true", "tag": ["a", "b"], "who": {"id": "3"}}
+    assert app.rest_ensure_request("/demo/v1/x?").query_params == {}
+    assert app.rest_ensure_request("/demo/v1/x?q=a%20b+c").query_params == {"q": "a b c"}
+
+
+def test_rest_do_request_reads_a_route_string_s_query(app: App) -> None:
+    app.register_rest_route(
+        "demo/v1",
+        "/todos",
+        {
+            "permission_callback": public,
+            "args": {"done": {"type": "boolean"}, "page": {"type": "integer", "default": 1}},
+            "callback": lambda request: {"done": request["done"], "page": request["page"]},
+        },
+    )
+    response = app.rest_do_request("/demo/v1/todos?done=true&page=2")
+    assert (response.status, response.data) == (200, {"done": True, "page": 2})
+    refused = app.rest_do_request("/demo/v1/todos?page=zero")
+    assert (refused.status, refused.data["code"]) == (400, "rest_invalid_param")
+
+
 def test_rest_do_request_of_a_mapping_is_404(app: App) -> None:
     assert app.rest_do_request({"a": "1"}).status == 404
 

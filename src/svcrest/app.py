@@ -19,6 +19,7 @@ from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
 from svcrest.http.context import DISPATCH_USER, REQUEST_CONTEXT, current_context
+from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.serializers import JSON_SERIALIZER, Serializer, Serializers
@@ -27,7 +28,13 @@ from svcrest.rest.auth_schemes import AuthSchemes
 from svcrest.rest.batch import register_batch_route
 from svcrest.rest.compat import install_rest_compat
 from svcrest.rest.conditional import add_format_suffix
-from svcrest.rest.defaults import register_default_filters
+from svcrest.rest.defaults import (
+    CORS_ALLOW_METHODS,
+    WORDPRESS_CORS_ALLOW_METHODS,
+    CorsLines,
+    cors_allow_methods_value,
+    register_default_filters,
+)
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.resources.controller import RestController
 from svcrest.rest.resources.fields_registry import (
@@ -109,6 +116,7 @@ class App:
         wordpress_compat: bool = False,
         version: str | None = None,
         server_timing: bool = False,
+        cors_allow_methods: str | Iterable[str] | None = None,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -136,6 +144,16 @@ class App:
         #: REST answers carry ``Server-Timing: auth;dur=…, dispatch;dur=…, total;dur=…``
         #: (off by default: it tells clients how long each part took).
         self.server_timing = server_timing
+        #: The CORS lines answering each Origin, with ``Access-Control-Allow-Methods``:
+        #: ``cors_allow_methods`` when given, else current WordPress's list (with PATCH) under
+        #: ``wordpress_compat``, else the spec's (WordPress 4.4's, no PATCH).
+        self.cors = CorsLines(
+            cors_allow_methods_value(cors_allow_methods)
+            if cors_allow_methods is not None
+            else WORDPRESS_CORS_ALLOW_METHODS
+            if wordpress_compat
+            else CORS_ALLOW_METHODS
+        )
         #: The site's own API version: ``info.version`` of ``/openapi.json`` (None: the
         #: REST API's version, ``REST_API_VERSION``).
         self.version = version
@@ -532,13 +550,19 @@ class App:
     @staticmethod
     def rest_ensure_request(value: Any) -> Request:
         """A Request as it is; a mapping → GET with empty route and those query params;
-        a string → GET of that route."""
+        a string → GET of that route, its query string (``/ns/v1/x?done=true&tag[]=a``) read
+        into the query params as the HTTP layer reads one (PHP's keys: ``a[]``, ``a[k]``).
+        WordPress's ``rest_do_request`` keeps the ``?`` in the route, which then matches
+        nothing."""
         if isinstance(value, Request):
             return value
         if isinstance(value, Mapping):
             return Request("GET", "", query=value)
         if isinstance(value, str):
-            return Request("GET", value)
+            route, mark, query = value.partition("?")
+            if not mark:
+                return Request("GET", value)
+            return Request("GET", route, query=parse_form(query.partition("#")[0]))
         raise TypeError(f"cannot make a request of {type(value).__name__}")
 
     async def rest_do_request_async(self, request: Any) -> Response:

@@ -119,9 +119,9 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_site(workdir: Path) -> Iterator[Site]:
-    """A fresh database with the editor ``USER``, served by ``svcrest serve`` (stopped at
-    the end)."""
+def running_site(workdir: Path, *serve_args: str) -> Iterator[Site]:
+    """A fresh database with the editor ``USER``, served by ``svcrest serve`` with
+    ``serve_args`` (stopped at the end)."""
     db = workdir / "svcrest.db"
     created = subprocess.run(
         _svcrest("user", "add", USER, "--role", "editor", "--password-stdin", "--db", str(db)),
@@ -148,6 +148,7 @@ def running_site(workdir: Path) -> Iterator[Site]:
                 str(db),
                 "--plugin",
                 HOME_PLUGIN,
+                *serve_args,
             ),
             stdout=output,
             stderr=subprocess.STDOUT,

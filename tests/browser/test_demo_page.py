@@ -237,3 +237,34 @@ def test_screenshot_of_the_demo_page(site: Site, page: Page) -> None:
     path = ARTIFACTS / "demo.png"
     page.screenshot(path=path, full_page=True)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_page_works_under_another_host_name(site: Site, page: Page) -> None:
+    # The site's home names 127.0.0.1; opened as localhost, the page must still load its
+    # script, list the notes and write with its nonce (no URL of the page names a host).
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    failed: list[str] = []
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    local = site.url.replace("127.0.0.1", "localhost")
+    assert local != site.url
+
+    page.goto(local + "/")
+    expect(page.locator("#notes-empty")).to_be_visible()
+    expect(page.locator("#notes-list")).to_have_attribute("aria-busy", "false")
+
+    # Logged in (the login form checks the home's origin, so the session is made on
+    # 127.0.0.1 and its cookie handed to localhost too), then write through the UI.
+    log_in(page, site)
+    context = page.context
+    for cookie in context.cookies(site.url):
+        context.add_cookies(
+            [{"name": cookie["name"], "value": cookie["value"], "url": local + "/"}]
+        )
+    page.goto(local + "/")
+    expect(page.locator("#current-user")).to_have_text(USER)
+    create_note(page, "Written on localhost", "through the relative root")
+    expect(page.locator("#notes-total")).to_have_text("1 note")
+    assert api_titles(site) == ["Written on localhost"]
+    assert errors == []
+    assert failed == []

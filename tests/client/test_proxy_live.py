@@ -475,3 +475,85 @@ def test_root_option_names_the_batch_route() -> None:
         "validation": "normal",
         "requests": [{"method": "DELETE", "path": "/notes/4"}],
     }
+
+
+# -- logout ---------------------------------------------------------------------------------
+
+
+def test_logout_ends_the_session_the_login_started(app: App, drivers: Any) -> None:
+    driver = editor(drivers)
+    [note] = driver("create", {"title": "Before logging out"})
+    session = driver.proxy.client.cookies.get("svc_logged_in")
+    assert session is not None
+    before = len(driver.sent)
+    assert driver("logout") is True
+    logout = driver.sent[before:]
+    assert [f"{request.method} {request.url}" for request in logout] == [f"POST {HOME}/logout"]
+    assert logout[0].headers["content-type"] == "application/json"
+    assert logout[0].headers["x-svc-nonce"]
+    assert driver.proxy.nonce is None
+    assert driver.proxy.client.cookies.get("svc_logged_in") is None
+    # Anonymous again: reads work, writes are refused; the old cookie is void on the server.
+    assert driver("read", note["id"])["title"] == "Before logging out"
+    with pytest.raises(ProxyError) as refused:
+        driver("create", {"title": "After logging out"})
+    assert (refused.value.status, refused.value.code) == (401, "rest_cannot_create")
+    with httpx.Client(transport=httpx.WSGITransport(app=app.wsgi), base_url=HOME) as replay:
+        replay.cookies.set("svc_logged_in", session)
+        assert "Logged in as" not in replay.get("/").text
+
+
+def test_logout_without_a_session_says_so(drivers: Any) -> None:
+    driver = drivers()
+    assert driver("logout") is False
+    # It fetched a nonce first (the anonymous one), then posted the log-out.
+    assert driver.sent_lines() == [f"GET {HOME}/auth/nonce", f"POST {HOME}/logout"]
+    assert driver.proxy.nonce is None
+
+
+def test_logout_refreshes_a_stale_nonce_once(drivers: Any) -> None:
+    driver = editor(drivers)
+    driver.proxy.nonce = "0" * 32
+    before = len(driver.sent)
+    assert driver("logout") is True
+    assert [request.url.path for request in driver.sent[before:]] == [
+        "/logout",
+        "/auth/nonce",
+        "/logout",
+    ]
+
+
+def test_login_again_after_logout(drivers: Any) -> None:
+    driver = editor(drivers)
+    assert driver("logout") is True
+    assert driver("login", "ed", "pw") == driver.proxy.nonce
+    assert driver("create", {"title": "Back"})[0]["title"] == "Back"
+
+
+# -- application passwords ------------------------------------------------------------------
+
+
+def test_a_proxy_with_an_application_password_writes_without_login(app: App) -> None:
+    # As the clients guide shows: `svcrest user app-password add ed "notes script"` prints
+    # the password once; an httpx client sends it as Basic credentials, no cookie, no nonce.
+    editor_user = app.users.get_by_login("ed")
+    assert editor_user is not None
+    password, _ = app.users.create_application_password(editor_user.id, "notes script")
+    # Application passwords need https (or a loopback host): the requests come over https.
+    secure = HOME.replace("http://", "https://")
+    url = NOTES.replace(HOME, secure)
+    client = httpx.Client(
+        transport=httpx.WSGITransport(app=app.wsgi), base_url=secure, auth=("ed", password)
+    )
+    with client, RestProxy(url, client=client) as notes:
+        [note] = notes.create({"title": "With an application password"})
+        assert note["author"] == editor_user.id
+        assert notes.nonce is None
+        assert "svc_logged_in" not in client.cookies
+        notes.destroy(note)
+    refused = httpx.Client(
+        transport=httpx.WSGITransport(app=app.wsgi), base_url=secure, auth=("ed", "wrong")
+    )
+    with refused, RestProxy(url, client=refused) as notes, pytest.raises(ProxyError) as error:
+        notes.create({"title": "Refused"})
+    assert (error.value.status, error.value.code) == (401, "incorrect_password")

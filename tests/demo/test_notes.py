@@ -927,3 +927,56 @@ def test_a_title_with_text_is_stored_trimmed(app: App, editor: User) -> None:
     assert call(app, "GET", f"{NOTES}/1").data["title"] == "New title"
     untouched = call(app, "PUT", f"{NOTES}/1", editor, json={"content": "c"})
     assert untouched.data["title"] == "New title"
+
+
+def test_sort_and_filter_say_what_a_query_string_may_hold(app: App) -> None:
+    args = app.rest_get_server().get_routes()["/demo/v1/notes"][0]["args"]
+    assert args["sort"]["description"] == (
+        'A JSON array of sorters in one query value, e.g. [{"property":"title","direction":'
+        '"DESC"}] (URL-encoded; direction ASC or DESC, ASC when left out; at most 10), one such'
+        " JSON object, the same array in indexed keys"
+        " (sort[0][property]=title&sort[0][direction]=DESC, as qs and WordPress's clients write"
+        " it), or one property name with dir. Properties: id, title, date, author."
+    )
+    assert args["filter"]["description"] == (
+        'A JSON array of filters in one query value, e.g. [{"property":"title","value":"abc"}]'
+        " (URL-encoded; at most 10), one such JSON object, or the same array in indexed keys"
+        " (filter[0][property]=title&filter[0][value]=abc). A substring match on title,"
+        ' content ("operator":"=" for an exact one), exact on id, author.'
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "expected"),
+    [
+        ('sort=[{"property":"title","direction":"DESC"}]', 200, [5, 4, 3, 1, 2]),
+        ('sort={"property":"title","direction":"DESC"}', 200, [5, 4, 3, 1, 2]),
+        ("sort=title&dir=DESC", 200, [5, 4, 3, 1, 2]),
+        ("sort[0][property]=title&sort[0][direction]=DESC", 200, [5, 4, 3, 1, 2]),
+        (
+            "sort[0][property]=author&sort[1][property]=title&sort[1][direction]=DESC",
+            200,
+            [5, 4, 3, 1, 2],
+        ),
+        ("sort[]=title", 400, None),
+        ("sort[property]=title", 400, None),
+        ('filter=[{"property":"title","value":"date"}]', 200, [4]),
+        ('filter={"property":"title","value":"date"}', 200, [4]),
+        ("filter[0][property]=title&filter[0][value]=date", 200, [4]),
+        ("filter[property]=title&filter[value]=date", 400, None),
+        ("filter=title", 400, None),
+    ],
+)
+def test_http_sort_and_filter_forms(
+    seeded: App,
+    client_for: Callable[..., SiteClient],
+    query: str,
+    status: int,
+    expected: list[int] | None,
+) -> None:
+    response = client_for(seeded).get(f"/svc-json{NOTES}?{query}")
+    assert response.status_code == status, response.text
+    if expected is not None:
+        assert [note["id"] for note in response.json()] == expected
+    else:
+        assert response.json()["code"] == "rest_invalid_param"

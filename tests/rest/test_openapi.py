@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -289,7 +290,13 @@ def test_get_args_are_query_parameters(demo: App) -> None:
     }
     # An array is sent comma-separated (svcrest splits it), as WordPress reads it.
     assert (parameters[5]["style"], parameters[5]["explode"]) == ("form", False)
-    assert parameters[5]["schema"] == {"type": ["string", "array"]}
+    assert parameters[5]["schema"] == {
+        "type": ["string", "array"],
+        "items": {
+            "type": "object",
+            "properties": {"property": {"type": "string"}, "direction": {"type": "string"}},
+        },
+    }
 
 
 def test_query_required_objects_and_delete_args() -> None:
@@ -692,6 +699,20 @@ def test_documents_are_fresh_dicts(demo: App) -> None:
             {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
             id="tuple-items",
         ),
+        pytest.param({"type": "array"}, {"type": "array", "items": {}}, id="array-any-items"),
+        pytest.param(
+            {"type": ["string", "array"]},
+            {"type": ["string", "array"], "items": {}},
+            id="string-or-array-any-items",
+        ),
+        pytest.param(
+            {"type": "object", "properties": {"tags": {"type": "array", "minItems": 1}}},
+            {
+                "type": "object",
+                "properties": {"tags": {"type": "array", "minItems": 1, "items": {}}},
+            },
+            id="nested-array-any-items",
+        ),
         pytest.param(
             {"type": "string", "format": "hex-color"},
             {"type": "string", "pattern": "^#([0-9A-Fa-f]{3}){1,2}$"},
@@ -798,7 +819,11 @@ def test_errors_from_the_pipeline_match_the_error_schema(demo: App) -> None:
 def test_conditional_headers_and_statuses_are_documented(demo: App) -> None:
     item = demo.openapi()["paths"]["/demo/v1/notes/{id}"]
     etag = {
-        "description": "The strong validator of this answer (docs/guides/http-semantics.md).",
+        "description": (
+            "The strong validator of this answer: sent back in If-None-Match it gets a 304 "
+            "while the answer is unchanged; in If-Match it makes a write fail with 412 once "
+            "changed."
+        ),
         "schema": {"type": "string"},
     }
     assert item["get"]["parameters"][1] == {
@@ -855,3 +880,73 @@ def test_require_if_match_documents_a_required_header_and_428() -> None:
         "description": "rest_precondition_required: If-Match is missing.",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
     }
+
+
+# -- what client generators read ----------------------------------------------------------------
+
+
+def walk(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every value of a JSON document with its JSON-pointer-like path."""
+    yield path, node
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from walk(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from walk(value, f"{path}/{index}")
+
+
+def is_array_schema(node: Any) -> bool:
+    if not isinstance(node, dict):
+        return False
+    kind = node.get("type")
+    return kind == "array" or (isinstance(kind, list) and "array" in kind)
+
+
+def test_every_array_schema_of_the_demo_has_items(demo: App) -> None:
+    # openapi-python-client skips a list operation and the Error model without them.
+    document = demo.openapi()
+    arrays = [(path, node) for path, node in walk(document) if is_array_schema(node)]
+    assert len(arrays) > 10
+    assert [
+        path for path, node in arrays if "items" not in node and "prefixItems" not in node
+    ] == []
+
+
+def test_the_error_params_are_names_or_messages(demo: App) -> None:
+    params = demo.openapi()["components"]["schemas"]["Error"]["properties"]["data"]
+    assert params["properties"]["params"] == {
+        "type": ["array", "object"],
+        "items": {"type": "string"},
+        "additionalProperties": {"type": "string"},
+    }
+
+
+def test_an_array_argument_without_items_gets_any_items() -> None:
+    app = App(HOME)
+    app.register_rest_route(
+        "x/v1", "/things", {"callback": ok, "args": {"ids": {"type": "array"}}, **PUBLIC}
+    )
+    parameters = app.openapi()["paths"]["/x/v1/things"]["get"]["parameters"]
+    (parameter,) = [parameter for parameter in parameters if parameter["name"] == "ids"]
+    assert parameter["schema"] == {"type": "array", "items": {}}
+
+
+def test_no_repository_paths_in_the_text(demo: App) -> None:
+    texts = [(path, node) for path, node in walk(demo.openapi()) if isinstance(node, str)]
+    found = [
+        (path, text) for path, text in texts if re.search(r"\b(docs|src|tests)/|\.(py|md)\b", text)
+    ]
+    assert found == []
+
+
+def test_index_and_batch_operations_have_readable_summaries(demo: App) -> None:
+    paths = demo.openapi()["paths"]
+    assert paths["/"]["get"]["summary"] == (
+        "The site's name and description, its namespaces and every route."
+    )
+    assert paths["/demo/v1"]["get"]["summary"] == "The routes of the demo/v1 namespace."
+    assert paths["/svc/v2"]["get"]["summary"] == "The routes of the svc/v2 namespace."
+    assert paths["/batch/v1"]["post"]["summary"] == (
+        "Run several requests in one: each one's answer, in the order sent (WordPress's batch/v1)."
+    )

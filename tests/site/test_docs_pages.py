@@ -111,7 +111,7 @@ def test_home_pages_link_the_docs(client_for: MakeClient) -> None:
     svcrest.demo.register(demo)
     try:
         html = client_for(demo).get("/").text
-        assert f'<a id="api-docs-link" href="{HOME}/docs">API documentation</a>' in html
+        assert '<a id="api-docs-link" href="/blog/docs">API documentation</a>' in html
     finally:
         demo.store.close()
 

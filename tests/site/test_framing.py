@@ -28,8 +28,8 @@ HOME = "http://127.0.0.1:8000"
 FAST = ScryptParams(n=16, r=1, p=1)
 DENY = "DENY"
 NONE = "frame-ancestors 'none'"
-FAVICON = f'<link rel="icon" type="image/svg+xml" href="{HOME}/static/favicon.svg">'
-STYLESHEET = f'<link rel="stylesheet" href="{HOME}/static/site.css">'
+FAVICON = '<link rel="icon" type="image/svg+xml" href="/static/favicon.svg">'
+STYLESHEET = '<link rel="stylesheet" href="/static/site.css">'
 #: The docs page's own policy, with ``frame-ancestors 'none'`` merged in.
 DOCS_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "

@@ -56,6 +56,14 @@ ENV_DEMO: Final = "SVCREST_DEMO"
 ENV_WORDPRESS_COMPAT: Final = "SVCREST_WORDPRESS_COMPAT"
 
 
+#: The site's name (``svcrest serve --title``): the title of ``/docs`` and ``/openapi.json``.
+ENV_TITLE: Final = "SVCREST_TITLE"
+
+
+#: The site's API version (``svcrest serve --api-version``): ``info.version`` of the document.
+ENV_API_VERSION: Final = "SVCREST_API_VERSION"
+
+
 ADMIN_LOGIN: Final = "admin"
 
 

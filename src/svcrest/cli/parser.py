@@ -181,6 +181,20 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         help="let clients written for WordPress work unchanged (X-WP-Nonce, X-WP-Total…)",
     )
     serve.add_argument(
+        "--title",
+        default=None,
+        metavar="TEXT",
+        help="the site's name: the title of /docs, of /openapi.json and of the home page"
+        " (default svcrest)",
+    )
+    serve.add_argument(
+        "--api-version",
+        default=None,
+        metavar="VERSION",
+        help="the site's API version shown by /docs (info.version of /openapi.json; default"
+        " the REST API's, 2.0)",
+    )
+    serve.add_argument(
         "--header-timeout",
         type=_seconds,
         default=limits.header_timeout,

@@ -13,10 +13,12 @@ from typing import Any
 from svcrest.app import App
 from svcrest.cli.common import (
     ADMIN_LOGIN,
+    ENV_API_VERSION,
     ENV_DB,
     ENV_DEMO,
     ENV_HOME,
     ENV_PLUGINS,
+    ENV_TITLE,
     ENV_WORDPRESS_COMPAT,
     CliError,
     own_line,
@@ -113,6 +115,11 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         os.environ[ENV_PLUGINS] = ",".join(args.plugin)
         os.environ[ENV_DEMO] = "1" if args.demo else "0"
         os.environ[ENV_WORDPRESS_COMPAT] = "1" if args.wordpress_compat else "0"
+        for name, value in ((ENV_TITLE, args.title), (ENV_API_VERSION, args.api_version)):
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     return config
 
 
@@ -144,7 +151,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         use_site_logging()
     say = _sayer(args.log_format)
     home = args.home or _default_home(args.host, args.port)
-    app = new_app(args.db, home, wordpress_compat=args.wordpress_compat)
+    app = new_app(
+        args.db,
+        home,
+        wordpress_compat=args.wordpress_compat,
+        title=args.title,
+        api_version=args.api_version,
+    )
     created = prepare_database_file(args.db, say)
     # The store before the plugins (which may open it while they register): a database that
     # cannot be opened is reported as such, not as a plugin's failure.

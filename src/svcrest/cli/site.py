@@ -22,9 +22,11 @@ from svcrest.cli.common import (
     DEFAULT_DB,
     DEFAULT_HOME,
     DEMO_PLUGIN,
+    ENV_API_VERSION,
     ENV_DB,
     ENV_HOME,
     ENV_PLUGINS,
+    ENV_TITLE,
     ENV_WORDPRESS_COMPAT,
     PLUGIN_GROUP,
     PLUGIN_SPEC,
@@ -157,22 +159,43 @@ def make_app(
     *,
     demo: bool = True,
     wordpress_compat: bool = False,
+    title: str | None = None,
+    api_version: str | None = None,
 ) -> App:
     """The site the command line serves: an App on the store ``db`` (a path, a
     ``sqlite:///`` URL, None / ``:memory:``, or a ``postgresql://`` URL) with the demo plugin
     (unless ``demo`` is false), the entry-point plugins and ``plugins`` registered, in
-    WordPress compatibility mode with ``wordpress_compat``. The store is opened on first use
+    WordPress compatibility mode with ``wordpress_compat``, named ``title`` and versioned
+    ``api_version`` (``App(name=..., version=...)``) when given. The store is opened on first use
     (a plugin may open it while it registers). Raises CliError for a bad home, PluginError
     (whose traceback shows the plugin's frames) for a plugin that cannot be loaded or fails."""
-    app = new_app(db, home, wordpress_compat=wordpress_compat)
+    app = new_app(db, home, wordpress_compat=wordpress_compat, title=title, api_version=api_version)
     register_plugins(app, plugins, demo=demo)
     return app
 
 
-def new_app(db: str | None, home: str, *, wordpress_compat: bool = False) -> App:
-    """The App of :func:`make_app` before its plugins; CliError for a bad home."""
+def new_app(
+    db: str | None,
+    home: str,
+    *,
+    wordpress_compat: bool = False,
+    title: str | None = None,
+    api_version: str | None = None,
+) -> App:
+    """The App of :func:`make_app` before its plugins; CliError for a bad home, an empty
+    title or an empty API version."""
+    if title is not None and not title.strip():
+        raise CliError("--title must not be empty")
+    if api_version is not None and not api_version.strip():
+        raise CliError("--api-version must not be empty")
     try:
-        return App(home, store=db, wordpress_compat=wordpress_compat)
+        return App(
+            home,
+            store=db,
+            wordpress_compat=wordpress_compat,
+            version=api_version,
+            name="svcrest" if title is None else title,
+        )
     except ValueError as exc:
         raise CliError(str(exc)) from exc
 
@@ -223,7 +246,8 @@ def app_from_env() -> App:
     """The ASGI factory of the servers' workers (``svcrest.cli:app_from_env``):
     :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
     (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
-    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode); with
+    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode), ``SVCREST_TITLE``
+    and ``SVCREST_API_VERSION`` (the site's name and API version); with
     ``SVCREST_ADMIN_PORT`` and ``PROMETHEUS_MULTIPROC_DIR``, the App keeps the metrics.
     The database file's missing directory is created and the store opened first, as
     ``svcrest serve`` does, so that a database that cannot be opened is reported as such,
@@ -238,6 +262,8 @@ def app_from_env() -> App:
             db,
             os.environ.get(ENV_HOME) or DEFAULT_HOME,
             wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
+            title=os.environ.get(ENV_TITLE) or None,
+            api_version=os.environ.get(ENV_API_VERSION) or None,
         )
         open_store(app, db)  # a database that cannot be opened is reported as such
         register_plugins(

@@ -593,6 +593,22 @@ class BaseRestProxy(Generic[ClientT]):
     def _login(self, login: str, password: str, home: str | None) -> Exchange[str]:
         return (yield from self._reported(None, self._sign_in(login, password, home)))
 
+    def _sign_out(self, home: str | None) -> Exchange[bool]:
+        base = self.site_base(home or self.home)
+        if not self.nonce:  # a session without a nonce yet: the site's /auth/nonce gives one
+            yield from self._fetch_nonce(base)
+        # The JSON log-out: the session's REST nonce proves the request is the proxy's own;
+        # a stale one is refreshed once (rest_cookie_invalid_nonce), as for any request.
+        response = yield from self._respond(
+            lambda: self._json_request("POST", f"{base}/logout", True, {})
+        )
+        body = _decode(response)
+        self.nonce = None
+        return bool(isinstance(body, dict) and body.get("logged_out") is True)
+
+    def _logout(self, home: str | None) -> Exchange[bool]:
+        return (yield from self._reported(None, self._sign_out(home)))
+
     def _operations(self, action: str, records: Sequence[Any]) -> list[Operation]:
         if not records:
             return []

@@ -50,7 +50,10 @@ T = TypeVar("T")
 
 class RestProxy(BaseRestProxy[httpx.Client]):
     """The client proxy over an `httpx.Client`: create/read/update/destroy mapped onto
-    POST/GET/PUT/DELETE and URLs with the rules of Ext JS's ``Ext.data.proxy.Rest``.
+    POST/GET/PUT/DELETE and URLs with the option names and rules of Ext JS's
+    ``Ext.data.proxy.Rest``: Ext 4.2's id of a record being created, Ext 5's percent-encoded
+    ids, dropped id parameter and filter operators, and svcrest's own handling of a URL with
+    a query string or fragment (the Clients guide's "Which Ext JS" lists every rule).
 
     ``url`` is the collection URL (absolute, or relative to the ``client``'s ``base_url``).
     ``append_id`` puts a valid id into the path; ``format`` adds ``.<format>``;
@@ -185,6 +188,17 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         """
         return self._run(self._login(login, password, home))
 
+    def logout(self, *, home: str | None = None) -> bool:
+        """End the session `login` started: ``POST /logout`` as JSON with the session's nonce
+        (``X-SVC-Nonce``), which the site answers by ending the session and clearing the
+        cookie in the client; ``nonce`` is None afterwards. Returns True when a session
+        ended, False when the client had none.
+
+        The site is ``home`` when given, else the one `login` used, else the origin of the
+        URL. A refused log-out raises `ProxyError` (a stale nonce is refreshed once first).
+        """
+        return self._run(self._logout(home))
+
     def close(self) -> None:
         """Close the client when the proxy created it."""
         if self.owns_client and self._client is not None:
@@ -292,6 +306,10 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
     async def login(self, login: str, password: str, *, home: str | None = None) -> str:
         """Log in and fetch a nonce (see `RestProxy.login`)."""
         return await self._run(self._login(login, password, home))
+
+    async def logout(self, *, home: str | None = None) -> bool:
+        """End the session `login` started (see `RestProxy.logout`)."""
+        return await self._run(self._logout(home))
 
     async def aclose(self) -> None:
         """Close the client when the proxy created it."""

@@ -1,4 +1,5 @@
-"""The pure URL rules of the client proxy (those of Ext JS's REST proxy), without any I/O.
+"""The pure URL rules of the client proxy (Ext JS's REST proxy's, from Ext 4.2 for some and
+Ext 5 for others, plus svcrest's own for URLs with a query string), without any I/O.
 
 `svc-rest.mjs` implements the same rules in JavaScript; ``tests/vectors/proxy_urls.json`` holds
 the cases both implementations must agree on.

@@ -7,6 +7,11 @@ with the login page), ``/static/demo.css`` and ``/static/demo.js``; the script b
 the notes list, the paging and the forms in the browser. A logged-out visitor gets the list
 read-only and a "Log in" link.
 
+Every URL of the page is local to the site (a path: ``/static/demo.js``, ``data-root``
+``/svc-json/``), so the page works under any host name the site answers; only the discovery
+tags and ``svcApiSettings.root`` keep WordPress's absolute form, and the script does not use
+that root.
+
 SECURITY: every user-supplied value (user name, site name and description) is HTML-escaped
 here; note data never reaches this page and is rendered by ``demo.js`` with ``textContent``.
 The settings JSON escapes ``<``, ``>`` and ``&`` so that it cannot end its script element.
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import html
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from svcrest.demo.notes import EDIT_CAPABILITY, NAMESPACE, REST_BASE
 from svcrest.http.exchange import HttpRequest, HttpResponse
@@ -38,8 +44,18 @@ def install_home_page(app: App) -> None:
         app.hooks.add_filter(HOME_PAGE_FILTER, render_home_page)
 
 
+def _local(app: App, url: str) -> str:
+    """``url`` without the origin of the site's home (``/svc-json/``, ``/blog/login``), so that
+    the page works under every host name the site answers (``localhost`` as well as
+    ``127.0.0.1``): an absolute URL of another host would make the module script and its
+    requests cross-origin, which the browser blocks, and send them without the cookie."""
+    parts = urlsplit(app.home)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    return url[len(origin) :] or "/" if url.startswith(origin) else url
+
+
 def _head(app: App, ctx: RequestContext, root: str) -> str:
-    static = html.escape(app.home + "/static/")
+    static = html.escape(app.home_path + "/static/")
     head = app.rest_output_link_wp_head() + api_settings_script(app, ctx)
     head += site_head(app) + (
         f'<link rel="stylesheet" href="{static}demo.css">\n'
@@ -50,7 +66,7 @@ def _head(app: App, ctx: RequestContext, root: str) -> str:
 
 def _account(app: App, ctx: RequestContext) -> str:
     if not ctx.user.is_logged_in:
-        login = html.escape(app.home + "/login")
+        login = html.escape(app.home_path + "/login")
         return f'<a class="button" id="login-link" href="{login}">Log in</a>'
     name = html.escape(ctx.user.display_name or ctx.user.login)
     return (
@@ -80,14 +96,15 @@ def _body(app: App, ctx: RequestContext, root: str, can_edit: bool) -> str:
         if ctx.user.is_logged_in
         else '<p class="notice">Anyone can read these notes. Log in to write.</p>\n'
     )
-    notes_root = html.escape(root)
+    notes_root = html.escape(_local(app, root))
     return (
         '<header class="topbar">\n'
         f'<div class="brand"><h1>{html.escape(app.name)}</h1>{description}</div>\n'
         f'<div class="account">{_account(app, ctx)}</div>\n'
         "</header>\n"
         f'<main id="notes-app" data-root="{notes_root}" data-route="{NAMESPACE}/{REST_BASE}" '
-        f'data-login="{html.escape(app.home + "/login")}" '
+        f'data-login="{html.escape(app.home_path + "/login")}" '
+        f'data-nonce-url="{html.escape(app.home_path + "/auth/nonce")}" '
         f'data-can-edit="{"true" if can_edit else "false"}">\n'
         f"{intro}{_composer() if can_edit else ''}"
         '<section class="notes" aria-labelledby="notes-title">\n'
@@ -105,7 +122,7 @@ def _body(app: App, ctx: RequestContext, root: str, can_edit: bool) -> str:
         "</main>\n"
         f'<footer class="footer">The REST API lives at <a href="{notes_root}">'
         f"<code>{notes_root}</code></a>; read its "
-        f'<a id="api-docs-link" href="{html.escape(app.home)}/docs">API documentation</a>.'
+        f'<a id="api-docs-link" href="{html.escape(app.home_path)}/docs">API documentation</a>.'
         "</footer>"
     )
 

@@ -14,7 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from svcrest.demo.criteria import parse_filters, parse_sorters
+from svcrest.demo.criteria import MAX_CRITERIA, parse_filters, parse_sorters
 from svcrest.demo.storage import (
     EXACT_FILTER_PROPERTIES,
     MAX_ID,
@@ -55,6 +55,20 @@ _TITLE_MIN_LENGTH: Final = 1
 _TITLE_MAX_LENGTH: Final = 255
 _CONTEXTS: Final = ("view", "edit", "embed")
 _SCHEMA_ONLY_KEYS: Final = frozenset({"context", "readonly"})
+#: One sorter and one filter of the ``sort`` / ``filter`` arrays (their schemas as documented;
+#: the values are checked by the criteria parser, whose messages name the accepted choices).
+_SORTER: Final = {
+    "type": "object",
+    "properties": {"property": {"type": "string"}, "direction": {"type": "string"}},
+}
+_FILTER: Final = {
+    "type": "object",
+    "properties": {
+        "property": {"type": "string"},
+        "operator": {"type": "string"},
+        "value": {"type": ["string", "integer"]},
+    },
+}
 
 
 def _note_id(request: Request) -> int | None:
@@ -286,10 +300,18 @@ class NotesController:
             },
             "sort": {
                 "description": (
-                    'Sorters as JSON, e.g. [{"property":"title","direction":"ASC"}], or one '
-                    "property name with dir. Properties: " + ", ".join(SORT_PROPERTIES) + "."
+                    "A JSON array of sorters in one query value, e.g. "
+                    '[{"property":"title","direction":"DESC"}] (URL-encoded; direction ASC or '
+                    "DESC, ASC when left out; at most "
+                    + str(MAX_CRITERIA)
+                    + "), one such JSON object, the same array in indexed keys "
+                    "(sort[0][property]=title&sort[0][direction]=DESC, as qs and WordPress's "
+                    "clients write it), or one property name with dir. Properties: "
+                    + ", ".join(SORT_PROPERTIES)
+                    + "."
                 ),
                 "type": ["string", "array"],
+                "items": _SORTER,
                 "validate_callback": _validate_sort,
             },
             "dir": {
@@ -299,13 +321,18 @@ class NotesController:
             },
             "filter": {
                 "description": (
-                    'Filters as JSON, e.g. [{"property":"title","value":"abc"}]: substring on '
+                    "A JSON array of filters in one query value, e.g. "
+                    '[{"property":"title","value":"abc"}] (URL-encoded; at most '
+                    + str(MAX_CRITERIA)
+                    + "), one such JSON object, or the same array in indexed keys "
+                    "(filter[0][property]=title&filter[0][value]=abc). A substring match on "
                     + ", ".join(TEXT_FILTER_PROPERTIES)
-                    + ", exact on "
+                    + ' ("operator":"=" for an exact one), exact on '
                     + ", ".join(EXACT_FILTER_PROPERTIES)
                     + "."
                 ),
                 "type": ["string", "array"],
+                "items": _FILTER,
                 "validate_callback": _validate_filter,
             },
         }

@@ -26,6 +26,7 @@ __all__ = [
     "JSON_SERIALIZER",
     "Serializer",
     "Serializers",
+    "UnencodableValue",
     "msgpack_serializer",
 ]
 
@@ -43,7 +44,7 @@ class Serializer:
     ``media_type`` (and each of ``aliases``) is what a request's ``Accept`` names to ask for
     it. ``tag_suffix`` tells this format's ``ETag`` apart from JSON's when a route gives its
     own version (``"v7"`` becomes ``"v7-msgpack"``); JSON's is empty. ``encode`` raises
-    :class:`~svcrest.http.answer_json.UnencodableValue` (or ``orjson.JSONEncodeError``) for
+    :class:`~svcrest.http.serializers.UnencodableValue` (or ``orjson.JSONEncodeError``) for
     data it cannot hold: the answer is then a logged 500 ``rest_internal_error``.
     """
 

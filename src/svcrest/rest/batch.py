@@ -277,7 +277,8 @@ class BatchController:
         return _slot(response, request)
 
     async def serve(self, batch: Request) -> Response:
-        """The batch route's callback."""
+        """Run several requests in one: each one's answer, in the order sent (WordPress's
+        batch/v1)."""
         mode = batch.get_param("validation") or "normal"
         items = [_Item(spec, batch.user) for spec in batch.get_param("requests") or []]
         # The site's ``batch_observer`` (the admin port's metrics) is told each batch's size.

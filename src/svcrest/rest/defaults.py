@@ -13,6 +13,7 @@ on ``rest_api_init``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from svcrest.bounded import Memo
@@ -43,6 +44,9 @@ class ServerView(Protocol):
 
 __all__ = [
     "CORS_ALLOW_METHODS",
+    "WORDPRESS_CORS_ALLOW_METHODS",
+    "CorsLines",
+    "cors_allow_methods_value",
     "cors_lines",
     "register_default_filters",
     "rest_handle_deprecated_argument",
@@ -53,7 +57,14 @@ __all__ = [
     "sanitize_origin",
 ]
 
+#: ``Access-Control-Allow-Methods`` by default: WordPress 4.4's list, which the spec keeps
+#: (a browser then refuses a cross-origin PATCH at its preflight).
 CORS_ALLOW_METHODS = "POST, GET, OPTIONS, PUT, DELETE"
+#: Current WordPress's list (``rest_send_cors_headers``, with PATCH), sent under
+#: ``App(wordpress_compat=True)`` unless ``cors_allow_methods`` says otherwise.
+WORDPRESS_CORS_ALLOW_METHODS = "OPTIONS, GET, POST, PUT, PATCH, DELETE"
+#: An HTTP method name (RFC 9110's token): no spaces, commas or control characters.
+_METHOD_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _ORIGIN = re.compile(
     r"https?://(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*"
     r"[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?",
@@ -143,40 +154,81 @@ def sanitize_origin(origin: str) -> str | None:
     return origin if _ORIGIN.fullmatch(origin) else None
 
 
+def cors_allow_methods_value(methods: str | Iterable[str]) -> str:
+    """The ``Access-Control-Allow-Methods`` value of ``methods`` (a comma-separated string or
+    names), upper-cased, without repeats, in the order given. Raises ValueError for an empty
+    list or a name that is not an HTTP method token. SECURITY: tokens only, so no value can
+    split the header."""
+    names = methods.split(",") if isinstance(methods, str) else list(methods)
+    kept: dict[str, None] = {}
+    for name in names:
+        token = name.strip() if isinstance(name, str) else name
+        if not isinstance(token, str) or not _METHOD_TOKEN.fullmatch(token):
+            raise ValueError(f"cors_allow_methods: {token!r} is not an HTTP method name")
+        kept[token.upper()] = None
+    if not kept:
+        raise ValueError("cors_allow_methods must name at least one method")
+    return ", ".join(kept)
+
+
 # PERF: an Origin → the CORS lines to send for it (a regex and three tuples, ~1.5 µs, saved
 # for the few origins a site sees). SECURITY: bounded in entries and bytes: only values of at
 # most MAX_ORIGIN_LENGTH characters are kept, and the memory is emptied when full.
 _CORS_LINES_MAX = 256
-_CORS_LINES: Memo[str, tuple[tuple[str, str], ...]] = Memo(_CORS_LINES_MAX, MAX_ORIGIN_LENGTH)
+
+
+class CorsLines:
+    """The CORS header lines a site sends for each Origin, with its
+    ``Access-Control-Allow-Methods`` (one per site: ``App(cors_allow_methods=...)``).
+
+    ``get(origin)`` reads the memory (None when not kept); ``lines(origin)`` computes and
+    keeps."""
+
+    __slots__ = ("get", "memo", "methods")
+
+    def __init__(self, methods: str = CORS_ALLOW_METHODS) -> None:
+        self.methods = methods
+        self.memo: Memo[str, tuple[tuple[str, str], ...]] = Memo(_CORS_LINES_MAX, MAX_ORIGIN_LENGTH)
+        self.get = self.memo.get
+
+    def lines(self, origin: str) -> tuple[tuple[str, str], ...]:
+        """The CORS header lines answering ``origin``; none for an origin not echoed."""
+        lines = self.memo.get(origin)
+        if lines is None:
+            allowed = sanitize_origin(origin)
+            lines = (
+                ()
+                if allowed is None
+                else (
+                    ("Access-Control-Allow-Origin", allowed),
+                    ("Access-Control-Allow-Methods", self.methods),
+                    ("Access-Control-Allow-Credentials", "true"),
+                )
+            )
+            self.memo.keep(origin, lines)
+        return lines
+
+
+#: The lines of a server whose site names no methods (the spec's default list).
+_DEFAULT_CORS = CorsLines()
 
 
 def cors_lines(origin: str) -> tuple[tuple[str, str], ...]:
-    """The CORS header lines answering ``origin``; none for an origin not echoed."""
-    lines = _CORS_LINES.get(origin)
-    if lines is None:
-        allowed = sanitize_origin(origin)
-        lines = (
-            ()
-            if allowed is None
-            else (
-                ("Access-Control-Allow-Origin", allowed),
-                ("Access-Control-Allow-Methods", CORS_ALLOW_METHODS),
-                ("Access-Control-Allow-Credentials", "true"),
-            )
-        )
-        _CORS_LINES.keep(origin, lines)
-    return lines
+    """The CORS header lines answering ``origin`` with the default methods; none for an
+    origin not echoed."""
+    return _DEFAULT_CORS.lines(origin)
 
 
 def rest_send_cors_headers(served: Any, response: Any, request: Request, server: Any) -> Any:
-    """With an Origin, allow it (sanitised), the CORS methods and credentials (as WordPress
-    does)."""
+    """With an Origin, allow it (sanitised), the site's CORS methods and credentials (as
+    WordPress does)."""
     origin = request.headers.get_joined("origin")
     if origin is not None and isinstance(response, Response):
+        cors: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
         # PERF: the memo read in place (a Python call less on every request with an Origin).
-        lines = _CORS_LINES.get(origin)
+        lines = cors.get(origin)
         if lines is None:
-            lines = cors_lines(origin)
+            lines = cors.lines(origin)
         if lines:
             # PERF: usually none is set yet, and adding beats three replacing writes.
             if response.has_header("access-control-allow-origin"):

@@ -101,7 +101,12 @@ _ERROR: Final = {
             "required": ["status"],
             "properties": {
                 "status": {"type": "integer"},
-                "params": {"type": ["array", "object"]},
+                # The names of the missing parameters, or a message per invalid one.
+                "params": {
+                    "type": ["array", "object"],
+                    "items": {"type": "string"},
+                    "additionalProperties": {"type": "string"},
+                },
                 "details": {"type": "object"},
             },
         },
@@ -173,7 +178,10 @@ _TOTAL_HEADERS: Final = {
 }
 
 _ETAG_HEADER: Final = {
-    "description": "The strong validator of this answer (docs/guides/http-semantics.md).",
+    "description": (
+        "The strong validator of this answer: sent back in If-None-Match it gets a 304 while "
+        "the answer is unchanged; in If-Match it makes a write fail with 412 once changed."
+    ),
     "schema": {"type": "string"},
 }
 _READS: Final = frozenset({"GET", "HEAD"})
@@ -379,7 +387,7 @@ class _Builder:
         namespace = self.options[route].get("namespace")
         if namespace:
             operation["tags"] = [namespace]
-        summary = _summary(handler.get("callback"))
+        summary = self.index_summary(handler, namespace) or _summary(handler.get("callback"))
         if summary:
             operation["summary"] = summary
         args = {str(name): arg for name, arg in handler["args"].items() if isinstance(arg, Mapping)}
@@ -516,6 +524,15 @@ class _Builder:
         if collection and method == "GET":
             return {"type": "array", "items": item}
         return item
+
+    def index_summary(self, handler: Handler, namespace: Any) -> str | None:
+        """The summary of an index route (its callback's docstring speaks of all of them)."""
+        callback = handler.get("callback")
+        if callback == self.server.get_index:
+            return "The site's name and description, its namespaces and every route."
+        if callback == self.server.get_namespace_index and namespace:
+            return f"The routes of the {namespace} namespace."
+        return None
 
     def own_answer(self, route: str, handler: Handler) -> Any:
         """The handler's own ``response_schema``, None without one; one its return

@@ -8,7 +8,8 @@ scripts and single-page apps); any other body type is a 415 naming the two.
 SECURITY: a login posted from another origin is refused (403, no cookie), whatever its body
 type; the redirect after login stays on this site; a login ends the session the browser
 already had (session rotation); every login answer is ``no-store``; ``/logout`` needs a
-``log-out`` nonce bound to the session, and ``/auth/nonce`` answers only same-origin requests
+``log-out`` nonce bound to the session (a JSON ``POST /logout``, a script's, the REST nonce
+in ``X-SVC-Nonce``), and ``/auth/nonce`` answers only same-origin requests
 and never sends CORS headers. The username kept in the form after a failed login is escaped.
 """
 
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from svcrest.auth.app_passwords import too_many_attempts
-from svcrest.auth.rest_cookie import NONCE_ACTION
+from svcrest.auth.rest_cookie import NONCE_ACTION, NONCE_HEADER
 from svcrest.auth.service import IssuedCookie
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
@@ -307,7 +308,28 @@ async def _login(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpR
     return await _login_get(app, http, ctx)
 
 
+async def _logout_json(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    """The JSON log-out of scripts (``svcrest.client.RestProxy.logout``): the session's REST
+    nonce in ``X-SVC-Nonce`` (the one ``/auth/nonce`` gives), answered ``200 {"logged_out":
+    true}`` with the cookie cleared; ``false`` when there was no session. SECURITY: the same
+    proof as a REST write (a nonce only this site's own pages can read), and never from
+    another origin."""
+    if is_cross_origin(app, http):
+        return _json_error(403, "svc_logout_cross_origin", "Cross-origin log-out refused.")
+    await site_request_user(app, http, ctx)
+    clear = app.auth.clear_cookie_header(_secure(app, http))
+    if not ctx.user.is_logged_in:
+        return _json_answer(200, {"logged_out": False}, clear)
+    nonce = http.headers.get(NONCE_HEADER.lower()) or ""
+    if not app.auth.verify_nonce(nonce, NONCE_ACTION, ctx.user.id, ctx.session_token):
+        return _json_error(403, "rest_cookie_invalid_nonce", "Cookie nonce is invalid")
+    app.auth.log_out(ctx.user.id, ctx.session_token)
+    return _json_answer(200, {"logged_out": True}, clear)
+
+
 async def _logout(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+    if is_json_content_type(http.headers.get("content-type") or ""):
+        return await _logout_json(app, http, ctx)
     await site_request_user(app, http, ctx)
     nonce = first_value(parse_form(http.body), "_wpnonce") or first_value(
         parse_form(http.query_string), "_wpnonce"

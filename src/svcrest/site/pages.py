@@ -54,8 +54,9 @@ _HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
 def site_head(app: SiteHost) -> str:
-    """The ``<link>`` tags of the site's look: ``/static/site.css`` and the favicon."""
-    static = html.escape(app.home)
+    """The ``<link>`` tags of the site's look: ``/static/site.css`` and the favicon (paths of
+    the site, so a page opened under another of its host names loads them from there)."""
+    static = html.escape(app.home_path)
     return (
         f'<link rel="icon" type="image/svg+xml" href="{static}{FAVICON_PATH}">\n'
         f'<link rel="stylesheet" href="{static}{STYLESHEET_PATH}">\n'
@@ -162,10 +163,11 @@ def api_settings_script(app: SiteHost, ctx: RequestContext) -> str:
 
 
 def logout_form(app: SiteHost, ctx: RequestContext) -> str:
-    """A small log-out form carrying the ``log-out`` nonce of the current session."""
+    """A small log-out form carrying the ``log-out`` nonce of the current session; it posts to
+    the site's path, so it works under any host name the site answers."""
     nonce = app.auth.create_nonce(LOGOUT_ACTION, ctx.user.id, ctx.session_token)
     return (
-        f'<form method="post" action="{html.escape(app.home)}/logout" class="logout">'
+        f'<form method="post" action="{html.escape(app.home_path)}/logout" class="logout">'
         f'<input type="hidden" name="_wpnonce" value="{html.escape(nonce)}">'
         '<button type="submit">Log out</button></form>'
     )

@@ -78,8 +78,15 @@ class NotesApp {
     this.root = root;
     this.canEdit = root.dataset.canEdit === "true";
     const settings = window.svcApiSettings;
-    // A logged-in page has svcApiSettings (root + nonce); a logged-out one reads anonymously.
-    this.client = settings ? new RestClient() : new RestClient({ root: root.dataset.root, nonce: null });
+    // A logged-in page has svcApiSettings (its nonce); a logged-out one reads anonymously.
+    // The root and the nonce URL are the page's own paths (data-root, data-nonce-url), not
+    // svcApiSettings.root: an absolute URL naming another host name of the same site
+    // (127.0.0.1 for a page opened as localhost) would be another origin to the browser.
+    this.client = new RestClient({
+      root: root.dataset.root,
+      nonce: settings ? settings.nonce : null,
+      nonceUrl: root.dataset.nonceUrl,
+    });
     this.loggedIn = Boolean(settings);
     this.sessionEnded = false;
     this.proxy = this.client.proxy(root.dataset.route, {

@@ -8,7 +8,9 @@ WordPress schemas are JSON Schema draft 4 with extras; OpenAPI 3.1 speaks JSON S
 - a property's boolean ``required: true`` (draft 3/WordPress) joins its parent's
   ``required`` list; an argument's own boolean ``required`` is the caller's business;
 - boolean ``exclusiveMinimum``/``exclusiveMaximum`` (draft 4) become the numeric form;
-- a list-valued ``items`` (draft 4 tuples) becomes ``prefixItems``;
+- a list-valued ``items`` (draft 4 tuples) becomes ``prefixItems``; an array with neither
+  gets ``items: {}`` (any value, as WordPress validates an array without ``items``), which
+  client generators need to write a list type at all;
 - ``date-time`` is WordPress's RFC 3339 shape with an optional offset. In what a client
   sends (``request=True``: parameters and request bodies) it stays ``format: date-time``:
   every RFC 3339 date-time is accepted (the server also reads the offset-less form), and
@@ -142,4 +144,11 @@ def to_openapi_schema(source: Mapping[str, Any], *, request: bool = False) -> di
             _subschemas(schema, key, value, request)
     _exclusive(schema, source)
     _required(schema, source)
+    if _is_array(schema) and "items" not in schema and "prefixItems" not in schema:
+        schema["items"] = {}
     return schema
+
+
+def _is_array(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    return kind == "array" or (isinstance(kind, list) and "array" in kind)
