@@ -177,6 +177,12 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         help="let clients written for WordPress work unchanged (X-WP-Nonce, X-WP-Total…)",
     )
     serve.add_argument(
+        "--mcp",
+        action="store_true",
+        help="serve the Model Context Protocol at <home>/mcp: the abilities and the routes"
+        " marked for it as tools for AI agents, with the site's permissions",
+    )
+    serve.add_argument(
         "--header-timeout",
         type=_seconds,
         default=limits.header_timeout,

@@ -14,6 +14,7 @@ from svcrest.cli.common import (
     ENV_DB,
     ENV_DEMO,
     ENV_HOME,
+    ENV_MCP,
     ENV_PLUGINS,
     ENV_WORDPRESS_COMPAT,
     CliError,
@@ -108,6 +109,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
         os.environ[ENV_PLUGINS] = ",".join(args.plugin)
         os.environ[ENV_DEMO] = "1" if args.demo else "0"
         os.environ[ENV_WORDPRESS_COMPAT] = "1" if args.wordpress_compat else "0"
+        os.environ[ENV_MCP] = "1" if args.mcp else "0"
     return config
 
 
@@ -132,7 +134,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if problem is not None:
             raise CliError(problem)
     home = args.home or _default_home(args.host, args.port)
-    app = new_app(args.db, home, wordpress_compat=args.wordpress_compat)
+    app = new_app(args.db, home, wordpress_compat=args.wordpress_compat, mcp=args.mcp)
     created = prepare_database_file(args.db)  # before the plugins, which may open the store
     register_plugins(app, args.plugin, demo=args.demo)
     prepare_new_database(app, args.db, created)

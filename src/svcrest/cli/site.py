@@ -22,6 +22,7 @@ from svcrest.cli.common import (
     DEMO_PLUGIN,
     ENV_DB,
     ENV_HOME,
+    ENV_MCP,
     ENV_PLUGINS,
     ENV_WORDPRESS_COMPAT,
     PLUGIN_GROUP,
@@ -148,22 +149,24 @@ def make_app(
     *,
     demo: bool = True,
     wordpress_compat: bool = False,
+    mcp: bool = False,
 ) -> App:
     """The site the command line serves: an App on the store ``db`` (a path, a
     ``sqlite:///`` URL, None / ``:memory:``, or a ``postgresql://`` URL) with the demo plugin
     (unless ``demo`` is false), the entry-point plugins and ``plugins`` registered, in
-    WordPress compatibility mode with ``wordpress_compat``. The store is opened on first use
+    WordPress compatibility mode with ``wordpress_compat``, serving MCP at ``<home>/mcp``
+    with ``mcp``. The store is opened on first use
     (a plugin may open it while it registers). Raises CliError for a bad home, PluginError
     (whose traceback shows the plugin's frames) for a plugin that cannot be loaded or fails."""
-    app = new_app(db, home, wordpress_compat=wordpress_compat)
+    app = new_app(db, home, wordpress_compat=wordpress_compat, mcp=mcp)
     register_plugins(app, plugins, demo=demo)
     return app
 
 
-def new_app(db: str | None, home: str, *, wordpress_compat: bool = False) -> App:
+def new_app(db: str | None, home: str, *, wordpress_compat: bool = False, mcp: bool = False) -> App:
     """The App of :func:`make_app` before its plugins; CliError for a bad home."""
     try:
-        return App(home, store=db, wordpress_compat=wordpress_compat)
+        return App(home, store=db, wordpress_compat=wordpress_compat, mcp=mcp)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
 
@@ -187,7 +190,8 @@ def app_from_env() -> App:
     """The ASGI factory of the servers' workers (``svcrest.cli:app_from_env``):
     :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
     (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
-    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode); with
+    ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode) and ``SVCREST_MCP``
+    (``1``: MCP at ``<home>/mcp``); with
     ``SVCREST_ADMIN_PORT`` and ``PROMETHEUS_MULTIPROC_DIR``, the App keeps the metrics.
     The database file's missing directory is created first, as ``svcrest serve`` does,
     since a plugin may open the store while it registers."""
@@ -199,6 +203,7 @@ def app_from_env() -> App:
         split_plugins(os.environ.get(ENV_PLUGINS, "")),
         demo=demo_from_env(os.environ),
         wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
+        mcp=os.environ.get(ENV_MCP, "0") == "1",
     )
     # With an admin port (SVCREST_ADMIN_PORT), each worker keeps the metrics.
     keep_metrics(app)

@@ -118,6 +118,10 @@ class McpEndpoint:
         refused = self._foreign_origin(http)
         if refused is not None:
             return refused
+        # An API request, as WordPress's MCP adapter is a REST route: the schemes that work
+        # on REST requests only (application passwords) work here, and code in the tools
+        # sees ``is_rest_request()``.
+        ctx.is_rest = True
         request = await self._authenticate(http, ctx)
         if isinstance(request, RestError):
             return _plain(request.status, orjson.dumps(request.to_dict()), request.headers)
