@@ -34,6 +34,7 @@ import orjson
 from svcrest.abilities.ability import Ability
 from svcrest.abilities.registry import AbilityRegistry
 from svcrest.abilities.routes import NAMESPACE, expected_method
+from svcrest.bounded import Memo
 from svcrest.http.answer_json import encode_default
 from svcrest.http.context import as_current_user
 from svcrest.http.request import Request
@@ -340,6 +341,8 @@ class Toolbox:
         self.host = host
         self._lock = threading.Lock()
         self._routes: tuple[tuple[int, int], dict[str, Tool]] = ((-1, -1), {})
+        #: The tool of each ability called (PERF: made once, not on every call).
+        self._ability_tools: Memo[Ability, Tool] = Memo(1024)
 
     def _route_tools(self) -> dict[str, Tool]:
         server = self.host.rest_get_server()
@@ -366,7 +369,10 @@ class Toolbox:
         (a site has tens of abilities, not thousands)."""
         for ability in self.host.abilities.get_all():
             if ability.show_in_rest and ability.name.replace("/", "-") == name:
-                return ability_tool(ability)
+                tool = self._ability_tools.get(ability)
+                if tool is None:
+                    tool = self._ability_tools.keep(ability, ability_tool(ability))
+                return tool
         return self._route_tools().get(name)
 
     async def listed(self, user: User) -> list[dict[str, Any]]:
