@@ -36,14 +36,16 @@ EDITOR = ["site-info", "site-whoami", "math-double", "get_mcpdemo_v1_echo", "pos
 ADMIN = [*EDITOR[:3], "site-purge", *EDITOR[3:]]
 
 
-def _added(*args: str) -> str:
+def cli_ok(*args: str) -> str:
+    """The output of ``svcrest args[:-1]`` with ``args[-1]`` (when not empty) on stdin; it
+    must succeed."""
     done = svcrest(*args[:-1], stdin=args[-1] + "\n") if args[-1] else svcrest(*args[:-1])
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
-def _app_password(db: str, login: str) -> str:
-    out = _added("user", "app-password", "add", login, "agent", "--db", db, "")
+def app_password(db: str, login: str) -> str:
+    out = cli_ok("user", "app-password", "add", login, "agent", "--db", db, "")
     return out.strip().splitlines()[-1]
 
 
@@ -52,7 +54,7 @@ def _basic(login: str, password: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _serving(db: str, *extra: str) -> Iterator[str]:
+def serving_mcp(db: str, *extra: str) -> Iterator[str]:
     port = free_port()
     command = [sys.executable, "-m", "svcrest", "serve", "--port", str(port), "--db", db]
     command += ["--mcp", "--plugin", PLUGIN, "--no-access-log", *extra]
@@ -81,18 +83,18 @@ def site(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, dict[str, dict[str, str]]]]:
     db = str(tmp_path_factory.mktemp("mcp") / "svcrest.db")
-    _added("user", "add", "sub1", "--role", "subscriber", "--password-stdin", "--db", db, PASSWORD)
-    _added("user", "add", "editor1", "--role", "editor", "--password-stdin", "--db", db, PASSWORD)
-    _added(
+    cli_ok("user", "add", "sub1", "--role", "subscriber", "--password-stdin", "--db", db, PASSWORD)
+    cli_ok("user", "add", "editor1", "--role", "editor", "--password-stdin", "--db", db, PASSWORD)
+    cli_ok(
         "user", "add", "admin1", "--role", "administrator", "--password-stdin", "--db", db, PASSWORD
     )
     callers = {
         "anonymous": {},
         "subscriber": {"Authorization": f"Bearer {SUBSCRIBER_TOKEN}"},
-        "editor": _basic("editor1", _app_password(db, "editor1")),
-        "admin": _basic("admin1", _app_password(db, "admin1")),
+        "editor": _basic("editor1", app_password(db, "editor1")),
+        "admin": _basic("admin1", app_password(db, "admin1")),
     }
-    with _serving(db, *request.param) as url:
+    with serving_mcp(db, *request.param) as url:
         yield url, callers
 
 
