@@ -4,6 +4,7 @@ transport's refusals, and what each caller sees and runs (tests/site/mcp_site.py
 from __future__ import annotations
 
 import base64
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -651,3 +652,72 @@ def test_resources_read_of_an_unknown_uri_is_resource_not_found(mcp: Mcp) -> Non
         7, -32002, "Resource not found", {"uri": "file:///etc/passwd"}
     )
     assert mcp.rpc("resources/read", {}) == error(7, -32602, "Invalid params")
+
+
+# -- path parameters and idempotency keys ---------------------------------------------------------
+
+
+def _word_routes(app: App) -> None:
+    counter = itertools.count(1)
+    app.register_rest_route(
+        "mcpdemo/v1",
+        r"/words/(?P<id>\d+)",
+        {
+            "methods": "GET",
+            "callback": lambda request: {"id": request["id"]},
+            "permission_callback": svcrest.public,
+            "args": {"id": {"type": "integer"}},
+            "mcp": True,
+        },
+    )
+    app.register_rest_route(
+        "mcpdemo/v1",
+        "/notes",
+        {
+            0: {
+                "methods": "POST",
+                "callback": lambda request: {"title": request["title"], "n": next(counter)},
+                "permission_callback": svcrest.public,
+                "args": {"title": {"type": "string", "required": True}},
+                "mcp": True,
+            },
+            "idempotency": "optional",
+        },
+    )
+
+
+def test_a_route_tool_fills_its_path_parameters(mcp: Mcp) -> None:
+    _word_routes(mcp.app)
+    tools = {tool["name"]: tool for tool in mcp.rpc("tools/list")["result"]["tools"]}
+    schema = tools["get_mcpdemo_v1_words_id"]["inputSchema"]
+    assert schema["required"] == ["id"]
+    assert schema["properties"]["id"]["type"] == "integer"
+    assert mcp.call("get_mcpdemo_v1_words_id", {"id": 5}) == text_result({"id": 5})
+    assert mcp.call("get_mcpdemo_v1_words_id", {}) == tool_error(
+        "rest_missing_callback_param", "Missing parameter(s): id", {"status": 400, "params": ["id"]}
+    )
+    assert mcp.call("get_mcpdemo_v1_words_id", {"id": "5/../1"}) == tool_error(
+        "rest_invalid_param",
+        "Invalid parameter(s): id",
+        {"status": 400, "params": {"id": "id is not a path segment."}},
+    )
+
+
+def test_an_idempotency_key_covers_the_calls_arguments(mcp: Mcp) -> None:
+    _word_routes(mcp.app)
+
+    def call(title: str) -> Any:
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "post_mcpdemo_v1_notes", "arguments": {"title": title}},
+        }
+        headers = {"Mcp-Session-Id": mcp.session, "Idempotency-Key": "k-1"}
+        return mcp.post(message, headers).json()["result"]
+
+    assert call("first") == text_result({"title": "first", "n": 1})
+    assert call("first") == text_result({"title": "first", "n": 1})  # replayed, not run
+    mismatch = call("second")
+    assert mismatch["isError"] is True
+    assert orjson.loads(mismatch["content"][0]["text"])["code"] == "rest_idempotency_mismatch"

@@ -38,6 +38,7 @@ from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.request import Request
+from svcrest.http.response import Response
 from svcrest.rest.openapi import build_openapi
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp import protocol
@@ -69,10 +70,8 @@ class McpHost(SiteHost, ToolHost, Protocol):
 
 
 def _plain(status: int, body: bytes = b"", extra: tuple[tuple[str, str], ...] = ()) -> HttpResponse:
-    headers = [("Content-Type", _JSON_TYPE), ("Cache-Control", "no-store"), *extra]
-    if not body:
-        headers = [("Cache-Control", "no-store"), *extra]
-    return HttpResponse(status, headers, body)
+    kind = (("Content-Type", _JSON_TYPE),) if body else ()
+    return HttpResponse(status, [*kind, ("Cache-Control", "no-store"), *extra], body)
 
 
 def _refusal(status: int, error: ProtocolError) -> HttpResponse:
@@ -272,7 +271,11 @@ class McpEndpoint:
         tool = self.tools.find(name)
         if tool is None:
             raise ProtocolError(protocol.INVALID_PARAMS, f"Unknown tool: {name}")
-        response = await self.host.rest_do_request_async(tool.request(arguments, request.headers))
+        internal = tool.request(arguments, request.headers)
+        if isinstance(internal, RestError):
+            return tool_result(tool, Response.from_error(internal))
+        response = await self.host.rest_do_request_async(internal)
+        # The request's metrics and access log name the route the tool ran.
         ctx.matched_route = response.matched_route
         return tool_result(tool, response)
 

@@ -27,7 +27,6 @@ import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
-from urllib.parse import quote
 
 import orjson
 
@@ -37,6 +36,7 @@ from svcrest.abilities.routes import NAMESPACE, expected_method
 from svcrest.bounded import Memo
 from svcrest.http.answer_json import encode_default
 from svcrest.http.context import as_current_user
+from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.user import User
@@ -148,23 +148,40 @@ class Tool:
             entry["annotations"] = self.annotations
         return entry
 
-    def request(self, arguments: dict[str, Any], headers: Any) -> Request:
-        """The internal request running this tool with ``arguments`` (the caller's header
-        lines kept: rate limits count per credential, and ``Idempotency-Key`` applies)."""
+    def request(self, arguments: dict[str, Any], headers: Any) -> Request | RestError:
+        """The internal request running this tool with ``arguments``, or the 400 of a path
+        parameter missing or holding a ``/`` (it would name another route). The caller's
+        header lines are kept (rate limits count per credential, ``Idempotency-Key``
+        applies) and a body is sent as its JSON bytes too (an idempotency key's fingerprint
+        covers the arguments)."""
         ability = self.ability
         if ability is not None:
             value: Any = arguments.get("input") if self.wrap_input else (arguments or None)
             route = f"/{NAMESPACE}/abilities/{ability.name}/run"
             if self.method == "POST":
-                return Request("POST", route, json={"input": value}, headers=headers)
+                return _with_body("POST", route, {"input": value}, headers)
             query = {} if value is None else {"input": value}
             return Request(self.method, route, query=query, headers=headers)
         path = self.template
+        missing = [name for name in self.path_names if arguments.get(name) in (None, "")]
+        if missing:
+            return RestError(
+                "rest_missing_callback_param",
+                f"Missing parameter(s): {', '.join(missing)}",
+                {"status": 400, "params": missing},
+            )
         for name in self.path_names:
-            path = path.replace("{" + name + "}", quote(str(arguments.get(name, "")), safe=""))
+            text = str(arguments[name])
+            if "/" in text or isinstance(arguments[name], (dict, list)):
+                return RestError(
+                    "rest_invalid_param",
+                    f"Invalid parameter(s): {name}",
+                    {"status": 400, "params": {name: f"{name} is not a path segment."}},
+                )
+            path = path.replace("{" + name + "}", text)
         rest = {key: value for key, value in arguments.items() if key not in self.path_names}
         if self.body:
-            return Request(self.method, path, json=rest, headers=headers)
+            return _with_body(self.method, path, rest, headers)
         return Request(self.method, path, query=rest, headers=headers)
 
     async def may_run(self, user: User) -> bool:
@@ -188,6 +205,11 @@ class Tool:
         except Exception:
             logger.warning("A permission callback failed while listing MCP tool %s", self.name)
             return False
+
+
+def _with_body(method: str, route: str, body: Any, headers: Any) -> Request:
+    raw = orjson.dumps(body, default=encode_default, option=_JSON_OPTIONS)
+    return Request(method, route, json=body, raw_body=raw, headers=headers)
 
 
 def ability_tool(ability: Ability) -> Tool:
@@ -358,21 +380,24 @@ class Toolbox:
     def all(self) -> list[Tool]:
         """Every tool, abilities first (in registration order)."""
         tools = [
-            ability_tool(ability)
+            self._ability_tool(ability)
             for ability in self.host.abilities.get_all()
             if ability.show_in_rest
         ]
         return tools + list(self._route_tools().values())
+
+    def _ability_tool(self, ability: Ability) -> Tool:
+        tool = self._ability_tools.get(ability)
+        if tool is None:
+            tool = self._ability_tools.keep(ability, ability_tool(ability))
+        return tool
 
     def find(self, name: str) -> Tool | None:
         """The tool named ``name``, None when there is none. PERF: the registry is scanned
         (a site has tens of abilities, not thousands)."""
         for ability in self.host.abilities.get_all():
             if ability.show_in_rest and ability.name.replace("/", "-") == name:
-                tool = self._ability_tools.get(ability)
-                if tool is None:
-                    tool = self._ability_tools.keep(ability, ability_tool(ability))
-                return tool
+                return self._ability_tool(ability)
         return self._route_tools().get(name)
 
     async def listed(self, user: User) -> list[dict[str, Any]]:
