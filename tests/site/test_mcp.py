@@ -721,3 +721,16 @@ def test_an_idempotency_key_covers_the_calls_arguments(mcp: Mcp) -> None:
     mismatch = call("second")
     assert mismatch["isError"] is True
     assert orjson.loads(mismatch["content"][0]["text"])["code"] == "rest_idempotency_mismatch"
+
+
+def test_the_request_metrics_name_the_route_the_tool_ran(mcp: Mcp) -> None:
+    seen: list[tuple[str, str, int]] = []
+    mcp.app.request_observer = lambda method, route, status, seconds: seen.append(
+        (method, route, status)
+    )
+    mcp.call("site-info", {})
+    mcp.rpc("ping")
+    assert seen == [
+        ("POST", "/svc-abilities/v1/abilities/(?P<name>[a-zA-Z0-9\\-\\/]+?)/run", 200),
+        ("POST", "", 200),
+    ]
