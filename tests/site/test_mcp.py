@@ -734,3 +734,17 @@ def test_the_request_metrics_name_the_route_the_tool_ran(mcp: Mcp) -> None:
         ("POST", "/svc-abilities/v1/abilities/(?P<name>[a-zA-Z0-9\\-\\/]+?)/run", 200),
         ("POST", "", 200),
     ]
+
+
+def test_a_throttled_password_answers_429_with_retry_after(mcp: Mcp) -> None:
+    wrong = {"Mcp-Session-Id": mcp.session, **basic("editor1", "wrong wrong wrong wrong")}
+    statuses = []
+    for _ in range(30):
+        response = mcp.post({"jsonrpc": "2.0", "id": 3, "method": "ping"}, wrong)
+        statuses.append(response.status_code)
+        if response.status_code == 429:
+            break
+    assert statuses[0] == 401
+    assert statuses[-1] == 429
+    assert response.json()["code"] == "svc_too_many_login_attempts"
+    assert int(response.headers["retry-after"]) > 0

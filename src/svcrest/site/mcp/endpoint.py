@@ -125,8 +125,9 @@ class McpEndpoint:
         # sees ``is_rest_request()``.
         ctx.is_rest = True
         request = await self._authenticate(http, ctx)
-        if isinstance(request, RestError):
-            return _plain(request.status, orjson.dumps(request.to_dict()), request.headers)
+        if isinstance(request, RestError):  # with the scheme's lines (Retry-After…)
+            lines = (*request.headers, *(ctx.pending_headers or ()))
+            return _plain(request.status, orjson.dumps(request.to_dict()), lines)
         if http.method == "DELETE":
             return self._end_session(http)
         return await self._post(http, request, ctx)
