@@ -748,3 +748,23 @@ def test_a_throttled_password_answers_429_with_retry_after(mcp: Mcp) -> None:
     assert statuses[-1] == 429
     assert response.json()["code"] == "svc_too_many_login_attempts"
     assert int(response.headers["retry-after"]) > 0
+
+
+def test_the_endpoint_lives_under_the_homes_path(client_for: ClientFor) -> None:
+    app = App("http://127.0.0.1:8000/blog", mcp=True)
+    client = client_for(app)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}
+    response = client.post("/mcp", json=message, headers={"Origin": "http://127.0.0.1:8000"})
+    assert response.status_code == 200
+    session = response.headers["mcp-session-id"]
+    listed = client.post(
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 2, "method": "resources/list"},
+        headers={"Mcp-Session-Id": session},
+    )
+    uris = [resource["uri"] for resource in listed.json()["result"]["resources"]]
+    assert uris == [
+        "http://127.0.0.1:8000/blog/svc-json/",
+        "http://127.0.0.1:8000/blog/openapi.json",
+    ]
+    assert response.request.url == "http://127.0.0.1:8000/blog/mcp"
