@@ -1,10 +1,13 @@
 """Runs the JavaScript tests (``node --test tests/js/``) so that ``make test`` covers them,
 ``tests/js/live.test.mjs`` against a live ``svcrest serve`` on a free port, and
 ``tests/js/guard.live.test.mjs`` against one with the guard plugin (``tests/e2e/guard_site.py``:
-a route that requires an Idempotency-Key and a rate-limited one)."""
+a route that requires an Idempotency-Key and a rate-limited one), and
+``tests/js/mcp.live.test.mjs`` (the MCP SDK's client) against ``svcrest serve --mcp`` with the
+MCP test plugin (``tests/site/mcp_site.py``)."""
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -14,6 +17,7 @@ import pytest
 
 from tests.browser.support import PASSWORD, USER, running_site
 from tests.e2e.test_many_hosts import serving
+from tests.e2e.test_mcp_sdk import app_password, cli_ok, serving_mcp
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE = shutil.which("node")
@@ -68,4 +72,18 @@ def test_node_idempotency_and_retries_against_a_live_server(tmp_path: Path) -> N
             "tests/js/guard.live.test.mjs", env={**os.environ, "SVCREST_GUARD_SITE": host.url}
         )
     assert "# pass 3\n" in report, report
+    assert "# skipped 0\n" in report, report
+
+
+@needs_node
+@pytest.mark.slow
+def test_node_mcp_sdk_client_against_a_live_server(tmp_path: Path) -> None:
+    db = str(tmp_path / "svcrest.db")
+    cli_ok("user", "add", "sub1", "--role", "subscriber", "--password-stdin", "--db", db, PASSWORD)
+    cli_ok("user", "add", "editor1", "--role", "editor", "--password-stdin", "--db", db, PASSWORD)
+    editor = base64.b64encode(f"editor1:{app_password(db, 'editor1')}".encode()).decode()
+    with serving_mcp(db) as url:
+        env = {**os.environ, "SVCREST_MCP_SITE": url, "SVCREST_MCP_EDITOR": editor}
+        report = _node_test("tests/js/mcp.live.test.mjs", env=env)
+    assert "# pass 4\n" in report, report
     assert "# skipped 0\n" in report, report

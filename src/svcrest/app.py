@@ -60,6 +60,7 @@ from svcrest.site.auth_pages import install_auth_pages
 from svcrest.site.authorize_app import AUTHORIZE_PATH, install_authorize_application_page
 from svcrest.site.docs_pages import install_docs_pages
 from svcrest.site.host import ASGIApp, Page, RequestObserver
+from svcrest.site.mcp import install_mcp_page
 from svcrest.site.pages import install_core_pages
 from svcrest.site.processes import ProcessCheck
 from svcrest.site.wp_compat import install_wordpress_compat_pages
@@ -117,6 +118,7 @@ class App:
         version: str | None = None,
         server_timing: bool = False,
         cors_allow_methods: str | Iterable[str] | None = None,
+        mcp: bool = False,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -215,6 +217,12 @@ class App:
         #: The site's abilities and ability categories (``register_ability``).
         self.abilities = AbilityRegistry(self.hooks)
         self.abilities.on_first = self._serve_abilities
+        #: ``<home>/mcp`` serves the Model Context Protocol (docs/guides/mcp.md): the
+        #: abilities and the routes marked ``"mcp": True`` as tools. Off: no such page, and
+        #: nothing else changes.
+        self.mcp = mcp
+        if mcp:
+            install_mcp_page(self)
 
     # -- site settings ----------------------------------------------------------------------
 

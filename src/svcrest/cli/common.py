@@ -54,6 +54,8 @@ ENV_DEMO: Final = "SVCREST_DEMO"
 
 #: ``1`` serves clients written for WordPress unchanged (``svcrest serve --wordpress-compat``).
 ENV_WORDPRESS_COMPAT: Final = "SVCREST_WORDPRESS_COMPAT"
+#: ``1`` serves the Model Context Protocol at ``<home>/mcp`` (``svcrest serve --mcp``).
+ENV_MCP: Final = "SVCREST_MCP"
 
 
 #: The site's name (``svcrest serve --title``): the title of ``/docs`` and ``/openapi.json``.

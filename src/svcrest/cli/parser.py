@@ -195,6 +195,12 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         " the REST API's, 2.0)",
     )
     serve.add_argument(
+        "--mcp",
+        action="store_true",
+        help="serve the Model Context Protocol at <home>/mcp: the abilities and the routes"
+        " marked for it as tools for AI agents, with the site's permissions",
+    )
+    serve.add_argument(
         "--header-timeout",
         type=_seconds,
         default=limits.header_timeout,

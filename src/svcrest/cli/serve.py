@@ -17,6 +17,7 @@ from svcrest.cli.common import (
     ENV_DB,
     ENV_DEMO,
     ENV_HOME,
+    ENV_MCP,
     ENV_PLUGINS,
     ENV_TITLE,
     ENV_WORDPRESS_COMPAT,
@@ -120,6 +121,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        os.environ[ENV_MCP] = "1" if args.mcp else "0"
     return config
 
 
@@ -157,6 +159,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         wordpress_compat=args.wordpress_compat,
         title=args.title,
         api_version=args.api_version,
+        mcp=args.mcp,
     )
     created = prepare_database_file(args.db, say)
     # The store before the plugins (which may open it while they register): a database that

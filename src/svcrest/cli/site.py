@@ -25,6 +25,7 @@ from svcrest.cli.common import (
     ENV_API_VERSION,
     ENV_DB,
     ENV_HOME,
+    ENV_MCP,
     ENV_PLUGINS,
     ENV_TITLE,
     ENV_WORDPRESS_COMPAT,
@@ -161,15 +162,19 @@ def make_app(
     wordpress_compat: bool = False,
     title: str | None = None,
     api_version: str | None = None,
+    mcp: bool = False,
 ) -> App:
     """The site the command line serves: an App on the store ``db`` (a path, a
     ``sqlite:///`` URL, None / ``:memory:``, or a ``postgresql://`` URL) with the demo plugin
     (unless ``demo`` is false), the entry-point plugins and ``plugins`` registered, in
     WordPress compatibility mode with ``wordpress_compat``, named ``title`` and versioned
-    ``api_version`` (``App(name=..., version=...)``) when given. The store is opened on first use
+    ``api_version`` (``App(name=..., version=...)``) when given, serving MCP at
+    ``<home>/mcp`` with ``mcp``. The store is opened on first use
     (a plugin may open it while it registers). Raises CliError for a bad home, PluginError
     (whose traceback shows the plugin's frames) for a plugin that cannot be loaded or fails."""
-    app = new_app(db, home, wordpress_compat=wordpress_compat, title=title, api_version=api_version)
+    app = new_app(
+        db, home, wordpress_compat=wordpress_compat, title=title, api_version=api_version, mcp=mcp
+    )
     register_plugins(app, plugins, demo=demo)
     return app
 
@@ -181,6 +186,7 @@ def new_app(
     wordpress_compat: bool = False,
     title: str | None = None,
     api_version: str | None = None,
+    mcp: bool = False,
 ) -> App:
     """The App of :func:`make_app` before its plugins; CliError for a bad home, an empty
     title or an empty API version."""
@@ -195,6 +201,7 @@ def new_app(
             wordpress_compat=wordpress_compat,
             version=api_version,
             name="svcrest" if title is None else title,
+            mcp=mcp,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from exc
@@ -247,7 +254,8 @@ def app_from_env() -> App:
     :func:`make_app` with ``SVCREST_DB``, ``SVCREST_HOME``, ``SVCREST_PLUGINS``
     (comma-separated), ``SVCREST_DEMO`` (``0``: no demo plugin) and
     ``SVCREST_WORDPRESS_COMPAT`` (``1``: WordPress compatibility mode), ``SVCREST_TITLE``
-    and ``SVCREST_API_VERSION`` (the site's name and API version); with
+    and ``SVCREST_API_VERSION`` (the site's name and API version), ``SVCREST_MCP`` (``1``: MCP
+    at ``<home>/mcp``); with
     ``SVCREST_ADMIN_PORT`` and ``PROMETHEUS_MULTIPROC_DIR``, the App keeps the metrics.
     The database file's missing directory is created and the store opened first, as
     ``svcrest serve`` does, so that a database that cannot be opened is reported as such,
@@ -264,6 +272,7 @@ def app_from_env() -> App:
             wordpress_compat=os.environ.get(ENV_WORDPRESS_COMPAT, "0") == "1",
             title=os.environ.get(ENV_TITLE) or None,
             api_version=os.environ.get(ENV_API_VERSION) or None,
+            mcp=os.environ.get(ENV_MCP, "0") == "1",
         )
         open_store(app, db)  # a database that cannot be opened is reported as such
         register_plugins(

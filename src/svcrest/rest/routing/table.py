@@ -322,6 +322,9 @@ class RouteTable:
             CompiledMatcher | None, Memo[str, tuple[tuple[RouteEntry, dict[str, str]], ...]]
         ] = (None, Memo(MEMO_SIZE, MEMO_PATH))
         self._lock = threading.Lock()
+        #: Counts the changes of the table (each ``add``): what is derived from the routes
+        #: outside dispatch (the MCP tools) is rebuilt when it moves.
+        self.version = 0
         #: ``get(route)``: the entry registered under exactly ``route``, or None. PERF: the
         #: entries' own ``dict.get`` (no Python frame: the Allow header asks on every request).
         self.get: Callable[[str], RouteEntry | None] = self._entries.get
@@ -370,6 +373,7 @@ class RouteTable:
                 entry.prepare()  # a new entry is prepared when it is made
             if namespace:
                 self._namespaces.setdefault(namespace, None)
+            self.version += 1
         return entry
 
     def __iter__(self) -> Iterator[RouteEntry]:

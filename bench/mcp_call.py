@@ -1,0 +1,216 @@
+"""An MCP ``tools/call`` of a readonly ability against the same callback behind a plain GET.
+
+Usage::
+
+    python bench/mcp_call.py [--rounds 15] [--calls 3000] [--json]
+
+One ``App(mcp=True)`` has the callback ``site_name()`` twice: as the readonly ability
+``bench/site-name`` (an object output schema) and as the route ``GET /svc-json/bench/v1/name``.
+Both are public. The ASGI callable is driven in-process (no sockets, as ``inprocess.py``),
+each case a loop of requests with the best mean time per call of ``--rounds`` rounds (noise
+only ever slows a round down):
+
+- ``REST GET``: ``GET /svc-json/bench/v1/name``;
+- ``REST GET of the run route``: ``GET /svc-json/svc-abilities/v1/abilities/bench/site-name/run``
+  (what ``tools/call`` dispatches internally);
+- ``MCP tools/call``: ``POST /mcp`` with ``{"method": "tools/call", "params": {"name":
+  "bench-site-name", "arguments": {}}}`` and a session id.
+
+- ``MCP ping``: ``POST /mcp`` with ``ping``: the transport alone (a POST with a body read,
+  the JSON-RPC message, authentication, the session).
+
+The goal is ``tools/call`` ≤ 1.5 times the plain GET; both ratios are printed, to the plain GET
+and to the REST GET of the ability's own run route (exit 1 past the goal with ``--check``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+GOAL = 1.5
+HOST_HEADERS = [(b"host", b"127.0.0.1:8000"), (b"user-agent", b"bench")]
+
+
+def site_name() -> dict[str, Any]:
+    """The callback both forms run."""
+    return {"name": "bench", "description": "a site"}
+
+
+def make_app() -> Any:
+    import svcrest
+
+    app = svcrest.App(mcp=True)
+    app.register_ability_category("bench", label="Bench", description="Benchmarks.")
+    app.register_ability(
+        "bench/site-name",
+        label="Site name",
+        description="The site's name.",
+        category="bench",
+        output_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
+        },
+        execute_callback=site_name,
+        permission_callback=svcrest.public,
+        annotations={"readonly": True},
+    )
+    app.register_rest_route(
+        "bench/v1",
+        "/name",
+        {"methods": "GET", "callback": site_name, "permission_callback": svcrest.public},
+    )
+    return app
+
+
+def _scope(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [*HOST_HEADERS, *headers],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+
+def case(
+    app: Any, method: str, path: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
+) -> tuple[Callable[[int], Any], list[bytes]]:
+    """A coroutine function running ``n`` requests, and the bodies answered."""
+    scope = _scope(method, path, headers)
+    message = {"type": "http.request", "body": body, "more_body": False}
+    answers: list[bytes] = []
+
+    async def receive() -> dict[str, Any]:
+        return message
+
+    async def send(sent: MutableMapping[str, Any]) -> None:
+        if sent["type"] == "http.response.body" and len(answers) < 1:
+            answers.append(sent.get("body", b""))
+        elif sent["type"] == "http.response.start" and sent["status"] != 200:
+            raise SystemExit(f"{method} {path} answered {sent['status']}")
+
+    async def run(n: int) -> None:
+        for _ in range(n):
+            await app(dict(scope), receive, send)
+
+    return run, answers
+
+
+def session_of(app: Any, loop: asyncio.AbstractEventLoop) -> str:
+    found: list[str] = []
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}},
+        }
+    ).encode()
+    scope = _scope("POST", "/mcp", [(b"content-type", b"application/json")])
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(sent: MutableMapping[str, Any]) -> None:
+        if sent["type"] == "http.response.start":
+            for name, value in sent["headers"]:
+                if name.lower() == b"mcp-session-id":
+                    found.append(value.decode())
+
+    loop.run_until_complete(app(scope, receive, send))
+    return found[0]
+
+
+def best_of(run: Callable[[int], Any], rounds: int, calls: int, loop: Any) -> float:
+    timings = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        loop.run_until_complete(run(calls))
+        timings.append((time.perf_counter() - start) / calls)
+    return min(timings) * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 past {GOAL}x")
+    options = parser.parse_args()
+    try:
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    except ImportError:
+        loop = asyncio.new_event_loop()
+    app = make_app()
+    session = session_of(app, loop)
+    call = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "bench-site-name", "arguments": {}},
+        }
+    ).encode()
+    ping = b'{"jsonrpc":"2.0","id":3,"method":"ping"}'
+    ping_length = (b"content-length", str(len(ping)).encode())
+    mcp_headers = [
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"mcp-session-id", session.encode()),
+        (b"mcp-protocol-version", b"2025-06-18"),
+        (b"content-length", str(len(call)).encode()),
+    ]
+    cases = {
+        "REST GET": case(app, "GET", "/svc-json/bench/v1/name", []),
+        "REST GET of the run route": case(
+            app, "GET", "/svc-json/svc-abilities/v1/abilities/bench/site-name/run", []
+        ),
+        "MCP tools/call": case(app, "POST", "/mcp", mcp_headers, call),
+        "MCP ping": case(app, "POST", "/mcp", [*mcp_headers[:-1], ping_length], ping),
+    }
+    for run, _ in cases.values():  # warm-up: the server, the route table, the tools
+        loop.run_until_complete(run(200))
+    figures: dict[str, float] = {name: float("inf") for name in cases}
+    for _ in range(3):  # interleaved, so a slow spell of the machine hits every case
+        for name, (run, _) in cases.items():
+            figures[name] = min(figures[name], best_of(run, options.rounds, options.calls, loop))
+    answer = json.loads(cases["MCP tools/call"][1][0])
+    assert answer["result"]["structuredContent"] == site_name(), answer
+    ratio = figures["MCP tools/call"] / figures["REST GET"]
+    run_ratio = figures["MCP tools/call"] / figures["REST GET of the run route"]
+    if options.json:
+        print(
+            json.dumps(
+                {
+                    "microseconds": figures,
+                    "ratio": ratio,
+                    "run_route_ratio": run_ratio,
+                    "goal": GOAL,
+                }
+            )
+        )
+    else:
+        for name, value in figures.items():
+            print(f"{name:28} {value:7.1f} µs")
+        print(f"tools/call / REST GET       {ratio:7.2f}x (goal ≤ {GOAL}x)")
+        print(f"tools/call / run route GET  {run_ratio:7.2f}x")
+    if options.check and ratio > GOAL:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,328 @@
+"""``<home>/mcp``: the Model Context Protocol's Streamable HTTP transport.
+
+A POST carries one JSON-RPC message. A request is answered with one JSON-RPC response, as
+``application/json`` or, for a client that accepts only ``text/event-stream``, as one SSE
+``message`` event; a notification or a response to the server gets 202 with no body. GET
+answers 405 (the server offers no stream of its own), DELETE ends the session.
+
+In order, a POST is: refused 403 when its ``Origin`` is not the site's (DNS rebinding: a page
+of another site reaching a server on the loopback; the ``svc_mcp_allowed_origin`` filter
+may allow more), authenticated on its own by the site's schemes exactly as a REST request
+(application passwords over Basic, plugins' bearer schemes; the cookie needs its nonce), a
+401/403 in the REST error shape when its credentials are refused, then read: a parse error
+-32700 and an invalid message -32600 answer 400. ``initialize`` issues the ``Mcp-Session-Id``
+every later request must carry (400 without, 404 for one not issued here or ended); a session
+grants nothing: each request is its own caller.
+
+Methods: ``initialize``, ``ping``, ``tools/list`` (the tools the caller may run:
+:mod:`svcrest.site.mcp.tools`), ``tools/call`` (an unknown tool is -32602; anything the
+REST API refuses or fails is a tool result with ``isError: true`` carrying the REST error),
+``resources/list`` and ``resources/read`` (the REST index and the OpenAPI document, as the
+caller sees them; an unknown URI is -32002), ``notifications/initialized``; any other method
+is -32601.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
+from urllib.parse import urlsplit
+
+import orjson
+
+from svcrest.bounded import BoundedDict, Memo
+from svcrest.chains import Pending, run_chain
+from svcrest.constants import REST_API_VERSION
+from svcrest.http.context import RequestContext
+from svcrest.http.errors import RestError
+from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+from svcrest.rest.openapi import build_openapi
+from svcrest.site.host import Page, SiteHost
+from svcrest.site.mcp import protocol
+from svcrest.site.mcp.protocol import Message, ProtocolError
+from svcrest.site.mcp.tools import Toolbox, ToolHost, tool_result
+
+__all__ = ["MCP_PATH", "McpEndpoint", "McpHost", "install_mcp_page"]
+
+MCP_PATH: Final = "/mcp"
+SESSION_HEADER: Final = "Mcp-Session-Id"
+VERSION_HEADER: Final = "mcp-protocol-version"
+ORIGIN_FILTER: Final = "svc_mcp_allowed_origin"
+#: Ended sessions remembered (each worker process its own; the oldest forgotten first).
+ENDED_SESSIONS: Final = 10_000
+#: Session ids whose signature was checked (PERF: an HMAC is ~1.5 µs a request).
+CHECKED_SESSIONS: Final = 4096
+_JSON_TYPE: Final = "application/json"
+_SSE_TYPE: Final = "text/event-stream"
+_OPENAPI_NAME: Final = "openapi.json"
+
+
+class McpHost(SiteHost, ToolHost, Protocol):
+    """What the endpoint needs from the site."""
+
+    @property
+    def secret_key(self) -> bytes:
+        """The key session ids are signed with."""
+        ...
+
+
+def _plain(status: int, body: bytes = b"", extra: tuple[tuple[str, str], ...] = ()) -> HttpResponse:
+    kind = (("Content-Type", _JSON_TYPE),) if body else ()
+    return HttpResponse(status, [*kind, ("Cache-Control", "no-store"), *extra], body)
+
+
+def _refusal(status: int, error: ProtocolError) -> HttpResponse:
+    return _plain(status, protocol.error_body(None, error))
+
+
+def _answer_type(accept: str | None) -> str | None:
+    """``application/json`` when the client takes it (or says nothing), else
+    ``text/event-stream`` when it takes that, else None (406)."""
+    if not accept:
+        return _JSON_TYPE
+    kinds = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    if kinds & {_JSON_TYPE, "application/*", "*/*"}:
+        return _JSON_TYPE
+    if _SSE_TYPE in kinds or "text/*" in kinds:
+        return _SSE_TYPE
+    return None
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+class McpEndpoint:
+    """The endpoint of one site (its tools and its ended sessions)."""
+
+    def __init__(self, host: McpHost) -> None:
+        self.host = host
+        self.tools = Toolbox(host)
+        self._ended: BoundedDict[str, bool] = BoundedDict(ENDED_SESSIONS)
+        self._checked: Memo[str, bool] = Memo(CHECKED_SESSIONS, protocol.MAX_SESSION_ID)
+        self._lock = threading.Lock()
+        self._methods: dict[str, Callable[[Message, Request, RequestContext], Awaitable[Any]]] = {
+            "ping": self._ping,
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/read": self._resources_read,
+        }
+
+    # -- HTTP -------------------------------------------------------------------------------
+
+    async def serve(self, app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+        """The page handler of ``/mcp`` (POST and DELETE; GET gets 405 from the site)."""
+        refused = self._foreign_origin(http)
+        if refused is not None:
+            return refused
+        # An API request, as WordPress's MCP adapter is a REST route: the schemes that work
+        # on REST requests only (application passwords) work here, and code in the tools
+        # sees ``is_rest_request()``.
+        ctx.is_rest = True
+        request = await self._authenticate(http, ctx)
+        if isinstance(request, RestError):  # with the scheme's lines (Retry-After…)
+            lines = (*request.headers, *(ctx.pending_headers or ()))
+            return _plain(request.status, orjson.dumps(request.to_dict()), lines)
+        if http.method == "DELETE":
+            return self._end_session(http)
+        return await self._post(http, request, ctx)
+
+    def _foreign_origin(self, http: HttpRequest) -> HttpResponse | None:
+        """403 for a request whose ``Origin`` is not the site's (unless the filter allows
+        it). SECURITY: a browser page of another origin whose name resolves to this server
+        (DNS rebinding) must not reach the tools; requests without ``Origin`` do not come
+        from a page."""
+        origin = http.headers.get("origin")
+        if origin is None:
+            return None
+        allowed = origin.lower() == _origin_of(self.host.home)
+        if self.host.hooks.has_filter(ORIGIN_FILTER):
+            allowed = self.host.hooks.apply_filters(ORIGIN_FILTER, allowed, origin) is True
+        if allowed:
+            return None
+        return _refusal(403, ProtocolError(protocol.INVALID_REQUEST, "Forbidden: foreign Origin"))
+
+    async def _authenticate(self, http: HttpRequest, ctx: RequestContext) -> Request | RestError:
+        """The request's user by the site's schemes, as a REST request's (no body read:
+        the JSON-RPC message is not a form)."""
+        request = Request.from_http(http.method, http.path, http.query_string, http.headers, b"")
+        plan = self.host.rest_get_server().plan()
+        chain = (
+            plan.authentication
+            if plan.schemes.carries_credentials(request)
+            else plan.authentication_anonymous
+        )
+        if chain is not None:
+            verdict = run_chain(chain, ctx.user, request)
+            if type(verdict) is Pending:
+                verdict = await verdict
+            if isinstance(verdict, RestError):
+                return verdict
+        request.user = ctx.user
+        return request
+
+    def _session_problem(self, http: HttpRequest) -> HttpResponse | None:
+        session = http.headers.get(SESSION_HEADER)
+        if session is None:
+            error = ProtocolError(protocol.INVALID_REQUEST, "Bad Request: Missing session ID")
+            return _refusal(400, error)
+        valid = self._checked.get(session)
+        if valid is None:
+            valid = self._checked.keep(
+                session, protocol.session_id_valid(self.host.secret_key, session)
+            )
+        if not valid or session in self._ended.entries:
+            return _refusal(404, ProtocolError(protocol.INVALID_REQUEST, "Session not found"))
+        version = http.headers.get(VERSION_HEADER)
+        if version is not None and version not in protocol.SUPPORTED_VERSIONS:
+            error = ProtocolError(
+                protocol.INVALID_REQUEST, f"Bad Request: Unsupported protocol version: {version}"
+            )
+            return _refusal(400, error)
+        return None
+
+    def _end_session(self, http: HttpRequest) -> HttpResponse:
+        problem = self._session_problem(http)
+        if problem is not None:
+            return problem
+        with self._lock:
+            self._ended.put(http.headers.get(SESSION_HEADER) or "", True)
+        return _plain(204)
+
+    async def _post(self, http: HttpRequest, request: Request, ctx: RequestContext) -> HttpResponse:
+        content_type = (http.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+        if content_type != _JSON_TYPE:
+            error = ProtocolError(
+                protocol.INVALID_REQUEST,
+                "Unsupported Media Type: Content-Type must be application/json",
+            )
+            return _refusal(415, error)
+        answer_type = _answer_type(http.headers.get_joined("accept"))
+        if answer_type is None:
+            error = ProtocolError(
+                protocol.INVALID_REQUEST,
+                "Not Acceptable: Client must accept application/json or text/event-stream",
+            )
+            return _refusal(406, error)
+        try:
+            message = protocol.read_message(http.body)
+        except ProtocolError as error:
+            return _refusal(400, error)
+        extra: tuple[tuple[str, str], ...] = ()
+        if message.method == "initialize":
+            session = protocol.new_session_id(self.host.secret_key)
+            extra = ((SESSION_HEADER, session),)
+        else:
+            problem = self._session_problem(http)
+            if problem is not None:
+                return problem
+        if not message.is_request:
+            return _plain(202)
+        try:
+            if message.method == "initialize":
+                result = self._initialize(message)
+            else:
+                method = self._methods.get(message.method or "")
+                if method is None:
+                    raise ProtocolError(protocol.METHOD_NOT_FOUND, "Method not found")
+                result = await method(message, request, ctx)
+            body = protocol.result_body(message.id, result)
+        except ProtocolError as error:
+            body = protocol.error_body(message.id, error)
+        if answer_type == _SSE_TYPE:
+            stream = b"event: message\ndata: " + body + b"\n\n"
+            headers = [("Content-Type", _SSE_TYPE), ("Cache-Control", "no-store"), *extra]
+            return HttpResponse(200, headers, stream)
+        return _plain(200, body, extra)
+
+    # -- methods ----------------------------------------------------------------------------
+
+    def _initialize(self, message: Message) -> dict[str, Any]:
+        host = self.host
+        result: dict[str, Any] = {
+            "protocolVersion": protocol.negotiate_version(message.params.get("protocolVersion")),
+            "capabilities": {
+                "tools": {"listChanged": False},
+                "resources": {"subscribe": False, "listChanged": False},
+            },
+            "serverInfo": {"name": host.name, "version": host.version or REST_API_VERSION},
+        }
+        if host.description:
+            result["instructions"] = host.description
+        return result
+
+    async def _ping(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+        return {}
+
+    async def _tools_list(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+        return {"tools": await self.tools.listed(request.user)}
+
+    async def _tools_call(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+        name = message.params.get("name")
+        arguments = message.params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise ProtocolError(protocol.INVALID_PARAMS, "Invalid params")
+        tool = self.tools.find(name)
+        if tool is None:
+            raise ProtocolError(protocol.INVALID_PARAMS, f"Unknown tool: {name}")
+        internal = tool.request(arguments, request.headers)
+        if isinstance(internal, RestError):
+            return tool_result(tool, Response.from_error(internal))
+        response = await self.host.rest_do_request_async(internal)
+        # The request's metrics and access log name the route the tool ran.
+        ctx.matched_route = response.matched_route
+        return tool_result(tool, response)
+
+    def _resource_uris(self) -> tuple[str, str]:
+        return self.host.get_rest_url(), self.host.home + "/" + _OPENAPI_NAME
+
+    async def _resources_list(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+        index, openapi = self._resource_uris()
+        return {
+            "resources": [
+                {
+                    "uri": index,
+                    "name": "rest-index",
+                    "title": "REST API index",
+                    "description": "The REST API's index: its namespaces, routes and"
+                    " authentication schemes.",
+                    "mimeType": _JSON_TYPE,
+                },
+                {
+                    "uri": openapi,
+                    "name": "openapi",
+                    "title": "OpenAPI document",
+                    "description": "The OpenAPI 3.1 document of the REST API.",
+                    "mimeType": _JSON_TYPE,
+                },
+            ]
+        }
+
+    async def _resources_read(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+        uri = message.params.get("uri")
+        if not isinstance(uri, str):
+            raise ProtocolError(protocol.INVALID_PARAMS, "Invalid params")
+        index, openapi = self._resource_uris()
+        if uri == index:
+            response = await self.host.rest_do_request_async(Request("GET", "/"))
+            data = response.data
+        elif uri == openapi:
+            data = build_openapi(self.host.rest_get_server(), self.host)
+        else:
+            raise ProtocolError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
+        return {"contents": [{"uri": uri, "mimeType": _JSON_TYPE, "text": text}]}
+
+
+def install_mcp_page(host: McpHost) -> McpEndpoint:
+    """Serve ``/mcp`` on ``host`` (POST and DELETE; GET answers 405)."""
+    endpoint = McpEndpoint(host)
+    host.pages[MCP_PATH] = Page(endpoint.serve, ("POST", "DELETE"))
+    return endpoint
