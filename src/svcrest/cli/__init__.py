@@ -1,5 +1,6 @@
-"""The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi`` and ``user``
-(``add``, ``list``, ``delete``, ``set-password``, ``app-password add|list|delete``).
+"""The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi``, ``user``
+(``add``, ``list``, ``delete``, ``set-password``, ``app-password add|list|delete``) and
+``webhook`` (``add``, ``list``, ``delete``, ``deliveries``).
 
 Every command that builds a site builds the same one with :func:`make_app`: the demo plugin
 (unless ``--no-demo``), the plugins of the entry-point group ``svcrest.plugins`` and the
@@ -20,7 +21,7 @@ short by a closed pipe (``svcrest request … | head``) ends quietly with exit s
 
 The modules: ``common`` (defaults, environment names, errors), ``site`` (plugins, the App, its
 database), ``serve``, ``requests`` (``routes``, ``openapi``, ``request``), ``users`` and
-``parser`` (the argument parser and :func:`main`).
+``webhooks`` and ``parser`` (the argument parser and :func:`main`).
 """
 
 from __future__ import annotations
