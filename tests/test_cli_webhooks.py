@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import base64
+import gc
+import http.server
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from svcrest import App
+from svcrest.cli import ENV_DB, ENV_DEMO, app_from_env
 from svcrest.serve.webhooks import WebhookDeliverer
 from svcrest.store.collection_table import CollectionTable
 from tests.cli_run import run
@@ -157,3 +163,51 @@ def test_deliveries_prints_one_line_a_delivery(capsys: pytest.CaptureFixture[str
     assert run(capsys, "webhook", "deliveries", "--limit", "1", "--db", db)[1] == (
         f"{ids[2]}\tnote.updated\thttps://a.example/h\t1\tdelivered\n"
     )
+
+
+def _delivery_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "svcrest-webhooks"]
+
+
+def test_a_serve_worker_sends_webhooks_until_its_site_is_gone(
+    monkeypatch: pytest.MonkeyPatch, db: str
+) -> None:
+    received: list[tuple[str, bytes]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["content-length"]))
+            received.append((self.headers["webhook-signature"], body))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    before = set(_delivery_threads())
+    monkeypatch.setenv(ENV_DB, db)
+    monkeypatch.setenv(ENV_DEMO, "0")
+    try:
+        app = app_from_env()  # what each `svcrest serve` worker builds
+        [thread] = [t for t in _delivery_threads() if t not in before]
+        url = f"http://127.0.0.1:{server.server_address[1]}/in"
+        app.webhooks.subscribe(url, ["note.created"], secret=SECRET)
+        store = app.store
+        CollectionTable(store, SCHEMA).insert({"title": "live"})
+        deadline = time.monotonic() + 10
+        while not received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [orjson.loads(body)["data"] for _, body in received] == [
+            {"id": 1, "title": "live", "version": 1}
+        ]
+        assert received[0][0].startswith("v1,")
+        del app
+        gc.collect()
+        thread.join(5)
+        assert not thread.is_alive()  # the thread kept no reference to the site
+        store.close()
+    finally:
+        server.shutdown()
+        server.server_close()

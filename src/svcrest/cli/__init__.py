@@ -20,7 +20,7 @@ short by a closed pipe (``svcrest request … | head``) ends quietly with exit s
 (128 + SIGPIPE, as a shell reports a process SIGPIPE killed).
 
 The modules: ``common`` (defaults, environment names, errors), ``site`` (plugins, the App, its
-database), ``serve``, ``requests`` (``routes``, ``openapi``, ``request``), ``users`` and
+database), ``serve``, ``requests`` (``routes``, ``openapi``, ``request``), ``users``,
 ``webhooks`` and ``parser`` (the argument parser and :func:`main`).
 """
 

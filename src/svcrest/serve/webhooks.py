@@ -197,13 +197,16 @@ class WebhookDeliverer:
     def run(self, poll: float = 1.0) -> None:
         """Deliver until :meth:`stop`: each step, then a wait of at most ``poll`` seconds
         (shorter when a delivery is due sooner). A failing store is logged and tried again
-        after ``poll``; a closed one ends the loop."""
+        after ``poll``; a closed one ends the loop, and so does a store getter raising
+        ReferenceError (its site was collected)."""
         while not self._stop.is_set():
             try:
                 while self.deliver_due():
                     if self._stop.is_set():
                         return
                 due = self.next_due()
+            except ReferenceError:  # the store's getter says its site is gone
+                return
             except StoreError as exc:
                 if getattr(self._get_store(), "closed", False):
                     return
