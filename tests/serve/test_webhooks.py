@@ -335,3 +335,25 @@ def test_a_row_locked_by_one_claim_is_skipped_by_another(postgres: PostgresServe
     finally:
         first.close()
         second.close()
+
+
+def test_finished_deliveries_are_kept_a_week(store: Store) -> None:
+    table = _site(store)
+    table.insert({"title": "a"})
+    clock = Clock(NOW)
+    answers = iter([200, 503, 503])
+    deliverer = WebhookDeliverer(
+        store, clock=clock, jitter=lambda: 0.5, client=_mock(lambda r: next(answers), [])
+    )
+    assert deliverer.deliver_due() == 1
+    clock.now = NOW + 10
+    table.insert({"title": "b"})  # queued at NOW: retried until NOW + 1 day
+    assert deliverer.deliver_due() == 1
+    hooks = Webhooks(store)
+    assert [d.status for d in hooks.deliveries()] == ["delivered", "pending"]
+    clock.now = NOW + 7 * DAY  # a week after the first finished: not yet over it
+    assert deliverer.deliver_due() == 1  # the second's last attempt: past a day, failed
+    assert [d.status for d in hooks.deliveries()] == ["delivered", "failed"]
+    clock.now = NOW + 7 * DAY + 3601  # the next hourly purge
+    deliverer.deliver_due()
+    assert [d.status for d in hooks.deliveries()] == ["failed"]

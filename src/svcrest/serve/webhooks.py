@@ -41,11 +41,13 @@ from svcrest.store.webhooks import (
     ensure_webhook_tables,
     finish_delivery,
     next_due,
+    purge_deliveries,
     secret_key,
 )
 
 __all__ = [
     "FIRST_RETRY",
+    "KEEP_FINISHED",
     "MAX_RETRY_INTERVAL",
     "RETRY_FOR",
     "WebhookDeliverer",
@@ -59,6 +61,9 @@ FIRST_RETRY: Final = 1.0
 MAX_RETRY_INTERVAL: Final = 3600.0
 #: How long after its event a delivery is retried (seconds): then it is ``failed``.
 RETRY_FOR: Final = 24 * 3600.0
+#: How long delivered and failed deliveries are kept (seconds) for ``svcrest webhook
+#: deliveries``: a week.
+KEEP_FINISHED: Final = 7 * 24 * 3600.0
 #: The jitter: each delay is its nominal value times 1 ± this.
 JITTER: Final = 0.2
 _LOG = logging.getLogger("svcrest.webhooks")
@@ -121,6 +126,7 @@ class WebhookDeliverer:
         # Each request takes at most about 3 times timeout (connect, write, the answer's headers).
         self.lease = lease if lease is not None else 60.0 + 3 * timeout * batch
         self._ready = False
+        self._next_purge = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -139,9 +145,13 @@ class WebhookDeliverer:
 
     def deliver_due(self) -> int:
         """Claim the deliveries due now (at most ``batch``) and make one attempt of each;
-        returns how many attempts were made."""
+        returns how many attempts were made. Once an hour, first delete the deliveries
+        finished more than :data:`KEEP_FINISHED` ago."""
         store = self.store
         now = self._clock()
+        if now >= self._next_purge:  # at most once an hour
+            self._next_purge = now + 3600.0
+            purge_deliveries(store, now - KEEP_FINISHED)
         due = next_due(store)
         if due is None or due > now:
             return 0
