@@ -4,6 +4,8 @@ The rule: a change is recorded only by :func:`record_change`, with the connectio
 transaction that makes the write, so a write that is rolled back (alone, or with an atomic
 batch) leaves no change behind; and per object type, ``seq`` grows in commit order, so a reader
 that has seen ``seq = n`` never later finds a change of that type with ``seq <= n`` committed.
+Recording a change also queues its webhook deliveries (:mod:`svcrest.store.webhooks`), in
+the same transaction: a rolled-back write sends no webhook either.
 
 SQLite serialises every write transaction (``BEGIN IMMEDIATE``), so its ``AUTOINCREMENT``
 key is in commit order by itself. PostgreSQL hands out identity values when a row is

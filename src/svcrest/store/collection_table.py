@@ -8,7 +8,8 @@ WordPress's and Ext JS's collection parameters (:class:`~svcrest.store.collectio
 
 Every write runs in ``store.transaction()``: inside a block of the same thread (an atomic
 batch's transaction) that is a savepoint, so the outer rollback undoes it. Every write
-records its change in the change log (:mod:`svcrest.store.changes`) in the same transaction.
+records its change in the change log (:mod:`svcrest.store.changes`) in the same transaction,
+and with it the webhook deliveries of the event, whose ``data`` is the item as written.
 
 Example::
 
