@@ -10,7 +10,9 @@ doubling, at most an hour apart) until 24 hours after the event, when a last fai
 
 SECURITY: a delivery goes only to its subscription's URL (read in the claiming transaction);
 redirects are never followed (a 3xx is a failure), the answer's body is never read, and
-every phase of the request has a time-out (connect, write, the answer's headers). Other
+every phase of the request has a time-out (connect, write, each read of the answer's
+headers; a receiver trickling its headers a byte at a time can still hold one deliverer,
+whose lease then lets another take its other deliveries). Other
 schemes than ``http``/``https`` were refused when the subscription was added. Proxies from
 the environment (``HTTPS_PROXY``) are honoured, so an egress proxy can restrict where
 deliveries may go (say, no private addresses).
