@@ -298,3 +298,17 @@ def test_an_atomic_batch_queues_only_when_it_commits(
         assert payloads == ["c", "d"]
     finally:
         app.store.close()
+
+
+def test_a_change_recorded_without_data_sends_the_id(hooks: Webhooks, store: Store) -> None:
+    from svcrest.store.changes import ensure_change_log, record_change
+
+    ensure_change_log(store)
+    hooks.subscribe("https://a.example/", ["bookmark.deleted"])
+    with store.transaction() as conn:
+        record_change(store, conn, "bookmark", 9, "deleted", NOW)
+    assert orjson.loads(outbox(store)[0][3]) == {
+        "type": "bookmark.deleted",
+        "timestamp": "2023-11-14T22:13:20.000Z",
+        "data": {"id": 9},
+    }
