@@ -556,8 +556,8 @@ def test_unknown_host(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
     # argparse quotes the choices since Python 3.12.8 / 3.13.1.
     choices = (
-        "serve, routes, request, openapi, user",
-        "'serve', 'routes', 'request', 'openapi', 'user'",
+        "serve, routes, request, openapi, user, webhook",
+        "'serve', 'routes', 'request', 'openapi', 'user', 'webhook'",
     )
     assert run(capsys, "frobnicate") in [
         (

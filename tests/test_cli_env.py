@@ -175,7 +175,7 @@ def leaf_commands() -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
 
 def test_every_command_has_db_and_every_site_command_the_site_options() -> None:
     commands = {path: parser for path, parser in leaf_commands()}
-    assert len(commands) == 11
+    assert len(commands) == 15
     site_commands = {("serve",), ("routes",), ("request",), ("openapi",)}
     for path, parser in commands.items():
         options = {option: action for action in parser._actions for option in action.option_strings}
@@ -187,7 +187,8 @@ def test_every_command_has_db_and_every_site_command_the_site_options() -> None:
             assert options["--home"].default is None
             assert options["--demo"].default is None
         else:
-            assert path[0] == "user"  # these open the users of a database: no plugins
+            # These open the users or the webhooks of a database: no plugins.
+            assert path[0] in ("user", "webhook")
     assert site_commands <= set(commands)
 
 

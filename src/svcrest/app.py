@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from svcrest.serve.metrics import Figures
     from svcrest.store.base import Store
     from svcrest.store.request_guards import StoredGuards
+    from svcrest.store.webhooks import Webhooks
 
 __all__ = ["DEFAULT_MAX_BODY_SIZE", "App", "DoingItWrong"]
 
@@ -170,6 +171,7 @@ class App:
         self._users: UserStore | None = None
         self._throttle: LoginThrottle | None = None
         self._request_guards: StoredGuards | None = None
+        self._webhooks: Webhooks | None = None
         self._auth: AuthService | None = None
         #: The response formats besides JSON, chosen by ``Accept`` (None: JSON only; see
         #: :meth:`add_serializer`). PERF: a plain attribute, read by every REST answer.
@@ -765,6 +767,21 @@ class App:
 
                     self._request_guards = StoredGuards(store, self.clock)
         return self._request_guards
+
+    @property
+    def webhooks(self) -> Webhooks:
+        """The site's webhook subscriptions (docs/guides/webhooks.md):
+        ``app.webhooks.subscribe(url, events=("note.created",))`` posts each such event,
+        signed as Standard Webhooks sign, to ``url``; ``list()``, ``get(id)``, ``delete(id)``
+        and ``deliveries()`` show and manage them. Kept in the store (tables created on
+        first use); sent by ``svcrest serve``."""
+        if self._webhooks is None:
+            with self._lock:
+                if self._webhooks is None:
+                    from svcrest.store.webhooks import Webhooks
+
+                    self._webhooks = Webhooks(lambda: self.store, clock=self.clock)
+        return self._webhooks
 
     @property
     def throttle(self) -> LoginThrottle:

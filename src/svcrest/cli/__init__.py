@@ -1,5 +1,6 @@
-"""The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi`` and ``user``
-(``add``, ``list``, ``delete``, ``set-password``, ``app-password add|list|delete``).
+"""The ``svcrest`` command line: ``serve``, ``routes``, ``request``, ``openapi``, ``user``
+(``add``, ``list``, ``delete``, ``set-password``, ``app-password add|list|delete``) and
+``webhook`` (``add``, ``list``, ``delete``, ``deliveries``).
 
 Every command that builds a site builds the same one with :func:`make_app`: the demo plugin
 (unless ``--no-demo``), the plugins of the entry-point group ``svcrest.plugins`` and the
@@ -19,8 +20,8 @@ short by a closed pipe (``svcrest request … | head``) ends quietly with exit s
 (128 + SIGPIPE, as a shell reports a process SIGPIPE killed).
 
 The modules: ``common`` (defaults, environment names, errors), ``site`` (plugins, the App, its
-database), ``serve``, ``requests`` (``routes``, ``openapi``, ``request``), ``users`` and
-``parser`` (the argument parser and :func:`main`).
+database), ``serve``, ``requests`` (``routes``, ``openapi``, ``request``), ``users``,
+``webhooks`` and ``parser`` (the argument parser and :func:`main`).
 """
 
 from __future__ import annotations

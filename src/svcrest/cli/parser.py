@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from svcrest.cli.common import (
     BROKEN_PIPE_STATUS,
@@ -38,6 +39,12 @@ from svcrest.cli.users import (
     cmd_user_delete,
     cmd_user_list,
     cmd_user_set_password,
+)
+from svcrest.cli.webhooks import (
+    cmd_webhook_add,
+    cmd_webhook_delete,
+    cmd_webhook_deliveries,
+    cmd_webhook_list,
 )
 from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.serve import launcher
@@ -363,7 +370,48 @@ def build_parser() -> argparse.ArgumentParser:
     app_delete.add_argument("uuid", metavar="UUID")
     _add_db(app_delete)
     app_delete.set_defaults(handler=cmd_app_password_delete)
+    _add_webhook_commands(commands)
     return parser
+
+
+def _add_webhook_commands(commands: argparse._SubParsersAction[Any]) -> None:
+    webhook = commands.add_parser("webhook", help="manage the site's webhooks")
+    actions = webhook.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="subscribe a URL to events and print its secret")
+    add.add_argument("url", metavar="URL", help="an http or https URL")
+    add.add_argument(
+        "--events",
+        required=True,
+        metavar="EVENTS",
+        help="comma-separated event names, <object type>.<created|updated|deleted>",
+    )
+    add.add_argument(
+        "--secret",
+        metavar="S",
+        help="the signing secret, whsec_ and base64 (default: a new one, printed)",
+    )
+    _add_db(add)
+    add.set_defaults(handler=cmd_webhook_add)
+    listing = actions.add_parser("list", help="list the webhooks (id, URL, events)")
+    _add_db(listing)
+    listing.set_defaults(handler=cmd_webhook_list)
+    delete = actions.add_parser("delete", help="delete a webhook and its deliveries")
+    delete.add_argument("id", type=_count("webhook id", 2**63 - 1), metavar="ID")
+    _add_db(delete)
+    delete.set_defaults(handler=cmd_webhook_delete)
+    deliveries = actions.add_parser(
+        "deliveries",
+        help="the latest deliveries, oldest first (webhook-id, event, URL, attempts, status)",
+    )
+    deliveries.add_argument(
+        "--limit",
+        type=_count("limit", 1000),
+        default=100,
+        metavar="N",
+        help="how many (1-1000, default %(default)s)",
+    )
+    _add_db(deliveries)
+    deliveries.set_defaults(handler=cmd_webhook_deliveries)
 
 
 def _discard_stdout() -> None:

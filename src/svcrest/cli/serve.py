@@ -30,6 +30,7 @@ from svcrest.cli.site import (
     prepare_database_file,
     prepare_new_database,
     register_plugins,
+    start_webhook_delivery,
 )
 from svcrest.serve import launcher
 from svcrest.serve.jsonlog import use_site_logging
@@ -172,10 +173,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     say(f"Serving {app.home}/ (REST API at {app.get_rest_url()}) with {server} ({interface})")
     say(_login_line(app))
     sys.stdout.flush()
+    config = _serve_config(args, app, home, server)
+    # The workers send webhooks from app_from_env; an App served here, from this process.
+    deliverer = start_webhook_delivery(app) if config.in_process else None
     try:
-        return launcher.serve(_serve_config(args, app, home, server))
+        return launcher.serve(config)
     except launcher.ServerMissingError as exc:
         raise CliError(str(exc)) from None
+    finally:
+        if deliverer is not None:
+            deliverer.stop(timeout=5)
 
 
 def _sayer(log_format: str) -> Callable[[str], None]:

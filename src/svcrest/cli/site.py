@@ -10,6 +10,7 @@ import os
 import sqlite3
 import sys
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -43,7 +44,8 @@ from svcrest.cli.common import (
 from svcrest.serve.jsonlog import ENV_LOG_FORMAT
 from svcrest.serve.launcher import ENV_RELOAD
 from svcrest.serve.metrics import keep_metrics
-from svcrest.store.base import StoreError
+from svcrest.serve.webhooks import WebhookDeliverer
+from svcrest.store.base import Store, StoreError
 from svcrest.store.locations import is_memory
 from svcrest.store.postgres import redact_url
 
@@ -282,7 +284,26 @@ def app_from_env() -> App:
         _worker_failed(exc)
     # With an admin port (SVCREST_ADMIN_PORT), each worker keeps the metrics.
     keep_metrics(app)
+    start_webhook_delivery(app)
     return app
+
+
+def start_webhook_delivery(app: App) -> WebhookDeliverer:
+    """Send ``app``'s webhook deliveries from a daemon thread of this process (every
+    ``svcrest serve`` process runs one; they share the outbox, each delivery claimed by one).
+    The thread holds no reference to the App: it ends once the App is collected or its store
+    closed."""
+    site = weakref.ref(app)
+
+    def store() -> Store:
+        found = site()
+        if found is None:
+            raise ReferenceError("the site of these webhooks is gone")
+        return found.store
+
+    deliverer = WebhookDeliverer(store)
+    deliverer.start()
+    return deliverer
 
 
 def _worker_failed(exc: CliError) -> NoReturn:

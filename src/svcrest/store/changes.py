@@ -4,6 +4,8 @@ The rule: a change is recorded only by :func:`record_change`, with the connectio
 transaction that makes the write, so a write that is rolled back (alone, or with an atomic
 batch) leaves no change behind; and per object type, ``seq`` grows in commit order, so a reader
 that has seen ``seq = n`` never later finds a change of that type with ``seq <= n`` committed.
+Recording a change also queues its webhook deliveries (:mod:`svcrest.store.webhooks`), in
+the same transaction: a rolled-back write sends no webhook either.
 
 SQLite serialises every write transaction (``BEGIN IMMEDIATE``), so its ``AUTOINCREMENT``
 key is in commit order by itself. PostgreSQL hands out identity values when a row is
@@ -16,10 +18,12 @@ type wait for each other's commit (writes of different types do not).
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from svcrest.store.base import Connection, Step, Store
+from svcrest.store.webhooks import ensure_webhook_tables, queue_deliveries
 
 __all__ = [
     "CHANGES_COMPONENT",
@@ -82,16 +86,28 @@ class Change:
 
 
 def ensure_change_log(store: Store) -> None:
-    """Create the change log table unless it exists (idempotent, safe across processes)."""
+    """Create the change log table and the webhook outbox's tables unless they exist
+    (idempotent, safe across processes)."""
     store.migrate(CHANGES_COMPONENT, CHANGES_SCHEMA)
+    ensure_webhook_tables(store)
 
 
 def record_change(
-    store: Store, conn: Connection, object_type: str, item_id: int, event: Event, now: float
+    store: Store,
+    conn: Connection,
+    object_type: str,
+    item_id: int,
+    event: Event,
+    now: float,
+    *,
+    data: Mapping[str, Any] | None = None,
 ) -> int:
     """Record ``event`` of item ``item_id`` of ``object_type`` in the transaction of ``conn``
-    (a block of ``store``); returns its ``seq``. The table must exist
-    (:func:`ensure_change_log`)."""
+    (a block of ``store``); returns its ``seq``. In the same transaction, queue a webhook
+    delivery of ``<object_type>.<event>`` to each subscription of it
+    (:func:`svcrest.store.webhooks.queue_deliveries`), whose ``data`` is ``data``: the item
+    as the write left it (as it was, for a deletion; ``{"id": item_id}`` when None). The
+    tables must exist (:func:`ensure_change_log`)."""
     if event not in EVENTS:
         raise ValueError(f"unknown change event {event!r}")
     if store.dialect == "postgresql":
@@ -102,6 +118,7 @@ def record_change(
         " VALUES (?, ?, ?, ?) RETURNING seq",
         (object_type, item_id, event, now),
     ).fetchone()
+    queue_deliveries(conn, object_type, event, {"id": item_id} if data is None else data, now)
     return int(row[0])
 
 

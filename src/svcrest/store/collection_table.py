@@ -8,7 +8,8 @@ WordPress's and Ext JS's collection parameters (:class:`~svcrest.store.collectio
 
 Every write runs in ``store.transaction()``: inside a block of the same thread (an atomic
 batch's transaction) that is a savepoint, so the outer rollback undoes it. Every write
-records its change in the change log (:mod:`svcrest.store.changes`) in the same transaction.
+records its change in the change log (:mod:`svcrest.store.changes`) in the same transaction,
+and with it the webhook deliveries of the event, whose ``data`` is the item as written.
 
 Example::
 
@@ -49,7 +50,7 @@ RESERVED_TABLES: Final = frozenset(
     {
         "options", "schema_versions", "users", "sessions", "application_passwords",
         "login_failures", "idempotency_keys", "rate_limit_counts", "svc_changes",
-        "demo_notes",
+        "svc_webhooks", "svc_webhook_events", "svc_webhook_deliveries", "demo_notes",
     }
 )  # fmt: skip
 #: The advisory lock of a table's migration on PostgreSQL: this prefix (high 32 bits) and
@@ -330,8 +331,9 @@ class CollectionTable:
                     raise CollectionError(column.name, f"{column.name} is a required property.")
         return stored
 
-    def _record(self, store: Store, conn: Connection, item_id: int, event: Event) -> None:
-        record_change(store, conn, self.object_type, item_id, event, self._clock())
+    def _record(self, store: Store, conn: Connection, item: dict[str, Any], event: Event) -> None:
+        """Record ``event`` of ``item`` (as the write left it: the webhooks' ``data``)."""
+        record_change(store, conn, self.object_type, item["id"], event, self._clock(), data=item)
 
     def get(self, item_id: int) -> dict[str, Any] | None:
         """The item ``item_id``, or None when there is none."""
@@ -358,7 +360,7 @@ class CollectionTable:
                 list(stored.values()),
             ).fetchone()
             item = self._item(row)
-            self._record(store, conn, item["id"], "created")
+            self._record(store, conn, item, "created")
         return item
 
     def update(
@@ -388,8 +390,9 @@ class CollectionTable:
             row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
             if row is None:
                 return self._missing_or_mismatch(conn, item_id)
-            self._record(store, conn, item_id, "updated")
-            return self._item(row)
+            item = self._item(row)
+            self._record(store, conn, item, "updated")
+            return item
 
     def _unchanged(
         self, conn: Connection, item_id: int, expected_version: int | None
@@ -428,8 +431,9 @@ class CollectionTable:
             row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
             if row is None:
                 return self._missing_or_mismatch(conn, item_id)
-            self._record(store, conn, item_id, "deleted")
-            return self._item(row)
+            item = self._item(row)
+            self._record(store, conn, item, "deleted")
+            return item
 
     # -- lists ---------------------------------------------------------------------------------
 
