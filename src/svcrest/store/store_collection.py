@@ -190,7 +190,7 @@ class StoreCollection(RestController):
     ``owner_field``, ``cursor``.
     """
 
-    allow_batch: ClassVar[Mapping[str, bool] | None] = {"v1": True}
+    allow_batch: ClassVar[Mapping[str, bool] | None] = {"v1": True, "atomic": True}
 
     def __init__(
         self,
