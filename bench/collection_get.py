@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python bench/collection_get.py [--rows 1000] [--rounds 15] [--calls 2000]
-        [--postgres [URL]] [--json]
+        [--postgres [URL]] [--cpu] [--instructions REQUESTS] [--json]
 
 One App, one stored collection ``bench_item`` (a SQLite file in a temporary directory; with
 ``--postgres``, that PostgreSQL database, or a throw-away server started as the tests start
@@ -21,8 +21,11 @@ Both answer the same bytes (checked before timing, the links aside: each names i
 route). Cases: ``item`` (``GET …/items/42``) and ``page of 10`` (``GET
 …/items?per_page=10&page=3``), each through ``app.wsgi`` in process (no sockets), anonymous.
 The figure is the best of ``--rounds`` rounds of the mean time of ``--calls`` requests; the
-rounds are interleaved (every case once per round). ``ratio`` is hand-written time over
-StoreCollection time (the goal: 0.9 or more).
+rounds are interleaved (every case once per round); ``--cpu`` times with the process's CPU
+time instead of the wall clock. ``--instructions N`` counts instead the CPU instructions of
+one request with valgrind's callgrind (a run of N requests less a warm-up run, divided by N;
+SQLite): repeatable on a loaded machine. A ratio is hand-written time (or instructions)
+over StoreCollection's (the goal: 0.9 or more).
 """
 
 from __future__ import annotations
@@ -31,10 +34,14 @@ import argparse
 import io
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +209,9 @@ def measure(runs: Runs, rounds: int, calls: int, clock: Callable[[], float]) -> 
     return best
 
 
-def report(best: dict[Any, float], as_json: bool) -> None:
+def report(best: dict[Any, float], as_json: bool, unit: str) -> None:
+    """The table (or JSON) of the figures: microseconds (``unit`` " µs") or instructions
+    (``unit`` "", the figures scaled by 1e6 as seconds are)."""
     results: dict[str, dict[str, float]] = {}
     lines = [
         f"| case | StoreCollection | {' | '.join(TARGETS)} | ratios (goal ≥ 0.9) |",
@@ -211,6 +220,7 @@ def report(best: dict[Any, float], as_json: bool) -> None:
     for case in CASES:
         ours = best[(case, "StoreCollection")]
         figures = {"StoreCollection": round(ours * 1e6, 1)}
+        shown = "{:,.0f}" if not unit else "{:.1f}"
         cells, ratios = [], []
         for target in TARGETS:
             hand = best.get((case, target))
@@ -219,13 +229,55 @@ def report(best: dict[Any, float], as_json: bool) -> None:
                 continue
             figures[target] = round(hand * 1e6, 1)
             figures[f"ratio {target}"] = round(hand / ours, 3)
-            cells.append(f"{hand * 1e6:.1f} µs")
+            cells.append(shown.format(hand * 1e6) + unit)
             ratios.append(f"{hand / ours:.2f}")
         results[case] = figures
-        lines.append(
-            f"| {case} | {ours * 1e6:.1f} µs | {' | '.join(cells)} | {' / '.join(ratios)} |"
-        )
+        mine = shown.format(ours * 1e6) + unit
+        lines.append(f"| {case} | {mine} | {' | '.join(cells)} | {' / '.join(ratios)} |")
     print(json.dumps(results, indent=2) if as_json else "\n".join(lines))
+
+
+def run_one(store: str, rows: int, which: str, calls: int) -> None:
+    """Warm one ``case|target`` up (300 requests), then send ``calls`` more (what
+    ``--instructions`` counts under callgrind)."""
+    case, target = which.split("|")
+    app = build(store, rows)
+    path, query = CASES[case]
+    namespace = "bench/v1" if target == "StoreCollection" else TARGETS[target]
+    run = wsgi_get(app, f"/svc-json/{namespace}{path}", query)
+    run(300)
+    if calls:
+        run(calls)
+    app.store.close()
+
+
+def count_instructions(rows: int, requests: int) -> dict[Any, float]:
+    """Instructions per request of every case and target: callgrind's count of a run with
+    ``requests`` more requests than a warm-up run, divided by ``requests`` (SQLite)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind")
+
+    def counted(key: tuple[str, str], calls: int) -> int:
+        with tempfile.TemporaryDirectory() as directory:
+            command = [
+                "valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/out",
+                sys.executable, __file__, "--rows", str(rows), "--calls", str(calls),
+                "--one", "|".join(key), "--store", f"{directory}/bench.db",
+            ]  # fmt: skip
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if found is None:
+            raise SystemExit(f"no count from callgrind: {done.stderr[-500:]}")
+        return int(found.group(1))
+
+    keys = [(case, "StoreCollection") for case in CASES]
+    keys += [(case, target) for case in CASES for target in TARGETS]
+    keys.remove(("item", "hand-written, same args"))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        warm = dict(zip(keys, pool.map(lambda key: counted(key, 0), keys), strict=True))
+        full = dict(zip(keys, pool.map(lambda key: counted(key, requests), keys), strict=True))
+    # The report divides by 1e6 as for seconds: an instruction count per request in "µs".
+    return {key: (full[key] - warm[key]) / requests / 1e6 for key in keys}
 
 
 def main() -> None:
@@ -240,8 +292,22 @@ def main() -> None:
         help="time with the process's CPU time (steadier on a loaded machine) instead of"
         " the wall clock",
     )
+    parser.add_argument(
+        "--instructions",
+        type=int,
+        metavar="REQUESTS",
+        help="count CPU instructions per request with valgrind's callgrind instead (SQLite)",
+    )
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--store", help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
+    if options.one:
+        run_one(options.store, options.rows, options.one, options.calls)
+        return
+    if options.instructions:
+        report(count_instructions(options.rows, options.instructions), options.json, "")
+        return
     clock = time.process_time if options.cpu else time.perf_counter
     server = None
     with tempfile.TemporaryDirectory() as directory:
@@ -261,7 +327,7 @@ def main() -> None:
             app.store.close()
             if server is not None:
                 server.stop()
-    report(best, options.json)
+    report(best, options.json, " µs")
 
 
 if __name__ == "__main__":
