@@ -192,7 +192,12 @@ class StoreCollection(RestController):
     missing, and ``version`` is kept by the store (the ``ETag``). ``table``: the table's name
     (default the ``title``). ``owner_field``: an integer property, readonly, set to the
     creating user's id. ``read`` / ``write``: a capability name or ``(user, item) -> bool``
-    (``read`` None: public; ``write`` None: ``edit_posts``); see the module for the rules.
+    (``read`` None: public; ``write`` None: ``edit_posts``). A ``read`` callable is asked
+    of each item (the collection leaves out those it refuses, as WordPress's ``get_items``
+    skips a post its read check refuses); a ``write`` callable is asked with ``item=None``
+    of creating and of listing in the ``edit`` context. With ``owner_field`` and a ``write``
+    capability ``edit_<type>``, another user's item needs ``edit_others_<type>`` to be
+    updated and ``delete_others_<type>`` to be deleted (WordPress's ``map_meta_cap``).
     ``searchable`` / ``sortable`` / ``filterable``: the properties ``search`` looks in and
     ``orderby`` / ``sort`` / ``filter`` may name (any other is 400 ``rest_invalid_param``);
     a sortable property needs a ``default`` or ``required``. ``cursor``: pages also carry a
