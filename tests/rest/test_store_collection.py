@@ -735,3 +735,39 @@ def test_every_write_is_in_the_change_log(site: Site, client_for: ClientFor) -> 
     client.request("DELETE", f"{TASKS}/1", headers=headers)
     events = [(change.item_id, change.event) for change in changes_after(site.app.store, "task")]
     assert events == [(1, "created"), (1, "updated"), (1, "deleted")]
+
+
+def test_wordpress_hooks_of_the_collection(site: Site, client_for: ClientFor) -> None:
+    site.seed("a", "b", "c")
+    hooks = site.app.hooks
+    seen: list[tuple[str, Any]] = []
+
+    def only_done(query: dict[str, Any], request: Any) -> dict[str, Any]:
+        return {**query, "filter": [{"property": "priority", "value": 1, "operator": ">="}]}
+
+    def starred(response: Any, item: Any, request: Any) -> Any:
+        response.data["starred"] = item["priority"] == 2
+        return response
+
+    hooks.add_filter("rest_task_query", only_done)
+    hooks.add_filter("rest_prepare_task", starred)
+    hooks.add_action(
+        "rest_insert_task", lambda item, request, creating: seen.append(("insert", creating))
+    )
+    hooks.add_action(
+        "rest_delete_task",
+        lambda item, response, request: seen.append(("delete", item["id"])),
+    )
+    client = client_for(site.app)
+    listed = client.get(TASKS)
+    assert [(task["title"], task["starred"]) for task in listed.json()] == [
+        ("b", False),
+        ("c", True),
+    ]
+    assert listed.json()[1]["_links"] == links(3)
+    assert client.get(f"{TASKS}/3").json() == {**view(3, "c", 2), "starred": True}
+    headers = site.headers["ed"]
+    client.post(TASKS, json={"title": "d"}, headers=headers)
+    client.request("PATCH", f"{TASKS}/4", json={"done": True}, headers=headers)
+    client.request("DELETE", f"{TASKS}/4", headers=headers)
+    assert seen == [("insert", True), ("insert", False), ("delete", 4)]
