@@ -771,3 +771,59 @@ def test_wordpress_hooks_of_the_collection(site: Site, client_for: ClientFor) ->
     client.request("PATCH", f"{TASKS}/4", json={"done": True}, headers=headers)
     client.request("DELETE", f"{TASKS}/4", headers=headers)
     assert seen == [("insert", True), ("insert", False), ("delete", 4)]
+
+
+def test_nested_contexts_dates_and_values_the_store_refuses(
+    store_location: str | None, client_for: ClientFor
+) -> None:
+    app = App(secret_key="k" * 32, store=store_location)
+    app.register_controller(
+        StoreCollection(
+            "t/v1",
+            "things",
+            {
+                "title": "thing",
+                "properties": {
+                    "name": {"type": "string", "default": ""},
+                    "when": {"type": "string", "format": "date-time"},
+                    "meta": {
+                        "type": "object",
+                        "context": ["view", "edit"],
+                        "properties": {
+                            "secret": {"type": "string", "context": ["edit"]},
+                            "shown": {"type": "string", "context": ["view", "edit"]},
+                        },
+                    },
+                },
+            },
+            write=lambda user, item: True,
+        )
+    )
+    try:
+        client = client_for(app)
+        things = "/svc-json/t/v1/things"
+        created = client.post(
+            things,
+            json={
+                "name": "x",
+                "when": "2024-01-02T03:04:05+02:00",
+                "meta": {"secret": "s", "shown": "v"},
+            },
+        )
+        assert created.status_code == 201
+        assert {key: created.json()[key] for key in ("when", "meta")} == {
+            "when": "2024-01-02T01:04:05Z",
+            "meta": {"secret": "s", "shown": "v"},
+        }
+        assert client.get(f"{things}/1").json()["meta"] == {"shown": "v"}
+        assert client.get(things).json()[0]["meta"] == {"shown": "v"}
+        nul = client.post(things, json={"name": "a\u0000b"})
+        assert nul.status_code == 400
+        assert nul.json()["data"]["params"] == {
+            "name": "name must not contain a NUL character or a lone surrogate."
+        }
+        assert client.get(things, params={"search": "x"}).json()["data"]["params"] == {
+            "search": "This collection cannot be searched."
+        }
+    finally:
+        app.store.close()
