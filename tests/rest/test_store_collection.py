@@ -827,3 +827,28 @@ def test_nested_contexts_dates_and_values_the_store_refuses(
         }
     finally:
         app.store.close()
+
+
+class Shouting(StoreCollection):
+    """A subclass preparing items its own way: its answers are used everywhere."""
+
+    def prepare_item_for_response(self, item: Any, request: Any) -> Any:
+        response = super().prepare_item_for_response(item, request)
+        response.data["title"] = response.data["title"].upper()
+        return response
+
+
+def test_a_subclass_prepares_items_its_own_way(
+    store_location: str | None, client_for: ClientFor
+) -> None:
+    app = App(secret_key="k" * 32, store=store_location)
+    shouting = app.register_controller(Shouting("todo/v1", "tasks", SCHEMA, sortable=("title",)))
+    try:
+        shouting.table.insert({"title": "quiet"})
+        client = client_for(app)
+        assert client.get(f"{TASKS}/1").json()["title"] == "QUIET"
+        assert client.get(TASKS).json() == [
+            {"id": 1, "title": "QUIET", "priority": 0, "done": False, "_links": links(1)}
+        ]
+    finally:
+        app.store.close()

@@ -70,7 +70,7 @@ Permission = str | Callable[[User, Mapping[str, Any] | None], bool]
 _WRITES: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _READS: Final = frozenset({"GET", "HEAD"})
 _ITEM_WRITES: Final = frozenset({"PUT", "PATCH", "DELETE"})
-_ALL_CONTEXTS: Final = ["view", "edit", "embed"]
+_ALL_CONTEXTS: Final = ("view", "edit", "embed")
 #: A strong entity tag holding an item's version (``"7"``).
 _VERSION_TAG: Final = re.compile(r'\s*"(\d{1,19})"\s*')
 #: The keywords of a property schema whose values hold sub-schemas (filtered by context
@@ -138,7 +138,7 @@ def _item_schema(schema: Mapping[str, Any], owner_field: str | None) -> dict[str
     for name, description in own.items():
         prop = properties.get(name)
         if prop is None:
-            prop = {"description": description, "type": "integer", "context": _ALL_CONTEXTS}
+            prop = {"description": description, "type": "integer", "context": [*_ALL_CONTEXTS]}
             properties[name] = prop
         elif not isinstance(prop, dict) or prop.get("type") != "integer":
             raise ValueError(f"property {name!r} must be an integer")
@@ -457,9 +457,14 @@ class StoreCollection(RestController):
         page = self.table.query(query)
         user, readable = request.user, self.read
         found = [item for item in page.items if not callable(readable) or readable(user, item)]
-        shape = None
-        if type(self).prepare_item_for_response is StoreCollection.prepare_item_for_response:
-            shape = self._shape(request) if self._plain else None
+        kind, shape = type(self), None
+        if (
+            self._plain
+            and kind.prepare_item_for_response is StoreCollection.prepare_item_for_response
+            and kind.prepare_response_for_collection
+            is RestController.prepare_response_for_collection
+        ):
+            shape = self._shape(request)
         if shape is not None:
             # PERF: the answer's keys and the collection's URL worked out once per page; with
             # no filter to hand a Response to, each item is its data and links at once.
