@@ -155,6 +155,7 @@ def test_routes_schema_and_collection_params(site: Site) -> None:
         "exclude", "start", "limit", "sort", "filter",
     ]  # fmt: skip
     assert params["orderby"]["enum"] == ["id", "title", "priority"]
+    assert params["sort"]["type"] == params["filter"]["type"] == ["string", "array", "object"]
     assert params["context"]["enum"] == ["view", "embed", "edit"]  # WordPress: reverse sorted
     creatable = site.tasks.get_endpoint_args_for_item_schema("POST")
     assert sorted(creatable) == ["done", "notes", "priority", "title"]

@@ -755,6 +755,7 @@ class StoreCollection(RestController):
                     "maximum": table.max_per_page,
                 },
                 "sort": {
+                    "type": ["string", "array", "object"],
                     "description": (
                         'Sort keys (Ext JS\'s): [{"property": name, "direction": "ASC" or'
                         ' "DESC"}], as JSON or PHP-style brackets; properties: '
@@ -763,6 +764,7 @@ class StoreCollection(RestController):
                     ),
                 },
                 "filter": {
+                    "type": ["string", "array", "object"],
                     "description": (
                         'Filters (Ext JS\'s): [{"property": name, "value": value, "operator":'
                         ' "="}], as JSON or PHP-style brackets; properties: '
