@@ -853,3 +853,20 @@ def test_a_subclass_prepares_items_its_own_way(
         ]
     finally:
         app.store.close()
+
+
+def test_allow_header_follows_the_owner_rule(site: Site, client_for: ClientFor) -> None:
+    site.seed("Mine", login="al")
+    client = client_for(site.app)
+    everything = "GET, POST, PUT, PATCH, DELETE"
+    for login, allowed in (
+        (None, "GET"),
+        ("sue", "GET"),
+        ("ann", "GET"),
+        ("al", everything),
+        ("ed", everything),
+    ):
+        headers = site.headers[login] if login else {}
+        assert client.get(f"{TASKS}/1", headers=headers).headers["allow"] == allowed, login
+    assert client.get(TASKS).headers["allow"] == "GET"
+    assert client.get(TASKS, headers=site.headers["ann"]).headers["allow"] == "GET, POST"
