@@ -29,6 +29,7 @@ CONTRACT = {
     "rest_get_endpoint_args_for_schema",
     "rest_filter_response_by_context",
     "rest_is_field_included",
+    "StoreCollection",
 }
 
 

@@ -24,6 +24,7 @@ from svcrest.rest.resources.controller import RestController
 from svcrest.rest.resources.endpoint_args import rest_get_endpoint_args_for_schema
 from svcrest.rest.routing.definitions import public
 from svcrest.rest.server import RestServer
+from svcrest.store.store_collection import StoreCollection
 
 __all__ = [
     "App",
@@ -38,6 +39,7 @@ __all__ = [
     "RestError",
     "RestServer",
     "Serializer",
+    "StoreCollection",
     "current_user",
     "is_rest_request",
     "msgpack_serializer",

@@ -103,8 +103,9 @@ class CollectionTable:
     ``(Sort("priority", descending=True), Sort("title"))``): an order of several keys is
     read from an index only when one matches it, key for key and direction for direction
     (or all reversed); without it, every page of that order sorts the matching rows.
-    ``secret``: the key that signs cursors (the site's secret key); without it, cursors are
-    checked but not signed. ``clock``: the time of change records. ``max_per_page``: the
+    ``secret``: the key that signs cursors (the site's secret key), or a callable returning
+    it (asked once, at the first query); without it, cursors are checked but not signed.
+    ``clock``: the time of change records. ``max_per_page``: the
     largest page (WordPress: 100).
 
     Attributes: ``table``; ``object_type`` (the schema's ``title``: the type of its change
@@ -130,7 +131,7 @@ class CollectionTable:
         searchable: Iterable[str] = (),
         default_sort: Sequence[Sort] = (),
         indexes: Iterable[Sequence[Sort]] = (),
-        secret: bytes | None = None,
+        secret: bytes | Callable[[], bytes] | None = None,
         clock: Callable[[], float] = time.time,
         max_per_page: int = _DEFAULT_MAX_PER_PAGE,
     ) -> None:
@@ -448,7 +449,7 @@ class CollectionTable:
                 filterable=self.filterable,
                 searchable=self.searchable,
                 default_sort=self._default_sort,
-                secret=self._secret,
+                secret=self._secret() if callable(self._secret) else self._secret,
             )
             self._plans[store.dialect] = plan
         return plan
