@@ -24,6 +24,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.paginate import paginate
+from svcrest.rest.resources.controller import page_args
 from svcrest.rest.schema import sanitize_value
 
 __all__ = ["NAMESPACE", "register_ability_routes"]
@@ -62,22 +63,7 @@ def _context_arg() -> dict[str, Any]:
 
 
 def _paging_args() -> dict[str, Any]:
-    return {
-        "context": _context_arg(),
-        "page": {
-            "description": "Current page of the collection.",
-            "type": "integer",
-            "default": 1,
-            "minimum": 1,
-        },
-        "per_page": {
-            "description": "Maximum number of items to be returned in result set.",
-            "type": "integer",
-            "default": 50,
-            "minimum": 1,
-            "maximum": 100,
-        },
-    }
+    return {"context": _context_arg(), **page_args(per_page_default=50)}
 
 
 def _sanitize_key(value: Any) -> str:

@@ -33,7 +33,7 @@ from svcrest.rest.resources.endpoint_args import (
 from svcrest.rest.resources.fields_registry import RestField, RestFields
 from svcrest.rest.server import RestServer
 
-__all__ = ["ControllerHost", "RestController", "RouteRegistrar"]
+__all__ = ["ControllerHost", "RestController", "RouteRegistrar", "page_args"]
 
 _FORBIDDEN_MESSAGES = {
     "rest_forbidden_context": "Sorry, you are not allowed to edit {type} items.",
@@ -72,6 +72,27 @@ def _not_implemented(method: str) -> RestError:
         f"Method 'RestController.{method}' not implemented. Must be overridden in subclass.",
         {"status": 405},
     )
+
+
+def page_args(*, per_page_default: int) -> dict[str, dict[str, Any]]:
+    """WordPress's paging args of a collection: ``page`` (≥ 1, default 1) and ``per_page``
+    (1 to 100, default ``per_page_default``: 10 for WordPress's controllers, 50 for its
+    abilities)."""
+    return {
+        "page": {
+            "description": "Current page of the collection.",
+            "type": "integer",
+            "default": 1,
+            "minimum": 1,
+        },
+        "per_page": {
+            "description": "Maximum number of items to be returned in result set.",
+            "type": "integer",
+            "default": per_page_default,
+            "minimum": 1,
+            "maximum": 100,
+        },
+    }
 
 
 class RestController:
@@ -312,19 +333,7 @@ class RestController:
         ``per_page`` (1 to 100, default 10) and ``search``, as WordPress's."""
         return {
             "context": self.get_context_param(default="view"),
-            "page": {
-                "description": "Current page of the collection.",
-                "type": "integer",
-                "default": 1,
-                "minimum": 1,
-            },
-            "per_page": {
-                "description": "Maximum number of items to be returned in result set.",
-                "type": "integer",
-                "default": 10,
-                "minimum": 1,
-                "maximum": 100,
-            },
+            **page_args(per_page_default=10),
             "search": {
                 "description": "Limit results to those matching a string.",
                 "type": "string",
