@@ -10,6 +10,7 @@ from svcrest.blocking import inline_context
 from svcrest.http.environ import Environ, EnvironHeaders
 from svcrest.http.errors import BodyReadError
 from svcrest.http.exchange import (
+    BODILESS_METHODS,
     USUAL_METHODS,
     HttpRequest,
     HttpResponse,
@@ -179,7 +180,12 @@ class WSGIAdapter:
                 start_response(_status_line(503), check.refusal.safe_headers())
                 return [check.refusal.body]
         http = _request(environ)
-        announced = headers_announce_body(http.method, http.headers)
+        # PERF: a request with neither body line is answered without asking its headers
+        # (two Python calls less a plain GET).
+        announced = http.method not in BODILESS_METHODS or (
+            ("CONTENT_LENGTH" in environ or "HTTP_TRANSFER_ENCODING" in environ)
+            and headers_announce_body(http.method, http.headers)
+        )
         reader = _body_reader(environ, host.max_body_size, self._body_reads) if announced else None
         # This request has its own server thread: "blocking" callbacks run on it, in place.
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
@@ -197,5 +203,6 @@ class WSGIAdapter:
                 answer = run_in_context(
                     self._site_response(http, environ, answer.lines), inline_context()
                 )
-        start_response(_status_line(answer.status), answer.safe_headers())
+        status = answer.status
+        start_response(_STATUS_LINES.get(status) or _status_line(status), answer.safe_headers())
         return [answer.body]
