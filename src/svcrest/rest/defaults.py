@@ -22,7 +22,7 @@ from svcrest.http.context import current_context, is_rest_request
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.fields import filter_response_fields
-from svcrest.rest.plan import options_only
+from svcrest.rest.plan import leaves_query, options_only, query_only
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import RouteTable
 
@@ -79,6 +79,7 @@ def rest_handle_options_request(result: Any, server: ServerView, request: Reques
     return response
 
 
+@leaves_query
 def rest_send_allow_header(response: Any, server: ServerView, request: Request) -> Any:
     """The methods the caller may use on the matched route, as ``Allow`` (as WordPress does).
 
@@ -114,6 +115,7 @@ async def _allow_later(pending: Any, response: Response) -> Response:
     return response
 
 
+@query_only
 def rest_filter_response_fields(response: Any, server: ServerView, request: Request) -> Any:
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
     if not request.may_have_query:  # PERF: no query string, no ``_fields``

@@ -294,8 +294,15 @@ async def serve_rest(
     )
     dispatched = clock()
     ctx.matched_route = result.matched_route
-    # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs).
-    posted = run_chain(plan.post_dispatch, result, server, request)
+    # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs);
+    # without a query string, without the ``_fields`` filter (``plan.query_only``: a WSGI
+    # GET 109,562 → 107,995 instructions, bench/instructions.py).
+    posted = run_chain(
+        plan.post_dispatch if request.may_have_query else plan.post_dispatch_no_query,
+        result,
+        server,
+        request,
+    )
     if type(posted) is Pending:
         posted = await posted
     # PERF: a call less when there is no work (1 of the 44 Python calls of a plain GET).
