@@ -26,7 +26,6 @@ from svcrest.rest import discovery
 from svcrest.rest.auth_schemes import AuthSchemes
 from svcrest.rest.batch import register_batch_route
 from svcrest.rest.compat import install_rest_compat
-from svcrest.rest.conditional import add_format_suffix
 from svcrest.rest.defaults import register_default_filters
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.resources.controller import RestController
@@ -246,7 +245,6 @@ class App:
         aliases or its tag suffix is taken already."""
         current = self.serializers
         self.serializers = (current or Serializers((JSON_SERIALIZER,))).with_serializer(serializer)
-        add_format_suffix(serializer.tag_suffix)
         return serializer
 
     # -- URLs and discovery -----------------------------------------------------------------

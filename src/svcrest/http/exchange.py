@@ -124,9 +124,10 @@ class HttpRequest:
     scheme: str = "http"
     host: str = ""
     client: str = ""
-    #: Its ``X-Request-Id`` (``svcrest.http.request_id``), set when it is answered; then
-    #: the pattern of the REST route that answered ("" for none) and the user's id (0:
-    #: anonymous), for the access log.
+    #: Its ``X-Request-Id`` (``svcrest.http.request_id``): the value the client sent ("" for
+    #: none), as the adapter read it, until the request is answered under it (when valid) or
+    #: under a new one; then the pattern of the REST route that answered ("" for none) and
+    #: the user's id (0: anonymous), for the access log.
     request_id: str = ""
     matched_route: str = ""
     user_id: int = 0

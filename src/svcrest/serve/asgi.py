@@ -136,6 +136,7 @@ def _request(scope: ASGIScope) -> HttpRequest:
         scope.get("scheme", "http"),
         host_value,
         str(client[0]) if client else "",
+        headers.get_joined("x-request-id") or "",
     )
 
 

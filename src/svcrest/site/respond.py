@@ -18,8 +18,9 @@ from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.errors import BodyReadError, RestError
 from svcrest.http.exchange import USUAL_METHODS, HttpRequest, HttpResponse
 from svcrest.http.headers import Headers
-from svcrest.http.request_id import request_id_of
-from svcrest.rest.pipeline import error_answer, serve_rest
+from svcrest.http.request_id import REQUEST_IDS, checked_request_id
+from svcrest.rest.answer import error_answer
+from svcrest.rest.pipeline import serve_rest
 from svcrest.rest.server import internal_error
 from svcrest.rest.tracing import request_tracer, traced
 from svcrest.rest.urls import rest_route_of
@@ -76,10 +77,14 @@ async def respond(
 ) -> HttpResponse | SiteForward:
     """Serve one HTTP request of ``host``'s site (``read_body`` None: it has no body).
 
-    Every answer carries the request's ``X-Request-Id`` (``http.request_id`` from here on)."""
+    Every answer carries the request's ``X-Request-Id``: the one the client sent (as the
+    adapter read it into ``http.request_id``) when valid, else a new one (``http.request_id``
+    from here on)."""
     observer = host.request_observer
     started = perf_counter() if observer is not None else 0.0
-    request_id = http.request_id = request_id_of(http.headers)
+    sent = http.request_id
+    # PERF: a new id made in C (~200 instructions; ~3,500 with a look-up and a call before).
+    request_id = http.request_id = checked_request_id(sent) if sent else next(REQUEST_IDS.made)
     route = rest_route_of(host.rest_base_path(), http.path, http.query_string)
     if route is None and host.site is not None:
         return SiteForward((*_link_lines(host), ("X-Request-Id", request_id)))
