@@ -126,11 +126,8 @@ class HttpRequest:
     client: str = ""
     #: Its ``X-Request-Id`` (``svcrest.http.request_id``): the value the client sent ("" for
     #: none), as the adapter read it, until the request is answered under it (when valid) or
-    #: under a new one; then the pattern of the REST route that answered ("" for none) and
-    #: the user's id (0: anonymous), for the access log.
+    #: under a new one.
     request_id: str = ""
-    matched_route: str = ""
-    user_id: int = 0
 
 
 #: The usual request methods, each as it is: an adapter takes a server's method string from

@@ -6,10 +6,12 @@ back as it is (SECURITY: nothing else, so no log line or header can be forged th
 Otherwise the site makes one: 32 hexadecimal digits, a random prefix drawn once per process
 (again in a forked worker) followed by a counter, unique across workers and restarts.
 
-:data:`LOGGED_REQUEST` holds the request being answered (its id, matched route and user)
-for the servers' access-log lines, which are written after the pipeline's own context is
-gone: an adapter sets it once the answer is known. Every record of the ``svcrest`` logger
-written while a request is served has its id as ``record.request_id`` ("" outside one).
+:data:`LOGGED_REQUEST` holds the context of the request being answered (its id, matched
+route and user: :class:`~svcrest.http.context.RequestContext`) for the servers' access-log
+lines, which are written after the pipeline's own context is gone: the request edge sets it
+when the request is opened, in the context the server answers in. Every record of the
+``svcrest`` logger written while a request is served has its id as ``record.request_id``
+("" outside one).
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Final
 
-from svcrest.http.context import current_context
-from svcrest.http.exchange import HttpRequest
+from svcrest.http.context import RequestContext, current_context
 from svcrest.http.headers import Headers
 
 __all__ = [
@@ -41,8 +42,9 @@ __all__ = [
 MAX_REQUEST_ID: Final = 128
 _VALID: Final = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
-#: The request whose answer an adapter is sending (None before any), for access logs.
-LOGGED_REQUEST: ContextVar[HttpRequest | None] = ContextVar("svcrest_logged", default=None)
+#: The context of the request whose answer an adapter is sending (None before any), for
+#: access logs.
+LOGGED_REQUEST: ContextVar[RequestContext | None] = ContextVar("svcrest_logged", default=None)
 
 #: The environment variable ``svcrest serve`` sets for its workers: "1" when the server writes
 #: access-log lines through the filter that reads :data:`LOGGED_REQUEST`.
@@ -51,7 +53,7 @@ ENV_ACCESS_LOG: Final = "SVCREST_ACCESS_LOG"
 
 class _AccessLog:
     """Whether this process's server writes access-log lines that name the request (``svcrest
-    serve``'s filter): the adapters set :data:`LOGGED_REQUEST` only then. PERF: setting a
+    serve``'s filter): :data:`LOGGED_REQUEST` is set only then. PERF: setting a
     context variable costs a plain GET ~1,700 instructions (bench/instructions.py), paid for
     nothing when no such line is written (no access log, or a server started without
     ``svcrest serve``, which has no filter to read it)."""

@@ -192,9 +192,10 @@ class WSGIAdapter:
         # This request has its own server thread: "blocking" callbacks run on it, in place.
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
         # context variables never reaches the next request served by this thread.
-        answer = run_in_context(respond(host, http, reader), inline_context())
-        if ACCESS_LOG.on:
-            LOGGED_REQUEST.set(http)  # for the server's access-log line
+        context = inline_context()
+        answer = run_in_context(respond(host, http, reader), context)
+        if ACCESS_LOG.on:  # the request as respond named it, for the server's access-log line
+            LOGGED_REQUEST.set(context.get(LOGGED_REQUEST))
         if type(answer) is SiteForward:
             try:
                 if announced:
