@@ -77,11 +77,11 @@ def answer(
     own: tuple[tuple[str, str], ...],
     data: Any,
 ) -> HttpResponse:
-    """The HTTP answer of a finished response: its header lines and body, JSON or the format
-    ``Accept`` chose among the site's (a 500 when it has no such form); a 200 to a GET or HEAD
-    (not an ``_envelope``) with its ``ETag``, a 304 when ``If-None-Match`` names it; a body of
-    ``MIN_SIZE`` or more in the content coding the client prefers
-    (:mod:`svcrest.rest.conditional`)."""
+    """The HTTP answer of a finished response, in the module's order: the format ``Accept``
+    chose among the site's (JSON by default), the body (a 500 when the format cannot hold
+    the data), a 200 to a GET or HEAD (not an ``_envelope``) with its ``ETag``, a 304 when
+    ``If-None-Match`` names it, and a body of ``MIN_SIZE`` or more in the content coding the
+    client prefers."""
     status = result.status
     serializers = settings.serializers
     # PERF: a site that answers JSON only (the usual one) chooses nothing: one attribute
@@ -118,17 +118,17 @@ def answer(
         else:
             tag = lines[own_tag][1]
     pending = ctx.pending_headers
-    answer = HttpResponse(status, [*lines, *pending] if pending else [*lines], body, None, wire)
+    answered = HttpResponse(status, [*lines, *pending] if pending else [*lines], body, None, wire)
     if not short:
-        return coded_answer(answer, request, own_tag, tagged, formats)
+        return coded_answer(answered, request, own_tag, tagged, formats)
     if tag is None:
-        return answer
+        return answered
     # PERF: :func:`not_modified` written out (a Python call less a tagged answer).
     condition = request.headers.get_joined("if-none-match")
     if condition is not None and matching_tag(condition, tag, formats) is not None:
-        answer.status = 304  # with the 200's lines (ETag, Cache-Control, Vary), no body
-        answer.body = b""
-    return answer
+        answered.status = 304  # with the 200's lines (ETag, Cache-Control, Vary), no body
+        answered.body = b""
+    return answered
 
 
 def _unencodable(
