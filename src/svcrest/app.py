@@ -27,7 +27,6 @@ from svcrest.rest import discovery
 from svcrest.rest.auth_schemes import AuthSchemes
 from svcrest.rest.batch import register_batch_route
 from svcrest.rest.compat import install_rest_compat
-from svcrest.rest.conditional import add_format_suffix
 from svcrest.rest.defaults import (
     CORS_ALLOW_METHODS,
     WORDPRESS_CORS_ALLOW_METHODS,
@@ -138,6 +137,9 @@ class App:
         self._default_base_path = self._home_path + "/" + DEFAULT_PREFIX
         self._url_filter_memo: tuple[int, bool] = (-1, False)
         self._link_cache: dict[bool, str | None] = {}
+        #: (hooks version, the discovery Link value of a request not over TLS) while no URL
+        #: filter is registered: see :meth:`rest_output_link_header`.
+        self._plain_link: tuple[int, str | None] = (-1, None)
         self.clock: Callable[[], float] = clock or time.time
         self.max_body_size = max_body_size
         #: Clients written for WordPress work unchanged: ``X-WP-Nonce`` is read as
@@ -255,6 +257,7 @@ class App:
         """Add a site of a multisite install, for URL building."""
         self.sites[blog_id] = Site(blog_id, home.rstrip("/"), pretty_permalinks)
         self._link_cache.clear()
+        self._plain_link = (-1, None)
         self._home_path = urlsplit(self.home).path.rstrip("/")
         self._default_base_path = self._home_path + "/" + DEFAULT_PREFIX
 
@@ -274,7 +277,6 @@ class App:
         aliases or its tag suffix is taken already."""
         current = self.serializers
         self.serializers = (current or Serializers((JSON_SERIALIZER,))).with_serializer(serializer)
-        add_format_suffix(serializer.tag_suffix)
         return serializer
 
     # -- URLs and discovery -----------------------------------------------------------------
@@ -338,17 +340,29 @@ class App:
     def rest_output_link_header(self) -> str | None:
         """The discovery ``Link`` header value (WordPress's ``rest_output_link_header``), None
         when not sent."""
-        # PERF: the memo of ``_url_filters`` read in place (this runs on every request).
-        memo = self._url_filter_memo
-        if memo[1] if memo[0] == self.hooks.version else self._url_filters():
+        # PERF: a request not over TLS, no URL filter: the value remembered for this version
+        # of the hooks (this runs on every REST answer; 39 bytecodes and a call before).
+        plain = self._plain_link
+        if plain[0] == self.hooks.version:
+            ctx = REQUEST_CONTEXT.get()
+            if ctx is None or not ctx.secure:
+                return plain[1]
+        return self._link_header()
+
+    def _link_header(self) -> str | None:
+        """:meth:`rest_output_link_header` made (or read from the per-scheme memory)."""
+        version = self.hooks.version
+        if self._url_filters():
             return discovery.rest_output_link_header(self)
-        # PERF: without URL filters the value depends only on whether https is forced, which
-        # needs a request over TLS.
+        # Without URL filters the value depends only on whether https is forced, which needs
+        # a request over TLS.
         ctx = REQUEST_CONTEXT.get()
         key = ctx is not None and ctx.secure and https_forced(self.home)
         cache = self._link_cache
         if key not in cache:
             cache[key] = discovery.rest_output_link_header(self)
+        if not key:
+            self._plain_link = (version, cache[key])
         return cache[key]
 
     # -- dates ------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ when valid, ``request.request_id`` in callbacks, and the 500's log record."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -67,6 +68,23 @@ def test_made_ids_differ() -> None:
     ids = {new_request_id() for _ in range(1000)}
     assert len(ids) == 1000
     assert all(MADE.fullmatch(made) for made in ids)
+
+
+def test_a_forked_worker_makes_ids_of_its_own() -> None:
+    """Workers forked from one process draw their own prefix: no id is made twice."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first ids, then out without running the parent's cleanup
+        os.write(write_end, " ".join(new_request_id() for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        child = pipe.read().split()
+    os.waitpid(pid, 0)
+    parent = [new_request_id() for _ in range(3)]
+    assert all(MADE.fullmatch(made) for made in [*child, *parent])
+    assert {made[:16] for made in child} != {made[:16] for made in parent}
+    assert not set(child) & set(parent)
 
 
 def _app() -> App:

@@ -18,7 +18,11 @@ from svcrest.http import exchange, headers
 from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
 from svcrest.http.headers import Headers, asgi_header_lines
 from svcrest.rest import wire
-from svcrest.rest.defaults import rest_filter_response_fields, rest_handle_options_request
+from svcrest.rest.defaults import (
+    rest_filter_response_fields,
+    rest_handle_options_request,
+    rest_send_allow_header,
+)
 from svcrest.rest.plan import PipelinePlan
 from tests.conftest import SiteClient
 
@@ -60,6 +64,38 @@ def test_a_callback_before_the_options_filter_keeps_it_for_every_method() -> Non
     assert plan.pre_dispatch_no_options == (early, rest_handle_options_request)
     app.hooks.add_filter("rest_pre_dispatch", early, 20)
     assert PipelinePlan(app.hooks).pre_dispatch_no_options[-1] is early
+
+
+def test_the_plan_leaves_out_the_fields_filter_for_a_request_without_a_query() -> None:
+    app = make_app()
+    plan = app.rest_get_server().plan()
+    assert plan.post_dispatch == (rest_send_allow_header, rest_filter_response_fields)
+    assert plan.post_dispatch_no_query == (rest_send_allow_header,)
+
+
+def test_a_callback_before_the_fields_filter_keeps_it_without_a_query() -> None:
+    app = make_app()
+
+    def early(result: Any, server: Any, request: Request) -> Any:
+        return result
+
+    app.hooks.add_filter("rest_post_dispatch", early, 5)
+    plan = app.rest_get_server().plan()
+    kept = (early, rest_send_allow_header, rest_filter_response_fields)
+    assert plan.post_dispatch_no_query == kept
+
+
+def test_fields_set_by_an_earlier_filter_still_filter_a_request_without_a_query(
+    client_for: ClientFor,
+) -> None:
+    app = make_app()
+
+    def only_id(result: Any, server: Any, request: Request) -> Any:
+        request.set_param("_fields", "id")
+        return result
+
+    app.hooks.add_filter("rest_post_dispatch", only_id, 5)
+    assert client_for(app).get(ITEM).json() == {"id": 7}
 
 
 def test_a_method_changed_to_options_by_an_earlier_filter_gets_the_help(

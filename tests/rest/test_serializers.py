@@ -327,6 +327,25 @@ def test_a_route_version_gets_the_format_suffix(adapter: str) -> None:
     assert status == 412
 
 
+def test_formats_are_each_sites_own(adapter: str) -> None:
+    """Two sites in one process: a format registered on one names no tag variant on the
+    other (a JSON-only site's ``"v1"`` is not named by ``"v1-msgpack"``)."""
+    with_msgpack = _app()
+    json_only = _app(formats=False)
+    assert (
+        _raw(with_msgpack, adapter, "GET", THING, [(b"if-none-match", b'"v1-msgpack"')])[0] == 304
+    )
+    status, lines, body = _raw(
+        json_only, adapter, "GET", THING, [(b"if-none-match", b'"v1-msgpack"')]
+    )
+    assert (status, _header(lines, "ETag")) == (200, ['"v1"'])
+    assert orjson.loads(body) == {"version": 1}
+    status, _, _ = _raw(json_only, adapter, "PUT", THING, [(b"if-match", b'"v1-msgpack"')])
+    assert status == 412
+    status, _, _ = _raw(json_only, adapter, "PUT", THING, [(b"if-match", b'"v1"')])
+    assert status == 200
+
+
 def test_a_large_msgpack_answer_is_compressed(adapter: str) -> None:
     app = _app()
     identity = msgpack.packb(BIG_DATA)

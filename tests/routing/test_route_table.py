@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from svcrest.chains import Pending
+from svcrest.http.request import Request
 from svcrest.rest.routing.table import MEMO_PATH, MEMO_SIZE, RouteTable
 
 
@@ -25,6 +28,39 @@ def test_the_allow_value_follows_merges_and_overrides() -> None:
     assert entry.permissionless_allow is None
     table.add("ns", "/ns/items", _handler("PUT"), override=True)
     assert entry.permissionless_allow == "PUT"
+
+
+def test_allow_value_is_the_remembered_value_or_the_permission_callbacks_answer() -> None:
+    table = RouteTable()
+    request = Request("GET", "/ns/items")
+    entry = table.add("ns", "/ns/items", [_handler("GET, POST"), _handler("DELETE")])
+    assert entry.allow_value(request) == "GET, POST, DELETE"
+    refused = table.add("ns", "/ns/none", _handler("GET", permission=lambda request: False))
+    assert refused.allow_value(request) == ""
+    alone = table.add("ns", "/ns/alone", _handler("GET, PUT", permission=lambda request: True))
+    assert alone.allow_value(request) == "GET, PUT"
+    # A method in several handlers takes the last one's answer; only exactly True allows.
+    mixed = table.add(
+        "ns",
+        "/ns/mixed",
+        [
+            _handler("GET, POST", permission=lambda request: True),
+            _handler("POST", permission=lambda request: 1),
+            _handler("PATCH"),
+        ],
+    )
+    assert mixed.allow_value(request) == "GET, PATCH"
+
+
+def test_allow_value_awaits_an_async_permission_callback() -> None:
+    async def allowed(request: Request) -> bool:
+        return True
+
+    table = RouteTable()
+    entry = table.add("ns", "/ns/items", [_handler("GET", allowed), _handler("PUT", allowed)])
+    pending = entry.allow_value(Request("GET", "/ns/items"))
+    assert type(pending) is Pending
+    assert asyncio.run(pending) == "GET, PUT"
 
 
 def test_remembered_matches_are_dropped_when_a_route_is_added() -> None:

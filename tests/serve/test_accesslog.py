@@ -154,8 +154,8 @@ def test_the_adapters_name_the_request_only_for_an_access_log(
     monkeypatch.setattr(ACCESS_LOG, "on", False)
     assert _served_through_asgi(app) is None
     monkeypatch.setattr(ACCESS_LOG, "on", True)
-    http = _served_through_asgi(app)
-    assert (http.request_id, http.matched_route, http.user_id) == ("line-1", "/", 0)
+    ctx = _served_through_asgi(app)
+    assert (ctx.request_id, ctx.matched_route, ctx.user.id) == ("line-1", "/", 0)
 
 
 def test_a_worker_reads_whether_its_server_logs_access(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,8 +183,8 @@ def test_a_handler_that_raises_is_logged_under_its_route(
     )
     monkeypatch.setattr(ACCESS_LOG, "on", True)
     with caplog.at_level(logging.ERROR, logger="svcrest"):
-        http = _served_through_asgi(app, "/svc-json/t/v1/boom/3")
-    assert (http.request_id, http.matched_route, http.user_id) == (
+        ctx = _served_through_asgi(app, "/svc-json/t/v1/boom/3")
+    assert (ctx.request_id, ctx.matched_route, ctx.user.id) == (
         "line-1",
         r"/t/v1/boom/(?P<id>\d+)",
         0,

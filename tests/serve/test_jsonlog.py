@@ -8,8 +8,9 @@ import logging
 import re
 import sys
 
-from svcrest.http.exchange import HttpRequest
+from svcrest.http.context import RequestContext
 from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.http.user import User
 from svcrest.serve.accesslog import RedactSecrets
 from svcrest.serve.jsonlog import JsonFormatter, json_line
 from svcrest.serve.launcher import _log_config
@@ -17,7 +18,7 @@ from svcrest.serve.launcher import _log_config
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00")
 
 
-def _line(record: logging.LogRecord, answered: HttpRequest | None) -> dict[str, object]:
+def _line(record: logging.LogRecord, answered: RequestContext | None) -> dict[str, object]:
     token = LOGGED_REQUEST.set(answered)
     try:
         RedactSecrets().filter(record)
@@ -28,10 +29,13 @@ def _line(record: logging.LogRecord, answered: HttpRequest | None) -> dict[str, 
     return dict(fields)
 
 
-def _answered() -> HttpRequest:
-    http = HttpRequest("GET", "/svc-json/demo/v1/notes/3")
-    http.request_id, http.matched_route, http.user_id = "edge-1", r"/demo/v1/notes/(?P<id>\d+)", 5
-    return http
+def _answered() -> RequestContext:
+    return RequestContext(
+        is_rest=True,
+        user=User(5, "editor"),
+        request_id="edge-1",
+        matched_route=r"/demo/v1/notes/(?P<id>\d+)",
+    )
 
 
 def test_a_uvicorn_access_line() -> None:
@@ -74,9 +78,8 @@ def test_a_granian_access_line() -> None:
         "granian.access", logging.INFO, "log.py", 1, '"%(method)s %(path)s" %(status)d', None, None
     )
     record.args = args
-    http = HttpRequest("POST", "/login")
-    http.request_id = "0123456789abcdef0123456789abcdef"
-    assert _line(record, http) == {
+    answered = RequestContext(request_id="0123456789abcdef0123456789abcdef")
+    assert _line(record, answered) == {
         "level": "INFO",
         "logger": "granian.access",
         "message": '"POST /login" 303',

@@ -77,9 +77,9 @@ class Exchange:
 
     async def send(self, message: Message) -> None:
         if message["type"] == "http.response.start":
-            http = LOGGED_REQUEST.get()
-            assert http is not None
-            self.logged = (http.request_id, http.matched_route, http.user_id)
+            ctx = LOGGED_REQUEST.get()
+            assert ctx is not None
+            self.logged = (ctx.request_id, ctx.matched_route, ctx.user.id)
         self.sent.append(message)
 
 

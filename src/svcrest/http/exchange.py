@@ -9,6 +9,7 @@ from svcrest.bounded import Memo
 from svcrest.http.headers import Headers
 
 __all__ = [
+    "BODILESS_METHODS",
     "USUAL_METHODS",
     "HttpRequest",
     "HttpResponse",
@@ -123,12 +124,10 @@ class HttpRequest:
     scheme: str = "http"
     host: str = ""
     client: str = ""
-    #: Its ``X-Request-Id`` (``svcrest.http.request_id``), set when it is answered; then
-    #: the pattern of the REST route that answered ("" for none) and the user's id (0:
-    #: anonymous), for the access log.
+    #: Its ``X-Request-Id`` (``svcrest.http.request_id``): the value the client sent ("" for
+    #: none), as the adapter read it, until the request is answered under it (when valid) or
+    #: under a new one.
     request_id: str = ""
-    matched_route: str = ""
-    user_id: int = 0
 
 
 #: The usual request methods, each as it is: an adapter takes a server's method string from
@@ -138,7 +137,7 @@ USUAL_METHODS = {
 }
 
 #: Methods whose requests carry no body unless their headers announce one.
-_BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
+BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
 
 def announces_body(method: str, index: dict[str, list[str]]) -> bool:
@@ -147,7 +146,7 @@ def announces_body(method: str, index: dict[str, list[str]]) -> bool:
     ``Content-Length`` other than 0 (RFC 9112 §6.3), a request of any other method always.
 
     PERF: a plain GET is answered without waiting for a body."""
-    if method not in _BODILESS_METHODS or "transfer-encoding" in index:
+    if method not in BODILESS_METHODS or "transfer-encoding" in index:
         return True
     declared = index.get("content-length")
     return declared is not None and any(value.strip() != "0" for value in declared)
@@ -160,7 +159,7 @@ _BODY_LINES = frozenset({"transfer-encoding", "content-length"})
 def headers_announce_body(method: str, headers: Headers) -> bool:
     """:func:`announces_body` of ``headers``. PERF: a request without either line is
     answered without listing its lines (a WSGI environ's are read on demand)."""
-    if method not in _BODILESS_METHODS:
+    if method not in BODILESS_METHODS:
         return True
     return headers.has_any(_BODY_LINES) and announces_body(method, headers.index())
 
@@ -209,8 +208,10 @@ class HttpResponse:
         )
         if self.request_id:
             wire.append((b"X-Request-Id", self.request_id.encode("ascii")))
-        length = self.sent_length()
-        if length is not None:
+        status = self.status
+        # PERF: :meth:`sent_length` written out (a Python call less an answer).
+        if status >= 200 and status != 204 and status != 304:
+            length = len(self.body) if self.content_length is None else self.content_length
             line = _LENGTH_LINES.get(length)
             if line is None:
                 line = _LENGTH_LINES.keep(length, (b"Content-Length", str(length).encode("ascii")))
@@ -226,8 +227,10 @@ class HttpResponse:
         safe = [*headers] if _SAFE_AS_IS.issuperset(rest) else [*headers[:count], *safe_lines(rest)]
         if self.request_id:
             safe.append(("X-Request-Id", self.request_id))
-        length = self.sent_length()
-        if length is not None:
+        status = self.status
+        # PERF: :meth:`sent_length` written out (a Python call less an answer).
+        if status >= 200 and status != 204 and status != 304:
+            length = len(self.body) if self.content_length is None else self.content_length
             safe.append(("Content-Length", str(length)))  # digits: safe as they are
         return safe
 

@@ -21,6 +21,7 @@ import orjson
 from svcrest.bounded import Memo
 from svcrest.http.answer_json import UnencodableValue, dumps_answer, encode_default
 from svcrest.http.qvalues import q_weights
+from svcrest.http.tags import format_suffix, tag_variant
 
 __all__ = [
     "JSON_SERIALIZER",
@@ -102,7 +103,7 @@ class Serializers:
     would get otherwise.
     """
 
-    __slots__ = ("_chosen", "_lines", "all")
+    __slots__ = ("_chosen", "_lines", "all", "tag_suffixes")
 
     def __init__(self, serializers: Sequence[Serializer]) -> None:
         found = list(serializers)
@@ -120,6 +121,11 @@ class Serializers:
             suffixes.add(serializer.tag_suffix)
         #: The formats, JSON first.
         self.all: tuple[Serializer, ...] = tuple(found)
+        #: How this site's formats end their ``ETag`` variants (``-msgpack"``): the tags
+        #: a client got in any of them name the same version (:mod:`svcrest.http.tags`).
+        self.tag_suffixes: tuple[str, ...] = tuple(
+            format_suffix(serializer.tag_suffix) for serializer in found if serializer.tag_suffix
+        )
         #: Each format's header lines: its Content-Type, then ``Vary: Accept``.
         self._lines = {
             serializer.media_type: (("Content-Type", serializer.content_type), ("Vary", "Accept"))
@@ -170,7 +176,7 @@ class Serializers:
         if suffix and etag >= 0 and 200 <= status < 300:
             tag = own[etag][1]
             if tag.endswith('"'):
-                own = (*own[:etag], ("ETag", tag[:-1] + "-" + suffix + '"'), *own[etag + 1 :])
+                own = (*own[:etag], ("ETag", tag_variant(tag, suffix)), *own[etag + 1 :])
         return serializer, (*self._lines[serializer.media_type], *own)
 
 

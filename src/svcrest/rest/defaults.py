@@ -17,13 +17,13 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from svcrest.bounded import Memo
-from svcrest.chains import Pending, run_chain
+from svcrest.chains import Pending
 from svcrest.hooks import Hooks
 from svcrest.http.context import current_context, is_rest_request
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.fields import filter_response_fields
-from svcrest.rest.plan import options_only
+from svcrest.rest.plan import leaves_query, options_only, query_only
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import RouteTable
 
@@ -90,6 +90,7 @@ def rest_handle_options_request(result: Any, server: ServerView, request: Reques
     return response
 
 
+@leaves_query
 def rest_send_allow_header(response: Any, server: ServerView, request: Request) -> Any:
     """The methods the caller may use on the matched route, as ``Allow`` (as WordPress does).
 
@@ -100,31 +101,23 @@ def rest_send_allow_header(response: Any, server: ServerView, request: Request) 
     entry = server.table.get(response.matched_route)
     if entry is None:
         return response
-    # PERF: a route without permission callbacks answers from its remembered value (the
-    # header's string as remembered, not split and joined).
-    remembered = entry.permissionless_allow
-    if remembered is not None:
-        if remembered:
-            response.set_header_line("Allow", remembered)
-        return response
-    # The permission callbacks decide (the route's Allow chain); no header when nothing is
-    # allowed.
-    allowed = run_chain(entry.allow_chain, {}, request)
-    if type(allowed) is Pending:
-        return _allow_later(allowed, response)
-    if allowed:
-        response.set_header_line("Allow", ", ".join(allowed))
+    value = entry.allow_value(request)  # no header when nothing is allowed
+    if type(value) is Pending:
+        return _allow_later(value, response)
+    if value:
+        response.set_header_line("Allow", value)
     return response
 
 
 async def _allow_later(pending: Any, response: Response) -> Response:
     """:func:`rest_send_allow_header` once an ``async`` permission callback has answered."""
-    methods = await pending
-    if methods:
-        response.set_header_line("Allow", ", ".join(methods))
+    value = await pending
+    if value:
+        response.set_header_line("Allow", value)
     return response
 
 
+@query_only
 def rest_filter_response_fields(response: Any, server: ServerView, request: Request) -> Any:
     """``_fields``: keep only the requested (possibly nested, dotted) fields."""
     if not request.may_have_query:  # PERF: no query string, no ``_fields``

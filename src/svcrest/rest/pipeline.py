@@ -4,7 +4,8 @@ Every REST request takes this path, whatever its method, body, hooks or authenti
 scheme: :func:`serve_rest` builds the :class:`Request`, runs authentication (one chain:
 ``determine_current_user``, ``rest_authentication_errors``) and the server's dispatch, then
 :func:`finish_hooks` (``rest_post_dispatch``, ``_envelope``, ``rest_pre_serve_request``), and
-:func:`finish` turns the result into header lines and JSON bytes.
+the answer step (:mod:`svcrest.rest.answer`: format, body, validator, 304, coding) turns the
+result into the HTTP answer.
 
 Every hook chain runs through :func:`svcrest.chains.run_chain`: plainly until a callback
 answers with an awaitable, then in one coroutine awaited here. Speed comes from preparing,
@@ -18,51 +19,28 @@ for one); and the REST header block is encoded for the wire once per discovery L
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from svcrest.chains import Pending, run_chain
-from svcrest.http.answer_json import (
-    UnencodableValue,
-    encode_default,
-    one_line,
-    unencodable_reason,
-)
-from svcrest.http.compression import MIN_SIZE
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
-from svcrest.http.exchange import (
-    HttpRequest,
-    HttpResponse,
-)
+from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import MIN_BOUNDED_LENGTH, parse_query
-from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
-from svcrest.rest.conditional import (
-    READS,
-    coded_answer,
-    not_modified,
-    remembered_tag_line,
-    tag_line,
-)
+from svcrest.rest.answer import answer, error_answer, finish
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
-from svcrest.rest.server import internal_error
 from svcrest.rest.timing import server_timing_line
 from svcrest.rest.tracing import child_span
 from svcrest.rest.urls import rest_route_of
-from svcrest.rest.wire import JSON_CONTENT_TYPE, answer_lines
+from svcrest.rest.wire import JSON_CONTENT_TYPE
 
 if TYPE_CHECKING:
-    from svcrest.http.serializers import Serializer
     from svcrest.rest.plan import PipelinePlan
     from svcrest.rest.server import RestServer
-    from svcrest.rest.settings import SiteSettings
 
 __all__ = [
     "JSON_CONTENT_TYPE",
@@ -74,13 +52,9 @@ __all__ = [
     "serve_rest",
 ]
 
-logger = logging.getLogger("svcrest")
-
-_NO_BODY_STATUSES = frozenset({204, 304})
 #: The pipeline's clock, by ``server_timing``: ``float()`` is 0.0, so without Server-Timing
 #: no clock is read (3 calls of ~30 ns a request).
 _CLOCKS: tuple[Callable[[], float], Callable[[], float]] = (float, perf_counter)
-_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 
 
 def _method_override(request: Request) -> bool:
@@ -178,55 +152,6 @@ def posted_response(posted: Any, result: Response, request: Request) -> Response
     return result
 
 
-def finish(
-    settings: SiteSettings,
-    ctx: RequestContext,
-    status: int,
-    own_lines: tuple[tuple[str, str], ...],
-    data: Any,
-    serializer: Serializer | None = None,
-) -> HttpResponse:
-    """The HTTP answer of a REST response: the REST header block, the response's own header
-    lines, the pending ones (nonce, deprecations), and the body (none for ``data`` None, 204
-    and 304): JSON, or in ``serializer``'s format (its Content-Type is then among
-    ``own_lines``: :meth:`~svcrest.http.serializers.Serializers.negotiate`); no validator
-    (see :func:`serve_rest`)."""
-    lines, wire, _ = answer_lines(settings, ctx, status, own_lines)
-    pending = ctx.pending_headers
-    body = encoded_body(status, data, serializer)
-    return HttpResponse(status, [*lines, *pending] if pending else [*lines], body, None, wire)
-
-
-def encoded_body(status: int, data: Any, serializer: Serializer | None = None) -> bytes:
-    """The bytes of an answer's ``data`` (none for None, 204 and 304): JSON, or in
-    ``serializer``'s format."""
-    if data is None or status in _NO_BODY_STATUSES:
-        return b""
-    if serializer is not None:
-        return serializer.encode(data)
-    # PERF: orjson calls ``default`` only for what it cannot encode itself (Decimal, set…);
-    # passing it costs a plain answer nothing measurable (``{"ok": true}``: 386 ns without,
-    # 390 ns with, medians of 40 interleaved timeit rounds on a loaded machine).
-    return orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
-
-
-def error_answer(
-    settings: SiteSettings,
-    ctx: RequestContext,
-    error: RestError,
-    headers: Headers | None = None,
-) -> HttpResponse:
-    """The HTTP answer of an error raised outside dispatch (413, a bad ``rest_route``, 500,
-    a store's 503 met by the cookie check), with the error's own header lines; in the
-    format the request's ``headers`` accept when the site has more than JSON."""
-    own = error.headers
-    serializers = settings.serializers
-    if serializers is None or headers is None:
-        return finish(settings, ctx, error.status, own, error.to_dict())
-    serializer, own = serializers.negotiate(headers.get_joined("accept"), error.status, own)
-    return finish(settings, ctx, error.status, own, error.to_dict(), serializer)
-
-
 def too_large_error(limit: int) -> RestError:
     """The 413 of a body longer than the site allows."""
     return RestError(
@@ -294,14 +219,19 @@ async def serve_rest(
     )
     dispatched = clock()
     ctx.matched_route = result.matched_route
-    # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs).
-    posted = run_chain(plan.post_dispatch, result, server, request)
+    # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs);
+    # without a query string, without the ``_fields`` filter (``plan.query_only``: a WSGI
+    # GET 109,562 → 107,995 instructions, bench/instructions.py); an empty chain not run
+    # (a site without the default filters pays no runner call).
+    post = plan.post_dispatch if request.may_have_query else plan.post_dispatch_no_query
+    posted = run_chain(post, result, server, request) if post else result
     if type(posted) is Pending:
         posted = await posted
     # PERF: a call less when there is no work (1 of the 44 Python calls of a plain GET).
     if posted is not result or request.may_have_query:
         result = posted_response(posted, result, request)
-    served = run_chain(plan.pre_serve, False, result, request, server)
+    pre_serve = plan.pre_serve
+    served = run_chain(pre_serve, False, result, request, server) if pre_serve else False
     if type(served) is Pending:
         served = await served
     if served:
@@ -312,90 +242,12 @@ async def serve_rest(
         data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)
     else:
         data = data_with_links(result, request) if result.links else result.data
-    answer = _answer(settings, ctx, request, result, own, data)
+    answered = answer(settings, ctx, request, result, own, data)
     if started:
-        answer.headers.append(
+        answered.headers.append(
             server_timing_line(started, authenticated, dispatched, perf_counter())
         )
-    return answer
-
-
-def _answer(
-    settings: SiteSettings,
-    ctx: RequestContext,
-    request: Request,
-    result: Response,
-    own: tuple[tuple[str, str], ...],
-    data: Any,
-) -> HttpResponse:
-    """The HTTP answer of a finished response: its header lines and body, JSON or the format
-    ``Accept`` chose among the site's (a 500 when it has no such form); a 200 to a GET or HEAD
-    (not an ``_envelope``) with its ``ETag``, a 304 when ``If-None-Match`` names it; a body of
-    ``MIN_SIZE`` or more in the content coding the client prefers
-    (:mod:`svcrest.rest.conditional`)."""
-    status = result.status
-    serializers = settings.serializers
-    # PERF: a site that answers JSON only (the usual one) chooses nothing: one attribute
-    # read, no call (+324 of 118,226 instructions a plain GET; bench/instructions.py).
-    serializer = None
-    if serializers is not None:
-        serializer, own = serializers.negotiate(request.headers.get_joined("accept"), status, own)
-    lines, wire, own_tag = answer_lines(settings, ctx, status, own)
-    try:
-        # PERF: :func:`encoded_body` written out (a Python call, ~700 instructions, less a
-        # request: the answer step went from 247 to 177 bytecodes with its calls folded).
-        if data is None or status in _NO_BODY_STATUSES:
-            body = b""
-        elif serializer is None:
-            body = orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
-        else:
-            body = serializer.encode(data)
-    except (orjson.JSONEncodeError, UnencodableValue) as error:
-        return _unencodable(settings, ctx, request, result, error)
-    tagged = status == 200 and request.method in READS and type(result) is not EnvelopeResponse
-    short = len(body) < MIN_SIZE
-    tag = None
-    if tagged and short:
-        # PERF: the usual answer, a short body validated by its remembered ETag line, added
-        # to the lines before the answer is made (no insertion, no second tuple).
-        if own_tag < 0:
-            found = remembered_tag_line(body)
-            line, line_wire = found if found is not None else tag_line(body)
-            lines = (*lines, line)
-            wire = (*wire, line_wire)
-            tag = line[1]
-        else:
-            tag = lines[own_tag][1]
-    pending = ctx.pending_headers
-    answer = HttpResponse(status, [*lines, *pending] if pending else [*lines], body, None, wire)
-    if not short:
-        return coded_answer(answer, request, own_tag, tagged)
-    if tag is not None and not_modified(request, tag):
-        answer.status = 304  # with the 200's lines (ETag, Cache-Control, Vary), no body
-        answer.body = b""
-    return answer
-
-
-def _unencodable(
-    settings: SiteSettings,
-    ctx: RequestContext,
-    request: Request,
-    result: Response,
-    error: orjson.JSONEncodeError | UnencodableValue,
-) -> HttpResponse:
-    """The 500 of an answer its format cannot hold, logged on one line naming the route and why
-    (a plugin's mistake, not the client's: no traceback). SECURITY: the method and path
-    come from the client: control characters are escaped, so the line stays one line."""
-    logger.error(
-        "The answer of %s %s (route %s) cannot be sent as %s: %s; answered 500",
-        one_line(request.method),
-        one_line(request.route),
-        one_line(result.matched_route or "none"),
-        # orjson's error is a TypeError: a format's own refusal is the narrower class.
-        "the format asked for" if isinstance(error, UnencodableValue) else "JSON",
-        unencodable_reason(error),
-    )
-    return error_answer(settings, ctx, internal_error(), request.headers)
+    return answered
 
 
 def _embed_fetcher(server: RestServer) -> Callable[[Request], Awaitable[Any]]:

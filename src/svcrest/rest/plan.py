@@ -16,13 +16,19 @@ from svcrest.http.context import REQUEST_CONTEXT
 from svcrest.http.request import Request
 from svcrest.rest.auth_schemes import AuthSchemes
 
-__all__ = ["PIPELINE_HOOKS", "PipelinePlan", "options_only"]
+__all__ = ["PIPELINE_HOOKS", "PipelinePlan", "leaves_query", "options_only", "query_only"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _OPTIONS_ONLY = "svc_options_only"
+_QUERY_ONLY = "svc_query_only"
+_LEAVES_QUERY = "svc_leaves_query"
 # Marked functions that take no attributes (compiled by mypyc, in the opt-in compiled build),
 # per marker: set at import by the modules that define them (never per request).
-_COMPILED_MARKS: dict[str, set[Callable[..., Any]]] = {_OPTIONS_ONLY: set()}
+_COMPILED_MARKS: dict[str, set[Callable[..., Any]]] = {
+    _OPTIONS_ONLY: set(),
+    _QUERY_ONLY: set(),
+    _LEAVES_QUERY: set(),
+}
 
 
 def _mark(function: F, marker: str) -> F:
@@ -39,6 +45,21 @@ def options_only(function: F) -> F:
     callbacks run first in the chain (nothing before them can change the method), a request
     of another method skips them: the same answer without their calls."""
     return _mark(function, _OPTIONS_ONLY)
+
+
+def query_only(function: F) -> F:
+    """Mark a ``rest_post_dispatch`` callback that returns its first argument unchanged, and
+    does nothing else, for a request without query parameters (the default ``_fields``
+    filter). While only callbacks marked :func:`leaves_query` (or this) run before it, a
+    request without a query string skips it: the same answer without its call."""
+    return _mark(function, _QUERY_ONLY)
+
+
+def leaves_query(function: F) -> F:
+    """Mark a ``rest_post_dispatch`` callback that never gives the request a query parameter
+    (the default Allow filter): a :func:`query_only` callback after it may still be
+    skipped."""
+    return _mark(function, _LEAVES_QUERY)
 
 
 def _marked(callback: Callable[..., Any], marker: str) -> bool:
@@ -59,6 +80,19 @@ def _without_leading(chain: Chain, marker: str) -> Chain:
     while start < len(chain) and _marked(chain[start], marker):
         start += 1
     return chain[start:]
+
+
+def _without_query_only(chain: Chain) -> Chain:
+    """``chain`` without the :func:`query_only` callbacks that only callbacks leaving the
+    query alone run before (see :func:`leaves_query`)."""
+    kept: list[Callable[..., Any]] = []
+    clean = True
+    for callback in chain:
+        if clean and _marked(callback, _QUERY_ONLY):
+            continue
+        clean = clean and _marked(callback, _LEAVES_QUERY)
+        kept.append(callback)
+    return tuple(kept)
 
 
 #: Each hook of the pipeline and how many arguments its callbacks receive, in run order.
@@ -101,6 +135,7 @@ class PipelinePlan:
         "determine_current_user",
         "dispatch_request",
         "post_dispatch",
+        "post_dispatch_no_query",
         "pre_dispatch",
         "pre_dispatch_no_options",
         "pre_serve",
@@ -129,6 +164,9 @@ class PipelinePlan:
             adopt_user,
             *self.authentication_errors,
         )
+        #: ``rest_post_dispatch`` for a request without query parameters (the default
+        #: ``_fields`` filter left out: PERF, see :func:`query_only`).
+        self.post_dispatch_no_query = _without_query_only(self.post_dispatch)
         #: ``svc_rate_limit`` over ``(value, request)`` (``svcrest.rest.guard``).
         self.rate_limit: Chain = hooks.prepared("svc_rate_limit", 2)
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.

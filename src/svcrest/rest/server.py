@@ -317,9 +317,11 @@ class RestServer:
         response.matched_route = first.route
         # The permission callbacks asked for Allow see the route's URL params, as in dispatch.
         request.url_params = dict(first_params)
-        allowed = await self.allowed_methods(first, request)
-        if allowed:
-            response.headers["Allow"] = ", ".join(allowed)
+        value = first.allow_value(request)
+        if type(value) is Pending:
+            value = await value
+        if value:
+            response.headers["Allow"] = value
         return response
 
     @staticmethod
@@ -332,29 +334,6 @@ class RestServer:
         if response.links and isinstance(data, dict):
             return {**data, "_links": response.links}
         return data
-
-    # -- Allow ------------------------------------------------------------------------------
-
-    async def allowed_methods(self, entry: RouteEntry, request: Request) -> list[str]:
-        """The methods of ``entry`` the caller may use (the Allow header), upper case, in order.
-
-        A handler's permission_callback decides for each of its methods (only exactly True
-        allows); a method in several handlers takes the last handler's answer.
-        """
-        allowed = self.allowed_methods_eager(entry, request)
-        if type(allowed) is Pending:
-            allowed = await allowed
-        return allowed  # type: ignore[no-any-return]
-
-    @staticmethod
-    def allowed_methods_eager(entry: RouteEntry, request: Request) -> Any:
-        """``allowed_methods`` run plainly while the permission callbacks answer plainly: the
-        list, or a :data:`~svcrest.chains.Pending` of it. PERF: a route without permission
-        callbacks answers from its remembered Allow value."""
-        remembered = entry.permissionless_allow
-        if remembered is not None:
-            return remembered.split(", ") if remembered else []
-        return run_chain(entry.allow_chain, {}, request)
 
     # -- help data and indexes --------------------------------------------------------------
 

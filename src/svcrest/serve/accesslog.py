@@ -82,12 +82,12 @@ class RedactSecrets(logging.Filter):
     (``record.request_id``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        http = LOGGED_REQUEST.get()
-        if http is None:
+        ctx = LOGGED_REQUEST.get()
+        if ctx is None:
             record.request_id, record.route, record.user_id = "-", "", 0
         else:
-            record.request_id = http.request_id or "-"
-            record.route, record.user_id = http.matched_route, http.user_id
+            record.request_id = ctx.request_id or "-"
+            record.route, record.user_id = ctx.matched_route, ctx.user.id
         if isinstance(record.msg, str):
             record.msg = escape_controls(redact(record.msg))
         args = record.args

@@ -18,7 +18,6 @@ from svcrest.http.exchange import (
     remembered_host_name,
 )
 from svcrest.http.headers import Headers
-from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
 from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.serve.bodies import body_timeout, body_timeout_error
 from svcrest.site.host import ASGIApp, SiteHost
@@ -136,6 +135,7 @@ def _request(scope: ASGIScope) -> HttpRequest:
         scope.get("scheme", "http"),
         host_value,
         str(client[0]) if client else "",
+        headers.get_joined("x-request-id") or "",
     )
 
 
@@ -165,9 +165,7 @@ async def handle_asgi(
         if headers_announce_body(http.method, headers)
         else None
     )
-    answer = await respond(host, http, reader)
-    if ACCESS_LOG.on:
-        LOGGED_REQUEST.set(http)  # for the server's access-log line
+    answer = await respond(host, http, reader)  # names the request for an access log
     if type(answer) is SiteForward:
         site = host.site
         assert site is not None  # respond forwards only when there is a site app

