@@ -1,7 +1,9 @@
 """Runs the JavaScript tests (``node --test tests/js/``) so that ``make test`` covers them,
 ``tests/js/live.test.mjs`` against a live ``svcrest serve`` on a free port, and
 ``tests/js/guard.live.test.mjs`` against one with the guard plugin (``tests/e2e/guard_site.py``:
-a route that requires an Idempotency-Key and a rate-limited one), and
+a route that requires an Idempotency-Key and a rate-limited one),
+``tests/js/store.live.test.mjs`` against one serving a ``StoreCollection``
+(``tests/e2e/store_site.py``), with and without ``--wordpress-compat``, and
 ``tests/js/mcp.live.test.mjs`` (the MCP SDK's client) against ``svcrest serve --mcp`` with the
 MCP test plugin (``tests/site/mcp_site.py``)."""
 
@@ -72,6 +74,25 @@ def test_node_idempotency_and_retries_against_a_live_server(tmp_path: Path) -> N
             "tests/js/guard.live.test.mjs", env={**os.environ, "SVCREST_GUARD_SITE": host.url}
         )
     assert "# pass 3\n" in report, report
+    assert "# skipped 0\n" in report, report
+
+
+@needs_node
+@pytest.mark.parametrize("compat", [False, True], ids=["svcrest", "wordpress-compat"])
+def test_node_store_collection_totals_against_a_live_server(tmp_path: Path, compat: bool) -> None:
+    options = ["--db", str(tmp_path / "svcrest.db"), "--plugin", "tests.e2e.store_site:register"]
+    options += ["--no-access-log", *(["--wordpress-compat"] if compat else [])]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with serving([("127.0.0.1", options, env)]) as (host,):
+        report = _node_test(
+            "tests/js/store.live.test.mjs",
+            env={
+                **os.environ,
+                "SVCREST_STORE_SITE": host.url,
+                "SVCREST_STORE_COMPAT": "1" if compat else "0",
+            },
+        )
+    assert "# pass 1\n" in report, report
     assert "# skipped 0\n" in report, report
 
 

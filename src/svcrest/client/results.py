@@ -23,12 +23,20 @@ __all__ = [
 TOTAL_HEADER: Final = "X-SVC-Total"
 #: The response header with the number of pages of the collection.
 TOTAL_PAGES_HEADER: Final = "X-SVC-TotalPages"
+#: WordPress's names of the same headers: read when svcrest's are absent (a WordPress site).
+_WP_TOTAL: Final = "X-WP-Total"
+_WP_TOTAL_PAGES: Final = "X-WP-TotalPages"
 
 
 def header_int(response: httpx.Response, name: str) -> int | None:
     """The header ``name`` as an int; None when absent or not a decimal integer."""
     value = response.headers.get(name, "").strip()
     return int(value) if value.isdecimal() and len(value) < 20 else None
+
+
+def _total(response: httpx.Response, name: str, wordpress_name: str) -> int | None:
+    found = header_int(response, name)
+    return found if found is not None else header_int(response, wordpress_name)
 
 
 _LINK = re.compile(r"<([^>]*)>([^,]*)")
@@ -57,7 +65,8 @@ class ResultSet:
 
     ``records`` is the decoded JSON body as a list: a list body as it is, an object body as a
     list of one, an empty body as ``[]``. ``total`` and ``total_pages`` come from the
-    ``X-SVC-Total`` and ``X-SVC-TotalPages`` headers (None when absent); ``next_url`` from the
+    ``X-SVC-Total`` and ``X-SVC-TotalPages`` headers of any collection, else from WordPress's
+    ``X-WP-Total`` and ``X-WP-TotalPages`` (None when both are absent); ``next_url`` from the
     ``Link`` header with ``rel="next"`` (None on the last page); ``response`` is the
     `httpx.Response`.
     """
@@ -79,8 +88,8 @@ class ResultSet:
             records = [body]
         return cls(
             records=records,
-            total=header_int(response, TOTAL_HEADER),
-            total_pages=header_int(response, TOTAL_PAGES_HEADER),
+            total=_total(response, TOTAL_HEADER, _WP_TOTAL),
+            total_pages=_total(response, TOTAL_PAGES_HEADER, _WP_TOTAL_PAGES),
             next_url=next_link(response),
             response=response,
         )

@@ -131,9 +131,9 @@ export interface RestResponse<T = any> {
 /** One page read by `readResult` / `iterPages`. */
 export interface ResultSet<R = any> {
   records: R[];
-  /** From `X-SVC-Total`; null when absent. */
+  /** From `X-SVC-Total`, else WordPress's `X-WP-Total`; null when both are absent. */
   total: number | null;
-  /** From `X-SVC-TotalPages`; null when absent. */
+  /** From `X-SVC-TotalPages`, else `X-WP-TotalPages`; null when both are absent. */
   totalPages: number | null;
   /** From `Link: <…>; rel="next"`; null on the last page. */
   nextUrl: string | null;

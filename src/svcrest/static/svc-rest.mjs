@@ -638,7 +638,8 @@ export class RestProxy {
 
   /**
    * Read, as a result set: `records` (always an array), `total` and `totalPages` (from
-   * `X-SVC-Total` / `X-SVC-TotalPages`, null when absent), `nextUrl` (from `Link rel="next"`,
+   * `X-SVC-Total` / `X-SVC-TotalPages` of any collection, else WordPress's `X-WP-Total` /
+   * `X-WP-TotalPages`; null when absent), `nextUrl` (from `Link rel="next"`,
    * null on the last page) and the fetch `response`.
    * @param {*} [id]
    * @param {Object<string, *>} [params]
@@ -761,8 +762,8 @@ export class RestProxy {
 /**
  * @typedef {object} ResultSet A page read by `readResult` / `iterPages`.
  * @property {Array<*>} records
- * @property {number|null} total From `X-SVC-Total`.
- * @property {number|null} totalPages From `X-SVC-TotalPages`.
+ * @property {number|null} total From `X-SVC-Total` (else WordPress's `X-WP-Total`).
+ * @property {number|null} totalPages From `X-SVC-TotalPages` (else `X-WP-TotalPages`).
  * @property {string|null} nextUrl From `Link: <…>; rel="next"`.
  * @property {Response} response The fetch response (its body already read).
  */
@@ -770,6 +771,11 @@ export class RestProxy {
 function headerInt(headers, name) {
   const value = (headers.get(name) ?? "").trim();
   return /^[0-9]{1,19}$/.test(value) ? Number(value) : null;
+}
+
+// svcrest's paging header, else WordPress's name for it (a WordPress site sends only those).
+function totalOf(headers, name, wordpressName) {
+  return headerInt(headers, name) ?? headerInt(headers, wordpressName);
 }
 
 /**
@@ -793,8 +799,8 @@ function resultSet({ data, headers, response }) {
   else if (data !== null && data !== undefined) records = [data];
   return {
     records,
-    total: headerInt(headers, TOTAL_HEADER),
-    totalPages: headerInt(headers, TOTAL_PAGES_HEADER),
+    total: totalOf(headers, TOTAL_HEADER, "X-WP-Total"),
+    totalPages: totalOf(headers, TOTAL_PAGES_HEADER, "X-WP-TotalPages"),
     nextUrl: nextLink(headers.get("Link"), response?.url || undefined),
     response,
   };
