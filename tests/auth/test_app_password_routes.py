@@ -79,6 +79,8 @@ def item_json(site: Site, user_id: int, item: dict[str, Any]) -> dict[str, Any]:
         "created": CREATED,
         "last_used": None,
         "last_ip": None,
+        "scope": None,
+        "read_only": False,
     }
 
 
