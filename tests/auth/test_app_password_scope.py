@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request, public
+from svcrest import App, Request, Response, public
 from svcrest.auth.passwords import ScryptParams
 from svcrest.auth.users import AUTH_SCHEMA, UserStore
 from svcrest.http.scope import AppPasswordScope, clean_scope
@@ -274,3 +274,24 @@ def test_a_read_only_batch_writes_nothing(site: Site, client_for: ClientFor) -> 
         (403, SCOPE_ERROR),
         (403, SCOPE_ERROR),
     ]
+
+
+def test_an_embedded_link_outside_the_scope_is_refused(site: Site, client_for: ClientFor) -> None:
+    def linked(request: Request) -> Response:
+        response = Response({"id": 1})
+        response.add_link("thing", f"{HOME}{REST}/other/v1/thing", embeddable=True)
+        response.add_link("me", f"{HOME}{REST}/demo/v1/me", embeddable=True)
+        return response
+
+    site.app.register_rest_route(
+        "demo/v1", "/linked", {"methods": "GET", "callback": linked, "permission_callback": public}
+    )
+    client = client_for(site.app)
+    answer = client.get(f"{REST}/demo/v1/linked?_embed", headers=site.password(["demo/v1"]))
+    assert answer.status_code == 200
+    assert answer.json()["_embedded"] == {"thing": [SCOPE_ERROR], "me": [{"id": site.alice.id}]}
+    plain = client.get(f"{REST}/demo/v1/linked?_embed", headers=site.password())
+    assert plain.json()["_embedded"] == {
+        "thing": [{"thing": site.alice.id}],
+        "me": [{"id": site.alice.id}],
+    }
