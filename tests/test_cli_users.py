@@ -127,3 +127,62 @@ def test_app_password_errors(capsys: pytest.CaptureFixture[str], db: str) -> Non
         "",
         "svcrest: error: An application name is required to create an application password.\n",
     )
+
+
+def test_app_password_add_with_a_scope(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    status, out, err = run(
+        capsys,
+        "user",
+        "app-password",
+        "add",
+        "ed",
+        "agent",
+        "--scope",
+        "notes/v1",
+        "--scope",
+        "other/v1",
+        "--read-only",
+        "--db",
+        db,
+    )
+    assert (status, err) == (0, "")
+    match = re.fullmatch(
+        rf"Created application password 'agent' \(({UUID}), scope: notes/v1, other/v1;"
+        rf" read-only\) of ed:\n([A-Za-z0-9]{{24}})\n",
+        out,
+    )
+    assert match is not None
+    uuid = match.group(1)
+    status, out, err = run(
+        capsys, "user", "app-password", "add", "ed", "reader", "--read-only", "--db", db
+    )
+    assert status == 0
+    reader = re.search(rf"\(({UUID}), read-only\)", out)
+    assert reader is not None
+    run(capsys, "user", "app-password", "add", "ed", "plain", "--db", db)
+    status, out, err = run(capsys, "user", "app-password", "list", "ed", "--db", db)
+    lines = out.splitlines()
+    assert (status, err, lines[:2]) == (
+        0,
+        "",
+        [
+            f"{uuid}\tagent\tscope: notes/v1, other/v1; read-only",
+            f"{reader.group(1)}\treader\tread-only",
+        ],
+    )
+    assert re.fullmatch(rf"{UUID}\tplain", lines[2])
+    app = App(store=db)
+    try:
+        item = app.users.get_application_password(1, uuid)
+        assert item is not None and (item["scope"], item["read_only"]) == (
+            ["notes/v1", "other/v1"],
+            True,
+        )
+    finally:
+        app.store.close()
+
+
+def test_app_password_add_refuses_a_bad_scope(capsys: pytest.CaptureFixture[str], db: str) -> None:
+    assert run(
+        capsys, "user", "app-password", "add", "ed", "agent", "--scope", "a b", "--db", db
+    ) == (2, "", "svcrest: error: 'a b' is not a REST namespace\n")

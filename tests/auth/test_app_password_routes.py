@@ -79,6 +79,8 @@ def item_json(site: Site, user_id: int, item: dict[str, Any]) -> dict[str, Any]:
         "created": CREATED,
         "last_used": None,
         "last_ip": None,
+        "scope": None,
+        "read_only": False,
     }
 
 
@@ -312,3 +314,92 @@ def test_every_site_has_the_routes_and_the_authentication_entry(client_for: Clie
         "/svc/v2/users/(?P<user_id>(?:[\\d]+|me))/application-passwords",
         "/svc/v2/users/(?P<user_id>(?:[\\d]+|me))/application-passwords/(?P<uuid>[\\w\\-]+)",
     ]
+
+
+# -- scopes -----------------------------------------------------------------------------------
+
+
+def test_a_scope_given_as_text_is_a_list_as_wordpress_reads_arrays(
+    site: Site, client_for: ClientFor
+) -> None:
+    client, nonce = as_user(client_for, site, "alice")
+    response = client.post(
+        f"{BASE}/me/application-passwords",
+        data={"name": "agent", "scope": "notes/v1,other/v1", "read_only": "true"},
+        headers=nonce,
+    )
+    assert response.status_code == 201
+    assert (response.json()["scope"], response.json()["read_only"]) == (
+        ["notes/v1", "other/v1"],
+        True,
+    )
+
+
+def test_create_with_a_scope_and_read_only(site: Site, client_for: ClientFor) -> None:
+    client, nonce = as_user(client_for, site, "alice")
+    response = client.post(
+        f"{BASE}/me/application-passwords",
+        json={"name": "agent", "scope": ["notes/v1", "/svc/v2/"], "read_only": True},
+        headers=nonce,
+    )
+    assert response.status_code == 201
+    data = response.json()
+    [item] = site.app.users.list_application_passwords(site.alice.id)
+    assert (item["scope"], item["read_only"]) == (["notes/v1", "svc/v2"], True)
+    assert {key: data[key] for key in ("name", "scope", "read_only")} == {
+        "name": "agent",
+        "scope": ["notes/v1", "svc/v2"],
+        "read_only": True,
+    }
+    listed = client.get(f"{BASE}/me/application-passwords", headers=nonce).json()
+    assert [(entry["scope"], entry["read_only"]) for entry in listed] == [
+        (["notes/v1", "svc/v2"], True)
+    ]
+    one = client.get(f"{BASE}/me/application-passwords/{item['uuid']}", headers=nonce).json()
+    assert (one["scope"], one["read_only"]) == (["notes/v1", "svc/v2"], True)
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "message"),
+    [
+        ({"scope": []}, 400, "rest_invalid_param", "Invalid parameter(s): scope"),
+        ({"scope": [3]}, 400, "rest_invalid_param", "Invalid parameter(s): scope"),
+        (
+            {"scope": ["no spaces/v1"]},
+            400,
+            "rest_invalid_param",
+            "'no spaces/v1' is not a REST namespace",
+        ),
+        ({"read_only": "maybe"}, 400, "rest_invalid_param", "Invalid parameter(s): read_only"),
+    ],
+)
+def test_create_refuses_a_bad_scope(
+    site: Site, client_for: ClientFor, body: dict[str, Any], status: int, code: str, message: str
+) -> None:
+    client, nonce = as_user(client_for, site, "alice")
+    response = client.post(
+        f"{BASE}/me/application-passwords", json={"name": "agent", **body}, headers=nonce
+    )
+    answer = response.json()
+    assert (response.status_code, answer.get("code"), answer.get("message")) == (
+        status,
+        code,
+        message,
+    )
+    assert site.app.users.list_application_passwords(site.alice.id) == []
+
+
+def test_the_schema_shows_scope_and_read_only(site: Site, client_for: ClientFor) -> None:
+    client, nonce = as_user(client_for, site, "alice")
+    help_ = client.request("OPTIONS", f"{BASE}/me/application-passwords", headers=nonce).json()
+    properties = help_["schema"]["properties"]
+    assert properties["scope"]["type"] == ["array", "null"]
+    assert properties["read_only"]["type"] == "boolean"
+    [create] = [e for e in help_["endpoints"] if e["methods"] == ["POST"]]
+    assert create["args"]["scope"]["type"] == "array"
+    assert create["args"]["read_only"] == {
+        "type": "boolean",
+        "default": False,
+        "description": "Whether the password may only read (GET, HEAD, OPTIONS).",
+        "required": False,
+    }

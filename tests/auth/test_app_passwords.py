@@ -94,7 +94,8 @@ def site(store_location: str | None) -> Iterator[Site]:
 def test_create_returns_the_password_once_and_stores_only_its_hash(site: Site) -> None:
     password, item = site.app.users.create_application_password(site.alice.id, " phpunit ")
     assert re.fullmatch(r"[A-Za-z0-9]{24}", password)
-    assert set(item) == {"uuid", "name", "created", "last_used", "last_ip"}
+    assert set(item) == {"uuid", "name", "created", "last_used", "last_ip", "scope", "read_only"}
+    assert (item["scope"], item["read_only"]) == (None, False)
     assert re.fullmatch(
         r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", item["uuid"]
     )

@@ -114,6 +114,7 @@ def test_the_serving_factory_sets_every_field() -> None:
         "request_id": "r-1",
         "matched_route": "",
         "app_password_uuid": "",
+        "app_password_scope": None,
     }
     assert ctx == RequestContext(
         is_rest=True, secure=True, host="a.example", client="10.0.0.7", request_id="r-1"

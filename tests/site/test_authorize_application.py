@@ -177,3 +177,53 @@ def test_approving_past_the_bound_of_passwords_is_a_409(app: App, client_for: Cl
     assert "A user may have at most 50 application passwords." in response.text
     assert "new-application-password" not in response.text
     assert len(app.users.list_application_passwords(alice.id)) == 50
+
+
+def test_an_app_may_ask_for_a_scoped_password(app: App, client_for: ClientFor) -> None:
+    client = logged_in(client_for, app)
+    params = {
+        "app_name": "Agent",
+        "success_url": "https://app.example/cb",
+        "scope": "notes/v1, <x>/v1",
+        "read_only": "1",
+    }
+    refused = client.get(PAGE, params=params)
+    assert refused.status_code == 400
+    assert "&#x27;&lt;x&gt;/v1&#x27; is not a REST namespace" in refused.text
+    params["scope"] = "notes/v1, other/v1"
+    page = client.get(PAGE, params=params)
+    assert page.status_code == 200
+    assert (
+        '<p class="scope">It may be used only for: <code>notes/v1</code>, <code>other/v1</code>.'
+        "</p>\n"
+        '<p class="scope">It may only read, never change anything.</p>\n'
+    ) in page.text
+    assert '<input type="hidden" name="scope" value="notes/v1,other/v1">' in page.text
+    assert '<input type="hidden" name="read_only" value="1">' in page.text
+    form = {
+        "app_name": "Agent",
+        "success_url": "https://app.example/cb",
+        "scope": "notes/v1,other/v1",
+        "read_only": "1",
+        "_wpnonce": form_nonce(page.text),
+        "approve": "1",
+    }
+    response = client.post(PAGE, data=form)
+    assert response.status_code == 303
+    [item] = app.users.list_application_passwords(1)
+    assert (item["name"], item["scope"], item["read_only"]) == (
+        "Agent",
+        ["notes/v1", "other/v1"],
+        True,
+    )
+
+
+def test_a_request_without_scope_says_nothing_of_one(app: App, client_for: ClientFor) -> None:
+    client = logged_in(client_for, app)
+    page = client.get(PAGE, params={"app_name": "CLI", "scope[]": ["a/v1", "b/v1"]})
+    assert "<code>a/v1</code>, <code>b/v1</code>" in page.text
+    plain = client.get(PAGE, params={"app_name": "CLI"})
+    assert 'class="scope"' not in plain.text and 'name="scope"' not in plain.text
+    client.post(PAGE, data={"app_name": "CLI", "_wpnonce": form_nonce(plain.text), "approve": "1"})
+    [item] = app.users.list_application_passwords(1)
+    assert (item["scope"], item["read_only"]) == (None, False)

@@ -768,3 +768,50 @@ def test_the_endpoint_lives_under_the_homes_path(client_for: ClientFor) -> None:
         "http://127.0.0.1:8000/blog/openapi.json",
     ]
     assert response.request.url == "http://127.0.0.1:8000/blog/mcp"
+
+
+# -- scoped application passwords -------------------------------------------------------------
+
+SCOPE_REFUSED = tool_error(
+    "rest_application_password_scope",
+    "This application password may not be used for this request.",
+    {"status": 403},
+)
+
+
+def scoped(mcp: Mcp, scope: list[str] | None, read_only: bool = False) -> dict[str, str]:
+    editor = mcp.app.users.get_by_login("editor1")
+    assert editor is not None
+    password, _ = mcp.app.users.create_application_password(
+        editor.id, "scoped agent", scope=scope, read_only=read_only
+    )
+    return basic("editor1", password)
+
+
+def test_a_scoped_password_lists_and_runs_only_the_tools_in_its_scope(mcp: Mcp) -> None:
+    who = scoped(mcp, ["mcpdemo/v1"])
+    tools = mcp.rpc("tools/list", {}, who)["result"]["tools"]
+    assert [tool["name"] for tool in tools] == ["get_mcpdemo_v1_echo", "post_mcpdemo_v1_items"]
+    assert mcp.call("post_mcpdemo_v1_items", {"word": "hello"}, who) == text_result(
+        {"word": "hello", "length": 5}
+    )
+    assert mcp.call("math-double", {"input": 21}, who) == SCOPE_REFUSED
+    assert mcp.call("site-info", {}, who) == SCOPE_REFUSED
+
+
+def test_a_password_scoped_to_the_abilities_runs_only_them(mcp: Mcp) -> None:
+    who = scoped(mcp, ["svc-abilities/v1"])
+    tools = mcp.rpc("tools/list", {}, who)["result"]["tools"]
+    assert [tool["name"] for tool in tools] == ["site-info", "site-whoami", "math-double"]
+    assert mcp.call("math-double", {"input": 21}, who) == text_result({"result": 42})
+    assert mcp.call("get_mcpdemo_v1_echo", {"word": "hi"}, who) == SCOPE_REFUSED
+
+
+def test_a_read_only_password_lists_and_runs_only_reading_tools(mcp: Mcp) -> None:
+    who = scoped(mcp, None, read_only=True)
+    tools = mcp.rpc("tools/list", {}, who)["result"]["tools"]
+    # math/double is not readonly: it runs with POST.
+    assert [tool["name"] for tool in tools] == ["site-info", "site-whoami", "get_mcpdemo_v1_echo"]
+    assert mcp.call("math-double", {"input": 21}, who) == SCOPE_REFUSED
+    assert mcp.call("post_mcpdemo_v1_items", {"word": "x"}, who) == SCOPE_REFUSED
+    assert mcp.call("get_mcpdemo_v1_echo", {"word": "hi"}, who) == text_result({"word": "hi"})

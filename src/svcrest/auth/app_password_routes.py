@@ -10,6 +10,11 @@ A user manages their own; ``administrator`` manages anyone's. Error codes are Wo
 plain http to a host that is not loopback); and, past the bound of passwords one user may
 hold (50; the filter ``svc_max_application_passwords``), ``application_password_limit_reached``
 (409).
+
+A password may be created with a ``scope`` (a list of REST namespaces) and ``read_only``
+(GET, HEAD and OPTIONS only): both are part of the item, fixed for the password's life (there
+is no update route; WordPress's item route updates only the name). A request it authenticates
+outside them answers 403 ``rest_application_password_scope`` (:mod:`svcrest.http.scope`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.http.scope import MAX_SCOPE_NAMESPACES
 from svcrest.http.user import User
 
 __all__ = ["NAMESPACE", "ApplicationPasswordsController", "format_item"]
@@ -49,6 +55,8 @@ def format_item(item: ApplicationPassword, password: str | None = None) -> dict[
         "created": _gmdate(item["created"]),
         "last_used": _gmdate(item["last_used"]),
         "last_ip": item["last_ip"] or None,
+        "scope": item.get("scope"),
+        "read_only": bool(item.get("read_only", False)),
     }
     if password is not None:
         data["password"] = " ".join(password[i : i + 4] for i in range(0, len(password), 4))
@@ -68,6 +76,17 @@ def _item_schema() -> dict[str, Any]:
             "created": {"type": "string", "format": "date-time", "readonly": True},
             "last_used": {"type": ["string", "null"], "format": "date-time", "readonly": True},
             "last_ip": {"type": ["string", "null"], "format": "ip", "readonly": True},
+            "scope": {
+                "type": ["array", "null"],
+                "items": {"type": "string"},
+                "description": "The REST namespaces the password may be used for (null: every"
+                " one); fixed at creation.",
+            },
+            "read_only": {
+                "type": "boolean",
+                "description": "Whether the password may only read (GET, HEAD, OPTIONS); fixed"
+                " at creation.",
+            },
         },
     }
 
@@ -130,6 +149,20 @@ class ApplicationPasswordsController:
                             "minLength": 1,
                             "pattern": ".*\\S.*",
                             "description": "The name of the application password.",
+                        },
+                        "scope": {
+                            "type": "array",
+                            "items": {"type": "string", "minLength": 1, "maxLength": 100},
+                            "minItems": 1,
+                            "maxItems": MAX_SCOPE_NAMESPACES,
+                            "description": "The REST namespaces the password may be used for"
+                            " (every one when left out).",
+                        },
+                        "read_only": {
+                            "type": "boolean",
+                            "default": False,
+                            "description": "Whether the password may only read (GET, HEAD,"
+                            " OPTIONS).",
                         },
                     },
                 },
@@ -250,7 +283,10 @@ class ApplicationPasswordsController:
             return target
         try:
             password, item = self._users().create_application_password(
-                target.id, str(request.get_param("name"))
+                target.id,
+                str(request.get_param("name")),
+                scope=request.get_param("scope"),
+                read_only=request.get_param("read_only") is True,
             )
         except ApplicationPasswordLimitError as exc:
             return RestError("application_password_limit_reached", str(exc), {"status": 409})

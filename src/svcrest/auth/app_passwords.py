@@ -28,6 +28,7 @@ from svcrest.auth.users import UserStore
 from svcrest.http.context import RequestContext, current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
+from svcrest.http.scope import AppPasswordScope
 from svcrest.http.user import User
 from svcrest.rest.auth_schemes import AuthScheme, AuthSchemes
 
@@ -150,7 +151,7 @@ class ApplicationPasswordAuth:
         login, password = credentials
         users = self._users()
 
-        def check() -> tuple[User, str] | None:
+        def check() -> tuple[User, str, AppPasswordScope | None] | None:
             return users.verify_application_password(login, password, ctx.client)
 
         wait = None
@@ -174,6 +175,9 @@ class ApplicationPasswordAuth:
         ctx.auth_error = True
         # The password's identity, fixed now: rate limits and idempotency keys count by it.
         ctx.app_password_uuid = found[1]
+        # Dispatch refuses a route outside a scoped password's namespaces (or, read-only,
+        # a method that writes): see svcrest.http.scope.
+        ctx.app_password_scope = found[2]
         return found[0]
 
     def check_errors(self, result: Any, request: Request) -> Any:

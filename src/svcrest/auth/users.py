@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import time
 import unicodedata
 import uuid as uuid_module
@@ -20,6 +21,7 @@ from svcrest.auth.passwords import (
 )
 from svcrest.auth.session_cache import announce, settle
 from svcrest.hooks import Hooks
+from svcrest.http.scope import AppPasswordScope, clean_scope
 from svcrest.http.user import ANONYMOUS, ROLE_CAPABILITIES, User
 from svcrest.store.base import Step, Store
 
@@ -117,6 +119,18 @@ AUTH_SCHEMA: tuple[Step, ...] = (
     CREATE INDEX application_passwords_user_id ON application_passwords (user_id)
     """,
     },
+    # Scoped application passwords: the namespaces (a JSON array; NULL: every namespace) and
+    # whether the password may only read, both fixed at creation.
+    {
+        "sqlite": """
+    ALTER TABLE application_passwords ADD COLUMN scope TEXT;
+    ALTER TABLE application_passwords ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0
+    """,
+        "postgresql": """
+    ALTER TABLE application_passwords ADD COLUMN scope TEXT;
+    ALTER TABLE application_passwords ADD COLUMN read_only INTEGER NOT NULL DEFAULT 0
+    """,
+    },
 )
 
 MAX_LOGIN_LENGTH = 60
@@ -134,22 +148,37 @@ APP_PASSWORD_USE_INTERVAL = 60
 #: rate-limit bucket once, and every one is a row to hash against).
 MAX_APPLICATION_PASSWORDS = 50
 MAX_APP_NAME_LENGTH = 200
-_APP_COLUMNS = "uuid, name, created, last_used, last_ip"
+_APP_COLUMNS = "uuid, name, created, last_used, last_ip, scope, read_only"
 
 #: An application password as listed: ``uuid``, ``name``, ``created`` (Unix time), ``last_used``
-#: (Unix time or None), ``last_ip`` (str or None). Never the password or its hash.
+#: (Unix time or None), ``last_ip`` (str or None), ``scope`` (the list of namespaces it may
+#: reach, None for every one) and ``read_only`` (bool). Never the password or its hash.
 ApplicationPassword = dict[str, Any]
 
 
 def _app_item(row: Sequence[Any]) -> ApplicationPassword:
-    uuid, name, created, last_used, last_ip = row[:5]
+    uuid, name, created, last_used, last_ip, scope, read_only = row[:7]
     return {
         "uuid": str(uuid),
         "name": str(name),
         "created": int(created),
         "last_used": None if last_used is None else int(last_used),
         "last_ip": None if last_ip is None else str(last_ip),
+        "scope": _scope_list(scope),
+        "read_only": bool(read_only),
     }
+
+
+def _scope_list(stored: object) -> list[str] | None:
+    return None if stored is None else [str(item) for item in json.loads(str(stored))]
+
+
+def _scope_of(stored: object, read_only: object) -> AppPasswordScope | None:
+    """The scope a password was created with, None for one without (the usual one)."""
+    if stored is None and not read_only:
+        return None
+    namespaces = _scope_list(stored)
+    return AppPasswordScope(None if namespaces is None else tuple(namespaces), bool(read_only))
 
 
 def clean_app_name(name: object) -> str:
@@ -466,16 +495,26 @@ class UserStore:
     # -- application passwords (WordPress 5.6's) ----------------------------------------------
 
     def create_application_password(
-        self, user_id: int, name: str
+        self,
+        user_id: int,
+        name: str,
+        *,
+        scope: Sequence[str] | None = None,
+        read_only: bool = False,
     ) -> tuple[str, ApplicationPassword]:
         """A new application password of ``user_id`` named ``name``: ``(password, item)``.
 
+        ``scope``: the REST namespaces it may be used for (None: every one); ``read_only``:
+        it may only read (GET, HEAD, OPTIONS); both are fixed for the password's life.
         The password (24 characters of ``[A-Za-z0-9]``) is returned only here; the store keeps
-        its hash. ValueError for an empty name, UnknownUserError for no such user,
+        its hash. ValueError for an empty name or a bad scope, UnknownUserError for no such user,
         ApplicationPasswordLimitError when the user holds :data:`MAX_APPLICATION_PASSWORDS`
         already (the filter ``svc_max_application_passwords`` may answer another bound).
         """
         name = clean_app_name(name)
+        namespaces = clean_scope(scope)
+        if not isinstance(read_only, bool):
+            raise ValueError("read_only must be a boolean")
         if not _is_id(user_id) or user_id == 0:
             raise UnknownUserError(f"no user with id {user_id!r}")
         password = generate_application_password()
@@ -485,7 +524,10 @@ class UserStore:
             "created": int(self._clock()),
             "last_used": None,
             "last_ip": None,
+            "scope": None if namespaces is None else list(namespaces),
+            "read_only": read_only,
         }
+        stored_scope = None if namespaces is None else json.dumps(list(namespaces))
         limit = self.hooks.apply_filters(
             "svc_max_application_passwords", MAX_APPLICATION_PASSWORDS, user_id
         )
@@ -503,9 +545,18 @@ class UserStore:
                     f"A user may have at most {int(limit)} application passwords."
                 )
             conn.execute(
-                "INSERT INTO application_passwords (uuid, user_id, name, password_hash, created)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (item["uuid"], user_id, name, hash_application_password(password), item["created"]),
+                "INSERT INTO application_passwords"
+                " (uuid, user_id, name, password_hash, created, scope, read_only)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    item["uuid"],
+                    user_id,
+                    name,
+                    hash_application_password(password),
+                    item["created"],
+                    stored_scope,
+                    int(read_only),
+                ),
             )
         self.hooks.do_action("wp_create_application_password", user_id, dict(item))
         return password, item
@@ -575,9 +626,10 @@ class UserStore:
 
     def verify_application_password(
         self, login: str, password: str, ip: str = ""
-    ) -> tuple[User, str] | None:
+    ) -> tuple[User, str, AppPasswordScope | None] | None:
         """As :meth:`authenticate_application_password`, with the ``uuid`` of the password
-        used (WordPress records it for ``rest_get_authenticated_app_password``).
+        used (WordPress records it for ``rest_get_authenticated_app_password``) and its scope
+        (None for a password created without one).
 
         SECURITY: one hash and one query whatever the login, so response times do not tell
         which logins exist (the hash is unique, so the query finds at most one row).
@@ -588,7 +640,7 @@ class UserStore:
         key = lookup_key(login) or ""
         row = self.store.read_one(
             "SELECT users.id, users.login, users.roles, users.display_name,"
-            " a.uuid, a.last_used, a.last_ip"
+            " a.uuid, a.last_used, a.last_ip, a.scope, a.read_only"
             " FROM application_passwords a JOIN users ON users.id = a.user_id"
             " WHERE a.password_hash = ? AND users.login_key = ?",
             (digest, key),
@@ -608,7 +660,7 @@ class UserStore:
                     "UPDATE application_passwords SET last_used = ?, last_ip = ? WHERE uuid = ?",
                     (now, ip, uuid),
                 )
-        return user, str(uuid)
+        return user, str(uuid), _scope_of(row[7], row[8])
 
     def _dummy(self) -> str:
         """A well-formed hash with the current parameters that no password matches (random

@@ -359,9 +359,22 @@ def build_parser() -> argparse.ArgumentParser:
     app_add = app_commands.add_parser("add", help="create one and print it (shown once)")
     app_add.add_argument("login", metavar="LOGIN")
     app_add.add_argument("name", metavar="NAME")
+    app_add.add_argument(
+        "--scope",
+        action="append",
+        metavar="NAMESPACE",
+        help="a REST namespace the password may be used for (repeat for more; all when left out)",
+    )
+    app_add.add_argument(
+        "--read-only",
+        action="store_true",
+        help="the password may only read (GET, HEAD, OPTIONS)",
+    )
     _add_db(app_add)
     app_add.set_defaults(handler=cmd_app_password_add)
-    app_list = app_commands.add_parser("list", help="their uuids and names (never a password)")
+    app_list = app_commands.add_parser(
+        "list", help="their uuids, names and scopes (never a password)"
+    )
     app_list.add_argument("login", metavar="LOGIN")
     _add_db(app_list)
     app_list.set_defaults(handler=cmd_app_password_list)

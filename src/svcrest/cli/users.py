@@ -6,7 +6,7 @@ import argparse
 import contextlib
 
 from svcrest.app import App
-from svcrest.auth.users import DuplicateUserError
+from svcrest.auth.users import ApplicationPassword, DuplicateUserError
 from svcrest.cli.common import DEFAULT_HOME, CliError, generate_password, read_password
 from svcrest.cli.site import existing_site, prepare_database_file, prepare_new_database
 from svcrest.http.user import User
@@ -77,12 +77,28 @@ def cmd_app_password_add(args: argparse.Namespace) -> int:
     with _existing_users(args.db) as app:
         user = _user_named(app, args.login)
         try:
-            password, item = app.users.create_application_password(user.id, args.name)
+            password, item = app.users.create_application_password(
+                user.id, args.name, scope=args.scope, read_only=args.read_only
+            )
         except ValueError as exc:
             raise CliError(str(exc)) from exc
-    print(f"Created application password {item['name']!r} ({item['uuid']}) of {user.login}:")
+    scope = _scope_text(item)
+    limited = f", {scope}" if scope else ""
+    print(
+        f"Created application password {item['name']!r} ({item['uuid']}{limited}) of {user.login}:"
+    )
     print(password)
     return 0
+
+
+def _scope_text(item: ApplicationPassword) -> str:
+    """``scope: notes/v1, other/v1; read-only`` for a scoped password, "" for another."""
+    parts = []
+    if item["scope"] is not None:
+        parts.append("scope: " + ", ".join(item["scope"]))
+    if item["read_only"]:
+        parts.append("read-only")
+    return "; ".join(parts)
 
 
 def cmd_app_password_list(args: argparse.Namespace) -> int:
@@ -90,7 +106,8 @@ def cmd_app_password_list(args: argparse.Namespace) -> int:
         user = _user_named(app, args.login)
         items = app.users.list_application_passwords(user.id)
     for item in items:
-        print(f"{item['uuid']}\t{item['name']}")
+        scope = _scope_text(item)
+        print(f"{item['uuid']}\t{item['name']}" + (f"\t{scope}" if scope else ""))
     return 0
 
 

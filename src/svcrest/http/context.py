@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svcrest.http.exchange import HttpRequest
+from svcrest.http.scope import AppPasswordScope
 from svcrest.http.user import ANONYMOUS, User
 
 __all__ = [
@@ -51,6 +52,10 @@ class RequestContext:
     ``app_password_uuid``: the uuid of the application password that authenticated the
     request ("" for any other), as WordPress's ``rest_get_authenticated_app_password()``:
     rate limits and idempotency keys count by it, never by the bytes of a header.
+    ``app_password_scope``: the scope of that password when it was created with one (the
+    namespaces it may reach, read-only or not; None for any other request): dispatch answers
+    403 ``rest_application_password_scope`` to a route outside it, for internal requests
+    (batch, ``_embed``, MCP tools) too.
     """
 
     is_rest: bool = False
@@ -66,6 +71,7 @@ class RequestContext:
     request_id: str = ""
     matched_route: str = ""
     app_password_uuid: str = ""
+    app_password_scope: AppPasswordScope | None = None
 
     @classmethod
     def serving(cls, http: HttpRequest, is_rest: bool) -> RequestContext:

@@ -8,6 +8,10 @@ this origin only) creates the password and redirects to ``success_url`` with ``s
 ``user_login`` and ``password``, or shows the password when there is no ``success_url``; a
 rejection redirects with ``success=false``. ``success_url`` must be https or on a loopback
 host (WordPress's ``invalid_redirect_scheme``).
+
+An app may ask for a scoped password: ``scope`` (REST namespaces, separated by commas or
+spaces, or repeated as ``scope[]``) and ``read_only=1``; the page shows the user what the
+password will be limited to before approval, and the password is created with that scope.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from svcrest.auth.users import (
 from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.forms import parse_form
+from svcrest.http.scope import clean_scope
 from svcrest.site.auth_pages import first_value, is_cross_origin, redirect
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.pages import html_page, site_request_user
@@ -98,6 +103,49 @@ def _check(app: SiteHost, app_name: str, success_url: str) -> HttpResponse | Non
     return None
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def _requested_scope(form: dict[str, object]) -> tuple[tuple[str, ...] | None, bool] | str:
+    """The ``scope`` and ``read_only`` an app asks for, or the message of a bad scope."""
+    raw = form.get("scope")
+    items: list[object] | None
+    if raw is None or raw == "":
+        items = None
+    elif isinstance(raw, str):
+        items = list(raw.replace(",", " ").split())
+    elif isinstance(raw, list):
+        items = list(raw)
+    else:
+        items = [raw]
+    try:
+        namespaces = clean_scope(items)
+    except ValueError as exc:
+        return str(exc)
+    return namespaces, first_value(form, "read_only").strip().lower() in _TRUE
+
+
+def _scope_notice(namespaces: tuple[str, ...] | None, read_only: bool) -> str:
+    """What the page tells the user a scoped password will be limited to."""
+    lines = []
+    if namespaces is not None:
+        listed = ", ".join(f"<code>{html.escape(ns)}</code>" for ns in namespaces)
+        lines.append(f'<p class="scope">It may be used only for: {listed}.</p>\n')
+    if read_only:
+        lines.append('<p class="scope">It may only read, never change anything.</p>\n')
+    return "".join(lines)
+
+
+def _scope_fields(namespaces: tuple[str, ...] | None, read_only: bool) -> str:
+    fields = ""
+    if namespaces is not None:
+        value = html.escape(",".join(namespaces))
+        fields += f'<input type="hidden" name="scope" value="{value}">\n'
+    if read_only:
+        fields += '<input type="hidden" name="read_only" value="1">\n'
+    return fields
+
+
 async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
     if http.method == "POST":
         return await _authorize_post(app, http, ctx)
@@ -110,6 +158,9 @@ async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> H
     problem = _check(app, app_name, success_url)
     if problem is not None:
         return problem
+    scope = _requested_scope(query)
+    if isinstance(scope, str):
+        return _error(app, scope)
     nonce = app.auth.create_nonce(AUTHORIZE_ACTION, ctx.user.id, ctx.session_token)
     name = html.escape(app_name)
     target = html.escape(success_url) if success_url else ""
@@ -122,10 +173,11 @@ async def _authorize(app: SiteHost, http: HttpRequest, ctx: RequestContext) -> H
         app,
         "<h1>Authorize application</h1>\n"
         f"<p>Would you like to give <strong>{name}</strong> access to your account"
-        f" <strong>{html.escape(ctx.user.login)}</strong>?</p>\n{where}"
+        f" <strong>{html.escape(ctx.user.login)}</strong>?</p>\n{_scope_notice(*scope)}{where}"
         '<form method="post" action="authorize-application">\n'
         f'<input type="hidden" name="app_name" value="{name}">\n'
         f'<input type="hidden" name="success_url" value="{target}">\n'
+        f"{_scope_fields(*scope)}"
         f'<input type="hidden" name="_wpnonce" value="{html.escape(nonce)}">\n'
         '<button type="submit" name="approve" value="1" class="primary">'
         "Yes, I approve of this connection</button>\n"
@@ -152,6 +204,9 @@ async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext)
     problem = _check(app, app_name, success_url)
     if problem is not None:
         return problem
+    scope = _requested_scope(form)
+    if isinstance(scope, str):
+        return _error(app, scope)
     if first_value(form, "reject"):
         if success_url:
             return redirect(_with_query(success_url, {"success": "false"}))
@@ -161,7 +216,10 @@ async def _authorize_post(app: SiteHost, http: HttpRequest, ctx: RequestContext)
             _card(app, "<h1>Connection rejected</h1>"),
         )
     try:
-        password, _item = app.users.create_application_password(ctx.user.id, app_name.strip())
+        namespaces, read_only = scope
+        password, _item = app.users.create_application_password(
+            ctx.user.id, app_name.strip(), scope=namespaces, read_only=read_only
+        )
     except ApplicationPasswordLimitError as exc:
         return _error(app, str(exc), 409)
     if success_url:

@@ -39,6 +39,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.http.scope import scope_error
 from svcrest.rest.openapi import build_openapi
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp import protocol
@@ -260,7 +261,7 @@ class McpEndpoint:
         return {}
 
     async def _tools_list(self, message: Message, request: Request, ctx: RequestContext) -> Any:
-        return {"tools": await self.tools.listed(request.user)}
+        return {"tools": await self.tools.listed(request.user, ctx.app_password_scope)}
 
     async def _tools_call(self, message: Message, request: Request, ctx: RequestContext) -> Any:
         name = message.params.get("name")
@@ -272,6 +273,10 @@ class McpEndpoint:
         tool = self.tools.find(name)
         if tool is None:
             raise ProtocolError(protocol.INVALID_PARAMS, f"Unknown tool: {name}")
+        scope = ctx.app_password_scope
+        if scope is not None and not tool.in_scope(scope):
+            # Internal dispatch would refuse it too; refused before reading the arguments.
+            return tool_result(tool, Response.from_error(scope_error()))
         internal = tool.request(arguments, request.headers)
         if isinstance(internal, RestError):
             return tool_result(tool, Response.from_error(internal))

@@ -39,6 +39,7 @@ from svcrest.http.context import as_current_user
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.http.scope import AppPasswordScope
 from svcrest.http.user import User
 from svcrest.rest.invoke import fitted
 from svcrest.rest.openapi import build_openapi
@@ -183,6 +184,13 @@ class Tool:
         if self.body:
             return _with_body(self.method, path, rest, headers)
         return Request(self.method, path, query=rest, headers=headers)
+
+    def in_scope(self, scope: AppPasswordScope) -> bool:
+        """Whether a call of the tool is inside an application password's ``scope`` (the
+        route it runs, with its method)."""
+        ability = self.ability
+        path = f"/{NAMESPACE}/abilities/{ability.name}/run" if ability else self.template
+        return scope.allows_path(path, self.method)
 
     async def may_run(self, user: User) -> bool:
         """Whether ``user`` may run the tool, as its permission callback answers without
@@ -400,9 +408,16 @@ class Toolbox:
                 return self._ability_tool(ability)
         return self._route_tools().get(name)
 
-    async def listed(self, user: User) -> list[dict[str, Any]]:
-        """The tools ``user`` may run, as ``tools/list`` shows them."""
-        return [tool.listing() for tool in self.all() if await tool.may_run(user)]
+    async def listed(
+        self, user: User, scope: AppPasswordScope | None = None
+    ) -> list[dict[str, Any]]:
+        """The tools ``user`` may run, as ``tools/list`` shows them; with the ``scope`` of the
+        application password the caller authenticated with, only the tools inside it."""
+        return [
+            tool.listing()
+            for tool in self.all()
+            if (scope is None or tool.in_scope(scope)) and await tool.may_run(user)
+        ]
 
 
 def tool_result(tool: Tool, response: Response) -> dict[str, Any]:
