@@ -99,8 +99,11 @@ def test_a_restart_behind_pgbouncer_is_answered_in_time_and_recovers_quickly(
     # Every request answered within the acquire deadline (and PgBouncer's queue time-out).
     slowest = max(seconds for _, seconds, _, _ in answers)
     assert slowest < ACQUIRE_TIMEOUT + 0.5, slowest
-    # Some requests met the restart; all of those sent two seconds after it were served.
-    assert any(status == 503 for _, _, status, _ in answers)
+    # Some requests met the restart (in flight while PostgreSQL was down: answered 503, or
+    # held by PgBouncer and served once it was back, which a restart this fast may allow
+    # every time); all of those sent two seconds after it were served.
+    met = [status for sent, took, status, _ in answers if sent <= back and sent + took >= restarted]
+    assert met, answers
     late = [status for sent, _, status, _ in answers if sent > back + 2.0]
     assert late and set(late) == {200}, late
     assert all(body == {"one": 1} for _, _, status, body in answers if status == 200)
