@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from svcrest.blocking import offload
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -96,14 +97,15 @@ class ChangeFeed:
         self._clock = clock
         self._purged = -math.inf
 
-    def _retained(self, now: float) -> float:
-        """The retention; purges the log when it was not purged for a minute."""
+    async def _retained(self, now: float) -> float:
+        """The retention; purges the log when it was not purged for a minute (a write,
+        which may wait for the store's write lock: off the event loop under ASGI)."""
         retention = float(self._retention())
         if not math.isfinite(retention) or retention <= 0:
             retention = float(DEFAULT_RETENTION)
         if now - self._purged >= _PURGE_EVERY:
             self._purged = now
-            purge_changes(self._get_store(), now - retention)
+            await offload(purge_changes)(self._get_store(), now - retention)
         return retention
 
     async def answer(self, request: Request, render: Render) -> Response | RestError:
@@ -111,7 +113,7 @@ class ChangeFeed:
         its user by ``render``."""
         store = self._get_store()
         now = self._clock()
-        retention = self._retained(now)
+        retention = await self._retained(now)
         since = request.get_param("since")
         if since is None or since == "":
             seq = last_change(store, self.object_type)
