@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from svcrest.http.user import User
+from svcrest.store import change_feed
 from svcrest.store.changes import changes_after, decode_cursor, encode_cursor
 from tests.rest.test_store_collection import BATCH, TASKS, ClientFor, Site, view
 
@@ -282,3 +283,55 @@ def test_a_rolled_back_atomic_batch_records_no_change(site: Site, client_for: Cl
         ("updated", "a2")
     ]
     assert decode_cursor(answer["cursor"]) is not None
+
+
+def test_an_answer_holds_a_hundred_changes_at_most(
+    site: Site, client_for: ClientFor, clock: Clock
+) -> None:
+    client = client_for(site.app)
+    site.seed(*(f"t{n}" for n in range(100)))
+    clock.now = T0 + 1
+    site.seed("last")
+    clock.now = T0 + 5
+    first = client.get(CHANGES, params={"since": cursor(0)}).json()
+    # more left to read: cursors issued at the time of the first change left (T0 + 1)
+    assert len(first["changes"]) == 100
+    assert first["changes"][0] == {
+        "id": cursor(1, T0 + 1),
+        "event": "created",
+        "data": view(1, "t0"),
+    }
+    assert first["cursor"] == first["changes"][-1]["id"] == cursor(100, T0 + 1)
+    rest = client.get(CHANGES, params={"since": first["cursor"]}).json()
+    assert rest == {
+        "changes": [{"id": cursor(101, T0 + 5), "event": "created", "data": view(101, "last", 0)}],
+        "cursor": cursor(101, T0 + 5),
+    }
+
+
+def test_a_wait_reads_past_pages_of_changes_the_subscriber_may_not_see(
+    store_location: str | None, client_for: ClientFor, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(change_feed, "_POLL", 5.0)  # a sleep between the pages would show
+
+    def read(user: User, item: Mapping[str, Any] | None) -> bool:
+        return item is None or not item["title"].startswith("secret") or user.id == item["author"]
+
+    site = Site(store_location, read=read, clock=clock)
+    try:
+        client = client_for(site.app)
+        site.seed(*(f"secret {n}" for n in range(250)), login="al")
+        site.seed("open", login="al")
+        began = time.monotonic()
+        answer = client.get(
+            CHANGES, params={"since": cursor(0), "wait": 10}, headers=site.headers["ann"]
+        )
+        assert time.monotonic() - began < 4.0  # no sleep between the pages
+        assert answer.json() == {
+            "changes": [
+                {"id": cursor(251), "event": "created", "data": view(251, "open", author=2)}
+            ],
+            "cursor": cursor(251),
+        }
+    finally:
+        site.app.store.close()

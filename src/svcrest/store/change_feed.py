@@ -134,24 +134,28 @@ class ChangeFeed:
                     {"status": 410},
                 )
         wait = request.get_param("wait")
-        deadline = time.monotonic() + (float(wait) if isinstance(wait, int | float) else 0.0)
+        waiting = min(max(float(wait), 0.0), MAX_WAIT) if isinstance(wait, int | float) else 0.0
+        deadline = time.monotonic() + waiting
         while True:
-            entries, seq, issued = self._read(store, seq, request, render)
+            entries, seq, issued, more = self._read(store, seq, request, render)
             left = deadline - time.monotonic()
             if entries or left <= 0:
                 break
-            await asyncio.sleep(min(_POLL, left))
+            if not more:  # read to the log's end (else a page of changes it may not see)
+                await asyncio.sleep(min(_POLL, left))
         cursor = entries[-1]["id"] if entries else encode_cursor(seq, issued)
         return Response({"changes": entries, "cursor": cursor})
 
     def _read(
         self, store: Store, seq: int, request: Request, render: Render
-    ) -> tuple[list[dict[str, Any]], int, float]:
-        """The entries after ``seq`` (at most a page), the position read up to and the time
-        to issue its cursors at: now when the log was read to its end, else the time of the
-        first change left to read (no later change is older, so the retention holds)."""
+    ) -> tuple[list[dict[str, Any]], int, float, bool]:
+        """The entries after ``seq`` (at most a page), the position read up to, the time
+        to issue its cursors at (now when the log was read to its end, else the time of the
+        first change left to read: no later change is older, so the retention holds) and
+        whether changes are left to read."""
         read = changes_after(store, self.object_type, seq, _PAGE + 1)
-        issued = self._clock() if len(read) <= _PAGE else read[_PAGE].time
+        more = len(read) > _PAGE
+        issued = read[_PAGE].time if more else self._clock()
         shown: list[tuple[Change, Any]] = []
         for change in read[:_PAGE]:
             seq = change.seq
@@ -162,4 +166,4 @@ class ChangeFeed:
             {"id": encode_cursor(change.seq, issued), "event": change.event, "data": data}
             for change, data in shown
         ]
-        return entries, seq, issued
+        return entries, seq, issued, more
