@@ -139,7 +139,13 @@ def next_link(answer: Any) -> str | None:
 
 def test_routes_schema_and_collection_params(site: Site) -> None:
     routes = site.app.rest_get_server().get_routes("todo/v1")
-    assert list(routes) == ["/todo/v1", "/todo/v1/tasks", r"/todo/v1/tasks/(?P<id>[\d]+)"]
+    assert list(routes) == [
+        "/todo/v1",
+        "/todo/v1/tasks",
+        r"/todo/v1/tasks/(?P<id>[\d]+)",
+        "/todo/v1/tasks/changes",
+    ]
+    assert routes["/todo/v1/tasks/changes"][0]["methods"] == {"GET": True}
     schema = site.tasks.get_public_item_schema()
     assert list(schema["properties"]) == ["id", "title", "priority", "done", "notes", "author"]
     assert schema["properties"]["id"] == {

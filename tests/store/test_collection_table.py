@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from svcrest.store import Store, StoreError, open_store
-from svcrest.store.changes import Change, changes_after, last_change
+from svcrest.store.changes import Change, changes_after, last_change, purge_changes
 from svcrest.store.collection_columns import CollectionError
 from svcrest.store.collection_query import Filter, Query, Sort, parse_filters, parse_sort
 from svcrest.store.collection_table import CollectionTable, VersionMismatch
@@ -651,6 +651,24 @@ def test_every_write_records_a_change(table: CollectionTable, store: Store) -> N
     assert changes_after(store, "other") == []
     assert last_change(store, "task") == 4
     assert last_change(store, "other") == 0
+
+
+def test_purge_deletes_the_changes_older_than_a_time(store: Store) -> None:
+    clock = [NOW]
+    table = make_table(store, clock=lambda: clock[0])
+    table.insert({"title": "a"})
+    clock[0] = NOW + 10
+    table.insert({"title": "b"})
+    table.update(1, {"title": "c"})
+    assert purge_changes(store, NOW) == 0  # older than NOW only
+    assert purge_changes(store, NOW + 10) == 1
+    assert changes_after(store, "task") == [
+        Change(2, "task", 2, "created", NOW + 10),
+        Change(3, "task", 1, "updated", NOW + 10),
+    ]
+    assert last_change(store, "task") == 3
+    assert purge_changes(store, NOW + 11) == 2
+    assert changes_after(store, "task") == []
 
 
 def test_a_rolled_back_transaction_leaves_no_row_and_no_change(

@@ -17,6 +17,9 @@ type wait for each other's commit (writes of different types do not).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,8 +35,11 @@ __all__ = [
     "Change",
     "Event",
     "changes_after",
+    "decode_cursor",
+    "encode_cursor",
     "ensure_change_log",
     "last_change",
+    "purge_changes",
     "record_change",
 ]
 
@@ -71,6 +77,9 @@ EVENTS: Final[tuple[Event, ...]] = ("created", "updated", "deleted")
 #: the object type (low 32 bits).
 _LOCK_PREFIX: Final = zlib.crc32(b"svcrest-changes") & 0x7FFFFFFF
 _MAX_READ: Final = 1000
+#: The text of a cursor, before base64url: ``<seq>.<time in milliseconds>``.
+_CURSOR_TEXT: Final = re.compile(rb"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,15})")
+_CURSOR_LONGEST: Final = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,3 +161,37 @@ def _event(value: object) -> Event:
         if event == text:
             return event
     raise ValueError(f"unknown change event {text!r} in the change log")
+
+
+def purge_changes(store: Store, before: float) -> int:
+    """Delete the changes recorded before ``before`` (Unix seconds); returns how many.
+    PERF: one statement over the whole log, which retention keeps to a day of writes: run it
+    now and then (a feed does, at most once a minute), not on every read."""
+    with store.transaction() as conn:
+        cursor = conn.execute("DELETE FROM svc_changes WHERE created_at < ?", (before,))
+        count = cursor.rowcount
+    return max(int(count), 0)
+
+
+def encode_cursor(seq: int, time: float) -> str:
+    """The opaque cursor of position ``seq`` of the change log, issued at ``time`` (Unix
+    seconds, kept to the millisecond): base64url, without padding, of ``<seq>.<ms>``."""
+    if seq < 0 or time < 0:
+        raise ValueError("a cursor's position and time are not negative")
+    text = f"{seq}.{round(time * 1000)}".encode()
+    return base64.urlsafe_b64encode(text).rstrip(b"=").decode()
+
+
+def decode_cursor(cursor: str) -> tuple[int, float] | None:
+    """The position and time of ``cursor`` (made by :func:`encode_cursor`), or None when it
+    is not one."""
+    if not isinstance(cursor, str) or not 0 < len(cursor) <= _CURSOR_LONGEST:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    found = _CURSOR_TEXT.fullmatch(raw)
+    if found is None or encode_cursor(int(found[1]), int(found[2]) / 1000) != cursor:
+        return None
+    return int(found[1]), int(found[2]) / 1000

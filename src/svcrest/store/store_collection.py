@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final, Protocol, cast
 from urllib.parse import parse_qsl, urlencode
@@ -57,6 +58,8 @@ from svcrest.rest.resources.context_filter import (
 )
 from svcrest.rest.resources.controller import ControllerHost, RestController, RouteRegistrar
 from svcrest.store.base import Store
+from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
+from svcrest.store.changes import Change
 from svcrest.store.collection_columns import check_identifier
 from svcrest.store.collection_query import Query, Sort, parse_filters, parse_sort
 from svcrest.store.collection_table import CollectionTable, VersionMismatch
@@ -217,8 +220,16 @@ class StoreCollection(RestController):
     ``Location``; create and update answer in the ``edit`` context; DELETE answers
     ``{"deleted": true, "previous": item}``.
 
-    Attributes: ``table`` (the :class:`CollectionTable`), ``read``, ``write``,
-    ``owner_field``, ``cursor``.
+    ``clock``: Unix time, of the change log's records and cursors (tests inject one).
+
+    Changes: ``/<rest_base>/changes`` (GET) long-polls the collection's change log
+    (``?since=<cursor>&wait=<seconds, at most 30>``), answering ``{"changes": [...],
+    "cursor": ...}``; changes are kept for the filter ``svc_changes_retention`` (seconds,
+    one day by default), and an older cursor answers 410 ``rest_changes_expired``.
+
+    Attributes: ``table`` (the :class:`CollectionTable`), ``feed`` (its
+    :class:`~svcrest.store.change_feed.ChangeFeed`), ``read``, ``write``, ``owner_field``,
+    ``cursor``.
     """
 
     allow_batch: ClassVar[Mapping[str, bool] | None] = {"v1": True, "atomic": True}
@@ -237,6 +248,7 @@ class StoreCollection(RestController):
         sortable: Iterable[str] = (),
         filterable: Iterable[str] = (),
         cursor: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         super().__init__()
         if not isinstance(namespace, str) or not namespace.strip("/"):
@@ -279,6 +291,13 @@ class StoreCollection(RestController):
             filterable=filterable,
             searchable=searchable,
             secret=self._secret,
+            clock=clock,
+        )
+        self.feed = ChangeFeed(
+            lambda: self.table.store,  # the table and the change log made first
+            self.table.object_type,
+            retention=self._retention,
+            clock=clock,
         )
         self._prepare_hook = f"rest_prepare_{self.table.object_type}"
 
@@ -293,6 +312,9 @@ class StoreCollection(RestController):
     def _secret(self) -> bytes:
         return self._host().secret_key
 
+    def _retention(self) -> float:
+        return float(self._hooks().apply_filters("svc_changes_retention", DEFAULT_RETENTION))
+
     def bind(self, app: ControllerHost) -> None:
         """Bind the collection to ``app``, a site with a ``store`` (the App)."""
         if not hasattr(type(app), "store"):
@@ -304,6 +326,38 @@ class StoreCollection(RestController):
         block (the store's write lock), creations honour ``Idempotency-Key``; PUT, PATCH and
         DELETE check ``If-Match`` against the item's version."""
         super().register_routes(_StoreRoutes(app, self.item_version))
+        app.register_rest_route(
+            self.namespace,
+            f"/{self.rest_base}/changes",
+            {
+                "methods": "GET",
+                "callback": self.get_changes,
+                "permission_callback": self.get_items_permissions_check,
+                "args": copy.deepcopy(FEED_ARGS),
+            },
+        )
+
+    # -- the change feed -----------------------------------------------------------------------
+
+    async def get_changes(self, request: Request) -> Response | RestError:
+        """``GET /<rest_base>/changes``: the long-poll of the collection's changes
+        (``since``, ``wait``; see :class:`~svcrest.store.change_feed.ChangeFeed`), each item
+        as this user's GET would show it in the ``view`` context, only when the ``read``
+        rule lets this user read it now; events of items deleted since are left out, and a
+        deletion is ``{"id": n}``, shown when the ``read`` rule allows reading the collection
+        (a callable is asked with no item). ``Accept: text/event-stream`` and
+        ``application/jsonl`` get this long-poll answer too (streams are not served yet)."""
+        request.set_param("context", "view")
+        return await self.feed.answer(request, self._change_data)
+
+    def _change_data(self, change: Change, request: Request) -> Any:
+        user = request.user
+        if change.event == "deleted":
+            return {"id": change.item_id} if self._may_read(user, None) else None
+        item = self.table.get(change.item_id)
+        if item is None or not self._may_read(user, item):
+            return None
+        return self.prepare_response_for_collection(self.prepare_item_for_response(item, request))
 
     # -- answers -----------------------------------------------------------------------------
 
