@@ -12,11 +12,12 @@ against ``output_schema``. Errors carry WordPress's codes and messages:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from svcrest.abilities.quick import quick_check
+from svcrest.chains import NOT_AWAITABLE, is_awaitable
 from svcrest.hooks import Hooks
 from svcrest.http.errors import RestError
 from svcrest.rest.invoke import fitted
@@ -47,7 +48,7 @@ class AbilityCategory:
 
 async def _settle(result: Any) -> Any:
     """``result``, awaited when a callback gave an awaitable."""
-    if inspect.isawaitable(result):
+    if type(result) not in NOT_AWAITABLE and is_awaitable(result):
         return await result
     return result
 
@@ -64,6 +65,8 @@ class Ability:
     __slots__ = (
         "_execute",
         "_hooks",
+        "_input_ok",
+        "_output_ok",
         "_permission",
         "annotations",
         "category",
@@ -109,6 +112,10 @@ class Ability:
         # input only to abilities that declare an input schema; here the signature decides).
         self._execute = fitted(execute_callback, 1)
         self._permission = fitted(permission_callback, 1)
+        # PERF: a quick test of values the schemas certainly accept, prepared here; anything
+        # else gets the full check (tools/call of a readonly ability: see bench/mcp_call.py).
+        self._input_ok = quick_check(self.input_schema)
+        self._output_ok = quick_check(self.output_schema)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -134,6 +141,9 @@ class Ability:
                 f'Ability "{self.name}" does not define an input schema required to validate'
                 " the provided input.",
             )
+        quick = self._input_ok
+        if quick is not None and quick(input):
+            return None
         error = validate_value(input, schema, "input")
         if error is None:
             return None
@@ -148,6 +158,9 @@ class Ability:
         schema = self.output_schema
         if not schema:
             return None
+        quick = self._output_ok
+        if quick is not None and quick(output):
+            return None
         error = validate_value(output, schema, "output")
         if error is None:
             return None
@@ -160,7 +173,10 @@ class Ability:
         """The permission callback's verdict for ``input``: True, False, or the RestError it
         returned or raised (anything but True and a RestError counts as False)."""
         try:
-            verdict = await _settle(self._permission(input))
+            verdict = self._permission(input)
+            if verdict is True:  # PERF: the usual answer, without an await
+                return True
+            verdict = await _settle(verdict)
         except RestError as raised:
             return raised
         if isinstance(verdict, RestError):
@@ -187,6 +203,13 @@ class Ability:
                 "ability_invalid_permissions",
                 f'Ability "{self.name}" does not have necessary permission.',
             )
+        return await self.run_permitted(input)
+
+    async def run_permitted(self, input: Any) -> Any:
+        """The part of :meth:`execute_async` after the input and permission checks, for a
+        caller that has just made them for this ``input`` (the REST run route, whose
+        permission check runs them as WordPress's ``check_ability_permissions`` does): the
+        actions, the execute callback and the output check."""
         self._hooks.do_action("svc_before_execute_ability", self.name, input)
         try:
             result = await _settle(self._execute(input))

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
-from svcrest.http.context import as_current_user
+from svcrest.http.context import DISPATCH_USER
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -34,6 +35,16 @@ _NAME_PATTERN = r"[a-zA-Z0-9\-\/]+"
 _SLUG_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _ANY_TYPE = ["integer", "number", "boolean", "string", "array", "object", "null"]
 _NOT_KEY = re.compile(r"[^a-z0-9_\-]")
+
+#: The run the route's permission check has just allowed in this context: the request, the
+#: ability, its input and the user. The run route's callback then runs the ability without
+#: checking the same input and permission again (WordPress checks them in
+#: ``check_ability_permissions`` and again in ``WP_Ability::execute``; PERF: the second check
+#: was a third of the run route's cost). Only a callback answering the very request the check
+#: allowed, with the same input object and user, skips them; any other call checks all.
+_ALLOWED_RUN: ContextVar[tuple[Request, Ability, Any, Any] | None] = ContextVar(
+    "svcrest_allowed_ability_run", default=None
+)
 
 #: Which fields each ``context`` shows (WordPress's schema ``context`` lists).
 _ABILITY_EMBED = ("name", "label", "category")
@@ -307,18 +318,23 @@ class AbilitiesController:
         invalid = ability.validate_input(input)
         if invalid is not None:
             return _status(invalid, 400)
-        with as_current_user(request.user):
+        user = request.user
+        token = DISPATCH_USER.set(user)
+        try:
             verdict = await ability.check_permissions_async(input)
-        denied = 403 if request.user.is_logged_in else 401
+        finally:
+            DISPATCH_USER.reset(token)
+        if verdict is True:
+            _ALLOWED_RUN.set((request, ability, input, user))
+            return True
+        denied = 403 if user.is_logged_in else 401
         if isinstance(verdict, RestError):
             return _status(verdict, denied)
-        if verdict is not True:
-            return RestError(
-                "rest_ability_cannot_execute",
-                "Sorry, you are not allowed to execute this ability.",
-                {"status": denied},
-            )
-        return True
+        return RestError(
+            "rest_ability_cannot_execute",
+            "Sorry, you are not allowed to execute this ability.",
+            {"status": denied},
+        )
 
     async def run(self, request: Request) -> Any:
         """``GET|POST|DELETE /abilities/<name>/run``: the ability's result as the body; its
@@ -326,8 +342,26 @@ class AbilitiesController:
         ability = self._shown(request.url_params["name"])
         if ability is None:
             return _not_found()
-        with as_current_user(request.user):
-            result = await ability.execute_async(self.run_input(request))
+        input = self.run_input(request)
+        allowed = _ALLOWED_RUN.get()
+        user = request.user
+        token = DISPATCH_USER.set(user)
+        try:
+            if (
+                allowed is not None
+                and allowed[0] is request
+                and allowed[1] is ability
+                and allowed[2] is ability.normalize_input(input)
+                and allowed[3] is user
+            ):
+                _ALLOWED_RUN.set(None)
+                # The input is checked again (cheap), as a hook may have changed it in place.
+                invalid = ability.validate_input(allowed[2])
+                result = invalid or await ability.run_permitted(allowed[2])
+            else:
+                result = await ability.execute_async(input)
+        finally:
+            DISPATCH_USER.reset(token)
         if isinstance(result, RestError):
             return _status(result, 500)
         return Response(result)
