@@ -53,6 +53,17 @@ async def _settle(result: Any) -> Any:
     return result
 
 
+async def _awaited_verdict(pending: Any) -> bool | RestError:
+    """An async permission callback's verdict, as :meth:`Ability.permission_verdict`."""
+    try:
+        verdict = await pending
+    except RestError as raised:
+        return raised
+    if isinstance(verdict, RestError):
+        return verdict
+    return verdict is True
+
+
 class Ability:
     """A registered ability (WordPress's ``WP_Ability``): made by
     ``App.register_ability``, read with ``App.get_ability``.
@@ -169,19 +180,27 @@ class Ability:
             f'Ability "{self.name}" has invalid output. Reason: {error.message}',
         )
 
+    def permission_verdict(self, input: Any = None) -> Any:
+        """What :meth:`check_permissions_async` answers for ``input``, given at once when the
+        permission callback is not async (PERF: no coroutine), else an awaitable of it."""
+        try:
+            verdict = self._permission(input)
+        except RestError as raised:
+            return raised
+        if verdict is True:
+            return True
+        if type(verdict) not in NOT_AWAITABLE and is_awaitable(verdict):
+            return _awaited_verdict(verdict)
+        return verdict if isinstance(verdict, RestError) else False
+
     async def check_permissions_async(self, input: Any = None) -> bool | RestError:
         """The permission callback's verdict for ``input``: True, False, or the RestError it
         returned or raised (anything but True and a RestError counts as False)."""
-        try:
-            verdict = self._permission(input)
-            if verdict is True:  # PERF: the usual answer, without an await
-                return True
-            verdict = await _settle(verdict)
-        except RestError as raised:
-            return raised
-        if isinstance(verdict, RestError):
-            return verdict
-        return verdict is True
+        verdict = self.permission_verdict(input)
+        if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
+            verdict = await verdict
+        answer: bool | RestError = verdict
+        return answer
 
     def check_permissions(self, input: Any = None) -> bool | RestError:
         """The sync form of :meth:`check_permissions_async`."""

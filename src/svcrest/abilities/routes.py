@@ -20,6 +20,7 @@ from typing import Any
 
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
+from svcrest.chains import NOT_AWAITABLE
 from svcrest.http.context import DISPATCH_USER
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -301,10 +302,11 @@ class AbilitiesController:
         coerced = sanitize_value(value, ability.input_schema, "input")
         return value if isinstance(coerced, RestError) else coerced
 
-    async def can_run(self, request: Request) -> bool | RestError:
+    def can_run(self, request: Request) -> Any:
         """The run's permission check (WordPress's ``check_ability_permissions``): the
         ability shown in REST, the method its annotations ask for, a valid input, then the
-        ability's permission callback, run as the request's user."""
+        ability's permission callback, run as the request's user. True or a RestError; a
+        coroutine of it for an async permission callback (PERF: none for a sync one)."""
         ability = self._shown(request.url_params["name"])
         if ability is None:
             return _not_found()
@@ -321,9 +323,27 @@ class AbilitiesController:
         user = request.user
         token = DISPATCH_USER.set(user)
         try:
-            verdict = await ability.check_permissions_async(input)
+            verdict = ability.permission_verdict(input)
         finally:
             DISPATCH_USER.reset(token)
+        if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
+            return self._can_run_later(verdict, request, ability, input)
+        return self._verdict(verdict, request, ability, input)
+
+    async def _can_run_later(
+        self, pending: Any, request: Request, ability: Ability, input: Any
+    ) -> bool | RestError:
+        """:meth:`can_run` once an async permission callback answered (run as the user)."""
+        token = DISPATCH_USER.set(request.user)
+        try:
+            verdict = await pending
+        finally:
+            DISPATCH_USER.reset(token)
+        return self._verdict(verdict, request, ability, input)
+
+    @staticmethod
+    def _verdict(verdict: Any, request: Request, ability: Ability, input: Any) -> bool | RestError:
+        user = request.user
         if verdict is True:
             _ALLOWED_RUN.set((request, ability, input, user))
             return True
