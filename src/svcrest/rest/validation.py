@@ -98,7 +98,13 @@ async def check_params(request: Request, args: Mapping[str, Any]) -> RestError |
             continue
         if params.get(name) is None and not _sent_null(request, name):
             continue
-        error = await _validate_one(request, name, definition, params[name])
+        # PERF: an argument without ``validate_callback`` is checked here, without a
+        # coroutine (~0.5 µs an argument).
+        error = (
+            validate_value(params[name], definition, name)
+            if definition.get("validate_callback") is None
+            else await _validate_one(request, name, definition, params[name])
+        )
         if error is not None:
             invalid[name] = error
     return _invalid_params(invalid) if invalid else None
@@ -129,7 +135,11 @@ async def sanitize_params(request: Request, args: Mapping[str, Any]) -> RestErro
         for bucket in buckets:
             if name not in bucket or bucket[name] is None:
                 continue
-            result = await _sanitize_one(request, name, definition, bucket[name])
+            result = (
+                sanitize_value(bucket[name], definition, name)
+                if definition.get("sanitize_callback") is None  # PERF: no coroutine
+                else await _sanitize_one(request, name, definition, bucket[name])
+            )
             if isinstance(result, RestError):
                 invalid[name] = result
                 break
