@@ -733,3 +733,33 @@ def test_a_run_checks_the_permission_once_before_the_callback(
     assert asked == [4]
     assert ability.execute("x").code == "ability_invalid_input"
     assert asked == [4]
+
+
+def test_async_callbacks_run_as_the_request_user(
+    app: App, client_for: ClientFor, editor: dict[str, str]
+) -> None:
+    async def who() -> dict[str, Any]:
+        return {"id": current_user().id, "login": current_user().login}
+
+    async def logged_in() -> bool:
+        return current_user().is_logged_in
+
+    app.register_ability(
+        "test/async-user",
+        label="Async user",
+        description="The current user, from async callbacks.",
+        category="system",
+        output_schema={
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "login": {"type": "string"}},
+        },
+        execute_callback=who,
+        permission_callback=logged_in,
+        annotations={"readonly": True},
+    )
+    client = client_for(app)
+    response = client.get(_run("test/async-user"), headers=editor)
+    assert response.status_code == 200
+    assert response.json() == {"id": app.users.get_by_login("ed").id, "login": "ed"}  # type: ignore[union-attr]
+    assert response.headers["allow"] == "GET, POST, DELETE"
+    assert _error(client.get(_run("test/async-user")))[:2] == (401, "rest_ability_cannot_execute")

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any
 
 from svcrest.abilities.quick import quick_check
-from svcrest.chains import NOT_AWAITABLE, is_awaitable
+from svcrest.chains import NOT_AWAITABLE, Pending, is_awaitable
 from svcrest.hooks import Hooks
 from svcrest.http.errors import RestError
 from svcrest.rest.invoke import fitted
@@ -222,18 +222,34 @@ class Ability:
                 "ability_invalid_permissions",
                 f'Ability "{self.name}" does not have necessary permission.',
             )
-        return await self.run_permitted(input)
+        result = self.run_permitted(input)
+        return await result if type(result) is Pending else result
 
-    async def run_permitted(self, input: Any) -> Any:
+    def run_permitted(self, input: Any) -> Any:
         """The part of :meth:`execute_async` after the input and permission checks, for a
         caller that has just made them for this ``input`` (the REST run route, whose
         permission check runs them as WordPress's ``check_ability_permissions`` does): the
-        actions, the execute callback and the output check."""
+        actions, the execute callback and the output check. Returns the result or a
+        RestError; for an async execute callback, a coroutine (of type
+        :data:`svcrest.chains.Pending`) of it (PERF: no coroutine for a sync one)."""
         self._hooks.do_action("svc_before_execute_ability", self.name, input)
         try:
-            result = await _settle(self._execute(input))
+            result = self._execute(input)
         except RestError as raised:
             return raised
+        if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+            return self._finish_later(result, input)
+        return self._finish(result, input)
+
+    async def _finish_later(self, pending: Any, input: Any) -> Any:
+        try:
+            result = await pending
+        except RestError as raised:
+            return raised
+        return self._finish(result, input)
+
+    def _finish(self, result: Any, input: Any) -> Any:
+        """The output check and the ``svc_after_execute_ability`` action of a result."""
         if isinstance(result, RestError):
             return result
         invalid = self.validate_output(result)

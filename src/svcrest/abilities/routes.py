@@ -20,7 +20,7 @@ from typing import Any
 
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
-from svcrest.chains import NOT_AWAITABLE
+from svcrest.chains import NOT_AWAITABLE, Pending
 from svcrest.http.context import DISPATCH_USER
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -156,6 +156,23 @@ def _in_context(data: dict[str, Any], request: Request, embed: Iterable[str]) ->
     if request.get_param("context") == "embed":
         return {key: data[key] for key in embed}
     return data
+
+
+def _answer(result: Any) -> Any:
+    """The run route's answer of an ability's result."""
+    if isinstance(result, RestError):
+        return _status(result, 500)
+    return Response(result)
+
+
+async def _answer_later(pending: Any, user: Any) -> Any:
+    """:func:`_answer` once an async run has finished (run as ``user``)."""
+    token = DISPATCH_USER.set(user)
+    try:
+        result = await pending
+    finally:
+        DISPATCH_USER.reset(token)
+    return _answer(result)
 
 
 def expected_method(ability: Ability) -> str:
@@ -356,9 +373,10 @@ class AbilitiesController:
             {"status": denied},
         )
 
-    async def run(self, request: Request) -> Any:
+    def run(self, request: Request) -> Any:
         """``GET|POST|DELETE /abilities/<name>/run``: the ability's result as the body; its
-        errors with their status (500 when they name none)."""
+        errors with their status (500 when they name none). A coroutine of the answer while
+        an async callback runs (PERF: none for a sync one)."""
         ability = self._shown(request.url_params["name"])
         if ability is None:
             return _not_found()
@@ -377,14 +395,14 @@ class AbilitiesController:
                 _ALLOWED_RUN.set(None)
                 # The input is checked again (cheap), as a hook may have changed it in place.
                 invalid = ability.validate_input(allowed[2])
-                result = invalid or await ability.run_permitted(allowed[2])
+                result = invalid or ability.run_permitted(allowed[2])
             else:
-                result = await ability.execute_async(input)
+                result = ability.execute_async(input)
         finally:
             DISPATCH_USER.reset(token)
-        if isinstance(result, RestError):
-            return _status(result, 500)
-        return Response(result)
+        if type(result) is Pending:
+            return _answer_later(result, user)
+        return _answer(result)
 
     # -- registration -----------------------------------------------------------------------
 
