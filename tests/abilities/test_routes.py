@@ -696,3 +696,70 @@ def test_empty_input_handling_get_method(app: App, client_for: ClientFor) -> Non
     assert response.json() == {"input_was_empty": True}
     refused = client.get(_run("test/read-only-empty"), params={"input": "x"})
     assert _error(refused)[:2] == (400, "ability_missing_input_schema")
+
+
+def test_a_run_checks_the_permission_once_before_the_callback(
+    app: App, client_for: ClientFor
+) -> None:
+    """The run route's permission check runs the ability's permission callback; the run
+    itself does not run it again for the same request and input (the Allow header asks once
+    more, after the run). A direct ``execute`` checks it, as WordPress's does."""
+    asked: list[Any] = []
+
+    def allowed(input: Any) -> bool:
+        asked.append(input)
+        return True
+
+    ability = app.register_ability(
+        "test/counted",
+        label="Counted",
+        description="Counts its permission checks.",
+        category="general",
+        input_schema={"type": "integer"},
+        output_schema={"type": "integer"},
+        execute_callback=lambda input: input * 2,
+        permission_callback=allowed,
+        annotations={"readonly": True},
+    )
+    client = client_for(app)
+    response = client.get(_run("test/counted"), params={"input": "21"})
+    assert response.status_code == 200
+    assert response.json() == 42
+    assert response.headers["allow"] == "GET, POST, DELETE"
+    assert asked == [21, 21]
+    asked.clear()
+    assert ability is not None
+    assert ability.execute(4) == 8
+    assert asked == [4]
+    assert ability.execute("x").code == "ability_invalid_input"
+    assert asked == [4]
+
+
+def test_async_callbacks_run_as_the_request_user(
+    app: App, client_for: ClientFor, editor: dict[str, str]
+) -> None:
+    async def who() -> dict[str, Any]:
+        return {"id": current_user().id, "login": current_user().login}
+
+    async def logged_in() -> bool:
+        return current_user().is_logged_in
+
+    app.register_ability(
+        "test/async-user",
+        label="Async user",
+        description="The current user, from async callbacks.",
+        category="system",
+        output_schema={
+            "type": "object",
+            "properties": {"id": {"type": "integer"}, "login": {"type": "string"}},
+        },
+        execute_callback=who,
+        permission_callback=logged_in,
+        annotations={"readonly": True},
+    )
+    client = client_for(app)
+    response = client.get(_run("test/async-user"), headers=editor)
+    assert response.status_code == 200
+    assert response.json() == {"id": app.users.get_by_login("ed").id, "login": "ed"}  # type: ignore[union-attr]
+    assert response.headers["allow"] == "GET, POST, DELETE"
+    assert _error(client.get(_run("test/async-user")))[:2] == (401, "rest_ability_cannot_execute")

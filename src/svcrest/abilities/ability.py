@@ -12,11 +12,12 @@ against ``output_schema``. Errors carry WordPress's codes and messages:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from svcrest.abilities.quick import quick_check
+from svcrest.chains import NOT_AWAITABLE, Pending, is_awaitable
 from svcrest.hooks import Hooks
 from svcrest.http.errors import RestError
 from svcrest.rest.invoke import fitted
@@ -47,9 +48,20 @@ class AbilityCategory:
 
 async def _settle(result: Any) -> Any:
     """``result``, awaited when a callback gave an awaitable."""
-    if inspect.isawaitable(result):
+    if type(result) not in NOT_AWAITABLE and is_awaitable(result):
         return await result
     return result
+
+
+async def _awaited_verdict(pending: Any) -> bool | RestError:
+    """An async permission callback's verdict, as :meth:`Ability.permission_verdict`."""
+    try:
+        verdict = await pending
+    except RestError as raised:
+        return raised
+    if isinstance(verdict, RestError):
+        return verdict
+    return verdict is True
 
 
 class Ability:
@@ -64,6 +76,8 @@ class Ability:
     __slots__ = (
         "_execute",
         "_hooks",
+        "_input_ok",
+        "_output_ok",
         "_permission",
         "annotations",
         "category",
@@ -109,6 +123,10 @@ class Ability:
         # input only to abilities that declare an input schema; here the signature decides).
         self._execute = fitted(execute_callback, 1)
         self._permission = fitted(permission_callback, 1)
+        # PERF: a quick test of values the schemas certainly accept, prepared here; anything
+        # else gets the full check (tools/call of a readonly ability: see bench/mcp_call.py).
+        self._input_ok = quick_check(self.input_schema)
+        self._output_ok = quick_check(self.output_schema)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -134,6 +152,9 @@ class Ability:
                 f'Ability "{self.name}" does not define an input schema required to validate'
                 " the provided input.",
             )
+        quick = self._input_ok
+        if quick is not None and quick(input):
+            return None
         error = validate_value(input, schema, "input")
         if error is None:
             return None
@@ -148,6 +169,9 @@ class Ability:
         schema = self.output_schema
         if not schema:
             return None
+        quick = self._output_ok
+        if quick is not None and quick(output):
+            return None
         error = validate_value(output, schema, "output")
         if error is None:
             return None
@@ -156,16 +180,27 @@ class Ability:
             f'Ability "{self.name}" has invalid output. Reason: {error.message}',
         )
 
+    def permission_verdict(self, input: Any = None) -> Any:
+        """What :meth:`check_permissions_async` answers for ``input``, given at once when the
+        permission callback is not async (PERF: no coroutine), else an awaitable of it."""
+        try:
+            verdict = self._permission(input)
+        except RestError as raised:
+            return raised
+        if verdict is True:
+            return True
+        if type(verdict) not in NOT_AWAITABLE and is_awaitable(verdict):
+            return _awaited_verdict(verdict)
+        return verdict if isinstance(verdict, RestError) else False
+
     async def check_permissions_async(self, input: Any = None) -> bool | RestError:
         """The permission callback's verdict for ``input``: True, False, or the RestError it
         returned or raised (anything but True and a RestError counts as False)."""
-        try:
-            verdict = await _settle(self._permission(input))
-        except RestError as raised:
-            return raised
-        if isinstance(verdict, RestError):
-            return verdict
-        return verdict is True
+        verdict = self.permission_verdict(input)
+        if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
+            verdict = await verdict
+        answer: bool | RestError = verdict
+        return answer
 
     def check_permissions(self, input: Any = None) -> bool | RestError:
         """The sync form of :meth:`check_permissions_async`."""
@@ -187,11 +222,34 @@ class Ability:
                 "ability_invalid_permissions",
                 f'Ability "{self.name}" does not have necessary permission.',
             )
+        result = self.run_permitted(input)
+        return await result if type(result) is Pending else result
+
+    def run_permitted(self, input: Any) -> Any:
+        """The part of :meth:`execute_async` after the input and permission checks, for a
+        caller that has just made them for this ``input`` (the REST run route, whose
+        permission check runs them as WordPress's ``check_ability_permissions`` does): the
+        actions, the execute callback and the output check. Returns the result or a
+        RestError; for an async execute callback, a coroutine (of type
+        :data:`svcrest.chains.Pending`) of it (PERF: no coroutine for a sync one)."""
         self._hooks.do_action("svc_before_execute_ability", self.name, input)
         try:
-            result = await _settle(self._execute(input))
+            result = self._execute(input)
         except RestError as raised:
             return raised
+        if type(result) not in NOT_AWAITABLE and is_awaitable(result):
+            return self._finish_later(result, input)
+        return self._finish(result, input)
+
+    async def _finish_later(self, pending: Any, input: Any) -> Any:
+        try:
+            result = await pending
+        except RestError as raised:
+            return raised
+        return self._finish(result, input)
+
+    def _finish(self, result: Any, input: Any) -> Any:
+        """The output check and the ``svc_after_execute_ability`` action of a result."""
         if isinstance(result, RestError):
             return result
         invalid = self.validate_output(result)

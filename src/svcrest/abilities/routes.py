@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
-from svcrest.http.context import as_current_user
+from svcrest.chains import NOT_AWAITABLE, Pending
+from svcrest.http.context import DISPATCH_USER
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -34,6 +36,16 @@ _NAME_PATTERN = r"[a-zA-Z0-9\-\/]+"
 _SLUG_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _ANY_TYPE = ["integer", "number", "boolean", "string", "array", "object", "null"]
 _NOT_KEY = re.compile(r"[^a-z0-9_\-]")
+
+#: The run the route's permission check has just allowed in this context: the request, the
+#: ability, its input and the user. The run route's callback then runs the ability without
+#: checking the same input and permission again (WordPress checks them in
+#: ``check_ability_permissions`` and again in ``WP_Ability::execute``; PERF: the second check
+#: was a third of the run route's cost). Only a callback answering the very request the check
+#: allowed, with the same input object and user, skips them; any other call checks all.
+_ALLOWED_RUN: ContextVar[tuple[Request, Ability, Any, Any] | None] = ContextVar(
+    "svcrest_allowed_ability_run", default=None
+)
 
 #: Which fields each ``context`` shows (WordPress's schema ``context`` lists).
 _ABILITY_EMBED = ("name", "label", "category")
@@ -144,6 +156,23 @@ def _in_context(data: dict[str, Any], request: Request, embed: Iterable[str]) ->
     if request.get_param("context") == "embed":
         return {key: data[key] for key in embed}
     return data
+
+
+def _answer(result: Any) -> Any:
+    """The run route's answer of an ability's result."""
+    if isinstance(result, RestError):
+        return _status(result, 500)
+    return Response(result)
+
+
+async def _answer_later(pending: Any, user: Any) -> Any:
+    """:func:`_answer` once an async run has finished (run as ``user``)."""
+    token = DISPATCH_USER.set(user)
+    try:
+        result = await pending
+    finally:
+        DISPATCH_USER.reset(token)
+    return _answer(result)
 
 
 def expected_method(ability: Ability) -> str:
@@ -290,10 +319,11 @@ class AbilitiesController:
         coerced = sanitize_value(value, ability.input_schema, "input")
         return value if isinstance(coerced, RestError) else coerced
 
-    async def can_run(self, request: Request) -> bool | RestError:
+    def can_run(self, request: Request) -> Any:
         """The run's permission check (WordPress's ``check_ability_permissions``): the
         ability shown in REST, the method its annotations ask for, a valid input, then the
-        ability's permission callback, run as the request's user."""
+        ability's permission callback, run as the request's user. True or a RestError; a
+        coroutine of it for an async permission callback (PERF: none for a sync one)."""
         ability = self._shown(request.url_params["name"])
         if ability is None:
             return _not_found()
@@ -307,30 +337,72 @@ class AbilitiesController:
         invalid = ability.validate_input(input)
         if invalid is not None:
             return _status(invalid, 400)
-        with as_current_user(request.user):
-            verdict = await ability.check_permissions_async(input)
-        denied = 403 if request.user.is_logged_in else 401
+        user = request.user
+        token = DISPATCH_USER.set(user)
+        try:
+            verdict = ability.permission_verdict(input)
+        finally:
+            DISPATCH_USER.reset(token)
+        if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
+            return self._can_run_later(verdict, request, ability, input)
+        return self._verdict(verdict, request, ability, input)
+
+    async def _can_run_later(
+        self, pending: Any, request: Request, ability: Ability, input: Any
+    ) -> bool | RestError:
+        """:meth:`can_run` once an async permission callback answered (run as the user)."""
+        token = DISPATCH_USER.set(request.user)
+        try:
+            verdict = await pending
+        finally:
+            DISPATCH_USER.reset(token)
+        return self._verdict(verdict, request, ability, input)
+
+    @staticmethod
+    def _verdict(verdict: Any, request: Request, ability: Ability, input: Any) -> bool | RestError:
+        user = request.user
+        if verdict is True:
+            _ALLOWED_RUN.set((request, ability, input, user))
+            return True
+        denied = 403 if user.is_logged_in else 401
         if isinstance(verdict, RestError):
             return _status(verdict, denied)
-        if verdict is not True:
-            return RestError(
-                "rest_ability_cannot_execute",
-                "Sorry, you are not allowed to execute this ability.",
-                {"status": denied},
-            )
-        return True
+        return RestError(
+            "rest_ability_cannot_execute",
+            "Sorry, you are not allowed to execute this ability.",
+            {"status": denied},
+        )
 
-    async def run(self, request: Request) -> Any:
+    def run(self, request: Request) -> Any:
         """``GET|POST|DELETE /abilities/<name>/run``: the ability's result as the body; its
-        errors with their status (500 when they name none)."""
+        errors with their status (500 when they name none). A coroutine of the answer while
+        an async callback runs (PERF: none for a sync one)."""
         ability = self._shown(request.url_params["name"])
         if ability is None:
             return _not_found()
-        with as_current_user(request.user):
-            result = await ability.execute_async(self.run_input(request))
-        if isinstance(result, RestError):
-            return _status(result, 500)
-        return Response(result)
+        input = self.run_input(request)
+        allowed = _ALLOWED_RUN.get()
+        user = request.user
+        token = DISPATCH_USER.set(user)
+        try:
+            if (
+                allowed is not None
+                and allowed[0] is request
+                and allowed[1] is ability
+                and allowed[2] is ability.normalize_input(input)
+                and allowed[3] is user
+            ):
+                _ALLOWED_RUN.set(None)
+                # The input is checked again (cheap), as a hook may have changed it in place.
+                invalid = ability.validate_input(allowed[2])
+                result = invalid or ability.run_permitted(allowed[2])
+            else:
+                result = ability.execute_async(input)
+        finally:
+            DISPATCH_USER.reset(token)
+        if type(result) is Pending:
+            return _answer_later(result, user)
+        return _answer(result)
 
     # -- registration -----------------------------------------------------------------------
 

@@ -14,12 +14,16 @@ from svcrest.rest.schema import sanitize_value, validate_value
 __all__ = ["apply_defaults", "check_params", "sanitize_params"]
 
 
+# PERF: ``type(x) is dict`` first: an ABC ``isinstance`` check costs ~0.2 µs, and argument
+# definitions are dicts (the Mapping check stays for the others).
+
+
 def apply_defaults(request: Request, args: Mapping[str, Any]) -> None:
     """Put every argument's ``default`` into the request's default bucket."""
     defaults = {
         name: definition["default"]
         for name, definition in args.items()
-        if isinstance(definition, Mapping) and "default" in definition
+        if (type(definition) is dict or isinstance(definition, Mapping)) and "default" in definition
     }
     if defaults:
         request.default_params = defaults
@@ -29,7 +33,7 @@ def _missing(request: Request, args: Mapping[str, Any]) -> list[str]:
     return [
         name
         for name, definition in args.items()
-        if isinstance(definition, Mapping)
+        if (type(definition) is dict or isinstance(definition, Mapping))
         and definition.get("required") is True
         and request.get_param(name) is None
     ]
@@ -94,11 +98,17 @@ async def check_params(request: Request, args: Mapping[str, Any]) -> RestError |
     params = request.get_params()
     invalid: dict[str, RestError] = {}
     for name, definition in args.items():
-        if not isinstance(definition, Mapping):
+        if type(definition) is not dict and not isinstance(definition, Mapping):
             continue
         if params.get(name) is None and not _sent_null(request, name):
             continue
-        error = await _validate_one(request, name, definition, params[name])
+        # PERF: an argument without ``validate_callback`` is checked here, without a
+        # coroutine (~0.5 µs an argument).
+        error = (
+            validate_value(params[name], definition, name)
+            if definition.get("validate_callback") is None
+            else await _validate_one(request, name, definition, params[name])
+        )
         if error is not None:
             invalid[name] = error
     return _invalid_params(invalid) if invalid else None
@@ -124,12 +134,16 @@ async def sanitize_params(request: Request, args: Mapping[str, Any]) -> RestErro
     invalid: dict[str, RestError] = {}
     buckets = request.param_buckets()
     for name, definition in args.items():
-        if not isinstance(definition, Mapping):
+        if type(definition) is not dict and not isinstance(definition, Mapping):
             continue
         for bucket in buckets:
             if name not in bucket or bucket[name] is None:
                 continue
-            result = await _sanitize_one(request, name, definition, bucket[name])
+            result = (
+                sanitize_value(bucket[name], definition, name)
+                if definition.get("sanitize_callback") is None  # PERF: no coroutine
+                else await _sanitize_one(request, name, definition, bucket[name])
+            )
             if isinstance(result, RestError):
                 invalid[name] = result
                 break

@@ -79,11 +79,23 @@ def _refusal(status: int, error: ProtocolError) -> HttpResponse:
     return _plain(status, protocol.error_body(None, error))
 
 
+#: ``Accept`` values → the answer's type (PERF: ~0.5 µs a request; a client sends the same
+#: value each time). Bounded in entries and in the length of a value kept.
+_ANSWER_TYPES: Memo[str, str | None] = Memo(256, 512)
+
+
 def _answer_type(accept: str | None) -> str | None:
     """``application/json`` when the client takes it (or says nothing), else
     ``text/event-stream`` when it takes that, else None (406)."""
     if not accept:
         return _JSON_TYPE
+    known = _ANSWER_TYPES.entries.get(accept, "")  # "" is no answer: not kept yet
+    if known != "":
+        return known
+    return _ANSWER_TYPES.keep(accept, _read_accept(accept))
+
+
+def _read_accept(accept: str) -> str | None:
     kinds = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
     if kinds & {_JSON_TYPE, "application/*", "*/*"}:
         return _JSON_TYPE
