@@ -30,13 +30,13 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from callgrind import collected
 
 HERE = Path(__file__).resolve().parent
 BUDGET = HERE / "budget.json"
@@ -101,23 +101,7 @@ def child(kind: str, requests: int) -> None:
 
 def count(kind: str, requests: int) -> int:
     """Instructions callgrind counts for one child run."""
-    # A fixed hash seed keeps dict and set probing, and so the count, the same between runs.
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        kind,
-        str(requests),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode or found is None:
-        raise SystemExit(f"callgrind run of {kind} failed:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return collected([__file__, "--child", kind, str(requests)])
 
 
 def measure(kinds: list[str], requests: int, jobs: int) -> dict[str, int]:

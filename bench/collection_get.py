@@ -34,9 +34,7 @@ import argparse
 import io
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +46,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
+
+from callgrind import collected  # noqa: E402
 
 from svcrest import App, Request, Response, StoreCollection, paginate, public  # noqa: E402
 from svcrest.store.collection_query import Query  # noqa: E402
@@ -259,16 +259,10 @@ def count_instructions(rows: int, requests: int) -> dict[Any, float]:
 
     def counted(key: tuple[str, str], calls: int) -> int:
         with tempfile.TemporaryDirectory() as directory:
-            command = [
-                "valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/out",
-                sys.executable, __file__, "--rows", str(rows), "--calls", str(calls),
-                "--one", "|".join(key), "--store", f"{directory}/bench.db",
-            ]  # fmt: skip
-            done = subprocess.run(command, capture_output=True, text=True, check=True)
-        found = re.search(r"Collected : (\d+)", done.stderr)
-        if found is None:
-            raise SystemExit(f"no count from callgrind: {done.stderr[-500:]}")
-        return int(found.group(1))
+            return collected(
+                [__file__, "--rows", str(rows), "--calls", str(calls), "--one", "|".join(key),
+                 "--store", f"{directory}/bench.db"]
+            )  # fmt: skip
 
     keys = [(case, "StoreCollection") for case in CASES]
     keys += [(case, target) for case in CASES for target in TARGETS]

@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import shutil
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from callgrind import collected
 
 HERE = Path(__file__).resolve().parent
 CASES = ["plain", "filter", "404", "auth", "wsgi", "wsgi-auth"]
@@ -72,27 +72,10 @@ def child(kind: str, requests: int) -> None:
 
 
 def count(kind: str, requests: int, src: str | None) -> int:
-    """Instructions callgrind counts for one child run."""
-    # A fixed hash seed: str and bytes hashes (and so dict and set probing) are the same in
-    # every run, which keeps the count of one tree within a few instructions between runs.
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
-    if src:
-        env["PYTHONPATH"] = src
-    command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        __file__,
-        "--child",
-        kind,
-        str(requests),
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if found is None:
-        raise SystemExit(f"no instruction count from callgrind:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    """Instructions callgrind counts for one child run (with ``src`` first on the path)."""
+    return collected(
+        [__file__, "--child", kind, str(requests)], {"PYTHONPATH": src} if src else None
+    )
 
 
 def per_request(kind: str, requests: int, src: str | None) -> int:

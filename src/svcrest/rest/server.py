@@ -176,6 +176,7 @@ class RestServer:
         """
         request.site = self.app
         ticket: Ticket | None = None
+        matched = ""  # the route once matched: an answer made from an exception names it too
         try:
             # PERF: the plan leaves out the default OPTIONS filter for any other method (it
             # answers OPTIONS only), and an empty chain is not run (a call less).
@@ -192,12 +193,13 @@ class RestServer:
             if chosen is None:
                 return await self._unmatched(request, matches)
             entry, handler, url_params = chosen
+            matched = entry.route
             # SECURITY: a request (or batch, ``_embed``, MCP sub-request) authenticated by a
-            # scoped application password reaches only the routes of its scope. PERF: one
-            # test for an anonymous request (+126 of 113,901 instructions a plain GET,
-            # bench/budget.py), a call for a logged-in one. (A conditional expression keeps
-            # this frame within its complexity bound; the 403 is raised.)
-            _enforce_scope(entry, request) if request.user.id else None
+            # scoped application password reaches only the routes of its scope (the 403 is
+            # raised). PERF: one test for an anonymous request (+126 of 113,901 instructions
+            # a plain GET, bench/budget.py), a call for a logged-in one.
+            if request.user.id:
+                _enforce_scope(entry, request)
             definition = request.handler = handler.definition
             request.url_params = dict(url_params)
             # Idempotency keys and rate limits (svcrest.rest.guard): an answer instead of a
@@ -243,26 +245,15 @@ class RestServer:
             if type(result) is Pending:
                 result = await result
             response = self._as_response(result)
-            response.matched_route = entry.route
+            response.matched_route = matched
             response.matched_handler = definition
-        except RestError as error:
+        except Exception as raised:  # a RestError is the answer; anything else is logged, 500
+            error = (
+                raised if isinstance(raised, RestError) else self.unexpected_error(request, matched)
+            )
             response = Response.from_error(error)
-            response.matched_route = self._route_of(request)
-        except Exception:
-            route = self._route_of(request)
-            response = Response.from_error(self.unexpected_error(request, route))
-            response.matched_route = route
+            response.matched_route = matched
         return response if ticket is None else ticket.leave(response)
-
-    def _route_of(self, request: Request) -> str:
-        """The route ``request`` matches with its method ("" when none), for an answer made
-        from an exception (metrics and logs name the route as for any answer). Matched again
-        on this path only, so that an answer that raised nothing pays nothing for it."""
-        try:
-            chosen = select_handler(self.table.matches(request.route), request.method)
-        except Exception:  # the matching itself raised: no route to name
-            return ""
-        return "" if chosen is None else chosen[0].route
 
     @staticmethod
     async def checked_params(request: Request, handler: Handler) -> RestError | None:

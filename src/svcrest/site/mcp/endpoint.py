@@ -37,6 +37,7 @@ from svcrest.constants import REST_API_VERSION
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.qvalues import q_weights
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.scope import scope_error
@@ -96,7 +97,7 @@ def _answer_type(accept: str | None) -> str | None:
 
 
 def _read_accept(accept: str) -> str | None:
-    kinds = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    kinds = q_weights(accept).keys()  # the media ranges named (weights not weighed yet)
     if kinds & {_JSON_TYPE, "application/*", "*/*"}:
         return _JSON_TYPE
     if _SSE_TYPE in kinds or "text/*" in kinds:
