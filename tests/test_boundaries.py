@@ -1,0 +1,84 @@
+"""Modules share only public names: no module of ``src/svcrest`` imports a ``_private`` name
+(or a name from a ``_private`` module) of another svcrest module.
+
+A name with a leading underscore is its module's business; when a second module needs it,
+it gets a public name in its home module. Every import counts, wherever it is written.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tests.test_layers import MODULES
+
+#: (importing module, imported module, name) triples allowed to cross; keep it empty.
+ALLOWED: frozenset[tuple[str, str, str]] = frozenset()
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def resolved(name: str, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from … import`` in module ``name`` reads from."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".")
+    if MODULES[name].name != "__init__.py":
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def private_imports(name: str, tree: ast.AST) -> list[tuple[str, str, str]]:
+    """``(name, module, imported name)`` for each private svcrest name ``name``'s source
+    imports from another module; a name from a private module counts as private."""
+    found: list[tuple[str, str, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = resolved(name, node)
+            if module != "svcrest" and not module.startswith("svcrest."):
+                continue
+            private_module = any(is_private(part) for part in module.split("."))
+            found.extend(
+                (name, module, alias.name)
+                for alias in node.names
+                if (private_module or is_private(alias.name)) and module != name
+            )
+        elif isinstance(node, ast.Import):
+            found.extend(
+                (name, alias.name, "")
+                for alias in node.names
+                if alias.name.startswith("svcrest.")
+                and any(is_private(part) for part in alias.name.split("."))
+            )
+    return [triple for triple in found if triple not in ALLOWED]
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_private_name_crosses_a_module(name: str) -> None:
+    assert private_imports(name, ast.parse(MODULES[name].read_text())) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from svcrest.http.tags import _quoted", ["svcrest.http.tags:_quoted"]),
+        ("from .tags import _quoted", ["svcrest.rest.tags:_quoted"]),
+        ("from svcrest.rest._stub import helper", ["svcrest.rest._stub:helper"]),
+        ("import svcrest.rest._stub", ["svcrest.rest._stub:"]),
+        ("def f():\n    from svcrest.hooks import _later", ["svcrest.hooks:_later"]),
+        ("from svcrest.http.tags import quoted, __all__", []),
+        ("from collections import _chain", []),
+    ],
+    ids=["absolute", "relative", "private-module", "import", "in-a-function", "public", "stdlib"],
+)
+def test_the_check_finds_private_imports(
+    source: str, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(MODULES, "svcrest.rest.x", MODULES["svcrest.rest.guard"])
+    found = private_imports("svcrest.rest.x", ast.parse(source))
+    assert [f"{module}:{imported}" for importer, module, imported in found] == expected
+    assert {importer for importer, _, _ in found} <= {"svcrest.rest.x"}
