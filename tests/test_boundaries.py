@@ -11,7 +11,7 @@ import ast
 
 import pytest
 
-from tests.test_layers import MODULES
+from tests.test_layers import GRAPH, MODULES
 
 #: (importing module, imported module, name) triples allowed to cross; keep it empty.
 ALLOWED: frozenset[tuple[str, str, str]] = frozenset()
@@ -82,3 +82,32 @@ def test_the_check_finds_private_imports(
     found = private_imports("svcrest.rest.x", ast.parse(source))
     assert [f"{module}:{imported}" for importer, module, imported in found] == expected
     assert {importer for importer, _, _ in found} <= {"svcrest.rest.x"}
+
+
+ROUTING = "svcrest.rest.routing"
+
+
+def test_what_routing_builds_on_imports_nothing_of_routing() -> None:
+    """The modules the route table calls (the guard, conditional requests, typed callbacks…)
+    sit under it: none reaches back into ``routing`` (not for its error either)."""
+    under = {
+        target
+        for name, targets in GRAPH.items()
+        if name.startswith(ROUTING)
+        for target in targets
+        if not target.startswith(ROUTING)
+    }
+    assert "svcrest.rest.guard" in under
+    back = {
+        name: sorted(target for target in GRAPH[name] if target.startswith(ROUTING))
+        for name in sorted(under)
+    }
+    assert {name: targets for name, targets in back.items() if targets} == {}
+
+
+def test_route_definition_error_lives_outside_routing() -> None:
+    from svcrest.rest.definition_errors import RouteDefinitionError
+    from svcrest.rest.routing.definitions import RoutePatternError
+
+    assert RouteDefinitionError.__module__ == "svcrest.rest.definition_errors"
+    assert issubclass(RoutePatternError, RouteDefinitionError)

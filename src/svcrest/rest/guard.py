@@ -48,7 +48,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
-from svcrest.rest.routing.definitions import RouteDefinitionError
+from svcrest.rest.definition_errors import RouteDefinitionError
 
 __all__ = [
     "IDEMPOTENCY_MODES",
