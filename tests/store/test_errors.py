@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from svcrest.http.errors import RestError
@@ -31,7 +33,9 @@ from svcrest.store.errors import (
         ),
     ],
 )
-def test_each_is_a_503_with_retry_after(error: type[RestError], code: str, message: str) -> None:
+def test_each_is_a_503_with_retry_after(
+    error: Callable[[], RestError], code: str, message: str
+) -> None:
     raised = error()
     assert isinstance(raised, StoreError)
     assert raised.to_dict() == {"code": code, "message": message, "data": {"status": 503}}
