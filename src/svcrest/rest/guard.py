@@ -63,6 +63,7 @@ __all__ = [
     "fingerprint",
     "idempotency_owner",
     "idempotent",
+    "rate_keys_of",
     "rate_limit_of",
     "rate_subject",
     "route_guard",
@@ -72,8 +73,8 @@ logger = logging.getLogger("svcrest")
 
 KeyState = Literal["reserved", "done", "in_flight", "mismatch", "full"]
 IDEMPOTENCY_MODES = ("optional", "required")
-#: What a rate limit counts per: the user (all their application passwords together), or
-#: each application password apart.
+#: What a rate limit counts per: the user (all their credentials together), or each
+#: credential apart (``"application_password"``: the older name of ``"credential"``).
 RATE_LIMIT_PER = ("user", "credential", "application_password")
 #: The methods an idempotency key applies to (the others are idempotent already).
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
