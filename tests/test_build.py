@@ -12,7 +12,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from svcrest.rest._compiled import mypyc_attr
+from svcrest.rest.mypyc_stub import mypyc_attr
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -34,6 +34,7 @@ from svcrest.rest.defaults import (
     cors_allow_methods_value,
     register_default_filters,
 )
+from svcrest.rest.definition_errors import RouteDefinitionError
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.resources.controller import RestController
 from svcrest.rest.resources.fields_registry import (
@@ -44,7 +45,6 @@ from svcrest.rest.resources.fields_registry import (
 )
 from svcrest.rest.routing.definitions import (
     ROUTE_ONLY_OPTIONS,
-    RouteDefinitionError,
     RoutePatternError,
     argument_notices,
     build_full_route,

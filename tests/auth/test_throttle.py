@@ -62,6 +62,11 @@ def site(store_location: str | None) -> Iterator[Site]:
     made.app.store.close()
 
 
+def failed(throttle: LoginThrottle, login: str, ip: str) -> None:
+    """A failed attempt of ``login`` from ``ip``: reserved (and counted), never settled."""
+    assert throttle.reserve(login, ip).retry_after is None
+
+
 def basic(login: str, password: str) -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"{login}:{password}".encode()).decode()}
 
@@ -69,10 +74,10 @@ def basic(login: str, password: str) -> dict[str, str]:
 def test_the_throttle_counts_per_login_and_address_pair(site: Site) -> None:
     throttle = site.app.throttle
     for _ in range(MAX_FAILURES - 1):
-        throttle.record_failure("alice", "10.0.0.1")
+        failed(throttle, "alice", "10.0.0.1")
     assert throttle.retry_after("alice", "10.0.0.1") is None
     site.now[0] += 10
-    throttle.record_failure("ALICE", "10.0.0.1")
+    failed(throttle, "ALICE", "10.0.0.1")
     assert throttle.retry_after("alice", "10.0.0.1") == WINDOW - 10
     assert throttle.retry_after("Alice", "10.0.0.1") == WINDOW - 10
     # The owner, from an address with no failures, is let through; so is another login.
@@ -88,10 +93,10 @@ def test_the_throttle_counts_per_login_and_address_pair(site: Site) -> None:
 def test_one_address_spraying_many_logins_is_throttled(site: Site) -> None:
     throttle = site.app.throttle
     for number in range(MAX_ADDRESS_FAILURES - 1):
-        throttle.record_failure(f"user{number}", "10.0.0.1")
+        failed(throttle, f"user{number}", "10.0.0.1")
     assert throttle.retry_after("someone", "10.0.0.1") is None
     site.now[0] += 30
-    throttle.record_failure("last", "10.0.0.1")
+    failed(throttle, "last", "10.0.0.1")
     assert throttle.retry_after("someone", "10.0.0.1") == WINDOW - 30
     assert throttle.retry_after("user0", "10.0.0.2") is None
     site.now[0] += WINDOW - 30
@@ -175,7 +180,7 @@ def test_hosts_share_the_counts(engine: str, tmp_path: Any, request: pytest.Fixt
     try:
         one, two = LoginThrottle(first, lambda: NOW), LoginThrottle(second, lambda: NOW)
         for _ in range(MAX_FAILURES):
-            one.record_failure("carol", "")
+            failed(one, "carol", "")
         assert two.retry_after("carol", "") == WINDOW
         assert two.retry_after("dave", "") is None
     finally:

@@ -14,12 +14,24 @@ import pytest
 import svcrest
 from svcrest import App, Request
 from svcrest.http.headers import Headers
-from svcrest.http.request_id import new_request_id, request_id_of
+from svcrest.http.request_id import REQUEST_IDS, checked_request_id
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
 HOME = "http://example.org"
 MADE = re.compile("[0-9a-f]{32}")
+
+
+def new_request_id() -> str:
+    """A new id, as the server makes one for a request that sent none."""
+    return next(REQUEST_IDS.made)
+
+
+def request_id_of(headers: Headers) -> str:
+    """The id of a request with the header lines ``headers``, as the adapters read it (the
+    lines joined) and the server keeps or replaces it."""
+    sent = headers.get_joined("x-request-id")
+    return checked_request_id(sent) if sent else new_request_id()
 
 
 @pytest.mark.parametrize(

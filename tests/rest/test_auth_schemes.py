@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from svcrest import App, Request, public
+from svcrest.auth.passwords import ScryptParams
 from svcrest.hooks import Hooks
 from svcrest.http.headers import Headers
 from svcrest.rest.auth_schemes import AuthScheme, AuthSchemes
@@ -174,3 +176,111 @@ def test_registration_mistakes_raise() -> None:
         schemes.add(AuthScheme(name="empty"))
     with pytest.raises(ValueError, match="cannot be on 'rest_pre_dispatch'"):
         schemes.add(AuthScheme(name="odd", callbacks=(("rest_pre_dispatch", lambda *a: None, 10),)))
+
+
+#: A plugin's tokens: token → (user login, the token's id).
+ROBOT_TOKENS = {"tok-one": ("robot", "t1"), "tok-two": ("robot", "t2")}
+BIG = {"text": "svcrest " * 300}
+
+
+def robot_scheme(app: App) -> AuthScheme:
+    """A bearer scheme of a plugin: tokens in ``X-Robot-Token``, each token a credential of
+    its own for rate limits."""
+
+    def token_of(request: Request) -> tuple[str, str] | None:
+        return ROBOT_TOKENS.get(request.get_header("X-Robot-Token") or "")
+
+    def robot_user(user: Any, request: Request) -> Any:
+        found = token_of(request)
+        return app.users.get_by_login(found[0]) if found is not None else user
+
+    def token_id(request: Request) -> str | None:
+        found = token_of(request)
+        return None if found is None else "robot-" + found[1]
+
+    return AuthScheme(
+        name="robot",
+        headers=("X-Robot-Token",),
+        secret_headers=("X-Robot-Token",),
+        rate_key=token_id,
+        callbacks=(("determine_current_user", robot_user, 30),),
+    )
+
+
+def robot_app(rate_limit: dict[str, Any] | None = None) -> App:
+    app = App()
+    app.users.create("robot", "unused-password-1234", roles=("author",))
+    app.auth_schemes.add(robot_scheme(app))
+    app.register_rest_route(
+        "t/v1",
+        "/big",
+        {
+            0: {
+                "methods": "GET",
+                "permission_callback": public,
+                "callback": lambda request: {**BIG, "user": request.user.id},
+            },
+            "rate_limit": rate_limit,
+        },
+    )
+    return app
+
+
+def test_the_registry_gathers_the_secret_lines_once() -> None:
+    schemes = App().auth_schemes
+    assert schemes.secret_lines == frozenset({"set-cookie", "x-svc-nonce", "x-wp-nonce"})
+    assert schemes.secret_request_lines == frozenset()
+    assert len(schemes.rate_keys) == 1  # application passwords'
+    schemes.add(robot_scheme(App()))
+    assert schemes.secret_lines == frozenset({"set-cookie", "x-svc-nonce", "x-wp-nonce"})
+    assert schemes.secret_request_lines == frozenset({"x-robot-token"})
+    assert len(schemes.rate_keys) == 2
+
+
+def test_an_answer_to_a_request_with_a_schemes_secret_header_is_not_compressed(
+    client_for: ClientFor,
+) -> None:
+    client = client_for(robot_app())
+    gzip = {"Accept-Encoding": "gzip"}
+    anonymous = client.get("/svc-json/t/v1/big", headers=gzip)
+    assert anonymous.status_code == 200
+    assert anonymous.headers["content-encoding"] == "gzip"
+    assert anonymous.json()["user"] == 0
+    robot = client.get("/svc-json/t/v1/big", headers={**gzip, "X-Robot-Token": "tok-one"})
+    assert robot.status_code == 200
+    assert "content-encoding" not in robot.headers
+    assert robot.json()["user"] != 0
+    # An unknown token is a secret header line all the same.
+    unknown = client.get("/svc-json/t/v1/big", headers={**gzip, "x-robot-token": "nope"})
+    assert (unknown.json()["user"], "content-encoding" in unknown.headers) == (0, False)
+
+
+def test_a_basic_request_is_compressed_as_before(client_for: ClientFor) -> None:
+    app = robot_app()
+    app.users.password_params = ScryptParams(n=16, r=1, p=1)
+    user = app.users.create("kim", "kim-password-1234")
+    password, _ = app.users.create_application_password(user.id, "cli")
+    basic = base64.b64encode(f"kim:{password}".encode()).decode()
+    response = client_for(app).get(
+        "/svc-json/t/v1/big", headers={"Accept-Encoding": "gzip", "Authorization": "Basic " + basic}
+    )
+    assert (response.json()["user"], response.headers["content-encoding"]) == (user.id, "gzip")
+
+
+@pytest.mark.parametrize(
+    ("per", "expected"),
+    [
+        ("credential", [200, 429, 200, 429]),
+        ("application_password", [200, 429, 200, 429]),
+        ("user", [200, 429, 429, 429]),
+    ],
+)
+def test_a_schemes_rate_key_counts_each_credential_apart(
+    client_for: ClientFor, per: str, expected: list[int]
+) -> None:
+    client = client_for(robot_app({"limit": 1, "window": 60, "per": per}))
+    statuses = [
+        client.get("/svc-json/t/v1/big", headers={"X-Robot-Token": token}).status_code
+        for token in ("tok-one", "tok-one", "tok-two", "tok-two")
+    ]
+    assert statuses == expected

@@ -472,6 +472,12 @@ def _with_nonce_header(request: Request) -> Response:
     return response
 
 
+def _with_wp_nonce_header(request: Request) -> Response:
+    response = Response(BIG_DATA)
+    response.header("X-WP-Nonce", "abc123")
+    return response
+
+
 @pytest.mark.parametrize(
     "answer",
     [
@@ -480,6 +486,7 @@ def _with_nonce_header(request: Request) -> Response:
         pytest.param(lambda request: {**BIG_DATA, "wpNONCE": "abc123"}, id="NONCE-in-body"),
         pytest.param(_with_cookie, id="set-cookie"),
         pytest.param(_with_nonce_header, id="nonce-header"),
+        pytest.param(_with_wp_nonce_header, id="wp-nonce-header"),
     ],
 )
 def test_an_answer_with_a_secret_is_never_compressed(

@@ -14,7 +14,7 @@ import pytest
 from svcrest import App, Request, Response, public
 from svcrest.app import DoingItWrong
 from svcrest.auth.passwords import ScryptParams
-from svcrest.rest.routing.definitions import RouteDefinitionError
+from svcrest.rest.definition_errors import RouteDefinitionError
 from tests.conftest import Clock, SiteClient
 
 HOME = "http://127.0.0.1:8000"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -13,7 +13,6 @@ from openapi_spec_validator import validate as validate_document
 
 import svcrest.demo
 from svcrest import App, DoingItWrong, Request, Response, RestError, public
-from svcrest.rest.openapi import iter_operations
 from svcrest.rest.pipeline import data_with_links
 from svcrest.rest.schema.dialect import DATE_TIME_EXAMPLE, DATE_TIME_PATTERN, to_openapi_schema
 
@@ -33,6 +32,18 @@ def demo() -> Iterator[App]:
     svcrest.demo.register(app)
     yield app
     app.store.close()
+
+
+#: The keys of a path item that are operations.
+OPERATION_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+
+
+def iter_operations(document: Mapping[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """``(path, method, operation)`` of every operation of ``document``."""
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            if method in OPERATION_METHODS:
+                yield path, method, operation
 
 
 def operations(document: dict[str, Any]) -> list[tuple[str, str, str]]:

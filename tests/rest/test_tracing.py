@@ -105,7 +105,7 @@ def test_batch_items_make_child_spans(client_for: ClientFor, spans: InMemorySpan
 
 
 def test_no_provider_no_tracer() -> None:
-    assert svcrest.rest.tracing._tracer_of_provider() is None  # the default proxy provider
+    assert svcrest.rest.tracing.request_tracer() is None  # the default proxy provider
 
 
 def test_configured_provider_reads_what_set_tracer_provider_set() -> None:

@@ -39,6 +39,7 @@ __all__ = [
     "install_application_password_auth",
     "is_loopback_address",
     "is_loopback_host",
+    "password_key",
     "too_many_attempts",
 ]
 
@@ -192,6 +193,16 @@ class ApplicationPasswordAuth:
         return ctx.auth_error
 
 
+def password_key(request: Request) -> str | None:
+    """The rate-limit key of the application password that authenticated the HTTP request
+    being served (``p`` and its uuid, as WordPress's ``rest_get_authenticated_app_password``
+    names it), None for any other request: never the bytes of the header, so each spelling
+    of one password is one key."""
+    ctx = current_context()
+    uuid = ctx.app_password_uuid if ctx is not None else ""
+    return "p" + uuid if uuid else None
+
+
 def install_application_password_auth(
     schemes: AuthSchemes,
     users: Callable[[], UserStore],
@@ -226,6 +237,7 @@ def install_application_password_auth(
                 ("determine_current_user", scheme.basic_user, 20),
                 ("rest_authentication_errors", scheme.check_errors, 90),
             ),
+            rate_key=password_key,
         )
     )
     return scheme

@@ -194,6 +194,8 @@ def install_cookie_auth(
             # check, which ignores it outside compatibility mode.
             other_lines=("Cookie",) if wordpress_compat else ("Cookie", WP_NONCE_HEADER),
             query_names=(NONCE_QUERY,),
+            # SECURITY: an answer carrying a fresh nonce is never compressed (BREACH).
+            secret_answer_headers=(NONCE_HEADER, WP_NONCE_HEADER),
             openapi={
                 "cookieAuth": {
                     "type": "apiKey",

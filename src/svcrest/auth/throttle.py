@@ -260,16 +260,6 @@ class LoginThrottle:
                 self._count_day(conn, name, day, 1)
             return result, None
 
-    def record_failure(self, login: object, ip: str) -> None:
-        """Count a failed attempt for ``login`` from ``ip`` (and forget expired ones), whatever
-        the counts: for failures found outside :meth:`reserve` and :meth:`attempt`."""
-        keys = _keys(login, ip)
-        now = self._clock()
-        with self.store.transaction() as conn:
-            self._lock(conn, ip)
-            self._insert(conn, keys, now)
-            self._count_day(conn, _login_name(login), _day(now), 1)
-
     # -- one login's failures a day, from every address ------------------------------------
 
     @staticmethod

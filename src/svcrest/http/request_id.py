@@ -25,7 +25,6 @@ from contextvars import ContextVar
 from typing import Final
 
 from svcrest.http.context import RequestContext, current_context
-from svcrest.http.headers import Headers
 
 __all__ = [
     "ACCESS_LOG",
@@ -34,8 +33,6 @@ __all__ = [
     "MAX_REQUEST_ID",
     "REQUEST_IDS",
     "checked_request_id",
-    "new_request_id",
-    "request_id_of",
 ]
 
 #: The longest client request id kept.
@@ -90,24 +87,12 @@ REQUEST_IDS: Final = _Ids()
 os.register_at_fork(after_in_child=REQUEST_IDS.reset)
 
 
-def new_request_id() -> str:
-    """A new request id: 32 hexadecimal digits, unique across workers and restarts."""
-    return next(REQUEST_IDS.made)
-
-
 def checked_request_id(sent: str) -> str:
     """The id of a request whose ``X-Request-Id`` is ``sent``: ``sent`` when valid (1 to 128
     allowed characters), else a new one."""
     if len(sent) <= MAX_REQUEST_ID and _VALID.fullmatch(sent):
         return sent
     return next(REQUEST_IDS.made)
-
-
-def request_id_of(headers: Headers) -> str:
-    """The id of a request with the header lines ``headers``: its ``X-Request-Id`` when
-    valid (one line, 1 to 128 allowed characters), else a new one."""
-    sent = headers.get_joined("x-request-id")
-    return next(REQUEST_IDS.made) if sent is None else checked_request_id(sent)
 
 
 class _NameTheRequest(logging.Filter):

@@ -12,8 +12,9 @@ written order.
 4. **304** when ``If-None-Match`` names that tag or one of its variants
    (:mod:`svcrest.http.tags`, with the site's formats).
 5. **Coding**: a body of ``MIN_SIZE`` or more is compressed in the coding the client prefers
-   (``Vary: Accept-Encoding``; its tag the coding's variant), unless it sets a cookie or
-   carries a nonce (BREACH: :mod:`svcrest.http.compression`).
+   (``Vary: Accept-Encoding``; its tag the coding's variant), unless it sets a cookie,
+   carries a nonce, or answers a request carrying an authentication scheme's secret header
+   line (BREACH: :mod:`svcrest.http.compression`).
 
 :func:`answer` is the step; :func:`finish` and :func:`error_answer` answer without a
 validator (errors met outside dispatch). Header lines come from :mod:`svcrest.rest.wire`.
@@ -49,6 +50,7 @@ from svcrest.rest.wire import answer_lines
 
 if TYPE_CHECKING:
     from svcrest.http.serializers import Serializer
+    from svcrest.rest.auth_schemes import AuthSchemes
     from svcrest.rest.settings import SiteSettings
 
 __all__ = [
@@ -120,7 +122,7 @@ def answer(
     pending = ctx.pending_headers
     answered = HttpResponse(status, [*lines, *pending] if pending else [*lines], body, None, wire)
     if not short:
-        return coded_answer(answered, request, own_tag, tagged, formats)
+        return coded_answer(answered, request, own_tag, tagged, formats, settings.auth_schemes)
     if tag is None:
         return answered
     # PERF: :func:`not_modified` written out (a Python call less a tagged answer).
@@ -260,16 +262,20 @@ def coded_answer(
     request: Request,
     own_tag: int,
     tagged: bool,
-    formats: Sequence[str] = (),
+    formats: Sequence[str],
+    schemes: AuthSchemes,
 ) -> HttpResponse:
     """``answer`` (a body of ``MIN_SIZE`` or more) with its validator and content coding:
     when ``tagged`` (a 200 to a GET or HEAD, not an ``_envelope``) an ``ETag`` (own line
     ``own_tag`` of the answer's, -1: the body's hash) and a 304 when ``If-None-Match`` names
     it; the body compressed in the coding the client prefers (``Vary: Accept-Encoding``),
-    unless it sets a cookie or carries a nonce (BREACH)."""
+    unless it sets a cookie or carries a nonce, or the request carries a secret header line
+    of one of the site's ``schemes`` (BREACH)."""
     body = answer.body
     coding = None
-    compressible = not breach_prone(answer.headers, body)
+    compressible = not breach_prone(
+        answer.headers, body, schemes.secret_lines, request.headers, schemes.secret_request_lines
+    )
     if compressible:
         _put_line(answer, *_VARY_ENCODING)
         coding = negotiated_coding(request.get_header("Accept-Encoding"))

@@ -12,7 +12,10 @@ layer builds from it, and only from it:
   anonymous without calling any;
 - the CORS ``Access-Control-Allow-Headers`` value;
 - the OpenAPI ``securitySchemes`` and ``security`` requirements;
-- the root index's ``authentication`` entries.
+- the root index's ``authentication`` entries;
+- the header lines that keep an answer from being compressed (``secret_lines``: answer lines
+  carrying a secret; ``secret_request_lines``: request lines whose value is one);
+- whom a rate limit ``per`` credential counts a request for (``rate_keys``).
 
 The cookie with a nonce (``svcrest.auth.rest_cookie``) and Basic authentication with
 application passwords (``svcrest.auth.app_passwords``) are the built-in ones; adding a scheme
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from svcrest.hooks import Hooks
+from svcrest.http.compression import ALWAYS_SECRET_LINES
 from svcrest.http.request import Request
 
 __all__ = ["AUTH_HOOKS", "CONTENT_ALLOW_HEADERS", "AuthScheme", "AuthSchemes"]
@@ -64,7 +68,16 @@ class AuthScheme:
     - ``index``: returns its root index ``authentication`` entry (None: no entry);
     - ``callbacks``: ``(hook, callback, priority)`` on ``determine_current_user`` or
       ``rest_authentication_errors``. Each must do nothing for a request that carries none of
-      the scheme's credentials: such a request skips them.
+      the scheme's credentials: such a request skips them;
+    - ``secret_headers``: request header lines whose value is a secret credential (a bearer
+      token); ``secret_answer_headers``: answer header lines carrying a secret the scheme
+      hands out (a fresh nonce). SECURITY: an answer to a request carrying one of the first,
+      or carrying one of the second, is never compressed (BREACH: a secret compressed next to
+      text an attacker chose leaks through the length);
+    - ``rate_key``: the credential that authenticated a request, as a short id (never the
+      secret itself), None when the scheme did not authenticate it: rate limits with
+      ``"per": "credential"`` (and idempotency keys) count each credential of a user apart,
+      as each application password counts apart.
     """
 
     name: str
@@ -76,6 +89,9 @@ class AuthScheme:
     requirements: tuple[Mapping[str, list[str]], ...] = ()
     index: Callable[[], Mapping[str, Any]] | None = None
     callbacks: tuple[tuple[str, Callable[..., Any], int], ...] = ()
+    secret_headers: tuple[str, ...] = ()
+    secret_answer_headers: tuple[str, ...] = ()
+    rate_key: Callable[[Request], str | None] | None = None
 
 
 def _header_list(names: list[str]) -> list[str]:
@@ -97,8 +113,11 @@ class AuthSchemes:
         "credential_lines",
         "hooks",
         "query_markers",
+        "rate_keys",
         "scheme_callbacks",
         "schemes",
+        "secret_lines",
+        "secret_request_lines",
     )
 
     def __init__(self, hooks: Hooks) -> None:
@@ -114,6 +133,14 @@ class AuthSchemes:
         #: The callbacks the schemes attached (skipped for a request without credentials).
         self.scheme_callbacks: list[Callable[..., Any]] = []
         self.allow_headers = self.allow_headers_compat = ""
+        #: The lower-case answer header lines that keep an answer from being compressed (a
+        #: cookie being set, the schemes' ``secret_answer_headers``).
+        self.secret_lines: frozenset[str] = ALWAYS_SECRET_LINES
+        #: The lower-case request header lines that keep the answer to a request carrying
+        #: one from being compressed (the schemes' ``secret_headers``; often none).
+        self.secret_request_lines: frozenset[str] = frozenset()
+        #: The schemes' ``rate_key`` functions, in the order the schemes were added.
+        self.rate_keys: tuple[Callable[[Request], str | None], ...] = ()
         self._describe()
 
     def add(self, scheme: AuthScheme) -> AuthScheme:
@@ -155,6 +182,13 @@ class AuthSchemes:
         compat = _header_list([name for s in schemes for name in s.compat_headers])
         self.allow_headers = main
         self.allow_headers_compat = ", ".join([main, *compat])
+        self.secret_lines = ALWAYS_SECRET_LINES | {
+            name.lower() for s in schemes for name in s.secret_answer_headers
+        }
+        self.secret_request_lines = frozenset(
+            name.lower() for s in schemes for name in s.secret_headers
+        )
+        self.rate_keys = tuple(s.rate_key for s in schemes if s.rate_key is not None)
 
     def carries_credentials(self, request: Request) -> bool:
         """Whether ``request`` may carry some scheme's credentials: one of their header

@@ -23,7 +23,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.tags import matching_tag, strong_match
-from svcrest.rest.routing.definitions import RouteDefinitionError
+from svcrest.rest.definition_errors import RouteDefinitionError
 
 __all__ = [
     "READS",

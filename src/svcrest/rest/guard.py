@@ -16,14 +16,16 @@ store keeps a bounded number of keys per owner (the oldest finished ones go firs
 A route registered with ``rate_limit={"limit": N, "window": SECONDS}`` (or any route, when a
 callback of the filter ``svc_rate_limit`` answers such a value: it receives the route's
 value, or None, and the request) counts requests per user or, for anonymous requests, per
-client address, in fixed windows kept in the store; with ``"per": "application_password"``,
-each application password of a user counts apart.
+client address, in fixed windows kept in the store; with ``"per": "credential"`` (or its
+older name ``"application_password"``), each credential of a user counts apart: each
+application password, each token of a scheme that declares a ``rate_key``
+(:class:`~svcrest.rest.auth_schemes.AuthScheme`).
 
 SECURITY: whom a request counts for, and who owns its keys, is what authentication fixed:
-the user's id, and the uuid of the application password that authenticated the HTTP request
-(:attr:`~svcrest.http.context.RequestContext.app_password_uuid`), never the bytes of a
-header (each spelling of one password, or a made-up ``Authorization`` of a batch request,
-was a fresh bucket). A batch's requests share the HTTP request's context, so they count for
+the user's id, and the credential that authenticated the HTTP request as its scheme's
+``rate_key`` names it (an application password's uuid), never the bytes of a header (each
+spelling of one password, or a made-up ``Authorization`` of a batch request, was a fresh
+bucket). A batch's requests share the HTTP request's context, so they count for
 the batch's own subject. Every answer carries ``RateLimit-Policy`` and ``RateLimit`` (IETF
 ``draft-ietf-httpapi-ratelimit-headers``); past the limit the answer is 429
 ``rest_too_many_requests`` with ``Retry-After``. See docs/guides/idempotency-and-rate-limits.md.
@@ -46,7 +48,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
-from svcrest.rest.routing.definitions import RouteDefinitionError
+from svcrest.rest.definition_errors import RouteDefinitionError
 
 __all__ = [
     "IDEMPOTENCY_MODES",
@@ -61,6 +63,7 @@ __all__ = [
     "fingerprint",
     "idempotency_owner",
     "idempotent",
+    "rate_keys_of",
     "rate_limit_of",
     "rate_subject",
     "route_guard",
@@ -70,9 +73,9 @@ logger = logging.getLogger("svcrest")
 
 KeyState = Literal["reserved", "done", "in_flight", "mismatch", "full"]
 IDEMPOTENCY_MODES = ("optional", "required")
-#: What a rate limit counts per: the user (all their application passwords together), or
-#: each application password apart.
-RATE_LIMIT_PER = ("user", "application_password")
+#: What a rate limit counts per: the user (all their credentials together), or each
+#: credential apart (``"application_password"``: the older name of ``"credential"``).
+RATE_LIMIT_PER = ("user", "credential", "application_password")
 #: The methods an idempotency key applies to (the others are idempotent already).
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _WRITES = WRITE_METHODS
@@ -107,7 +110,7 @@ class GuardedSite(Protocol):
 class RateLimit:
     """A checked ``rate_limit`` value: ``limit`` requests a ``window`` of seconds, under the
     policy ``name`` (``"default"`` unless given), counted ``per`` user (the default) or
-    ``"application_password"``."""
+    ``"credential"`` (``"application_password"``: the same)."""
 
     __slots__ = ("limit", "name", "per", "window")
 
@@ -116,7 +119,7 @@ class RateLimit:
 
 
 def rate_limit_of(value: Any) -> RateLimit | None:
-    """``{"limit": N, "window": SECONDS, "name"?: str, "per"?: "user" |
+    """``{"limit": N, "window": SECONDS, "name"?: str, "per"?: "user" | "credential" |
     "application_password"}`` checked (None stays None); raises ``ValueError`` for anything
     else."""
     if value is None:
@@ -133,7 +136,9 @@ def rate_limit_of(value: Any) -> RateLimit | None:
         raise ValueError(f"rate_limit name must be a plain ASCII string: {name!r}")
     per = value.get("per", "user")
     if per not in RATE_LIMIT_PER:
-        raise ValueError(f"rate_limit per must be 'user' or 'application_password': {per!r}")
+        raise ValueError(
+            f"rate_limit per must be 'user', 'credential' or 'application_password': {per!r}"
+        )
     assert isinstance(limit, int) and isinstance(window, int)
     return RateLimit(limit, window, name, per)
 
@@ -194,24 +199,38 @@ class Ticket:
         return response
 
 
-def rate_subject(request: Request, per: str = "user") -> str:
-    """Whom a request counts for: the user (``per="application_password"``: the user and
-    the application password that authenticated the HTTP request), else the client
-    address. Only identities authentication fixed are read, never a header."""
+def rate_subject(
+    request: Request,
+    per: str = "user",
+    rate_keys: tuple[Callable[[Request], str | None], ...] = (),
+) -> str:
+    """Whom a request counts for: the user (any other ``per`` than ``"user"``: the user and
+    the credential that authenticated the HTTP request, as the first of the site's schemes'
+    ``rate_keys`` to name one says), else the client address. Only identities
+    authentication fixed are read."""
     user = request.user
-    ctx = current_context()
     if user.is_logged_in:
-        if per == "application_password" and ctx is not None and ctx.app_password_uuid:
-            return f"u{user.id}:p{ctx.app_password_uuid}"
+        if per != "user":
+            for rate_key in rate_keys:
+                key = rate_key(request)
+                if key:
+                    return f"u{user.id}:{key}"
         return f"u{user.id}"
+    ctx = current_context()
     return "a" + (ctx.client if ctx is not None else "")
 
 
+def rate_keys_of(site: Any) -> tuple[Callable[[Request], str | None], ...]:
+    """The ``rate_key`` functions of ``site``'s authentication schemes (none for a site
+    without a registry)."""
+    schemes = getattr(site, "auth_schemes", None)
+    return schemes.rate_keys if schemes is not None else ()
+
+
 def idempotency_owner(request: Request) -> str:
-    """Who owns a request's Idempotency-Key: the user and the application password that
-    authenticated the HTTP request (a client's keys are its own), else the client
-    address."""
-    return rate_subject(request, "application_password")
+    """Who owns a request's Idempotency-Key: the user and the credential that authenticated
+    the HTTP request (a client's keys are its own), else the client address."""
+    return rate_subject(request, "credential", rate_keys_of(request.site))
 
 
 def _keep(guards: GuardStore, owner: str, key: str, response: Response) -> None:
@@ -417,8 +436,9 @@ async def _checked(
         return _NOTHING
     guards = _guards(site)
     ticket = Ticket()
+    subject = rate_subject(request, limit.per, rate_keys_of(site))
     hits, reset = guards.count_request(
-        f"{route}|{limit.name}|{limit.window}|{rate_subject(request, limit.per)}", limit.window
+        f"{route}|{limit.name}|{limit.window}|{subject}", limit.window
     )
     name = limit.name
     ticket.lines = [

@@ -43,7 +43,7 @@ import copy
 import inspect
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from svcrest.constants import REST_API_VERSION
@@ -60,7 +60,6 @@ __all__ = [
     "OPENAPI_VERSION",
     "build_openapi",
     "is_public",
-    "iter_operations",
     "rest_root_for_servers",
     "security_schemes",
 ]
@@ -624,11 +623,3 @@ def build_openapi(server: RestServer, settings: SiteSettings) -> dict[str, Any]:
     """The OpenAPI 3.1.0 document of ``server``'s routes for the site ``settings``; a new
     dict on every call (built from the registry as it is now)."""
     return _Builder(server, settings).document()
-
-
-def iter_operations(document: Mapping[str, Any]) -> Iterable[tuple[str, str, dict[str, Any]]]:
-    """``(path, method, operation)`` of every operation of ``document``."""
-    for path, item in document.get("paths", {}).items():
-        for method, operation in item.items():
-            if method.upper() in _OPERATION_METHODS:
-                yield path, method, operation

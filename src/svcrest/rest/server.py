@@ -25,7 +25,7 @@ from svcrest.syncrun import run_sync
 try:  # the compiled build (mypyc) reads the decorator; without mypy_extensions it is a no-op
     from mypy_extensions import mypyc_attr
 except ImportError:  # pragma: no cover - mypy_extensions comes with mypy, a dev dependency
-    from svcrest.rest._compiled import mypyc_attr
+    from svcrest.rest.mypyc_stub import mypyc_attr
 
 if TYPE_CHECKING:
     from svcrest.rest.settings import SiteSettings

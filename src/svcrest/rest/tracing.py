@@ -78,11 +78,6 @@ class _Tracers:
         return self.tracer
 
 
-def _tracer_of_provider() -> Any:
-    """The tracer of the configured provider, None while the default proxy stands."""
-    return _TRACERS.current()
-
-
 _TRACERS = _Tracers()
 
 #: ``request_tracer()``: the tracer to make spans with, or None (no package, no provider).

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from svcrest.http.errors import RestError
-from svcrest.rest.schema._common import _compile
-from svcrest.rest.schema.checks import _matching_schema
+from svcrest.rest.schema.checks import matching_schema
+from svcrest.rest.schema.common import compile_pattern
 
 __all__ = ["rest_filter_response_by_context", "rest_is_field_included"]
 
@@ -33,7 +33,7 @@ def _combined(data: Any, schema: Mapping[str, Any], context: str) -> Any:
     several for ``oneOf``: left as it is)."""
     for keyword in ("anyOf", "oneOf"):
         if keyword in schema:
-            matched = _matching_schema(data, schema, "", keyword)
+            matched = matching_schema(data, schema, "", keyword)
             if not isinstance(matched, RestError):
                 data = rest_filter_response_by_context(data, matched, context)
     return data
@@ -65,7 +65,7 @@ def _property_schema(schema: Mapping[str, Any], key: str) -> Any:
     patterns = schema.get("patternProperties")
     if isinstance(patterns, Mapping):
         for pattern, sub in patterns.items():
-            compiled = _compile(str(pattern))
+            compiled = compile_pattern(str(pattern))
             if compiled is not None and compiled.search(key):
                 return sub
     additional = schema.get("additionalProperties")

@@ -8,13 +8,13 @@ from typing import Any, NotRequired, TypedDict, cast
 
 from svcrest.blocking import offload
 from svcrest.rest.deadlines import with_db_timeout
+from svcrest.rest.definition_errors import RouteDefinitionError
 from svcrest.rest.schema.keywords import definition_notices
 from svcrest.rest.typed import ReturnedSchema, prepare_typed, response_schema, return_schema
 
 __all__ = [
     "ROUTE_ONLY_OPTIONS",
     "Handler",
-    "RouteDefinitionError",
     "RoutePatternError",
     "argument_notices",
     "build_full_route",
@@ -65,10 +65,6 @@ def public(request: object = None) -> bool:
     svcrest.public`` so readers (and tools such as the OpenAPI document) know the route was
     meant to be open, rather than left without a check."""
     return True
-
-
-class RouteDefinitionError(ValueError):
-    """A route definition that cannot be registered (raised at registration time)."""
 
 
 class RoutePatternError(RouteDefinitionError):

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from svcrest.rest.schema._common import _HELP_KEYWORDS
 from svcrest.rest.schema.checks import sanitize_value, validate_value
+from svcrest.rest.schema.common import HELP_KEYWORDS
 
 __all__ = ["sanitize_value", "schema_keywords_for_help", "validate_value"]
 
@@ -37,6 +37,6 @@ def schema_keywords_for_help(arg: Mapping[str, Any]) -> dict[str, Any]:
         return {"required": False}
     help_data: dict[str, Any] = {"required": bool(arg.get("required", False))}
     for key, value in arg.items():
-        if isinstance(key, str) and key in _HELP_KEYWORDS:
+        if isinstance(key, str) and key in HELP_KEYWORDS:
             help_data[key] = value
     return help_data

@@ -10,51 +10,53 @@ from fractions import Fraction
 from typing import Any
 
 from svcrest.http.errors import RestError
-from svcrest.rest.schema._common import (
-    _TYPES,
+from svcrest.rest.schema.common import (
+    TYPES,
     Validator,
-    _as_dict,
-    _as_list,
-    _best_type,
-    _compile,
-    _describe,
-    _error,
-    _format_count,
-    _format_number,
-    _has_unique_items,
-    _is_array,
-    _is_boolean,
-    _is_integer,
-    _is_object,
-    _is_real,
-    _is_scalar,
-    _join_list,
-    _plural,
-    _search,
-    _to_number,
-    _type_error,
-    _values_equal,
+    as_dict,
+    as_list,
+    best_type,
+    compile_pattern,
+    describe,
+    format_count,
+    format_number,
+    has_unique_items,
+    is_array,
+    is_boolean,
+    is_integer,
+    is_object,
+    is_real,
+    is_scalar,
+    join_list,
+    param_error,
+    plural,
+    search_pattern,
+    to_number,
+    type_error,
+    values_equal,
 )
-from svcrest.rest.schema.formats import _FORMAT_SANITIZERS, _check_format
+from svcrest.rest.schema.formats import FORMAT_SANITIZERS, check_format
 
-__all__ = ["sanitize_value", "validate_value"]
+__all__ = ["matching_schema", "sanitize_value", "validate_value"]
 
 
 def _validate_string(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
     if not isinstance(value, str):
-        return _type_error(param, "string")
+        return type_error(param, "string")
     min_length, max_length = schema.get("minLength"), schema.get("maxLength")
-    if _is_real(min_length) and len(value) < min_length:
-        unit = _plural(min_length, "character", "characters")
-        message = f"{param} must be at least {_format_count(min_length)} {unit} long."
-        return _error("rest_too_short", message, param)
-    if _is_real(max_length) and len(value) > max_length:
-        unit = _plural(max_length, "character", "characters")
-        message = f"{param} must be at most {_format_count(max_length)} {unit} long."
-        return _error("rest_too_long", message, param)
+    if is_real(min_length) and len(value) < min_length:
+        unit = plural(min_length, "character", "characters")
+        message = f"{param} must be at least {format_count(min_length)} {unit} long."
+        return param_error("rest_too_short", message, param)
+    if is_real(max_length) and len(value) > max_length:
+        unit = plural(max_length, "character", "characters")
+        message = f"{param} must be at most {format_count(max_length)} {unit} long."
+        return param_error("rest_too_long", message, param)
     pattern = schema.get("pattern")
-    if pattern is not None and not _search(pattern, value):
-        return _error("rest_invalid_pattern", f"{param} does not match pattern {pattern}.", param)
+    if pattern is not None and not search_pattern(pattern, value):
+        return param_error(
+            "rest_invalid_pattern", f"{param} does not match pattern {pattern}.", param
+        )
     return None
 
 
@@ -73,9 +75,9 @@ def _bound(schema: Mapping[str, Any], key: str, exclusive_key: str, lower: bool)
         return None
     limit, exclusive = schema.get(key), schema.get(exclusive_key)
     candidates = []
-    if _is_real(limit):
-        candidates.append((limit, bool(exclusive) and not _is_real(exclusive)))
-    if _is_real(exclusive):
+    if is_real(limit):
+        candidates.append((limit, bool(exclusive) and not is_real(exclusive)))
+    if is_real(exclusive):
         candidates.append((exclusive, True))
     if not candidates:
         return None
@@ -96,33 +98,33 @@ def _validate_bounds(
         low_kind = "exclusive" if low[1] else "inclusive"
         high_kind = "exclusive" if high[1] else "inclusive"
         message = (
-            f"{param} must be between {_format_number(low[0])} ({low_kind}) "
-            f"and {_format_number(high[0])} ({high_kind})"
+            f"{param} must be between {format_number(low[0])} ({low_kind}) "
+            f"and {format_number(high[0])} ({high_kind})"
         )
     elif low is not None:
         relation = "greater than" if low[1] else "greater than or equal to"
-        message = f"{param} must be {relation} {_format_number(low[0])}"
+        message = f"{param} must be {relation} {format_number(low[0])}"
     else:
         relation = "less than" if high[1] else "less than or equal to"
-        message = f"{param} must be {relation} {_format_number(high[0])}"
-    return _error("rest_out_of_bounds", message, param)
+        message = f"{param} must be {relation} {format_number(high[0])}"
+    return param_error("rest_out_of_bounds", message, param)
 
 
 def _validate_number(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
-    number = _to_number(value)
+    number = to_number(value)
     if number is None:
-        return _type_error(param, "integer" if schema.get("type") == "integer" else "number")
+        return type_error(param, "integer" if schema.get("type") == "integer" else "number")
     divisor = schema.get("multipleOf")
-    if _is_real(divisor) and not _is_multiple(number, divisor):
-        message = f"{param} must be a multiple of {_format_number(divisor)}."
-        return _error("rest_invalid_multiple", message, param)
+    if is_real(divisor) and not _is_multiple(number, divisor):
+        message = f"{param} must be a multiple of {format_number(divisor)}."
+        return param_error("rest_invalid_multiple", message, param)
     return _validate_bounds(number, schema, param)
 
 
 def _validate_integer(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
     error = _validate_number(value, schema, param)
-    if error is None and not _is_integer(value):
-        error = _type_error(param, "integer")
+    if error is None and not is_integer(value):
+        error = type_error(param, "integer")
     return error
 
 
@@ -132,27 +134,27 @@ def _count_error(
     """minItems/maxItems or minProperties/maxProperties; ``noun`` = (keyword part, 1, many)."""
     part, one, many = noun
     low, high = schema.get(f"min{part}"), schema.get(f"max{part}")
-    if _is_real(low) and size < low:
-        message = f"{param} must contain at least {_format_count(low)} {_plural(low, one, many)}."
-        return _error(f"rest_too_few_{many}", message, param)
-    if _is_real(high) and size > high:
-        message = f"{param} must contain at most {_format_count(high)} {_plural(high, one, many)}."
-        return _error(f"rest_too_many_{many}", message, param)
+    if is_real(low) and size < low:
+        message = f"{param} must contain at least {format_count(low)} {plural(low, one, many)}."
+        return param_error(f"rest_too_few_{many}", message, param)
+    if is_real(high) and size > high:
+        message = f"{param} must contain at most {format_count(high)} {plural(high, one, many)}."
+        return param_error(f"rest_too_many_{many}", message, param)
     return None
 
 
 def _validate_array(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
-    items = _as_list(value) if _is_array(value) else None
+    items = as_list(value) if is_array(value) else None
     if items is None:
-        return _type_error(param, "array")
+        return type_error(param, "array")
     item_schema = schema.get("items")
     if isinstance(item_schema, Mapping):
         error = _validate_items(items, item_schema, param)
         if error is not None:
             return error
     error = _count_error(len(items), schema, param, ("Items", "item", "items"))
-    if error is None and schema.get("uniqueItems") and not _has_unique_items(items):
-        error = _error("rest_duplicate_items", f"{param} has duplicate items.", param)
+    if error is None and schema.get("uniqueItems") and not has_unique_items(items):
+        error = param_error("rest_duplicate_items", f"{param} has duplicate items.", param)
     return error
 
 
@@ -201,14 +203,14 @@ def _of_plain_type(items: list[Any], type_name: str) -> bool:
 
 def _strings_pass(items: list[str], schema: Mapping[str, Any]) -> bool:
     min_length, max_length = schema.get("minLength"), schema.get("maxLength")
-    if _is_real(min_length) and min(map(len, items)) < min_length:
+    if is_real(min_length) and min(map(len, items)) < min_length:
         return False
-    if _is_real(max_length) and max(map(len, items)) > max_length:
+    if is_real(max_length) and max(map(len, items)) > max_length:
         return False
     pattern = schema.get("pattern")
     if pattern is None:
         return True
-    compiled = _compile(pattern) if isinstance(pattern, str) else None
+    compiled = compile_pattern(pattern) if isinstance(pattern, str) else None
     return compiled is not None and all(map(compiled.search, items))
 
 
@@ -261,7 +263,7 @@ def _property_schema(schema: Mapping[str, Any], name: Any) -> Any:
     patterns = schema.get("patternProperties")
     if isinstance(patterns, Mapping):
         for pattern, sub_schema in patterns.items():
-            if _search(pattern, str(name)):
+            if search_pattern(pattern, str(name)):
                 return sub_schema
     additional = schema.get("additionalProperties")
     return additional if additional is False or isinstance(additional, Mapping) else None
@@ -282,18 +284,18 @@ def _missing_property(obj: Mapping[Any, Any], schema: Mapping[str, Any]) -> Any:
 
 
 def _validate_object(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
-    if not _is_object(value):
-        return _type_error(param, "object")
-    obj = _as_dict(value)
+    if not is_object(value):
+        return type_error(param, "object")
+    obj = as_dict(value)
     missing = _missing_property(obj, schema)
     if missing is not None:
         message = f"{missing} is a required property of {param}."
-        return _error("rest_property_required", message, param)
+        return param_error("rest_property_required", message, param)
     for name, item in obj.items():
         sub_schema = _property_schema(schema, name)
         if sub_schema is False:
             message = f"{name} is not a valid property of Object."
-            return _error("rest_additional_properties_forbidden", message, param)
+            return param_error("rest_additional_properties_forbidden", message, param)
         if isinstance(sub_schema, Mapping):
             error = validate_value(item, sub_schema, f"{param}[{name}]")
             if error is not None:
@@ -302,9 +304,9 @@ def _validate_object(value: Any, schema: Mapping[str, Any], param: str) -> RestE
 
 
 _VALIDATORS: dict[str, Validator] = {
-    "null": lambda value, schema, param: None if value is None else _type_error(param, "null"),
+    "null": lambda value, schema, param: None if value is None else type_error(param, "null"),
     "boolean": lambda value, schema, param: (
-        None if _is_boolean(value) else _type_error(param, "boolean")
+        None if is_boolean(value) else type_error(param, "boolean")
     ),
     "object": _validate_object,
     "array": _validate_array,
@@ -335,17 +337,17 @@ def _combining_error(
         ]
     if len(failures) != 1:
         message = f"{param} does not match any of the expected formats."
-        return _error("rest_no_matching_schema", message, param)
+        return param_error("rest_no_matching_schema", message, param)
     position, sub_schema, reason = failures[0]
     title = sub_schema.get("title")
     if isinstance(title, str) and title:
         message = f"{param} is not a valid {title}. Reason: {reason.message}"
     else:
         message = f"{param} does not match the expected format. Reason: {reason.message}"
-    return _error("rest_no_matching_schema", message, param, position=position)
+    return param_error("rest_no_matching_schema", message, param, position=position)
 
 
-def _matching_schema(
+def matching_schema(
     value: Any, schema: Mapping[str, Any], param: str, keyword: str
 ) -> Mapping[str, Any] | RestError:
     """The ``anyOf`` (first match) or ``oneOf`` (only match) sub-schema ``value`` matches."""
@@ -368,11 +370,11 @@ def _matching_schema(
             title for _, sub in matches if isinstance(title := sub.get("title"), str) and title
         ]
         if len(titles) == len(matches):
-            message = f"{param} matches {_join_list(titles)}, but should match only one."
+            message = f"{param} matches {join_list(titles)}, but should match only one."
         else:
             message = f"{param} matches more than one of the expected formats."
         positions = [position for position, _ in matches]
-        return _error("rest_one_of_multiple_matches", message, param, positions=positions)
+        return param_error("rest_one_of_multiple_matches", message, param, positions=positions)
     return matches[0][1]
 
 
@@ -384,7 +386,7 @@ def _apply_combinations(
     for keyword in ("anyOf", "oneOf"):
         if keyword not in schema:
             continue
-        matched = _matching_schema(value, schema, param, keyword)
+        matched = matching_schema(value, schema, param, keyword)
         if isinstance(matched, RestError):
             return matched
         if "type" not in schema and "type" in matched:
@@ -403,9 +405,9 @@ def _resolve_type(
     type_name = schema.get("type")
     if not isinstance(type_name, list | tuple):
         return schema
-    best = _best_type(value, type_name)
+    best = best_type(value, type_name)
     if best is None:
-        return _type_error(param, ",".join(str(name) for name in type_name))
+        return type_error(param, ",".join(str(name) for name in type_name))
     return {**schema, "type": best}
 
 
@@ -431,12 +433,8 @@ def validate_value(value: Any, schema: Mapping[str, Any], param: str) -> RestErr
     if error is None and isinstance(enum, list | tuple) and enum:
         error = _check_enum(value, resolved, enum, param)
     # "format" applies to strings, and (for compatibility) when the type is absent or unknown.
-    if (
-        error is None
-        and "format" in resolved
-        and (type_name == "string" or type_name not in _TYPES)
-    ):
-        error = _check_format(value, resolved["format"], param)
+    if error is None and "format" in resolved and (type_name == "string" or type_name not in TYPES):
+        error = check_format(value, resolved["format"], param)
     return error
 
 
@@ -447,14 +445,14 @@ def _check_enum(
     if isinstance(sanitized, RestError):
         return sanitized
     try:
-        if any(_values_equal(sanitized, option) for option in enum):
+        if any(values_equal(sanitized, option) for option in enum):
             return None
     except RecursionError:
         pass
     if len(enum) == 1:
-        return _error("rest_not_in_enum", f"{param} is not {_describe(enum[0])}.", param)
-    choices = _join_list([_describe(option) for option in enum])
-    return _error("rest_not_in_enum", f"{param} is not one of {choices}.", param)
+        return param_error("rest_not_in_enum", f"{param} is not {describe(enum[0])}.", param)
+    choices = join_list([describe(option) for option in enum])
+    return param_error("rest_not_in_enum", f"{param} is not one of {choices}.", param)
 
 
 def _sanitize_items(
@@ -478,24 +476,24 @@ def _sanitize_items(
 
 
 def _sanitize_array(value: Any, schema: Mapping[str, Any], param: str) -> Any:
-    items = _as_list(value)
+    items = as_list(value)
     if items is None:
-        return _type_error(param, "array")
+        return type_error(param, "array")
     item_schema = schema.get("items")
     if isinstance(item_schema, Mapping) and item_schema:
         error = _sanitize_items(items, item_schema, param)
         if error is not None:
             return error
-    if schema.get("uniqueItems") and not _has_unique_items(items):
-        return _error("rest_duplicate_items", f"{param} has duplicate items.", param)
+    if schema.get("uniqueItems") and not has_unique_items(items):
+        return param_error("rest_duplicate_items", f"{param} has duplicate items.", param)
     return items
 
 
 def _sanitize_object(value: Any, schema: Mapping[str, Any], param: str) -> Any:
-    if not _is_object(value):
-        return _type_error(param, "object")
+    if not is_object(value):
+        return type_error(param, "object")
     result: dict[Any, Any] = {}
-    for name, item in _as_dict(value).items():
+    for name, item in as_dict(value).items():
         sub_schema = _property_schema(schema, name)
         if sub_schema is False:
             continue
@@ -508,20 +506,20 @@ def _sanitize_object(value: Any, schema: Mapping[str, Any], param: str) -> Any:
 
 
 def _coerce_number(value: Any) -> int | float | None:
-    return int(value) if isinstance(value, bool) else _to_number(value)
+    return int(value) if isinstance(value, bool) else to_number(value)
 
 
 def _sanitize_integer(value: Any, schema: Mapping[str, Any], param: str) -> Any:
     number = _coerce_number(value)
-    return _type_error(param, "integer") if number is None else int(number)
+    return type_error(param, "integer") if number is None else int(number)
 
 
 def _sanitize_number(value: Any, schema: Mapping[str, Any], param: str) -> Any:
     number = _coerce_number(value)
     try:
-        return _type_error(param, "number") if number is None else float(number)
+        return type_error(param, "number") if number is None else float(number)
     except OverflowError:  # an integer too large for a float
-        return _type_error(param, "number")
+        return type_error(param, "number")
 
 
 def _sanitize_boolean(value: Any, schema: Mapping[str, Any], param: str) -> Any:
@@ -529,18 +527,18 @@ def _sanitize_boolean(value: Any, schema: Mapping[str, Any], param: str) -> Any:
         return value.lower() not in ("false", "0", "")
     if isinstance(value, int | float):
         return bool(value)
-    return _type_error(param, "boolean")
+    return type_error(param, "boolean")
 
 
 def _sanitize_string(value: Any, schema: Mapping[str, Any], param: str) -> Any:
     if isinstance(value, bool):
         text = "true" if value else "false"
-    elif _is_scalar(value):
+    elif is_scalar(value):
         text = str(value)
     else:
-        return _type_error(param, "string")
+        return type_error(param, "string")
     fmt = schema.get("format")
-    sanitizer = _FORMAT_SANITIZERS.get(fmt) if isinstance(fmt, str) else None
+    sanitizer = FORMAT_SANITIZERS.get(fmt) if isinstance(fmt, str) else None
     return text if sanitizer is None else sanitizer(text)
 
 
@@ -578,6 +576,6 @@ def sanitize_value(value: Any, schema: Mapping[str, Any], param: str) -> Any:
     sanitizer = _SANITIZERS.get(type_name) if isinstance(type_name, str) else None
     if sanitizer is not None:
         return sanitizer(value, resolved, param)
-    if "format" in resolved and type_name not in _TYPES:
+    if "format" in resolved and type_name not in TYPES:
         return _sanitize_string(value, resolved, param)
     return value

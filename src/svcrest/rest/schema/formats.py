@@ -11,19 +11,27 @@ from typing import Any
 
 from svcrest.dates import rest_parse_date
 from svcrest.http.errors import RestError
-from svcrest.rest.schema._common import (
-    _EMAIL_LABEL_RE,
-    _EMAIL_LOCAL_RE,
-    _HEX_COLOR_RE,
-    _OCTET_RE,
-    _TAG_RE,
-    _URI_RE,
-    _URL_DISALLOWED_RE,
-    _URL_PROTOCOLS,
-    _URL_SCHEME_RE,
-    _UUID_RE,
-    _error,
+from svcrest.rest.schema.common import param_error
+
+__all__ = ["FORMAT_SANITIZERS", "check_format"]
+
+_HEX_COLOR_RE = re.compile(r"#(?:[0-9A-Fa-f]{3}){1,2}")
+_UUID_RE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
+_EMAIL_LOCAL_RE = re.compile(r"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~.-]+")
+_EMAIL_LABEL_RE = re.compile(r"[a-zA-Z0-9-]+")
+_URI_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f]*")
+_URL_DISALLOWED_RE = re.compile(r"[^a-zA-Z0-9\-~+_.?#=!&;,/:%@$|*'()\[\]\x80-\U0010ffff]")
+_URL_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+_URL_PROTOCOLS = frozenset(
+    {
+        "http", "https", "ftp", "ftps", "mailto", "news", "irc", "irc6", "ircs", "gopher", "nntp",
+        "feed", "telnet", "mms", "rtsp", "sms", "svn", "tel", "fax", "xmpp", "webcal", "urn",
+    }
+)  # fmt: skip
+_TAG_RE = re.compile(r"<[^>]*>")
+_OCTET_RE = re.compile(r"%[a-fA-F0-9]{2}")
 
 
 def _is_email(text: str) -> bool:
@@ -91,14 +99,16 @@ _FORMATS: dict[str, tuple[Callable[[str], bool], str, str]] = {
 }
 
 
-def _check_format(value: Any, fmt: Any, param: str) -> RestError | None:
+def check_format(value: Any, fmt: Any, param: str) -> RestError | None:
+    """WordPress's error when ``value`` breaks ``format`` ``fmt`` (``rest_invalid_email``,
+    ``rest_invalid_uuid``…); None when it passes or the format is not one WordPress checks."""
     entry = _FORMATS.get(fmt) if isinstance(fmt, str) else None
     if entry is None:
         return None
     check, code, message = entry
     if isinstance(value, str) and check(value):
         return None
-    return _error(code, message.format(param=param), param)
+    return param_error(code, message.format(param=param), param)
 
 
 def _sanitize_text_field(text: str, keep_newlines: bool = False) -> str:
@@ -125,7 +135,8 @@ def _sanitize_url(text: str) -> str:
     return text
 
 
-_FORMAT_SANITIZERS: dict[str, Callable[[str], str]] = {
+#: The sanitiser WordPress applies to a string with each ``format``.
+FORMAT_SANITIZERS: dict[str, Callable[[str], str]] = {
     "hex-color": lambda text: text if _is_hex_color(text) else "",
     "date-time": _sanitize_text_field,
     "email": _sanitize_text_field,

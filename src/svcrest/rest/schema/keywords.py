@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from svcrest.rest.schema._common import _TYPES, _join_list
+from svcrest.rest.schema.common import TYPES, join_list
 
 __all__ = ["KNOWN_KEYWORDS", "closest_keyword", "definition_notices", "type_notice"]
 
@@ -68,12 +68,12 @@ def type_notice(param: str, value: Any) -> str | None:
     """WordPress's notice for a ``type`` that is not a built-in type (one name or a list),
     else None."""
     names = value if isinstance(value, list) else [value]
-    unknown = [name for name in names if name not in _TYPES]
+    unknown = [name for name in names if name not in TYPES]
     if not unknown:
         return None
     return (
         f'The "type" schema keyword for {param} can only be one of the built-in types:'
-        f" {_join_list(list(_TYPES))} (not {unknown[0]!r})."
+        f" {join_list(list(TYPES))} (not {unknown[0]!r})."
     )
 
 

@@ -11,12 +11,38 @@ from typing import Any, TypeAlias, TypeGuard
 
 from svcrest.http.errors import RestError
 
-__all__ = ["Validator"]
+__all__ = [
+    "HELP_KEYWORDS",
+    "TYPES",
+    "Validator",
+    "as_dict",
+    "as_list",
+    "best_type",
+    "compile_pattern",
+    "describe",
+    "format_count",
+    "format_number",
+    "has_unique_items",
+    "is_array",
+    "is_boolean",
+    "is_integer",
+    "is_object",
+    "is_real",
+    "is_scalar",
+    "join_list",
+    "param_error",
+    "plural",
+    "search_pattern",
+    "to_number",
+    "type_error",
+    "values_equal",
+]
 
-_TYPES = ("array", "object", "string", "number", "integer", "boolean", "null")
+#: The JSON-schema type names WordPress knows.
+TYPES = ("array", "object", "string", "number", "integer", "boolean", "null")
 
 #: Keywords copied into OPTIONS help data (after ``required``).
-_HELP_KEYWORDS = frozenset(
+HELP_KEYWORDS = frozenset(
     {
         "type", "description", "default", "enum", "items", "properties", "minimum", "maximum",
         "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength", "maxLength",
@@ -31,37 +57,21 @@ _NUMERIC_RE = re.compile(
     r"[ \t\n\r\v\f]*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)[ \t\n\r\v\f]*"
 )
 _LIST_SEPARATOR_RE = re.compile(r"[ \t\n\r\v\f,]+")
-_HEX_COLOR_RE = re.compile(r"#(?:[0-9A-Fa-f]{3}){1,2}")
-_UUID_RE = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-)
-_EMAIL_LOCAL_RE = re.compile(r"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~.-]+")
-_EMAIL_LABEL_RE = re.compile(r"[a-zA-Z0-9-]+")
-_URI_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\x00-\x20\x7f]*")
-_URL_DISALLOWED_RE = re.compile(r"[^a-zA-Z0-9\-~+_.?#=!&;,/:%@$|*'()\[\]\x80-\U0010ffff]")
-_URL_SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-_URL_PROTOCOLS = frozenset(
-    {
-        "http", "https", "ftp", "ftps", "mailto", "news", "irc", "irc6", "ircs", "gopher", "nntp",
-        "feed", "telnet", "mms", "rtsp", "sms", "svn", "tel", "fax", "xmpp", "webcal", "urn",
-    }
-)  # fmt: skip
-_TAG_RE = re.compile(r"<[^>]*>")
-_OCTET_RE = re.compile(r"%[a-fA-F0-9]{2}")
-
 Validator: TypeAlias = Callable[[Any, Mapping[str, Any], str], RestError | None]
 
 
-def _error(code: str, message: str, param: str, **extra: Any) -> RestError:
+def param_error(code: str, message: str, param: str, **extra: Any) -> RestError:
+    """A ``RestError`` about argument ``param``, its ``data`` naming it (``{"param": …}``)."""
     return RestError(code, message, {"param": param, **extra})
 
 
-def _type_error(param: str, type_name: str) -> RestError:
-    return _error("rest_invalid_type", f"{param} is not of type {type_name}.", param)
+def type_error(param: str, type_name: str) -> RestError:
+    """WordPress's ``rest_invalid_type``: ``{param} is not of type {type_name}.``"""
+    return param_error("rest_invalid_type", f"{param} is not of type {type_name}.", param)
 
 
 @functools.lru_cache(maxsize=256)
-def _compile(pattern: str) -> re.Pattern[str] | None:
+def compile_pattern(pattern: str) -> re.Pattern[str] | None:
     """Compile a schema ``pattern``; ``None`` when it is not a valid regular expression.
 
     A pattern whose compilation warns (``FutureWarning`` for ``[[``) compiles normally, but
@@ -73,16 +83,18 @@ def _compile(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
-def _search(pattern: Any, text: str) -> bool:
-    compiled = _compile(pattern) if isinstance(pattern, str) else None
+def search_pattern(pattern: Any, text: str) -> bool:
+    """Whether the schema ``pattern`` is found in ``text`` (an invalid pattern never is)."""
+    compiled = compile_pattern(pattern) if isinstance(pattern, str) else None
     return compiled is not None and compiled.search(text) is not None
 
 
-def _is_real(value: Any) -> TypeGuard[int | float]:
+def is_real(value: Any) -> TypeGuard[int | float]:
+    """Whether ``value`` is an int or a float (a bool is neither)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _format_number(number: Any) -> str:
+def format_number(number: Any) -> str:
     """A schema number for a message: ``5`` (also for ``5.0``), ``1.5``."""
     if isinstance(number, float) and number.is_integer() and abs(number) < 1e16:
         number = int(number)
@@ -92,16 +104,17 @@ def _format_number(number: Any) -> str:
         return f"(a {number.bit_length()}-bit integer)"
 
 
-def _format_count(count: Any) -> str:
+def format_count(count: Any) -> str:
     """A count for a message, with thousands separators as WordPress shows them: ``1,000``."""
-    return f"{count:,}" if isinstance(count, int) and abs(count) < 10**18 else _format_number(count)
+    return f"{count:,}" if isinstance(count, int) and abs(count) < 10**18 else format_number(count)
 
 
-def _plural(count: Any, singular: str, plural: str) -> str:
+def plural(count: Any, singular: str, plural: str) -> str:
+    """``singular`` for a count of 1, ``plural`` otherwise."""
     return singular if count == 1 else plural
 
 
-def _to_number(value: Any) -> int | float | None:
+def to_number(value: Any) -> int | float | None:
     """The finite number ``value`` stands for when PHP's ``is_numeric`` accepts it."""
     if isinstance(value, bool):
         return None
@@ -125,12 +138,15 @@ def _parse_number(text: str) -> int | float | None:
     return number if math.isfinite(number) else None
 
 
-def _is_integer(value: Any) -> bool:
-    number = _to_number(value)
+def is_integer(value: Any) -> bool:
+    """WordPress's ``rest_is_integer``: a number (or numeric string) with no fraction."""
+    number = to_number(value)
     return isinstance(number, int) or (isinstance(number, float) and number.is_integer())
 
 
-def _is_boolean(value: Any) -> bool:
+def is_boolean(value: Any) -> bool:
+    """WordPress's ``rest_is_boolean``: a bool, 0 or 1, or one of the strings ``"true"``,
+    ``"false"``, ``"0"`` and ``"1"`` (any case)."""
     if isinstance(value, bool):
         return True
     if isinstance(value, str):
@@ -146,7 +162,8 @@ def _php_string(value: str | int | float | bool) -> str:
     return str(value)
 
 
-def _is_scalar(value: Any) -> bool:
+def is_scalar(value: Any) -> bool:
+    """Whether ``value`` is a string or a number (PHP's ``is_scalar`` without booleans)."""
     return isinstance(value, str | int | float)
 
 
@@ -155,12 +172,14 @@ def _parse_list(value: str | int | float | bool) -> list[Any]:
     return [part for part in _LIST_SEPARATOR_RE.split(_php_string(value)) if part]
 
 
-def _is_array(value: Any) -> bool:
-    return _is_scalar(value) or isinstance(value, list | tuple)
+def is_array(value: Any) -> bool:
+    """WordPress's ``rest_is_array``: a list, or a scalar read as a comma-separated list."""
+    return is_scalar(value) or isinstance(value, list | tuple)
 
 
-def _as_list(value: Any) -> list[Any] | None:
-    if _is_scalar(value):
+def as_list(value: Any) -> list[Any] | None:
+    """WordPress's ``rest_sanitize_array``: the list ``value`` stands for, None if none."""
+    if is_scalar(value):
         return _parse_list(value)
     if isinstance(value, list | tuple):
         return list(value)
@@ -169,14 +188,16 @@ def _as_list(value: Any) -> list[Any] | None:
     return None
 
 
-def _is_object(value: Any) -> bool:
+def is_object(value: Any) -> bool:
+    """WordPress's ``rest_is_object``: a mapping, or ``""`` / an empty list (PHP's ``[]``)."""
     # "" and an empty array (PHP's ambiguous "[]") count as an empty object, as in WordPress.
     if isinstance(value, Mapping):
         return True
     return isinstance(value, str | list | tuple) and len(value) == 0
 
 
-def _as_dict(value: Any) -> dict[Any, Any]:
+def as_dict(value: Any) -> dict[Any, Any]:
+    """A mapping as a dict; anything else as ``{}``."""
     return dict(value) if isinstance(value, Mapping) else {}
 
 
@@ -201,7 +222,8 @@ def _stable_key(value: Any) -> Hashable:
 _HASHED_UNIQUE_TYPES = (frozenset({int, float}), frozenset({str}), frozenset({bool}))
 
 
-def _has_unique_items(items: Sequence[Any]) -> bool:
+def has_unique_items(items: Sequence[Any]) -> bool:
+    """Whether no two of ``items`` are JSON-equal (``uniqueItems``)."""
     # PERF: plain numbers, strings or booleans are compared in a set (C speed), not through
     # _stable_key (~0.5 us an item).
     types = set(map(type, items))
@@ -213,38 +235,40 @@ def _has_unique_items(items: Sequence[Any]) -> bool:
         return False
 
 
-def _values_equal(left: Any, right: Any) -> bool:
+def values_equal(left: Any, right: Any) -> bool:
     """WordPress's ``rest_are_values_equal``: strict equality, but ``1 == 1.0``."""
     if isinstance(left, list | tuple) and isinstance(right, list | tuple):
-        return len(left) == len(right) and all(map(_values_equal, left, right))
+        return len(left) == len(right) and all(map(values_equal, left, right))
     if isinstance(left, Mapping) and isinstance(right, Mapping):
         return len(left) == len(right) and all(
-            key in right and _values_equal(item, right[key]) for key, item in left.items()
+            key in right and values_equal(item, right[key]) for key, item in left.items()
         )
-    if _is_real(left) and _is_real(right):
+    if is_real(left) and is_real(right):
         return bool(left == right)
     return type(left) is type(right) and isinstance(left, str | bool | None) and left == right
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
+    """``value`` as a message shows it: a string as it is, a number as a schema number,
+    anything else as compact JSON."""
     if isinstance(value, str):
         return value
-    if _is_real(value):
-        return _format_number(value)
+    if is_real(value):
+        return format_number(value)
     try:
         return json.dumps(value, separators=(",", ":"), default=str)
     except (TypeError, ValueError, RecursionError):
         return object.__repr__(value)
 
 
-def _join_list(words: list[str]) -> str:
+def join_list(words: list[str]) -> str:
     """English list: ``a``, ``a and b``, ``a, b, and c`` (WordPress's ``%l``)."""
     if len(words) < 3:
         return " and ".join(words)
     return ", ".join(words[:-1]) + ", and " + words[-1]
 
 
-def _best_type(value: Any, types: Sequence[Any]) -> Any:
+def best_type(value: Any, types: Sequence[Any]) -> Any:
     """The first type in ``types`` that ``value`` satisfies (``""`` prefers string)."""
     if isinstance(value, str) and value == "" and "string" in types:
         return "string"
@@ -252,16 +276,16 @@ def _best_type(value: Any, types: Sequence[Any]) -> Any:
         check = _TYPE_CHECKS.get(type_name) if isinstance(type_name, str) else None
         if check is not None and check(value):
             return type_name
-    unknown = [type_name for type_name in types if type_name not in _TYPES]
+    unknown = [type_name for type_name in types if type_name not in TYPES]
     return unknown[0] if unknown else None  # WordPress lets unknown types pass
 
 
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
-    "array": _is_array,
-    "object": _is_object,
-    "integer": _is_integer,
-    "number": lambda value: _to_number(value) is not None,
-    "boolean": _is_boolean,
+    "array": is_array,
+    "object": is_object,
+    "integer": is_integer,
+    "number": lambda value: to_number(value) is not None,
+    "boolean": is_boolean,
     "string": lambda value: isinstance(value, str),
     "null": lambda value: value is None,
 }
