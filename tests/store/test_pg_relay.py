@@ -299,3 +299,38 @@ def test_a_store_whose_run_directory_cannot_be_used_listens_on_its_own(
         assert isinstance(listener, PostgresListener)
         store.publish(CHANNEL, "3")
         assert receive(listener, 1) == ["3"]
+
+
+def test_a_listener_nobody_polls_holds_a_bounded_backlog(
+    postgres: PostgresServer, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the bound what it held is dropped and a new epoch begins (a session cache then
+    forgets everything, as when notifications are lost)."""
+    import svcrest.store.pg_relay as relay
+
+    monkeypatch.setattr(relay, "_MAX_HELD", 3)
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen("svc_feed_test")
+        assert listener.epoch == 1
+        for number in range(5):
+            store.publish("svc_feed_test", str(number))
+        eventually(lambda: listener.epoch == 2, 5)
+        assert listener.ping(1)  # every notification is in: nothing more is dropped
+        assert (listener.epoch, listener.poll()) == (2, ["3", "4"])
+
+
+def test_a_client_that_speaks_nonsense_is_dropped(postgres: PostgresServer, run_dir: Path) -> None:
+    import socket
+
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen("svc_feed_test")
+        path, _lock = relay_paths(run_dir, store._conninfo)
+        with socket.socket(socket.AF_UNIX) as rogue:
+            rogue.connect(path)
+            rogue.sendall(b'["shout", 1]\n')
+            rogue.settimeout(5)
+            assert rogue.recv(100) == b""  # closed by the relay
+        store.publish("svc_feed_test", "1")
+        assert listener.ping(1) and listener.poll() == ["1"]
