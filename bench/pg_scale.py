@@ -85,7 +85,7 @@ def count_payloads(app: Any, counts: list[int], index: int) -> None:
     poll = listener.poll
 
     def counted() -> list[str] | None:
-        payloads = poll()
+        payloads: list[str] | None = poll()
         if payloads:
             counts[index] += len(payloads)
         return payloads
