@@ -183,6 +183,7 @@ class _Relay:
         self._queued_listens: collections.deque[str] = collections.deque()
         self._pending_pings: list[tuple[_Peer, int]] = []
         self._in_flight: tuple[str, Any] | None = None
+        self._in_flight_ok = True
         self._in_flight_since = 0.0
         self._next_attempt = 0.0
         self._stopping = False
@@ -336,6 +337,7 @@ class _Relay:
             self._drop(str(exc))
             return
         self._in_flight = operation
+        self._in_flight_ok = True
         self._in_flight_since = time.monotonic()
 
     def _read_pg(self) -> None:
@@ -344,27 +346,39 @@ class _Relay:
             return
         pgconn = conn.pgconn
         try:
-            pgconn.consume_input()
-            while (notify := pgconn.notifies()) is not None:
-                self._relay(
-                    notify.relname.decode("utf-8", "replace"),
-                    notify.extra.decode("utf-8", "replace"),
-                )
+            pgconn.consume_input()  # what the socket holds (non-blocking)
+            self._relay_notifies(pgconn)
             if self._noticed or pgconn.status != ConnStatus.OK:
                 raise ConnectionError("the server is closing the connection")
-            if self._in_flight is None or pgconn.is_busy():
+            if self._in_flight is None:
                 return
-            ok = True
-            while (result := pgconn.get_result()) is not None:
-                ok = ok and result.status in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK)
+            # Never a blocking get_result: only what libpq has parsed already.
+            while not pgconn.is_busy():
+                result = pgconn.get_result()
+                if result is None:
+                    break  # ReadyForQuery read: the answer is complete
+                if result.status not in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
+                    self._in_flight_ok = False
+            else:
+                return  # the rest of the answer is still on its way
+            # SECURITY: the notifications libpq parsed along with the answer (the server
+            # sends those committed before the query ahead of its ReadyForQuery) go out
+            # before the answer does.
+            self._relay_notifies(pgconn)
         except Exception as exc:
             self._drop(str(exc))
             return
-        if not ok:
+        if not self._in_flight_ok:
             self._drop("a query failed")
             return
         operation, self._in_flight = self._in_flight, None
         self._finish(operation)
+
+    def _relay_notifies(self, pgconn: Any) -> None:
+        while (notify := pgconn.notifies()) is not None:
+            self._relay(
+                notify.relname.decode("utf-8", "replace"), notify.extra.decode("utf-8", "replace")
+            )
 
     def _relay(self, channel: str, payload: str) -> None:
         message = _message("n", payload)
