@@ -334,3 +334,23 @@ def test_a_client_that_speaks_nonsense_is_dropped(postgres: PostgresServer, run_
             assert rogue.recv(100) == b""  # closed by the relay
         store.publish("svc_feed_test", "1")
         assert listener.ping(1) and listener.poll() == ["1"]
+
+
+def test_a_forked_child_does_not_keep_the_relays_lock(
+    postgres: PostgresServer, run_dir: Path
+) -> None:
+    url = postgres.new_schema()
+    store = PostgresStore(url, run_dir=run_dir)
+    store.listen(CHANNEL)
+    _path, lock_path = relay_paths(run_dir, store._conninfo)
+    assert lock_holder(lock_path) == os.getpid()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child only waits
+        time.sleep(10)
+        os._exit(0)
+    try:
+        store.close()  # the relay stops: its lock is free though the child lives on
+        eventually(lambda: lock_holder(lock_path) is None, 3)
+    finally:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)

@@ -160,7 +160,7 @@ class _Relay:
     def __init__(self, url: str, path: str, lock_fd: int, retry_interval: float) -> None:
         self._url = url
         self._path = path
-        self._lock_fd = lock_fd
+        self.lock_fd = lock_fd
         self._retry_interval = retry_interval
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)  # a dead relay's (this process holds the lock now)
@@ -257,7 +257,7 @@ class _Relay:
             with contextlib.suppress(OSError):
                 closing.close()
         self._selector.close()
-        os.close(self._lock_fd)
+        os.close(self.lock_fd)
 
     # -- PostgreSQL ------------------------------------------------------------------------------
 
@@ -494,6 +494,21 @@ _USERS: dict[str, int] = {}
 _HOSTED_LOCK = threading.Lock()
 
 
+def _forget_relays_after_fork() -> None:
+    """In a child made by ``fork``: the relays' threads did not come along; close the copies
+    of their lock descriptors, or the lock would outlive the parent and no process of the
+    host could take over."""
+    for relay in _HOSTED.values():
+        with contextlib.suppress(OSError):
+            os.close(relay.lock_fd)
+    _HOSTED.clear()
+    _USERS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_relays_after_fork)
+
+
 def _use(path: str, delta: int) -> None:
     relay = None
     with _HOSTED_LOCK:
@@ -518,7 +533,7 @@ def _lead(url: str, path: str, lock_path: str, retry_interval: float) -> bool:
             del _HOSTED[path]  # its thread ended (logged): start another
         if path not in _USERS or _flock is None:
             return False  # every listener of this process closed meanwhile
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         if not _flock(fd):
             os.close(fd)
             return False
