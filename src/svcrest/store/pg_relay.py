@@ -219,8 +219,8 @@ class _Relay:
         if self._conn is None and now >= self._next_attempt:
             self._connect()
         self._send_next()
-        if self._conn is None:
-            timeout = max(0.0, self._next_attempt - time.monotonic())
+        if self._conn is None:  # looked at again every second at least
+            timeout = min(1.0, max(0.0, self._next_attempt - time.monotonic()))
         elif self._in_flight is not None:
             timeout = max(0.0, self._in_flight_since + _PING_TIMEOUT - time.monotonic())
             if timeout == 0.0:
@@ -304,7 +304,7 @@ class _Relay:
         self._queued_listens.clear()
         self._pending_pings.clear()
         self._in_flight = None
-        self._next_attempt = time.monotonic() + self._retry_interval
+        self._next_attempt = max(self._next_attempt, time.monotonic() + self._retry_interval)
         down = _message("down")
         for peer in self._peers.values():
             self._queue(peer, down)
