@@ -237,8 +237,7 @@ class _Relay:
                     self._wake_r.recv(64)
             elif target == self._pg_socket:
                 self._read_pg()
-            else:
-                assert isinstance(target, socket.socket)
+            elif isinstance(target, socket.socket):
                 peer = self._peers.get(target)
                 if peer is not None:
                     self._serve_peer(peer, events)
@@ -281,7 +280,7 @@ class _Relay:
         self._listened = set(self._wanted)
         self._pg_socket = conn.pgconn.socket
         self._selector.register(self._pg_socket, selectors.EVENT_READ)
-        for peer in self._peers.values():
+        for peer in list(self._peers.values()):  # _queue may forget one
             if peer.channel in self._listened:
                 self._queue(peer, _message("up"))
 
@@ -306,7 +305,7 @@ class _Relay:
         self._in_flight = None
         self._next_attempt = max(self._next_attempt, time.monotonic() + self._retry_interval)
         down = _message("down")
-        for peer in self._peers.values():
+        for peer in list(self._peers.values()):  # _queue may forget one
             self._queue(peer, down)
 
     def _send_next(self) -> None:
@@ -391,7 +390,7 @@ class _Relay:
         if kind == "listen":
             self._listened.add(value)
             up = _message("up")
-            for peer in self._peers.values():
+            for peer in list(self._peers.values()):  # _queue may forget one
                 if peer.channel == value:
                     self._queue(peer, up)
             return
@@ -720,7 +719,11 @@ class RelayListener:
             *lines, pending = pending.split(b"\n")
             if len(pending) > _MAX_LINE:
                 return
-            self._handle(lines)
+            try:
+                self._handle(lines)
+            except (ValueError, TypeError, IndexError):  # not the relay's protocol: reconnect
+                _log.warning("the notification relay sent something unexpected")
+                return
 
     def _handle(self, lines: list[bytes]) -> None:
         payloads: list[str] = []
