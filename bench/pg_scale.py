@@ -1,17 +1,27 @@
 """What N processes of one site cost PostgreSQL while nobody writes, and with one revocation
-a second: transaction ids, notifications each process receives, backend CPU, and the
-notification queue with an idle process.
+a second: direct connections, transaction ids, notifications each process receives, backend
+CPU, and the notification queue with an idle process.
 
 Usage::
 
-    python bench/pg_scale.py [--sizes 4,16,64] [--window 5] [--busy 4] [--postgres URL]
+    python bench/pg_scale.py [--sizes 16,64,256] [--per-host 8] [--window 5] [--busy 4]
+                             [--pgbouncer | --no-pgbouncer] [--postgres URL]
 
 Each of N simulated processes is an App with its own store (its own pool of
-``--pool-size`` connections and its own listener) and its own session cache, in this one
-Python process. For ``--window`` seconds ``--busy`` of them check a session cookie in a loop
-(cookie GETs, the cache answering; one thread each), the others serve nothing (idle), and one
-of the busy ones logs a session out once a second (a revocation every process must hear of).
-Reported per N:
+``--pool-size`` connections) and its own session cache, in this one Python process; they
+are spread over N / ``--per-host`` simulated hosts, each with a run directory of its own, so
+the processes of a host share one listening connection (``svcrest.store.pg_relay``).
+With ``--pgbouncer`` (the default when this script starts its own server) the pools go
+through PgBouncer in transaction mode, as a site of many hosts runs, and the listeners
+straight to PostgreSQL. For ``--window`` seconds ``--busy`` of them check a session cookie
+in a loop (cookie GETs, the cache answering; one thread each), the others serve nothing
+(idle), and one of the busy ones logs a session out once a second (a revocation every
+process must hear of). Reported per N:
+
+- ``listener connections``: PostgreSQL backends of the database whose ``application_name``
+  is ``svcrest-listen``, during the window (goal: one per host); ``direct connections``:
+  every client backend of the database then (the listeners, the pools' connections or
+  PgBouncer's, not the measuring one);
 
 - ``txids less revocations``: ``txid_current()`` after the window less before, less the one
   the measurement takes and the one each revocation takes (its write): 0 when nothing else
@@ -32,7 +42,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -73,7 +85,7 @@ def count_payloads(app: Any, counts: list[int], index: int) -> None:
     poll = listener.poll
 
     def counted() -> list[str] | None:
-        payloads = poll()
+        payloads: list[str] | None = poll()
         if payloads:
             counts[index] += len(payloads)
         return payloads
@@ -89,11 +101,48 @@ def with_pool_size(url: str, pool_size: int) -> str:
     return with_url_options(url, pool_size=str(pool_size))
 
 
-def run(url: str, size: int, window: float, busy: int, pool_size: int) -> dict[str, Any]:
+def connections(url: str) -> tuple[int, int]:
+    """The listener connections and all client connections to ``url``'s database (less the
+    one asking)."""
+    return tuple(  # type: ignore[return-value]
+        int(one_value(url, sql))
+        for sql in (
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = 'svcrest-listen'",
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
+        )
+    )
+
+
+def open_store(pool_url: str, listen_url: str | None, run_dir: str) -> Any:
+    """A store of one simulated process on the host of ``run_dir``."""
+    from svcrest.store.postgres import PostgresStore
+
+    try:
+        return PostgresStore(pool_url, listen=listen_url, run_dir=run_dir)
+    except TypeError:  # a tree before the host's relay: a listener per process
+        return PostgresStore(pool_url, listen=listen_url)
+
+
+def run(
+    url: str,
+    size: int,
+    window: float,
+    busy: int,
+    pool_size: int,
+    per_host: int,
+    pool_url: str | None,
+) -> dict[str, Any]:
     from svcrest import App
 
-    store = with_pool_size(url, pool_size)
-    apps = [App(HOME, store=store) for _ in range(size)]
+    store = with_pool_size(pool_url or url, pool_size)
+    listen = url if pool_url else None
+    hosts = [tempfile.mkdtemp(prefix="svh-", dir="/tmp") for _ in range(-(-size // per_host))]
+    apps = [
+        App(HOME, store=open_store(store, listen, hosts[index // per_host]))
+        for index in range(size)
+    ]
     first = apps[0]
     first.users.create("bench", "bench-password-0123", roles=("editor",))
     user = first.users.get(1)
@@ -120,6 +169,7 @@ def run(url: str, size: int, window: float, busy: int, pool_size: int) -> dict[s
             first.users.set_roles(1, ["editor"])  # one write, one notification to everyone
             revocations[0] += 1
 
+    listeners, direct = connections(url)
     txid_before = int(one_value(url, "SELECT txid_current()"))
     cpu_before = backend_cpu(url)
     threads = [threading.Thread(target=serve, args=(i,)) for i in range(busy)]
@@ -148,8 +198,13 @@ def run(url: str, size: int, window: float, busy: int, pool_size: int) -> dict[s
     drained = sum(1 for after, before in pairs if after - before >= 2000)
     for app in apps:
         app.store.close()
+    for host in hosts:
+        shutil.rmtree(host, ignore_errors=True)
     return {
         "N": size,
+        "hosts": len(hosts),
+        "listener connections": listeners,
+        "direct connections": direct,
         "cookie checks": sum(checks),
         "revocations": revocations[0],
         "txids less revocations": txid_after - txid_before - 1 - revocations[0],
@@ -167,24 +222,48 @@ def run(url: str, size: int, window: float, busy: int, pool_size: int) -> dict[s
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", default="4,16,64")
+    parser.add_argument("--sizes", default="16,64,256")
+    parser.add_argument("--per-host", type=int, default=8, help="processes per host")
+    parser.add_argument(
+        "--pgbouncer",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="pools through PgBouncer (tests/pgbouncer.py; default: with the script's server)",
+    )
     parser.add_argument("--window", type=float, default=5.0)
     parser.add_argument("--busy", type=int, default=4)
     parser.add_argument("--pool-size", type=int, default=1)
     parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL server's database URL")
     options = parser.parse_args()
-    server = None
+    server = bouncer = None
     if options.postgres is None:
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root
         from tests.pg import PostgresServer
 
         server = PostgresServer()
     try:
+        if options.pgbouncer or (options.pgbouncer is None and server is not None):
+            if server is None:
+                parser.error("--pgbouncer needs the script's own server (no --postgres)")
+            from tests.pgbouncer import PgBouncer
+
+            bouncer = PgBouncer(server)
         for size in (int(text) for text in options.sizes.split(",")):
             url = server.new_database() if server is not None else options.postgres
-            result = run(url, size, options.window, min(options.busy, size), options.pool_size)
+            pool_url = bouncer.url(url.split("?")[0].rsplit("/", 1)[1]) if bouncer else None
+            result = run(
+                url,
+                size,
+                options.window,
+                min(options.busy, size),
+                options.pool_size,
+                options.per_host,
+                pool_url,
+            )
             print("  ".join(f"{name}: {value}" for name, value in result.items()), flush=True)
     finally:
+        if bouncer is not None:
+            bouncer.stop()
         if server is not None:
             server.stop()
 

@@ -1,6 +1,8 @@
 """A PostgreSQL ``LISTEN`` connection polled without blocking (:class:`svcrest.store.Listener`).
 
-Imported only by :meth:`svcrest.store.postgres.PostgresStore.listen` (psycopg is installed).
+Imported only by :meth:`svcrest.store.postgres.PostgresStore.listen` (psycopg is installed),
+which shares one such connection among the processes of a host (:mod:`svcrest.store.pg_relay`)
+where it can, and opens a :class:`PostgresListener` per listener where it cannot.
 One dedicated connection per listener, outside the pool, in autocommit mode and idle: the
 server writes each notification to its socket as soon as the notifying transaction commits.
 :meth:`PostgresListener.poll` reads what is already in the socket (one non-blocking
@@ -25,18 +27,19 @@ import logging
 import select
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.pq import ConnStatus, ExecStatus
 
-__all__ = ["PostgresListener"]
+__all__ = ["CONNECT_OPTIONS", "ListenerCallback", "PostgresListener"]
 
 _log = logging.getLogger("svcrest.store")
-#: libpq settings of the listener connection: TCP keepalives notice a silent network break
+#: libpq settings of a listening connection: TCP keepalives notice a silent network break
 #: (unix sockets ignore them).
-_CONNECT_OPTIONS: dict[str, Any] = {
+CONNECT_OPTIONS: dict[str, Any] = {
     "autocommit": True,
     "application_name": "svcrest-listen",
     "connect_timeout": 5,
@@ -45,6 +48,11 @@ _CONNECT_OPTIONS: dict[str, Any] = {
     "keepalives_interval": 5,
     "keepalives_count": 3,
 }
+
+#: What a listener's ``add_callback`` takes: called with the payloads received, or with None
+#: when notifications may have been lost (the listener stopped listening or listens anew),
+#: so that whoever waits on them reads what they announce again.
+ListenerCallback = Callable[[list[str] | None], None]
 
 
 class PostgresListener:
@@ -64,6 +72,8 @@ class PostgresListener:
         self._received: list[str] = []
         self._answered = 0
         self._ping_lock = threading.Lock()
+        self._callbacks: list[ListenerCallback] = []
+        self._called_epoch = 0
         self._connect()
 
     @property
@@ -81,18 +91,35 @@ class PostgresListener:
         """Whether :meth:`close` has been called."""
         return self._closed
 
+    def add_callback(self, callback: ListenerCallback) -> None:
+        """Call ``callback`` from :meth:`poll` (on the polling thread) with what each poll
+        receives, and with None when it finds the listener not listening or listening anew;
+        it must be quick and must not raise."""
+        with self._lock:
+            self._callbacks.append(callback)
+
     def poll(self) -> list[str] | None:
         """The payloads received since the last call, or None when not listening."""
         with self._lock:
             conn = self._conn
             if conn is None:
                 self._start_reconnect()
-                return None
-            if not self._read(conn):
+                payloads = None
+            elif not self._read(conn):
                 self._drop()
-                return None
-            payloads, self._received = self._received, []
-            return payloads
+                payloads = None
+            else:
+                payloads, self._received = self._received, []
+            callbacks = list(self._callbacks)
+            # A change of epoch (0: not listening) since the last poll: tell the callbacks.
+            now = 0 if payloads is None else self._epoch
+            lost, self._called_epoch = now != self._called_epoch, now
+        for callback in callbacks:
+            if lost:
+                callback(None)
+            if payloads:
+                callback(payloads)
+        return payloads
 
     def _read(self, conn: psycopg.Connection[Any]) -> bool:
         """Move what the socket holds into the received payloads (under the lock); False
@@ -178,7 +205,7 @@ class PostgresListener:
 
     def _connect(self) -> None:
         try:
-            conn = psycopg.connect(self._url, **_CONNECT_OPTIONS)
+            conn = psycopg.connect(self._url, **CONNECT_OPTIONS)
         except Exception as exc:
             _log.warning("notification listener on %r cannot connect: %s", self._channel, exc)
             with self._lock:

@@ -14,7 +14,9 @@ hosts starting together against an empty database create one schema.
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
+import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,9 +47,11 @@ if TYPE_CHECKING:
 
     from svcrest.store.pg_listen import PostgresListener
     from svcrest.store.pg_pool import ConnectionPool
+    from svcrest.store.pg_relay import RelayListener
 
 __all__ = ["POSTGRES_EXTRA", "PostgresStore", "is_postgres_url", "redact_url"]
 
+_log = logging.getLogger("svcrest.store")
 #: What to install for PostgreSQL URLs.
 POSTGRES_EXTRA = "svcrest[postgres]"
 _SCHEMES = ("postgresql://", "postgres://")
@@ -129,7 +133,10 @@ class PostgresStore(StoreBase):
 
     The URL's own options (``pool_size``, ``acquire_timeout``, ``pgbouncer``, ``listen``:
     :mod:`svcrest.store.pg_url`) are read by svcrest and never passed to libpq; the keyword
-    arguments of the same names, when given, win over them.
+    arguments of the same names, when given, win over them. ``run_dir`` is the directory of
+    the socket through which the processes of a host share one listening connection
+    (default: ``$SVCREST_RUN_DIR``, else ``$XDG_RUNTIME_DIR/svcrest``, else
+    ``svcrest-<uid>`` in the temporary directory; :mod:`svcrest.store.pg_relay`).
     """
 
     #: The SQL dialect of this engine.
@@ -143,6 +150,7 @@ class PostgresStore(StoreBase):
         acquire_timeout: float | None = None,
         pgbouncer: bool | None = None,
         listen: str | None = None,
+        run_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         try:
             import psycopg  # noqa: F401 - the driver, checked before anything else
@@ -168,7 +176,9 @@ class PostgresStore(StoreBase):
         )
         self._local = BlockState()
         self._closed = False
-        self._listeners: list[PostgresListener] = []
+        #: Where the host's listener relay keeps its socket and lock (None: the default).
+        self._run_dir = run_dir
+        self._listeners: list[PostgresListener | RelayListener] = []
         self._pool: ConnectionPool = ConnectionPool(
             self._connect, self.options.pool_size, self.options.acquire_timeout
         )
@@ -333,10 +343,14 @@ class PostgresStore(StoreBase):
         with self._checkout() as (conn, _depth):
             self.notify(conn, channel, payload)
 
-    def listen(self, channel: str) -> PostgresListener:
-        """A :class:`~svcrest.store.Listener` of ``channel`` on its own connection (not one of
-        the pool's), closed by :meth:`close`."""
+    def listen(self, channel: str) -> PostgresListener | RelayListener:
+        """A :class:`~svcrest.store.Listener` of ``channel``, closed by :meth:`close`: fed by
+        the one listening connection of this host (not one of the pool's), which the first
+        process to listen opens and relays to the others over a unix socket in the run
+        directory (:mod:`svcrest.store.pg_relay`); on a connection of its own where no
+        such directory can be used."""
         from svcrest.store.pg_listen import PostgresListener
+        from svcrest.store.pg_relay import RelayListener, default_run_dir, relay_paths
 
         if self._closed:
             raise StoreError("the store is closed")
@@ -350,7 +364,14 @@ class PostgresStore(StoreBase):
             url = self._conninfo
         else:
             url = split_url(url)[0]
-        listener = PostgresListener(url, channel)
+        listener: PostgresListener | RelayListener
+        try:
+            path, lock_path = relay_paths(self._run_dir or default_run_dir(), url)
+        except StoreError as exc:
+            _log.warning("each process listens on its own connection: %s", exc)
+            listener = PostgresListener(url, channel)
+        else:
+            listener = RelayListener(url, channel, path, lock_path)
         self._listeners.append(listener)
         return listener
 
