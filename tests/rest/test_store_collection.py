@@ -160,7 +160,7 @@ def test_routes_schema_and_collection_params(site: Site) -> None:
         "context", "page", "per_page", "search", "offset", "order", "orderby", "include",
         "exclude", "start", "limit", "sort", "filter",
     ]  # fmt: skip
-    assert params["orderby"]["enum"] == ["id", "title", "priority"]
+    assert params["orderby"]["enum"] == ["id", "title", "priority", "include"]
     assert params["sort"]["type"] == params["filter"]["type"] == ["string", "array", "object"]
     assert params["context"]["enum"] == ["view", "embed", "edit"]  # WordPress: reverse sorted
     creatable = site.tasks.get_endpoint_args_for_item_schema("POST")
@@ -431,6 +431,33 @@ def test_search_order_include_exclude(site: Site, client_for: ClientFor) -> None
     assert answer.headers["x-svc-total"] == "2"
 
 
+def test_orderby_include_answers_in_the_order_of_include(site: Site, client_for: ClientFor) -> None:
+    site.seed("a", "b", "c", "d")
+    client = client_for(site.app)
+    assert titles(client.get(TASKS, params={"orderby": "include", "include": "3,1,4"})) == [
+        "c", "a", "d",
+    ]  # fmt: skip
+    assert titles(client.get(f"{TASKS}?orderby=include&include[]=4&include[]=2")) == ["d", "b"]
+    # As WordPress's ``post__in`` order: ``order`` does not reverse it.
+    answer = client.get(TASKS, params={"orderby": "include", "include": "2,4,1", "order": "desc"})
+    assert titles(answer) == ["b", "d", "a"]
+    paged = client.get(
+        TASKS, params={"orderby": "include", "include": "4,3,2,1", "per_page": 2, "page": 2}
+    )
+    assert titles(paged) == ["b", "a"]
+    assert paged.headers["x-svc-total"] == "4"
+    missing = client.get(TASKS, params={"orderby": "include"})
+    assert missing.status_code == 400
+    assert missing.json() == {
+        "code": "rest_orderby_include_missing_include",
+        "message": "You need to define an include parameter to order by include.",
+        "data": {"status": 400},
+    }
+    empty = client.get(f"{TASKS}?orderby=include&include=")
+    assert empty.status_code == 400
+    assert empty.json()["code"] == "rest_orderby_include_missing_include"
+
+
 def test_sort_and_filter_only_on_declared_properties(site: Site, client_for: ClientFor) -> None:
     site.seed("a")
     client = client_for(site.app)
@@ -520,6 +547,12 @@ def test_ext_js_rest_proxy_request_with_php_brackets(site: Site, client_for: Cli
 # -- cursors ----------------------------------------------------------------------------------
 
 
+def link_cursor(answer: Any) -> str:
+    link = next_link(answer)
+    assert link is not None
+    return link.rpartition("cursor=")[2]
+
+
 def test_cursor_pages_follow_link_next(store_location: str | None, client_for: ClientFor) -> None:
     site = Site(store_location, cursor=True)
     try:
@@ -547,6 +580,19 @@ def test_cursor_pages_follow_link_next(store_location: str | None, client_for: C
         assert forged.status_code == 400
         assert list(forged.json()["data"]["params"]) == ["cursor"]
         assert "cursor" in site.tasks.get_collection_params()
+        # The order of include has no cursor: its pages are numbered.
+        ranked = client.get(TASKS, params={"orderby": "include", "include": "5,1,3", "per_page": 2})
+        assert titles(ranked) == ["t04", "t00"]
+        second = f"{ROOT}/todo/v1/tasks?orderby=include&include=5%2C1%2C3&per_page=2&page=2"
+        assert next_link(ranked) == second
+        assert titles(client.get(second.removeprefix("http://127.0.0.1:8000"))) == ["t02"]
+        with_cursor = client.get(
+            TASKS, params={"orderby": "include", "include": "5,1", "cursor": link_cursor(first)}
+        )
+        assert with_cursor.status_code == 400
+        assert with_cursor.json()["data"]["params"] == {
+            "cursor": "A cursor cannot be combined with orderby=include."
+        }
     finally:
         site.app.store.close()
 
