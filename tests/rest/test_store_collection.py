@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+import psycopg
 import pytest
 
 from svcrest import App, RestError, StoreCollection
 from svcrest.auth.passwords import ScryptParams
 from svcrest.http.user import User
 from tests.conftest import SiteClient
+from tests.pg import PostgresServer
 
 ClientFor = Callable[..., SiteClient]
 ROOT = "http://127.0.0.1:8000/svc-json"
@@ -776,6 +780,78 @@ def test_batch_and_atomic_batch(site: Site, client_for: ClientFor) -> None:
     )  # fmt: skip
     assert [slot["status"] for slot in committed.json()["responses"]] == [201, 200]
     assert titles(client.get(TASKS)) == ["C"]
+
+
+def test_deadlocked_atomic_batches_answer_503_store_busy(
+    postgres: PostgresServer, client_for: ClientFor
+) -> None:
+    """Two atomic batches updating tasks 1 and 2 in opposite orders on PostgreSQL: one waits
+    for the other's row, the other for the change log's lock the first holds. PostgreSQL
+    rolls one back (``DeadlockDetected``): its slot answers 503 ``svc_store_busy`` with
+    ``Retry-After``, the other batch commits."""
+    site = Site(postgres.new_schema())
+    try:
+        site.seed("one", "two")
+        headers = site.headers["ed"]
+        first_write = threading.Event()
+        calls: list[int] = []
+
+        def hold_until_the_other_waits(item: Any, request: Any, creating: bool) -> None:
+            calls.append(item["id"])
+            if len(calls) > 1:
+                return
+            first_write.set()  # batch "up" holds row 1 and the change log's lock
+            waiting = "SELECT count(*) FROM pg_locks WHERE NOT granted"
+            with psycopg.connect(postgres.url(), autocommit=True) as watcher:
+                deadline = time.monotonic() + 20
+                while watcher.execute(waiting).fetchone() == (0,):
+                    assert time.monotonic() < deadline, "the other batch never waited"
+                    time.sleep(0.02)
+
+        site.app.hooks.add_action("rest_insert_task", hold_until_the_other_waits)
+        answers: dict[str, Any] = {}
+        path = "/todo/v1/tasks"
+
+        def batch(name: str, first: int, second: int) -> None:
+            client = client_for(site.app)
+            answers[name] = client.post(
+                BATCH,
+                json={"validation": "atomic", "requests": [
+                    {"method": "PATCH", "path": f"{path}/{first}", "body": {"priority": 7}},
+                    {"method": "PATCH", "path": f"{path}/{second}", "body": {"priority": 7}},
+                ]},
+                headers=headers,
+            )  # fmt: skip
+
+        up = threading.Thread(target=batch, args=("up", 1, 2))
+        up.start()
+        assert first_write.wait(20)
+        down = threading.Thread(target=batch, args=("down", 2, 1))
+        down.start()
+        up.join(60)
+        down.join(60)
+        statuses = {name: [slot["status"] for slot in answer.json()["responses"]]
+                    for name, answer in answers.items()}  # fmt: skip
+        assert statuses in (
+            {"up": [200, 200], "down": [503, 424]},
+            {"up": [200, 503], "down": [200, 200]},
+        )
+        loser = "down" if statuses["up"] == [200, 200] else "up"
+        assert answers[loser].status_code == 207
+        assert answers[loser].json()["failed"] == "atomic"
+        busy = answers[loser].json()["responses"][statuses[loser].index(503)]
+        assert busy["body"] == {
+            "code": "svc_store_busy",
+            "message": "The database is busy; please try again shortly.",
+            "data": {"status": 503},
+        }
+        assert busy["headers"]["Retry-After"] == "1"
+        assert "failed" not in answers["up" if loser == "down" else "down"].json()
+        assert [task["priority"] for task in client_for(site.app).get(TASKS).json()] == [7, 7]
+        stored = [site.tasks.table.get(1), site.tasks.table.get(2)]
+        assert [(task or {}).get("version") for task in stored] == [2, 2]  # written once each
+    finally:
+        site.app.store.close()
 
 
 def test_every_write_is_in_the_change_log(site: Site, client_for: ClientFor) -> None:
