@@ -164,11 +164,34 @@ def test_routes_schema_and_collection_params(site: Site) -> None:
         "context", "page", "per_page", "search", "offset", "order", "orderby", "include",
         "exclude", "start", "limit", "sort", "filter",
     ]  # fmt: skip
-    assert params["orderby"]["enum"] == ["id", "title", "priority", "include"]
+    assert params["order"] == {
+        "description": "Order sort attribute ascending or descending.",
+        "type": "string",
+        "default": "asc",
+        "enum": ["asc", "desc"],
+    }
+    assert params["orderby"] == {
+        "description": "Sort collection by object attribute.",
+        "type": "string",
+        "default": "id",
+        "enum": ["id", "title", "priority", "include"],
+    }
     assert params["sort"]["type"] == params["filter"]["type"] == ["string", "array", "object"]
     assert params["context"]["enum"] == ["view", "embed", "edit"]  # WordPress: reverse sorted
     creatable = site.tasks.get_endpoint_args_for_item_schema("POST")
     assert sorted(creatable) == ["done", "notes", "priority", "title"]
+
+
+def test_options_and_openapi_show_the_collection_defaults(
+    site: Site, client_for: ClientFor
+) -> None:
+    client = client_for(site.app)
+    args = client.request("OPTIONS", TASKS).json()["endpoints"][0]["args"]
+    assert (args["order"]["default"], args["orderby"]["default"]) == ("asc", "id")
+    assert (args["page"]["default"], args["per_page"]["default"]) == (1, 10)
+    listed = site.app.openapi()["paths"]["/todo/v1/tasks"]["get"]["parameters"]
+    shown = {one["name"]: one["schema"].get("default") for one in listed}
+    assert (shown["order"], shown["orderby"]) == ("asc", "id")
 
 
 def test_declaration_mistakes_are_refused_at_once() -> None:
