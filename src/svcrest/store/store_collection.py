@@ -570,7 +570,7 @@ class StoreCollection(RestController):
 
     def _query(self, asked: Mapping[str, Any]) -> Query:
         sort = parse_sort(asked["sort"]) if asked.get("sort") else ()
-        by_include = asked["orderby"] == "include"
+        by_include = asked.get("orderby") == "include"
         if by_include and not asked.get("include"):
             raise RestError(
                 "rest_orderby_include_missing_include",
