@@ -120,6 +120,17 @@ def test_more_than_a_thousand_parts_are_refused_before_parsing(count: int) -> No
     assert caught.value.to_dict() == _invalid("more than 1000 parts")
 
 
+@pytest.mark.parametrize("name", ["a" + "[x]" * 65, "a" + "[]" * 65], ids=["keys", "indexes"])
+def test_a_field_nested_deeper_than_64_levels_is_refused(name: str) -> None:
+    body = multipart(("title", None, None, b"T"), (name, None, None, b"x"))
+    with pytest.raises(RestError) as caught:
+        parse_multipart(body, CONTENT_TYPE)
+    assert caught.value.to_dict() == _invalid("a field nested deeper than 64 levels")
+    deepest = multipart(("a" + "[x]" * 64, None, None, b"x"))
+    params, _ = parse_multipart(deepest, CONTENT_TYPE)
+    assert params != {}
+
+
 def _echo_app() -> App:
     app = App()
 
@@ -169,6 +180,17 @@ def test_malformed_multipart_over_http(client_for: Callable[[App], SiteClient]) 
         "message": "Invalid multipart/form-data body.",
         "data": {"status": 400, "reason": "truncated body"},
     }
+
+
+def test_a_too_deep_multipart_field_over_http(client_for: Callable[[App], SiteClient]) -> None:
+    client = client_for(_echo_app())
+    response = client.post(
+        "/svc-json/t/v1/echo",
+        content=multipart(("title", None, None, b"T"), ("a" + "[x]" * 65, None, None, b"x")),
+        headers={"Content-Type": CONTENT_TYPE},
+    )
+    assert response.status_code == 400
+    assert response.json() == _invalid("a field nested deeper than 64 levels")
 
 
 @pytest.mark.parametrize(

@@ -218,3 +218,67 @@ def test_ext_js_filters_in_brackets_read_the_demo_notes(client_for: ClientFor) -
     assert [note["title"] for note in brackets.json()] == ["Elder", "Beech", "Apple"]
     narrowed = client.get("/svc-json/demo/v1/notes?filter[0][property]=title&filter[0][value]=ee")
     assert [note["title"] for note in narrowed.json()] == ["Beech"]
+
+
+def _form_echo_app() -> App:
+    app = App()
+    app.register_rest_route(
+        "t/v1",
+        "/form",
+        {
+            "methods": ["POST", "PUT"],
+            "callback": lambda request: request.body_params,
+            "permission_callback": public,
+        },
+    )
+    return app
+
+
+def _form_refusal(reason: str) -> dict[str, Any]:
+    return {
+        "code": "rest_invalid_body",
+        "message": "Invalid application/x-www-form-urlencoded body.",
+        "data": {"status": 400, "reason": reason},
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("a" + "[x]" * (MAX_DEPTH + 1) + "=1", "a parameter nested deeper than 64 levels"),
+        ("&".join(f"k{i}=v" for i in range(MAX_FIELDS + 1)), "more than 1000 parameters"),
+        ("&".join(["a[]=v"] * (MAX_FIELDS + 1)), "more than 1000 parameters"),
+    ],
+    ids=["too-deep", "too-many", "too-many-in-one-list"],
+)
+def test_past_the_bounds_a_form_body_is_refused_over_http(
+    client_for: ClientFor, body: str, reason: str
+) -> None:
+    client = client_for(_form_echo_app())
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    answer = client.post("/svc-json/t/v1/form", content=body.encode(), headers=form)
+    assert answer.status_code == 400
+    assert answer.json() == _form_refusal(reason)
+    at_the_bound = "&".join(f"k{i}=v" for i in range(MAX_FIELDS))
+    answer = client.request(
+        "PUT", "/svc-json/t/v1/form", content=at_the_bound.encode(), headers=form
+    )
+    assert answer.status_code == 200
+    assert len(answer.json()) == MAX_FIELDS
+    deepest = "a" + "[x]" * MAX_DEPTH + "=1"
+    assert client.post("/svc-json/t/v1/form", content=deepest.encode(), headers=form).json() != {}
+
+
+def test_a_form_body_past_the_bounds_is_never_read_in_part() -> None:
+    body = "&".join(f"k{i}=v" for i in range(MAX_FIELDS + 1)).encode()
+    request = Request(
+        "POST",
+        "/t/v1/form",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+        raw_body=body,
+    )
+    assert request.body_params == {}
+    assert request.get_param("k0") is None
+    with pytest.raises(RestError) as caught:
+        request.parse_json_body()
+    assert caught.value.to_dict() == _form_refusal("more than 1000 parameters")

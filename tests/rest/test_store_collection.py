@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import quote
 
+import psycopg
 import pytest
 
 from svcrest import App, RestError, StoreCollection
 from svcrest.auth.passwords import ScryptParams
 from svcrest.http.user import User
 from tests.conftest import SiteClient
+from tests.pg import PostgresServer
 
 ClientFor = Callable[..., SiteClient]
 ROOT = "http://127.0.0.1:8000/svc-json"
@@ -160,11 +164,34 @@ def test_routes_schema_and_collection_params(site: Site) -> None:
         "context", "page", "per_page", "search", "offset", "order", "orderby", "include",
         "exclude", "start", "limit", "sort", "filter",
     ]  # fmt: skip
-    assert params["orderby"]["enum"] == ["id", "title", "priority"]
+    assert params["order"] == {
+        "description": "Order sort attribute ascending or descending.",
+        "type": "string",
+        "default": "asc",
+        "enum": ["asc", "desc"],
+    }
+    assert params["orderby"] == {
+        "description": "Sort collection by object attribute.",
+        "type": "string",
+        "default": "id",
+        "enum": ["id", "title", "priority", "include"],
+    }
     assert params["sort"]["type"] == params["filter"]["type"] == ["string", "array", "object"]
     assert params["context"]["enum"] == ["view", "embed", "edit"]  # WordPress: reverse sorted
     creatable = site.tasks.get_endpoint_args_for_item_schema("POST")
     assert sorted(creatable) == ["done", "notes", "priority", "title"]
+
+
+def test_options_and_openapi_show_the_collection_defaults(
+    site: Site, client_for: ClientFor
+) -> None:
+    client = client_for(site.app)
+    args = client.request("OPTIONS", TASKS).json()["endpoints"][0]["args"]
+    assert (args["order"]["default"], args["orderby"]["default"]) == ("asc", "id")
+    assert (args["page"]["default"], args["per_page"]["default"]) == (1, 10)
+    listed = site.app.openapi()["paths"]["/todo/v1/tasks"]["get"]["parameters"]
+    shown = {one["name"]: one["schema"].get("default") for one in listed}
+    assert (shown["order"], shown["orderby"]) == ("asc", "id")
 
 
 def test_declaration_mistakes_are_refused_at_once() -> None:
@@ -431,6 +458,33 @@ def test_search_order_include_exclude(site: Site, client_for: ClientFor) -> None
     assert answer.headers["x-svc-total"] == "2"
 
 
+def test_orderby_include_answers_in_the_order_of_include(site: Site, client_for: ClientFor) -> None:
+    site.seed("a", "b", "c", "d")
+    client = client_for(site.app)
+    assert titles(client.get(TASKS, params={"orderby": "include", "include": "3,1,4"})) == [
+        "c", "a", "d",
+    ]  # fmt: skip
+    assert titles(client.get(f"{TASKS}?orderby=include&include[]=4&include[]=2")) == ["d", "b"]
+    # As WordPress's ``post__in`` order: ``order`` does not reverse it.
+    answer = client.get(TASKS, params={"orderby": "include", "include": "2,4,1", "order": "desc"})
+    assert titles(answer) == ["b", "d", "a"]
+    paged = client.get(
+        TASKS, params={"orderby": "include", "include": "4,3,2,1", "per_page": 2, "page": 2}
+    )
+    assert titles(paged) == ["b", "a"]
+    assert paged.headers["x-svc-total"] == "4"
+    missing = client.get(TASKS, params={"orderby": "include"})
+    assert missing.status_code == 400
+    assert missing.json() == {
+        "code": "rest_orderby_include_missing_include",
+        "message": "You need to define an include parameter to order by include.",
+        "data": {"status": 400},
+    }
+    empty = client.get(f"{TASKS}?orderby=include&include=")
+    assert empty.status_code == 400
+    assert empty.json()["code"] == "rest_orderby_include_missing_include"
+
+
 def test_sort_and_filter_only_on_declared_properties(site: Site, client_for: ClientFor) -> None:
     site.seed("a")
     client = client_for(site.app)
@@ -520,6 +574,12 @@ def test_ext_js_rest_proxy_request_with_php_brackets(site: Site, client_for: Cli
 # -- cursors ----------------------------------------------------------------------------------
 
 
+def link_cursor(answer: Any) -> str:
+    link = next_link(answer)
+    assert link is not None
+    return link.rpartition("cursor=")[2]
+
+
 def test_cursor_pages_follow_link_next(store_location: str | None, client_for: ClientFor) -> None:
     site = Site(store_location, cursor=True)
     try:
@@ -547,6 +607,19 @@ def test_cursor_pages_follow_link_next(store_location: str | None, client_for: C
         assert forged.status_code == 400
         assert list(forged.json()["data"]["params"]) == ["cursor"]
         assert "cursor" in site.tasks.get_collection_params()
+        # The order of include has no cursor: its pages are numbered.
+        ranked = client.get(TASKS, params={"orderby": "include", "include": "5,1,3", "per_page": 2})
+        assert titles(ranked) == ["t04", "t00"]
+        second = f"{ROOT}/todo/v1/tasks?orderby=include&include=5%2C1%2C3&per_page=2&page=2"
+        assert next_link(ranked) == second
+        assert titles(client.get(second.removeprefix("http://127.0.0.1:8000"))) == ["t02"]
+        with_cursor = client.get(
+            TASKS, params={"orderby": "include", "include": "5,1", "cursor": link_cursor(first)}
+        )
+        assert with_cursor.status_code == 400
+        assert with_cursor.json()["data"]["params"] == {
+            "cursor": "A cursor cannot be combined with orderby=include."
+        }
     finally:
         site.app.store.close()
 
@@ -730,6 +803,78 @@ def test_batch_and_atomic_batch(site: Site, client_for: ClientFor) -> None:
     )  # fmt: skip
     assert [slot["status"] for slot in committed.json()["responses"]] == [201, 200]
     assert titles(client.get(TASKS)) == ["C"]
+
+
+def test_deadlocked_atomic_batches_answer_503_store_busy(
+    postgres: PostgresServer, client_for: ClientFor
+) -> None:
+    """Two atomic batches updating tasks 1 and 2 in opposite orders on PostgreSQL: one waits
+    for the other's row, the other for the change log's lock the first holds. PostgreSQL
+    rolls one back (``DeadlockDetected``): its slot answers 503 ``svc_store_busy`` with
+    ``Retry-After``, the other batch commits."""
+    site = Site(postgres.new_schema())
+    try:
+        site.seed("one", "two")
+        headers = site.headers["ed"]
+        first_write = threading.Event()
+        calls: list[int] = []
+
+        def hold_until_the_other_waits(item: Any, request: Any, creating: bool) -> None:
+            calls.append(item["id"])
+            if len(calls) > 1:
+                return
+            first_write.set()  # batch "up" holds row 1 and the change log's lock
+            waiting = "SELECT count(*) FROM pg_locks WHERE NOT granted"
+            with psycopg.connect(postgres.url(), autocommit=True) as watcher:
+                deadline = time.monotonic() + 20
+                while watcher.execute(waiting).fetchone() == (0,):
+                    assert time.monotonic() < deadline, "the other batch never waited"
+                    time.sleep(0.02)
+
+        site.app.hooks.add_action("rest_insert_task", hold_until_the_other_waits)
+        answers: dict[str, Any] = {}
+        path = "/todo/v1/tasks"
+
+        def batch(name: str, first: int, second: int) -> None:
+            client = client_for(site.app)
+            answers[name] = client.post(
+                BATCH,
+                json={"validation": "atomic", "requests": [
+                    {"method": "PATCH", "path": f"{path}/{first}", "body": {"priority": 7}},
+                    {"method": "PATCH", "path": f"{path}/{second}", "body": {"priority": 7}},
+                ]},
+                headers=headers,
+            )  # fmt: skip
+
+        up = threading.Thread(target=batch, args=("up", 1, 2))
+        up.start()
+        assert first_write.wait(20)
+        down = threading.Thread(target=batch, args=("down", 2, 1))
+        down.start()
+        up.join(60)
+        down.join(60)
+        statuses = {name: [slot["status"] for slot in answer.json()["responses"]]
+                    for name, answer in answers.items()}  # fmt: skip
+        assert statuses in (
+            {"up": [200, 200], "down": [503, 424]},
+            {"up": [200, 503], "down": [200, 200]},
+        )
+        loser = "down" if statuses["up"] == [200, 200] else "up"
+        assert answers[loser].status_code == 207
+        assert answers[loser].json()["failed"] == "atomic"
+        busy = answers[loser].json()["responses"][statuses[loser].index(503)]
+        assert busy["body"] == {
+            "code": "svc_store_busy",
+            "message": "The database is busy; please try again shortly.",
+            "data": {"status": 503},
+        }
+        assert busy["headers"]["Retry-After"] == "1"
+        assert "failed" not in answers["up" if loser == "down" else "down"].json()
+        assert [task["priority"] for task in client_for(site.app).get(TASKS).json()] == [7, 7]
+        stored = [site.tasks.table.get(1), site.tasks.table.get(2)]
+        assert [(task or {}).get("version") for task in stored] == [2, 2]  # written once each
+    finally:
+        site.app.store.close()
 
 
 def test_every_write_is_in_the_change_log(site: Site, client_for: ClientFor) -> None:

@@ -531,6 +531,41 @@ def test_paging_include_exclude_and_totals(filled: CollectionTable) -> None:
         assert raised.value.param == param
 
 
+def test_include_order_lists_the_ids_in_the_order_given(filled: CollectionTable) -> None:
+    given = (4, 1, 5, 2)
+    ordered = filled.query(Query(include=given, include_order=True))
+    assert (ids(ordered.items), ordered.total, ordered.next_cursor) == ([4, 1, 5, 2], 4, None)
+    second = filled.query(Query(include=given, include_order=True, per_page=2, page=2))
+    assert (ids(second.items), second.total) == ([5, 2], 4)
+    assert ids(filled.query(Query(include=given, include_order=True, offset=1)).items) == [1, 5, 2]
+    # A repeated id keeps its first place; sort keys give way to the order of include.
+    by_priority = (Sort("priority", descending=True),)
+    repeated = Query(include=(3, 1, 3, 9), include_order=True, sort=by_priority)
+    assert ids(filled.query(repeated).items) == [3, 1]
+    narrowed = Query(
+        include=given, exclude=(1,), include_order=True, filters=(Filter("id", 2, ">"),)
+    )
+    assert ids(filled.query(narrowed).items) == [4, 5]
+    for query, param in (
+        (Query(include_order=True), "orderby"),
+        (Query(include=given, include_order=True, cursor="x"), "cursor"),
+    ):
+        with pytest.raises(CollectionError) as raised:
+            filled.query(query)
+        assert raised.value.param == param
+
+
+def test_include_order_binds_every_id(store: Store) -> None:
+    plan = make_table(store)._plan(store)
+    keys = plan.keys(Query())
+    sql, params = plan.select('"id"', ['"id" IN (?, ?)'], [31, 7], keys, 11, 0, ranked=(31, 7))
+    assert sql == (
+        'SELECT "id" FROM "task" WHERE "id" IN (?, ?)'
+        ' ORDER BY CASE "id" WHEN ? THEN 0 WHEN ? THEN 1 END, "id" ASC LIMIT ? OFFSET ?'
+    )
+    assert params == [31, 7, 31, 7, 11, 0]
+
+
 # -- cursors -------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,8 @@ in ``[]`` a list of them.
 The whole body is in memory already (the site's ``max_body_size`` bounds it), so files are
 kept as bytes. A malformed body is a 400 ``rest_invalid_multipart``. SECURITY: the delimiters
 are counted before parsing, so a body of more than ``MAX_FIELDS`` parts is refused without
-parsing any, and parsing stops at the first error.
+parsing any, parsing stops at the first error, and a field nested deeper than ``MAX_DEPTH``
+brackets is refused, never dropped.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from svcrest.http.errors import RestError
-from svcrest.http.forms import MAX_FIELDS, FormFields
+from svcrest.http.forms import MAX_DEPTH, MAX_FIELDS, FormFields
 
 __all__ = ["MULTIPART_MEDIA_TYPE", "UploadedFile", "parse_multipart"]
 
@@ -165,7 +166,8 @@ def parse_multipart(
         field = name.decode("utf-8", "replace")
         filename = options.get(b"filename")
         if filename is None:
-            fields.add(field, data.decode("utf-8", "replace"))
+            if not fields.add(field, data.decode("utf-8", "replace")):
+                raise invalid_multipart(f"a field nested deeper than {MAX_DEPTH} levels")
             continue
         part_type = headers.get(b"content-type", b"application/octet-stream")
         upload = UploadedFile(

@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
-from svcrest.http.forms import parse_form
+from svcrest.http.forms import MIN_BOUNDED_LENGTH, parse_form, parse_form_body
 from svcrest.http.headers import Headers, HeadersInit
 from svcrest.http.jsonbody import decode_json_body, is_json_content_type
 from svcrest.http.multipart import MULTIPART_MEDIA_TYPE, UploadedFile, parse_multipart
@@ -203,20 +203,21 @@ class Request:
         return media if media in (_FORM_MEDIA_TYPE, MULTIPART_MEDIA_TYPE) else None
 
     def _parse_form_body(self) -> None:
-        """Fill the form bucket and ``files`` from the body; a malformed multipart body gives
-        nothing here (``parse_json_body`` raises its error)."""
+        """Fill the form bucket and ``files`` from the body; a body that is refused (past
+        PHP's limits, or malformed multipart) gives nothing here, never part of itself
+        (``parse_json_body`` raises its error)."""
         media = self._form_media_type()
         params: dict[str, Any] = {}
         files: dict[str, UploadedFile | list[UploadedFile]] = {}
-        if media == _FORM_MEDIA_TYPE:
-            params = parse_form(self.raw_body)
-        elif media == MULTIPART_MEDIA_TYPE:
-            try:
+        try:
+            if media == _FORM_MEDIA_TYPE:
+                params = parse_form_body(self.raw_body)
+            elif media == MULTIPART_MEDIA_TYPE:
                 params, files = parse_multipart(
                     self.raw_body, self.get_header("content-type") or ""
                 )
-            except RestError as error:
-                self._form_error = error
+        except RestError as error:
+            self._form_error = error
         if self._body_params is None:
             self._body_params = params
         if self._files is None:
@@ -274,20 +275,28 @@ class Request:
         return is_json_content_type(self.get_header("content-type") or "")
 
     def parse_json_body(self) -> None:
-        """Decode a JSON body once; raises ``RestError`` ``rest_invalid_json`` (400). A
-        ``multipart/form-data`` body is parsed here too, strictly: a malformed one raises
-        ``rest_invalid_multipart`` (400). A body sent in a content coding (``Content-Encoding:
-        gzip``…) raises ``rest_unsupported_content_encoding`` (415, with ``Accept-Encoding:
-        identity``, RFC 9110 §15.5.16): request bodies are read as they are."""
+        """Decode a JSON body once; raises ``RestError`` ``rest_invalid_json`` (400). A form
+        body is checked here too, strictly: a malformed ``multipart/form-data`` one raises
+        ``rest_invalid_multipart`` (400), one of either kind past PHP's limits (1000 fields,
+        64 levels of brackets) ``rest_invalid_multipart`` or ``rest_invalid_body`` (400). A
+        body sent in a content coding (``Content-Encoding: gzip``…) raises
+        ``rest_unsupported_content_encoding`` (415, with ``Accept-Encoding: identity``, RFC 9110
+        §15.5.16): request bodies are read as they are."""
         if self._json_parsed:
+            if self._form_error is not None:  # read leniently before: still refused
+                raise self._form_error
             return
         self._json_parsed = True
         if self.raw_body and "content-encoding" in self.headers:
             _refuse_coded_body(self.headers.get_joined("content-encoding") or "")
         if self.raw_body and self.is_json_content_type():
             self._json_params = decode_json_body(self.raw_body)
-        elif self._form_media_type() == MULTIPART_MEDIA_TYPE:
-            if self._files is None:
+        elif (media := self._form_media_type()) is not None:
+            # SECURITY: a urlencoded body past PHP's limits is refused, never read in part;
+            # PERF: one too short to break a limit is left to be parsed on first read.
+            if media == _FORM_MEDIA_TYPE and len(self.raw_body) < MIN_BOUNDED_LENGTH:
+                return
+            if self._body_params is None or self._files is None:
                 self._parse_form_body()
             if self._form_error is not None:
                 raise self._form_error

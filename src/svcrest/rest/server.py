@@ -19,7 +19,12 @@ from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import PreparedHandler, RouteEntry, RouteTable
 from svcrest.rest.schema import schema_keywords_for_help
-from svcrest.rest.validation import apply_defaults, check_params, sanitize_params
+from svcrest.rest.validation import (
+    PreparedDefaults,
+    apply_defaults,
+    check_params,
+    sanitize_params,
+)
 from svcrest.syncrun import run_sync
 
 try:  # the compiled build (mypyc) reads the decorator; without mypy_extensions it is a no-op
@@ -210,7 +215,7 @@ class RestServer:
                 return ticket.answer
             # JSON bodies are parsed on every matched route before anything else runs.
             result: Any = (
-                await self.checked_params(request, definition)
+                await self.checked_params(request, definition, handler.defaults)
                 if request.raw_body or handler.args
                 else None
             )
@@ -256,9 +261,13 @@ class RestServer:
         return response if ticket is None else ticket.leave(response)
 
     @staticmethod
-    async def checked_params(request: Request, handler: Handler) -> RestError | None:
+    async def checked_params(
+        request: Request, handler: Handler, defaults: PreparedDefaults | None = None
+    ) -> RestError | None:
         """The JSON body parsed, then the handler's argument defaults, checks and
-        sanitising: the first error, or None (also a batch's validation step)."""
+        sanitising: the first error, or None (also a batch's validation step). ``defaults``:
+        the handler's, prepared at registration (``PreparedHandler.defaults``); without
+        them every default is checked as any value."""
         if request.raw_body:
             try:
                 if len(request.raw_body) > OFFLOAD_BODY_SIZE:
@@ -272,9 +281,15 @@ class RestServer:
         args = handler["args"]
         if not args:
             return None
-        apply_defaults(request, args)
-        error = await check_params(request, args)
-        return error if error is not None else await sanitize_params(request, args)
+        if defaults is None:
+            apply_defaults(request, args)
+            error = await check_params(request, args)
+            return error if error is not None else await sanitize_params(request, args)
+        if defaults.bucket:
+            request.default_params = dict(defaults.bucket)
+        settled = defaults.settled
+        error = await check_params(request, args, settled)
+        return error if error is not None else await sanitize_params(request, args, settled)
 
     @staticmethod
     def unexpected_error(request: Request, route: str = "") -> RestError:

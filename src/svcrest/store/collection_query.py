@@ -100,7 +100,9 @@ class Query:
     ``search``: words (or ``"quoted phrases"``) each found, ignoring ASCII case, in some
     searchable property (:func:`search_terms`); ``sort``: the
     keys (the table's default order when empty); ``filters``: all must hold. ``count``:
-    whether to count the matching items (``Page.total``).
+    whether to count the matching items (``Page.total``). ``include_order``: list the items
+    in the order of the ids in ``include`` (WordPress's ``orderby=include``, whose ``order``
+    does not reverse it), ``sort`` ignored; it needs ``include`` and offset or page paging.
     """
 
     per_page: int = 10
@@ -113,6 +115,7 @@ class Query:
     filters: tuple[Filter, ...] = ()
     cursor: str | None = None
     count: bool = True
+    include_order: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,6 +363,19 @@ class QueryPlan:
         return keys
 
     @staticmethod
+    def ranked(query: Query) -> tuple[int, ...]:
+        """The ids of ``query.include`` in the order given, each once, when the query lists
+        its items in that order (``include_order``); else ``()``."""
+        if not query.include_order:
+            return ()
+        if not query.include:
+            raise CollectionError("orderby", "orderby=include needs include.")
+        if query.cursor is not None:
+            raise CollectionError("cursor", "A cursor cannot be combined with orderby=include.")
+        values = [_ID.to_db(one, "include") for one in _listed(list(query.include), "include")]
+        return tuple(dict.fromkeys(values))
+
+    @staticmethod
     def order_by(keys: list[tuple[Column, bool]]) -> str:
         """The ORDER BY list of ``keys``."""
         return ", ".join(
@@ -374,15 +390,23 @@ class QueryPlan:
         keys: list[tuple[Column, bool]],
         limit: int,
         offset: int,
+        *,
+        ranked: Sequence[int] = (),
     ) -> tuple[str, list[Any]]:
         """The statement (and its parameters) of ``limit`` rows (the columns ``names``) from
-        ``offset``, in the order ``keys``, of the rows that meet ``clauses``."""
+        ``offset``, in the order ``keys``, of the rows that meet ``clauses``; with ``ranked``
+        (ids, :meth:`ranked`), in the order of those ids first."""
         where = " WHERE " + " AND ".join(clauses) if clauses else ""
-        sql = (
-            f"SELECT {names} FROM {quote(self.table)}{where} ORDER BY {self.order_by(keys)}"
-            " LIMIT ? OFFSET ?"
-        )
-        return sql, [*params, limit, offset]
+        order = self.order_by(keys)
+        rank: list[Any] = []
+        if ranked:
+            # SECURITY: each id is a bound parameter; only its position (our own counter)
+            # is written into the SQL.
+            whens = " ".join(f"WHEN ? THEN {position}" for position in range(len(ranked)))
+            order = f'CASE "id" {whens} END, {order}'
+            rank = list(ranked)
+        sql = f"SELECT {names} FROM {quote(self.table)}{where} ORDER BY {order} LIMIT ? OFFSET ?"
+        return sql, [*params, *rank, limit, offset]
 
     def select_after(
         self,

@@ -63,6 +63,8 @@ _CATALOGUE_TYPES: Final[Mapping[str, Mapping[str, str]]] = {
     "postgresql": {"integer": "bigint", "number": "double precision", "boolean": "boolean"},
 }
 _DEFAULT_MAX_PER_PAGE: Final = 100
+#: The order after the order of ``include`` (its ids are unique: a formality for the SQL).
+_BY_ID: Final = Query(sort=(Sort("id"),))
 
 
 @dataclass(frozen=True, slots=True)
@@ -481,10 +483,13 @@ class CollectionTable:
         store = self.store
         plan = self._plan(store)
         clauses, params = plan.where(query)
-        keys = plan.keys(query)
+        ranked = plan.ranked(query)
+        keys = plan.keys(_BY_ID if ranked else query)
         limit = query.per_page + 1  # one more: whether there is a next page
         if query.cursor is None:
-            statements = [plan.select(self._names, clauses, params, keys, limit, offset)]
+            statements = [
+                plan.select(self._names, clauses, params, keys, limit, offset, ranked=ranked)
+            ]
         else:
             values = plan.read_cursor(keys, query.cursor)
             statements = plan.select_after(self._names, clauses, params, keys, values, limit)
@@ -505,5 +510,7 @@ class CollectionTable:
                         break
         items = [self._item(row) for row in rows[: query.per_page]]
         more = len(rows) > query.per_page
-        next_cursor = plan.make_cursor(keys, items[-1]) if more and items else None
+        next_cursor = None
+        if more and items and not ranked:
+            next_cursor = plan.make_cursor(keys, items[-1])
         return Page(items, total, next_cursor)

@@ -3,7 +3,8 @@ and ``Retry-After``, so one escaping a REST callback (or the cookie check) is an
 documented error shape instead of a 500.
 
 - ``svc_store_busy``: the store had no connection (PostgreSQL's pool) or lock (SQLite's write
-  lock) free within its wait;
+  lock) free within its wait, or PostgreSQL rolled the transaction back for a deadlock or a
+  serialization failure (nothing of it applied; sending it again can succeed);
 - ``svc_store_timeout``: a statement ran past its route's ``db_timeout`` and was cancelled;
 - ``svc_store_unavailable``: the database cannot be reached, or the connection broke during
   the request. A write answered so may have been applied (its ``COMMIT`` may have reached the

@@ -39,7 +39,7 @@ from svcrest.store.base import (
     savepoint,
     to_pyformat,
 )
-from svcrest.store.errors import StoreTimeoutError, StoreUnavailableError
+from svcrest.store.errors import StoreBusyError, StoreTimeoutError, StoreUnavailableError
 from svcrest.store.pg_url import PoolOptions, split_url
 
 if TYPE_CHECKING:
@@ -99,9 +99,10 @@ def _commented(sql: str) -> str:
 
 class _Connection:
     """A psycopg connection that takes ``?`` placeholders, and whose failures the client
-    is answered: a cancelled statement is :class:`StoreTimeoutError`, a connection lost
-    (the server stopped or ended it, the network broke) :class:`StoreUnavailableError`, both
-    503 with ``Retry-After``."""
+    is answered: a cancelled statement is :class:`StoreTimeoutError`, a transaction the
+    server rolled back (a deadlock, a serialization failure) :class:`StoreBusyError`, a
+    connection lost (the server stopped or ended it, the network broke)
+    :class:`StoreUnavailableError`, all 503 with ``Retry-After``."""
 
     __slots__ = ("comments", "raw")
 
@@ -121,6 +122,15 @@ class _Connection:
             return self.raw.execute(sql, params or None)
         except errors.QueryCanceled as exc:
             raise StoreTimeoutError() from exc
+        except (
+            errors.DeadlockDetected,
+            errors.SerializationFailure,
+            errors.TransactionRollback,
+        ) as exc:
+            # SQLSTATE 40P01, 40001, 40000: the server rolled this transaction back, and the
+            # same request sent again can succeed. (psycopg makes the first two siblings of
+            # TransactionRollback, not its subclasses: all three are named.)
+            raise StoreBusyError() from exc
         except OperationalError as exc:
             if self.raw.closed or self.raw.broken:
                 # A COMMIT cut off here may have been applied: see docs/guides/many-hosts.md.

@@ -11,6 +11,7 @@ from svcrest.rest.deadlines import with_db_timeout
 from svcrest.rest.definition_errors import RouteDefinitionError
 from svcrest.rest.schema.keywords import definition_notices
 from svcrest.rest.typed import ReturnedSchema, prepare_typed, response_schema, return_schema
+from svcrest.rest.validation import default_error
 
 __all__ = [
     "ROUTE_ONLY_OPTIONS",
@@ -136,7 +137,8 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
     """A handler merged over the defaults ``methods="GET"``, ``callback=None`` and ``args={}``
     (its own values win), with the route's shared ``args`` under its own. Raises
     ``RouteDefinitionError`` for a route option (``schema``, ``rate_limit``,
-    ``idempotency``) inside the handler, where it would be ignored."""
+    ``idempotency``) inside the handler, where it would be ignored, or for an argument
+    whose ``default`` fails its own schema (every request would be refused)."""
     if not isinstance(handler, Mapping):
         raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
     misplaced = [key for key in ROUTE_ONLY_OPTIONS if key in handler]
@@ -155,6 +157,13 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
     if not isinstance(args, Mapping):
         raise RouteDefinitionError("a handler's 'args' must be a mapping of argument definitions")
     merged["args"] = {**common_args, **_typed_args(merged, args, common_args)}
+    for name, definition in merged["args"].items():
+        error = default_error(str(name), definition)
+        if error is not None:
+            raise RouteDefinitionError(
+                f"The default of the argument {name!r} does not meet its own schema:"
+                f" {error.message}"
+            )
     db_timeout = _db_timeout(merged.get("db_timeout"))
     for key in ("callback", "permission_callback"):
         value: Callable[..., Any] | None = merged.get(key)

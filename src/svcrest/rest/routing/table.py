@@ -38,6 +38,7 @@ from svcrest.rest.routing.matcher import (
     literal_prefix,
 )
 from svcrest.rest.typed import ReturnedSchema
+from svcrest.rest.validation import prepare_defaults
 
 __all__ = ["MEMO_PATH", "MEMO_SIZE", "PreparedHandler", "RouteEntry", "RouteTable", "refusal"]
 
@@ -84,6 +85,7 @@ class PreparedHandler:
         "ask_allow",
         "ask_allow_alone",
         "callback",
+        "defaults",
         "definition",
         "methods",
         "permission",
@@ -94,6 +96,8 @@ class PreparedHandler:
         self.definition = definition
         self.methods = definition["methods"]
         self.args = definition["args"]
+        #: The arguments' defaults, validated and sanitised here (PERF: not per request).
+        self.defaults = prepare_defaults(self.args)
         permission = definition.get("permission_callback")
         self.permission = None if permission is None or permission is public else fitted(permission)
         callback = definition["callback"]
