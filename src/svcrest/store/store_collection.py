@@ -236,6 +236,16 @@ class StoreCollection(RestController):
     ``{"deleted": true, "previous": item}``.
 
     ``clock``: Unix time, of the change log's records and cursors (tests inject one).
+    ``steps``: schema steps run before the table is made or checked (``Store.migrate``'s,
+    the table's name as the component), to adopt a table made earlier by hand (rename its
+    version column to ``version``, convert stored values). ``wordpress_dates``:
+    ``date-time`` properties answer as WordPress's dates do, ``YYYY-MM-DDTHH:MM:SS``
+    without a zone. A property whose ``context`` is empty is stored but never shown (not in
+    answers nor in the public schema): a sort key, say.
+
+    Overridable beyond ``RestController``'s methods: ``prepare_links(item)`` (the
+    ``_links`` of an item: ``self`` and ``collection``, as WordPress's posts controller's
+    ``prepare_links``) and ``version_tag(item_id, version)`` (the item's ``ETag``).
 
     Changes: ``/<rest_base>/changes`` (GET) long-polls the collection's change log
     (``?since=<cursor>&wait=<seconds, at most 30>``), answering ``{"changes": [...],
