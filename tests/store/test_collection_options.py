@@ -81,9 +81,13 @@ def test_a_property_without_context_is_stored_never_shown(app: App, editor: User
             values = dict(super().prepare_item_for_database(request))
             if "title" in values:
                 values["title_key"] = str(values["title"]).lower()
+            if "id" not in request.url_params:
+                values["shelf"] = 1
             return values
 
-    books = app.register_controller(Books("shelf/v1", "books", SCHEMA, sortable=("title_key",)))
+    shelf = {"type": "integer", "readonly": True, "required": True}
+    schema = {**SCHEMA, "properties": {**SCHEMA["properties"], "shelf": shelf}}
+    books = app.register_controller(Books("shelf/v1", "books", schema, sortable=("title_key",)))
     for title in ("b", "C", "a"):
         assert call(app, "POST", BOOKS, editor, json={"title": title}).status == 201
     listed = call(app, "GET", BOOKS, query={"orderby": "title_key"})
@@ -92,7 +96,10 @@ def test_a_property_without_context_is_stored_never_shown(app: App, editor: User
     assert "title_key" not in call(app, "GET", f"{BOOKS}/2", query={"context": "edit"}).data
     assert books.table.get(2) is not None and books.table.get(2)["title_key"] == "c"  # type: ignore[index]
     schema = call(app, "OPTIONS", BOOKS).data["schema"]
-    assert list(schema["properties"]) == ["id", "title", "read_at"]
+    assert list(schema["properties"]) == ["id", "title", "read_at", "shelf"]
+    # A readonly property's required keeps its column from null; no client sends it.
+    assert schema["properties"]["shelf"] == {"type": "integer", "readonly": True}
+    assert schema["properties"]["title"]["required"] is True
 
 
 class _Tagged(StoreCollection):

@@ -435,13 +435,18 @@ class StoreCollection(RestController):
         return None if self._own_tags else _expected_version(request)
 
     def get_public_item_schema(self) -> dict[str, Any]:
-        """As ``RestController``'s, without the properties whose ``context`` is empty: they
-        are stored (a sort key, say) but never shown."""
+        """As ``RestController``'s, without the properties whose ``context`` is empty (they
+        are stored, a sort key say, but never shown) and without the ``required`` of a
+        ``readonly`` property (no client sends it: there it only keeps the column from
+        holding null, as a sortable property needs)."""
         schema = super().get_public_item_schema()
         properties = schema.get("properties")
         if isinstance(properties, dict):
             for name in [n for n, p in properties.items() if _hidden(p)]:
                 del properties[name]
+            for prop in properties.values():
+                if isinstance(prop, dict) and prop.get("readonly"):
+                    prop.pop("required", None)
         return schema
 
     def _collection_url(self) -> str | None:
