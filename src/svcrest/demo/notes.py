@@ -354,7 +354,10 @@ class NotesController(StoreCollection):
 
     def get_items(self, request: Request) -> Response | RestError:
         """GET ``/notes``: one page of notes, with the total counts in headers."""
-        return super().get_items(request)
+        response = super().get_items(request)
+        if isinstance(response, Response) and request.get_param("start") is not None:
+            del response.headers["Link"]  # the proxy's start/limit window: no page links
+        return response
 
     def create_item(self, request: Request) -> Response | RestError:
         """POST ``/notes``: create a note by the current user; 201 with ``Location`` (no
