@@ -181,3 +181,12 @@ def test_steps_adopt_a_table_made_by_hand(app: App, editor: User) -> None:
     kept = call(app, "GET", f"{BOOKS}/7")
     assert (kept.status, kept.data["title"], kept.headers["ETag"]) == (200, "Kept", '"4"')
     assert app.store.migrate("old_books", steps) == 2
+
+
+def test_the_table_reads_an_items_version_alone(app: App, editor: User) -> None:
+    books = app.register_controller(StoreCollection("shelf/v1", "books", SCHEMA))
+    call(app, "POST", BOOKS, editor, json={"title": "A"})
+    assert books.table.version(1) == 1
+    call(app, "PATCH", f"{BOOKS}/1", editor, json={"title": "B"})
+    assert books.table.version(1) == 2
+    assert [books.table.version(other) for other in (2, 0, 2**63)] == [None, None, None]

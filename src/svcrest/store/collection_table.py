@@ -366,6 +366,16 @@ class CollectionTable:
         )
         return None if row is None else self._item(row)
 
+    def version(self, item_id: int) -> int | None:
+        """The ``version`` of item ``item_id`` (one column of one row: an ``ETag`` check
+        reads no more), or None when there is none."""
+        if not _valid_id(item_id):
+            return None
+        row = self.store.read_one(
+            f'SELECT "version" FROM {quote(self.table)} WHERE "id" = ?', (item_id,)
+        )
+        return None if row is None else int(row[0])
+
     def insert(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Insert an item of ``values`` (properties; missing ones take their ``default``);
         returns it as stored, with its new ``id`` and ``version`` 1, and records

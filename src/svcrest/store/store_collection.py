@@ -723,8 +723,9 @@ class StoreCollection(RestController):
     def item_version(self, request: Request) -> str | None:
         """The version of the item the URL names (None when there is none): the routes'
         ``etag_callback``, which ``If-Match`` is checked against."""
-        item = self.table.get(_item_id(request))
-        return None if item is None else self.version_tag(item["id"], item["version"])
+        item_id = _item_id(request)
+        version = self.table.version(item_id)
+        return None if version is None else self.version_tag(item_id, version)
 
     # -- writing -------------------------------------------------------------------------------
 
