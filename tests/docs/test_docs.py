@@ -1,7 +1,8 @@
 """The documentation's code runs as written.
 
 - The tutorial's files (``docs/tutorial/bookshelf.py`` and its tests ``test_bookshelf.py``,
-  which the tutorial page includes verbatim) pass under pytest, run as a reader runs them:
+  the hand-written ``bookshelf_by_hand.py`` and its ``test_bookshelf_by_hand.py``, which the
+  tutorial page includes verbatim) pass under pytest, run as a reader runs them:
   from that directory, with it on ``sys.path``.
 - Every Python block of a page under ``docs/`` preceded by the line ``<!-- runnable -->`` is
   executed, each in a fresh namespace (the README's marker, see ``tests/test_readme.py``).
@@ -39,7 +40,15 @@ def runnable_blocks() -> list[tuple[str, str]]:
 def test_the_tutorial_tests_pass() -> None:
     env = {**os.environ, "PYTHONPATH": str(TUTORIAL), "PYTHONDONTWRITEBYTECODE": "1"}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_bookshelf.py"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "test_bookshelf.py",
+            "test_bookshelf_by_hand.py",
+        ],
         cwd=TUTORIAL,
         env=env,
         capture_output=True,

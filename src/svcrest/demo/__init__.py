@@ -18,5 +18,5 @@ __all__ = ["NotesController", "register"]
 
 def register(app: App) -> None:
     """Add the ``demo/v1`` namespace (the notes routes) and the notes UI home page."""
-    NotesController(app).register_routes()
+    app.register_controller(NotesController())
     install_home_page(app)

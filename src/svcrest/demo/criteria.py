@@ -1,4 +1,4 @@
-"""Parsing the client proxy's ``sort`` and ``filter`` parameters for the notes list.
+"""The notes list's ``sort`` and ``filter`` parameters, read as the client proxy sends them.
 
 ``sort`` is a JSON array of sorters (``[{"property":"title","direction":"ASC"}]``), one sorter
 object, or (the proxy's ``simple_sort_mode``) a bare property name whose direction comes from
@@ -6,8 +6,9 @@ object, or (the proxy's ``simple_sort_mode``) a bare property name whose directi
 one filter object; an optional ``operator`` may be ``like`` (substring, the default for text
 properties) or ``=`` / ``==`` / ``eq`` (exact). Both also accept the decoded list.
 
-The parsers return the parsed criteria or an error message; property names are checked
-against whitelists, so they can safely choose SQL fragments.
+The parsers return the collection's sort keys and filters, or an error message naming the
+accepted choices; the demo's names map to the table's columns (``date`` sorts by the UTC
+instant, ``title`` by its case-folded copy).
 """
 
 from __future__ import annotations
@@ -17,36 +18,37 @@ from typing import Any, Final, TypeVar
 
 import orjson
 
-from svcrest.demo.storage import (
-    EXACT_FILTER_PROPERTIES,
-    SORT_PROPERTIES,
-    TEXT_FILTER_PROPERTIES,
-    NoteFilter,
-    NoteSorter,
-)
+from svcrest.store.collection_columns import MAX_INT, MIN_INT
+from svcrest.store.collection_query import Filter, Sort
 
-__all__ = ["MAX_CRITERIA", "parse_filters", "parse_sorters"]
+__all__ = [
+    "EXACT_FILTER_PROPERTIES",
+    "MAX_CRITERIA",
+    "SORT_PROPERTIES",
+    "TEXT_FILTER_PROPERTIES",
+    "parse_filters",
+    "parse_sorters",
+]
 
 #: The most sorters or filters one request may give.
 MAX_CRITERIA: Final = 10
-_DIRECTIONS: Final = ("ASC", "DESC")
-_LIKE: Final = frozenset({"like"})
-_EXACT: Final = frozenset({"=", "==", "eq"})
-_MIN_INT: Final = -(2**63)
-_MAX_INT: Final = 2**63 - 1
+#: Sortable property → the column it sorts by.
+_SORT_COLUMNS: Final = {"id": "id", "title": "title_sort", "date": "date_gmt", "author": "author"}
+SORT_PROPERTIES: Final = tuple(_SORT_COLUMNS)
+#: Properties filtered by substring (ignoring ASCII case) unless asked for exactly.
+TEXT_FILTER_PROPERTIES: Final = ("title", "content")
+#: Properties filtered by exact value.
+EXACT_FILTER_PROPERTIES: Final = ("id", "author")
+_OPERATORS: Final = {"like": "like", "=": "=", "==": "=", "eq": "="}
 
-
-def _choices(names: tuple[str, ...]) -> str:
-    return ", ".join(names)
+T = TypeVar("T")
 
 
 def _load_list(value: Any, name: str) -> list[Any] | str:
     """The criteria objects of a JSON string or decoded value, or an error message."""
-    if value is None:
+    if value is None or (isinstance(value, str) and not value.strip()):
         return []
     if isinstance(value, str):
-        if not value.strip():
-            return []
         try:
             value = orjson.loads(value)
         except orjson.JSONDecodeError:
@@ -58,21 +60,6 @@ def _load_list(value: Any, name: str) -> list[Any] | str:
     if len(value) > MAX_CRITERIA:
         return f"{name} must not have more than {MAX_CRITERIA} entries."
     return list(value)
-
-
-def _is_json_text(value: Any) -> bool:
-    return isinstance(value, str) and value.lstrip()[:1] in ("[", "{")
-
-
-def parse_sorters(value: Any, direction: Any = None) -> tuple[NoteSorter, ...] | str:
-    """The sorters of a ``sort`` value (``direction``: the ``dir`` parameter, used for a bare
-    property name), or an error message."""
-    if isinstance(value, str) and value.strip() and not _is_json_text(value):
-        value = [{"property": value.strip(), "direction": direction or "ASC"}]
-    return _parse_each(value, "sort", _parse_sorter)
-
-
-T = TypeVar("T")
 
 
 def _parse_each(value: Any, name: str, parse: Callable[[Any, str], T | str]) -> tuple[T, ...] | str:
@@ -89,34 +76,41 @@ def _parse_each(value: Any, name: str, parse: Callable[[Any, str], T | str]) -> 
     return tuple(parsed)
 
 
-def _parse_sorter(item: Any, name: str) -> NoteSorter | str:
+def parse_sorters(value: Any, direction: Any = None) -> tuple[Sort, ...] | str:
+    """The sort keys of a ``sort`` value (``direction``: the ``dir`` parameter, used for a
+    bare property name), or an error message."""
+    if isinstance(value, str) and value.strip() and value.lstrip()[:1] not in ("[", "{"):
+        value = [{"property": value.strip(), "direction": direction or "ASC"}]
+    return _parse_each(value, "sort", _parse_sorter)
+
+
+def _parse_sorter(item: Any, name: str) -> Sort | str:
     if not isinstance(item, dict):
         return f"{name} must be an object with property and direction."
     prop = item.get("property")
     if not isinstance(prop, str) or prop not in SORT_PROPERTIES:
-        return f"{name}.property must be one of {_choices(SORT_PROPERTIES)}."
-    direction = item.get("direction", "ASC")
-    if direction is None:
-        direction = "ASC"
-    if not isinstance(direction, str) or direction.upper() not in _DIRECTIONS:
+        return f"{name}.property must be one of {', '.join(SORT_PROPERTIES)}."
+    direction = item.get("direction")
+    direction = "ASC" if direction is None else direction
+    if not isinstance(direction, str) or direction.upper() not in ("ASC", "DESC"):
         return f"{name}.direction must be ASC or DESC."
-    return NoteSorter(prop, descending=direction.upper() == "DESC")
+    return Sort(_SORT_COLUMNS[prop], descending=direction.upper() == "DESC")
 
 
-def parse_filters(value: Any) -> tuple[NoteFilter, ...] | str:
+def parse_filters(value: Any) -> tuple[Filter, ...] | str:
     """The filters of a ``filter`` value, or an error message."""
     return _parse_each(value, "filter", _parse_filter)
 
 
-def _parse_filter(item: Any, name: str) -> NoteFilter | str:
+def _parse_filter(item: Any, name: str) -> Filter | str:
     if not isinstance(item, dict):
         return f"{name} must be an object with property and value."
     prop = item.get("property")
     properties = TEXT_FILTER_PROPERTIES + EXACT_FILTER_PROPERTIES
     if not isinstance(prop, str) or prop not in properties:
-        return f"{name}.property must be one of {_choices(properties)}."
+        return f"{name}.property must be one of {', '.join(properties)}."
     operator = item.get("operator")
-    if operator is not None and (not isinstance(operator, str) or operator not in _LIKE | _EXACT):
+    if operator is not None and (not isinstance(operator, str) or operator not in _OPERATORS):
         return f"{name}.operator must be like or =."
     value = item.get("value")
     if prop in TEXT_FILTER_PROPERTIES:
@@ -124,15 +118,15 @@ def _parse_filter(item: Any, name: str) -> NoteFilter | str:
             value = str(value)
         if not isinstance(value, str):
             return f"{name}.value must be a string."
-        return NoteFilter(prop, value, exact=operator in _EXACT)
+        return Filter(prop, value, _OPERATORS[operator or "like"])
     number = _integer(value)
     if number is None:
         return f"{name}.value must be an integer."
-    return NoteFilter(prop, number, exact=True)
+    return Filter(prop, number, "=")
 
 
 def _integer(value: Any) -> int | None:
-    """An integer given as a JSON number or a decimal string, within SQLite's range."""
+    """An integer given as a JSON number or a decimal string, within the store's range."""
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -143,6 +137,6 @@ def _integer(value: Any) -> int | None:
         value = int(text)
     elif isinstance(value, float) and value.is_integer():
         value = int(value)
-    if not isinstance(value, int) or not _MIN_INT <= value <= _MAX_INT:
+    if not isinstance(value, int) or not MIN_INT <= value <= MAX_INT:
         return None
     return value

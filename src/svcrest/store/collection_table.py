@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from svcrest.store.base import Connection, Store, StoreError
+from svcrest.store.base import Connection, Step, Store, StoreError
 from svcrest.store.changes import Event, ensure_change_log, record_change
 from svcrest.store.collection_columns import (
     MAX_INT,
@@ -50,7 +50,7 @@ RESERVED_TABLES: Final = frozenset(
     {
         "options", "schema_versions", "users", "sessions", "application_passwords",
         "login_failures", "idempotency_keys", "rate_limit_counts", "svc_changes",
-        "svc_webhooks", "svc_webhook_events", "svc_webhook_deliveries", "demo_notes",
+        "svc_webhooks", "svc_webhook_events", "svc_webhook_deliveries",
     }
 )  # fmt: skip
 #: The advisory lock of a table's migration on PostgreSQL: this prefix (high 32 bits) and
@@ -108,7 +108,12 @@ class CollectionTable:
     ``secret``: the key that signs cursors (the site's secret key), or a callable returning
     it (asked once, at the first query); without it, cursors are checked but not signed.
     ``clock``: the time of change records. ``max_per_page``: the
-    largest page (WordPress: 100).
+    largest page (WordPress: 100). ``steps``: schema steps run before the table is made or
+    checked (``Store.migrate``'s, the table's name as the component): to adopt a table made
+    by hand earlier, renaming its version column to ``version`` or converting stored values.
+    ``wordpress_dates``: ``date-time`` properties read as WordPress answers dates,
+    ``YYYY-MM-DDTHH:MM:SS`` without a zone (stored and compared as before: UTC, or a site's
+    wall time as WordPress stores ``post_date``).
 
     Attributes: ``table``; ``object_type`` (the schema's ``title``: the type of its change
     records); ``columns`` (name → :class:`~svcrest.store.collection_columns.Column`);
@@ -136,6 +141,8 @@ class CollectionTable:
         secret: bytes | Callable[[], bytes] | None = None,
         clock: Callable[[], float] = time.time,
         max_per_page: int = _DEFAULT_MAX_PER_PAGE,
+        steps: Sequence[Step] = (),
+        wordpress_dates: bool = False,
     ) -> None:
         self._get_store: Callable[[], Store] = (
             (lambda: store) if isinstance(store, Store) else store
@@ -159,6 +166,13 @@ class CollectionTable:
         self._default_sort = tuple(default_sort)
         self._plans: dict[str, QueryPlan] = {}
         self._names = ", ".join(quote(name) for name in ("id", *self.columns, "version"))
+        self._steps = tuple(steps)
+        #: The date-time columns answered without their "Z".
+        self._bare_dates = tuple(
+            name
+            for name, column in self.columns.items()
+            if wordpress_dates and column.kind == "date-time"
+        )
         self._ready = False
         self._lock = threading.Lock()
         self._indexes = [self._check_order(order, "indexes") for order in indexes]
@@ -234,6 +248,8 @@ class CollectionTable:
             self._ready = True
 
     def _migrate(self, store: Store) -> None:
+        if self._steps:
+            store.migrate(self.table, self._steps)
         ensure_change_log(store)
         table = quote(self.table)
         with store.transaction() as conn:
@@ -314,6 +330,10 @@ class CollectionTable:
         for column, value in zip(self.columns.values(), row[1:-1], strict=True):
             item[column.name] = column.from_db(value)
         item["version"] = int(row[-1])
+        for name in self._bare_dates:
+            value = item[name]
+            if isinstance(value, str) and value.endswith("Z"):
+                item[name] = value[:-1]
         return item
 
     def _stored(self, values: Mapping[str, Any], creating: bool) -> dict[str, Any]:
@@ -347,6 +367,16 @@ class CollectionTable:
             f'SELECT {self._names} FROM {quote(self.table)} WHERE "id" = ?', (item_id,)
         )
         return None if row is None else self._item(row)
+
+    def version(self, item_id: int) -> int | None:
+        """The ``version`` of item ``item_id`` (one column of one row: an ``ETag`` check
+        reads no more), or None when there is none."""
+        if not _valid_id(item_id):
+            return None
+        row = self.store.read_one(
+            f'SELECT "version" FROM {quote(self.table)} WHERE "id" = ?', (item_id,)
+        )
+        return None if row is None else int(row[0])
 
     def insert(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Insert an item of ``values`` (properties; missing ones take their ``default``);

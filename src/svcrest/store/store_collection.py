@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast
 from urllib.parse import parse_qsl, urlencode
 
@@ -57,10 +57,10 @@ from svcrest.rest.resources.context_filter import (
     rest_is_field_included,
 )
 from svcrest.rest.resources.controller import ControllerHost, RestController, RouteRegistrar
-from svcrest.store.base import Store
+from svcrest.store.base import Step, Store
 from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
 from svcrest.store.changes import Change
-from svcrest.store.collection_columns import check_identifier
+from svcrest.store.collection_columns import MAX_INT, check_identifier
 from svcrest.store.collection_query import Query, Sort, parse_filters, parse_sort
 from svcrest.store.collection_table import CollectionTable, VersionMismatch
 
@@ -152,6 +152,11 @@ def _item_schema(schema: Mapping[str, Any], owner_field: str | None) -> dict[str
     return item
 
 
+def _hidden(prop: object) -> bool:
+    """Whether a property is stored but never shown: its ``context`` is empty."""
+    return isinstance(prop, Mapping) and prop.get("context") == []
+
+
 def _check_rule(rule: object, what: str) -> None:
     if rule is not None and not callable(rule) and not (isinstance(rule, str) and rule):
         raise TypeError(f"{what} must be a capability name or a callable (user, item) -> bool")
@@ -171,13 +176,23 @@ def _others_capabilities(write: Permission, owner_field: str | None) -> tuple[st
     return f"edit_others_{kind}", f"delete_others_{kind}"
 
 
-def _version_tag(version: int) -> str:
-    return f'"{version}"'
+def _item_id(request: Request) -> int:
+    """The item id the URL names, or 0 (no item's) when it names no possible item. A
+    permission check may see the route's raw capture (the ``Allow`` header asks every
+    handler's) before its sanitising: a run of digits longer than any id is never converted
+    (``int()`` refuses more than 4,300 digits)."""
+    value = request.get_param("id")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    digits = (value.lstrip("0") or "0") if isinstance(value, str) else ""
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > len(str(MAX_INT)):
+        return 0
+    return int(digits)
 
 
 def _expected_version(request: Request) -> int | None:
     """The version ``If-Match`` names (``"7"``), so that the write checks it again in its own
-    statement; None when it names none or several (``*``, a list)."""
+    statement; None when it names none or several (``*``, a list), or another form of tag."""
     header = request.get_header("If-Match")
     if header is None:
         return None
@@ -221,6 +236,16 @@ class StoreCollection(RestController):
     ``{"deleted": true, "previous": item}``.
 
     ``clock``: Unix time, of the change log's records and cursors (tests inject one).
+    ``steps``: schema steps run before the table is made or checked (``Store.migrate``'s,
+    the table's name as the component), to adopt a table made earlier by hand (rename its
+    version column to ``version``, convert stored values). ``wordpress_dates``:
+    ``date-time`` properties answer as WordPress's dates do, ``YYYY-MM-DDTHH:MM:SS``
+    without a zone. A property whose ``context`` is empty is stored but never shown (not in
+    answers nor in the public schema): a sort key, say.
+
+    Overridable beyond ``RestController``'s methods: ``prepare_links(item)`` (the
+    ``_links`` of an item: ``self`` and ``collection``, as WordPress's posts controller's
+    ``prepare_links``) and ``version_tag(item_id, version)`` (the item's ``ETag``).
 
     Changes: ``/<rest_base>/changes`` (GET) long-polls the collection's change log
     (``?since=<cursor>&wait=<seconds, at most 30>``), answering ``{"changes": [...],
@@ -249,6 +274,8 @@ class StoreCollection(RestController):
         filterable: Iterable[str] = (),
         cursor: bool = False,
         clock: Callable[[], float] = time.time,
+        steps: Sequence[Step] = (),
+        wordpress_dates: bool = False,
     ) -> None:
         super().__init__()
         if not isinstance(namespace, str) or not namespace.strip("/"):
@@ -283,6 +310,8 @@ class StoreCollection(RestController):
                 "get_item_schema",
             )
         )
+        self._own_links = kind.prepare_links is not StoreCollection.prepare_links
+        self._own_tags = kind.version_tag is not StoreCollection.version_tag
         self.table = CollectionTable(
             self._store,
             item_schema,
@@ -292,6 +321,8 @@ class StoreCollection(RestController):
             searchable=searchable,
             secret=self._secret,
             clock=clock,
+            steps=steps,
+            wordpress_dates=wordpress_dates,
         )
         self.feed = ChangeFeed(
             lambda: self.table.store,  # the table and the change log made first
@@ -371,8 +402,52 @@ class StoreCollection(RestController):
         plain = self._plain and (type(item) is dict or isinstance(item, Mapping))
         shape = self._shape(request) if plain else None
         if shape is None:
-            return super().prepare_item_for_response(item, request)
+            response = super().prepare_item_for_response(item, request)
+            if self._own_links and isinstance(item, Mapping):
+                links = self.prepare_links(item)
+                links.update({rel: one for rel, one in response.links.items() if rel not in links})
+                response.links = links
+            return response
         return self._shaped(item, request, shape, self._collection_url())
+
+    def prepare_links(self, item: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """The ``_links`` of ``item`` (WordPress's ``prepare_links`` of its posts controller):
+        ``self`` and ``collection``. Override it to add links, say an ``author`` link with
+        ``"embeddable": True`` that ``_embed`` follows; each rel maps to a list of
+        ``{"href": url, ...}``."""
+        base = f"/{self.namespace}/{self.rest_base}"
+        return {
+            "self": [{"href": self.app.rest_url(f"{base}/{item['id']}")}],
+            "collection": [{"href": self.app.rest_url(base)}],
+        }
+
+    def version_tag(self, item_id: int, version: int) -> str:
+        """The entity tag (unquoted) of version ``version`` of item ``item_id``: its
+        ``ETag`` (``"3"``) and what ``If-Match`` / ``If-None-Match`` name. Override it to
+        show another form (say ``f"{item_id}-{version}"``); ``If-Match`` is then checked
+        before the write rather than again in the write's own statement."""
+        return str(version)
+
+    def _tag(self, item: Mapping[str, Any]) -> str:
+        return f'"{self.version_tag(item["id"], item["version"])}"'
+
+    def _expected(self, request: Request) -> int | None:
+        return None if self._own_tags else _expected_version(request)
+
+    def get_public_item_schema(self) -> dict[str, Any]:
+        """As ``RestController``'s, without the properties whose ``context`` is empty (they
+        are stored, a sort key say, but never shown) and without the ``required`` of a
+        ``readonly`` property (no client sends it: there it only keeps the column from
+        holding null, as a sortable property needs)."""
+        schema = super().get_public_item_schema()
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            for name in [n for n, p in properties.items() if _hidden(p)]:
+                del properties[name]
+            for prop in properties.values():
+                if isinstance(prop, dict) and prop.get("readonly"):
+                    prop.pop("required", None)
+        return schema
 
     def _collection_url(self) -> str | None:
         """The collection's URL, from which an item's is made (None when a ``rest_url``
@@ -396,7 +471,9 @@ class StoreCollection(RestController):
         """An item of a list answer (``prepare_response_for_collection`` of its answer)."""
         data = self._data(item, shape)
         item_id = item.get("id")
-        if item_id is not None:
+        if self._own_links:
+            data["_links"] = self.prepare_links(item)
+        elif item_id is not None:
             data["_links"] = {
                 "self": [{"href": f"{collection}/{item_id}"}],
                 "collection": [{"href": collection}],
@@ -408,7 +485,9 @@ class StoreCollection(RestController):
     ) -> Response:
         response = Response(self._data(item, shape))
         item_id = item.get("id")
-        if item_id is not None:
+        if self._own_links:
+            response.links = self.prepare_links(item)
+        elif item_id is not None:
             if collection is None:
                 base = f"/{self.namespace}/{self.rest_base}"
                 response.add_link("self", self.app.rest_url(f"{base}/{item_id}"))
@@ -632,7 +711,7 @@ class StoreCollection(RestController):
             return self.forbidden("rest_forbidden", request)
         if not callable(read) and not edit:
             return True
-        item = self.table.get(request["id"])
+        item = self.table.get(_item_id(request))
         if item is None:
             return self.invalid_id()
         if not self._may_read(request.user, item):
@@ -647,14 +726,15 @@ class StoreCollection(RestController):
         if item is None:
             return self.invalid_id()
         response = self.prepare_item_for_response(item, request)
-        response.set_header_line("ETag", _version_tag(item["version"]))
+        response.set_header_line("ETag", self._tag(item))
         return response
 
     def item_version(self, request: Request) -> str | None:
         """The version of the item the URL names (None when there is none): the routes'
         ``etag_callback``, which ``If-Match`` is checked against."""
-        item = self.table.get(request["id"])
-        return None if item is None else str(item["version"])
+        item_id = _item_id(request)
+        version = self.table.version(item_id)
+        return None if version is None else self.version_tag(item_id, version)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -692,7 +772,7 @@ class StoreCollection(RestController):
         response.set_status(201)
         path = f"/{self.namespace}/{self.rest_base}/{item['id']}"
         response.header("Location", self.app.rest_url(path))
-        response.set_header_line("ETag", _version_tag(item["version"]))
+        response.set_header_line("ETag", self._tag(item))
         return response
 
     def _changeable(self, request: Request, deleting: bool) -> RestError | bool:
@@ -706,7 +786,7 @@ class StoreCollection(RestController):
             if self._others is None:
                 return True
         code = "rest_cannot_delete" if deleting else "rest_cannot_edit"
-        item = self.table.get(request["id"])
+        item = self.table.get(_item_id(request))
         if item is None:
             return self.invalid_id()
         if not self._may_change(request.user, item, deleting):
@@ -728,7 +808,7 @@ class StoreCollection(RestController):
             with store.transaction():
                 item = self._written(
                     self.table.update(
-                        request["id"], changes, expected_version=_expected_version(request)
+                        request["id"], changes, expected_version=self._expected(request)
                     )
                 )
                 error = self.complete_insert(item, request, creating=False)
@@ -738,14 +818,15 @@ class StoreCollection(RestController):
             return refused.error
         request.set_param("context", "edit")
         response = self.prepare_item_for_response(item, request)
-        response.set_header_line("ETag", _version_tag(item["version"]))
+        response.set_header_line("ETag", self._tag(item))
         return response
 
     def _written(self, result: dict[str, Any] | VersionMismatch | None) -> dict[str, Any]:
         if result is None:
             raise _Refused(self.invalid_id())
         if isinstance(result, VersionMismatch):
-            raise _Refused(precondition_failed(_version_tag(result.version)))
+            tag = self._tag({"id": result.id, "version": result.version})
+            raise _Refused(precondition_failed(tag))
         return result
 
     def delete_item_permissions_check(self, request: Request) -> RestError | bool:
@@ -758,7 +839,7 @@ class StoreCollection(RestController):
         context), then the action ``rest_delete_<type>``."""
         try:
             item = self._written(
-                self.table.delete(request["id"], expected_version=_expected_version(request))
+                self.table.delete(request["id"], expected_version=self._expected(request))
             )
         except _Refused as refused:
             return refused.error
