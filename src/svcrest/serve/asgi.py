@@ -135,7 +135,6 @@ def _request(scope: ASGIScope) -> HttpRequest:
         scope.get("scheme", "http"),
         host_value,
         str(client[0]) if client else "",
-        headers.get_joined("x-request-id") or "",
     )
 
 
@@ -165,7 +164,8 @@ async def handle_asgi(
         if headers_announce_body(http.method, headers)
         else None
     )
-    answer = await respond(host, http, reader)  # names the request for an access log
+    sent_id = headers.get_joined("x-request-id") or ""
+    answer = await respond(host, http, reader, sent_id)  # names the request for an access log
     if type(answer) is SiteForward:
         site = host.site
         assert site is not None  # respond forwards only when there is a site app
