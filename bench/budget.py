@@ -16,7 +16,11 @@ environ or scope, so each svcrest case becomes a ratio to Falcon on the same int
 - ``asgi``: the same request through the ASGI app, against Falcon's ASGI app;
 - ``auth``: the same request with a session cookie and a nonce to a route with a permission
   callback, through the ASGI app, against Falcon's ASGI app (which authenticates nothing:
-  the ratio says what a logged-in browser's request costs over the plainest peer).
+  the ratio says what a logged-in browser's request costs over the plainest peer);
+- ``collection``: an anonymous ``GET /svc-json/bench/v1/items/42`` of a ``StoreCollection``
+  item (``bench/collection_get.py``'s App: 100 rows in a SQLite file) through ``app.wsgi``,
+  against Falcon's WSGI app (which reads no store: the ratio says what a stored item costs
+  over the plainest peer).
 
 ``bench/budget.json`` holds each case's ceiling. ``--check`` exits 1 when a case's ratio
 exceeds its ceiling by more than ``tolerance`` (2 %); ``--write`` records the measured ratios
@@ -28,10 +32,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import os
 import shutil
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -46,11 +52,13 @@ CASES: dict[str, tuple[str, str]] = {
     "wsgi": ("svcrest-wsgi", "falcon-wsgi"),
     "asgi": ("svcrest-asgi", "falcon-asgi"),
     "auth": ("svcrest-auth", "falcon-asgi"),
+    "collection": ("svcrest-collection", "falcon-wsgi"),
 }
 LABELS = {
     "wsgi": "WSGI anonymous GET",
     "asgi": "ASGI anonymous GET",
     "auth": "cookie + nonce GET (ASGI)",
+    "collection": "StoreCollection item GET",
 }
 
 
@@ -75,6 +83,13 @@ def _runner(kind: str) -> Any:
         return inprocess.asgi_case(app, inprocess.PATH, inprocess.login_headers(app), 200)
     if kind == "falcon-asgi":
         return inprocess.asgi_case(_falcon("falcon_app"), inprocess.PATH, [], 200)
+    if kind == "svcrest-collection":
+        import collection_get
+
+        directory = tempfile.mkdtemp(prefix="svcrest-budget-")
+        atexit.register(shutil.rmtree, directory, True)
+        app = collection_get.build(os.path.join(directory, "items.db"), 100)
+        return collection_get.wsgi_get(app, "/svc-json/bench/v1/items/42", "")
     raise SystemExit(f"unknown kind {kind!r}")
 
 
@@ -88,7 +103,7 @@ class _Wsgi:
 def child(kind: str, requests: int) -> None:
     """Run in the measured process: 50 warm-up requests, then ``requests`` more."""
     run = _runner(kind)
-    if kind.endswith("wsgi"):
+    if kind.endswith(("wsgi", "collection")):
         run(50)
         if requests:
             run(requests)

@@ -58,7 +58,8 @@ from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
 from svcrest.site.authorize_app import AUTHORIZE_PATH, install_authorize_application_page
 from svcrest.site.docs_pages import install_docs_pages
-from svcrest.site.host import ASGIApp, Page, RequestObserver
+from svcrest.site.edge import RequestEdge, RequestObserver
+from svcrest.site.host import ASGIApp, Page
 from svcrest.site.mcp import install_mcp_page
 from svcrest.site.pages import install_core_pages
 from svcrest.site.processes import ProcessCheck
@@ -186,9 +187,10 @@ class App:
         #: Refuses serving an in-memory store from several worker processes (read by the
         #: adapters; see ``svcrest.site.processes``).
         self.process_check = ProcessCheck()
-        #: Told of each request answered (method, route pattern, status, seconds) when set:
-        #: ``svcrest serve --admin-port`` sets the Prometheus metrics (docs/guides/operating.md).
-        self.request_observer: RequestObserver | None = None
+        self._request_observer: RequestObserver | None = None
+        #: The site's observers as prepared for its requests (``svcrest.site.edge``): None
+        #: until the first request, and again after :attr:`request_observer` changes.
+        self.request_edge: RequestEdge | None = None
         #: Told of each batch request's size when set (the same metrics).
         self.batch_observer: Callable[[int], None] | None = None
         #: Fields added to resources by ``register_rest_field`` (WordPress's
@@ -287,6 +289,17 @@ class App:
             return DEFAULT_PREFIX
         prefix = self.hooks.apply_filters("rest_url_prefix", DEFAULT_PREFIX)
         return str(prefix).strip("/")
+
+    @property
+    def request_observer(self) -> RequestObserver | None:
+        """Told of each request answered (method, route pattern, status, seconds) when set:
+        ``svcrest serve --admin-port`` sets the Prometheus metrics (docs/guides/operating.md)."""
+        return self._request_observer
+
+    @request_observer.setter
+    def request_observer(self, observer: RequestObserver | None) -> None:
+        self._request_observer = observer
+        self.request_edge = None  # prepared again, with it, on the next request
 
     @property
     def home_path(self) -> str:

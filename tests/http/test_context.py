@@ -97,8 +97,7 @@ def test_the_wsgi_adapter_fills_every_field(app: App) -> None:
 
 def test_the_serving_factory_sets_every_field() -> None:
     http = HttpRequest("GET", "/svc-json/", "", Headers(), b"", "https", "a.example", "10.0.0.7")
-    http.request_id = "r-1"
-    ctx = RequestContext.serving(http, True)
+    ctx = RequestContext.serving(http, True, "r-1")
     fields = {field.name: getattr(ctx, field.name) for field in dataclasses.fields(ctx)}
     assert fields == {
         "is_rest": True,

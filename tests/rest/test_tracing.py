@@ -14,7 +14,6 @@ from opentelemetry.trace import SpanKind
 
 import svcrest
 import svcrest.rest.tracing
-import svcrest.site.respond
 from svcrest import App, Request
 from tests.conftest import SiteClient
 
@@ -28,8 +27,8 @@ def spans(monkeypatch: pytest.MonkeyPatch) -> Iterator[InMemorySpanExporter]:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("svcrest")
+    # Read when a site's request edge is prepared (its first request: each test's App).
     monkeypatch.setattr(svcrest.rest.tracing, "request_tracer", lambda: tracer)
-    monkeypatch.setattr(svcrest.site.respond, "request_tracer", lambda: tracer)
     yield exporter
     provider.shutdown()
 

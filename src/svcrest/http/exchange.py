@@ -124,10 +124,6 @@ class HttpRequest:
     scheme: str = "http"
     host: str = ""
     client: str = ""
-    #: Its ``X-Request-Id`` (``svcrest.http.request_id``): the value the client sent ("" for
-    #: none), as the adapter read it, until the request is answered under it (when valid) or
-    #: under a new one.
-    request_id: str = ""
 
 
 #: The usual request methods, each as it is: an adapter takes a server's method string from

@@ -158,10 +158,11 @@ class Request:
     ) -> Request:
         """A request built by the HTTP layer; the query string is parsed on first use.
 
-        The HTTP layer's values need no normalising."""
+        The HTTP layer's values need no normalising: ``method`` is upper case already (the
+        adapters make it so; PERF: no ``upper()`` call: a WSGI GET 98 instructions less)."""
         request = _new(cls)  # PERF: object.__new__ bound once (~250 instructions)
         request._fill(
-            method.upper(), route, headers, raw_body, query_string, None, query_string != "", None
+            method, route, headers, raw_body, query_string, None, query_string != "", None
         )
         return request
 

@@ -63,7 +63,7 @@ class ScopeHeaders(OnDemandHeaders):
     are joined).
     """
 
-    __slots__ = ("_raw", "_single")
+    __slots__ = ("_raw", "single")
 
     def __init__(self, raw: RawLines) -> None:
         """The header lines of ``raw``, a scope's ``headers`` (read, not copied)."""
@@ -71,19 +71,20 @@ class ScopeHeaders(OnDemandHeaders):
         pairs = raw if type(raw) is list else list(raw)
         single = dict(pairs)
         self._raw: list[tuple[bytes, bytes]] | None = pairs
-        #: Name → value while every name comes once and nothing was listed; else None.
-        self._single: dict[bytes, bytes] | None = single if len(single) == len(pairs) else None
+        #: Raw name → raw value while every name comes once and nothing was listed; else
+        #: None (read-only: the adapter reads its lines here, without a Python call).
+        self.single: dict[bytes, bytes] | None = single if len(single) == len(pairs) else None
 
     def _list_lines(self) -> Lines:
         raw = self._raw
         assert raw is not None  # listed once
-        self._single = None
+        self.single = None
         self._raw = None
         return asgi_header_lines(raw)
 
     def get_joined(self, name: str) -> str | None:
         """The value of ``name`` (lower case), or None (see :meth:`Headers.get_joined`)."""
-        single = self._single
+        single = self.single
         if single is None:
             return self.listed().get_joined(name)
         # None, for a name that is not Latin-1, finds no line
@@ -92,7 +93,7 @@ class ScopeHeaders(OnDemandHeaders):
 
     def has_any(self, names: frozenset[str]) -> bool:
         """Whether a line of any of ``names`` (lower case) is there."""
-        single = self._single
+        single = self.single
         if single is None:
             return self.listed().has_any(names)
         return not (_PROBES.get(names) or _probe(names)).isdisjoint(single)

@@ -111,14 +111,23 @@ async def forward_to_site(
     await site(scope, receive, send_with_lines)
 
 
-def _request(scope: ASGIScope) -> HttpRequest:
-    """The request of an HTTP ``scope``; its header lines are read from the scope on demand
-    (:class:`ScopeHeaders`). The one place an :class:`HttpRequest` is made from a scope."""
+def _request(scope: ASGIScope) -> tuple[HttpRequest, str]:
+    """The request of an HTTP ``scope`` and the ``X-Request-Id`` its client sent ("" for
+    none); its header lines are read from the scope on demand (:class:`ScopeHeaders`). The
+    one place an :class:`HttpRequest` is made from a scope."""
     headers = ScopeHeaders(scope["headers"])
     method = scope["method"]
     raw_query = scope.get("query_string")
     client = scope.get("client")
-    host_line = headers.get_joined("host")
+    single = headers.single
+    if single is None:  # a name came twice: its lines joined
+        host_line = headers.get_joined("host")
+        sent_id = headers.get_joined("x-request-id") or ""
+    else:  # PERF: read in C (two Python calls less: an ASGI GET ~1,000 instructions less)
+        raw = single.get(b"host")
+        host_line = None if raw is None else raw.decode("latin-1")
+        raw = single.get(b"x-request-id")
+        sent_id = "" if raw is None else raw.decode("latin-1")
     if host_line is not None:
         host_value = remembered_host_name(host_line)  # PERF: a Host value seen before
     else:
@@ -126,7 +135,7 @@ def _request(scope: ASGIScope) -> HttpRequest:
         host_value = str(server[0]).lower() if server else ""
     # PERF: by position, in field order (keywords cost ~2,800 instructions a request,
     # bench/instructions.py); tests/http/test_context.py reads every field back.
-    return HttpRequest(
+    http = HttpRequest(
         USUAL_METHODS.get(method) or str(method).upper(),
         scope["path"],
         raw_query.decode("utf-8", "replace") if raw_query else "",
@@ -135,8 +144,8 @@ def _request(scope: ASGIScope) -> HttpRequest:
         scope.get("scheme", "http"),
         host_value,
         str(client[0]) if client else "",
-        headers.get_joined("x-request-id") or "",
     )
+    return http, sent_id
 
 
 async def handle_asgi(
@@ -158,14 +167,14 @@ async def handle_asgi(
             await send({"type": "http.response.start", **start})
             await send({"type": "http.response.body", "body": check.refusal.body})
             return
-    http = _request(scope)
+    http, sent_id = _request(scope)
     headers = http.headers
     reader = (
         _body_reader(headers, receive, host.max_body_size)
         if headers_announce_body(http.method, headers)
         else None
     )
-    answer = await respond(host, http, reader)  # names the request for an access log
+    answer = await respond(host, http, reader, sent_id)  # names the request for an access log
     if type(answer) is SiteForward:
         site = host.site
         assert site is not None  # respond forwards only when there is a site app

@@ -60,7 +60,6 @@ def _request(environ: Environ) -> HttpRequest:
         environ.get("wsgi.url_scheme", "http"),
         remembered_host_name(host or environ.get("SERVER_NAME", "")),  # PERF: seen before
         environ.get("REMOTE_ADDR", ""),
-        environ.get("HTTP_X_REQUEST_ID", ""),  # PERF: read here, no header look-up call
     )
 
 
@@ -194,7 +193,9 @@ class WSGIAdapter:
         # The pipeline runs in a context of its own (as a Task would), so what it sets in
         # context variables never reaches the next request served by this thread.
         context = inline_context()
-        answer = run_in_context(respond(host, http, reader), context)
+        # PERF: the client's request id read here (no header look-up call).
+        sent_id = environ.get("HTTP_X_REQUEST_ID", "")
+        answer = run_in_context(respond(host, http, reader, sent_id), context)
         if ACCESS_LOG.on:  # the request as respond named it, for the server's access-log line
             LOGGED_REQUEST.set(context.get(LOGGED_REQUEST))
         if type(answer) is SiteForward:

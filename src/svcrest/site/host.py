@@ -15,6 +15,7 @@ from svcrest.http.context import RequestContext
 from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.rest.server import RestServer
 from svcrest.rest.settings import SiteSettings
+from svcrest.site.edge import RequestEdge, RequestObserver
 from svcrest.site.processes import ProcessCheck
 
 __all__ = ["ASGIApp", "Page", "PageHandler", "RequestObserver", "SiteHost"]
@@ -30,12 +31,6 @@ ASGIApp = Callable[
 ]
 
 
-#: ``observe(method, route, status, seconds)``: a request was answered; ``route`` is the
-#: matched REST route's pattern ("" for none), ``method`` one of the usual methods or
-#: ``"other"``.
-RequestObserver = Callable[[str, str, int, float], None]
-
-
 class SiteHost(SiteSettings, Protocol):
     """A site as its pages and the request entry point see it."""
 
@@ -49,6 +44,9 @@ class SiteHost(SiteSettings, Protocol):
     process_check: ProcessCheck
     #: Told of each request answered, when set (:data:`RequestObserver`).
     request_observer: RequestObserver | None
+    #: The site's observers as prepared for its requests (None until its first request,
+    #: and again after ``request_observer`` changes: :mod:`svcrest.site.edge`).
+    request_edge: RequestEdge | None
 
     @property
     def store_in_memory(self) -> bool:
