@@ -10,12 +10,14 @@ content with ``search``, and sends ``X-SVC-Total`` and ``X-SVC-TotalPages``.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from svcrest.demo.criteria import MAX_CRITERIA, parse_filters, parse_sorters
 from svcrest.demo.storage import (
+    CHANGE_TYPE,
     EXACT_FILTER_PROPERTIES,
     MAX_ID,
     SORT_PROPERTIES,
@@ -29,6 +31,8 @@ from svcrest.http.response import Response
 from svcrest.rest.paginate import paginate, set_total_headers
 from svcrest.rest.routing.definitions import public
 from svcrest.rest.schema import validate_value
+from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
+from svcrest.store.changes import Change
 
 if TYPE_CHECKING:
     from svcrest.app import App
@@ -113,7 +117,10 @@ class NotesController:
 
     def __init__(self, app: App) -> None:
         self.app = app
-        self.notes = NoteStore(lambda: app.store)
+        self.notes = NoteStore(lambda: app.store, app.clock)
+        self.feed = ChangeFeed(
+            lambda: self.notes.store, CHANGE_TYPE, retention=self._retention, clock=app.clock
+        )
 
     # -- registration -----------------------------------------------------------------------
 
@@ -168,6 +175,16 @@ class NotesController:
                 # The ETag of a note is its revision: a GET naming it answers 304, a write
                 # whose If-Match names another answers 412 (docs/guides/http-semantics.md).
                 "etag_callback": self.item_version,
+            },
+        )
+        self.app.register_rest_route(
+            NAMESPACE,
+            "/" + REST_BASE + "/changes",
+            {
+                "methods": "GET",
+                "callback": self.get_changes,
+                "permission_callback": public,  # reads are public
+                "args": copy.deepcopy(FEED_ARGS),
             },
         )
         self.app.register_rest_route(
@@ -473,6 +490,24 @@ class NotesController:
         if user is None:
             return RestError("rest_user_invalid_id", "Invalid user ID.", {"status": 404})
         return {"id": user.id, "name": user.display_name}
+
+    async def get_changes(self, request: Request) -> Response | RestError:
+        """GET ``/notes/changes``: the long-poll of the notes' changes (``since``, ``wait``;
+        see :class:`~svcrest.store.change_feed.ChangeFeed`), each note as GET shows it; a
+        deletion is ``{"id": n}``, and events of notes deleted since are left out."""
+        return await self.feed.answer(request, self._change_data)
+
+    def _change_data(self, change: Change, request: Request) -> Any:
+        if change.event == "deleted":
+            return {"id": change.item_id}
+        note = self.notes.get(change.item_id)
+        if note is None:
+            return None
+        server = self.app.rest_get_server()
+        return server.prepare_response_for_collection(self._item_response(note))
+
+    def _retention(self) -> float:
+        return float(self.app.hooks.apply_filters("svc_changes_retention", DEFAULT_RETENTION))
 
     def item_version(self, request: Request) -> str | None:
         """The version of the note the URL names (``<id>-<revision>``), or None when there

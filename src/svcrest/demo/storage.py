@@ -9,13 +9,16 @@ timezone, ``date_gmt`` in UTC).
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from svcrest.store.base import Connection, Dialect, Step, Store
+from svcrest.store.changes import Event, ensure_change_log, record_change
 
 __all__ = [
+    "CHANGE_TYPE",
     "EXACT_FILTER_PROPERTIES",
     "MAX_ID",
     "NOTES_COMPONENT",
@@ -65,6 +68,8 @@ NOTES_SCHEMA: Final[tuple[Step, ...]] = (
     },
 )
 
+#: The object type of the notes in the change log (the schema's ``title``).
+CHANGE_TYPE: Final = "note"
 #: The largest id either engine can hold (a signed 64-bit integer).
 MAX_ID: Final = 2**63 - 1
 
@@ -182,10 +187,13 @@ def _order_by(sorters: tuple[NoteSorter, ...], dialect: Dialect) -> str:
 
 
 class NoteStore:
-    """The notes of one App, in its store. The table is created on first use."""
+    """The notes of one App, in its store. The table is created on first use. Each write
+    records its change (``created``, ``updated``, ``deleted``) in the store's change log in
+    its own transaction, at ``clock()`` (Unix seconds)."""
 
-    def __init__(self, store: Callable[[], Store]) -> None:
+    def __init__(self, store: Callable[[], Store], clock: Callable[[], float] = time.time) -> None:
         self._get_store = store
+        self._clock = clock
         self._ready = False
         self._lock = threading.Lock()
 
@@ -198,10 +206,12 @@ class NoteStore:
                 # Inside another block (an atomic batch's transaction) a rollback would undo
                 # the table: migrate (idempotent) without remembering it.
                 store.migrate(NOTES_COMPONENT, NOTES_SCHEMA)
+                ensure_change_log(store)
                 return store
             with self._lock:
                 if not self._ready:
                     store.migrate(NOTES_COMPONENT, NOTES_SCHEMA)
+                    ensure_change_log(store)
                     self._ready = True
         return store
 
@@ -260,7 +270,8 @@ class NoteStore:
                 (title, content, author, date, date_gmt),
             ).fetchone()
             note = self._select(conn, int(row[0]))
-        assert note is not None
+            assert note is not None
+            self._record(conn, note, "created")
         return note
 
     def update(self, note_id: int, changes: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -280,7 +291,10 @@ class NoteStore:
                     f"UPDATE demo_notes SET {assignments} WHERE id = ?",
                     [*(changes[name] for name in names), note_id],
                 )
-            return self._select(conn, note_id)
+            note = self._select(conn, note_id)
+            if note is not None and changes:
+                self._record(conn, note, "updated")
+            return note
 
     def delete(self, note_id: int) -> dict[str, Any] | None:
         """Delete note ``note_id``; the deleted note, or None when it did not exist."""
@@ -290,7 +304,12 @@ class NoteStore:
             note = self._select(conn, note_id)
             if note is not None:
                 conn.execute("DELETE FROM demo_notes WHERE id = ?", (note_id,))
+                self._record(conn, note, "deleted")
         return note
+
+    def _record(self, conn: Connection, note: dict[str, Any], event: Event) -> None:
+        """Record ``event`` of ``note`` in the change log, in the transaction of ``conn``."""
+        record_change(self._get_store(), conn, CHANGE_TYPE, note["id"], event, self._clock())
 
     @staticmethod
     def _select(conn: Connection, note_id: int) -> dict[str, Any] | None:
