@@ -33,14 +33,17 @@ __all__ = [
     "DEFAULT_MAX_FAILURES",
     "DEFAULT_WAIT",
     "EXPIRED_CODE",
+    "MAX_WAIT",
     "AsyncChangeStream",
     "ChangeEvent",
     "ChangeStream",
     "ChangesExpired",
 ]
 
+#: The longest ``wait`` a server accepts, in seconds.
+MAX_WAIT: Final = 30.0
 #: Seconds each long-poll asks the server to wait for a change (the server's longest).
-DEFAULT_WAIT: Final = 30.0
+DEFAULT_WAIT: Final = MAX_WAIT
 #: The longest pause, in seconds, before polling again after a failure.
 DEFAULT_MAX_DELAY: Final = 30.0
 #: Failed polls in a row after which the feed gives up and raises the last failure.
@@ -110,8 +113,10 @@ class _Feed:
         max_failures: int | None,
         report: Callable[[ProxyError], object] | None,
     ) -> None:
-        if wait < 0 or max_delay < 0:
-            raise ValueError("wait and max_delay are seconds >= 0")
+        if not 0 < wait <= MAX_WAIT:
+            raise ValueError(f"wait is seconds > 0 and <= {MAX_WAIT:g}, got {wait!r}")
+        if max_delay < 0:
+            raise ValueError(f"max_delay is seconds >= 0, got {max_delay!r}")
         #: The cursor to resume from: the ``id`` of the last event handed out, or the
         #: cursor of the last answer without events; None before the first answer when
         #: the feed started at the log's end.

@@ -221,7 +221,7 @@ class RestProxy(BaseRestProxy[httpx.Client]):
 
         It starts after the cursor ``since``, else at the end of the change log when the
         first step is taken (`changes_cursor` pins a start before reading the collection).
-        Each poll waits up to ``wait`` seconds (the server allows 30) for a change. A
+        Each poll waits up to ``wait`` seconds (more than 0, at most 30) for a change. A
         dropped connection, a time-out, a 429 or a 5xx answer is retried with the last
         cursor after a jittered back-off (0.5 s doubling, at most ``max_delay`` seconds), so
         no event is lost or repeated; after ``max_failures`` failed polls in a row (None:
