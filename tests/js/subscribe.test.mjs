@@ -104,6 +104,7 @@ describe("RestClient.subscribe over long-polling", () => {
     assert.equal(first.init.method, "GET");
     assert.equal(first.init.headers["X-SVC-Nonce"], "n0nce");
     assert.equal(first.init.credentials, "same-origin");
+    assert.equal(first.init.cache, "no-store");
     assert.equal(stop.cursor, "c3");
     stop();
     await stop.done;

@@ -10,6 +10,12 @@
  * `readResult`: "Page X of Y" comes from its `totalPages` (the `X-SVC-TotalPages` header).
  * While a page loads, `#notes-loading` ("Loading notes…") shows and the list is `aria-busy`.
  *
+ * Live: the page follows the notes' change feed (`RestClient.subscribe`, long-polling
+ * `demo/v1/notes/changes`), so a note created, edited or deleted in another tab or by another
+ * user shows here within a second or so: the current page is read again (after the open edit
+ * form, if any, is saved or cancelled). A feed that expired (the tab slept past the site's
+ * retention) starts again from now.
+ *
  * A page that was logged in (it has `window.svcApiSettings`) and then gets a 401 or 403 has
  * lost its session (the cookie expired or was removed): it says "Your session ended — log in
  * again" with a link to the login page, instead of the server's "not allowed" message.
@@ -97,6 +103,10 @@ class NotesApp {
     this.page = intParam(params, "page", 1, Number.MAX_SAFE_INTEGER);
     this.totalPages = 0;
     this.loads = 0;
+    this.route = root.dataset.route;
+    this.unsubscribe = null;
+    this.stale = false;
+    this.reloadTimer = null;
     this.list = /** @type {HTMLOListElement} */ (document.getElementById("notes-list"));
     this.empty = document.getElementById("notes-empty");
     this.total = document.getElementById("notes-total");
@@ -122,7 +132,42 @@ class NotesApp {
       url.searchParams.set("redirect_to", window.location.href);
       login.href = url.href;
     }
+    this.follow();
     return this.load();
+  }
+
+  /** Follow the notes' changes from now on: each one makes the page read its notes again. */
+  follow() {
+    this.unsubscribe = this.client.subscribe(this.route, () => this.changed(), {
+      onError: (error, { retrying }) => {
+        if (retrying) return;
+        if (error instanceof ProxyError && error.code === "rest_changes_expired") {
+          this.follow(); // changes were missed: start again from now, and read the page
+          this.changed();
+        }
+      },
+    });
+  }
+
+  /** A note changed elsewhere: read the page again soon (once for a burst of changes), or
+   * after the open edit form is done with. */
+  changed() {
+    if (this.list.querySelector("form.edit")) {
+      this.stale = true;
+      return;
+    }
+    if (this.reloadTimer !== null) return;
+    this.reloadTimer = setTimeout(() => {
+      this.reloadTimer = null;
+      this.load();
+    }, 50);
+  }
+
+  /** The edit form closed: catch up with changes made meanwhile. */
+  editDone() {
+    if (!this.stale) return;
+    this.stale = false;
+    this.changed();
   }
 
   /**
@@ -306,7 +351,10 @@ class NotesApp {
     const cancel = button("Cancel", "quiet");
     actions.append(save, cancel);
     form.append(titleLabel, contentLabel, actions);
-    cancel.addEventListener("click", () => this.showNote(item, note));
+    cancel.addEventListener("click", () => {
+      this.showNote(item, note);
+      this.editDone();
+    });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       save.disabled = true;
@@ -318,6 +366,7 @@ class NotesApp {
         });
         this.showNote(item, saved);
         this.say("Note saved.");
+        this.editDone();
       } catch (error) {
         save.disabled = false;
         this.fail("Could not save the note", error);

@@ -190,6 +190,8 @@ export interface RequestOptions {
   idempotencyKeys?: boolean;
   /** Cancels the request (the promise rejects with the signal's `AbortError`). */
   signal?: AbortSignal | null;
+  /** The fetch's cache mode (default: the browser's). */
+  cache?: RequestCache | null;
 }
 
 /** The request `RestClient.retryDelay` decides about. */

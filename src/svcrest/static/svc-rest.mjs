@@ -1042,6 +1042,7 @@ export class RestClient {
       maxRetryDelay = DEFAULT_MAX_RETRY_DELAY,
       idempotencyKeys = true,
       signal = null,
+      cache = null,
     } = options;
     checkRetryOptions(maxRetries, maxRetryDelay);
     const verb = method.toUpperCase();
@@ -1056,7 +1057,7 @@ export class RestClient {
       let answer = null;
       let delay;
       try {
-        answer = await this.#fetch(verb, url, payload, sentHeaders, timeout, signal);
+        answer = await this.#fetch(verb, url, payload, sentHeaders, timeout, { signal, cache });
       } catch (error) {
         // fetch rejects with a TypeError when the connection fails (no answer).
         if (!(error instanceof TypeError)) throw error;
@@ -1073,9 +1074,10 @@ export class RestClient {
 
   /**
    * Send one request and read its JSON body, within `timeout` seconds when given; `signal`
-   * (an AbortSignal) cancels it (the fetch rejects with its `AbortError`).
+   * (an AbortSignal) cancels it (the fetch rejects with its `AbortError`); `cache` is the
+   * fetch's cache mode when given.
    */
-  async #fetch(method, url, payload, headers, timeout, signal) {
+  async #fetch(method, url, payload, headers, timeout, { signal = null, cache = null } = {}) {
     const sentHeaders = { Accept: "application/json", ...headers };
     if (this.nonce) sentHeaders[NONCE_HEADER] = this.nonce;
     let sent = method;
@@ -1084,6 +1086,7 @@ export class RestClient {
       sent = "POST";
     }
     const init = { method: sent, headers: sentHeaders, credentials: this.credentials };
+    if (cache) init.cache = cache;
     if (payload !== undefined) {
       sentHeaders["Content-Type"] = "application/json";
       init.body = payload;
@@ -1135,13 +1138,14 @@ export class RestClient {
    * @param {string} url
    * @param {{body?: *, headers?: Object<string, string>, timeout?: number|null,
    *   maxRetries?: number, maxRetryDelay?: number, idempotencyKeys?: boolean,
-   *   signal?: AbortSignal|null}} [options]
+   *   signal?: AbortSignal|null, cache?: RequestCache|null}} [options]
    *   `body` is sent as JSON when not undefined; `headers` go on the request (and on a nonce
    *   refresh); `timeout` is in seconds (a request without an answer in time throws
    *   {@link ProxyError} `timeout`, status 0, and is not retried); `maxRetries` (default 2),
    *   `maxRetryDelay` (seconds, default 30) and `idempotencyKeys` (default true) as the
    *   {@link RestProxy} options of those names; `signal` (an AbortSignal) cancels the
-   *   request (the promise rejects with the signal's `AbortError`).
+   *   request (the promise rejects with the signal's `AbortError`); `cache` is the fetch's
+   *   cache mode (a `RequestCache` such as "no-store"; default: the browser's).
    * @returns {Promise<RestResponse>}
    */
   async request(
@@ -1155,9 +1159,10 @@ export class RestClient {
       maxRetryDelay = DEFAULT_MAX_RETRY_DELAY,
       idempotencyKeys = true,
       signal = null,
+      cache = null,
     } = {},
   ) {
-    const options = { headers, timeout, maxRetries, maxRetryDelay, idempotencyKeys, signal };
+    const options = { headers, timeout, maxRetries, maxRetryDelay, idempotencyKeys, signal, cache };
     let { response, data } = await this.#send(method, url, body, options);
     if (response.status >= 400) {
       const error = errorFrom(response, data);
@@ -1383,6 +1388,9 @@ async function followLongPoll(feed) {
         timeout: feed.timeout === null ? null : feed.wait + feed.timeout,
         maxRetries: 0,
         signal: feed.signal,
+        // Not "default": Chromium lets one request of a URL at a time into its cache, so two
+        // tabs polling the same feed would wait for each other.
+        cache: "no-store",
       });
     } catch (error) {
       if (feed.signal.aborted) return;
