@@ -107,6 +107,7 @@ class NotesApp {
     this.unsubscribe = null;
     this.stale = false;
     this.reloadTimer = null;
+    this.shown = "";
     this.list = /** @type {HTMLOListElement} */ (document.getElementById("notes-list"));
     this.empty = document.getElementById("notes-empty");
     this.total = document.getElementById("notes-total");
@@ -159,7 +160,7 @@ class NotesApp {
     if (this.reloadTimer !== null) return;
     this.reloadTimer = setTimeout(() => {
       this.reloadTimer = null;
-      this.load();
+      this.load({ quiet: true });
     }, 50);
   }
 
@@ -237,10 +238,13 @@ class NotesApp {
     window.history.replaceState(null, "", url.href);
   }
 
-  /** Fetch and show the current page. */
-  async load() {
+  /**
+   * Fetch and show the current page.
+   * @param {{quiet?: boolean}} [options] `quiet`: no loading state (a live update).
+   */
+  async load({ quiet = false } = {}) {
     const ticket = ++this.loads;
-    this.setLoading(true);
+    if (!quiet) this.setLoading(true);
     let result;
     try {
       result = await this.proxy.readResult(undefined, { per_page: this.perPage, page: this.page });
@@ -272,6 +276,14 @@ class NotesApp {
    * @param {number} total
    */
   render(notes, total) {
+    // The page reads its notes again after each change, its own included: when nothing it
+    // shows changed, the cards (and a delete button armed on one) are left as they are.
+    const shown = JSON.stringify([this.page, this.perPage, total, this.totalPages, notes]);
+    if (shown === this.shown && this.list.childElementCount === notes.length) {
+      this.setLoading(false);
+      return;
+    }
+    this.shown = shown;
     this.list.replaceChildren(...notes.map((note) => this.noteItem(note)));
     this.empty.hidden = notes.length > 0;
     this.total.textContent = total === 1 ? "1 note" : `${total} notes`;
