@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from svcrest import App
+from svcrest import App, StoreCollection
 from svcrest.auth.passwords import ScryptParams
 from svcrest.client import (
     AsyncRestProxy,
@@ -26,6 +26,7 @@ from svcrest.client import (
     RestProxy,
 )
 from svcrest.demo import register
+from tests.e2e.store_site import BOOKS_SCHEMA
 
 HOME = "http://notes.test"
 NOTES = f"{HOME}/svc-json/demo/v1/notes"
@@ -421,3 +422,40 @@ def test_aclose_ends_the_async_stream_without_another_request() -> None:
 
     asyncio.run(run())
     assert len(scripted.sent) == 1
+
+
+# -- a StoreCollection whose reads need a capability --------------------------------------------
+
+
+@pytest.fixture
+def shop(clock: Clock) -> Iterator[App]:
+    """A site with a `StoreCollection` of books that only editors may read and write."""
+    app = App(HOME, clock=clock)
+    app.register_controller(
+        StoreCollection("shop/v1", "books", BOOKS_SCHEMA, read="edit_posts", write="edit_posts")
+    )
+    app.users.password_params = ScryptParams(n=16, r=1, p=1)
+    app.users.create("ed", "pw", roles=("editor",))
+    yield app
+    app.store.close()
+
+
+@pytest.mark.parametrize("transport", ["wsgi", "asgi"], ids=["sync-wsgi", "async-asgi"])
+def test_a_collection_the_client_may_not_read_raises_401_then_follows_once_logged_in(
+    shop: App, transport: str
+) -> None:
+    url = f"{HOME}/svc-json/shop/v1/books"
+    if transport == "wsgi":
+        client = httpx.Client(transport=httpx.WSGITransport(app=shop.wsgi), base_url=HOME)
+        proxy: RestProxy | AsyncRestProxy = RestProxy(url, client=client)
+    else:
+        async_client = httpx.AsyncClient(transport=httpx.ASGITransport(app=shop), base_url=HOME)
+        proxy = AsyncRestProxy(url, client=async_client)
+    with pytest.raises(ProxyError) as raised:
+        take(proxy, 1, wait=1)
+    assert (raised.value.code, raised.value.status) == ("rest_forbidden", 401)
+    call(proxy, "login", "ed", "pw")
+    cursor = call(proxy, "changes_cursor")
+    [book] = call(proxy, "create", {"title": "Emma", "year": 1815})
+    [event] = take(proxy, 1, since=cursor, wait=1)
+    assert (event.event, event.data["id"], event.data["title"]) == ("created", book["id"], "Emma")
