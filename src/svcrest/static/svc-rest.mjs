@@ -1419,7 +1419,9 @@ async function followLongPoll(feed) {
  * the subscription's feed (`url`, `cursor`, `wait`, `signal`, `emit(change)`,
  * `failed(error)` → pause or null, `pause(seconds)`) and returns a promise settled when it
  * stops. "long-poll" works on every server (WSGI too); an "event-source" transport
- * (Server-Sent Events) can be added here when a site serves them.
+ * (Server-Sent Events) can be added here when a site serves them: `EventSource` sends no
+ * header of its own, so it would carry the nonce as `_wpnonce` in the URL (which the site
+ * reads as WordPress does) and resume with `Last-Event-ID`.
  */
 export const CHANGE_TRANSPORTS = Object.freeze({ "long-poll": followLongPoll });
 
