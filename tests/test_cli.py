@@ -54,6 +54,7 @@ DEMO_ROUTES = [
     "/demo/v1 GET",
     "/demo/v1/notes GET, POST",
     r"/demo/v1/notes/(?P<id>\d+) GET, PUT, PATCH, DELETE",
+    "/demo/v1/notes/changes GET",
     r"/demo/v1/users/(?P<id>\d+) GET",
 ]
 EXTRA_ROUTES = ["/extra/v1 GET", "/extra/v1/ping GET, POST"]
@@ -775,6 +776,7 @@ def test_serve_with_workers_uses_the_env_factory(
         "/demo/v1",
         "/demo/v1/notes",
         r"/demo/v1/notes/(?P<id>\d+)",
+        "/demo/v1/notes/changes",
         r"/demo/v1/users/(?P<id>\d+)",
         "/extra/v1",
         "/extra/v1/ping",

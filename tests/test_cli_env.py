@@ -39,6 +39,7 @@ DEMO_ROUTES = [
     "/demo/v1 GET",
     "/demo/v1/notes GET, POST",
     r"/demo/v1/notes/(?P<id>\d+) GET, PUT, PATCH, DELETE",
+    "/demo/v1/notes/changes GET",
     r"/demo/v1/users/(?P<id>\d+) GET",
 ]
 #: A plugin like the tutorial's: it opens the store (a migration) while it registers.

@@ -61,7 +61,7 @@ def test_node_tests_against_a_live_server(tmp_path: Path) -> None:
             report = _node_test("tests/js/live.test.mjs", env=env)
         except AssertionError as failure:
             raise AssertionError(f"{failure}\nserver log:\n{site.server_log()}") from None
-    assert "# pass 8\n" in report, report
+    assert "# pass 9\n" in report, report
     assert "# skipped 0\n" in report, report
 
 

@@ -54,7 +54,11 @@ def test_doing_it_wrong_is_a_user_warning() -> None:
 
 def test_client_names() -> None:
     assert sorted(svcrest.client.__all__) == [
+        "AsyncChangeStream",
         "AsyncRestProxy",
+        "ChangeEvent",
+        "ChangeStream",
+        "ChangesExpired",
         "Operation",
         "ProxyError",
         "RestProxy",

@@ -233,7 +233,10 @@ def test_screenshot_of_the_demo_page(site: Site, page: Page) -> None:
     assert len(saved) == len(SAMPLE_NOTES)
     page.reload()
     expect_page(page, "Page 1 of 2", [title for title, _ in reversed(SAMPLE_NOTES)][:3])
-    page.wait_for_load_state("networkidle")
+    # The page keeps a long-poll of the notes' changes open, so the network is never idle:
+    # wait for the load event and the fonts instead.
+    page.wait_for_load_state("load")
+    assert page.evaluate("document.fonts.ready.then(() => true)") is True
     path = ARTIFACTS / "demo.png"
     page.screenshot(path=path, full_page=True)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -256,7 +259,8 @@ def test_the_page_works_under_another_host_name(site: Site, page: Page) -> None:
 
     # Logged in (the login form checks the home's origin, so the session is made on
     # 127.0.0.1 and its cookie handed to localhost too), then write through the UI. Leaving
-    # a page may cancel its last loads (its favicon): only the localhost page's count.
+    # a page may cancel its last loads (its favicon, its long-poll of the notes' changes):
+    # only the localhost page's count.
     log_in(page, site)
     context = page.context
     for cookie in context.cookies(site.url):
@@ -270,4 +274,5 @@ def test_the_page_works_under_another_host_name(site: Site, page: Page) -> None:
     expect(page.locator("#notes-total")).to_have_text("1 note")
     assert api_titles(site) == ["Written on localhost"]
     assert errors == []
-    assert failed == []
+    # The page left keeps a long-poll of the notes' changes open, which leaving cancels.
+    assert [url for url in failed if not url.startswith(site.url + "/")] == []

@@ -20,8 +20,9 @@ pytestmark = pytest.mark.skipif(
     browser_skip_reason() is not None, reason=str(browser_skip_reason())
 )
 
-#: The demo's operations and the application-password routes', as Swagger UI lists them.
-OPERATIONS = 16
+#: The demo's operations (its notes' change feed included) and the application-password
+#: routes', as Swagger UI lists them.
+OPERATIONS = 17
 
 
 def watch(page: Page) -> tuple[list[str], list[str]]:
@@ -53,6 +54,7 @@ def test_the_docs_page_renders_offline(page: Page, site: Site) -> None:
         "/batch/v1",
         "/demo/v1",
         "/demo/v1/notes",
+        "/demo/v1/notes/changes",
         "/demo/v1/notes/{id}",
         "/demo/v1/users/{id}",
         "/svc/v2",

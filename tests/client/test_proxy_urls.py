@@ -33,7 +33,11 @@ def read(**fields: Any) -> Operation:
 
 def test_package_exports_exactly_the_contract_names() -> None:
     assert client_package.__all__ == [
+        "AsyncChangeStream",
         "AsyncRestProxy",
+        "ChangeEvent",
+        "ChangeStream",
+        "ChangesExpired",
         "Operation",
         "ProxyError",
         "RestProxy",

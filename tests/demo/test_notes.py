@@ -119,6 +119,7 @@ def test_routes_are_registered(app: App) -> None:
         "/demo/v1": ["GET"],
         "/demo/v1/notes": ["GET", "POST"],
         r"/demo/v1/notes/(?P<id>\d+)": ["GET", "PUT", "PATCH", "DELETE"],
+        "/demo/v1/notes/changes": ["GET"],
         r"/demo/v1/users/(?P<id>\d+)": ["GET"],
     }
 

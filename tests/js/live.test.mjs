@@ -280,3 +280,45 @@ describe("RestProxy against svcrest serve", { skip }, () => {
     assert.equal(mine.etags.size, 0);
   });
 });
+
+describe("RestClient.subscribe against svcrest serve", { skip }, () => {
+  test("follows the notes' changes with the session's nonce, in order, until unsubscribed", async () => {
+    const { client, jarFetch } = await editorClient();
+    const { proxy } = notesProxy(client);
+    const seen = [];
+    const failures = [];
+    const stop = client.subscribe("demo/v1/notes", (change) => seen.push(change), {
+      wait: 5,
+      onError: (error) => failures.push(error),
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // the first poll pins the start
+    const [note] = await proxy.create({ title: "Followed" });
+    await proxy.update({ id: note.id, title: "Followed, edited" });
+    const until = async (count) => {
+      const deadline = Date.now() + 10_000;
+      while (seen.length < count && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    await until(2);
+    await proxy.destroy({ id: note.id });
+    await until(3);
+    stop();
+    await stop.done;
+    assert.deepEqual(
+      seen.map((change) => [change.event, change.data.id]),
+      [
+        ["created", note.id],
+        ["updated", note.id],
+        ["deleted", note.id],
+      ],
+    );
+    assert.equal(seen[1].data.title, "Followed, edited");
+    assert.deepEqual(seen[2].data, { id: note.id });
+    assert.equal(new Set(seen.map((change) => change.id)).size, 3);
+    assert.equal(stop.cursor, seen.at(-1).id);
+    assert.deepEqual(failures, []);
+    const polls = jarFetch.calls.filter((call) => call.line.includes("/demo/v1/notes/changes"));
+    assert.ok(polls.length >= 1);
+    assert.equal(polls[0].line, `GET ${NOTES}/changes?wait=5`);
+    assert.ok(polls.every((call) => call.headers.get("X-SVC-Nonce") === client.nonce));
+  });
+});

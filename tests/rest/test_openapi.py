@@ -121,6 +121,7 @@ def test_every_shown_route_and_method_is_an_operation_with_a_stable_id(demo: App
         ("/demo/v1/notes/{id}", "put", "put_demo_v1_notes_id"),
         ("/demo/v1/notes/{id}", "patch", "patch_demo_v1_notes_id"),
         ("/demo/v1/notes/{id}", "delete", "delete_demo_v1_notes_id"),
+        ("/demo/v1/notes/changes", "get", "get_demo_v1_notes_changes"),
         ("/demo/v1/users/{id}", "get", "get_demo_v1_users_id"),
     ]
     assert operations(demo.openapi()) == operations(demo.openapi())
@@ -438,6 +439,7 @@ def test_every_documented_4xx_refers_to_the_shared_error(demo: App) -> None:
         "put_demo_v1_notes_id": {"400", "401", "403", "404", "412", "4XX"},
         "patch_demo_v1_notes_id": {"400", "401", "403", "404", "412", "4XX"},
         "delete_demo_v1_notes_id": {"401", "403", "404", "412", "4XX"},
+        "get_demo_v1_notes_changes": {"400", "4XX"},
         "get_demo_v1_users_id": {"404", "4XX"},
     }
     assert document["components"]["schemas"]["Error"]["required"] == ["code", "message", "data"]
@@ -485,6 +487,7 @@ def test_only_operations_that_may_need_a_login_carry_security(demo: App) -> None
         "put_demo_v1_notes_id": "default",
         "patch_demo_v1_notes_id": "default",
         "delete_demo_v1_notes_id": "default",
+        "get_demo_v1_notes_changes": [],
         "get_demo_v1_users_id": [],
     }
 

@@ -9,6 +9,11 @@ import {
   IDEMPOTENCY_HEADER,
   TIMEOUT_CODE,
   nextLink,
+  subscribe,
+  CHANGE_TRANSPORTS,
+  CHANGES_EXPIRED_CODE,
+  type ChangeEvent,
+  type Unsubscribe,
   type Operation,
   type ResultSet,
   type SyncResult,
@@ -75,5 +80,34 @@ export async function usage(): Promise<number> {
   new RestProxy("/x", { maxRetries: "2" });
   // @ts-expect-error idempotencyKeys is a boolean
   new RestProxy("/x", { idempotencyKeys: "on" });
+  const titles: string[] = [];
+  const stop: Unsubscribe = api.subscribe<Note>(
+    "demo/v1/notes",
+    (change: ChangeEvent<Note>) => {
+      if (change.event !== "deleted") titles.push(change.data.title);
+    },
+    {
+      since: null,
+      wait: 25,
+      transport: "long-poll",
+      maxDelay: 5,
+      onError: (error, { retrying, delay }) => {
+        if (!retrying && error instanceof ProxyError && error.code === CHANGES_EXPIRED_CODE) titles.length = 0;
+        count += delay ?? 0;
+      },
+    },
+  );
+  const cursor: string | null = stop.cursor;
+  stop();
+  await stop.done;
+  const other = subscribe("demo/v1/notes", (change) => titles.push(change.id), { client: api });
+  other();
+  count += Object.keys(CHANGE_TRANSPORTS).length + (cursor ?? "").length;
+  // @ts-expect-error onEvent is a function
+  api.subscribe("demo/v1/notes", "log");
+  // @ts-expect-error wait is a number of seconds
+  api.subscribe("demo/v1/notes", () => {}, { wait: "30" });
+  // @ts-expect-error the cursor is read-only
+  stop.cursor = "x";
   return count + DEFAULT_MAX_RETRIES + IDEMPOTENCY_HEADER.length;
 }

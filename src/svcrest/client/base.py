@@ -652,6 +652,34 @@ class BaseRestProxy(Generic[ClientT]):
         yield from self._destroy(list(destroy))
         return {"create": created, "update": updated}
 
+    # -- change feed ---------------------------------------------------------------------
+
+    def changes_url(self) -> str:
+        """The URL of the collection's change feed: the read URL (its ``api`` URL when set)
+        with ``/changes`` added to its path, its query string kept, its fragment dropped."""
+        path, query, _ = split_url(self.action_url("read"))
+        return join_url(path.rstrip("/") + "/changes", query, (), None)
+
+    def changes_request(self, since: str | None, wait: float) -> httpx.Request:
+        """The long-poll `httpx.Request` of the change feed (no network needed): ``GET
+        changes_url()`` with ``since`` (when not None) and ``wait`` (in seconds, as the
+        shortest decimal), the proxy's headers and nonce. Its read time-out is ``wait`` plus
+        ``timeout``, so a poll the server holds for ``wait`` seconds is not cut short."""
+        path, query, _ = split_url(self.changes_url())
+        params = [] if since is None else [("since", since)]
+        params.append(("wait", f"{wait:g}"))
+        request = self._json_request("GET", join_url(path, query, params, None), False, None)
+        if self.timeout is not None:
+            timeout = httpx.Timeout(self.timeout, read=self.timeout + wait)
+            request.extensions["timeout"] = timeout.as_dict()
+        return request
+
+    def _poll_changes(self, since: str | None, wait: float) -> Exchange[Any]:
+        """One long-poll of the change feed; its decoded answer (the nonce refreshed once
+        on ``rest_cookie_invalid_nonce``, as for any request)."""
+        response = yield from self._respond(lambda: self.changes_request(since, wait))
+        return _decode(response)
+
     # -- server batches ------------------------------------------------------------------
 
     def rest_root(self) -> str:

@@ -28,6 +28,14 @@ from svcrest.client.base import (
     Exchange,
     error_from_response,
 )
+from svcrest.client.changes import (
+    DEFAULT_MAX_DELAY,
+    DEFAULT_MAX_FAILURES,
+    DEFAULT_WAIT,
+    AsyncChangeStream,
+    ChangeStream,
+)
+from svcrest.client.errors import ProxyError
 from svcrest.client.operation import Operation
 from svcrest.client.results import PageTrail, ResultSet
 
@@ -199,6 +207,45 @@ class RestProxy(BaseRestProxy[httpx.Client]):
         """
         return self._run(self._logout(home))
 
+    def changes(
+        self,
+        since: str | None = None,
+        *,
+        wait: float = DEFAULT_WAIT,
+        max_delay: float = DEFAULT_MAX_DELAY,
+        max_failures: int | None = DEFAULT_MAX_FAILURES,
+    ) -> ChangeStream:
+        """Follow the collection's changes: an iterator of `ChangeEvent` objects over the
+        long-poll ``GET <url>/changes?since=<cursor>&wait=<seconds>`` (served by WSGI and
+        ASGI servers alike).
+
+        It starts after the cursor ``since``, else at the end of the change log when the
+        first step is taken (`changes_cursor` pins a start before reading the collection).
+        Each poll waits up to ``wait`` seconds (more than 0, at most 30) for a change. A
+        dropped connection, a time-out, a 429 or a 5xx answer is retried with the last
+        cursor after a jittered back-off (0.5 s doubling, at most ``max_delay`` seconds), so
+        no event is lost or repeated; after ``max_failures`` failed polls in a row (None:
+        never) the last failure is raised. A 410 raises `ChangesExpired`; any other error
+        answer (401 or 403 when the session ended or may not read the feed) raises
+        `ProxyError` at once. The stream's ``cursor`` says where to resume later.
+
+        The stream holds no connection between steps: ``break`` out of the loop, or call
+        its ``close``, to stop."""
+        return ChangeStream(
+            lambda cursor, seconds: self._run(self._poll_changes(cursor, seconds)),
+            since=since,
+            wait=wait,
+            max_delay=max_delay,
+            max_failures=max_failures,
+            report=lambda error: self._report(error, None),
+        )
+
+    def changes_cursor(self) -> str:
+        """The cursor of the end of the collection's change log now (one poll that does not
+        wait): read the collection after taking it, then follow ``changes(since=cursor)``
+        to miss no change made meanwhile. A 410 or other error answer raises `ProxyError`."""
+        return _end_cursor(self._run(self._reported(None, self._poll_changes(None, 0))))
+
     def close(self) -> None:
         """Close the client when the proxy created it."""
         if self.owns_client and self._client is not None:
@@ -311,6 +358,33 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         """End the session `login` started (see `RestProxy.logout`)."""
         return await self._run(self._logout(home))
 
+    def changes(
+        self,
+        since: str | None = None,
+        *,
+        wait: float = DEFAULT_WAIT,
+        max_delay: float = DEFAULT_MAX_DELAY,
+        max_failures: int | None = DEFAULT_MAX_FAILURES,
+    ) -> AsyncChangeStream:
+        """Follow the collection's changes with ``async for`` (see `RestProxy.changes`).
+        Cancelling the task awaiting a step cancels its request."""
+
+        async def poll(cursor: str | None, seconds: float) -> Any:
+            return await self._run(self._poll_changes(cursor, seconds))
+
+        return AsyncChangeStream(
+            poll,
+            since=since,
+            wait=wait,
+            max_delay=max_delay,
+            max_failures=max_failures,
+            report=lambda error: self._report(error, None),
+        )
+
+    async def changes_cursor(self) -> str:
+        """The cursor of the end of the change log now (see `RestProxy.changes_cursor`)."""
+        return _end_cursor(await self._run(self._reported(None, self._poll_changes(None, 0))))
+
     async def aclose(self) -> None:
         """Close the client when the proxy created it."""
         if self.owns_client and self._client is not None:
@@ -326,3 +400,13 @@ class AsyncRestProxy(BaseRestProxy[httpx.AsyncClient]):
         traceback: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _end_cursor(body: Any) -> str:
+    """The ``cursor`` of a long-poll answer."""
+    cursor = body.get("cursor") if isinstance(body, dict) else None
+    if not isinstance(cursor, str) or not cursor:
+        raise ProxyError(
+            "invalid_changes_response", "The answer is not a change feed's long-poll.", 200
+        )
+    return cursor

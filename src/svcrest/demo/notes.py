@@ -171,7 +171,8 @@ class NotesController(StoreCollection):
 
     def register_routes(self, app: RouteRegistrar) -> None:
         """``/demo/v1/notes`` (GET, POST), ``/demo/v1/notes/(?P<id>\\d+)`` (GET, PUT and
-        PATCH, DELETE; the ETag ``"<id>-<version>"``) and ``/demo/v1/users/(?P<id>\\d+)``."""
+        PATCH, DELETE; the ETag ``"<id>-<version>"``), ``/demo/v1/notes/changes`` and
+        ``/demo/v1/users/(?P<id>\\d+)``."""
         shared = {
             "schema": self.get_public_item_schema,
             "allow_batch": dict(self.allow_batch or {}),
@@ -223,6 +224,7 @@ class NotesController(StoreCollection):
                 **shared,
             },
         )
+        self.register_changes_route(app)
         app.register_rest_route(
             NAMESPACE,
             r"/users/(?P<id>\d+)",

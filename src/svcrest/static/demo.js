@@ -10,6 +10,12 @@
  * `readResult`: "Page X of Y" comes from its `totalPages` (the `X-SVC-TotalPages` header).
  * While a page loads, `#notes-loading` ("Loading notes…") shows and the list is `aria-busy`.
  *
+ * Live: the page follows the notes' change feed (`RestClient.subscribe`, long-polling
+ * `demo/v1/notes/changes`), so a note created, edited or deleted in another tab or by another
+ * user shows here within a second or so: the current page is read again (after the open edit
+ * form, if any, is saved or cancelled). A feed that expired (the tab slept past the site's
+ * retention) starts again from now.
+ *
  * A page that was logged in (it has `window.svcApiSettings`) and then gets a 401 or 403 has
  * lost its session (the cookie expired or was removed): it says "Your session ended — log in
  * again" with a link to the login page, instead of the server's "not allowed" message.
@@ -97,6 +103,11 @@ class NotesApp {
     this.page = intParam(params, "page", 1, Number.MAX_SAFE_INTEGER);
     this.totalPages = 0;
     this.loads = 0;
+    this.route = root.dataset.route;
+    this.unsubscribe = null;
+    this.stale = false;
+    this.reloadTimer = null;
+    this.shown = "";
     this.list = /** @type {HTMLOListElement} */ (document.getElementById("notes-list"));
     this.empty = document.getElementById("notes-empty");
     this.total = document.getElementById("notes-total");
@@ -122,7 +133,42 @@ class NotesApp {
       url.searchParams.set("redirect_to", window.location.href);
       login.href = url.href;
     }
+    this.follow();
     return this.load();
+  }
+
+  /** Follow the notes' changes from now on: each one makes the page read its notes again. */
+  follow() {
+    this.unsubscribe = this.client.subscribe(this.route, () => this.changed(), {
+      onError: (error, { retrying }) => {
+        if (retrying) return;
+        if (error instanceof ProxyError && error.code === "rest_changes_expired") {
+          this.follow(); // changes were missed: start again from now, and read the page
+          this.changed();
+        }
+      },
+    });
+  }
+
+  /** A note changed elsewhere: read the page again soon (once for a burst of changes), or
+   * after the open edit form is done with. */
+  changed() {
+    if (this.list.querySelector("form.edit")) {
+      this.stale = true;
+      return;
+    }
+    if (this.reloadTimer !== null) return;
+    this.reloadTimer = setTimeout(() => {
+      this.reloadTimer = null;
+      this.load({ quiet: true });
+    }, 50);
+  }
+
+  /** The edit form closed: catch up with changes made meanwhile. */
+  editDone() {
+    if (!this.stale) return;
+    this.stale = false;
+    this.changed();
   }
 
   /**
@@ -192,10 +238,13 @@ class NotesApp {
     window.history.replaceState(null, "", url.href);
   }
 
-  /** Fetch and show the current page. */
-  async load() {
+  /**
+   * Fetch and show the current page.
+   * @param {{quiet?: boolean}} [options] `quiet`: no loading state (a live update).
+   */
+  async load({ quiet = false } = {}) {
     const ticket = ++this.loads;
-    this.setLoading(true);
+    if (!quiet) this.setLoading(true);
     let result;
     try {
       result = await this.proxy.readResult(undefined, { per_page: this.perPage, page: this.page });
@@ -227,6 +276,14 @@ class NotesApp {
    * @param {number} total
    */
   render(notes, total) {
+    // The page reads its notes again after each change, its own included: when nothing it
+    // shows changed, the cards (and a delete button armed on one) are left as they are.
+    const shown = JSON.stringify([this.page, this.perPage, total, this.totalPages, notes]);
+    if (shown === this.shown && this.list.childElementCount === notes.length) {
+      this.setLoading(false);
+      return;
+    }
+    this.shown = shown;
     this.list.replaceChildren(...notes.map((note) => this.noteItem(note)));
     this.empty.hidden = notes.length > 0;
     this.total.textContent = total === 1 ? "1 note" : `${total} notes`;
@@ -306,7 +363,10 @@ class NotesApp {
     const cancel = button("Cancel", "quiet");
     actions.append(save, cancel);
     form.append(titleLabel, contentLabel, actions);
-    cancel.addEventListener("click", () => this.showNote(item, note));
+    cancel.addEventListener("click", () => {
+      this.showNote(item, note);
+      this.editDone();
+    });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       save.disabled = true;
@@ -318,6 +378,7 @@ class NotesApp {
         });
         this.showNote(item, saved);
         this.say("Note saved.");
+        this.editDone();
       } catch (error) {
         save.disabled = false;
         this.fail("Could not save the note", error);

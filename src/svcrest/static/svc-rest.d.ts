@@ -188,6 +188,10 @@ export interface RequestOptions {
   maxRetryDelay?: number;
   /** A fresh `Idempotency-Key` on a write without one (default true). */
   idempotencyKeys?: boolean;
+  /** Cancels the request (the promise rejects with the signal's `AbortError`). */
+  signal?: AbortSignal | null;
+  /** The fetch's cache mode (default: the browser's). */
+  cache?: RequestCache | null;
 }
 
 /** The request `RestClient.retryDelay` decides about. */
@@ -344,4 +348,83 @@ export declare class RestClient {
   update<R>(proxy: RestProxy<R>, ...records: R[]): Promise<R[]>;
   destroy<R>(proxy: RestProxy<R>, ...records: R[]): Promise<void>;
   sync<R>(proxy: RestProxy<R>, changes?: SyncChanges<R>): Promise<SyncResult<R>>;
+  /** Follow the change feed of the collection at `path` (under the root): `onEvent` for each
+   * change, in order, each once; resumes with the last cursor after a broken connection or a
+   * 5xx; a 410, 401 or 403 ends it (told to `onError`). */
+  subscribe<T = any>(
+    path: string,
+    onEvent: (change: ChangeEvent<T>) => void,
+    options?: SubscribeOptions,
+  ): Unsubscribe;
 }
+
+/** The longest `wait` of a change feed's long-poll, in seconds. */
+export declare const MAX_CHANGES_WAIT: 30;
+/** The `wait` each long-poll asks for by default. */
+export declare const DEFAULT_CHANGES_WAIT: 30;
+/** The error code of a cursor older than the changes a site keeps (410). */
+export declare const CHANGES_EXPIRED_CODE: "rest_changes_expired";
+
+/** One change of a collection. */
+export interface ChangeEvent<T = any> {
+  /** The cursor just after this change. */
+  id: string;
+  event: "created" | "updated" | "deleted";
+  /** The item as a GET of the collection shows it (`{id}` for a deletion). */
+  data: T;
+}
+
+/** What a transport gets from `subscribe`. */
+export interface ChangeFeed {
+  readonly client: RestClient;
+  readonly url: string;
+  cursor: string | null;
+  readonly wait: number;
+  readonly timeout: number | null;
+  readonly headers: Readonly<Record<string, string>> | null;
+  readonly signal: AbortSignal;
+  emit(change: ChangeEvent): void;
+  /** Tells `onError`; the pause in seconds before trying again, or null to stop. */
+  failed(error: unknown): number | null;
+  pause(seconds: number): Promise<unknown>;
+}
+
+/** A way of following a feed: settles when it stops. */
+export type ChangeTransport = (feed: ChangeFeed) => Promise<void>;
+
+/** The transports `subscribe` can use, by name ("long-poll" today). */
+export declare const CHANGE_TRANSPORTS: Readonly<Record<string, ChangeTransport>>;
+
+/** The options of `subscribe`. */
+export interface SubscribeOptions {
+  /** Start after this cursor (default: the end of the change log). */
+  since?: string | null;
+  /** Seconds each long-poll waits for a change (0 < wait <= 30; default 30). */
+  wait?: number;
+  /** A key of `CHANGE_TRANSPORTS` (default "long-poll"). */
+  transport?: string;
+  /** The longest pause in seconds before trying again (default 30). */
+  maxDelay?: number;
+  /** Seconds an answer may take beyond `wait` (null: forever; default 30). */
+  timeout?: number | null;
+  headers?: Readonly<Record<string, string>> | null;
+  onError?: (error: unknown, state: { retrying: boolean; delay?: number }) => void;
+}
+
+/** Stops a subscription (an open request is aborted). */
+export interface Unsubscribe {
+  (): void;
+  /** Where the subscription would resume. */
+  readonly cursor: string | null;
+  /** Settled when the subscription has ended. */
+  readonly done: Promise<void>;
+}
+
+/** The feed URL of a collection URL (`/changes` added to its path). */
+export declare function changesUrl(collectionUrl: string): string;
+/** `RestClient.subscribe` with `client` (default: a new `RestClient`). */
+export declare function subscribe<T = any>(
+  path: string,
+  onEvent: (change: ChangeEvent<T>) => void,
+  options?: SubscribeOptions & { client?: RestClient },
+): Unsubscribe;

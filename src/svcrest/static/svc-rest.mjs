@@ -1041,6 +1041,8 @@ export class RestClient {
       maxRetries = DEFAULT_MAX_RETRIES,
       maxRetryDelay = DEFAULT_MAX_RETRY_DELAY,
       idempotencyKeys = true,
+      signal = null,
+      cache = null,
     } = options;
     checkRetryOptions(maxRetries, maxRetryDelay);
     const verb = method.toUpperCase();
@@ -1055,7 +1057,7 @@ export class RestClient {
       let answer = null;
       let delay;
       try {
-        answer = await this.#fetch(verb, url, payload, sentHeaders, timeout);
+        answer = await this.#fetch(verb, url, payload, sentHeaders, timeout, { signal, cache });
       } catch (error) {
         // fetch rejects with a TypeError when the connection fails (no answer).
         if (!(error instanceof TypeError)) throw error;
@@ -1070,8 +1072,12 @@ export class RestClient {
     }
   }
 
-  /** Send one request and read its JSON body, within `timeout` seconds when given. */
-  async #fetch(method, url, payload, headers, timeout) {
+  /**
+   * Send one request and read its JSON body, within `timeout` seconds when given; `signal`
+   * (an AbortSignal) cancels it (the fetch rejects with its `AbortError`); `cache` is the
+   * fetch's cache mode when given.
+   */
+  async #fetch(method, url, payload, headers, timeout, { signal = null, cache = null } = {}) {
     const sentHeaders = { Accept: "application/json", ...headers };
     if (this.nonce) sentHeaders[NONCE_HEADER] = this.nonce;
     let sent = method;
@@ -1080,6 +1086,7 @@ export class RestClient {
       sent = "POST";
     }
     const init = { method: sent, headers: sentHeaders, credentials: this.credentials };
+    if (cache) init.cache = cache;
     if (payload !== undefined) {
       sentHeaders["Content-Type"] = "application/json";
       init.body = payload;
@@ -1087,6 +1094,7 @@ export class RestClient {
     const controller = isNil(timeout) ? null : new AbortController();
     if (controller) init.signal = controller.signal;
     const timer = controller ? setTimeout(() => controller.abort(), timeout * 1000) : null;
+    if (signal) init.signal = controller ? AbortSignal.any([signal, controller.signal]) : signal;
     try {
       const fetchImpl = this.fetchImpl ?? globalThis.fetch;
       const response = await fetchImpl(url, init);
@@ -1094,7 +1102,7 @@ export class RestClient {
       if (fresh) this.nonce = fresh;
       return { response, data: await readJson(response) };
     } catch (error) {
-      if (controller?.signal.aborted) {
+      if (controller?.signal.aborted && !signal?.aborted) {
         throw new ProxyError(TIMEOUT_CODE, `No answer within ${timeout} seconds.`, 0, null, { cause: error });
       }
       throw error;
@@ -1129,12 +1137,15 @@ export class RestClient {
    * @param {string} method
    * @param {string} url
    * @param {{body?: *, headers?: Object<string, string>, timeout?: number|null,
-   *   maxRetries?: number, maxRetryDelay?: number, idempotencyKeys?: boolean}} [options]
+   *   maxRetries?: number, maxRetryDelay?: number, idempotencyKeys?: boolean,
+   *   signal?: AbortSignal|null, cache?: RequestCache|null}} [options]
    *   `body` is sent as JSON when not undefined; `headers` go on the request (and on a nonce
    *   refresh); `timeout` is in seconds (a request without an answer in time throws
    *   {@link ProxyError} `timeout`, status 0, and is not retried); `maxRetries` (default 2),
    *   `maxRetryDelay` (seconds, default 30) and `idempotencyKeys` (default true) as the
-   *   {@link RestProxy} options of those names.
+   *   {@link RestProxy} options of those names; `signal` (an AbortSignal) cancels the
+   *   request (the promise rejects with the signal's `AbortError`); `cache` is the fetch's
+   *   cache mode (a `RequestCache` such as "no-store"; default: the browser's).
    * @returns {Promise<RestResponse>}
    */
   async request(
@@ -1147,9 +1158,11 @@ export class RestClient {
       maxRetries = DEFAULT_MAX_RETRIES,
       maxRetryDelay = DEFAULT_MAX_RETRY_DELAY,
       idempotencyKeys = true,
+      signal = null,
+      cache = null,
     } = {},
   ) {
-    const options = { headers, timeout, maxRetries, maxRetryDelay, idempotencyKeys };
+    const options = { headers, timeout, maxRetries, maxRetryDelay, idempotencyKeys, signal, cache };
     let { response, data } = await this.#send(method, url, body, options);
     if (response.status >= 400) {
       const error = errorFrom(response, data);
@@ -1245,6 +1258,83 @@ export class RestClient {
   }
 
   /**
+   * Follow the change feed of a collection: call `onEvent({id, event, data})` for each change
+   * (`event` is "created", "updated" or "deleted"; `data` the item as a GET of the collection
+   * shows it, `{id}` for a deletion; `id` the cursor just after it), in order, each once.
+   *
+   * The feed is read with the `transport` (see {@link CHANGE_TRANSPORTS}; "long-poll", the
+   * default, is `GET <root><path>/changes?since=<cursor>&wait=<seconds>` with the nonce and
+   * cookies of every request). It starts after `since`, else at the end of the change log. A
+   * broken connection, a time-out, a 429 or a 5xx answer is retried with the last cursor
+   * after a jittered back-off (0.5 s doubling, at most `maxDelay` seconds), so no change is
+   * lost or repeated; each failure is told to `onError(error, {retrying: true, delay})`. A
+   * 410 `rest_changes_expired` (the cursor is older than the changes the site keeps: read
+   * the collection again), a 401 or 403 (the session ended), any other error answer, or an
+   * error thrown by `onEvent` ends the subscription and is told to
+   * `onError(error, {retrying: false})`.
+   * @param {string} path The collection's route under the root, e.g. "demo/v1/notes".
+   * @param {(change: ChangeEvent) => void} onEvent
+   * @param {SubscribeOptions} [options]
+   * @returns {Unsubscribe} Call it to stop (an open request is aborted); its `cursor` is where
+   *   the subscription would resume, its `done` a promise settled when it has ended.
+   */
+  subscribe(path, onEvent, options = {}) {
+    if (typeof onEvent !== "function") throw new TypeError("onEvent is a function");
+    const {
+      since = null,
+      wait = DEFAULT_CHANGES_WAIT,
+      transport = "long-poll",
+      maxDelay = DEFAULT_MAX_RETRY_DELAY,
+      timeout = DEFAULT_TIMEOUT,
+      headers = null,
+      onError = null,
+    } = options;
+    const follow = CHANGE_TRANSPORTS[transport];
+    if (!Object.hasOwn(CHANGE_TRANSPORTS, transport) || typeof follow !== "function") {
+      throw new TypeError(`unknown transport ${JSON.stringify(transport)}: one of ${Object.keys(CHANGE_TRANSPORTS).join(", ")}`);
+    }
+    if (typeof wait !== "number" || !(wait > 0 && wait <= MAX_CHANGES_WAIT)) {
+      throw new TypeError(`wait is seconds > 0 and <= ${MAX_CHANGES_WAIT}, got ${String(wait)}`);
+    }
+    if (typeof maxDelay !== "number" || !(maxDelay >= 0)) {
+      throw new TypeError(`maxDelay is seconds >= 0, got ${String(maxDelay)}`);
+    }
+    const controller = new AbortController();
+    const feed = {
+      client: this,
+      url: changesUrl(joinRoute(this.root, path)),
+      cursor: since,
+      wait,
+      timeout,
+      headers,
+      signal: controller.signal,
+      emit: onEvent,
+      failures: 0,
+      /** Tell onError of a failure; the pause before trying again, or null to stop. */
+      failed(error) {
+        this.failures += 1;
+        const retrying = !this.signal.aborted && isTransient(error);
+        const delay = retrying
+          ? Math.min(0.5 * 2 ** (this.failures - 1), maxDelay) * (0.75 + Math.random() * 0.25)
+          : null;
+        if (onError) onError(error, retrying ? { retrying, delay } : { retrying });
+        return delay;
+      },
+      /** Wait `seconds` (cut short by the unsubscription). */
+      pause(seconds) {
+        return Promise.race([this.client.sleep(seconds), aborted(this.signal)]);
+      },
+    };
+    const done = follow(feed).catch((error) => {
+      if (!controller.signal.aborted && onError) onError(error, { retrying: false });
+    });
+    const unsubscribe = () => controller.abort();
+    Object.defineProperty(unsubscribe, "cursor", { get: () => feed.cursor });
+    unsubscribe.done = done;
+    return unsubscribe;
+  }
+
+  /**
    * Create, then update, then destroy; the first error stops and throws.
    * @param {RestProxy} proxy
    * @param {{create?: Array<*>, update?: Array<*>, destroy?: Array<*>}} changes
@@ -1257,3 +1347,114 @@ export class RestClient {
     return { create: created, update: updated };
   }
 }
+
+/** The longest `wait` of a change feed's long-poll, in seconds (the server's limit). */
+export const MAX_CHANGES_WAIT = 30;
+/** The `wait` each long-poll of {@link RestClient#subscribe} asks for, by default. */
+export const DEFAULT_CHANGES_WAIT = 30;
+/** The error code of a cursor older than the changes a site keeps. */
+export const CHANGES_EXPIRED_CODE = "rest_changes_expired";
+
+/** The feed URL of a collection URL: `/changes` added to its path, its query kept. */
+export function changesUrl(collectionUrl) {
+  const [path, query] = splitUrl(collectionUrl);
+  return joinUrl(`${path.replace(/\/+$/, "")}/changes`, query, [], null);
+}
+
+/** Whether a failed poll is tried again: no answer (fetch's TypeError), a time-out, 429, 5xx. */
+function isTransient(error) {
+  if (error instanceof ProxyError) return error.status === 0 || error.status === 429 || error.status >= 500;
+  return error instanceof TypeError;
+}
+
+/** A promise that settles (undefined) when `signal` aborts. */
+function aborted(signal) {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve(undefined);
+    else signal.addEventListener("abort", () => resolve(undefined), { once: true });
+  });
+}
+
+/** The long-poll transport: `GET <feed>?since=<cursor>&wait=<s>` again and again. */
+async function followLongPoll(feed) {
+  while (!feed.signal.aborted) {
+    const params = feed.cursor === null ? [] : [["since", feed.cursor]];
+    params.push(["wait", String(feed.wait)]);
+    const [path, query] = splitUrl(feed.url);
+    let answer;
+    try {
+      answer = await feed.client.request("GET", joinUrl(path, query, params, null), {
+        headers: feed.headers,
+        timeout: feed.timeout === null ? null : feed.wait + feed.timeout,
+        maxRetries: 0,
+        signal: feed.signal,
+        // Not "default": Chromium lets one request of a URL at a time into its cache, so two
+        // tabs polling the same feed would wait for each other.
+        cache: "no-store",
+      });
+    } catch (error) {
+      if (feed.signal.aborted) return;
+      const delay = feed.failed(error);
+      if (delay === null) return;
+      await feed.pause(delay);
+      continue;
+    }
+    feed.failures = 0;
+    const { changes, cursor } = answer.data ?? {};
+    if (!Array.isArray(changes) || typeof cursor !== "string" || !cursor || changes.some((entry) => typeof entry?.id !== "string")) {
+      feed.failed(new ProxyError("invalid_changes_response", "The answer is not a change feed's long-poll.", answer.status));
+      return;
+    }
+    for (const { id, event, data } of changes) {
+      if (feed.signal.aborted) return;
+      feed.cursor = id;
+      feed.emit({ id, event, data });
+    }
+    if (changes.length === 0) feed.cursor = cursor;
+  }
+}
+
+/**
+ * The transports {@link RestClient#subscribe} can follow a feed with, by name. Each takes
+ * the subscription's feed (`url`, `cursor`, `wait`, `signal`, `emit(change)`,
+ * `failed(error)` → pause or null, `pause(seconds)`) and returns a promise settled when it
+ * stops. "long-poll" works on every server (WSGI too); an "event-source" transport
+ * (Server-Sent Events) can be added here when a site serves them: `EventSource` sends no
+ * header of its own, so it would carry the nonce as `_wpnonce` in the URL (which the site
+ * reads as WordPress does) and resume with `Last-Event-ID`.
+ */
+export const CHANGE_TRANSPORTS = Object.freeze({ "long-poll": followLongPoll });
+
+/**
+ * Follow a collection's change feed with `client` (default: a new {@link RestClient} from
+ * `window.svcApiSettings`); see {@link RestClient#subscribe}.
+ * @param {string} path
+ * @param {(change: ChangeEvent) => void} onEvent
+ * @param {SubscribeOptions & {client?: RestClient}} [options]
+ * @returns {Unsubscribe}
+ */
+export function subscribe(path, onEvent, { client = null, ...options } = {}) {
+  return (client ?? new RestClient()).subscribe(path, onEvent, options);
+}
+
+/**
+ * @typedef {object} ChangeEvent
+ * @property {string} id The cursor just after this change.
+ * @property {string} event "created", "updated" or "deleted".
+ * @property {*} data The item as a GET of the collection shows it (`{id}` for a deletion).
+ */
+
+/**
+ * @typedef {object} SubscribeOptions
+ * @property {string|null} [since] Start after this cursor (default: the end of the log).
+ * @property {number} [wait=30] Seconds each long-poll waits for a change (0 < wait <= 30).
+ * @property {string} [transport="long-poll"] A key of {@link CHANGE_TRANSPORTS}.
+ * @property {number} [maxDelay=30] The longest pause in seconds before trying again.
+ * @property {number|null} [timeout=30] Seconds an answer may take beyond `wait` (null: forever).
+ * @property {Object<string, string>} [headers] Sent with every poll.
+ * @property {(error: *, state: {retrying: boolean, delay?: number}) => void} [onError]
+ */
+
+/**
+ * @typedef {(() => void) & {readonly cursor: string|null, done: Promise<void>}} Unsubscribe
+ */

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import copy
 import re
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast
 from urllib.parse import parse_qsl, urlencode
@@ -57,6 +56,7 @@ from svcrest.rest.resources.context_filter import (
     rest_is_field_included,
 )
 from svcrest.rest.resources.controller import ControllerHost, RestController, RouteRegistrar
+from svcrest.rest.routing.definitions import public
 from svcrest.store.base import Step, Store
 from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
 from svcrest.store.changes import Change
@@ -110,6 +110,11 @@ class StoreHost(ControllerHost, Protocol):
     @property
     def secret_key(self) -> bytes:
         """The site's secret key (signs cursors)."""
+        ...
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The site's clock (Unix time)."""
         ...
 
 
@@ -235,7 +240,8 @@ class StoreCollection(RestController):
     ``Location``; create and update answer in the ``edit`` context; DELETE answers
     ``{"deleted": true, "previous": item}``.
 
-    ``clock``: Unix time, of the change log's records and cursors (tests inject one).
+    ``clock``: Unix time, of the change log's records and cursors; the bound site's
+    ``clock`` when None (tests inject one into the App).
     ``steps``: schema steps run before the table is made or checked (``Store.migrate``'s,
     the table's name as the component), to adopt a table made earlier by hand (rename its
     version column to ``version``, convert stored values). ``wordpress_dates``:
@@ -273,11 +279,12 @@ class StoreCollection(RestController):
         sortable: Iterable[str] = (),
         filterable: Iterable[str] = (),
         cursor: bool = False,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] | None = None,
         steps: Sequence[Step] = (),
         wordpress_dates: bool = False,
     ) -> None:
         super().__init__()
+        self._clock = clock
         if not isinstance(namespace, str) or not namespace.strip("/"):
             raise ValueError("namespace must be a non-empty string such as 'shop/v1'")
         if not isinstance(rest_base, str) or not rest_base.strip("/"):
@@ -320,7 +327,7 @@ class StoreCollection(RestController):
             filterable=filterable,
             searchable=searchable,
             secret=self._secret,
-            clock=clock,
+            clock=self._now,
             steps=steps,
             wordpress_dates=wordpress_dates,
         )
@@ -328,7 +335,7 @@ class StoreCollection(RestController):
             lambda: self.table.store,  # the table and the change log made first
             self.table.object_type,
             retention=self._retention,
-            clock=clock,
+            clock=self._now,
         )
         self._prepare_hook = f"rest_prepare_{self.table.object_type}"
 
@@ -339,6 +346,9 @@ class StoreCollection(RestController):
 
     def _store(self) -> Store:
         return self._host().store
+
+    def _now(self) -> float:
+        return self._clock() if self._clock is not None else self._host().clock()
 
     def _secret(self) -> bytes:
         return self._host().secret_key
@@ -357,13 +367,22 @@ class StoreCollection(RestController):
         block (the store's write lock), creations honour ``Idempotency-Key``; PUT, PATCH and
         DELETE check ``If-Match`` against the item's version."""
         super().register_routes(_StoreRoutes(app, self.item_version))
+        self.register_changes_route(app)
+
+    def register_changes_route(self, app: RouteRegistrar) -> None:
+        """Register ``GET /<rest_base>/changes`` (:meth:`get_changes`), read by those the
+        collection's listing lets in (anyone when ``read`` is None); a subclass that
+        registers its own routes calls it."""
         app.register_rest_route(
             self.namespace,
             f"/{self.rest_base}/changes",
             {
                 "methods": "GET",
                 "callback": self.get_changes,
-                "permission_callback": self.get_items_permissions_check,
+                # A public collection's feed is public (and documented so: no 401/403).
+                "permission_callback": (
+                    public if self.read is None else self.get_items_permissions_check
+                ),
                 "args": copy.deepcopy(FEED_ARGS),
             },
         )
