@@ -97,12 +97,24 @@ def _answer_type(accept: str | None) -> str | None:
 
 
 def _read_accept(accept: str) -> str | None:
-    kinds = q_weights(accept).keys()  # the media ranges named (weights not weighed yet)
-    if kinds & {_JSON_TYPE, "application/*", "*/*"}:
+    weights = q_weights(accept)
+    if _weight(weights, _JSON_TYPE) > 0.0:
         return _JSON_TYPE
-    if _SSE_TYPE in kinds or "text/*" in kinds:
+    if _weight(weights, _SSE_TYPE) > 0.0:
         return _SSE_TYPE
     return None
+
+
+def _weight(weights: dict[str, float], media_type: str) -> float:
+    """The weight of ``media_type`` in an ``Accept`` list: the most specific range naming
+    it wins (RFC 9110 §12.5.1), so ``application/json;q=0, */*`` refuses JSON; 0 (not
+    acceptable) when no range names it."""
+    kind = media_type.split("/", 1)[0]
+    for media_range in (media_type, kind + "/*", "*/*"):
+        weight = weights.get(media_range)
+        if weight is not None:
+            return weight
+    return 0.0
 
 
 def _origin_of(url: str) -> str:
