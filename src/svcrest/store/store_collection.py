@@ -221,6 +221,9 @@ class StoreCollection(RestController):
     ``{"deleted": true, "previous": item}``.
 
     ``clock``: Unix time, of the change log's records and cursors (tests inject one).
+    ``mcp``: the five operations are MCP tools on a site serving MCP (``App(mcp=True)``),
+    each listed to the users its rule lets run it (a rule about one item is asked, for the
+    listing, with no item).
 
     Changes: ``/<rest_base>/changes`` (GET) long-polls the collection's change log
     (``?since=<cursor>&wait=<seconds, at most 30>``), answering ``{"changes": [...],
@@ -249,8 +252,10 @@ class StoreCollection(RestController):
         filterable: Iterable[str] = (),
         cursor: bool = False,
         clock: Callable[[], float] = time.time,
+        mcp: bool = False,
     ) -> None:
         super().__init__()
+        self.mcp = bool(mcp)
         if not isinstance(namespace, str) or not namespace.strip("/"):
             raise ValueError("namespace must be a non-empty string such as 'shop/v1'")
         if not isinstance(rest_base, str) or not rest_base.strip("/"):
@@ -623,6 +628,8 @@ class StoreCollection(RestController):
             return self.forbidden("rest_forbidden", request)
         if not callable(read) and not edit:
             return True
+        if request["id"] is None:  # no item named (an MCP tool listing asks so)
+            return self._may_read(request.user, None) or self.forbidden("rest_forbidden", request)
         item = self.table.get(request["id"])
         if item is None:
             return self.invalid_id()
@@ -697,6 +704,9 @@ class StoreCollection(RestController):
             if self._others is None:
                 return True
         code = "rest_cannot_delete" if deleting else "rest_cannot_edit"
+        if request["id"] is None:
+            # No item named (an MCP tool listing asks so): the rule asked with no item.
+            return self._may_write(request.user, None) or self.forbidden(code, request)
         item = self.table.get(request["id"])
         if item is None:
             return self.invalid_id()

@@ -1,5 +1,5 @@
 """The site's MCP tools: its abilities shown in REST, and the routes whose handler says
-``"mcp": True``.
+``"mcp": True`` (or names the one method of it that is a tool: ``"mcp": "PUT"``).
 
 An ability's tool is named after it with ``/`` replaced by ``-``; its input schema is the
 ability's (a schema of another type than ``object`` is offered as the ``input`` property of
@@ -300,8 +300,19 @@ def _output_schema(operation: Mapping[str, Any], components: Mapping[str, Any]) 
     for status, answer in operation.get("responses", {}).items():
         if status.startswith("2"):
             schema = answer.get("content", {}).get("application/json", {}).get("schema")
-            return _resolve(schema, components) if schema else None
+            return _optional(_resolve(schema, components)) if schema else None
     return None
+
+
+def _optional(schema: Any) -> Any:
+    """``schema`` without ``required`` anywhere: an answer holds the fields of its
+    ``context`` and ``_fields`` only, and a client checks what it gets against the output
+    schema (the MCP SDKs do, and refuse the result when it does not hold)."""
+    if isinstance(schema, list):
+        return [_optional(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {key: _optional(value) for key, value in schema.items() if key != "required"}
 
 
 def _first_handler(handlers: list[Handler], method: str) -> Handler | None:
@@ -342,6 +353,13 @@ def _route_tool(
     return tool
 
 
+def _marked(marker: Any, method: str) -> bool:
+    """Whether a handler's ``"mcp"`` marks its ``method`` as a tool: True marks each of
+    its methods, a method name only that one (a controller's update handler takes POST,
+    PUT and PATCH, and is one tool)."""
+    return marker is True or (isinstance(marker, str) and marker.upper() == method)
+
+
 def route_tools(server: RestServer, settings: SiteSettings) -> dict[str, Tool]:
     """The tools of the routes whose handler says ``"mcp": True``, by name."""
     document = build_openapi(server, settings)
@@ -355,7 +373,7 @@ def route_tools(server: RestServer, settings: SiteSettings) -> dict[str, Tool]:
             if method not in _ANNOTATIONS_BY_METHOD or not isinstance(operation, dict):
                 continue
             handler = _first_handler(routes.get(route, []), method)
-            if handler is None or handler.get("mcp") is not True:
+            if handler is None or not _marked(handler.get("mcp"), method):
                 continue
             tool = _route_tool(route, method, handler, operation, components)
             if tool is not None:
