@@ -606,6 +606,24 @@ def test_an_unknown_tool_is_invalid_params(mcp: Mcp) -> None:
     )
 
 
+def test_a_tool_comes_and_goes_with_its_ability(mcp: Mcp) -> None:
+    assert mcp.call("site-info", {}) == text_result({"name": "svcrest"})
+    mcp.app.unregister_ability("site/info")
+    assert mcp.rpc("tools/call", {"name": "site-info", "arguments": {}}) == error(
+        7, -32602, "Unknown tool: site-info"
+    )
+    mcp.app.register_ability(
+        "site/info",
+        label="Site information",
+        description="The site's name, again.",
+        category="site",
+        execute_callback=lambda: {"name": "again"},
+        permission_callback=svcrest.public,
+        annotations={"readonly": True},
+    )
+    assert mcp.call("site-info", {}) == text_result({"name": "again"})
+
+
 def test_a_call_runs_through_the_routes_rate_limit(mcp: Mcp) -> None:
     mcp.app.register_rest_route(
         "mcpdemo/v1",
