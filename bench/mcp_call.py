@@ -14,10 +14,11 @@ only ever slows a round down):
 - ``REST GET of the run route``: ``GET /svc-json/svc-abilities/v1/abilities/bench/site-name/run``
   (what ``tools/call`` dispatches internally);
 - ``MCP tools/call``: ``POST /mcp`` with ``{"method": "tools/call", "params": {"name":
-  "bench-site-name", "arguments": {}}}`` and a session id.
-
+  "bench-site-name", "arguments": {}}}`` and a session id;
 - ``MCP ping``: ``POST /mcp`` with ``ping``: the transport alone (a POST with a body read,
-  the JSON-RPC message, authentication, the session).
+  the JSON-RPC message, authentication, the session);
+- ``internal GET`` and ``internal GET of the run route``: ``app.rest_do_request_async`` of
+  the plain route and of the run route, without HTTP (what a ``tools/call`` dispatches).
 
 The goal is ``tools/call`` ≤ 1.5 times the plain GET; both ratios are printed, to the plain GET
 and to the REST GET of the ability's own run route (exit 1 past the goal with ``--check``).
@@ -155,7 +156,7 @@ def best_of(run: Callable[[int], Any], rounds: int, calls: int, loop: Any) -> fl
 
 
 def make_cases(app: Any, loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
-    """The four cases of one site, by name."""
+    """The cases of one site, by name."""
     session = session_of(app, loop)
     call = json.dumps(
         {
@@ -175,12 +176,44 @@ def make_cases(app: Any, loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
         (b"content-length", str(len(call)).encode()),
     ]
     return {
+        **core_cases(app, mcp_headers, call, ping, ping_length),
+        **internal_cases(app),
+    }
+
+
+def core_cases(
+    app: Any, mcp_headers: list[tuple[bytes, bytes]], call: bytes, ping: bytes, ping_length: Any
+) -> dict[str, Any]:
+    """The four cases over ASGI."""
+    return {
         "REST GET": case(app, "GET", "/svc-json/bench/v1/name", []),
         "REST GET of the run route": case(
             app, "GET", "/svc-json/svc-abilities/v1/abilities/bench/site-name/run", []
         ),
         "MCP tools/call": case(app, "POST", "/mcp", mcp_headers, call),
         "MCP ping": case(app, "POST", "/mcp", [*mcp_headers[:-1], ping_length], ping),
+    }
+
+
+def internal_cases(app: Any) -> dict[str, Any]:
+    """Internal dispatch alone (``app.rest_do_request_async``, no HTTP): of the plain route,
+    and of the run route as ``tools/call`` dispatches it (what the call adds to a ping)."""
+    from svcrest import Request
+
+    def internal(route: str) -> tuple[Callable[[int], Any], list[bytes]]:
+        async def run(n: int) -> None:
+            for _ in range(n):
+                response = await app.rest_do_request_async(Request("GET", route))
+                if response.status != 200:
+                    raise SystemExit(f"{route} answered {response.status}")
+
+        return run, []
+
+    return {
+        "internal GET": internal("/bench/v1/name"),
+        "internal GET of the run route": internal(
+            "/svc-abilities/v1/abilities/bench/site-name/run"
+        ),
     }
 
 
