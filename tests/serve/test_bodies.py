@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -431,7 +432,15 @@ def _parts(*chunks: bytes) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize(
-    "how", ["at-once", "after-waiting", "in-parts", "in-parts-after-waiting", "a-future"]
+    "how",
+    [
+        "at-once",
+        "after-waiting",
+        "in-parts",
+        "in-parts-after-waiting",
+        "a-future",
+        "in-parts-as-mappings",
+    ],
 )
 def test_asgi_a_body_is_read_whole_however_the_server_hands_it_over(
     app: tuple[App, list[Any]], how: str
@@ -445,10 +454,11 @@ def test_asgi_a_body_is_read_whole_however_the_server_hands_it_over(
         else _parts(BODY[:5], BODY[5:20], BODY[20:])
     )
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> Any:
         if "waiting" in how:
             await asyncio.sleep(0)
-        return messages.pop(0)
+        message = messages.pop(0)
+        return MappingProxyType(message) if "mappings" in how else message
 
     def future() -> Any:
         done = asyncio.get_running_loop().create_future()
