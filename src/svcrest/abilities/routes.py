@@ -338,14 +338,11 @@ class AbilitiesController:
         if invalid is not None:
             return _status(invalid, 400)
         user = request.user
-        if DISPATCH_USER.get() is user:  # PERF: internal dispatch (MCP) set it already
+        token = DISPATCH_USER.set(user)
+        try:
             verdict = ability.permission_verdict(input)
-        else:
-            token = DISPATCH_USER.set(user)
-            try:
-                verdict = ability.permission_verdict(input)
-            finally:
-                DISPATCH_USER.reset(token)
+        finally:
+            DISPATCH_USER.reset(token)
         if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
             return self._can_run_later(verdict, request, ability, input)
         return self._verdict(verdict, request, ability, input)
@@ -384,35 +381,28 @@ class AbilitiesController:
         if ability is None:
             return _not_found()
         input = self.run_input(request)
+        allowed = _ALLOWED_RUN.get()
         user = request.user
-        if DISPATCH_USER.get() is user:  # PERF: internal dispatch (MCP) set it already
-            result = self._run(request, ability, input, user)
-        else:
-            token = DISPATCH_USER.set(user)
-            try:
-                result = self._run(request, ability, input, user)
-            finally:
-                DISPATCH_USER.reset(token)
+        token = DISPATCH_USER.set(user)
+        try:
+            if (
+                allowed is not None
+                and allowed[0] is request
+                and allowed[1] is ability
+                and allowed[2] is ability.normalize_input(input)
+                and allowed[3] is user
+            ):
+                _ALLOWED_RUN.set(None)
+                # The input is checked again (cheap), as a hook may have changed it in place.
+                invalid = ability.validate_input(allowed[2])
+                result = invalid or ability.run_permitted(allowed[2])
+            else:
+                result = ability.execute_async(input)
+        finally:
+            DISPATCH_USER.reset(token)
         if type(result) is Pending:
             return _answer_later(result, user)
         return _answer(result)
-
-    @staticmethod
-    def _run(request: Request, ability: Ability, input: Any, user: Any) -> Any:
-        """The run of :meth:`run`, as ``user``."""
-        allowed = _ALLOWED_RUN.get()
-        if (
-            allowed is not None
-            and allowed[0] is request
-            and allowed[1] is ability
-            and allowed[2] is ability.normalize_input(input)
-            and allowed[3] is user
-        ):
-            _ALLOWED_RUN.set(None)
-            # The input is checked again (cheap), as a hook may have changed it in place.
-            invalid = ability.validate_input(allowed[2])
-            return invalid or ability.run_permitted(allowed[2])
-        return ability.execute_async(input)
 
     # -- registration -----------------------------------------------------------------------
 
