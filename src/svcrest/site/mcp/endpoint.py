@@ -74,7 +74,7 @@ class McpHost(SiteHost, ToolHost, Protocol):
 
 
 #: The first lines of a JSON answer and of an SSE one, and their wire form (PERF: encoded
-#: once, ~1,500 instructions an answer).
+#: once; with the lower-case look-ups, a ping 131,414 → ~123,500 instructions).
 _JSON_LINES: Final = (("Content-Type", _JSON_TYPE), ("Cache-Control", "no-store"))
 _SSE_LINES: Final = (("Content-Type", _SSE_TYPE), ("Cache-Control", "no-store"))
 _JSON_WIRE: Final = tuple(wire_lines(_JSON_LINES))
