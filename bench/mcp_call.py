@@ -14,13 +14,18 @@ only ever slows a round down):
 - ``REST GET of the run route``: ``GET /svc-json/svc-abilities/v1/abilities/bench/site-name/run``
   (what ``tools/call`` dispatches internally);
 - ``MCP tools/call``: ``POST /mcp`` with ``{"method": "tools/call", "params": {"name":
-  "bench-site-name", "arguments": {}}}`` and a session id.
-
+  "bench-site-name", "arguments": {}}}`` and a session id;
 - ``MCP ping``: ``POST /mcp`` with ``ping``: the transport alone (a POST with a body read,
-  the JSON-RPC message, authentication, the session).
+  the JSON-RPC message, authentication, the session);
+- ``internal GET`` and ``internal GET of the run route``: ``app.rest_do_request_async`` of
+  the plain route and of the run route, without HTTP (what a ``tools/call`` dispatches).
 
 The goal is ``tools/call`` ≤ 1.5 times the plain GET; both ratios are printed, to the plain GET
 and to the REST GET of the ability's own run route (exit 1 past the goal with ``--check``).
+
+``--instructions N`` counts instead the CPU instructions of each case with valgrind's
+callgrind (``callgrind.py``): a run of 200 warm-up requests and ``N`` more, less a run of
+the warm-up alone, divided by ``N``. Repeatable on a loaded machine, unlike the seconds.
 """
 
 from __future__ import annotations
@@ -28,11 +33,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
+import sys
 import time
 from collections.abc import Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from callgrind import collected
+
 GOAL = 1.5
+WARM_UP = 200
 HOST_HEADERS = [(b"host", b"127.0.0.1:8000"), (b"user-agent", b"bench")]
 
 
@@ -142,20 +155,8 @@ def best_of(run: Callable[[int], Any], rounds: int, calls: int, loop: Any) -> fl
     return min(timings) * 1e6
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--calls", type=int, default=3000)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--check", action="store_true", help=f"exit 1 past {GOAL}x")
-    options = parser.parse_args()
-    try:
-        import uvloop
-
-        loop = uvloop.new_event_loop()
-    except ImportError:
-        loop = asyncio.new_event_loop()
-    app = make_app()
+def make_cases(app: Any, loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
+    """The cases of one site, by name."""
     session = session_of(app, loop)
     call = json.dumps(
         {
@@ -174,7 +175,17 @@ def main() -> None:
         (b"mcp-protocol-version", b"2025-06-18"),
         (b"content-length", str(len(call)).encode()),
     ]
-    cases = {
+    return {
+        **core_cases(app, mcp_headers, call, ping, ping_length),
+        **internal_cases(app),
+    }
+
+
+def core_cases(
+    app: Any, mcp_headers: list[tuple[bytes, bytes]], call: bytes, ping: bytes, ping_length: Any
+) -> dict[str, Any]:
+    """The four cases over ASGI."""
+    return {
         "REST GET": case(app, "GET", "/svc-json/bench/v1/name", []),
         "REST GET of the run route": case(
             app, "GET", "/svc-json/svc-abilities/v1/abilities/bench/site-name/run", []
@@ -182,8 +193,94 @@ def main() -> None:
         "MCP tools/call": case(app, "POST", "/mcp", mcp_headers, call),
         "MCP ping": case(app, "POST", "/mcp", [*mcp_headers[:-1], ping_length], ping),
     }
+
+
+def internal_cases(app: Any) -> dict[str, Any]:
+    """Internal dispatch alone (``app.rest_do_request_async``, no HTTP): of the plain route,
+    and of the run route as ``tools/call`` dispatches it (what the call adds to a ping)."""
+    from svcrest import Request
+
+    def internal(route: str) -> tuple[Callable[[int], Any], list[bytes]]:
+        async def run(n: int) -> None:
+            for _ in range(n):
+                response = await app.rest_do_request_async(Request("GET", route))
+                if response.status != 200:
+                    raise SystemExit(f"{route} answered {response.status}")
+
+        return run, []
+
+    return {
+        "internal GET": internal("/bench/v1/name"),
+        "internal GET of the run route": internal(
+            "/svc-abilities/v1/abilities/bench/site-name/run"
+        ),
+    }
+
+
+def new_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+
+        return uvloop.new_event_loop()
+    except ImportError:
+        return asyncio.new_event_loop()
+
+
+def run_one(name: str, calls: int) -> None:
+    """Warm the case ``name`` up, then send ``calls`` more requests (what ``--instructions``
+    counts under callgrind)."""
+    loop = new_loop()
+    run, _ = make_cases(make_app(), loop)[name]
+    loop.run_until_complete(run(WARM_UP))
+    if calls:
+        loop.run_until_complete(run(calls))
+
+
+def count_instructions(requests: int) -> dict[str, float]:
+    """Instructions per request of every case."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind")
+    names = list(make_cases(make_app(), new_loop()))
+
+    def counted(name: str, calls: int) -> int:
+        return collected([__file__, "--one", name, "--calls", str(calls)])
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        warm = list(pool.map(lambda name: counted(name, 0), names))
+        full = list(pool.map(lambda name: counted(name, requests), names))
+    return {
+        name: (after - before) / requests
+        for name, before, after in zip(names, warm, full, strict=True)
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--check", action="store_true", help=f"exit 1 past {GOAL}x")
+    parser.add_argument("--instructions", type=int, metavar="REQUESTS")
+    parser.add_argument("--one", help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.one:
+        run_one(options.one, options.calls)
+        return
+    if options.instructions:
+        counts = count_instructions(options.instructions)
+        ratio = counts["MCP tools/call"] / counts["REST GET"]
+        if options.json:
+            print(json.dumps({"instructions": counts, "ratio": ratio, "goal": GOAL}))
+        else:
+            for name, value in counts.items():
+                print(f"{name:28} {value:9,.0f} instructions")
+            print(f"tools/call / REST GET       {ratio:7.2f}x (goal ≤ {GOAL}x)")
+        return
+    loop = new_loop()
+    app = make_app()
+    cases = make_cases(app, loop)
     for run, _ in cases.values():  # warm-up: the server, the route table, the tools
-        loop.run_until_complete(run(200))
+        loop.run_until_complete(run(WARM_UP))
     figures: dict[str, float] = {name: float("inf") for name in cases}
     for _ in range(3):  # interleaved, so a slow spell of the machine hits every case
         for name, (run, _) in cases.items():

@@ -542,9 +542,12 @@ class App:
 
         return decorate
 
-    def register_controller(self, controller: C) -> C:
+    def register_controller(self, controller: C, *, mcp: bool | None = None) -> C:
         """Bind ``controller`` to this site and call its ``register_routes(app)`` (a
-        ``RestController``: WordPress's ``WP_REST_Controller``); returns it."""
+        ``RestController``: WordPress's ``WP_REST_Controller``); returns it. ``mcp``: when
+        given, sets the controller's ``mcp`` (True: its operations are MCP tools)."""
+        if mcp is not None:
+            controller.mcp = mcp
         controller.bind(self)
         with self._lock:
             self._controllers.append(controller)

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -388,3 +389,104 @@ def test_asgi_a_slow_page_body_is_answered_a_short_408(
     assert (b"connection", b"close") in start["headers"]
     assert (b"Content-Type", b"text/plain; charset=UTF-8") in start["headers"]
     assert b"".join(parts) == b"The request body was not received within 0.4 seconds."
+
+
+def _asgi_post(app: App, body: bytes, receive: Any, length: int | None = None) -> tuple[int, Any]:
+    """POST ``body`` to the echo route with ``receive`` as the server's: the status and the
+    JSON answer."""
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": ECHO,
+        "raw_path": ECHO.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body) if length is None else length).encode()),
+        ],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"], json.loads(b"".join(m.get("body", b"") for m in sent[1:]))
+
+
+BODY = b'{"word": "hello", "n": 12345}'
+
+
+def _parts(*chunks: bytes) -> list[dict[str, Any]]:
+    return [
+        {"type": "http.request", "body": chunk, "more_body": number < len(chunks) - 1}
+        for number, chunk in enumerate(chunks)
+    ]
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        "at-once",
+        "after-waiting",
+        "in-parts",
+        "in-parts-after-waiting",
+        "a-future",
+        "in-parts-as-mappings",
+    ],
+)
+def test_asgi_a_body_is_read_whole_however_the_server_hands_it_over(
+    app: tuple[App, list[Any]], how: str
+) -> None:
+    """The body that came already is taken without a timer; one the server waits for is read
+    under the deadline: the same answer either way."""
+    site, seen = app
+    messages = (
+        _parts(BODY)
+        if how in ("at-once", "after-waiting", "a-future")
+        else _parts(BODY[:5], BODY[5:20], BODY[20:])
+    )
+
+    async def receive() -> Any:
+        if "waiting" in how:
+            await asyncio.sleep(0)
+        message = messages.pop(0)
+        return MappingProxyType(message) if "mappings" in how else message
+
+    def future() -> Any:
+        done = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(done.set_result, messages.pop(0))
+        return done
+
+    status, answer = _asgi_post(site, BODY, future if how == "a-future" else receive)
+    assert (status, answer) == (200, {"echo": {"word": "hello", "n": 12345}})
+    assert seen == [{"word": "hello", "n": 12345}]
+
+
+def test_asgi_a_body_longer_than_allowed_that_came_at_once_is_413(
+    app: tuple[App, list[Any]],
+) -> None:
+    site, seen = app
+    site.max_body_size = 10
+    messages = _parts(BODY)
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0)
+
+    status, answer = _asgi_post(site, BODY, receive, length=5)  # a Content-Length that lies
+    assert (status, answer) == (
+        413,
+        {
+            "code": "rest_request_too_large",
+            "message": "The request body is too large.",
+            "data": {"status": 413, "max_body_size": 10},
+        },
+    )
+    assert seen == []

@@ -292,6 +292,58 @@ def test_a_client_that_accepts_only_event_streams_gets_one_sse_event(mcp: Mcp) -
     assert response.content == b'event: message\ndata: {"jsonrpc":"2.0","id":3,"result":{}}\n\n'
 
 
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/json;q=0, text/event-stream",
+        "application/json; q=0.0, */*",
+        "application/*;q=0, text/*",
+        "text/event-stream;q=0.5, application/json;Q=0",
+    ],
+)
+def test_json_refused_with_q_0_gets_one_sse_event(mcp: Mcp, accept: str) -> None:
+    response = mcp.post(
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        {"Mcp-Session-Id": mcp.session, "Accept": accept},
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.content == b'event: message\ndata: {"jsonrpc":"2.0","id":3,"result":{}}\n\n'
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        "application/json;q=0",
+        "application/json;q=0, text/event-stream;q=0",
+        "*/*;q=0",
+        "application/json;q=0, text/html",
+        "text/*;q=0, application/json;q=0, */*",
+    ],
+)
+def test_every_answer_type_refused_with_q_0_gets_406(mcp: Mcp, accept: str) -> None:
+    response = mcp.post(
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        {"Mcp-Session-Id": mcp.session, "Accept": accept},
+    )
+    assert response.status_code == 406
+    assert response.json() == error(
+        None, -32600, "Not Acceptable: Client must accept application/json or text/event-stream"
+    )
+
+
+@pytest.mark.parametrize(
+    "accept", ["application/json;q=0.1, text/event-stream", "*/*", "application/*", "*/*;q=0.01"]
+)
+def test_json_accepted_with_any_weight_above_0_gets_json(mcp: Mcp, accept: str) -> None:
+    response = mcp.post(
+        {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        {"Mcp-Session-Id": mcp.session, "Accept": accept},
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+
+
 # -- Origin and authentication -------------------------------------------------------------------
 
 
@@ -552,6 +604,24 @@ def test_an_unknown_tool_is_invalid_params(mcp: Mcp) -> None:
     assert mcp.rpc("tools/call", {"name": "nope", "arguments": {}}) == error(
         7, -32602, "Unknown tool: nope"
     )
+
+
+def test_a_tool_comes_and_goes_with_its_ability(mcp: Mcp) -> None:
+    assert mcp.call("site-info", {}) == text_result({"name": "svcrest"})
+    mcp.app.unregister_ability("site/info")
+    assert mcp.rpc("tools/call", {"name": "site-info", "arguments": {}}) == error(
+        7, -32602, "Unknown tool: site-info"
+    )
+    mcp.app.register_ability(
+        "site/info",
+        label="Site information",
+        description="The site's name, again.",
+        category="site",
+        execute_callback=lambda: {"name": "again"},
+        permission_callback=svcrest.public,
+        annotations={"readonly": True},
+    )
+    assert mcp.call("site-info", {}) == text_result({"name": "again"})
 
 
 def test_a_call_runs_through_the_routes_rate_limit(mcp: Mcp) -> None:

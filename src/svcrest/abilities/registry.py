@@ -46,11 +46,14 @@ def _schema(value: Any, field: str) -> Mapping[str, Any]:
 class AbilityRegistry:
     """Abilities and their categories, in registration order."""
 
-    __slots__ = ("_abilities", "_categories", "_hooks", "on_first")
+    __slots__ = ("_abilities", "_categories", "_hooks", "on_first", "version")
 
     def __init__(self, hooks: Hooks) -> None:
         self._hooks = hooks
         self._abilities: dict[str, Ability] = {}
+        #: Changes whenever an ability is registered or removed (what is prepared from the
+        #: abilities, such as the MCP tools, is made again then).
+        self.version = 0
         self._categories: dict[str, AbilityCategory] = {}
         #: Called once, before the first category or ability is registered (the App
         #: registers the REST routes then).
@@ -128,6 +131,7 @@ class AbilityRegistry:
         )
         self._first()
         self._abilities[name] = ability
+        self.version += 1
         return ability
 
     @staticmethod
@@ -159,6 +163,7 @@ class AbilityRegistry:
 
     def unregister(self, name: str) -> Ability | None:
         """Remove an ability; the removed one, or None when none has that name."""
+        self.version += 1
         return self._abilities.pop(name, None)
 
     def unregister_category(self, slug: str) -> AbilityCategory | None:

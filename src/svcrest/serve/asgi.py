@@ -7,7 +7,8 @@ is one call of :func:`svcrest.site.respond.respond`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Generator, MutableMapping
+from types import CoroutineType
 from typing import Any
 
 from svcrest.http.exchange import (
@@ -59,26 +60,88 @@ def _body_reader(
     (SECURITY: refused from Content-Length before reading, or as soon as the stream passes
     the limit); raises ``BodyReadError`` (408) when the whole body has not come within the
     body deadline (``svcrest.serve.bodies``)."""
-    declared = headers.index().get("content-length")
+    # PERF: one line looked up, the lines not decoded and indexed (figure below).
+    declared = headers.get_joined("content-length")
 
     async def read() -> bytes | None:
-        if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
+        if declared and declared.strip().isdigit() and int(declared) > limit:
             return None
+        first, later = _message_now(receive)
+        if first is not None and not first.get("more_body", False):
+            # The whole body came already: nothing waited, no deadline to keep. PERF: no
+            # timer, no deadline read from the environment; with the look-up above, an MCP
+            # ping 191,999 → 131,414 instructions (bench/mcp_call.py --instructions).
+            chunk = b"" if first.get("type") == "http.disconnect" else first.get("body", b"")
+            return None if len(chunk) > limit else chunk
         seconds = body_timeout()
         try:
             async with asyncio.timeout(seconds):
-                return await _receive_body(receive, limit)
+                return await _receive_body(receive, limit, first, later)
         except TimeoutError:
             raise body_timeout_error(seconds) from None
 
     return read
 
 
-async def _receive_body(receive: ASGIReceive, limit: int) -> bytes | None:
+def _message_now(receive: ASGIReceive) -> tuple[Any, Awaitable[Any] | None]:
+    """``(message, None)`` when ``receive`` has the next message at once (its coroutine
+    finishes in its first step, as a server's does for a body it read already); else
+    ``(None, the awaitable giving it)``, to be awaited under the body deadline."""
+    waiting = receive()
+    if type(waiting) is not CoroutineType:
+        return None, waiting
+    try:
+        pending = waiting.send(None)
+    except StopIteration as done:
+        return done.value, None
+    return None, _Resumed(waiting, pending)
+
+
+class _Resumed:
+    """A coroutine whose first step was run by hand (it yielded ``pending``), awaited to its
+    end as ``await`` would have: what the task sends or throws goes on to the coroutine (a
+    deadline's cancellation included)."""
+
+    __slots__ = ("_coroutine", "_pending")
+
+    def __init__(self, coroutine: CoroutineType[Any, Any, Any], pending: Any) -> None:
+        self._coroutine = coroutine
+        self._pending = pending
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coroutine, step = self._coroutine, self._pending
+        while True:
+            try:
+                sent = yield step
+            except GeneratorExit:
+                coroutine.close()
+                raise
+            except BaseException as thrown:
+                try:
+                    step = coroutine.throw(thrown)
+                except StopIteration as done:
+                    return done.value
+                continue
+            try:
+                step = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value
+
+
+async def _receive_body(
+    receive: ASGIReceive, limit: int, first: Any = None, later: Awaitable[Any] | None = None
+) -> bytes | None:
+    """The body's bytes, None past ``limit``; ``first`` (the first message) or ``later``
+    (what gives it) when it was asked for already."""
     chunks: list[bytes] = []
     size = 0
     while True:
-        message = await receive()
+        if first is not None:
+            message, first = first, None
+        elif later is not None:
+            message, later = await later, None
+        else:
+            message = await receive()
         if message.get("type") == "http.disconnect":
             break
         chunk = message.get("body", b"")

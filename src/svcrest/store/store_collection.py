@@ -252,6 +252,9 @@ class StoreCollection(RestController):
     Overridable beyond ``RestController``'s methods: ``prepare_links(item)`` (the
     ``_links`` of an item: ``self`` and ``collection``, as WordPress's posts controller's
     ``prepare_links``) and ``version_tag(item_id, version)`` (the item's ``ETag``).
+    ``mcp``: the five operations are MCP tools on a site serving MCP (``App(mcp=True)``),
+    each listed to the users its rule lets run it (a rule about one item is asked, for the
+    listing, with no item).
 
     Changes: ``/<rest_base>/changes`` (GET) long-polls the collection's change log
     (``?since=<cursor>&wait=<seconds, at most 30>``), answering ``{"changes": [...],
@@ -282,9 +285,11 @@ class StoreCollection(RestController):
         clock: Callable[[], float] | None = None,
         steps: Sequence[Step] = (),
         wordpress_dates: bool = False,
+        mcp: bool = False,
     ) -> None:
         super().__init__()
         self._clock = clock
+        self.mcp = bool(mcp)
         if not isinstance(namespace, str) or not namespace.strip("/"):
             raise ValueError("namespace must be a non-empty string such as 'shop/v1'")
         if not isinstance(rest_base, str) or not rest_base.strip("/"):
@@ -730,6 +735,8 @@ class StoreCollection(RestController):
             return self.forbidden("rest_forbidden", request)
         if not callable(read) and not edit:
             return True
+        if request.get_param("id") is None:  # no item named (an MCP tool listing asks so)
+            return self._may_read(request.user, None) or self.forbidden("rest_forbidden", request)
         item = self.table.get(_item_id(request))
         if item is None:
             return self.invalid_id()
@@ -805,6 +812,9 @@ class StoreCollection(RestController):
             if self._others is None:
                 return True
         code = "rest_cannot_delete" if deleting else "rest_cannot_edit"
+        if request.get_param("id") is None:
+            # No item named (an MCP tool listing asks so): the rule asked with no item.
+            return self._may_write(request.user, None) or self.forbidden(code, request)
         item = self.table.get(_item_id(request))
         if item is None:
             return self.invalid_id()

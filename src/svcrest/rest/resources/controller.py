@@ -118,6 +118,10 @@ class RestController:
     #: The routes' ``allow_batch`` option (``{"v1": True}`` lets ``/batch/v1`` run them, as
     #: WordPress's posts controller does); None: not in batches.
     allow_batch: ClassVar[Mapping[str, bool] | None] = None
+    #: True: every operation is an MCP tool on a site serving MCP (``App(mcp=True)``): list,
+    #: get, create, update (as PUT) and delete, named after their OpenAPI ``operationId``.
+    #: ``app.register_controller(controller, mcp=True)`` sets it too.
+    mcp: bool = False
 
     def __init__(self) -> None:
         self._app: ControllerHost | None = None
@@ -163,16 +167,44 @@ class RestController:
                 "permission_callback": self.create_item_permissions_check,
                 "args": self.get_endpoint_args_for_item_schema(CREATABLE),
             }
+        self._mark_tools(collection, listing=True)
         if collection:
             collection.update(self._route_options())
             app.register_rest_route(self.namespace, f"/{self.rest_base}", collection)
         item = self._item_handlers()
+        self._mark_tools(item)
         if item:
             item["args"] = {
                 "id": {"description": "Unique identifier for the object.", "type": "integer"}
             }
             item.update(self._route_options())
             app.register_rest_route(self.namespace, f"/{self.rest_base}/(?P<id>[\\d]+)", item)
+
+    def _mark_tools(self, handlers: dict[Any, Any], listing: bool = False) -> None:
+        """With ``mcp``, each handler is an MCP tool: the update handler (POST, PUT and
+        PATCH, WordPress's EDITABLE) as one tool, its PUT; the collection's GET says it
+        answers an array of items (a tool's output schema must hold for what it sends)."""
+        if not self.mcp:
+            return
+        for handler in handlers.values():
+            methods = handler["methods"]
+            handler["mcp"] = "PUT" if isinstance(methods, list) and "PUT" in methods else True
+            if listing and methods == "GET":
+                handler["response_schema"] = self._collection_schema
+            elif methods == "DELETE":
+                handler["response_schema"] = self._deletion_schema
+
+    def _collection_schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": self.get_public_item_schema()}
+
+    def _deletion_schema(self) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "deleted": {"type": "boolean"},
+                "previous": self.get_public_item_schema(),
+            },
+        }
 
     def _route_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"schema": self.get_public_item_schema}

@@ -36,7 +36,7 @@ from svcrest.chains import Pending, run_chain
 from svcrest.constants import REST_API_VERSION
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
-from svcrest.http.exchange import HttpRequest, HttpResponse
+from svcrest.http.exchange import HttpRequest, HttpResponse, wire_lines
 from svcrest.http.qvalues import q_weights
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -51,6 +51,8 @@ __all__ = ["MCP_PATH", "McpEndpoint", "McpHost", "install_mcp_page"]
 
 MCP_PATH: Final = "/mcp"
 SESSION_HEADER: Final = "Mcp-Session-Id"
+#: The header names as looked up (lower case: PERF, no lowering per request).
+_SESSION_NAME: Final = "mcp-session-id"
 VERSION_HEADER: Final = "mcp-protocol-version"
 ORIGIN_FILTER: Final = "svc_mcp_allowed_origin"
 #: Ended sessions remembered (each worker process its own; the oldest forgotten first).
@@ -71,9 +73,18 @@ class McpHost(SiteHost, ToolHost, Protocol):
         ...
 
 
+#: The first lines of a JSON answer and of an SSE one, and their wire form (PERF: encoded
+#: once; with the lower-case look-ups, a ping 131,414 → ~123,500 instructions).
+_JSON_LINES: Final = (("Content-Type", _JSON_TYPE), ("Cache-Control", "no-store"))
+_SSE_LINES: Final = (("Content-Type", _SSE_TYPE), ("Cache-Control", "no-store"))
+_JSON_WIRE: Final = tuple(wire_lines(_JSON_LINES))
+_SSE_WIRE: Final = tuple(wire_lines(_SSE_LINES))
+
+
 def _plain(status: int, body: bytes = b"", extra: tuple[tuple[str, str], ...] = ()) -> HttpResponse:
-    kind = (("Content-Type", _JSON_TYPE),) if body else ()
-    return HttpResponse(status, [*kind, ("Cache-Control", "no-store"), *extra], body)
+    if not body:
+        return HttpResponse(status, [("Cache-Control", "no-store"), *extra])
+    return HttpResponse(status, [*_JSON_LINES, *extra], body, wire_prefix=_JSON_WIRE)
 
 
 def _refusal(status: int, error: ProtocolError) -> HttpResponse:
@@ -97,12 +108,24 @@ def _answer_type(accept: str | None) -> str | None:
 
 
 def _read_accept(accept: str) -> str | None:
-    kinds = q_weights(accept).keys()  # the media ranges named (weights not weighed yet)
-    if kinds & {_JSON_TYPE, "application/*", "*/*"}:
+    weights = q_weights(accept)
+    if _weight(weights, _JSON_TYPE) > 0.0:
         return _JSON_TYPE
-    if _SSE_TYPE in kinds or "text/*" in kinds:
+    if _weight(weights, _SSE_TYPE) > 0.0:
         return _SSE_TYPE
     return None
+
+
+def _weight(weights: dict[str, float], media_type: str) -> float:
+    """The weight of ``media_type`` in an ``Accept`` list: the most specific range naming
+    it wins (RFC 9110 §12.5.1), so ``application/json;q=0, */*`` refuses JSON; 0 (not
+    acceptable) when no range names it."""
+    kind = media_type.split("/", 1)[0]
+    for media_range in (media_type, kind + "/*", "*/*"):
+        weight = weights.get(media_range)
+        if weight is not None:
+            return weight
+    return 0.0
 
 
 def _origin_of(url: str) -> str:
@@ -151,7 +174,7 @@ class McpEndpoint:
         it). SECURITY: a browser page of another origin whose name resolves to this server
         (DNS rebinding) must not reach the tools; requests without ``Origin`` do not come
         from a page."""
-        origin = http.headers.get("origin")
+        origin = http.headers.get_joined("origin")
         if origin is None:
             return None
         allowed = origin.lower() == _origin_of(self.host.home)
@@ -181,7 +204,7 @@ class McpEndpoint:
         return request
 
     def _session_problem(self, http: HttpRequest) -> HttpResponse | None:
-        session = http.headers.get(SESSION_HEADER)
+        session = http.headers.get_joined(_SESSION_NAME)
         if session is None:
             error = ProtocolError(protocol.INVALID_REQUEST, "Bad Request: Missing session ID")
             return _refusal(400, error)
@@ -192,7 +215,7 @@ class McpEndpoint:
             )
         if not valid or session in self._ended.entries:
             return _refusal(404, ProtocolError(protocol.INVALID_REQUEST, "Session not found"))
-        version = http.headers.get(VERSION_HEADER)
+        version = http.headers.get_joined(VERSION_HEADER)
         if version is not None and version not in protocol.SUPPORTED_VERSIONS:
             error = ProtocolError(
                 protocol.INVALID_REQUEST, f"Bad Request: Unsupported protocol version: {version}"
@@ -205,12 +228,14 @@ class McpEndpoint:
         if problem is not None:
             return problem
         with self._lock:
-            self._ended.put(http.headers.get(SESSION_HEADER) or "", True)
+            self._ended.put(http.headers.get_joined(_SESSION_NAME) or "", True)
         return _plain(204)
 
     async def _post(self, http: HttpRequest, request: Request, ctx: RequestContext) -> HttpResponse:
-        content_type = (http.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
-        if content_type != _JSON_TYPE:
+        content_type = http.headers.get_joined("content-type")
+        if content_type != _JSON_TYPE and (  # PERF: the usual value read as it is
+            content_type is None or content_type.split(";", 1)[0].strip().lower() != _JSON_TYPE
+        ):
             error = ProtocolError(
                 protocol.INVALID_REQUEST,
                 "Unsupported Media Type: Content-Type must be application/json",
@@ -250,8 +275,7 @@ class McpEndpoint:
             body = protocol.error_body(message.id, error)
         if answer_type == _SSE_TYPE:
             stream = b"event: message\ndata: " + body + b"\n\n"
-            headers = [("Content-Type", _SSE_TYPE), ("Cache-Control", "no-store"), *extra]
-            return HttpResponse(200, headers, stream)
+            return HttpResponse(200, [*_SSE_LINES, *extra], stream, wire_prefix=_SSE_WIRE)
         return _plain(200, body, extra)
 
     # -- methods ----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The site's MCP tools: its abilities shown in REST, and the routes whose handler says
-``"mcp": True``.
+``"mcp": True`` (or names the one method of it that is a tool: ``"mcp": "PUT"``).
 
 An ability's tool is named after it with ``/`` replaced by ``-``; its input schema is the
 ability's (a schema of another type than ``object`` is offered as the ``input`` property of
@@ -112,6 +112,7 @@ class Tool:
         "output_schema",
         "path_names",
         "permission",
+        "route",
         "template",
         "title",
         "wrap_input",
@@ -132,6 +133,8 @@ class Tool:
         self.method = "GET"
         self.template = ""
         self.path_names: tuple[str, ...] = ()
+        #: An ability's run route (made once).
+        self.route = ""
         self.body = False
         self.handler: Handler | None = None
         self.permission: Callable[..., Any] | None = None
@@ -158,7 +161,7 @@ class Tool:
         ability = self.ability
         if ability is not None:
             value: Any = arguments.get("input") if self.wrap_input else (arguments or None)
-            route = f"/{NAMESPACE}/abilities/{ability.name}/run"
+            route = self.route
             if self.method == "POST":
                 return _with_body("POST", route, {"input": value}, headers)
             query = {} if value is None else {"input": value}
@@ -188,9 +191,7 @@ class Tool:
     def in_scope(self, scope: AppPasswordScope) -> bool:
         """Whether a call of the tool is inside an application password's ``scope`` (the
         route it runs, with its method)."""
-        ability = self.ability
-        path = f"/{NAMESPACE}/abilities/{ability.name}/run" if ability else self.template
-        return scope.allows_path(path, self.method)
+        return scope.allows_path(self.route if self.ability else self.template, self.method)
 
     async def may_run(self, user: User) -> bool:
         """Whether ``user`` may run the tool, as its permission callback answers without
@@ -248,6 +249,7 @@ def ability_tool(ability: Ability) -> Tool:
         if ability.annotations[key] is not None
     }
     tool.method = expected_method(ability)
+    tool.route = f"/{NAMESPACE}/abilities/{ability.name}/run"
     return tool
 
 
@@ -300,8 +302,19 @@ def _output_schema(operation: Mapping[str, Any], components: Mapping[str, Any]) 
     for status, answer in operation.get("responses", {}).items():
         if status.startswith("2"):
             schema = answer.get("content", {}).get("application/json", {}).get("schema")
-            return _resolve(schema, components) if schema else None
+            return _optional(_resolve(schema, components)) if schema else None
     return None
+
+
+def _optional(schema: Any) -> Any:
+    """``schema`` without ``required`` anywhere: an answer holds the fields of its
+    ``context`` and ``_fields`` only, and a client checks what it gets against the output
+    schema (the MCP SDKs do, and refuse the result when it does not hold)."""
+    if isinstance(schema, list):
+        return [_optional(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {key: _optional(value) for key, value in schema.items() if key != "required"}
 
 
 def _first_handler(handlers: list[Handler], method: str) -> Handler | None:
@@ -342,6 +355,13 @@ def _route_tool(
     return tool
 
 
+def _marked(marker: Any, method: str) -> bool:
+    """Whether a handler's ``"mcp"`` marks its ``method`` as a tool: True marks each of
+    its methods, a method name only that one (a controller's update handler takes POST,
+    PUT and PATCH, and is one tool)."""
+    return marker is True or (isinstance(marker, str) and marker.upper() == method)
+
+
 def route_tools(server: RestServer, settings: SiteSettings) -> dict[str, Tool]:
     """The tools of the routes whose handler says ``"mcp": True``, by name."""
     document = build_openapi(server, settings)
@@ -355,7 +375,7 @@ def route_tools(server: RestServer, settings: SiteSettings) -> dict[str, Tool]:
             if method not in _ANNOTATIONS_BY_METHOD or not isinstance(operation, dict):
                 continue
             handler = _first_handler(routes.get(route, []), method)
-            if handler is None or handler.get("mcp") is not True:
+            if handler is None or not _marked(handler.get("mcp"), method):
                 continue
             tool = _route_tool(route, method, handler, operation, components)
             if tool is not None:
@@ -373,6 +393,9 @@ class Toolbox:
         self._routes: tuple[tuple[int, int], dict[str, Tool]] = ((-1, -1), {})
         #: The tool of each ability called (PERF: made once, not on every call).
         self._ability_tools: Memo[Ability, Tool] = Memo(1024)
+        #: The abilities shown in REST by tool name, for the registry's version (PERF: a
+        #: call finds its tool with one look-up, not a scan of the registry).
+        self._by_name: tuple[int, dict[str, Ability]] = (-1, {})
 
     def _route_tools(self) -> dict[str, Tool]:
         server = self.host.rest_get_server()
@@ -401,11 +424,19 @@ class Toolbox:
         return tool
 
     def find(self, name: str) -> Tool | None:
-        """The tool named ``name``, None when there is none. PERF: the registry is scanned
-        (a site has tens of abilities, not thousands)."""
-        for ability in self.host.abilities.get_all():
-            if ability.show_in_rest and ability.name.replace("/", "-") == name:
-                return self._ability_tool(ability)
+        """The tool named ``name``, None when there is none (of two abilities whose names
+        give the same tool name, the first registered)."""
+        registry = self.host.abilities
+        version, abilities = self._by_name
+        if version != registry.version:
+            shown: dict[str, Ability] = {}
+            for each in registry.get_all():
+                if each.show_in_rest:
+                    shown.setdefault(each.name.replace("/", "-"), each)
+            version, abilities = self._by_name = (registry.version, shown)
+        found = abilities.get(name)
+        if found is not None:
+            return self._ability_tool(found)
         return self._route_tools().get(name)
 
     async def listed(
@@ -430,9 +461,10 @@ def tool_result(tool: Tool, response: Response) -> dict[str, Any]:
         return {"content": [{"type": "text", "text": text}], "isError": True}
     if tool.wrap_output and (tool.output_schema is not None or not isinstance(data, dict)):
         data = {"result": data}
-    text = orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS).decode()
+    encoded = orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
     return {
-        "content": [{"type": "text", "text": text}],
-        "structuredContent": data,
+        "content": [{"type": "text", "text": encoded.decode()}],
+        # PERF: the bytes made for the text, not the data encoded a second time.
+        "structuredContent": orjson.Fragment(encoded),
         "isError": False,
     }
