@@ -13,6 +13,7 @@ from typing import Any
 from svcrest.http.exchange import (
     USUAL_METHODS,
     HttpRequest,
+    HttpStream,
     encode_lines,
     headers_announce_body,
     remembered_host_name,
@@ -20,6 +21,7 @@ from svcrest.http.exchange import (
 from svcrest.http.headers import Headers
 from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.serve.bodies import body_timeout, body_timeout_error
+from svcrest.serve.streams import send_stream
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
 
@@ -172,6 +174,9 @@ async def handle_asgi(
         await forward_to_site(site, answer.lines, scope, receive, send)
         return
     assert not isinstance(answer, SiteForward)
+    if type(answer) is HttpStream:  # a change feed's stream (svcrest.serve.streams)
+        await send_stream(answer, receive, send)
+        return
     wire = answer.wire_headers()
     if answer.status == 408:  # RFC 9110: the server closes the connection after a 408
         wire.append(_CLOSE)
