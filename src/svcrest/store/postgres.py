@@ -352,6 +352,9 @@ class PostgresStore(StoreBase):
             url = split_url(url)[0]
         listener = PostgresListener(url, channel)
         self._listeners.append(listener)
+        if self._closed:  # closed while the listener connected (from another thread)
+            listener.close()
+            raise StoreError("the store is closed")
         return listener
 
     @property
