@@ -118,13 +118,15 @@ def test_max_streams_and_a_leaving_client_frees_its_slot(asgi_host: Host) -> Non
 
 def test_wsgi_answers_every_accept_with_the_long_poll(tmp_path: Path) -> None:
     options = ["--server", "granian", "--interface", "wsgi", "--db", str(tmp_path / "s.db")]
-    with serving([("127.0.0.1", [*options, *PLUGIN], None)]) as found:
-        with httpx.Client(base_url=found[0].url, timeout=10) as client:
-            for accept in ("text/event-stream", "application/jsonl"):
-                answer = client.get(CHANGES, headers={"Accept": accept})
-                assert answer.status_code == 200
-                assert answer.headers["content-type"].startswith("application/json")
-                assert set(answer.json()) == {"changes", "cursor"}
+    with (
+        serving([("127.0.0.1", [*options, *PLUGIN], None)]) as found,
+        httpx.Client(base_url=found[0].url, timeout=10) as client,
+    ):
+        for accept in ("text/event-stream", "application/jsonl"):
+            answer = client.get(CHANGES, headers={"Accept": accept})
+            assert answer.status_code == 200
+            assert answer.headers["content-type"].startswith("application/json")
+            assert set(answer.json()) == {"changes", "cursor"}
 
 
 @pytest.fixture(scope="module")
@@ -177,14 +179,17 @@ def test_a_password_revoked_on_one_host_ends_its_stream_on_the_other(
         assert made.status_code == 201, made.text
         secret, uuid = made.json()["password"], made.json()["uuid"]
         basic = base64.b64encode(f"admin:{secret}".encode()).decode()
-        with httpx.Client(base_url=second.url, timeout=10) as b:
-            with connect_sse(b, "GET", CHANGES, headers={"Authorization": f"Basic {basic}"}) as s:
-                assert s.response.status_code == 200
-                revoked = a.delete(
-                    f"/svc-json/svc/v2/users/me/application-passwords/{uuid}", headers=headers
-                )
-                assert revoked.status_code == 200
-                began = time.monotonic()
-                for _ in s.iter_sse():  # keep-alive comments are not events
-                    pass
-                assert time.monotonic() - began < 5.0
+        authorization = {"Authorization": f"Basic {basic}"}
+        with (
+            httpx.Client(base_url=second.url, timeout=10) as b,
+            connect_sse(b, "GET", CHANGES, headers=authorization) as source,
+        ):
+            assert source.response.status_code == 200
+            revoked = a.delete(
+                f"/svc-json/svc/v2/users/me/application-passwords/{uuid}", headers=headers
+            )
+            assert revoked.status_code == 200
+            began = time.monotonic()
+            for _ in source.iter_sse():  # keep-alive comments are not events
+                pass
+            assert time.monotonic() - began < 5.0
