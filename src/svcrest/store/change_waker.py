@@ -76,7 +76,8 @@ class ChangeWaker:
     def __init__(
         self, store: Store, *, interval: float = INTERVAL, fallback: float = FALLBACK
     ) -> None:
-        self._store = store
+        # Weak: the process's table of wakers must not keep a store alive.
+        self._store = weakref.ref(store)
         self.interval = interval
         self.fallback = fallback
         self._lock = threading.Lock()
@@ -158,7 +159,7 @@ class ChangeWaker:
             except Exception as exc:  # never let the thread die: wake everyone instead
                 _log.warning("change waker: %s", exc)
                 self._wake(None)
-                busy = True
+                busy = bool(self._waiting)
             now = time.monotonic()
             if busy:
                 idle_since = now
@@ -173,20 +174,23 @@ class ChangeWaker:
         """(Under the lock.) Whether the idle thread ends: never while it holds an open
         listener (it drains it), else after ``_LINGER`` seconds."""
         listener = self._listener
-        if listener is not None:
+        if listener is not None and listener is not _NOT_LISTENING:
             return listener.closed
         return idle >= _LINGER
 
     def _look(self) -> bool:
         """Look for changes and wake their readers; whether anyone waits."""
-        store = self._store
+        store = self._store()
         waiting = bool(self._waiting)
+        if store is None:  # gone: its readers are woken to find it so
+            self._wake(None)
+            return False
         if isinstance(store, NotifyingStore):
             return self._look_listener(store, waiting)
         if not waiting:
             return False
         if isinstance(store, ChangeMarkingStore):
-            self._look_mark(store)
+            self._look_mark(store, store)
         else:
             self._wake_everyone_now_and_then()
         return True
@@ -215,17 +219,18 @@ class ChangeWaker:
             self._wake(set(payloads))
         return waiting
 
-    def _look_mark(self, store: ChangeMarkingStore) -> None:
-        mark = store.change_mark()
+    def _look_mark(self, marks: ChangeMarkingStore, store: Store) -> None:
+        mark = marks.change_mark()
         if mark is not None and mark == self._mark:
             return
         if self._mark is None:  # first look: whatever came before is read by the readers
-            self._seq = self._max_seq()
+            row = store.read_one("SELECT MAX(seq) FROM svc_changes")
+            self._seq = 0 if row is None or row[0] is None else int(row[0])
             self._mark = mark
             self._wake(None)
             return
         self._mark = mark
-        with self._store.read() as conn:
+        with store.read() as conn:
             rows = conn.execute(
                 "SELECT object_type, MAX(seq) FROM svc_changes WHERE seq > ? GROUP BY object_type",
                 (self._seq,),
@@ -233,10 +238,6 @@ class ChangeWaker:
         if rows:
             self._seq = max(self._seq, *(int(row[1]) for row in rows))
             self._wake({str(row[0]) for row in rows})
-
-    def _max_seq(self) -> int:
-        row = self._store.read_one("SELECT MAX(seq) FROM svc_changes")
-        return 0 if row is None or row[0] is None else int(row[0])
 
     def _wake_everyone_now_and_then(self) -> None:
         now = time.monotonic()
