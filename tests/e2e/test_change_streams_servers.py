@@ -5,7 +5,7 @@
   the usual header lines; JSON Lines; ``--max-streams`` answers 503 ``svc_streams_busy``
   past it, and a client that leaves gives its slot back; a long-poll is answered within a
   second of a commit.
-- granian on WSGI: every ``Accept`` gets the long-poll JSON.
+- granian and uvicorn on WSGI: every ``Accept`` gets the long-poll JSON.
 - Two uvicorn hosts on one PostgreSQL: a write on one reaches a subscriber (stream and
   long-poll) on the other, and revoking an application password on one ends the stream it
   opened on the other within 5 seconds.
@@ -116,8 +116,9 @@ def test_max_streams_and_a_leaving_client_frees_its_slot(asgi_host: Host) -> Non
             time.sleep(0.1)
 
 
-def test_wsgi_answers_every_accept_with_the_long_poll(tmp_path: Path) -> None:
-    options = ["--server", "granian", "--interface", "wsgi", "--db", str(tmp_path / "s.db")]
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_wsgi_answers_every_accept_with_the_long_poll(server: str, tmp_path: Path) -> None:
+    options = ["--server", server, "--interface", "wsgi", "--db", str(tmp_path / "s.db")]
     with (
         serving([("127.0.0.1", [*options, *PLUGIN], None)]) as found,
         httpx.Client(base_url=found[0].url, timeout=10) as client,
