@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from svcrest.abilities.registry import AbilityRegistrationError, AbilityRegistry
 from svcrest.auth.app_passwords import install_application_password_auth
 from svcrest.auth.rest_cookie import install_cookie_auth
+from svcrest.auth.session_watch import SessionWatch, revocation_marks
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
@@ -23,6 +24,7 @@ from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.serializers import JSON_SERIALIZER, Serializer, Serializers
+from svcrest.http.streams import DEFAULT_MAX_STREAMS, StreamSlots
 from svcrest.rest import discovery
 from svcrest.rest.auth_schemes import AuthSchemes
 from svcrest.rest.batch import register_batch_route
@@ -36,6 +38,7 @@ from svcrest.rest.defaults import (
 )
 from svcrest.rest.definition_errors import RouteDefinitionError
 from svcrest.rest.openapi import build_openapi
+from svcrest.rest.reauth import still_authenticated
 from svcrest.rest.resources.controller import RestController
 from svcrest.rest.resources.fields_registry import (
     GetCallback,
@@ -120,6 +123,7 @@ class App:
         server_timing: bool = False,
         cors_allow_methods: str | Iterable[str] | None = None,
         mcp: bool = False,
+        max_streams: int = DEFAULT_MAX_STREAMS,
     ) -> None:
         parts = urlsplit(home)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -143,6 +147,9 @@ class App:
         self._plain_link: tuple[int, str | None] = (-1, None)
         self.clock: Callable[[], float] = clock or time.time
         self.max_body_size = max_body_size
+        #: The streams this process serves at once (change feeds' Server-Sent Events and
+        #: JSON Lines; :attr:`max_streams` bounds them, ``svcrest serve --max-streams``).
+        self.streams = StreamSlots(max_streams)
         #: Clients written for WordPress work unchanged: ``X-WP-Nonce`` is read as
         #: ``X-SVC-Nonce``, ``X-WP-Total``/``X-WP-TotalPages`` are sent beside svcrest's, and
         #: ``/wp-admin/admin-ajax.php?action=rest-nonce`` answers a fresh nonce as text.
@@ -604,6 +611,31 @@ class App:
                 return Request("GET", value)
             return Request("GET", route, query=parse_form(query.partition("#")[0]))
         raise TypeError(f"cannot make a request of {type(value).__name__}")
+
+    @property
+    def max_streams(self) -> int:
+        """The most streams (a change feed's Server-Sent Events or JSON Lines) this process
+        serves at once; past it a stream is refused with 503 ``svc_streams_busy`` and
+        ``Retry-After``. Long-polls do not count."""
+        return self.streams.limit
+
+    @max_streams.setter
+    def max_streams(self, value: int) -> None:
+        self.streams.limit = value
+
+    def stream_session_check(self, request: Request) -> SessionWatch | None:
+        """For a stream answering ``request`` (being served): an awaitable check of whether
+        its user still holds the credentials it was authenticated with (a logout, an ended
+        session or a revoked application password, on any host, make it False), run again
+        only when a revocation may have happened; None for an anonymous request (it has no
+        session to lose)."""
+        ctx = current_context()
+        if ctx is None or not request.user.is_logged_in:
+            return None
+        server = self.rest_get_server()
+        return SessionWatch(
+            lambda: still_authenticated(server, request, ctx), revocation_marks(self.auth)
+        )
 
     async def rest_do_request_async(self, request: Any) -> Response:
         """Dispatch ``request`` internally (no authentication run); always a Response."""

@@ -6,6 +6,7 @@ and nothing for a rolled-back atomic batch."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -14,8 +15,9 @@ from typing import Any
 import pytest
 
 from svcrest.http.user import User
-from svcrest.store import change_feed
+from svcrest.store.change_waker import ChangeWaker
 from svcrest.store.changes import changes_after, decode_cursor, encode_cursor
+from tests.conftest import SiteClient
 from tests.rest.test_store_collection import BATCH, TASKS, ClientFor, Site, view
 
 CHANGES = f"{TASKS}/changes"
@@ -91,10 +93,10 @@ def test_changes_after_a_cursor_as_the_subscribers_get(
     assert again.json() == {"changes": [], "cursor": cursor(4, at)}
 
 
-def test_streaming_accept_types_get_the_long_poll_for_now(
-    site: Site, client_for: ClientFor
-) -> None:
-    client = client_for(site.app)
+def test_streaming_accept_types_get_the_long_poll_on_wsgi(site: Site) -> None:
+    # On WSGI a stream would hold a server thread: every Accept gets the long-poll JSON.
+    # (Under ASGI they get streams: tests/rest/test_change_streams.py.)
+    client = SiteClient(site.app, "wsgi")
     since = cursor(0)
     site.seed("a")
     for accept in ("text/event-stream", "application/jsonl"):
@@ -312,7 +314,12 @@ def test_an_answer_holds_a_hundred_changes_at_most(
 def test_a_wait_reads_past_pages_of_changes_the_subscriber_may_not_see(
     store_location: str | None, client_for: ClientFor, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(change_feed, "_POLL", 5.0)  # a sleep between the pages would show
+    async def never_woken(self: ChangeWaker, object_type: str, token: int, timeout: float) -> bool:
+        await asyncio.sleep(timeout)
+        return False
+
+    # a wait between the pages would last the whole ``wait``
+    monkeypatch.setattr(ChangeWaker, "wait", never_woken)
 
     def read(user: User, item: Mapping[str, Any] | None) -> bool:
         return item is None or not item["title"].startswith("secret") or user.id == item["author"]

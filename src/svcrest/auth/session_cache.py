@@ -258,6 +258,14 @@ class SessionCache:
         """Whether the last look-up could trust the cache (listening, lease held)."""
         return self._listening and self._monotonic() - self._horizon <= self.lease
 
+    def invalidations(self) -> int | None:
+        """A number that moves with every invalidation this cache applies (a revocation
+        on any host), once those received are applied; None while its listener is not
+        listening (anything may have been revoked meanwhile)."""
+        with self._lock:
+            self._sync()
+            return self._generation if self._listening else None
+
     def lookup(self, key: Key) -> tuple[CachedSession | None, int]:
         """The trusted entry of ``key`` (or None) and a ticket for :meth:`put`, after
         applying every notification already received."""

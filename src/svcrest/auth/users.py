@@ -584,7 +584,8 @@ class UserStore:
 
     def delete_application_password(self, user_id: int, uuid: str) -> bool:
         """Revoke the application password ``uuid`` of ``user_id`` (on every host at once:
-        each use reads the store); whether there was one."""
+        each use reads the store, and the hosts are told, for the streams it opened);
+        whether there was one."""
         if not _is_id(user_id) or user_id == 0 or not isinstance(uuid, str):
             return False
         with self.store.transaction() as conn:
@@ -592,6 +593,8 @@ class UserStore:
                 "DELETE FROM application_passwords WHERE user_id = ? AND uuid = ?",
                 (user_id, uuid),
             ).rowcount
+            if deleted:  # the streams it authenticated end on every host
+                announce(self.store, conn, user_id)
         if deleted:
             self.hooks.do_action("wp_delete_application_password", user_id, uuid)
         return deleted == 1
@@ -604,6 +607,8 @@ class UserStore:
             deleted = conn.execute(
                 "DELETE FROM application_passwords WHERE user_id = ?", (user_id,)
             ).rowcount
+            if deleted:  # the streams they authenticated end on every host
+                announce(self.store, conn, user_id)
         return int(deleted)
 
     def authenticate_application_password(

@@ -56,6 +56,8 @@ ENV_DEMO: Final = "SVCREST_DEMO"
 ENV_WORDPRESS_COMPAT: Final = "SVCREST_WORDPRESS_COMPAT"
 #: ``1`` serves the Model Context Protocol at ``<home>/mcp`` (``svcrest serve --mcp``).
 ENV_MCP: Final = "SVCREST_MCP"
+#: The most change-feed streams each worker serves at once (``svcrest serve --max-streams``).
+ENV_MAX_STREAMS: Final = "SVCREST_MAX_STREAMS"
 
 
 #: The site's name (``svcrest serve --title``): the title of ``/docs`` and ``/openapi.json``.

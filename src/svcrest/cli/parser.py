@@ -46,6 +46,7 @@ from svcrest.cli.webhooks import (
     cmd_webhook_deliveries,
     cmd_webhook_list,
 )
+from svcrest.http.streams import DEFAULT_MAX_STREAMS
 from svcrest.http.user import ROLE_CAPABILITIES
 from svcrest.serve import launcher
 from svcrest.serve.admin import DEFAULT_ADMIN_HOST, ENV_ADMIN_HOST
@@ -221,6 +222,15 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         metavar="N",
         help="Python threads per granian WSGI worker (default: twice the CPUs plus one, at"
         f" most {launcher.GRANIAN_WSGI_THREADS})",
+    )
+    serve.add_argument(
+        "--max-streams",
+        type=_count("stream count", 1_000_000),
+        default=DEFAULT_MAX_STREAMS,
+        metavar="N",
+        help="change-feed streams (Server-Sent Events, JSON Lines; ASGI only) each worker"
+        " holds at once: beyond it 503 svc_streams_busy with Retry-After; long-polls do not"
+        " count, and each stream also counts against --max-concurrency (default %(default)s)",
     )
     serve.add_argument(
         "--max-concurrency",

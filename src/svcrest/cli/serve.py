@@ -17,6 +17,7 @@ from svcrest.cli.common import (
     ENV_DB,
     ENV_DEMO,
     ENV_HOME,
+    ENV_MAX_STREAMS,
     ENV_MCP,
     ENV_PLUGINS,
     ENV_TITLE,
@@ -123,6 +124,7 @@ def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) ->
             else:
                 os.environ[name] = value
         os.environ[ENV_MCP] = "1" if args.mcp else "0"
+        os.environ[ENV_MAX_STREAMS] = str(args.max_streams)
     return config
 
 
@@ -161,6 +163,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         title=args.title,
         api_version=args.api_version,
         mcp=args.mcp,
+        max_streams=args.max_streams,
     )
     created = prepare_database_file(args.db, say)
     # The store before the plugins (which may open it while they register): a database that

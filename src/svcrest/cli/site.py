@@ -26,6 +26,7 @@ from svcrest.cli.common import (
     ENV_API_VERSION,
     ENV_DB,
     ENV_HOME,
+    ENV_MAX_STREAMS,
     ENV_MCP,
     ENV_PLUGINS,
     ENV_TITLE,
@@ -41,6 +42,7 @@ from svcrest.cli.common import (
     own_line,
     split_plugins,
 )
+from svcrest.http.streams import DEFAULT_MAX_STREAMS
 from svcrest.serve.jsonlog import ENV_LOG_FORMAT
 from svcrest.serve.launcher import ENV_RELOAD
 from svcrest.serve.metrics import keep_metrics
@@ -189,6 +191,7 @@ def new_app(
     title: str | None = None,
     api_version: str | None = None,
     mcp: bool = False,
+    max_streams: int = DEFAULT_MAX_STREAMS,
 ) -> App:
     """The App of :func:`make_app` before its plugins; CliError for a bad home, an empty
     title or an empty API version."""
@@ -204,6 +207,7 @@ def new_app(
             version=api_version,
             name="svcrest" if title is None else title,
             mcp=mcp,
+            max_streams=max_streams,
         )
     except ValueError as exc:
         raise CliError(str(exc)) from exc
@@ -275,6 +279,7 @@ def app_from_env() -> App:
             title=os.environ.get(ENV_TITLE) or None,
             api_version=os.environ.get(ENV_API_VERSION) or None,
             mcp=os.environ.get(ENV_MCP, "0") == "1",
+            max_streams=_max_streams(os.environ.get(ENV_MAX_STREAMS)),
         )
         open_store(app, db)  # a database that cannot be opened is reported as such
         register_plugins(
@@ -318,6 +323,13 @@ def _worker_failed(exc: CliError) -> NoReturn:
     sys.stderr.write(text)
     sys.stderr.flush()
     raise SystemExit(exc.status)
+
+
+def _max_streams(value: str | None) -> int:
+    """``SVCREST_MAX_STREAMS`` (the default when unset or not a positive number)."""
+    if value is None or not value.isdigit() or int(value) < 1:
+        return DEFAULT_MAX_STREAMS
+    return int(value)
 
 
 def wsgi_from_env() -> Any:

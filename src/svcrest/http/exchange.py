@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass, field
 
 from svcrest.bounded import Memo
@@ -13,6 +13,7 @@ __all__ = [
     "USUAL_METHODS",
     "HttpRequest",
     "HttpResponse",
+    "HttpStream",
     "announces_body",
     "encode_lines",
     "headers_announce_body",
@@ -237,3 +238,28 @@ class HttpResponse:
         if status < 200 or status == 204 or status == 304:
             return None
         return len(self.body) if self.content_length is None else self.content_length
+
+
+class HttpStream(HttpResponse):
+    """An answer whose body is ``chunks``, sent as they come (ASGI only: the adapter sends
+    each as a ``more_body`` message and closes ``chunks`` when the client leaves): no
+    ``Content-Length``, and nothing for HEAD."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(
+        self,
+        status: int,
+        headers: list[tuple[str, str]],
+        wire_prefix: tuple[tuple[bytes, bytes], ...],
+        chunks: AsyncGenerator[bytes, None],
+    ) -> None:
+        super().__init__(status, headers, b"", None, wire_prefix)
+        self.chunks = chunks
+
+    def wire_headers(self) -> list[tuple[bytes, bytes]]:
+        """Every header line encoded for the wire, without ``Content-Length``."""
+        wire = super().wire_headers()
+        if wire and wire[-1][0] == b"Content-Length":
+            wire.pop()
+        return wire

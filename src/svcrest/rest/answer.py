@@ -16,6 +16,10 @@ written order.
    carries a nonce, or answers a request carrying an authentication scheme's secret header
    line (BREACH: :mod:`svcrest.http.compression`).
 
+A stream (:class:`~svcrest.http.streams.StreamResponse`, whose data is None) leaves at step 2
+as an :class:`~svcrest.http.exchange.HttpStream`: its chunks are sent as they come, with no
+validator and no coding.
+
 :func:`answer` is the step; :func:`finish` and :func:`error_answer` answer without a
 validator (errors met outside dispatch). Header lines come from :mod:`svcrest.rest.wire`.
 """
@@ -38,10 +42,11 @@ from svcrest.http.answer_json import (
 from svcrest.http.compression import MIN_SIZE, breach_prone, compress, negotiated_coding
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
-from svcrest.http.exchange import HttpResponse
+from svcrest.http.exchange import HttpResponse, HttpStream
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.http.streams import StreamResponse
 from svcrest.http.tags import body_tag, matching_tag, tag_variant
 from svcrest.rest.conditional import READS
 from svcrest.rest.embed import EnvelopeResponse
@@ -98,6 +103,8 @@ def answer(
         # PERF: :func:`encoded_body` written out (a Python call, ~700 instructions, less a
         # request: the answer step went from 247 to 177 bytecodes with its calls folded).
         if data is None or status in _NO_BODY_STATUSES:
+            if type(result) is StreamResponse:  # sent as it comes: no validator, no coding
+                return _stream(ctx, status, lines, wire, result)
             body = b""
         elif serializer is None:
             body = orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
@@ -131,6 +138,19 @@ def answer(
         answered.status = 304  # with the 200's lines (ETag, Cache-Control, Vary), no body
         answered.body = b""
     return answered
+
+
+def _stream(
+    ctx: RequestContext,
+    status: int,
+    lines: tuple[tuple[str, str], ...],
+    wire: tuple[tuple[bytes, bytes], ...],
+    result: StreamResponse,
+) -> HttpStream:
+    """The answer of a stream: the REST header lines and the pending ones, then the chunks
+    as they come (no ``ETag``, no 304, no content coding)."""
+    pending = ctx.pending_headers
+    return HttpStream(status, [*lines, *pending] if pending else [*lines], wire, result.chunks)
 
 
 def _unencodable(

@@ -14,6 +14,8 @@ from typing import Any
 from svcrest.http.exchange import (
     USUAL_METHODS,
     HttpRequest,
+    HttpResponse,
+    HttpStream,
     encode_lines,
     headers_announce_body,
     remembered_host_name,
@@ -21,6 +23,7 @@ from svcrest.http.exchange import (
 from svcrest.http.headers import Headers
 from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.serve.bodies import body_timeout, body_timeout_error
+from svcrest.serve.streams import send_stream
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
 
@@ -238,12 +241,16 @@ async def handle_asgi(
         else None
     )
     answer = await respond(host, http, reader, sent_id)  # names the request for an access log
-    if type(answer) is SiteForward:
+    # PERF: one test for both rare answers (the wrapped site's, a stream).
+    if type(answer) is not HttpResponse:
+        if type(answer) is HttpStream:  # a change feed's stream (svcrest.serve.streams)
+            await send_stream(answer, receive, send)
+            return
+        assert type(answer) is SiteForward
         site = host.site
         assert site is not None  # respond forwards only when there is a site app
         await forward_to_site(site, answer.lines, scope, receive, send)
         return
-    assert not isinstance(answer, SiteForward)
     wire = answer.wire_headers()
     if answer.status == 408:  # RFC 9110: the server closes the connection after a 408
         wire.append(_CLOSE)

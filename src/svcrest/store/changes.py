@@ -12,7 +12,9 @@ key is in commit order by itself. PostgreSQL hands out identity values when a ro
 inserted, not when it commits: there each recording transaction first takes a
 transaction-scoped advisory lock of its object type, held until it commits or rolls back, so
 the next writer of that type takes its number after the commit. PERF: writes of one object
-type wait for each other's commit (writes of different types do not).
+type wait for each other's commit (writes of different types do not). There each recording
+transaction also notifies :data:`CHANGES_CHANNEL` with its object type, delivered only when it
+commits: the wake of the log's readers on every host (:mod:`svcrest.store.change_waker`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from svcrest.store.base import Connection, Step, Store
+from svcrest.store.base import Connection, NotifyingStore, Step, Store
 from svcrest.store.webhooks import ensure_webhook_tables, queue_deliveries
 
 __all__ = [
+    "CHANGES_CHANNEL",
     "CHANGES_COMPONENT",
     "CHANGES_SCHEMA",
     "EVENTS",
@@ -43,6 +46,8 @@ __all__ = [
     "record_change",
 ]
 
+#: The notification channel of the change log (PostgreSQL); a payload is an object type.
+CHANGES_CHANNEL: Final = "svcrest_changes"
 #: The component of the change log in ``Store.migrate``.
 CHANGES_COMPONENT: Final = "svc_changes"
 #: The change log's schema steps (append-only).
@@ -115,8 +120,9 @@ def record_change(
     (a block of ``store``); returns its ``seq``. In the same transaction, queue a webhook
     delivery of ``<object_type>.<event>`` to each subscription of it
     (:func:`svcrest.store.webhooks.queue_deliveries`), whose ``data`` is ``data``: the item
-    as the write left it (as it was, for a deletion; ``{"id": item_id}`` when None). The
-    tables must exist (:func:`ensure_change_log`)."""
+    as the write left it (as it was, for a deletion; ``{"id": item_id}`` when None); on a
+    store with a notification channel, notify :data:`CHANGES_CHANNEL` with ``object_type``
+    at commit. The tables must exist (:func:`ensure_change_log`)."""
     if event not in EVENTS:
         raise ValueError(f"unknown change event {event!r}")
     if store.dialect == "postgresql":
@@ -128,6 +134,8 @@ def record_change(
         (object_type, item_id, event, now),
     ).fetchone()
     queue_deliveries(conn, object_type, event, {"id": item_id} if data is None else data, now)
+    if isinstance(store, NotifyingStore):  # sent when (and only if) the transaction commits
+        store.notify(conn, CHANGES_CHANNEL, object_type)
     return int(row[0])
 
 

@@ -383,6 +383,9 @@ class PostgresStore(StoreBase):
         else:
             listener = RelayListener(url, channel, path, lock_path)
         self._listeners.append(listener)
+        if self._closed:  # closed while the listener connected (from another thread)
+            listener.close()
+            raise StoreError("the store is closed")
         return listener
 
     @property

@@ -48,6 +48,7 @@ from svcrest.bounded import Memo
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.http.streams import StreamSlots, can_stream, wanted_stream
 from svcrest.http.user import User
 from svcrest.rest.conditional import precondition_failed
 from svcrest.rest.paginate import invalid_page_number, set_total_headers
@@ -258,8 +259,10 @@ class StoreCollection(RestController):
 
     Changes: ``/<rest_base>/changes`` (GET) long-polls the collection's change log
     (``?since=<cursor>&wait=<seconds, at most 30>``), answering ``{"changes": [...],
-    "cursor": ...}``; changes are kept for the filter ``svc_changes_retention`` (seconds,
-    one day by default), and an older cursor answers 410 ``rest_changes_expired``.
+    "cursor": ...}``, or streams it to ``Accept: text/event-stream`` (Server-Sent Events,
+    resumed from ``Last-Event-ID``) and ``application/jsonl`` under an ASGI server; changes
+    are kept for the filter ``svc_changes_retention`` (seconds, one day by default), and an
+    older cursor answers 410 ``rest_changes_expired``.
 
     Attributes: ``table`` (the :class:`CollectionTable`), ``feed`` (its
     :class:`~svcrest.store.change_feed.ChangeFeed`), ``read``, ``write``, ``owner_field``,
@@ -400,10 +403,25 @@ class StoreCollection(RestController):
         as this user's GET would show it in the ``view`` context, only when the ``read``
         rule lets this user read it now; events of items deleted since are left out, and a
         deletion is ``{"id": n}``, shown when the ``read`` rule allows reading the collection
-        (a callable is asked with no item). ``Accept: text/event-stream`` and
-        ``application/jsonl`` get this long-poll answer too (streams are not served yet)."""
+        (a callable is asked with no item). ``Accept: text/event-stream`` (Server-Sent
+        Events) and ``application/jsonl`` (JSON Lines) get a stream of the same entries
+        when an ASGI server serves the request (:meth:`ChangeFeed.stream`), bounded by the
+        site's ``streams`` and ended when the subscriber's session ends; elsewhere (WSGI,
+        internal requests) the long-poll answer."""
         request.set_param("context", "view")
-        return await self.feed.answer(request, self._change_data)
+        kind = wanted_stream(request.get_header("Accept")) if request.method == "GET" else None
+        if kind is None or not can_stream():
+            return await self.feed.answer(request, self._change_data)
+        host = self._host()
+        slots = getattr(host, "streams", None)
+        check = getattr(host, "stream_session_check", None)
+        return await self.feed.stream(
+            request,
+            self._change_data,
+            kind,
+            slots=slots if isinstance(slots, StreamSlots) else None,
+            alive=check(request) if callable(check) else None,
+        )
 
     def _change_data(self, change: Change, request: Request) -> Any:
         user = request.user

@@ -1,0 +1,304 @@
+"""Waking the readers of the change log when a change is committed, on any host.
+
+The rule: one :class:`ChangeWaker` per store in a process (:func:`change_waker`), with one
+thread, however many readers wait (long-polls and streams of every collection). A reader
+takes a :meth:`~ChangeWaker.token` of its object type *before* it reads the log, then
+:meth:`~ChangeWaker.wait`\\ s with it: the wait returns at once when a change of that type
+may have been committed since the token was taken, else when one is, else at its time-out.
+A wake that finds nothing new costs the reader one read of the log; a change is never missed
+(every source below wakes everyone whenever it may have lost track).
+
+- PostgreSQL: :func:`~svcrest.store.changes.record_change` sends ``NOTIFY svcrest_changes,
+  '<object type>'`` in the writing transaction, so a rolled-back write notifies nobody. The
+  waker listens on that channel through the store's listener (:meth:`listen`, opened by its
+  thread when the first reader waits) and reads it without a round trip: no statement and no
+  transaction id while nobody writes. While the listener is not listening (its connection
+  broke) the waker wakes everyone every ``fallback`` seconds; when it listens anew (a new
+  epoch: notifications may have been lost), everyone once.
+- SQLite: the store's change mark (:class:`~svcrest.store.base.ChangeMarkingStore`, the
+  wal-index header or ``PRAGMA data_version``) moves with any commit of any process; when it
+  moved, one query names the object types with changes past the last one seen.
+- Any other store: everyone every ``fallback`` seconds.
+
+The thread looks every ``interval`` seconds while someone waits (PERF: a non-blocking read of
+the listener's socket, or a read of the wal-index header: microseconds); while nobody does,
+it drains a PostgreSQL listener once a second (SECURITY: an unread listener holds back the
+server's notification queue) and otherwise ends, to start again with the next reader.
+Readers on any event loop (an ASGI server's, a WSGI thread's own) are woken with one
+``call_soon_threadsafe`` per loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Final
+
+from svcrest.store.base import ChangeMarkingStore, Listener, NotifyingStore, Store, StoreError
+from svcrest.store.changes import CHANGES_CHANNEL
+
+__all__ = ["CHANNEL", "ChangeWaker", "change_waker"]
+
+_log = logging.getLogger("svcrest.store")
+
+#: The notification channel of the change log; a payload is an object type.
+CHANNEL: Final = CHANGES_CHANNEL
+#: Seconds between two looks of the thread while someone waits.
+INTERVAL: Final = 0.02
+#: Seconds between two wakes of everyone when changes cannot be told apart (no channel).
+FALLBACK: Final = 0.25
+#: Seconds between two drains of an idle listener; seconds an idle thread without a
+#: listener lives on.
+_IDLE: Final = 1.0
+_LINGER: Final = 5.0
+#: The most object types whose wakes are counted apart (a payload comes from the database:
+#: bounded); past it the counts are forgotten and everyone is woken.
+_MAX_TYPES: Final = 1024
+
+_Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[None]"]]
+
+
+def _resolve(futures: list[asyncio.Future[None]]) -> None:
+    """On the futures' loop: wake each one still waiting."""
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
+
+
+class ChangeWaker:
+    """Wakes the readers of ``store``'s change log; see the module docstring. ``interval``
+    and ``fallback``: seconds (tests shorten or lengthen them)."""
+
+    def __init__(
+        self, store: Store, *, interval: float = INTERVAL, fallback: float = FALLBACK
+    ) -> None:
+        # Weak: the process's table of wakers must not keep a store alive.
+        self._store = weakref.ref(store)
+        self.interval = interval
+        self.fallback = fallback
+        self._lock = threading.Lock()
+        #: Object type → how many times its readers were woken; ``_everyone``: how many
+        #: times every reader was.
+        self._counts: dict[str, int] = {}
+        self._everyone = 0
+        self._waiting: dict[str, _Futures] = {}
+        self._waiters = 0
+        self._thread: threading.Thread | None = None
+        self._nudge = threading.Event()
+        self._listener: Listener | None = None
+        self._epoch = -1
+        self._mark: int | None = None
+        self._seq = 0
+        self._woken_all = 0.0
+
+    @property
+    def waiters(self) -> int:
+        """How many readers wait now."""
+        return self._waiters
+
+    def token(self, object_type: str) -> int:
+        """The wake count of ``object_type``'s readers: take it before reading the log."""
+        return self._counts.get(object_type, 0) + self._everyone
+
+    async def wait(self, object_type: str, token: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a change of ``object_type`` committed after
+        ``token`` (:meth:`token`) was taken; whether one may have been (False: timed out)."""
+        if timeout <= 0:
+            return self.token(object_type) != token
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            if self.token(object_type) != token:
+                return True
+            self._waiting.setdefault(object_type, {}).setdefault(loop, set()).add(future)
+            self._waiters += 1
+            self._start()
+        try:
+            done, _ = await asyncio.wait((future,), timeout=timeout)
+            return bool(done)
+        finally:
+            with self._lock:
+                self._forget(object_type, loop, future)
+
+    def _forget(
+        self, object_type: str, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]
+    ) -> None:
+        """(Under the lock.) The reader of ``future`` no longer waits."""
+        loops = self._waiting.get(object_type)
+        futures = loops.get(loop) if loops is not None else None
+        if futures is None or future not in futures:
+            return
+        futures.discard(future)
+        self._waiters -= 1
+        if not futures:
+            del loops[loop]  # type: ignore[union-attr]
+            if not loops:
+                del self._waiting[object_type]
+
+    def _start(self) -> None:
+        """(Under the lock.) Start the thread unless it runs; hurry it when it idles."""
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="svcrest-change-waker", daemon=True
+            )
+            self._thread.start()
+        else:
+            self._nudge.set()
+
+    # -- the thread ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        idle_since = time.monotonic()
+        while True:
+            try:
+                busy = self._look()
+            except Exception as exc:  # never let the thread die: wake everyone instead
+                _log.warning("change waker: %s", exc)
+                self._wake(None)
+                busy = bool(self._waiting)
+            now = time.monotonic()
+            if busy:
+                idle_since = now
+            with self._lock:
+                if not self._waiting and self._may_end(now - idle_since):
+                    self._thread = None
+                    return
+            self._nudge.wait(self.interval if self._waiting else _IDLE)
+            self._nudge.clear()
+
+    def _may_end(self, idle: float) -> bool:
+        """(Under the lock.) Whether the idle thread ends: never while it holds an open
+        listener (it drains it), else after ``_LINGER`` seconds."""
+        listener = self._listener
+        if listener is not None and listener is not _NOT_LISTENING:
+            return listener.closed
+        return idle >= _LINGER
+
+    def _look(self) -> bool:
+        """Look for changes and wake their readers; whether anyone waits."""
+        store = self._store()
+        waiting = bool(self._waiting)
+        if store is None:  # gone: its readers are woken to find it so
+            self._wake(None)
+            return False
+        if isinstance(store, NotifyingStore):
+            return self._look_listener(store, waiting)
+        if not waiting:
+            return False
+        if isinstance(store, ChangeMarkingStore):
+            self._look_mark(store, store)
+        else:
+            self._wake_everyone_now_and_then()
+        return True
+
+    def _look_listener(self, store: NotifyingStore, waiting: bool) -> bool:
+        listener = self._listener
+        if listener is None:
+            if not waiting:
+                return False
+            try:
+                listener = self._listener = store.listen(CHANNEL)
+            except StoreError as exc:  # no way to listen (PgBouncer without a listen URL)
+                _log.warning("change feeds poll the change log: %s", exc)
+                self._listener = _NOT_LISTENING
+                listener = _NOT_LISTENING
+        payloads = listener.poll()
+        if payloads is None:
+            if waiting:
+                self._wake_everyone_now_and_then()
+            return waiting
+        if listener.epoch != self._epoch:  # listening anew: notifications may have been lost
+            self._epoch = listener.epoch
+            self._wake(None)
+            return waiting
+        if payloads:
+            self._wake(set(payloads))
+        return waiting
+
+    def _look_mark(self, marks: ChangeMarkingStore, store: Store) -> None:
+        mark = marks.change_mark()
+        if mark is not None and mark == self._mark:
+            return
+        if self._mark is None:  # first look: whatever came before is read by the readers
+            row = store.read_one("SELECT MAX(seq) FROM svc_changes")
+            self._seq = 0 if row is None or row[0] is None else int(row[0])
+            self._mark = mark
+            self._wake(None)
+            return
+        self._mark = mark
+        with store.read() as conn:
+            rows = conn.execute(
+                "SELECT object_type, MAX(seq) FROM svc_changes WHERE seq > ? GROUP BY object_type",
+                (self._seq,),
+            ).fetchall()
+        if rows:
+            self._seq = max(self._seq, *(int(row[1]) for row in rows))
+            self._wake({str(row[0]) for row in rows})
+
+    def _wake_everyone_now_and_then(self) -> None:
+        now = time.monotonic()
+        if now - self._woken_all >= self.fallback:
+            self._woken_all = now
+            self._wake(None)
+
+    def _wake(self, object_types: set[str] | None) -> None:
+        """Wake the readers of ``object_types`` (None: everyone)."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        with self._lock:
+            counts = self._counts
+            if object_types is None or len(counts) + len(object_types) > _MAX_TYPES:
+                self._everyone += 1
+                if len(counts) >= _MAX_TYPES:
+                    counts.clear()
+                chosen = list(self._waiting.values())
+            else:
+                for kind in object_types:
+                    counts[kind] = counts.get(kind, 0) + 1
+                chosen = [self._waiting[kind] for kind in object_types if kind in self._waiting]
+            for loops in chosen:
+                for loop, waiting in loops.items():
+                    by_loop.setdefault(loop, []).extend(waiting)
+        for loop, woken in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_resolve, woken)
+            except RuntimeError:  # the loop was closed: its readers are gone
+                continue
+
+
+class _NotListening:
+    """A listener that never listens (the store has no way to): everyone is woken every
+    ``fallback`` seconds."""
+
+    epoch = 0
+    answered = 0
+    closed = False
+
+    def ping(self, number: int) -> bool:
+        return False
+
+    def poll(self) -> list[str] | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+_NOT_LISTENING: Final = _NotListening()
+
+_wakers: weakref.WeakKeyDictionary[Store, ChangeWaker] = weakref.WeakKeyDictionary()
+_wakers_lock = threading.Lock()
+
+
+def change_waker(store: Store, make: Callable[[Store], ChangeWaker] = ChangeWaker) -> ChangeWaker:
+    """The one waker of ``store`` in this process (made on first use)."""
+    waker = _wakers.get(store)
+    if waker is None:
+        with _wakers_lock:
+            waker = _wakers.get(store)
+            if waker is None:
+                waker = _wakers[store] = make(store)
+    return waker

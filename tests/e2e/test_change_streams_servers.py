@@ -1,0 +1,196 @@
+"""Change feeds behind real servers: ``svcrest serve`` with the books collection
+(``tests/e2e/store_site.py``), read with ``httpx-sse`` as a client would.
+
+- uvicorn and granian on ASGI: a write reaches a Server-Sent Events subscriber at once, with
+  the usual header lines; JSON Lines; ``--max-streams`` answers 503 ``svc_streams_busy``
+  past it, and a client that leaves gives its slot back; a long-poll is answered within a
+  second of a commit.
+- granian and uvicorn on WSGI: every ``Accept`` gets the long-poll JSON.
+- Two uvicorn hosts on one PostgreSQL: a write on one reaches a subscriber (stream and
+  long-poll) on the other, and revoking an application password on one ends the stream it
+  opened on the other within 5 seconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+
+from tests.e2e.test_many_hosts import Host, admin_password, log_in, nonce_of, serving
+from tests.pg import PostgresServer
+
+BOOKS = "/svc-json/shop/v1/books"
+CHANGES = f"{BOOKS}/changes"
+PLUGIN = ["--plugin", "tests.e2e.store_site:register", "--no-demo"]
+
+pytestmark = pytest.mark.slow
+
+
+def _later(seconds: float, action: object) -> threading.Thread:
+    """Run ``action()`` after ``seconds`` on a thread of its own (started)."""
+
+    def run() -> None:
+        time.sleep(seconds)
+        action()  # type: ignore[operator]
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def _write(base: str, title: str) -> None:
+    with httpx.Client(base_url=base) as client:
+        assert client.post(BOOKS, json={"title": title}).status_code == 201
+
+
+@pytest.fixture(params=["uvicorn", "granian"])
+def asgi_host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
+    options = ["--server", request.param, "--interface", "asgi", "--db", str(tmp_path / "s.db")]
+    with serving([("127.0.0.1", [*options, *PLUGIN, "--max-streams", "1"], None)]) as found:
+        yield found[0]
+
+
+def test_a_write_reaches_a_subscriber_as_server_sent_events(asgi_host: Host) -> None:
+    with httpx.Client(base_url=asgi_host.url, timeout=10) as client:
+        with connect_sse(client, "GET", CHANGES) as source:
+            response = source.response
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "text/event-stream"
+            assert response.headers["x-request-id"]
+            assert "content-length" not in response.headers
+            assert "etag" not in response.headers
+            began = time.monotonic()
+            writer = _later(0.2, lambda: _write(asgi_host.url, "Dune"))
+            try:
+                event = next(iter(source.iter_sse()))
+            finally:
+                writer.join()
+            assert time.monotonic() - began < 2.0
+            assert event.event == "created"
+            assert event.json()["title"] == "Dune"
+            assert event.id  # the cursor a reconnection sends as Last-Event-ID
+        resumed = {"Last-Event-ID": event.id}
+        _write(asgi_host.url, "Emma")
+        # JSON Lines from the same cursor: the next change only
+        with client.stream(
+            "GET", CHANGES, headers={**resumed, "Accept": "application/jsonl"}
+        ) as lines:
+            assert lines.headers["content-type"] == "application/jsonl"
+            entry = next(json.loads(line) for line in lines.iter_lines() if line.strip())
+            assert (entry["event"], entry["data"]["title"]) == ("created", "Emma")
+
+
+def test_max_streams_and_a_leaving_client_frees_its_slot(asgi_host: Host) -> None:
+    with httpx.Client(base_url=asgi_host.url, timeout=10) as client:
+        with connect_sse(client, "GET", CHANGES) as source:
+            assert source.response.status_code == 200
+            busy = client.get(CHANGES, headers={"Accept": "text/event-stream"})
+            assert busy.status_code == 503
+            assert busy.headers["retry-after"] == "5"
+            assert busy.json()["code"] == "svc_streams_busy"
+            # a long-poll does not count, and answers within a second of a commit
+            began = time.monotonic()
+            writer = _later(0.3, lambda: _write(asgi_host.url, "Ulysses"))
+            try:
+                polled = client.get(CHANGES, params={"wait": 10})
+            finally:
+                writer.join()
+            assert polled.status_code == 200
+            assert [c["data"]["title"] for c in polled.json()["changes"]] == ["Ulysses"]
+            assert time.monotonic() - began < 1.3
+        # the client left: its slot is free again (the server notices within moments)
+        deadline = time.monotonic() + 5
+        while True:
+            with client.stream("GET", CHANGES, headers={"Accept": "text/event-stream"}) as again:
+                if again.status_code == 200:
+                    break
+            assert time.monotonic() < deadline, "the slot was not given back"
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_wsgi_answers_every_accept_with_the_long_poll(server: str, tmp_path: Path) -> None:
+    options = ["--server", server, "--interface", "wsgi", "--db", str(tmp_path / "s.db")]
+    with (
+        serving([("127.0.0.1", [*options, *PLUGIN], None)]) as found,
+        httpx.Client(base_url=found[0].url, timeout=10) as client,
+    ):
+        for accept in ("text/event-stream", "application/jsonl"):
+            answer = client.get(CHANGES, headers={"Accept": accept})
+            assert answer.status_code == 200
+            assert answer.headers["content-type"].startswith("application/json")
+            assert set(answer.json()) == {"changes", "cursor"}
+
+
+@pytest.fixture(scope="module")
+def two_hosts(postgres: PostgresServer) -> Iterator[tuple[Host, Host]]:
+    db = postgres.new_database()
+    options = ["--server", "uvicorn", "--db", db, *PLUGIN]
+    with serving([(address, options, None) for address in ("127.0.0.2", "127.0.0.3")]) as found:
+        yield found[0], found[1]
+
+
+def test_a_write_on_one_host_reaches_subscribers_on_the_other(
+    two_hosts: tuple[Host, Host],
+) -> None:
+    first, second = two_hosts
+    with httpx.Client(base_url=second.url, timeout=10) as client:
+        with connect_sse(client, "GET", CHANGES) as source:
+            assert source.response.status_code == 200
+            began = time.monotonic()
+            writer = _later(0.2, lambda: _write(first.url, "Across"))
+            try:
+                event = next(iter(source.iter_sse()))
+            finally:
+                writer.join()
+            assert (event.event, event.json()["title"]) == ("created", "Across")
+            assert time.monotonic() - began < 2.0
+        since = event.id
+        began = time.monotonic()
+        writer = _later(0.3, lambda: _write(first.url, "Polled"))
+        try:
+            polled = client.get(CHANGES, params={"since": since, "wait": 10})
+        finally:
+            writer.join()
+        assert [c["data"]["title"] for c in polled.json()["changes"]] == ["Polled"]
+        assert time.monotonic() - began < 1.3
+
+
+def test_a_password_revoked_on_one_host_ends_its_stream_on_the_other(
+    two_hosts: tuple[Host, Host],
+) -> None:
+    first, second = two_hosts
+    password = admin_password(first, second)
+    with httpx.Client(base_url=first.url, timeout=10) as a:
+        cookie = log_in(a, password)
+        headers = {"Cookie": f"svc_logged_in={cookie}", "X-SVC-Nonce": nonce_of(a)}
+        made = a.post(
+            "/svc-json/svc/v2/users/me/application-passwords",
+            json={"name": "feed"},
+            headers=headers,
+        )
+        assert made.status_code == 201, made.text
+        secret, uuid = made.json()["password"], made.json()["uuid"]
+        basic = base64.b64encode(f"admin:{secret}".encode()).decode()
+        authorization = {"Authorization": f"Basic {basic}"}
+        with (
+            httpx.Client(base_url=second.url, timeout=10) as b,
+            connect_sse(b, "GET", CHANGES, headers=authorization) as source,
+        ):
+            assert source.response.status_code == 200
+            revoked = a.delete(
+                f"/svc-json/svc/v2/users/me/application-passwords/{uuid}", headers=headers
+            )
+            assert revoked.status_code == 200
+            began = time.monotonic()
+            for _ in source.iter_sse():  # keep-alive comments are not events
+                pass
+            assert time.monotonic() - began < 5.0

@@ -1,0 +1,386 @@
+"""Streams of a ``StoreCollection``'s changes (``GET /<ns>/<rest_base>/changes`` with ``Accept:
+text/event-stream`` or ``application/jsonl``) through the App's ASGI interface, driven
+message by message (an in-process HTTP client waits for a whole body), on both store
+engines: the events and their framing, keep-alives, resuming from ``Last-Event-ID`` or
+``since``, 410 and 400, read permission per item now, the bound on streams (503
+``svc_streams_busy``), the slot given back when the client leaves, and the end of a stream
+whose session ends. Real servers: tests/e2e/test_change_streams_servers.py."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+import pytest
+
+from svcrest import App
+from svcrest.http.user import User
+from svcrest.store.changes import encode_cursor
+from tests.rest.test_store_collection import TASKS, Site, view
+
+CHANGES = f"{TASKS}/changes"
+T0 = 1_000_000.0
+SSE = {"Accept": "text/event-stream"}
+JSONL = {"Accept": "application/jsonl"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def site(store_location: str | None, clock: Clock) -> Iterator[Site]:
+    made = Site(store_location, clock=clock)
+    made.tasks.feed.heartbeat = 0.3
+    made.tasks.feed.session_check = 0.1
+    yield made
+    made.app.store.close()
+
+
+def cursor(seq: int, at: float = T0) -> str:
+    return encode_cursor(seq, at)
+
+
+class Stream:
+    """One request to the App's ASGI interface whose answer is read as it comes."""
+
+    def __init__(self, app: App, path: str, headers: Mapping[str, str], query: str) -> None:
+        self.messages: asyncio.Queue[Any] = asyncio.Queue()
+        self.left = asyncio.Event()
+        self._asked = False
+        self.buffer = b""
+        self.ended = False
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "root_path": "",
+            "query_string": query.encode(),
+            "headers": [
+                (b"host", b"127.0.0.1:8000"),
+                *((name.lower().encode(), value.encode()) for name, value in headers.items()),
+            ],
+            "server": ("127.0.0.1", 8000),
+            "client": ("127.0.0.1", 5000),
+        }
+        self.task = asyncio.ensure_future(app(scope, self._receive, self.messages.put))
+        self.status = 0
+        self.headers: dict[str, str] = {}
+
+    async def _receive(self) -> dict[str, Any]:
+        if not self._asked:
+            self._asked = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await self.left.wait()
+        return {"type": "http.disconnect"}
+
+    async def start(self) -> None:
+        message = await asyncio.wait_for(self.messages.get(), 10)
+        assert message["type"] == "http.response.start"
+        self.status = message["status"]
+        self.headers = {}
+        for name, value in message["headers"]:
+            key = name.decode("latin-1").lower()
+            self.headers[key] = (
+                f"{self.headers[key]}, {value.decode('latin-1')}"
+                if key in self.headers
+                else value.decode("latin-1")
+            )
+
+    async def body(self, timeout: float = 5.0) -> bytes:
+        """The next body message's bytes (b"" and ``ended`` at the end)."""
+        message = await asyncio.wait_for(self.messages.get(), timeout)
+        assert message["type"] == "http.response.body"
+        if not message.get("more_body", False):
+            self.ended = True
+        return bytes(message.get("body", b""))
+
+    async def until(self, marker: bytes, timeout: float = 5.0) -> bytes:
+        """Read until the buffer holds ``marker``; what came up to and with it."""
+        deadline = time.monotonic() + timeout
+        while marker not in self.buffer:
+            assert not self.ended, self.buffer
+            self.buffer += await self.body(max(deadline - time.monotonic(), 0.01))
+        head, _, rest = self.buffer.partition(marker)
+        self.buffer = rest
+        return head + marker
+
+    async def events(self, count: int, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """The next ``count`` Server-Sent Events (keep-alive comments skipped)."""
+        found: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while len(found) < count:
+            block = await self.until(b"\n\n", max(deadline - time.monotonic(), 0.01))
+            lines = block.decode().strip("\n").split("\n")
+            if all(line.startswith(":") for line in lines):
+                continue
+            fields = dict(line.split(": ", 1) for line in lines)
+            assert set(fields) == {"id", "event", "data"}, lines
+            found.append(
+                {"id": fields["id"], "event": fields["event"], "data": orjson.loads(fields["data"])}
+            )
+        return found
+
+    async def leave(self) -> None:
+        self.left.set()
+        await asyncio.wait_for(self.task, 5)
+
+
+@asynccontextmanager
+async def stream(
+    app: App, headers: Mapping[str, str], query: str = "", path: str = CHANGES
+) -> AsyncIterator[Stream]:
+    opened = Stream(app, path, headers, query)
+    await opened.start()
+    try:
+        yield opened
+    finally:
+        if not opened.task.done():
+            await opened.leave()
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def test_server_sent_events_as_the_subscribers_get(site: Site, clock: Clock) -> None:
+    site.seed("a")
+    headers = {**SSE, "Origin": "http://127.0.0.1:8000", "Accept-Encoding": "gzip, br"}
+
+    async def check() -> None:
+        async with stream(site.app, headers) as events:
+            assert events.status == 200
+            assert events.headers["content-type"] == "text/event-stream"
+            assert events.headers["cache-control"] == "no-cache"
+            assert events.headers["vary"] == "Origin"  # the REST block: CORS, request id...
+            assert events.headers["access-control-allow-origin"] == "http://127.0.0.1:8000"
+            assert len(events.headers["x-request-id"]) > 0
+            for absent in ("etag", "content-length", "content-encoding"):
+                assert absent not in events.headers
+            # a keep-alive at once, then the changes committed from now on (not "a")
+            assert await events.until(b"\n\n") == b": keep-alive\n\n"
+            # (each event read before the next write: an event of an item deleted by the
+            # time it is sent is left out)
+            await asyncio.to_thread(site.seed, "b")
+            assert await events.events(1) == [
+                {"id": cursor(2), "event": "created", "data": view(2, "b")}
+            ]
+            await asyncio.to_thread(site.tasks.table.update, 1, {"done": True})
+            assert await events.events(1) == [
+                {"id": cursor(3), "event": "updated", "data": view(1, "a", done=True)}
+            ]
+            await asyncio.to_thread(site.tasks.table.delete, 2)
+            assert await events.events(1) == [
+                {"id": cursor(4), "event": "deleted", "data": {"id": 2}}
+            ]
+
+    run(check())
+
+
+def test_json_lines(site: Site) -> None:
+    site.seed("a")
+
+    async def check() -> None:
+        async with stream(site.app, JSONL, f"since={cursor(0)}") as lines:
+            assert lines.headers["content-type"] == "application/jsonl"
+            assert await lines.until(b"\n") == b"\n"  # the keep-alive: a blank line
+            first = await lines.until(b"\n")
+            assert orjson.loads(first) == {
+                "id": cursor(1),
+                "event": "created",
+                "data": view(1, "a"),
+            }
+
+    run(check())
+
+
+def test_a_change_committed_meanwhile_arrives_within_a_second(site: Site) -> None:
+    async def check() -> None:
+        async with stream(site.app, SSE) as events:
+            await events.until(b"\n\n")
+            began = time.monotonic()
+            await asyncio.to_thread(site.seed, "now")
+            assert [event["data"]["title"] for event in await events.events(1)] == ["now"]
+            assert time.monotonic() - began < 1.0
+
+    run(check())
+
+
+def test_keep_alive_comments_without_events(site: Site) -> None:
+    async def check() -> None:
+        async with stream(site.app, SSE) as events:
+            began = time.monotonic()
+            for _ in range(3):
+                assert await events.until(b"\n\n") == b": keep-alive\n\n"
+            # one at once, then one every heartbeat (0.3 s)
+            assert 0.5 <= time.monotonic() - began < 2.0
+
+    run(check())
+
+
+def test_last_event_id_or_since_resumes_and_410_and_400(site: Site, clock: Clock) -> None:
+    site.seed("a", "b", "c")
+    site.app.hooks.add_filter("svc_changes_retention", lambda seconds: 10)
+
+    async def check() -> None:
+        # Last-Event-ID wins over since (a reconnecting EventSource keeps its URL)
+        resumed = {**SSE, "Last-Event-ID": cursor(2)}
+        async with stream(site.app, resumed, f"since={cursor(0)}") as events:
+            assert [event["id"] for event in await events.events(1)] == [cursor(3)]
+        async with stream(site.app, SSE, f"since={cursor(1)}") as events:
+            assert [event["data"]["title"] for event in await events.events(2)] == ["b", "c"]
+        clock.now = T0 + 11
+        for headers, query in (
+            ({**SSE, "Last-Event-ID": cursor(1)}, ""),
+            (SSE, f"since={cursor(1)}"),
+        ):
+            gone = Stream(site.app, CHANGES, headers, query)
+            await gone.start()
+            assert gone.status == 410
+            assert orjson.loads(await gone.body())["code"] == "rest_changes_expired"
+        bad = Stream(site.app, CHANGES, {**SSE, "Last-Event-ID": "zz!"}, "")
+        await bad.start()
+        assert bad.status == 400
+        assert orjson.loads(await bad.body()) == {
+            "code": "rest_invalid_param",
+            "message": "Invalid parameter(s): Last-Event-ID",
+            "data": {"status": 400, "params": {"Last-Event-ID": "Invalid cursor."}},
+        }
+
+    run(check())
+
+
+def test_each_event_only_when_the_subscriber_may_read_the_item_now(
+    store_location: str | None, clock: Clock
+) -> None:
+    def read(user: User, item: Mapping[str, Any] | None) -> bool:
+        return item is None or not item["title"].startswith("secret") or user.id == item["author"]
+
+    site = Site(store_location, read=read, clock=clock)
+    try:
+        site.seed("open", "secret plan", "open again", login="al")
+
+        async def check() -> None:
+            for login, seen in (
+                ("al", ["open", "secret plan", "open again"]),
+                ("ann", ["open", "open again"]),
+            ):
+                headers = {**SSE, **site.headers[login]}
+                async with stream(site.app, headers, f"since={cursor(0)}") as events:
+                    got = await events.events(len(seen))
+                    assert [event["data"]["title"] for event in got] == seen
+
+        run(check())
+    finally:
+        site.app.store.close()
+
+
+def test_streams_are_bounded_long_polls_are_not_and_a_leaving_client_frees_its_slot(
+    site: Site,
+) -> None:
+    site.app.max_streams = 1
+    assert site.app.streams.limit == 1
+
+    async def check() -> None:
+        async with stream(site.app, SSE) as first:
+            assert first.status == 200
+            assert site.app.streams.open == 1
+            busy = Stream(site.app, CHANGES, JSONL, "")
+            await busy.start()
+            assert busy.status == 503
+            assert busy.headers["retry-after"] == "5"
+            assert orjson.loads(await busy.body()) == {
+                "code": "svc_streams_busy",
+                "message": "Too many streams are open on this server; try again shortly.",
+                "data": {"status": 503},
+            }
+            poll = Stream(site.app, CHANGES, {}, "")
+            await poll.start()
+            assert poll.status == 200  # a long-poll does not count
+            await first.leave()
+            assert site.app.streams.open == 0
+        async with stream(site.app, SSE) as again:
+            assert again.status == 200
+
+    run(check())
+    with pytest.raises(ValueError, match="positive"):
+        site.app.max_streams = 0
+
+
+def test_a_revoked_application_password_ends_its_stream(site: Site) -> None:
+    ed = site.app.users.get_by_login("ed")
+    assert ed is not None
+
+    async def check() -> None:
+        password, item = site.app.users.create_application_password(ed.id, "feed")
+        basic = base64.b64encode(f"ed:{password}".encode()).decode()
+        async with stream(site.app, {**SSE, "Authorization": f"Basic {basic}"}) as events:
+            assert events.status == 200
+            await events.until(b"\n\n")
+            began = time.monotonic()
+            await asyncio.to_thread(site.app.users.delete_application_password, ed.id, item["uuid"])
+            while not events.ended:
+                await events.body()
+            assert time.monotonic() - began < 5.0
+            await asyncio.wait_for(events.task, 5)
+            assert site.app.streams.open == 0
+
+    run(check())
+
+
+def test_a_logout_ends_the_streams_of_its_session(site: Site) -> None:
+    ed = site.app.users.get_by_login("ed")
+    assert ed is not None
+    auth = site.app.auth
+    cookie = auth.log_in(ed, remember=False, ip="127.0.0.1", user_agent="test", secure=False)
+    nonce = auth.create_nonce("svc_rest", ed.id, cookie.token)
+    headers = {**SSE, "Cookie": f"svc_logged_in={cookie.value}", "X-SVC-Nonce": nonce}
+
+    async def check() -> None:
+        async with stream(site.app, headers) as events:
+            assert events.status == 200
+            await events.until(b"\n\n")
+            # the session holds: changes still arrive
+            await asyncio.to_thread(site.seed, "still")
+            assert [event["data"]["title"] for event in await events.events(1)] == ["still"]
+            began = time.monotonic()
+            await asyncio.to_thread(auth.log_out, ed.id, cookie.token)
+            while not events.ended:
+                await events.body()
+            assert time.monotonic() - began < 5.0
+
+    run(check())
+
+
+def test_an_anonymous_stream_outlives_a_logout(site: Site) -> None:
+    ed = site.app.users.get_by_login("ed")
+    assert ed is not None
+    cookie = site.app.auth.log_in(ed, remember=False, ip="127.0.0.1", user_agent="t", secure=False)
+
+    async def check() -> None:
+        async with stream(site.app, SSE) as events:
+            await events.until(b"\n\n")
+            await asyncio.to_thread(site.app.auth.log_out, ed.id, cookie.token)
+            await asyncio.sleep(0.5)
+            await asyncio.to_thread(site.seed, "after")
+            assert [event["data"]["title"] for event in await events.events(1)] == ["after"]
+
+    run(check())
