@@ -849,7 +849,7 @@ class App:
 
     @property
     def changes(self) -> Changes:
-        """The site's change log (docs/guides/resources.md, "Changes"):
+        """The site's change log (docs/guides/resources.md, "Change feeds"):
         ``app.changes.record(object_type, id, event)`` records a write of any controller
         (``event`` one of ``created``, ``updated``, ``deleted``), joining the store
         transaction of the calling thread when there is one (a rollback records nothing),

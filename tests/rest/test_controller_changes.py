@@ -5,8 +5,8 @@ controller over a dict is followed by long-polling with ``since``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, cast
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, cast
 
 import pytest
 
@@ -36,7 +36,7 @@ class Books(RestController):
     namespace = "shelf/v1"
     rest_base = "books"
     changes = True
-    schema = {
+    schema: ClassVar[Mapping[str, Any]] = {
         "title": "book",
         "type": "object",
         "properties": {
@@ -166,13 +166,17 @@ def test_without_changes_there_is_no_feed(app: App, client_for: ClientFor) -> No
 
 def test_a_feed_needs_what_it_renders_with(app: App) -> None:
     class Untitled(Books):
-        schema = {"type": "object", "properties": {}}
+        schema: ClassVar[Mapping[str, Any]] = {"type": "object", "properties": {}}
 
     class Blind(RestController):
         namespace = "shelf/v1"
         rest_base = "blind"
         changes = True
-        schema = {"title": "blind", "type": "object", "properties": {}}
+        schema: ClassVar[Mapping[str, Any]] = {
+            "title": "blind",
+            "type": "object",
+            "properties": {},
+        }
 
         def get_items_permissions_check(self, request: Request) -> bool:
             return True
