@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from svcrest.auth.users import UserStore
     from svcrest.serve.metrics import Figures
     from svcrest.store.base import Store
+    from svcrest.store.change_record import Changes
     from svcrest.store.request_guards import StoredGuards
     from svcrest.store.webhooks import Webhooks
 
@@ -182,6 +183,7 @@ class App:
         self._throttle: LoginThrottle | None = None
         self._request_guards: StoredGuards | None = None
         self._webhooks: Webhooks | None = None
+        self._changes: Changes | None = None
         self._auth: AuthService | None = None
         #: The response formats besides JSON, chosen by ``Accept`` (None: JSON only; see
         #: :meth:`add_serializer`). PERF: a plain attribute, read by every REST answer.
@@ -844,6 +846,24 @@ class App:
 
                     self._webhooks = Webhooks(lambda: self.store, clock=self.clock)
         return self._webhooks
+
+    @property
+    def changes(self) -> Changes:
+        """The site's change log (docs/guides/resources.md, "Change feeds"):
+        ``app.changes.record(object_type, id, event)`` records a write of any controller
+        (``event`` one of ``created``, ``updated``, ``deleted``), joining the store
+        transaction of the calling thread when there is one (a rollback records nothing),
+        else in a transaction of its own; a ``RestController`` with ``changes = True``
+        serves the feed of them at ``GET /<ns>/<rest_base>/changes``."""
+        if self._changes is None:
+            with self._lock:
+                if self._changes is None:
+                    from svcrest.store.change_record import Changes
+
+                    self._changes = Changes(
+                        lambda: self.store, clock=lambda: self.clock(), hooks=self.hooks
+                    )
+        return self._changes
 
     @property
     def throttle(self) -> LoginThrottle:

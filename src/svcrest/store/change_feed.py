@@ -46,7 +46,14 @@ from svcrest.http.context import REQUEST_CONTEXT, RequestContext, current_contex
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
-from svcrest.http.streams import SSE_TYPE, StreamResponse, StreamSlots, streams_busy
+from svcrest.http.streams import (
+    SSE_TYPE,
+    StreamResponse,
+    StreamSlots,
+    can_stream,
+    streams_busy,
+    wanted_stream,
+)
 from svcrest.store.base import Store
 from svcrest.store.change_waker import change_waker
 from svcrest.store.changes import (
@@ -177,6 +184,26 @@ class ChangeFeed:
             self._purged = now
             await offload(purge_changes)(self._get_store(), now - retention)
         return retention
+
+    async def serve(self, request: Request, render: Render, host: object) -> Response | RestError:
+        """The answer to the feed's route: a stream (:meth:`stream`) when ``Accept`` asks
+        for ``text/event-stream`` or ``application/jsonl`` and an ASGI server serves the
+        request, bounded by ``host``'s ``streams`` and ended when its
+        ``stream_session_check(request)`` answers False (the App's); else the long-poll
+        answer (:meth:`answer`). Each change is rendered in the ``view`` context."""
+        request.set_param("context", "view")
+        kind = wanted_stream(request.get_header("Accept")) if request.method == "GET" else None
+        if kind is None or not can_stream():
+            return await self.answer(request, render)
+        slots = getattr(host, "streams", None)
+        check = getattr(host, "stream_session_check", None)
+        return await self.stream(
+            request,
+            render,
+            kind,
+            slots=slots if isinstance(slots, StreamSlots) else None,
+            alive=check(request) if callable(check) else None,
+        )
 
     async def answer(self, request: Request, render: Render) -> Response | RestError:
         """The answer to ``request`` (its ``since`` and ``wait``), each change rendered for

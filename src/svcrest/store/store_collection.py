@@ -48,7 +48,6 @@ from svcrest.bounded import Memo
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
-from svcrest.http.streams import StreamSlots, can_stream, wanted_stream
 from svcrest.http.user import User
 from svcrest.rest.conditional import precondition_failed
 from svcrest.rest.paginate import invalid_page_number, set_total_headers
@@ -270,6 +269,8 @@ class StoreCollection(RestController):
     """
 
     allow_batch: ClassVar[Mapping[str, bool] | None] = {"v1": True, "atomic": True}
+    #: Always: every write records its change, and ``register_routes`` registers the feed.
+    changes: bool = True
 
     def __init__(
         self,
@@ -374,7 +375,7 @@ class StoreCollection(RestController):
         """Register the routes of ``RestController`` with the store's options: writes may
         block (the store's write lock), creations honour ``Idempotency-Key``; PUT, PATCH and
         DELETE check ``If-Match`` against the item's version."""
-        super().register_routes(_StoreRoutes(app, self.item_version))
+        self._register_operations(_StoreRoutes(app, self.item_version))
         self.register_changes_route(app)
 
     def register_changes_route(self, app: RouteRegistrar) -> None:
@@ -408,20 +409,7 @@ class StoreCollection(RestController):
         when an ASGI server serves the request (:meth:`ChangeFeed.stream`), bounded by the
         site's ``streams`` and ended when the subscriber's session ends; elsewhere (WSGI,
         internal requests) the long-poll answer."""
-        request.set_param("context", "view")
-        kind = wanted_stream(request.get_header("Accept")) if request.method == "GET" else None
-        if kind is None or not can_stream():
-            return await self.feed.answer(request, self._change_data)
-        host = self._host()
-        slots = getattr(host, "streams", None)
-        check = getattr(host, "stream_session_check", None)
-        return await self.feed.stream(
-            request,
-            self._change_data,
-            kind,
-            slots=slots if isinstance(slots, StreamSlots) else None,
-            alive=check(request) if callable(check) else None,
-        )
+        return await self.feed.serve(request, self._change_data, self._host())
 
     def _change_data(self, change: Change, request: Request) -> Any:
         user = request.user

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, cast
 
 from svcrest.hooks import Hooks
 from svcrest.http.errors import RestError
@@ -33,7 +33,7 @@ from svcrest.rest.resources.endpoint_args import (
 from svcrest.rest.resources.fields_registry import RestField, RestFields
 from svcrest.rest.server import RestServer
 
-__all__ = ["ControllerHost", "RestController", "RouteRegistrar", "page_args"]
+__all__ = ["ChangeFeeds", "ControllerHost", "RestController", "RouteRegistrar", "page_args"]
 
 _FORBIDDEN_MESSAGES = {
     "rest_forbidden_context": "Sorry, you are not allowed to edit {type} items.",
@@ -62,6 +62,15 @@ class ControllerHost(RouteRegistrar, Protocol):
 
     def rest_url(self, path: str = "", scheme: str = "json") -> str:
         """The full URL of REST ``path``."""
+        ...
+
+
+class ChangeFeeds(Protocol):
+    """What a site offers a controller with ``changes``: the options of the route of its
+    change feed (the App's ``app.changes``)."""
+
+    def feed_route(self, controller: RestController) -> dict[str, Any]:
+        """The options of ``GET /<rest_base>/changes`` for ``controller``."""
         ...
 
 
@@ -122,6 +131,11 @@ class RestController:
     #: get, create, update (as PUT) and delete, named after their OpenAPI ``operationId``.
     #: ``app.register_controller(controller, mcp=True)`` sets it too.
     mcp: bool = False
+    #: True: the controller records its writes with ``app.changes.record(object_type, id,
+    #: event)`` (the object type being the schema's ``title``), and the default
+    #: ``register_routes`` also registers ``GET /<rest_base>/changes``, the feed of those
+    #: changes (:meth:`register_changes_route`).
+    changes: bool = False
 
     def __init__(self) -> None:
         self._app: ControllerHost | None = None
@@ -151,7 +165,27 @@ class RestController:
         """Register ``/<rest_base>`` (GET with the collection params, POST with creatable
         args) and ``/<rest_base>/(?P<id>[\\d]+)`` (GET with ``context``; POST, PUT and PATCH
         with editable args; DELETE with ``force``), each method only when the subclass
-        implements its operation, with the public schema as each route's ``schema``."""
+        implements its operation, with the public schema as each route's ``schema``; with
+        ``changes``, also ``/<rest_base>/changes`` (:meth:`register_changes_route`)."""
+        self._register_operations(app)
+        if self.changes:
+            self.register_changes_route(app)
+
+    def register_changes_route(self, app: RouteRegistrar) -> None:
+        """Register ``GET /<rest_base>/changes``: the feed of the changes the controller
+        records with ``app.changes.record``, long-polled (``since``, ``wait``) or streamed
+        (Server-Sent Events, JSON Lines), read by those ``get_items_permissions_check``
+        lets in; each entry's ``data`` is the item as this subscriber's ``get_item`` shows
+        it (``{"id": n}`` for a deletion). The site must offer change feeds (the App's
+        ``changes``); TypeError otherwise."""
+        feeds = getattr(self.app, "changes", None)
+        if not callable(getattr(feeds, "feed_route", None)):
+            raise TypeError(f"{type(self).__name__} needs a site with change feeds (an App)")
+        route = cast(ChangeFeeds, feeds).feed_route(self)
+        app.register_rest_route(self.namespace, f"/{self.rest_base}/changes", route)
+
+    def _register_operations(self, app: RouteRegistrar) -> None:
+        """The routes of the operations the subclass implements (see :meth:`register_routes`)."""
         collection: dict[Any, Any] = {}
         if self._implements("get_items"):
             collection[len(collection)] = {

@@ -1,0 +1,172 @@
+"""A site's change log for any controller: ``app.changes.record(object_type, id, event)``.
+
+The rule: a controller whose items live anywhere (a dict, another service) records each
+write with :meth:`Changes.record`, and its ``GET /<ns>/<rest_base>/changes`` (a
+``RestController`` with ``changes = True``) follows them as a ``StoreCollection``'s feed
+follows its own. A change is recorded in the store's change log
+(:func:`svcrest.store.changes.record_change`): inside a ``store.transaction()`` block of the
+calling thread, as a SAVEPOINT of that block's transaction, so that a rollback of the
+caller's transaction records nothing; elsewhere in a transaction of its own, committed
+before ``record`` returns. Readers of the feed are woken at the commit (PostgreSQL: a
+``NOTIFY`` sent only if the transaction commits; SQLite: the store's change mark).
+
+A feed entry's ``data`` is the item as the subscriber's own GET would show it, asked of the
+controller when the entry is sent: ``get_item_permissions_check`` then ``get_item`` with a
+request for ``GET /<ns>/<rest_base>/<id>`` in the ``view`` context by the subscriber; an
+item either refuses (or answers with an error, as a deleted item's 404) is left out. A
+deletion's ``data`` is ``{"id": n}``, shown when ``get_items_permissions_check`` still lets
+the subscriber in.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from svcrest.hooks import Hooks
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+from svcrest.rest.resources.controller import RestController
+from svcrest.store.base import Store
+from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
+from svcrest.store.changes import EVENTS, Change, ensure_change_log, record_change
+
+__all__ = ["Changes"]
+
+#: What a controller of a feed must implement (a feed renders with them).
+_NEEDED = ("get_items_permissions_check", "get_item_permissions_check", "get_item")
+
+
+class Changes:
+    """The change log of a site (``app.changes``) in ``store`` (a store, or a callable
+    returning it; the change log's tables are created on first use). ``clock``: the time
+    recorded; ``hooks``: the site's, whose filter ``svc_changes_retention`` (seconds) bounds
+    how long the feeds keep changes."""
+
+    def __init__(
+        self,
+        store: Store | Callable[[], Store],
+        *,
+        clock: Callable[[], float] = time.time,
+        hooks: Hooks | None = None,
+    ) -> None:
+        self._get_store: Callable[[], Store] = (
+            (lambda: store) if isinstance(store, Store) else store
+        )
+        self._clock = clock
+        self._hooks = hooks
+        self._ready = False
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> Store:
+        """The store, with the change log migrated."""
+        store = self._get_store()
+        if not self._ready:
+            if store.in_block():  # a rollback of the outer block would undo the tables
+                ensure_change_log(store)
+                return store
+            with self._lock:
+                if not self._ready:
+                    ensure_change_log(store)
+                    self._ready = True
+        return store
+
+    def record(
+        self,
+        object_type: str,
+        id: int,
+        event: str,
+        *,
+        data: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Record ``event`` (``"created"``, ``"updated"`` or ``"deleted"``) of item ``id``
+        of ``object_type`` (a schema's ``title``); returns its position in the log. Inside
+        a ``store.transaction()`` block of this thread it joins that block's transaction (a
+        rollback of it records nothing); elsewhere it commits a transaction of its own. The
+        webhook subscriptions of ``<object_type>.<event>`` get ``data`` (the item; ``{"id":
+        id}`` when None), queued in the same transaction. ValueError for another event, an
+        empty object type or an id that is not a non-negative integer."""
+        if not isinstance(event, str) or event not in EVENTS:
+            raise ValueError(f"event must be one of {', '.join(EVENTS)}, not {event!r}")
+        if not isinstance(object_type, str) or not object_type:
+            raise ValueError(f"object_type must be a non-empty string, not {object_type!r}")
+        if isinstance(id, bool) or not isinstance(id, int) or id < 0:
+            raise ValueError(f"id must be a non-negative integer, not {id!r}")
+        store = self.store
+        with store.transaction() as conn:
+            return record_change(
+                store, conn, object_type, id, EVENTS[EVENTS.index(event)], self._clock(), data=data
+            )
+
+    def _retention(self) -> float:
+        if self._hooks is None:
+            return float(DEFAULT_RETENTION)
+        return float(self._hooks.apply_filters("svc_changes_retention", DEFAULT_RETENTION))
+
+    def feed_route(self, controller: RestController) -> dict[str, Any]:
+        """The options of ``controller``'s ``GET /<rest_base>/changes``: the feed of the
+        changes recorded for its object type (its schema's ``title``), read by those its
+        ``get_items_permissions_check`` lets in. TypeError when the controller lacks a
+        title, does not implement ``get_items_permissions_check``,
+        ``get_item_permissions_check`` and ``get_item``, or implements one as a coroutine
+        (a feed renders its entries synchronously)."""
+        name = type(controller).__name__
+        object_type = controller.get_object_type()
+        if object_type is None:
+            raise TypeError(f"{name}'s change feed needs a schema with a title")
+        for method in _NEEDED:
+            own = getattr(type(controller), method)
+            if own is getattr(RestController, method):
+                raise TypeError(f"{name}'s change feed needs {method}")
+            if inspect.iscoroutinefunction(own):
+                raise TypeError(f"{name}'s change feed needs a synchronous {method}")
+        feed = ChangeFeed(
+            lambda: self.store, object_type, retention=self._retention, clock=self._clock
+        )
+        render = _renderer(controller)
+
+        async def get_changes(request: Request) -> Response | RestError:
+            return await feed.serve(request, render, controller.app)
+
+        return {
+            "methods": "GET",
+            "callback": get_changes,
+            "permission_callback": controller.get_items_permissions_check,
+            "args": copy.deepcopy(FEED_ARGS),
+        }
+
+
+def _allowed(answer: object) -> bool:
+    return bool(answer) and not isinstance(answer, RestError)
+
+
+def _renderer(controller: RestController) -> Callable[[Change, Request], Any]:
+    """How ``controller``'s feed shows a change to a subscriber (see the module's text)."""
+    route = f"/{controller.namespace}/{controller.rest_base}/"
+
+    def render(change: Change, request: Request) -> Any:
+        if change.event == "deleted":
+            allowed = _allowed(controller.get_items_permissions_check(request))
+            return {"id": change.item_id} if allowed else None
+        asked = Request("GET", route + str(change.item_id), query={"context": "view"})
+        asked.url_params["id"] = change.item_id
+        asked.user = request.user
+        asked.site = request.site
+        if not _allowed(controller.get_item_permissions_check(asked)):
+            return None
+        answer = controller.get_item(asked)
+        if isinstance(answer, RestError):
+            return None
+        if isinstance(answer, Response):
+            if answer.status >= 400:
+                return None
+            return controller.prepare_response_for_collection(answer)
+        return answer
+
+    return render
