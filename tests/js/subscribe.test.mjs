@@ -1,6 +1,7 @@
 // RestClient.subscribe of src/svcrest/static/svc-rest.mjs against scripted answers: the
 // long-poll transport, resumption with the last cursor, back-off, the errors that end a
-// subscription, and unsubscribing (which aborts the open request).
+// subscription, and unsubscribing (which aborts the open request); the "sse" transport with a
+// scripted EventSource (what a browser's does: named events, reconnects, giving up).
 // Run with `node --test tests/js/` (tests/test_js_module.py runs it under pytest).
 
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import {
   CHANGE_TRANSPORTS,
   ProxyError,
   RestClient,
+  STREAM_BROKEN_CODE,
   changesUrl,
   subscribe,
 } from "../../src/svcrest/static/svc-rest.mjs";
@@ -213,12 +215,12 @@ describe("RestClient.subscribe over long-polling", () => {
     const client = clientOf(scriptedFetch([]));
     assert.throws(() => client.subscribe("demo/v1/notes", () => {}, { transport: "event-source" }), {
       name: "TypeError",
-      message: 'unknown transport "event-source": one of long-poll',
+      message: 'unknown transport "event-source": one of long-poll, sse, auto',
     });
     assert.throws(() => client.subscribe("demo/v1/notes", () => {}, { wait: 0 }), TypeError);
     assert.throws(() => client.subscribe("demo/v1/notes", () => {}, { wait: 31 }), TypeError);
     assert.throws(() => client.subscribe("demo/v1/notes", null), TypeError);
-    assert.deepEqual(Object.keys(CHANGE_TRANSPORTS), ["long-poll"]);
+    assert.deepEqual(Object.keys(CHANGE_TRANSPORTS), ["long-poll", "sse", "auto"]);
   });
 
   test("the module's subscribe follows with the client given", async () => {
@@ -229,5 +231,249 @@ describe("RestClient.subscribe over long-polling", () => {
     stop();
     await stop.done;
     assert.deepEqual(seen, ["c1"]);
+  });
+});
+
+/**
+ * A scripted EventSource class: each instance is recorded (`url`, `withCredentials`,
+ * `closed`); tests drive it as a browser would: `open()`, `send(name, id, data)`,
+ * `drop()` (the stream broke: the browser reconnects, readyState CONNECTING) and `giveUp()`
+ * (an error status or an answer that is not a stream: readyState CLOSED).
+ */
+function fakeEventSource() {
+  const made = [];
+  class FakeEventSource extends EventTarget {
+    constructor(url, { withCredentials = false } = {}) {
+      super();
+      this.url = url;
+      this.withCredentials = withCredentials;
+      this.readyState = 0;
+      this.closed = false;
+      made.push(this);
+    }
+    close() {
+      this.closed = true;
+      this.readyState = 2;
+    }
+    open() {
+      this.readyState = 1;
+      this.dispatchEvent(new Event("open"));
+    }
+    send(name, id, data) {
+      this.dispatchEvent(new MessageEvent(name, { data: JSON.stringify(data), lastEventId: id }));
+    }
+    drop() {
+      this.readyState = 0;
+      this.dispatchEvent(new Event("error"));
+    }
+    giveUp() {
+      this.readyState = 2;
+      this.dispatchEvent(new Event("error"));
+    }
+  }
+  FakeEventSource.made = made;
+  return FakeEventSource;
+}
+
+/** A client on `fetchImpl` and the fake EventSource `Source`. */
+function streamingClient(fetchImpl, Source, options = {}) {
+  const client = clientOf(fetchImpl);
+  client.eventSourceImpl = Source;
+  Object.assign(client, options);
+  return client;
+}
+
+describe('RestClient.subscribe with transport "sse"', () => {
+  test("reads the events of one EventSource, with the nonce as _wpnonce, in order", async () => {
+    const Source = fakeEventSource();
+    const fetchImpl = scriptedFetch([]);
+    const seen = [];
+    const stop = streamingClient(fetchImpl, Source).subscribe("demo/v1/notes", (change) => seen.push(change), {
+      transport: "sse",
+    });
+    await until(() => Source.made.length === 1);
+    const [source] = Source.made;
+    assert.equal(source.url, `${FEED}?_wpnonce=n0nce`);
+    assert.equal(source.withCredentials, false);
+    source.open();
+    source.send("created", "c1", { id: 1, title: "a" });
+    source.send("updated", "c2", { id: 1, title: "b" });
+    source.send("message", "cx", { id: 9 }); // not a change event: ignored
+    source.send("deleted", "c3", { id: 1 });
+    assert.deepEqual(seen, [
+      { id: "c1", event: "created", data: { id: 1, title: "a" } },
+      { id: "c2", event: "updated", data: { id: 1, title: "b" } },
+      { id: "c3", event: "deleted", data: { id: 1 } },
+    ]);
+    assert.equal(stop.cursor, "c3");
+    assert.equal(source.closed, false);
+    stop();
+    await stop.done;
+    assert.equal(source.closed, true, "unsubscribing closes the EventSource");
+    assert.equal(fetchImpl.sent.length, 0, "no long-poll while the stream works");
+  });
+
+  test("starts after `since`, sends cookies cross-origin with credentials include, no nonce without one", async () => {
+    const Source = fakeEventSource();
+    const client = new RestClient({ root: ROOT, nonce: null, credentials: "include", eventSource: Source, fetch: scriptedFetch([]) });
+    const stop = client.subscribe("demo/v1/notes", () => {}, { transport: "sse", since: "c7" });
+    await until(() => Source.made.length === 1);
+    assert.equal(Source.made[0].url, `${FEED}?since=c7`);
+    assert.equal(Source.made[0].withCredentials, true);
+    stop();
+    await stop.done;
+  });
+
+  test("a broken stream is left to the browser's reconnection and told to onError", async () => {
+    const Source = fakeEventSource();
+    const fetchImpl = scriptedFetch([]);
+    const told = [];
+    const seen = [];
+    const stop = streamingClient(fetchImpl, Source).subscribe("demo/v1/notes", (change) => seen.push(change.id), {
+      transport: "sse",
+      onError: (failure, state) => told.push([failure.code, failure.status, state.retrying]),
+    });
+    await until(() => Source.made.length === 1);
+    const [source] = Source.made;
+    source.open();
+    source.send("created", "c1", { id: 1 });
+    source.drop();
+    source.open();
+    source.send("created", "c2", { id: 2 });
+    assert.deepEqual(seen, ["c1", "c2"]);
+    assert.deepEqual(told, [[STREAM_BROKEN_CODE, 0, true]]);
+    assert.equal(Source.made.length, 1, "the same EventSource reconnects (with Last-Event-ID)");
+    assert.equal(fetchImpl.sent.length, 0);
+    stop();
+    await stop.done;
+  });
+
+  for (const [status, code] of [
+    [410, "rest_changes_expired"],
+    [401, "rest_forbidden"],
+    [403, "rest_forbidden"],
+  ]) {
+    test(`when the browser gives up, a long-poll probe learns the ${status} that ends it`, async () => {
+      const Source = fakeEventSource();
+      const fetchImpl = scriptedFetch([error(status, code)]);
+      const told = [];
+      const stop = streamingClient(fetchImpl, Source).subscribe("demo/v1/notes", () => {}, {
+        transport: "sse",
+        onError: (failure, state) => told.push([failure.code, failure.status, state.retrying]),
+      });
+      await until(() => Source.made.length === 1);
+      Source.made[0].open();
+      Source.made[0].send("created", "c1", { id: 1 });
+      Source.made[0].giveUp();
+      await stop.done;
+      assert.deepEqual(told, [[code, status, false]]);
+      assert.equal(fetchImpl.sent.length, 1);
+      assert.equal(fetchImpl.sent[0].url, `${FEED}?since=c1&wait=0`);
+      assert.equal(fetchImpl.sent[0].init.headers["X-SVC-Nonce"], "n0nce");
+      assert.equal(Source.made.length, 1);
+      assert.equal(Source.made[0].closed, true);
+    });
+  }
+
+  test("after a 5xx probe it backs off and opens a new stream with since; a probe's changes are handed out", async () => {
+    const Source = fakeEventSource();
+    const fetchImpl = scriptedFetch([error(503, "svc_unavailable"), feed([["c2", "updated", 1]], "c2")]);
+    const client = streamingClient(fetchImpl, Source);
+    const seen = [];
+    const stop = client.subscribe("demo/v1/notes", (change) => seen.push(change.id), { transport: "sse" });
+    await until(() => Source.made.length === 1);
+    Source.made[0].open();
+    Source.made[0].send("created", "c1", { id: 1 });
+    Source.made[0].giveUp();
+    await until(() => Source.made.length === 2);
+    assert.equal(client.pauses.length, 1);
+    assert.equal(Source.made[1].url, `${FEED}?since=c1&_wpnonce=n0nce`);
+    Source.made[1].open();
+    Source.made[1].giveUp(); // e.g. a 502 of a proxy: the probe now answers
+    await until(() => Source.made.length === 3);
+    assert.deepEqual(fetchImpl.sinces(), ["c1", "c1"]);
+    assert.deepEqual(seen, ["c1", "c2"], "the probe's changes are handed out");
+    assert.equal(Source.made[2].url, `${FEED}?since=c2&_wpnonce=n0nce`);
+    Source.made[2].open();
+    Source.made[2].send("deleted", "c3", { id: 1 });
+    assert.deepEqual(seen, ["c1", "c2", "c3"]);
+    assert.deepEqual(Source.made.map((source) => source.closed), [true, true, false]);
+    stop();
+    await stop.done;
+  });
+
+  test("a site that never streams (a WSGI server answers JSON) is long-polled instead", async () => {
+    const Source = fakeEventSource();
+    const fetchImpl = scriptedFetch([feed([], "c0"), feed([["c1", "created", 1]], "c1")]);
+    const seen = [];
+    const stop = streamingClient(fetchImpl, Source).subscribe("demo/v1/notes", (change) => seen.push(change.id), {
+      transport: "sse",
+    });
+    await until(() => Source.made.length === 1);
+    Source.made[0].giveUp(); // 200 application/json: not a stream
+    await until(() => seen.length === 1 && fetchImpl.sent.length === 3);
+    assert.deepEqual(
+      fetchImpl.sent.map(({ url }) => new URL(url).search),
+      ["?wait=0", "?since=c0&wait=30", "?since=c1&wait=30"],
+    );
+    assert.equal(Source.made.length, 1);
+    stop();
+    await stop.done;
+  });
+
+  test("an error thrown by onEvent or an event that is not JSON ends it", async () => {
+    const Source = fakeEventSource();
+    const told = [];
+    const stop = streamingClient(scriptedFetch([]), Source).subscribe(
+      "demo/v1/notes",
+      (change) => {
+        throw new RangeError(`cannot show ${change.id}`);
+      },
+      { transport: "sse", onError: (failure, state) => told.push([failure.message, state.retrying]) },
+    );
+    await until(() => Source.made.length === 1);
+    Source.made[0].send("created", "c1", { id: 1 });
+    await stop.done;
+    assert.deepEqual(told, [["cannot show c1", false]]);
+    assert.equal(Source.made[0].closed, true);
+
+    const Other = fakeEventSource();
+    const codes = [];
+    const ended = streamingClient(scriptedFetch([]), Other).subscribe("demo/v1/notes", () => {}, {
+      transport: "sse",
+      onError: (failure, state) => codes.push([failure.code, state.retrying]),
+    });
+    await until(() => Other.made.length === 1);
+    Other.made[0].dispatchEvent(new MessageEvent("created", { data: "{not json", lastEventId: "c1" }));
+    await ended.done;
+    assert.deepEqual(codes, [["invalid_changes_response", false]]);
+    assert.equal(ended.cursor, null);
+    assert.equal(Other.made[0].closed, true);
+  });
+
+  test('"sse" without EventSource ends with a TypeError; "auto" long-polls then', async () => {
+    const told = [];
+    const client = clientOf(scriptedFetch([]));
+    const stop = client.subscribe("demo/v1/notes", () => {}, {
+      transport: "sse",
+      onError: (failure, state) => told.push([failure.name, state.retrying]),
+    });
+    await stop.done;
+    assert.deepEqual(told, [["TypeError", false]]);
+
+    const fetchImpl = scriptedFetch([feed([["c1", "created", 1]], "c1")]);
+    const seen = [];
+    const auto = clientOf(fetchImpl).subscribe("demo/v1/notes", (change) => seen.push(change.id), { transport: "auto" });
+    await until(() => seen.length === 1);
+    auto();
+    await auto.done;
+    assert.equal(fetchImpl.sent[0].url, `${FEED}?wait=30`);
+
+    const Source = fakeEventSource();
+    const streamed = streamingClient(scriptedFetch([]), Source).subscribe("demo/v1/notes", () => {}, { transport: "auto" });
+    await until(() => Source.made.length === 1);
+    streamed();
+    await streamed.done;
+    assert.equal(Source.made[0].closed, true);
   });
 });

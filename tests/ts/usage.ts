@@ -11,6 +11,7 @@ import {
   nextLink,
   subscribe,
   CHANGE_TRANSPORTS,
+  STREAM_BROKEN_CODE,
   CHANGES_EXPIRED_CODE,
   type ChangeEvent,
   type Unsubscribe,
@@ -100,6 +101,10 @@ export async function usage(): Promise<number> {
   const cursor: string | null = stop.cursor;
   stop();
   await stop.done;
+  const streamed = new RestClient({ root: "/svc-json/", eventSource: EventSource, credentials: "include" });
+  const viaSse = streamed.subscribe("demo/v1/notes", (change) => titles.push(change.id), { transport: "sse" });
+  viaSse();
+  count += STREAM_BROKEN_CODE.length + (streamed.eventSourceImpl === null ? 0 : 1);
   const other = subscribe("demo/v1/notes", (change) => titles.push(change.id), { client: api });
   other();
   count += Object.keys(CHANGE_TRANSPORTS).length + (cursor ?? "").length;

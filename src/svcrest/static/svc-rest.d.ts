@@ -320,6 +320,8 @@ export interface RestClientOptions {
   fetch?: typeof fetch;
   /** Waits before a retry (default: a `setTimeout` of that many seconds). */
   sleep?: (seconds: number) => Promise<void>;
+  /** The `EventSource` constructor of the "sse" transport (default `globalThis.EventSource`). */
+  eventSource?: typeof EventSource;
 }
 
 /** Sends REST requests with `fetch`, cookie credentials and the REST nonce; an
@@ -333,6 +335,7 @@ export declare class RestClient {
   credentials: RequestCredentials;
   fetchImpl: typeof fetch | null;
   sleep: (seconds: number) => Promise<void>;
+  eventSourceImpl: typeof EventSource | null;
 
   proxy<R = any>(route: string, options?: RestProxyOptions<R>): RestProxy<R>;
   getNonceUrl(): string;
@@ -392,7 +395,12 @@ export interface ChangeFeed {
 /** A way of following a feed: settles when it stops. */
 export type ChangeTransport = (feed: ChangeFeed) => Promise<void>;
 
-/** The transports `subscribe` can use, by name ("long-poll" today). */
+/** The code told to `onError` when an event stream breaks (the browser reconnects it). */
+export declare const STREAM_BROKEN_CODE: "event_stream_broken";
+
+/** The transports `subscribe` can use, by name: "long-poll" (any server), "sse" (an
+ * `EventSource` with the nonce as `_wpnonce`; long-polls where the site does not stream),
+ * "auto" ("sse" where `EventSource` exists, else "long-poll"). */
 export declare const CHANGE_TRANSPORTS: Readonly<Record<string, ChangeTransport>>;
 
 /** The options of `subscribe`. */
@@ -401,7 +409,7 @@ export interface SubscribeOptions {
   since?: string | null;
   /** Seconds each long-poll waits for a change (0 < wait <= 30; default 30). */
   wait?: number;
-  /** A key of `CHANGE_TRANSPORTS` (default "long-poll"). */
+  /** A key of `CHANGE_TRANSPORTS`: "long-poll" (the default), "sse" or "auto". */
   transport?: string;
   /** The longest pause in seconds before trying again (default 30). */
   maxDelay?: number;

@@ -966,8 +966,10 @@ export class RestClient {
    * @param {typeof fetch} [options.fetch] The fetch function (default `globalThis.fetch`).
    * @param {(seconds: number) => Promise<void>} [options.sleep] Waits before a retry (default:
    *   a `setTimeout` of that many seconds).
+   * @param {typeof EventSource} [options.eventSource] The `EventSource` constructor of the
+   *   "sse" transport of {@link RestClient#subscribe} (default `globalThis.EventSource`).
    */
-  constructor({ root, nonce, nonceUrl, methodOverride = false, credentials = "same-origin", fetch, sleep } = {}) {
+  constructor({ root, nonce, nonceUrl, methodOverride = false, credentials = "same-origin", fetch, sleep, eventSource } = {}) {
     const settings = readSettings();
     this.root = (root === undefined ? settings.root : root) ?? "";
     this.nonce = (nonce === undefined ? settings.nonce : nonce) ?? null;
@@ -976,6 +978,7 @@ export class RestClient {
     this.credentials = credentials;
     this.fetchImpl = fetch ?? null;
     this.sleep = sleep ?? realSleep;
+    this.eventSourceImpl = eventSource ?? null;
   }
 
   /**
@@ -1262,9 +1265,12 @@ export class RestClient {
    * (`event` is "created", "updated" or "deleted"; `data` the item as a GET of the collection
    * shows it, `{id}` for a deletion; `id` the cursor just after it), in order, each once.
    *
-   * The feed is read with the `transport` (see {@link CHANGE_TRANSPORTS}; "long-poll", the
+   * The feed is read with the `transport` (see {@link CHANGE_TRANSPORTS}): "long-poll", the
    * default, is `GET <root><path>/changes?since=<cursor>&wait=<seconds>` with the nonce and
-   * cookies of every request). It starts after `since`, else at the end of the change log. A
+   * cookies of every request, on any server; "sse" one `EventSource` (Server-Sent Events, from
+   * an ASGI server) with the nonce as `_wpnonce` in its URL, the cookies of the page's origin
+   * (of any origin with `credentials: "include"`), and no other header; "auto" is "sse" where
+   * the browser has `EventSource`. It starts after `since`, else at the end of the change log. A
    * broken connection, a time-out, a 429 or a 5xx answer is retried with the last cursor
    * after a jittered back-off (0.5 s doubling, at most `maxDelay` seconds), so no change is
    * lost or repeated; each failure is told to `onError(error, {retrying: true, delay})`. A
@@ -1375,23 +1381,47 @@ function aborted(signal) {
   });
 }
 
+/** One long-poll of the feed from its cursor: `GET <feed>?since=<cursor>&wait=<wait>`. */
+function pollOnce(feed, wait) {
+  const params = feed.cursor === null ? [] : [["since", feed.cursor]];
+  params.push(["wait", String(wait)]);
+  const [path, query] = splitUrl(feed.url);
+  return feed.client.request("GET", joinUrl(path, query, params, null), {
+    headers: feed.headers,
+    timeout: feed.timeout === null ? null : wait + feed.timeout,
+    maxRetries: 0,
+    signal: feed.signal,
+    // Not "default": Chromium lets one request of a URL at a time into its cache, so two
+    // tabs polling the same feed would wait for each other.
+    cache: "no-store",
+  });
+}
+
+/**
+ * Hand out the changes of a long-poll's answer and move the cursor; false (the failure told)
+ * when the answer is not a change feed's or the subscription ended meanwhile.
+ */
+function deliver(feed, answer) {
+  const { changes, cursor } = answer.data ?? {};
+  if (!Array.isArray(changes) || typeof cursor !== "string" || !cursor || changes.some((entry) => typeof entry?.id !== "string")) {
+    feed.failed(new ProxyError("invalid_changes_response", "The answer is not a change feed's long-poll.", answer.status));
+    return false;
+  }
+  for (const { id, event, data } of changes) {
+    if (feed.signal.aborted) return false;
+    feed.cursor = id;
+    feed.emit({ id, event, data });
+  }
+  if (changes.length === 0) feed.cursor = cursor;
+  return true;
+}
+
 /** The long-poll transport: `GET <feed>?since=<cursor>&wait=<s>` again and again. */
 async function followLongPoll(feed) {
   while (!feed.signal.aborted) {
-    const params = feed.cursor === null ? [] : [["since", feed.cursor]];
-    params.push(["wait", String(feed.wait)]);
-    const [path, query] = splitUrl(feed.url);
     let answer;
     try {
-      answer = await feed.client.request("GET", joinUrl(path, query, params, null), {
-        headers: feed.headers,
-        timeout: feed.timeout === null ? null : feed.wait + feed.timeout,
-        maxRetries: 0,
-        signal: feed.signal,
-        // Not "default": Chromium lets one request of a URL at a time into its cache, so two
-        // tabs polling the same feed would wait for each other.
-        cache: "no-store",
-      });
+      answer = await pollOnce(feed, feed.wait);
     } catch (error) {
       if (feed.signal.aborted) return;
       const delay = feed.failed(error);
@@ -1400,30 +1430,134 @@ async function followLongPoll(feed) {
       continue;
     }
     feed.failures = 0;
-    const { changes, cursor } = answer.data ?? {};
-    if (!Array.isArray(changes) || typeof cursor !== "string" || !cursor || changes.some((entry) => typeof entry?.id !== "string")) {
-      feed.failed(new ProxyError("invalid_changes_response", "The answer is not a change feed's long-poll.", answer.status));
-      return;
-    }
-    for (const { id, event, data } of changes) {
-      if (feed.signal.aborted) return;
-      feed.cursor = id;
-      feed.emit({ id, event, data });
-    }
-    if (changes.length === 0) feed.cursor = cursor;
+    if (!deliver(feed, answer)) return;
   }
+}
+
+/** The events of a change feed's stream. */
+const CHANGE_EVENTS = ["created", "updated", "deleted"];
+/** `EventSource.CLOSED`: the browser gave up and does not reconnect. */
+const EVENT_SOURCE_CLOSED = 2;
+/** The code told to `onError` when an event stream breaks and the browser reconnects. */
+export const STREAM_BROKEN_CODE = "event_stream_broken";
+
+/** The `EventSource` constructor of `client`, or null where there is none. */
+function eventSourceOf(client) {
+  const Source = client.eventSourceImpl ?? globalThis.EventSource;
+  return typeof Source === "function" ? Source : null;
+}
+
+/**
+ * Read one `EventSource` of the feed from its cursor until it is closed: by the
+ * unsubscription, a failure that ends the subscription (`{stop: true}`), or the browser,
+ * which gave up on an answer that is not a stream or has an error status (`{stop: false,
+ * opened}`: whether a stream was ever read). Rejects with the error `onEvent` threw.
+ */
+function readEventSource(feed, Source) {
+  const params = feed.cursor === null ? [] : [["since", feed.cursor]];
+  // SECURITY: EventSource sends no header of its own, so the nonce goes in the query
+  // (`_wpnonce`, as WordPress reads it); the site's access log redacts it.
+  if (feed.client.nonce) params.push(["_wpnonce", feed.client.nonce]);
+  const [path, query] = splitUrl(feed.url);
+  const source = new Source(joinUrl(path, query, params, null), {
+    withCredentials: feed.client.credentials === "include",
+  });
+  return new Promise((resolve, reject) => {
+    let opened = false;
+    let settled = false;
+    const finish = (outcome, error = null) => {
+      if (settled) return;
+      settled = true;
+      source.close();
+      feed.signal.removeEventListener("abort", stop);
+      if (error === null) resolve(outcome);
+      else reject(error);
+    };
+    const stop = () => finish({ stop: true });
+    if (feed.signal.aborted) return stop();
+    feed.signal.addEventListener("abort", stop, { once: true });
+    source.addEventListener("open", () => {
+      opened = true;
+      feed.failures = 0;
+    });
+    for (const name of CHANGE_EVENTS) {
+      source.addEventListener(name, (message) => {
+        if (settled) return;
+        let data;
+        try {
+          data = JSON.parse(message.data);
+        } catch {
+          feed.failed(new ProxyError("invalid_changes_response", "An event of the stream is not JSON.", 200));
+          return finish({ stop: true });
+        }
+        if (message.lastEventId) feed.cursor = message.lastEventId;
+        try {
+          feed.emit({ id: message.lastEventId, event: name, data });
+        } catch (error) {
+          finish(null, error);
+        }
+      });
+    }
+    source.addEventListener("error", () => {
+      if (settled) return;
+      if (source.readyState === EVENT_SOURCE_CLOSED) return finish({ stop: false, opened });
+      // The stream broke: the browser reconnects by itself with `Last-Event-ID`.
+      feed.failed(new ProxyError(STREAM_BROKEN_CODE, "The event stream broke; reconnecting.", 0));
+    });
+  });
+}
+
+/**
+ * The "sse" transport: `GET <feed>?since=<cursor>&_wpnonce=<nonce>` as an `EventSource`
+ * (Server-Sent Events). The browser reconnects a broken stream itself, resuming with
+ * `Last-Event-ID`. An `EventSource` cannot see an answer's status: when the browser gives
+ * up (an error status, or an answer that is not a stream), one long-poll without waiting
+ * (`wait=0`) asks the same question, so a 410, 401 or 403 ends the subscription, a 5xx or
+ * broken connection is retried after the back-off, an expired nonce is refreshed, and its
+ * changes are handed out; then the stream is opened again from the cursor, or, when no
+ * stream was ever read (a WSGI server answers the long-poll to every request; or all of
+ * the site's streams are taken), the subscription goes on long-polling.
+ */
+async function followEventSource(feed) {
+  const Source = eventSourceOf(feed.client);
+  if (Source === null) throw new TypeError("the \"sse\" transport needs EventSource: use \"long-poll\"");
+  while (!feed.signal.aborted) {
+    const outcome = await readEventSource(feed, Source);
+    if (outcome.stop || feed.signal.aborted) return;
+    let answer;
+    try {
+      answer = await pollOnce(feed, 0);
+    } catch (error) {
+      if (feed.signal.aborted) return;
+      const delay = feed.failed(error);
+      if (delay === null) return;
+      await feed.pause(delay);
+      continue;
+    }
+    if (!deliver(feed, answer)) return;
+    if (!outcome.opened) return followLongPoll(feed);
+  }
+}
+
+/** The "auto" transport: "sse" where `EventSource` exists, else "long-poll". */
+function followAuto(feed) {
+  return eventSourceOf(feed.client) === null ? followLongPoll(feed) : followEventSource(feed);
 }
 
 /**
  * The transports {@link RestClient#subscribe} can follow a feed with, by name. Each takes
- * the subscription's feed (`url`, `cursor`, `wait`, `signal`, `emit(change)`,
+ * the subscription's feed (`client`, `url`, `cursor`, `wait`, `signal`, `emit(change)`,
  * `failed(error)` → pause or null, `pause(seconds)`) and returns a promise settled when it
- * stops. "long-poll" works on every server (WSGI too); an "event-source" transport
- * (Server-Sent Events) can be added here when a site serves them: `EventSource` sends no
- * header of its own, so it would carry the nonce as `_wpnonce` in the URL (which the site
- * reads as WordPress does) and resume with `Last-Event-ID`.
+ * stops. "long-poll" works on every server (WSGI too). "sse" reads Server-Sent Events with
+ * an `EventSource` (one request per subscription on an ASGI server; it falls back to
+ * long-polling where the site does not stream). "auto" is "sse" where `EventSource`
+ * exists, else "long-poll".
  */
-export const CHANGE_TRANSPORTS = Object.freeze({ "long-poll": followLongPoll });
+export const CHANGE_TRANSPORTS = Object.freeze({
+  "long-poll": followLongPoll,
+  sse: followEventSource,
+  auto: followAuto,
+});
 
 /**
  * Follow a collection's change feed with `client` (default: a new {@link RestClient} from
@@ -1448,10 +1582,12 @@ export function subscribe(path, onEvent, { client = null, ...options } = {}) {
  * @typedef {object} SubscribeOptions
  * @property {string|null} [since] Start after this cursor (default: the end of the log).
  * @property {number} [wait=30] Seconds each long-poll waits for a change (0 < wait <= 30).
- * @property {string} [transport="long-poll"] A key of {@link CHANGE_TRANSPORTS}.
+ * @property {string} [transport="long-poll"] A key of {@link CHANGE_TRANSPORTS}: "long-poll",
+ *   "sse" or "auto".
  * @property {number} [maxDelay=30] The longest pause in seconds before trying again.
  * @property {number|null} [timeout=30] Seconds an answer may take beyond `wait` (null: forever).
- * @property {Object<string, string>} [headers] Sent with every poll.
+ * @property {Object<string, string>} [headers] Sent with every poll (not with an `EventSource`,
+ *   which sends none).
  * @property {(error: *, state: {retrying: boolean, delay?: number}) => void} [onError]
  */
 
