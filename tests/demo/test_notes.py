@@ -367,6 +367,15 @@ def test_empty_list(app: App) -> None:
     assert (response.headers["X-SVC-Total"], response.headers["X-SVC-TotalPages"]) == ("0", "0")
 
 
+def test_a_start_window_of_an_empty_list_has_no_links(app: App) -> None:
+    # Found by schemathesis: the window's Link header was deleted even when there was none.
+    response = call(app, "GET", NOTES, query={"start": "0", "per_page": "1"})
+    assert response.status == 200
+    assert response.data == []
+    assert (response.headers["X-SVC-Total"], response.headers["X-SVC-TotalPages"]) == ("0", "0")
+    assert "Link" not in response.headers
+
+
 @pytest.mark.parametrize(
     ("query", "expected", "pages"),
     [

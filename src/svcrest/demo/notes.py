@@ -358,7 +358,7 @@ class NotesController(StoreCollection):
         """GET ``/notes``: one page of notes, with the total counts in headers."""
         response = super().get_items(request)
         if isinstance(response, Response) and request.get_param("start") is not None:
-            del response.headers["Link"]  # the proxy's start/limit window: no page links
+            response.headers.pop("Link", None)  # the proxy's start/limit window: no page links
         return response
 
     def create_item(self, request: Request) -> Response | RestError:
