@@ -3,9 +3,9 @@ per second with 0, 100 and 1,000 SSE subscribers.
 
 Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
 
-    python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--subscribers 0,100,1000]
-                                 [--subscribers-on a|b] [--seconds 8] [--rounds 2]
-                                 [--writers 4] [--postgres URL]
+    python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--pause 0.05]
+                                 [--subscribers 0,100,1000] [--subscribers-on a|b]
+                                 [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -15,15 +15,18 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   ``sqlite``: one host on a SQLite file (A = B).
 - **latency**: one subscriber reads ``GET /books/changes`` as Server-Sent Events on host B
   (``httpx-sse``) while a writer POSTs ``--writes`` books on host A, one at a time, each
-  waiting for its event before the next; each book's title carries its send time. Reported:
+  waiting for its event and a random pause (up to ``--pause``, 50 ms) before the next; each
+  book's title carries its send time. Reported:
   p50 / p99 / max of *event received - POST answered* (the commit is answered; negative when
   the event came first) and of *event received - POST sent*.
 - **writes/s**: ``--writers`` connections POST books on host A in a loop for ``--seconds``,
   while ``--subscribers`` SSE streams of the same collection (each receiving every write) are
   held by one asyncio client process (a child of this one) on host ``--subscribers-on``;
   the configurations are interleaved over ``--rounds`` and the best round of each is kept.
-  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), and the events the
-  subscribers received per second.
+  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), the events the
+  subscribers received per second, the CPU each process used (a share of one core: the
+  hosts, PostgreSQL's server when this script started it, the subscriber process, this one)
+  and host A's CPU milliseconds per write. The servers' logs go to ``bench/out/logs/``.
 
 The load average is printed with every figure: the benchmark shares its CPUs with PostgreSQL,
 the servers and its clients, so a busy machine moves every figure.
@@ -35,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import random
 import resource
 import socket
 import subprocess
@@ -170,8 +174,9 @@ class Latency:
     lost: int
 
 
-async def latency(writer: str, reader: str, writes: int) -> Latency:
-    """One SSE subscriber on ``reader``; ``writes`` POSTs on ``writer``, one at a time."""
+async def latency(writer: str, reader: str, writes: int, pause: float) -> Latency:
+    """One SSE subscriber on ``reader``; ``writes`` POSTs on ``writer``, one at a time,
+    each after a random pause of up to ``pause`` seconds."""
     import httpx
     from httpx_sse import aconnect_sse
 
@@ -200,6 +205,9 @@ async def latency(writer: str, reader: str, writes: int) -> Latency:
         while not arrived.empty():
             arrived.get_nowait()
         for number in range(writes):
+            # a random pause first: writes back to back would fall at one phase of the
+            # servers' 20 ms change poll, and every latency would be the same
+            await asyncio.sleep(random.uniform(0, pause))
             sent = time.monotonic()
             title = f"{number} {sent:.6f}"
             answer = await a.post(BOOKS, json={"title": title})
@@ -415,7 +423,7 @@ def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) ->
         with serving(db, addresses, logs, streams) as hosts:
             (a, a_pid), (b, b_pid) = hosts[0], hosts[-1]
             print(f"\n{store}: host A {a}, host B {b} (load {load()})", flush=True)
-            lat = asyncio.run(latency(a, b, options.writes))
+            lat = asyncio.run(latency(a, b, options.writes, options.pause))
             holder = b if options.subscribers_on == "b" else a
             pids = {"host A": a_pid, "postgres": postmaster(server)}
             if b_pid != a_pid:
@@ -433,6 +441,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--store", default="pg,sqlite", help="pg, sqlite or both (default)")
     parser.add_argument("--writes", type=int, default=200, help="writes timed for latency")
+    parser.add_argument(
+        "--pause", type=float, default=0.05, help="most seconds between two timed writes"
+    )
     parser.add_argument(
         "--subscribers", default="0,100,1000", help="subscriber counts for writes/s"
     )
