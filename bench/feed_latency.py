@@ -124,7 +124,8 @@ def serving(
     processes: list[tuple[str, int, subprocess.Popen[bytes], Path]] = []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
     options = ["--server", "uvicorn", "--interface", "asgi", "--db", db, *PLUGIN]
-    options += ["--max-streams", str(streams)]
+    # each stream also counts against --max-concurrency (uvicorn: 503 past it)
+    options += ["--max-streams", str(streams), "--max-concurrency", str(streams + 100)]
     try:
         for address in addresses:
             port = free_port(address)
@@ -243,31 +244,42 @@ async def hold_streams(url: str, count: int) -> None:
 
     received = [0]
     ready = [0]
+    refused = [0]
     all_open = asyncio.Event()
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
 
     async def one(client: httpx.AsyncClient) -> None:
-        async with aconnect_sse(client, "GET", CHANGES) as source:
-            if source.response.status_code != 200:
-                print(f"stream refused: {source.response.status_code}", flush=True)
-                return
-            ready[0] += 1
-            if ready[0] == count:
-                all_open.set()
-            async for event in source.aiter_sse():
-                if event.event:
-                    received[0] += 1
+        for _attempt in range(50):
+            async with aconnect_sse(client, "GET", CHANGES) as source:
+                status = source.response.status_code
+                if status == 200:
+                    ready[0] += 1
+                    if ready[0] == count:
+                        all_open.set()
+                    async for event in source.aiter_sse():
+                        if event.event:
+                            received[0] += 1
+                    return
+                body = (await source.response.aread()).decode(errors="replace")
+            if status != 503:
+                break
+            # 503 (svc_store_busy: the pool was busy with the other streams opening; or
+            # svc_streams_busy while the last run's streams close): again, as a client would
+            refused[0] += 1
+            await asyncio.sleep(random.uniform(0.1, 0.5))
+        print(f"stream refused: {status} {body[:300]}", flush=True)
+        os._exit(1)
 
     async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
         tasks: list[asyncio.Task[None]] = []
-        for start in range(0, count, 100):  # opened a hundred at a time
+        for start in range(0, count, 50):  # opened fifty at a time
             tasks += [
-                asyncio.create_task(one(client)) for _ in range(start, min(count, start + 100))
+                asyncio.create_task(one(client)) for _ in range(start, min(count, start + 50))
             ]
-            while ready[0] < len(tasks) and not any(t.done() for t in tasks):
+            while ready[0] < len(tasks):
                 await asyncio.sleep(0.01)
         await asyncio.wait_for(all_open.wait(), 60)
-        print("ready", flush=True)
+        print(f"ready {refused[0]}", flush=True)
         await asyncio.to_thread(sys.stdin.read)  # until the parent closes it
         print(received[0], flush=True)
         for task in tasks:
@@ -281,6 +293,7 @@ class Held:
 
     pid: int
     received: int = 0
+    refused: int = 0  # 503s while opening the streams (each opened again)
 
 
 @contextlib.contextmanager
@@ -294,9 +307,9 @@ def subscribers(url: str, count: int) -> Iterator[Held]:
     assert child.stdin is not None and child.stdout is not None
     try:
         line = child.stdout.readline().strip()
-        if line != "ready":
+        if not line.startswith("ready"):
             raise SystemExit(f"the subscriber process did not open its streams: {line!r}")
-        held = Held(child.pid)
+        held = Held(child.pid, refused=int(line.split()[1]))
         yield held
         child.stdin.close()
         held.received = int(child.stdout.readline().strip() or 0)
@@ -364,7 +377,11 @@ def rates(
                 entry.cpu = used
                 entry.load = load()
             cpu = ", ".join(f"{n} {v * 100:.0f} %" for n, v in used.items())
-            print(f"  {count:>5} subscribers: {rate:7.1f} writes/s; CPU {cpu}; load {load()}")
+            print(
+                f"  {count:>5} subscribers: {rate:7.1f} writes/s; CPU {cpu}; load {load()};"
+                f" 503s while opening: {held.refused}",
+                flush=True,
+            )
     return list(found.values())
 
 
@@ -405,7 +422,7 @@ def postmaster(server: Any) -> int:
 
 def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) -> None:
     began_load = load()
-    streams = max(options.subscribers) + 10
+    streams = 2 * max(options.subscribers) + 100  # room for streams still closing
     server: Any = None
     if store == "pg":
         db = options.postgres
@@ -460,7 +477,7 @@ def main() -> None:
         asyncio.run(hold_streams(options.hold, options.streams))
         return
     options.subscribers = [int(n) for n in options.subscribers.split(",")]
-    if max(options.subscribers) * 2 + 100 > limit:
+    if max(options.subscribers) * 3 + 200 > limit:
         raise SystemExit(f"open files limited to {limit}: raise `ulimit -n`")
     print(f"load average: {load()}; CPUs: {os.cpu_count()}; open files: {limit}")
     logs = ROOT / "bench" / "out" / "logs"
