@@ -455,7 +455,9 @@ def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--store", default="pg,sqlite", help="pg, sqlite or both (default)")
     parser.add_argument("--writes", type=int, default=200, help="writes timed for latency")
     parser.add_argument(
@@ -464,7 +466,9 @@ def main() -> None:
     parser.add_argument(
         "--subscribers", default="0,100,1000", help="subscriber counts for writes/s"
     )
-    parser.add_argument("--subscribers-on", choices=("a", "b"), default="a")
+    parser.add_argument(
+        "--subscribers-on", choices=("a", "b"), default="a", help="the subscribers' host"
+    )
     parser.add_argument("--seconds", type=float, default=8.0, help="each writes/s run")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved writes/s rounds")
     parser.add_argument("--writers", type=int, default=4, help="connections POSTing")
