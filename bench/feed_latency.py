@@ -1,0 +1,495 @@
+"""Change feeds over real servers: commit-to-subscriber latency across two hosts, and writes
+per second with 0, 100 and 1,000 SSE subscribers.
+
+Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
+
+    python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--pause 0.05]
+                                 [--subscribers 0,100,1000] [--subscribers-on a|b]
+                                 [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
+
+Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
+end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
+
+- ``pg``: two hosts (127.0.0.2 = A, 127.0.0.3 = B) on one PostgreSQL database (a
+  throw-away server as the tests start theirs, ``tests/pg.py``, unless ``--postgres URL``).
+  ``sqlite``: one host on a SQLite file (A = B).
+- **latency**: one subscriber reads ``GET /books/changes`` as Server-Sent Events on host B
+  (``httpx-sse``) while a writer POSTs ``--writes`` books on host A, one at a time, each
+  waiting for its event and a random pause (up to ``--pause``, 50 ms) before the next; each
+  book's title carries its send time. Reported:
+  p50 / p99 / max of *event received - POST answered* (the commit is answered; negative when
+  the event came first) and of *event received - POST sent*.
+- **writes/s**: ``--writers`` connections POST books on host A in a loop for ``--seconds``,
+  while ``--subscribers`` SSE streams of the same collection (each receiving every write) are
+  held by one asyncio client process (a child of this one) on host ``--subscribers-on``;
+  the configurations are interleaved over ``--rounds`` and the best round of each is kept.
+  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), the events the
+  subscribers received per second, the CPU each process used (a share of one core: the
+  hosts, PostgreSQL's server when this script started it, the subscriber process, this one)
+  and host A's CPU milliseconds per write. The servers' logs go to ``bench/out/logs/``.
+
+The load average is printed with every figure: the benchmark shares its CPUs with PostgreSQL,
+the servers and its clients, so a busy machine moves every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOKS = "/svc-json/shop/v1/books"
+CHANGES = f"{BOOKS}/changes"
+PLUGIN = ["--plugin", "tests.e2e.store_site:register", "--no-demo"]
+SSE = {"Accept": "text/event-stream"}
+
+
+def raise_open_files() -> int:
+    """Raise the soft limit of open files to the hard one (1,000 streams need more than the
+    usual 1,024); inherited by the servers and the subscriber process."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of process ``root`` and its descendants so far; of this
+    process alone for ``-1`` (its child, the subscriber process, is counted apart)."""
+    if root == -1:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    ticks = os.sysconf("SC_CLK_TCK")
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(fields[1])
+            times[int(entry.name)] = (int(fields[11]) + int(fields[12])) / ticks
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0.0)
+        todo += [child for child, parent in parents.items() if parent == pid]
+    return total
+
+
+def free_port(address: str) -> int:
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait_for(address: str, port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the server on {address} exited; its log: {log}")
+        try:
+            with socket.create_connection((address, port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{address}:{port} did not start within 60 s; its log: {log}")
+
+
+@contextlib.contextmanager
+def serving(
+    db: str, addresses: list[str], logs: Path, streams: int
+) -> Iterator[list[tuple[str, int]]]:
+    """``svcrest serve --server uvicorn`` on each address, one site on ``db``; their URLs
+    and process ids."""
+    processes: list[tuple[str, int, subprocess.Popen[bytes], Path]] = []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    options = ["--server", "uvicorn", "--interface", "asgi", "--db", db, *PLUGIN]
+    # each stream also counts against --max-concurrency (uvicorn: 503 past it)
+    options += ["--max-streams", str(streams), "--max-concurrency", str(streams + 100)]
+    try:
+        for address in addresses:
+            port = free_port(address)
+            log = logs / f"feed-{address}.log"
+            command = [sys.executable, "-m", "svcrest", "serve", "--host", address]
+            with log.open("wb") as out:
+                process = subprocess.Popen(
+                    [*command, "--port", str(port), *options],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    cwd=ROOT,
+                )
+            processes.append((address, port, process, log))
+        for address, port, process, log in processes:
+            wait_for(address, port, process, log)
+        yield [(f"http://{address}:{port}", p.pid) for address, port, p, _l in processes]
+    finally:
+        for _a, _port, process, _l in processes:
+            process.terminate()
+        for _a, _port, process, _l in processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """The nearest-rank percentile of ``values`` (sorted here)."""
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[rank]
+
+
+def spread(values: list[float]) -> str:
+    ms = [v * 1000 for v in values]
+    return (
+        f"p50 {percentile(ms, 0.5):.1f} ms, p99 {percentile(ms, 0.99):.1f} ms, max {max(ms):.1f} ms"
+    )
+
+
+@dataclass
+class Latency:
+    after_answer: list[float]
+    after_send: list[float]
+    lost: int
+
+
+async def latency(writer: str, reader: str, writes: int, pause: float) -> Latency:
+    """One SSE subscriber on ``reader``; ``writes`` POSTs on ``writer``, one at a time,
+    each after a random pause of up to ``pause`` seconds."""
+    import httpx
+    from httpx_sse import aconnect_sse
+
+    arrived: asyncio.Queue[tuple[str, float]] = asyncio.Queue()
+    opened = asyncio.Event()
+
+    async def subscribe(client: httpx.AsyncClient) -> None:
+        async with aconnect_sse(client, "GET", CHANGES) as source:
+            if source.response.status_code != 200:
+                raise SystemExit(f"the subscriber got {source.response.status_code}")
+            opened.set()
+            async for event in source.aiter_sse():
+                if event.event == "created":
+                    arrived.put_nowait((event.json()["title"], time.monotonic()))
+
+    result = Latency([], [], 0)
+    async with (
+        httpx.AsyncClient(base_url=reader, timeout=None) as b,
+        httpx.AsyncClient(base_url=writer, timeout=30) as a,
+    ):
+        task = asyncio.create_task(subscribe(b))
+        await asyncio.wait_for(opened.wait(), 10)
+        for _ in range(5):  # warm-up writes (and their events) not counted
+            await a.post(BOOKS, json={"title": "warm-up"})
+        await asyncio.sleep(0.5)
+        while not arrived.empty():
+            arrived.get_nowait()
+        for number in range(writes):
+            # a random pause first: writes back to back would fall at one phase of the
+            # servers' 20 ms change poll, and every latency would be the same
+            await asyncio.sleep(random.uniform(0, pause))
+            sent = time.monotonic()
+            title = f"{number} {sent:.6f}"
+            answer = await a.post(BOOKS, json={"title": title})
+            answered = time.monotonic()
+            if answer.status_code != 201:
+                raise SystemExit(f"a write got {answer.status_code}: {answer.text}")
+            try:
+                while True:
+                    got, received = await asyncio.wait_for(arrived.get(), 5)
+                    if got == title:
+                        break
+            except TimeoutError:
+                result.lost += 1
+                continue
+            # the title carries its send time: the figure does not depend on this loop's
+            # bookkeeping (it equals ``sent``)
+            result.after_send.append(received - float(got.split()[1]))
+            result.after_answer.append(received - answered)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return result
+
+
+# The subscriber process ---------------------------------------------------------------
+
+
+async def hold_streams(url: str, count: int) -> None:
+    """``count`` SSE streams of the changes on ``url``; prints ``ready`` once every one is
+    open, counts the events they receive, prints the count when stdin closes."""
+    import httpx
+    from httpx_sse import aconnect_sse
+
+    received = [0]
+    ready = [0]
+    refused = [0]
+    all_open = asyncio.Event()
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+
+    async def one(client: httpx.AsyncClient) -> None:
+        for _attempt in range(50):
+            async with aconnect_sse(client, "GET", CHANGES) as source:
+                status = source.response.status_code
+                if status == 200:
+                    ready[0] += 1
+                    if ready[0] == count:
+                        all_open.set()
+                    async for event in source.aiter_sse():
+                        if event.event:
+                            received[0] += 1
+                    return
+                body = (await source.response.aread()).decode(errors="replace")
+            if status != 503:
+                break
+            # 503 (svc_store_busy: the pool was busy with the other streams opening; or
+            # svc_streams_busy while the last run's streams close): again, as a client would
+            refused[0] += 1
+            await asyncio.sleep(random.uniform(0.1, 0.5))
+        print(f"stream refused: {status} {body[:300]}", flush=True)
+        os._exit(1)
+
+    async with httpx.AsyncClient(base_url=url, timeout=None, limits=limits) as client:
+        tasks: list[asyncio.Task[None]] = []
+        for start in range(0, count, 50):  # opened fifty at a time
+            tasks += [
+                asyncio.create_task(one(client)) for _ in range(start, min(count, start + 50))
+            ]
+            while ready[0] < len(tasks):
+                await asyncio.sleep(0.01)
+        await asyncio.wait_for(all_open.wait(), 60)
+        print(f"ready {refused[0]}", flush=True)
+        await asyncio.to_thread(sys.stdin.read)  # until the parent closes it
+        print(received[0], flush=True)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+@dataclass
+class Held:
+    """The subscriber process: its id (0 without one) and, after the block, its events."""
+
+    pid: int
+    received: int = 0
+    refused: int = 0  # 503s while opening the streams (each opened again)
+
+
+@contextlib.contextmanager
+def subscribers(url: str, count: int) -> Iterator[Held]:
+    """A child process holding ``count`` streams of the changes on ``url``."""
+    if count == 0:
+        yield Held(0)
+        return
+    command = [sys.executable, __file__, "--hold", url, "--streams", str(count)]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        line = child.stdout.readline().strip()
+        if not line.startswith("ready"):
+            raise SystemExit(f"the subscriber process did not open its streams: {line!r}")
+        held = Held(child.pid, refused=int(line.split()[1]))
+        yield held
+        child.stdin.close()
+        held.received = int(child.stdout.readline().strip() or 0)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
+# Writes per second -------------------------------------------------------------------
+
+
+async def write_rate(url: str, writers: int, seconds: float) -> tuple[float, int]:
+    """``writers`` connections POSTing for ``seconds``: writes per second, failures."""
+    import httpx
+
+    done = [0, 0]
+    end = time.monotonic() + seconds
+
+    async def loop(client: httpx.AsyncClient) -> None:
+        while time.monotonic() < end:
+            answer = await client.post(BOOKS, json={"title": "rate"})
+            done[0 if answer.status_code == 201 else 1] += 1
+
+    limits = httpx.Limits(max_connections=writers)
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+        await client.post(BOOKS, json={"title": "warm-up"})
+        began = time.monotonic()
+        await asyncio.gather(*(loop(client) for _ in range(writers)))
+        elapsed = time.monotonic() - began
+    return done[0] / elapsed, done[1]
+
+
+@dataclass
+class Rate:
+    subscribers: int
+    rounds: list[float] = field(default_factory=list)
+    events_per_s: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)  # share of one core, best round
+    load: str = ""
+
+
+def rates(
+    options: argparse.Namespace, writer: str, holder: str, pids: dict[str, int]
+) -> list[Rate]:
+    """Writes/s on ``writer`` with each subscriber count on ``holder``, interleaved; the CPU
+    of each process (``pids``: name to id; their descendants count) in each run."""
+    found = {count: Rate(count) for count in options.subscribers}
+    for _ in range(options.rounds):
+        for count in options.subscribers:
+            with subscribers(holder, count) as held:
+                watched = {**pids, "subscribers": held.pid, "writer": -1}
+                before = {name: tree_cpu(pid) for name, pid in watched.items() if pid}
+                began = time.monotonic()
+                rate, failed = asyncio.run(write_rate(writer, options.writers, options.seconds))
+                elapsed = time.monotonic() - began
+                used = {n: (tree_cpu(watched[n]) - b) / elapsed for n, b in before.items()}
+            if failed:
+                print(f"  {failed} writes failed with {count} subscribers")
+            entry = found[count]
+            entry.rounds.append(rate)
+            if rate == max(entry.rounds):
+                entry.events_per_s = held.received / elapsed
+                entry.cpu = used
+                entry.load = load()
+            cpu = ", ".join(f"{n} {v * 100:.0f} %" for n, v in used.items())
+            print(
+                f"  {count:>5} subscribers: {rate:7.1f} writes/s; CPU {cpu}; load {load()};"
+                f" 503s while opening: {held.refused}",
+                flush=True,
+            )
+    return list(found.values())
+
+
+def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: str) -> None:
+    print(f"\n## {name}\n")
+    print(f"load average at the start: {began_load}; now: {load()}")
+    print(f"latency over {len(lat.after_answer)} writes ({lat.lost} events lost):")
+    print(f"  event received - POST answered: {spread(lat.after_answer)}")
+    print(f"  event received - POST sent:     {spread(lat.after_send)}")
+    print(f"\nwrites/s on host A, subscribers on {where} (best of each's rounds; CPU: share")
+    print("of one core in that round, a process with its children):\n")
+    names = sorted({n for entry in found for n in entry.cpu})
+    print(
+        "| subscribers | writes/s (best) | each round | vs 0 | events received/s | "
+        + " | ".join(f"CPU {n}" for n in names)
+        + " | host A CPU ms/write | load |"
+    )
+    print("| ---: | ---: | --- | ---: | ---: | " + "---: | " * (len(names) + 1) + "--- |")
+    base = max(found[0].rounds) if found and found[0].subscribers == 0 else None
+    for entry in found:
+        best = max(entry.rounds)
+        ratio = f"{best / base:.2f}" if base else "-"
+        each = ", ".join(f"{r:.0f}" for r in entry.rounds)
+        cpu = " | ".join(f"{entry.cpu[n] * 100:.0f} %" if n in entry.cpu else "-" for n in names)
+        per_write = entry.cpu.get("host A", 0.0) * 1000 / best if best else 0.0
+        print(
+            f"| {entry.subscribers:,} | {best:.1f} | {each} | {ratio} |"
+            f" {entry.events_per_s:,.0f} | {cpu} | {per_write:.2f} | {entry.load} |"
+        )
+
+
+def postmaster(server: Any) -> int:
+    """The process id of a throw-away PostgreSQL server (0 when none)."""
+    if server is None:
+        return 0
+    return int((server.data / "postmaster.pid").read_text().split()[0])
+
+
+def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) -> None:
+    began_load = load()
+    streams = 2 * max(options.subscribers) + 100  # room for streams still closing
+    server: Any = None
+    if store == "pg":
+        db = options.postgres
+        if db is None:
+            sys.path.insert(0, str(ROOT))
+            from tests.pg import PostgresServer
+
+            server = PostgresServer()
+            db = server.new_database()
+        addresses = ["127.0.0.2", "127.0.0.3"]
+    else:
+        db = str(tmp / "feed.db")
+        addresses = ["127.0.0.1"]
+    try:
+        with serving(db, addresses, logs, streams) as hosts:
+            (a, a_pid), (b, b_pid) = hosts[0], hosts[-1]
+            print(f"\n{store}: host A {a}, host B {b} (load {load()})", flush=True)
+            lat = asyncio.run(latency(a, b, options.writes, options.pause))
+            holder = b if options.subscribers_on == "b" else a
+            pids = {"host A": a_pid, "postgres": postmaster(server)}
+            if b_pid != a_pid:
+                pids["host B"] = b_pid
+            found = rates(options, a, holder, pids)
+    finally:
+        if server is not None:
+            server.stop()
+    where = "host B" if options.subscribers_on == "b" and len(addresses) > 1 else "host A"
+    name = "PostgreSQL, two uvicorn hosts" if store == "pg" else "SQLite file, one uvicorn host"
+    report(name, where, lat, found, began_load)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--store", default="pg,sqlite", help="pg, sqlite or both (default)")
+    parser.add_argument("--writes", type=int, default=200, help="writes timed for latency")
+    parser.add_argument(
+        "--pause", type=float, default=0.05, help="most seconds between two timed writes"
+    )
+    parser.add_argument(
+        "--subscribers", default="0,100,1000", help="subscriber counts for writes/s"
+    )
+    parser.add_argument(
+        "--subscribers-on", choices=("a", "b"), default="a", help="the subscribers' host"
+    )
+    parser.add_argument("--seconds", type=float, default=8.0, help="each writes/s run")
+    parser.add_argument("--rounds", type=int, default=2, help="interleaved writes/s rounds")
+    parser.add_argument("--writers", type=int, default=4, help="connections POSTing")
+    parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL database to use")
+    parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--streams", type=int, default=0, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    limit = raise_open_files()
+    if options.hold:
+        asyncio.run(hold_streams(options.hold, options.streams))
+        return
+    options.subscribers = [int(n) for n in options.subscribers.split(",")]
+    if max(options.subscribers) * 3 + 200 > limit:
+        raise SystemExit(f"open files limited to {limit}: raise `ulimit -n`")
+    print(f"load average: {load()}; CPUs: {os.cpu_count()}; open files: {limit}")
+    logs = ROOT / "bench" / "out" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="svcrest-feed-") as tmp:
+        for store in options.store.split(","):
+            run_store(options, store.strip(), logs, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()
