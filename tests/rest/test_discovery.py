@@ -59,6 +59,19 @@ def test_the_link_header_cannot_be_split_or_broken_out_of(root: str, header: str
     assert rest_output_link_header(site(root)) == header
 
 
+@pytest.mark.parametrize(
+    ("root", "header"),
+    [
+        ("http://x/café/", '<http://x/caf%C3%A9/>; rel="https://api.w.org/"'),
+        ("http://x/€", '<http://x/%E2%82%AC>; rel="https://api.w.org/"'),
+        ("http://x/\U0001f600", '<http://x/%F0%9F%98%80>; rel="https://api.w.org/"'),
+    ],
+    ids=["latin-1", "bmp", "astral"],
+)  # fmt: skip
+def test_a_character_outside_ascii_is_percent_encoded_as_utf8(root: str, header: str) -> None:
+    assert rest_output_link_header(site(root)) == header
+
+
 def test_an_empty_root_gives_nothing() -> None:
     empty = site("")
     assert rest_output_rsd(empty) == ""

@@ -36,13 +36,16 @@ def rest_output_link_header(app: SiteSettings) -> str | None:
     """The Link header value, or None when the root URL is empty.
 
     SECURITY: control characters, ``<`` and ``>`` are percent-encoded so a filtered root URL
-    can neither split the header nor break out of the angle brackets.
+    can neither split the header nor break out of the angle brackets; a character outside
+    ASCII is percent-encoded as its UTF-8 bytes (``é`` as ``%C3%A9``), as a URI is.
     """
     root = _root(app)
     if not root:
         return None
     safe = "".join(
-        f"%{ord(char):02X}" if ord(char) < 0x21 or char in "<>\x7f" or ord(char) > 0x7E else char
+        "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+        if ord(char) < 0x21 or char in "<>\x7f" or ord(char) > 0x7E
+        else char
         for char in root
     )
     return f'<{safe}>; rel="{REST_API_REL}"'
