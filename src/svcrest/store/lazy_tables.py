@@ -1,0 +1,44 @@
+"""A store reached through a getter, whose component tables are made on first use.
+
+The rule: the tables are made once per object, under a lock; inside an open store block of
+the calling thread they are made in that block and not remembered, since a rollback of the
+block would undo them (the next use makes them again).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from svcrest.store.base import Store
+
+__all__ = ["LazyTables"]
+
+
+class LazyTables:
+    """``store`` (or a function giving it) with ``ensure(store)`` run before its first use."""
+
+    __slots__ = ("_ensure", "_get_store", "_lock", "_ready")
+
+    def __init__(
+        self, store: Store | Callable[[], Store], ensure: Callable[[Store], object]
+    ) -> None:
+        self._get_store: Callable[[], Store] = (
+            (lambda: store) if isinstance(store, Store) else store
+        )
+        self._ensure = ensure
+        self._ready = False
+        self._lock = threading.Lock()
+
+    def store(self) -> Store:
+        """The store, with the tables made."""
+        store = self._get_store()
+        if not self._ready:
+            if store.in_block():  # a rollback of the outer block would undo the tables
+                self._ensure(store)
+                return store
+            with self._lock:
+                if not self._ready:
+                    self._ensure(store)
+                    self._ready = True
+        return store
