@@ -100,3 +100,28 @@ def test_threads_make_the_tables_once(tmp_path: Path) -> None:
         thread.join()
     assert maker.calls == 1
     store.close()
+
+
+def test_make_makes_the_tables_now_and_remembers_them_outside_a_block(
+    store: SqliteStore,
+) -> None:
+    maker = Maker()
+    tables = LazyTables(store, maker)
+    tables.make()
+    assert has_table(store)
+    tables.make()  # again: a migration asked for runs
+    assert maker.calls == 2
+    tables.store()
+    assert maker.calls == 2
+
+
+def test_make_inside_a_block_is_not_remembered(store: SqliteStore) -> None:
+    maker = Maker()
+    tables = LazyTables(store, maker)
+    with pytest.raises(RuntimeError), store.transaction():
+        tables.make()
+        raise RuntimeError("roll back")
+    assert not has_table(store)
+    tables.store()
+    assert has_table(store)
+    assert maker.calls == 2

@@ -42,3 +42,11 @@ class LazyTables:
                     self._ensure(store)
                     self._ready = True
         return store
+
+    def make(self) -> None:
+        """Make the tables now, even when made before (``ensure`` is idempotent); remembered
+        as made unless inside an open block, by the rule of :meth:`store`."""
+        store = self._get_store()
+        self._ensure(store)
+        if not store.in_block():
+            self._ready = True
