@@ -396,20 +396,10 @@ class CollectionTable:
             if not stored:
                 return self._unchanged(conn, item_id, expected_version)
             assignments = ", ".join(f"{quote(name)} = ?" for name in stored)
-            sql = (
-                f'UPDATE {quote(self.table)} SET {assignments}, "version" = "version" + 1'
-                f' WHERE "id" = ?'
+            statement = f'UPDATE {quote(self.table)} SET {assignments}, "version" = "version" + 1'
+            return self._write_one(
+                store, conn, statement, stored.values(), item_id, expected_version, "updated"
             )
-            params = [*stored.values(), item_id]
-            if expected_version is not None:
-                sql += ' AND "version" = ?'
-                params.append(_expected(expected_version))
-            row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
-            if row is None:
-                return self._missing_or_mismatch(conn, item_id)
-            item = self._item(row)
-            self._record(store, conn, item, "updated")
-            return item
 
     def _unchanged(
         self, conn: Connection, item_id: int, expected_version: int | None
@@ -440,17 +430,34 @@ class CollectionTable:
             return None
         store = self.store
         with store.transaction() as conn:
-            sql = f'DELETE FROM {quote(self.table)} WHERE "id" = ?'
-            params: list[Any] = [item_id]
-            if expected_version is not None:
-                sql += ' AND "version" = ?'
-                params.append(_expected(expected_version))
-            row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
-            if row is None:
-                return self._missing_or_mismatch(conn, item_id)
-            item = self._item(row)
-            self._record(store, conn, item, "deleted")
-            return item
+            statement = f"DELETE FROM {quote(self.table)}"
+            return self._write_one(store, conn, statement, (), item_id, expected_version, "deleted")
+
+    def _write_one(
+        self,
+        store: Store,
+        conn: Connection,
+        statement: str,
+        values: Iterable[Any],
+        item_id: int,
+        expected_version: int | None,
+        event: Event,
+    ) -> dict[str, Any] | VersionMismatch | None:
+        """Run ``statement`` (``UPDATE … SET …`` with ``values``, or ``DELETE FROM …``) on
+        item ``item_id``, and only at ``expected_version`` when one is given: the item as the
+        statement left it, recorded as ``event``; else None (no such item) or the
+        :class:`VersionMismatch` (nothing written)."""
+        sql = f'{statement} WHERE "id" = ?'
+        params = [*values, item_id]
+        if expected_version is not None:
+            sql += ' AND "version" = ?'
+            params.append(_expected(expected_version))
+        row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
+        if row is None:
+            return self._missing_or_mismatch(conn, item_id)
+        item = self._item(row)
+        self._record(store, conn, item, event)
+        return item
 
     # -- lists ---------------------------------------------------------------------------------
 
