@@ -117,9 +117,10 @@ class PostgresServer:
         """No autovacuum worker runs inside the block.
 
         An automatic ``ANALYZE`` writes the table's statistics, so it spends transaction ids
-        of the cluster at times of its own (once a long session has written enough rows, on
-        every ``autovacuum_naptime`` visit of a database): a test that counts the cluster's
-        ids while its subject is idle must not count those. The block begins once the server
+        of the cluster at times of its own (on an ``autovacuum_naptime`` visit of a database
+        once enough rows changed: in a long session, the catalogs' too, as every test's
+        schema adds and drops rows of ``pg_class`` and ``pg_attribute``): a test that counts
+        the cluster's ids while its subject is idle must not count those. The block begins once the server
         has read the setting (a worker started after that analyzes nothing) and the workers
         already running have finished; the setting is restored on the way out.
         """
