@@ -120,9 +120,10 @@ class PostgresServer:
         of the cluster at times of its own (on an ``autovacuum_naptime`` visit of a database
         once enough rows changed: in a long session, the catalogs' too, as every test's
         schema adds and drops rows of ``pg_class`` and ``pg_attribute``): a test that counts
-        the cluster's ids while its subject is idle must not count those. The block begins once the server
-        has read the setting (a worker started after that analyzes nothing) and the workers
-        already running have finished; the setting is restored on the way out.
+        the cluster's ids while its subject is idle must not count those. The block begins
+        once the server has read the setting (a worker started after that analyzes nothing)
+        and the workers already running have finished; the setting is restored on the way
+        out.
         """
         self._set_autovacuum("off")
         try:
