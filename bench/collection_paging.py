@@ -33,6 +33,7 @@ import json
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -127,13 +128,13 @@ def main() -> None:
         for name, sort in ORDERS.items():
             before = table.query(Query(per_page=args.per_page, page=deep - 1, sort=sort))
             assert before.next_cursor is not None, "fewer rows than 1,000 pages"
-            base = {"per_page": args.per_page, "sort": sort, "count": False}
+            base = Query(per_page=args.per_page, sort=sort, count=False)
             second = table.query(Query(per_page=args.per_page, sort=sort)).next_cursor
-            cases[f"{name}: cursor p1"] = Query(**base)  # type: ignore[arg-type]
-            cases[f"{name}: cursor p2"] = Query(**base, cursor=second)  # type: ignore[arg-type]
-            cases[f"{name}: cursor p{deep}"] = Query(**base, cursor=before.next_cursor)  # type: ignore[arg-type]
-            cases[f"{name}: offset p1"] = Query(**base)  # type: ignore[arg-type]
-            cases[f"{name}: offset p{deep}"] = Query(**base, page=deep)  # type: ignore[arg-type]
+            cases[f"{name}: cursor p1"] = base
+            cases[f"{name}: cursor p2"] = replace(base, cursor=second)
+            cases[f"{name}: cursor p{deep}"] = replace(base, cursor=before.next_cursor)
+            cases[f"{name}: offset p1"] = base
+            cases[f"{name}: offset p{deep}"] = replace(base, page=deep)
             deep_ids = [item["id"] for item in table.query(cases[f"{name}: cursor p{deep}"]).items]
             offset_ids = [
                 item["id"] for item in table.query(cases[f"{name}: offset p{deep}"]).items

@@ -93,7 +93,7 @@ def _install_env() -> None:
     if _STAMP.exists() and _STAMP.read_text() == _stamp_text():
         return
     print("bench: installing the peers and svcrest (editable) into the bench venv", flush=True)
-    pip = [_env_python(), "-m", "pip", "--disable-pip-version-check", "-q"]
+    pip = [str(_env_python()), "-m", "pip", "--disable-pip-version-check", "-q"]
     _run_quiet([*pip, "install", "--upgrade", "pip"], "upgrading pip")
     _run_quiet([*pip, "install", *REQUIREMENTS, "-e", REPO_DIR], "pip install")
     _STAMP.write_text(_stamp_text())

@@ -184,6 +184,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5000)
     parser.add_argument("--json", action="store_true")
     options = parser.parse_args()
+    loop: asyncio.AbstractEventLoop
     try:
         import uvloop
 

@@ -9,6 +9,7 @@ socket in that directory, with ``fsync=off``. Each test gets its own schema (a U
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
@@ -17,6 +18,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -108,6 +111,53 @@ class PostgresServer:
         with psycopg.connect(self.url(database=database), autocommit=True) as conn:
             conn.execute(sql)
         return ""
+
+    @contextlib.contextmanager
+    def autovacuum_paused(self, timeout: float = 60.0) -> Iterator[None]:
+        """No autovacuum worker runs inside the block.
+
+        An automatic ``ANALYZE`` writes the table's statistics, so it spends transaction ids
+        of the cluster at times of its own (on an ``autovacuum_naptime`` visit of a database
+        once enough rows changed: in a long session, the catalogs' too, as every test's
+        schema adds and drops rows of ``pg_class`` and ``pg_attribute``): a test that counts
+        the cluster's ids while its subject is idle must not count those. The block begins
+        once the server has read the setting (a worker started after that analyzes nothing)
+        and the workers already running have finished; the setting is restored on the way
+        out.
+        """
+        self._set_autovacuum("off")
+        try:
+            deadline = time.monotonic() + timeout
+            while self._autovacuum_state() != ("off", 0):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"autovacuum still running after {timeout} s")
+                time.sleep(0.05)
+            yield
+        finally:
+            self._set_autovacuum(None)
+
+    def _set_autovacuum(self, value: str | None) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url(database="postgres"), autocommit=True) as conn:
+            if value is None:
+                conn.execute("ALTER SYSTEM RESET autovacuum")
+            else:
+                conn.execute(f"ALTER SYSTEM SET autovacuum = {value}")
+            conn.execute("SELECT pg_reload_conf()")
+
+    def _autovacuum_state(self) -> tuple[str, int]:
+        """The setting a new session starts with (the server's, once it has reloaded) and
+        the number of autovacuum workers running."""
+        import psycopg
+
+        with psycopg.connect(self.url(database="postgres"), autocommit=True) as conn:
+            row = conn.execute(
+                "SELECT current_setting('autovacuum'), count(*) FROM pg_stat_activity"
+                " WHERE backend_type = 'autovacuum worker'"
+            ).fetchone()
+        assert row is not None
+        return str(row[0]), int(row[1])
 
     def url(self, *, database: str = DATABASE, schema: str | None = None) -> str:
         """A libpq URL of ``database`` over the unix socket (``search_path`` = ``schema``)."""

@@ -206,7 +206,7 @@ class HttpResponse:
         if self.request_id:
             wire.append((b"X-Request-Id", self.request_id.encode("ascii")))
         status = self.status
-        # PERF: :meth:`sent_length` written out (a Python call less an answer).
+        # No Content-Length on 1xx, 204 and 304: RFC 9110 forbids it there.
         if status >= 200 and status != 204 and status != 304:
             length = len(self.body) if self.content_length is None else self.content_length
             line = _LENGTH_LINES.get(length)
@@ -225,19 +225,11 @@ class HttpResponse:
         if self.request_id:
             safe.append(("X-Request-Id", self.request_id))
         status = self.status
-        # PERF: :meth:`sent_length` written out (a Python call less an answer).
+        # No Content-Length on 1xx, 204 and 304: RFC 9110 forbids it there.
         if status >= 200 and status != 204 and status != 304:
             length = len(self.body) if self.content_length is None else self.content_length
             safe.append(("Content-Length", str(length)))  # digits: safe as they are
         return safe
-
-    def sent_length(self) -> int | None:
-        """The ``Content-Length`` the adapters send; None for 1xx, 204 and 304, which
-        RFC 9110 forbids it on."""
-        status = self.status
-        if status < 200 or status == 204 or status == 304:
-            return None
-        return len(self.body) if self.content_length is None else self.content_length
 
 
 class HttpStream(HttpResponse):

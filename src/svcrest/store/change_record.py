@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,6 +34,7 @@ from svcrest.rest.resources.controller import RestController
 from svcrest.store.base import Store
 from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
 from svcrest.store.changes import EVENTS, Change, ensure_change_log, record_change
+from svcrest.store.lazy_tables import LazyTables
 
 __all__ = ["Changes"]
 
@@ -55,27 +55,14 @@ class Changes:
         clock: Callable[[], float] = time.time,
         hooks: Hooks | None = None,
     ) -> None:
-        self._get_store: Callable[[], Store] = (
-            (lambda: store) if isinstance(store, Store) else store
-        )
+        self._tables = LazyTables(store, ensure_change_log)
         self._clock = clock
         self._hooks = hooks
-        self._ready = False
-        self._lock = threading.Lock()
 
     @property
     def store(self) -> Store:
         """The store, with the change log migrated."""
-        store = self._get_store()
-        if not self._ready:
-            if store.in_block():  # a rollback of the outer block would undo the tables
-                ensure_change_log(store)
-                return store
-            with self._lock:
-                if not self._ready:
-                    ensure_change_log(store)
-                    self._ready = True
-        return store
+        return self._tables.store()
 
     def record(
         self,

@@ -24,7 +24,6 @@ Example::
 
 from __future__ import annotations
 
-import threading
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -42,6 +41,7 @@ from svcrest.store.collection_columns import (
     quote,
 )
 from svcrest.store.collection_query import Page, Query, QueryPlan, Sort
+from svcrest.store.lazy_tables import LazyTables
 
 __all__ = ["CollectionTable", "VersionMismatch"]
 
@@ -144,9 +144,9 @@ class CollectionTable:
         steps: Sequence[Step] = (),
         wordpress_dates: bool = False,
     ) -> None:
-        self._get_store: Callable[[], Store] = (
-            (lambda: store) if isinstance(store, Store) else store
-        )
+        # Inside another block (an atomic batch's) a rollback would undo the table: it is
+        # migrated there (idempotent) without being remembered.
+        self._tables = LazyTables(store, self._migrate)
         title = schema.get("title")
         self.object_type: str = title if isinstance(title, str) and title else (table or "")
         self.table = check_identifier(table if table is not None else title, "table")
@@ -173,8 +173,6 @@ class CollectionTable:
             for name, column in self.columns.items()
             if wordpress_dates and column.kind == "date-time"
         )
-        self._ready = False
-        self._lock = threading.Lock()
         self._indexes = [self._check_order(order, "indexes") for order in indexes]
         self._check_order(self._default_sort, "default_sort")
 
@@ -223,18 +221,7 @@ class CollectionTable:
     @property
     def store(self) -> Store:
         """The store, with this table (and the change log) migrated."""
-        store = self._get_store()
-        if not self._ready:
-            if store.in_block():
-                # Inside another block (an atomic batch's) a rollback would undo the table:
-                # migrate (idempotent) without remembering it.
-                self._migrate(store)
-                return store
-            with self._lock:
-                if not self._ready:
-                    self._migrate(store)
-                    self._ready = True
-        return store
+        return self._tables.store()
 
     def migrate(self) -> None:
         """Create the table, or add the columns of properties it lacks, and the indexes of
@@ -242,10 +229,7 @@ class CollectionTable:
         (SQLite: one write transaction at a time; PostgreSQL: an advisory lock of the table).
         A column whose type changed raises StoreError (columns are never dropped or
         retyped: add a new property instead)."""
-        store = self._get_store()
-        self._migrate(store)
-        if not store.in_block():
-            self._ready = True
+        self._tables.make()
 
     def _migrate(self, store: Store) -> None:
         if self._steps:
@@ -412,20 +396,10 @@ class CollectionTable:
             if not stored:
                 return self._unchanged(conn, item_id, expected_version)
             assignments = ", ".join(f"{quote(name)} = ?" for name in stored)
-            sql = (
-                f'UPDATE {quote(self.table)} SET {assignments}, "version" = "version" + 1'
-                f' WHERE "id" = ?'
+            statement = f'UPDATE {quote(self.table)} SET {assignments}, "version" = "version" + 1'
+            return self._write_one(
+                store, conn, statement, stored.values(), item_id, expected_version, "updated"
             )
-            params = [*stored.values(), item_id]
-            if expected_version is not None:
-                sql += ' AND "version" = ?'
-                params.append(_expected(expected_version))
-            row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
-            if row is None:
-                return self._missing_or_mismatch(conn, item_id)
-            item = self._item(row)
-            self._record(store, conn, item, "updated")
-            return item
 
     def _unchanged(
         self, conn: Connection, item_id: int, expected_version: int | None
@@ -456,17 +430,34 @@ class CollectionTable:
             return None
         store = self.store
         with store.transaction() as conn:
-            sql = f'DELETE FROM {quote(self.table)} WHERE "id" = ?'
-            params: list[Any] = [item_id]
-            if expected_version is not None:
-                sql += ' AND "version" = ?'
-                params.append(_expected(expected_version))
-            row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
-            if row is None:
-                return self._missing_or_mismatch(conn, item_id)
-            item = self._item(row)
-            self._record(store, conn, item, "deleted")
-            return item
+            statement = f"DELETE FROM {quote(self.table)}"
+            return self._write_one(store, conn, statement, (), item_id, expected_version, "deleted")
+
+    def _write_one(
+        self,
+        store: Store,
+        conn: Connection,
+        statement: str,
+        values: Iterable[Any],
+        item_id: int,
+        expected_version: int | None,
+        event: Event,
+    ) -> dict[str, Any] | VersionMismatch | None:
+        """Run ``statement`` (``UPDATE … SET …`` with ``values``, or ``DELETE FROM …``) on
+        item ``item_id``, and only at ``expected_version`` when one is given: the item as the
+        statement left it, recorded as ``event``; else None (no such item) or the
+        :class:`VersionMismatch` (nothing written)."""
+        sql = f'{statement} WHERE "id" = ?'
+        params = [*values, item_id]
+        if expected_version is not None:
+            sql += ' AND "version" = ?'
+            params.append(_expected(expected_version))
+        row = conn.execute(f"{sql} RETURNING {self._names}", params).fetchone()
+        if row is None:
+            return self._missing_or_mismatch(conn, item_id)
+        item = self._item(row)
+        self._record(store, conn, item, event)
+        return item
 
     # -- lists ---------------------------------------------------------------------------------
 

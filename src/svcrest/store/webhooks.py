@@ -26,7 +26,6 @@ import binascii
 import builtins
 import re
 import secrets
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from svcrest.store.base import Connection, Step, Store
+from svcrest.store.lazy_tables import LazyTables
 
 __all__ = [
     "WEBHOOKS_COMPONENT",
@@ -398,26 +398,13 @@ class Webhooks:
     def __init__(
         self, store: Store | Callable[[], Store], *, clock: Callable[[], float] = time.time
     ) -> None:
-        self._get_store: Callable[[], Store] = (
-            (lambda: store) if isinstance(store, Store) else store
-        )
+        self._tables = LazyTables(store, ensure_webhook_tables)
         self._clock = clock
-        self._ready = False
-        self._lock = threading.Lock()
 
     @property
     def store(self) -> Store:
         """The store, with the webhook tables migrated."""
-        store = self._get_store()
-        if not self._ready:
-            if store.in_block():  # a rollback of the outer block would undo the tables
-                ensure_webhook_tables(store)
-                return store
-            with self._lock:
-                if not self._ready:
-                    ensure_webhook_tables(store)
-                    self._ready = True
-        return store
+        return self._tables.store()
 
     def subscribe(self, url: str, events: Iterable[str], secret: str | None = None) -> Subscription:
         """Add a subscription: ``url`` gets a signed POST for each of ``events`` (names such
