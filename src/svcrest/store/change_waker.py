@@ -101,7 +101,9 @@ class ChangeWaker:
         return self._waiters
 
     def token(self, object_type: str) -> int:
-        """The wake count of ``object_type``'s readers: take it before reading the log."""
+        """The wake count of ``object_type``'s readers: take it before reading the log. It
+        never goes down: a read begun when the token was ``n`` saw every change whose wake
+        made it ``n`` or less."""
         return self._counts.get(object_type, 0) + self._everyone
 
     async def wait(self, object_type: str, token: int, timeout: float) -> bool:
@@ -251,9 +253,11 @@ class ChangeWaker:
         with self._lock:
             counts = self._counts
             if object_types is None or len(counts) + len(object_types) > _MAX_TYPES:
-                self._everyone += 1
                 if len(counts) >= _MAX_TYPES:
+                    # The counts forgotten are folded into everyone's: no token goes down.
+                    self._everyone += max(counts.values())
                     counts.clear()
+                self._everyone += 1
                 chosen = list(self._waiting.values())
             else:
                 for kind in object_types:
