@@ -156,7 +156,8 @@ class _ControllerRender(FeedRender):
     ``get_item`` once per user (and site) for every stream of a wake: the request it is
     asked with holds nothing else of the subscriber's."""
 
-    blocking = True  # a controller's get_item may read a store
+    # As in the controller's own GET, its checks and get_item run on the event loop.
+    blocking = False
 
     def __init__(self, controller: RestController) -> None:
         self._controller = controller
