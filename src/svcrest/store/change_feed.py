@@ -44,7 +44,6 @@ bound the number of long-polls to the server's threads.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import math
 import threading
@@ -119,6 +118,10 @@ _TAIL_READ: Final = 500
 #: The most views one shared read keeps for its readers, and their bytes.
 _VIEWS: Final = 4096
 _VIEW_BYTES: Final = 8 << 20
+#: Seconds after a shared read during which its readers issue cursors at its time (one
+#: cursor a change for all of them), not at their own ``now``: a cursor issued a little
+#: earlier expires a little sooner, never later.
+_READ_TIME_KEPT: Final = 10.0
 #: Not loaded (yet).
 _MISSING: Final[Any] = object()
 
@@ -243,12 +246,23 @@ class _Shared:
     render and change) and the views rendered of them (per render, change and viewer key;
     bounded in count and bytes: past the bounds each reader renders its own)."""
 
-    __slots__ = ("loaded", "size", "views")
+    __slots__ = ("cursors", "loaded", "read_at", "size", "views")
 
-    def __init__(self) -> None:
+    def __init__(self, read_at: float) -> None:
+        #: When the read was made (the feed's clock), and the cursors issued at that time.
+        self.read_at = read_at
+        self.cursors: dict[int, str] = {}
         self.loaded: dict[tuple[FeedRender, int], Any] = {}
         self.views: dict[tuple[FeedRender, int, Hashable], bytes | None] = {}
         self.size = 0
+
+    def load(self, render: FeedRender, change: Change) -> Any:
+        """What ``render`` loads for ``change`` (a change of an earlier read, which a
+        reader behind this read shows now): loaded once for every reader of this read."""
+        loaded = render.load(change)
+        if len(self.loaded) < _VIEWS:
+            self.loaded[(render, change.seq)] = loaded
+        return loaded
 
     def keep(self, key: tuple[FeedRender, int, Hashable], data: bytes | None) -> None:
         # (Readers on the blocking pool's threads may keep views at once: dict operations
@@ -257,6 +271,11 @@ class _Shared:
         if len(self.views) < _VIEWS and self.size + size <= _VIEW_BYTES:
             self.views[key] = data
             self.size += size
+
+
+def _settle(ended: asyncio.Future[BaseException | None], failed: BaseException | None) -> None:
+    if not ended.done():
+        ended.set_result(failed)
 
 
 def _seq(change: Change) -> int:
@@ -311,13 +330,15 @@ class _Tail:
     """A feed's shared reader of the log of one store: its current window, and the read
     under way (one at a time, awaited by every reader that needs it, on any event loop)."""
 
-    __slots__ = ("__weakref__", "_lock", "_pending", "_pending_token", "begun", "reads", "window")
+    __slots__ = ("__weakref__", "_lock", "_pending", "begun", "reads", "window")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.window: _Window | None = None
-        self._pending: concurrent.futures.Future[None] | None = None
-        self._pending_token = 0
+        #: The read under way: per event loop, the future its readers there await (the
+        #: read's error, or None).
+        self._pending: dict[asyncio.AbstractEventLoop, asyncio.Future[BaseException | None]] | None
+        self._pending = None
         #: How many reads of the log began, and how many ended (tests and benchmarks).
         self.begun = 0
         self.reads = 0
@@ -340,6 +361,7 @@ class _Tail:
         changes it looked for, and nobody may have waited (nor the waker looked) before."""
         while True:
             starts = False
+            ended: asyncio.Future[BaseException | None] | None = None
             with self._lock:
                 window = self.window
                 if window is not None:
@@ -353,15 +375,21 @@ class _Tail:
                         return window
                 pending = self._pending
                 if pending is None:
-                    pending = self._pending = concurrent.futures.Future()
-                    self._pending_token = token
+                    self._pending = {}
                     self.begun += 1
                     number = self.begun
                     starts = True
+                else:  # PERF: one future a loop, settled by one call, however many wait
+                    loop = asyncio.get_running_loop()
+                    ended = pending.get(loop)
+                    if ended is None:  # (the first reader of this loop to wait)
+                        ended = pending[loop] = loop.create_future()
             if starts:
-                await offload(self._read)(feed, store, seq, token, number, render, pending)
-            else:
-                await asyncio.wrap_future(pending)
+                await offload(self._read)(feed, store, seq, token, number, render)
+            elif ended is not None:
+                failed = await ended
+                if failed is not None:
+                    raise failed
 
     def _read(
         self,
@@ -371,7 +399,6 @@ class _Tail:
         token: int,
         number: int,
         render: FeedRender,
-        done: concurrent.futures.Future[None],
     ) -> None:
         """(The blocking pool.) Read the changes after the window's end (after ``seq``
         when the window is gone or behind it: a new window), load what they name for
@@ -384,7 +411,7 @@ class _Tail:
             at_end = len(read) <= _TAIL_READ
             next_time = 0.0 if at_end else read[_TAIL_READ].time
             read = read[:_TAIL_READ]
-            shared = _Shared()
+            shared = _Shared(feed._clock())
             if type(render).load is not FeedRender.load:
                 for change in read:
                     shared.loaded[(render, change.seq)] = render.load(change)
@@ -395,16 +422,24 @@ class _Tail:
                 changes = changes[-WINDOW:]
             end = read[-1].seq if read else after
             made = _Window(number, changes, base, end, token, at_end, next_time, shared)
-            with self._lock:
-                self.window = made
-                self._pending = None
-                self.reads += 1
-            done.set_result(None)
         except BaseException as exc:
-            with self._lock:
-                self._pending = None
-            done.set_exception(exc)
+            self._end(None, exc)
             raise
+        self._end(made, None)
+
+    def _end(self, window: _Window | None, failed: BaseException | None) -> None:
+        """The read under way ended: put ``window`` in place (unless it failed) and wake
+        the readers waiting for it, on every loop."""
+        with self._lock:
+            if window is not None:
+                self.window = window
+                self.reads += 1
+            pending, self._pending = self._pending, None
+        for loop, ended in (pending or {}).items():
+            try:
+                loop.call_soon_threadsafe(_settle, ended, failed)
+            except RuntimeError:  # the loop was closed: its readers are gone
+                continue
 
 
 class _Slot:
@@ -654,17 +689,13 @@ class ChangeFeed:
         frame: Callable[[str, str, bytes], bytes],
     ) -> tuple[bytes, int, bool]:
         """A stream's chunk of the changes after ``seq`` in ``window``, the position read
-        up to and whether changes are left to read. PERF: on the event loop when the
-        render does not block and the window's read loaded every item of the page (a
-        stream caught up: the usual case), else in the blocking pool."""
+        up to and whether changes are left to read. On the event loop (as a GET of the
+        item), unless the render blocks: then in the blocking pool."""
         page, issued, more = window.page(seq, WINDOW)
         if not page:
             return b"", seq, more
         shared = window.shared
-        if render.blocking or (
-            type(render).load is not FeedRender.load
-            and any((render, change.seq) not in shared.loaded for change in page)
-        ):
+        if render.blocking:
             chunk = await offload(self._chunk)(page, issued, shared, request, render, frame)
         else:
             chunk = self._chunk(page, issued, shared, request, render, frame)
@@ -682,7 +713,13 @@ class ChangeFeed:
         """The events of ``page`` for ``request``'s subscriber, in one chunk: each change
         it may read now (asked of ``render`` for this subscriber), its view rendered once
         per viewer key for every stream of this read (``shared``)."""
-        when = self._clock() if issued is None else issued
+        cursors: dict[int, str] | None = None
+        if issued is None:  # the page reaches the log's end as last read
+            when = self._clock()
+            if when - shared.read_at < _READ_TIME_KEPT:
+                when, cursors = shared.read_at, shared.cursors
+        else:
+            when = issued
         # SECURITY: a view is shared only under the render's viewer key (the user, its
         # roles and the arguments shaping the answer), and only after this subscriber's
         # own read permission for the change was asked.
@@ -691,8 +728,8 @@ class ChangeFeed:
         parts: list[bytes] = []
         for change in page:
             loaded = loaded_items.get((render, change.seq), _MISSING)
-            if loaded is _MISSING:
-                loaded = render.load(change)
+            if loaded is _MISSING:  # a change of an earlier read: loaded once for this one
+                loaded = shared.load(render, change)
             if not render.allowed(change, loaded, request):
                 continue
             data = _MISSING if key is None else views.get((render, change.seq, key), _MISSING)
@@ -706,7 +743,13 @@ class ChangeFeed:
                 if key is not None:
                     shared.keep((render, change.seq, key), data)
             if data is not None:
-                parts.append(frame(encode_cursor(change.seq, when), change.event, data))
+                if cursors is None:
+                    cursor = encode_cursor(change.seq, when)
+                else:
+                    cursor = cursors.get(change.seq) or cursors.setdefault(
+                        change.seq, encode_cursor(change.seq, when)
+                    )
+                parts.append(frame(cursor, change.event, data))
         return b"".join(parts)
 
     def _from_window(
@@ -721,7 +764,7 @@ class ChangeFeed:
             seq = change.seq
             loaded = loaded_items.get((render, change.seq), _MISSING)
             if loaded is _MISSING:
-                loaded = render.load(change)
+                loaded = window.shared.load(render, change)
             if not render.allowed(change, loaded, request):
                 continue
             data = render.view(change, loaded, request)

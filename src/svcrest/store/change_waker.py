@@ -59,14 +59,19 @@ _LINGER: Final = 5.0
 #: bounded); past it the counts are forgotten and everyone is woken.
 _MAX_TYPES: Final = 1024
 
-_Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[None]"]]
+_Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[bool]"]]
 
 
-def _resolve(futures: list[asyncio.Future[None]]) -> None:
+def _resolve(futures: list[asyncio.Future[bool]]) -> None:
     """On the futures' loop: wake each one still waiting."""
     for future in futures:
         if not future.done():
-            future.set_result(None)
+            future.set_result(True)
+
+
+def _time_out(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)
 
 
 class ChangeWaker:
@@ -112,22 +117,25 @@ class ChangeWaker:
         if timeout <= 0:
             return self.token(object_type) != token
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future: asyncio.Future[bool] = loop.create_future()
         with self._lock:
             if self.token(object_type) != token:
                 return True
             self._waiting.setdefault(object_type, {}).setdefault(loop, set()).add(future)
             self._waiters += 1
             self._start()
+        # PERF: a future and a timer, not asyncio.wait (a waiter, a set and callbacks more):
+        # 1,000 streams wait again after every wake.
+        timer = loop.call_later(timeout, _time_out, future)
         try:
-            done, _ = await asyncio.wait((future,), timeout=timeout)
-            return bool(done)
+            return await future
         finally:
+            timer.cancel()
             with self._lock:
                 self._forget(object_type, loop, future)
 
     def _forget(
-        self, object_type: str, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]
+        self, object_type: str, loop: asyncio.AbstractEventLoop, future: asyncio.Future[bool]
     ) -> None:
         """(Under the lock.) The reader of ``future`` no longer waits."""
         loops = self._waiting.get(object_type)
@@ -249,7 +257,7 @@ class ChangeWaker:
 
     def _wake(self, object_types: set[str] | None) -> None:
         """Wake the readers of ``object_types`` (None: everyone)."""
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
         with self._lock:
             counts = self._counts
             if object_types is None or len(counts) + len(object_types) > _MAX_TYPES:
