@@ -94,6 +94,8 @@ class ChangeWaker:
         self._waiters = 0
         self._thread: threading.Thread | None = None
         self._nudge = threading.Event()
+        #: Whether the thread waits ``_IDLE`` seconds (nobody waited): a reader hurries it.
+        self._idling = False
         self._listener: Listener | None = None
         self._epoch = -1
         self._mark: int | None = None
@@ -156,7 +158,8 @@ class ChangeWaker:
                 target=self._run, name="svcrest-change-waker", daemon=True
             )
             self._thread.start()
-        else:
+        elif self._idling:  # PERF: not once per reader (1,000 wait again after every wake)
+            self._idling = False
             self._nudge.set()
 
     # -- the thread ------------------------------------------------------------------------------
@@ -177,7 +180,8 @@ class ChangeWaker:
                 if not self._waiting and self._may_end(now - idle_since):
                     self._thread = None
                     return
-            self._nudge.wait(self.interval if self._waiting else _IDLE)
+                self._idling = not self._waiting
+            self._nudge.wait(_IDLE if self._idling else self.interval)
             self._nudge.clear()
 
     def _may_end(self, idle: float) -> bool:
