@@ -556,6 +556,7 @@ class ChangeFeed:
                 entries, seq, issued, more = self._read(store, seq, request, shown)
             else:
                 entries, seq, issued, more = self._from_window(window, seq, request, shown)
+                token = max(token, window.token)
             left = deadline - time.monotonic()
             if entries or left <= 0 or waiting <= 0:
                 break
@@ -661,6 +662,8 @@ class ChangeFeed:
                     chunk = b"".join(encode(entry) for entry in entries)
                 else:
                     chunk, seq, more = await self._window_chunk(window, seq, request, render, frame)
+                    # Read to the window's end: what a wake up to its token brought is read.
+                    token = max(token, window.token)
                 now = time.monotonic()
                 if chunk:
                     yield chunk  # every entry ready in one send

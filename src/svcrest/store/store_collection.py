@@ -419,12 +419,20 @@ class StoreCollection(RestController):
         ``rest_prepare_<type>`` filter (which is handed the request) is added."""
         if not self._plain or self._hooks().has_callbacks(self._prepare_hook):
             return None
-        if self._shape(request) is None:
+        version = self.app.rest_fields.version
+        if (version != self._fields_seen[0] or self._fields_seen[1]) and self._shape(
+            request
+        ) is None:  # (fields registered to the type: worked out per request)
             return None
         raw = request.get_param("_fields")
-        fields: Hashable = tuple(raw) if isinstance(raw, list) else raw
+        if isinstance(raw, list):
+            if not all(isinstance(one, str) for one in raw):
+                return None
+            raw = tuple(raw)
+        elif raw is not None and not isinstance(raw, str):
+            return None
         # SECURITY: the whole user (id and roles), not its id alone, and the site.
-        return (request.user, id(request.site), request.get_param("context"), fields)
+        return (request.user, id(request.site), request.get_param("context"), raw, version)
 
     # -- answers -----------------------------------------------------------------------------
 
