@@ -385,3 +385,43 @@ def test_an_expired_cursor_still_answers_410_with_a_window_in_place(
             assert orjson.loads(await gone.body())["code"] == "rest_changes_expired"
 
     run(check())
+
+
+def test_a_reader_that_leaves_takes_no_shared_read_with_it(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first reader to ask starts the read; it leaves (its task cancelled) while the read
+    # waits for a thread of the pool, and a second reader waiting for it leaves too: the
+    # read still happens, and the readers that stay get its window.
+    site.seed("a", "b")
+    real_offload = change_feed.offload
+
+    def queued(function: Any) -> Any:
+        run = real_offload(function)
+
+        async def later(*args: Any) -> Any:
+            await asyncio.sleep(0.2)  # waiting for a thread: cancellable before it runs
+            return await run(*args)
+
+        return later
+
+    monkeypatch.setattr(change_feed, "offload", queued)
+    feed, store = site.tasks.feed, site.app.store
+    tail = feed.tail(store)
+    render = site.tasks._feed_render
+
+    async def check() -> None:
+        def reader() -> asyncio.Task[Any]:
+            return asyncio.ensure_future(tail.fresh(feed, store, 0, 0, render, tail.begun))
+
+        first, second, third = reader(), reader(), reader()
+        await asyncio.sleep(0.05)
+        first.cancel()
+        second.cancel()
+        window = await asyncio.wait_for(third, 5)
+        assert window is not None
+        assert [change.seq for change in window.changes] == [1, 2]
+        assert first.cancelled() and second.cancelled()
+        assert tail.reads == 1
+
+    run(check())

@@ -273,9 +273,14 @@ class _Shared:
             self.size += size
 
 
-def _settle(ended: asyncio.Future[BaseException | None], failed: BaseException | None) -> None:
-    if not ended.done():
-        ended.set_result(failed)
+_Ended = asyncio.Future[BaseException | None]
+
+
+def _settle(waiting: list[_Ended], failed: BaseException | None) -> None:
+    """On the readers' loop: the shared read they waited for ended (``failed``: its error)."""
+    for ended in waiting:
+        if not ended.done():
+            ended.set_result(failed)
 
 
 def _seq(change: Change) -> int:
@@ -335,10 +340,10 @@ class _Tail:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.window: _Window | None = None
-        #: The read under way: per event loop, the future its readers there await (the
-        #: read's error, or None).
-        self._pending: dict[asyncio.AbstractEventLoop, asyncio.Future[BaseException | None]] | None
-        self._pending = None
+        #: The read under way: per event loop, the futures its readers there await (each
+        #: its own: a reader that leaves cancels only its own), settled with the read's
+        #: error or None.
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Ended]] | None = None
         #: How many reads of the log began, and how many ended (tests and benchmarks).
         self.begun = 0
         self.reads = 0
@@ -361,7 +366,7 @@ class _Tail:
         changes it looked for, and nobody may have waited (nor the waker looked) before."""
         while True:
             starts = False
-            ended: asyncio.Future[BaseException | None] | None = None
+            ended: _Ended | None = None
             with self._lock:
                 window = self.window
                 if window is not None:
@@ -379,13 +384,15 @@ class _Tail:
                     self.begun += 1
                     number = self.begun
                     starts = True
-                else:  # PERF: one future a loop, settled by one call, however many wait
+                else:  # PERF: settled by one call a loop, however many wait there
                     loop = asyncio.get_running_loop()
-                    ended = pending.get(loop)
-                    if ended is None:  # (the first reader of this loop to wait)
-                        ended = pending[loop] = loop.create_future()
+                    ended = loop.create_future()
+                    pending.setdefault(loop, []).append(ended)
             if starts:
-                await offload(self._read)(feed, store, seq, token, number, render)
+                # Shielded: a reader that leaves (its task cancelled) while the read waits
+                # for a thread of the pool must not take the read, which others wait for,
+                # with it.
+                await asyncio.shield(offload(self._read)(feed, store, seq, token, number, render))
             elif ended is not None:
                 failed = await ended
                 if failed is not None:
@@ -435,9 +442,9 @@ class _Tail:
                 self.window = window
                 self.reads += 1
             pending, self._pending = self._pending, None
-        for loop, ended in (pending or {}).items():
+        for loop, waiting in (pending or {}).items():
             try:
-                loop.call_soon_threadsafe(_settle, ended, failed)
+                loop.call_soon_threadsafe(_settle, waiting, failed)
             except RuntimeError:  # the loop was closed: its readers are gone
                 continue
 

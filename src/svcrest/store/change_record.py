@@ -15,7 +15,9 @@ controller when the entry is sent: ``get_item_permissions_check`` then ``get_ite
 request for ``GET /<ns>/<rest_base>/<id>`` in the ``view`` context by the subscriber; an
 item either refuses (or answers with an error, as a deleted item's 404) is left out. A
 deletion's ``data`` is ``{"id": n}``, shown when ``get_items_permissions_check`` still lets
-the subscriber in.
+the subscriber in. The permission checks are asked per subscriber; ``get_item`` once per
+user (and site) for all the streams a wake serves in a process, since the request it is
+asked with holds nothing else of the subscriber's.
 """
 
 from __future__ import annotations
