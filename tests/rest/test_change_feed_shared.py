@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from svcrest import App, RestController
+from svcrest.blocking import offload
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -394,7 +395,7 @@ def test_a_reader_that_leaves_takes_no_shared_read_with_it(
     # waits for a thread of the pool, and a second reader waiting for it leaves too: the
     # read still happens, and the readers that stay get its window.
     site.seed("a", "b")
-    real_offload = change_feed.offload
+    real_offload = offload
 
     def queued(function: Any) -> Any:
         run = real_offload(function)
