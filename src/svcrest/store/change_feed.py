@@ -292,8 +292,8 @@ class _Window:
     read makes a new window). Every change of the object type with ``base < seq <= end`` is
     in ``changes``, in commit order; ``token``: the waker's token taken before the read
     began and ``number`` its number (the tail's count of reads begun); ``at_end``: whether
-    that read reached the log's end, else ``next_time`` is the
-    time of the first change left to read."""
+    that read reached the log's end, else ``next_time`` is the time of the first change
+    left to read."""
 
     __slots__ = ("at_end", "base", "changes", "end", "next_time", "number", "shared", "token")
 
