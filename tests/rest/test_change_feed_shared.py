@@ -15,7 +15,7 @@ from typing import Any, ClassVar, cast
 import orjson
 import pytest
 
-from svcrest import App, RestController
+from svcrest import App, RestController, StoreCollection
 from svcrest.blocking import offload
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -426,3 +426,42 @@ def test_a_reader_that_leaves_takes_no_shared_read_with_it(
         assert tail.reads == 1
 
     run(check())
+
+
+class Memos(StoreCollection):
+    """Items shown with the language the request asks for: a rendering of its own."""
+
+    def prepare_item_for_response(self, item: Any, request: Request) -> Response:
+        response = super().prepare_item_for_response(item, request)
+        response.data["lang"] = request.get_header("Accept-Language") or ""
+        return response
+
+
+def test_a_collection_that_prepares_items_its_own_way_shares_no_rendering(
+    store_location: str | None, clock: Clock
+) -> None:
+    site = Site(store_location, clock=clock)
+    schema = {"title": "memo", "type": "object", "properties": {"title": {"type": "string"}}}
+    memos = site.app.register_controller(Memos("todo/v1", "memos", schema))
+    path = "/svc-json/todo/v1/memos/changes"
+    try:
+
+        async def check() -> None:
+            opened = [
+                Stream(site.app, path, {**SSE, "Accept-Language": lang}, "")
+                for lang in ("fr", "de")
+            ]
+            for one in opened:
+                await one.start()
+                await one.until(b"\n\n")
+            await until_waiting(site, 2)
+            await asyncio.to_thread(memos.table.insert, {"title": "hi"})
+            for one, lang in zip(opened, ("fr", "de"), strict=True):
+                (event,) = await one.events(1)
+                assert (event["data"]["title"], event["data"]["lang"]) == ("hi", lang)
+            for one in opened:
+                await one.leave()
+
+        run(check())
+    finally:
+        site.app.store.close()

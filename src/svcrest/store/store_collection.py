@@ -327,6 +327,14 @@ class StoreCollection(RestController):
             )
         )
         self._own_links = kind.prepare_links is not StoreCollection.prepare_links
+        # SECURITY: a subclass's own rendering may look at more of the request than the
+        # feed's viewer key holds: its subscribers then share no rendering.
+        collected = kind.prepare_response_for_collection
+        self._shared_views = (
+            self._plain
+            and kind.prepare_item_for_response is StoreCollection.prepare_item_for_response
+            and collected is RestController.prepare_response_for_collection
+        )
         self._own_tags = kind.version_tag is not StoreCollection.version_tag
         self.table = CollectionTable(
             self._store,
@@ -415,9 +423,9 @@ class StoreCollection(RestController):
     def _view_key(self, request: Request) -> Hashable | None:
         """The key of what the feed shows ``request``'s user of an item (see
         :class:`_ChangeRender`), or None when it cannot be told from the request: a
-        subclass chooses fields its own way, fields are registered to the type, or a
-        ``rest_prepare_<type>`` filter (which is handed the request) is added."""
-        if not self._plain or self._hooks().has_callbacks(self._prepare_hook):
+        subclass chooses fields or prepares items its own way, fields are registered to the
+        type, or a ``rest_prepare_<type>`` filter (which is handed the request) is added."""
+        if not self._shared_views or self._hooks().has_callbacks(self._prepare_hook):
             return None
         version = self.app.rest_fields.version
         if (version != self._fields_seen[0] or self._fields_seen[1]) and self._shape(
