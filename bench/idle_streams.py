@@ -2,13 +2,16 @@
 
 Usage::
 
-    python bench/idle_streams.py [--streams 1000] [--seconds 5]
+    python bench/idle_streams.py [--streams 1000] [--seconds 5] [--writes 60] [--every 0.05]
 
 Opens ``--streams`` Server-Sent Events streams of a ``StoreCollection``'s changes on one App
 (SQLite file store) through its ASGI interface, in one event loop as one worker holds them,
 then measures the Python heap they hold (``tracemalloc``, after a collection) divided by
 their number, and the process's CPU seconds over ``--seconds`` while all of them wait and
-nobody writes. Last, one write: how long until every stream has its event.
+nobody writes. Then one write: how long until every stream has its event. Last, the
+fan-out: ``--writes`` writes ``--every`` seconds apart (from a thread) while every stream
+receives each, and the process's CPU milliseconds per write (the writes' own included: a
+few hundred microseconds; compare trees in one run, the machine's load moves it).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def main(count: int, seconds: float) -> None:
+async def main(count: int, seconds: float, writes: int, every: float) -> None:
     folder = tempfile.mkdtemp(prefix="svcrest-idle-")
     app = App(store=str(Path(folder) / "site.db"), max_streams=count)
     books = app.register_controller(
@@ -100,14 +103,48 @@ async def main(count: int, seconds: float) -> None:
     print(f"{count} idle streams: {held / count / 1024:.1f} KiB of Python heap each")
     print(f"CPU while idle: {idle_cpu * 100:.1f} % of one core")
     print(f"one write reached all {count} streams in {reached * 1000:.0f} ms")
+    if writes > 0:
+        per_write = await fan_out(books, received, writes, every)
+        print(f"{writes} writes {every * 1000:.0f} ms apart to {count} streams:", end=" ")
+        print(f"{per_write * 1000:.2f} ms of CPU a write")
     leave.set()
     await asyncio.gather(*tasks)
     app.store.close()
+
+
+async def fan_out(
+    books: StoreCollection, received: list[asyncio.Queue[Any]], writes: int, every: float
+) -> float:
+    """CPU seconds of the process a write while ``writes`` writes reach every stream."""
+    stop = asyncio.Event()
+
+    async def drain() -> None:
+        while not stop.is_set():
+            for queue in received:
+                while not queue.empty():
+                    queue.get_nowait()
+            await asyncio.sleep(0.05)
+
+    def write() -> None:
+        for number in range(writes):
+            books.table.insert({"title": f"book {number}"})
+            time.sleep(every)
+
+    draining = asyncio.ensure_future(drain())
+    began = cpu()
+    await asyncio.to_thread(write)
+    await asyncio.sleep(0.3)  # the last write's events
+    spent = cpu() - began
+    stop.set()
+    await draining
+    return spent / writes
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--writes", type=int, default=60, help="fan-out writes (0: none)")
+    parser.add_argument("--every", type=float, default=0.05, help="seconds between writes")
     args = parser.parse_args()
-    asyncio.run(main(args.streams, args.seconds))
+    asyncio.run(main(args.streams, args.seconds, args.writes, args.every))

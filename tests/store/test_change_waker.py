@@ -136,3 +136,22 @@ def test_waiting_readers_consume_no_transaction_id(postgres: PostgresServer) -> 
         # spend ids of the cluster within the count: none runs while it is taken.
         with postgres.autovacuum_paused():
             asyncio.run(idle())
+
+
+def test_a_token_never_goes_down_when_the_counts_are_forgotten(tmp_path: Path) -> None:
+    # A reader compares tokens to tell whether a read of the log began after a wake.
+    store = SqliteStore(str(tmp_path / "site.db"))
+    try:
+        waker = ChangeWaker(store)
+        for _ in range(3):
+            waker._wake({"note"})
+        seen = waker.token("note")
+        assert seen == 3
+        for number in range(1100):  # past the bound: the counts are forgotten
+            waker._wake({f"type{number}"})
+            assert waker.token("note") >= seen
+            seen = waker.token("note")
+        waker._wake({"note"})
+        assert waker.token("note") > seen
+    finally:
+        store.close()

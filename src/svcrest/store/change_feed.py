@@ -25,6 +25,17 @@ and a cursor issued longer ago than the retention answers 410 ``rest_changes_exp
 whether or not the changes after it were purged yet (the subscriber may have missed some:
 it reads the collection again). A cursor that is not one answers 400 ``rest_invalid_param``.
 
+Shared work (PERF): however many streams and long-polls of a collection wait in a process,
+one read of the log a wake serves them all. The feed's window (:data:`WINDOW` changes at
+most, per store) holds the changes read last; a reader woken asks it for the changes after
+its own cursor, and only the first to ask after a wake reads the log (one
+``changes_after`` query, and for a :class:`FeedRender` that loads items, one read of each
+item changed), the others wait for that read. A reader behind the window reads the log
+itself, by pages, until it catches up. Each subscriber's read permission is asked per
+change, but subscribers with the same :meth:`FeedRender.viewer` key (the same user, and the
+same arguments shaping the answer) share one rendering of a change, kept for that read only
+(bounded in count and bytes). A stream sends what it has ready in one chunk.
+
 A long-poll's wait runs on the request's event loop under ASGI. Under WSGI the adapter runs
 the request on the server's own thread, which the wait holds for up to ``wait`` seconds:
 bound the number of long-polls to the server's threads.
@@ -32,10 +43,14 @@ bound the number of long-polls to the server's threads.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+import threading
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+import weakref
+from bisect import bisect_right
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Sequence
 from typing import Any, Final
 
 import orjson
@@ -71,7 +86,9 @@ __all__ = [
     "HEARTBEAT",
     "MAX_WAIT",
     "SESSION_CHECK",
+    "WINDOW",
     "ChangeFeed",
+    "FeedRender",
     "SessionCheck",
 ]
 
@@ -92,6 +109,21 @@ _JSON_OPTIONS: Final = orjson.OPT_NON_STR_KEYS
 _PURGE_EVERY: Final = 60.0
 #: The most entries of one answer.
 _PAGE: Final = 100
+#: The most changes a feed keeps in memory per store (its window): ~100 bytes each (a
+#: ``Change`` of five fields, the object type's text shared), so ~200 KB. A reader further
+#: behind reads the log itself.
+WINDOW: Final = 2048
+#: The most changes one shared read of the log brings in.
+_TAIL_READ: Final = 500
+#: The most views one shared read keeps for its readers, and their bytes.
+_VIEWS: Final = 4096
+_VIEW_BYTES: Final = 8 << 20
+#: Seconds after a shared read during which its readers issue cursors at its time (one
+#: cursor a change for all of them), not at their own ``now``: a cursor issued a little
+#: earlier expires a little sooner, never later.
+_READ_TIME_KEPT: Final = 10.0
+#: Not loaded (yet).
+_MISSING: Final[Any] = object()
 
 #: The arguments of a feed's route.
 FEED_ARGS: Final[dict[str, dict[str, Any]]] = {
@@ -128,6 +160,293 @@ def _sse_event(entry: dict[str, Any]) -> bytes:
 def _jsonl_event(entry: dict[str, Any]) -> bytes:
     """One JSON line of a feed entry."""
     return orjson.dumps(entry, default=encode_default, option=_JSON_OPTIONS) + b"\n"
+
+
+def _sse_frame(cursor: str, event: str, data: bytes) -> bytes:
+    """One Server-Sent Event of a change whose data is ``data`` (JSON), as
+    :func:`_sse_event` makes it."""
+    return b"id: %s\nevent: %s\ndata: %s\n\n" % (
+        cursor.encode("ascii"),
+        event.encode("ascii"),
+        data,
+    )
+
+
+def _jsonl_frame(cursor: str, event: str, data: bytes) -> bytes:
+    """One JSON line of a change whose data is ``data`` (JSON), byte for byte as
+    :func:`_jsonl_event` makes it (a cursor and an event hold nothing to escape)."""
+    return b'{"id":"%s","event":"%s","data":%s}\n' % (
+        cursor.encode("ascii"),
+        event.encode("ascii"),
+        data,
+    )
+
+
+class FeedRender:
+    """How a feed shows a change to its subscribers, in parts a process shares among them:
+    :meth:`load` once a wake for everyone, :meth:`allowed` per subscriber, :meth:`view` once
+    per distinct :meth:`viewer` key. Calling it renders one change for one request (the
+    :data:`Render` form: the data, or None to leave the change out)."""
+
+    #: Whether :meth:`allowed` or :meth:`view` may block (read a store, say): then a
+    #: stream runs them off the event loop.
+    blocking: bool = False
+
+    def load(self, change: Change) -> Any:
+        """What ``change`` names, as the store holds it now (read once a wake for every
+        subscriber; off the event loop). This one loads nothing (None)."""
+        return None
+
+    def allowed(self, change: Change, loaded: Any, request: Request) -> bool:
+        """Whether ``request``'s user may see ``change`` now (``loaded``: what
+        :meth:`load` gave). This one allows every change."""
+        return True
+
+    def view(self, change: Change, loaded: Any, request: Request) -> Any:
+        """The entry's ``data``: what ``request``'s GET would show, or None to leave the
+        change out."""
+        raise NotImplementedError
+
+    def viewer(self, request: Request) -> Hashable | None:
+        """A key of everything in ``request`` that :meth:`view` depends on: subscribers
+        with equal keys are shown one rendering of a change. None (this one): never shared.
+
+        SECURITY: a key must hold the user (not only its id: its roles too) whenever the
+        view depends on who asks, and every argument that shapes the answer."""
+        return None
+
+    def __call__(self, change: Change, request: Request) -> Any:
+        loaded = self.load(change)
+        if not self.allowed(change, loaded, request):
+            return None
+        return self.view(change, loaded, request)
+
+
+class _Plain(FeedRender):
+    """A :data:`Render` function as a :class:`FeedRender` (nothing shared: it may block)."""
+
+    blocking = True
+
+    def __init__(self, render: Render) -> None:
+        self._render = render
+
+    def view(self, change: Change, loaded: Any, request: Request) -> Any:
+        return self._render(change, request)
+
+    def __call__(self, change: Change, request: Request) -> Any:
+        return self._render(change, request)
+
+
+def _feed_render(render: Render | FeedRender) -> FeedRender:
+    return render if isinstance(render, FeedRender) else _Plain(render)
+
+
+class _Shared:
+    """What the readers of one shared read of the log share: the items it loaded (per
+    render and change) and the views rendered of them (per render, change and viewer key;
+    bounded in count and bytes: past the bounds each reader renders its own)."""
+
+    __slots__ = ("cursors", "loaded", "read_at", "size", "views")
+
+    def __init__(self, read_at: float) -> None:
+        #: When the read was made (the feed's clock), and the cursors issued at that time.
+        self.read_at = read_at
+        self.cursors: dict[int, str] = {}
+        self.loaded: dict[tuple[FeedRender, int], Any] = {}
+        self.views: dict[tuple[FeedRender, int, Hashable], bytes | None] = {}
+        self.size = 0
+
+    def load(self, render: FeedRender, change: Change) -> Any:
+        """What ``render`` loads for ``change`` (a change of an earlier read, which a
+        reader behind this read shows now): loaded once for every reader of this read."""
+        loaded = render.load(change)
+        if len(self.loaded) < _VIEWS:
+            self.loaded[(render, change.seq)] = loaded
+        return loaded
+
+    def keep(self, key: tuple[FeedRender, int, Hashable], data: bytes | None) -> None:
+        # (Readers on the blocking pool's threads may keep views at once: dict operations
+        # are atomic; the byte count may then be off by a view, which the bound tolerates.)
+        size = 0 if data is None else len(data)
+        if len(self.views) < _VIEWS and self.size + size <= _VIEW_BYTES:
+            self.views[key] = data
+            self.size += size
+
+
+_Ended = asyncio.Future[BaseException | None]
+
+
+def _settle(waiting: list[_Ended], failed: BaseException | None) -> None:
+    """On the readers' loop: the shared read they waited for ended (``failed``: its error)."""
+    for ended in waiting:
+        if not ended.done():
+            ended.set_result(failed)
+
+
+def _seq(change: Change) -> int:
+    return change.seq
+
+
+class _Window:
+    """The changes of a feed's last shared read, and the ones before it (immutable: a new
+    read makes a new window). Every change of the object type with ``base < seq <= end`` is
+    in ``changes``, in commit order; ``token``: the waker's token taken before the read
+    began and ``number`` its number (the tail's count of reads begun); ``at_end``: whether
+    that read reached the log's end, else ``next_time`` is the time of the first change
+    left to read."""
+
+    __slots__ = ("at_end", "base", "changes", "end", "next_time", "number", "shared", "token")
+
+    def __init__(
+        self,
+        number: int,
+        changes: tuple[Change, ...],
+        base: int,
+        end: int,
+        token: int,
+        at_end: bool,
+        next_time: float,
+        shared: _Shared,
+    ) -> None:
+        self.number = number
+        self.changes = changes
+        self.base = base
+        self.end = end
+        self.token = token
+        self.at_end = at_end
+        self.next_time = next_time
+        self.shared = shared
+
+    def page(self, seq: int, limit: int) -> tuple[Sequence[Change], float | None, bool]:
+        """The changes after ``seq`` (at most ``limit``), the time to issue their cursors
+        at (None: now, the page reaches the log's end as last read) and whether changes
+        are left to read."""
+        changes = self.changes
+        first = bisect_right(changes, seq, key=_seq)
+        last = first + limit
+        if last < len(changes):
+            return changes[first:last], changes[last].time, True
+        if self.at_end:
+            return changes[first:], None, False
+        return changes[first:], self.next_time, True
+
+
+class _Tail:
+    """A feed's shared reader of the log of one store: its current window, and the read
+    under way (one at a time, awaited by every reader that needs it, on any event loop)."""
+
+    __slots__ = ("__weakref__", "_lock", "_pending", "begun", "reads", "window")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.window: _Window | None = None
+        #: The read under way: per event loop, the futures its readers there await (each
+        #: its own: a reader that leaves cancels only its own), settled with the read's
+        #: error or None.
+        self._pending: dict[asyncio.AbstractEventLoop, list[_Ended]] | None = None
+        #: How many reads of the log began, and how many ended (tests and benchmarks).
+        self.begun = 0
+        self.reads = 0
+
+    async def fresh(
+        self,
+        feed: ChangeFeed,
+        store: Store,
+        seq: int,
+        token: int,
+        render: FeedRender,
+        after: int = -1,
+    ) -> _Window | None:
+        """A window with the changes after ``seq`` as a read of the log found them that
+        began after the waker's ``token`` was taken and after the ``after``-th read began
+        (reading the log unless such a read did or does); None when ``seq`` is behind the
+        window (the reader reads the log itself).
+
+        A reader that just came passes ``after=``:attr:`begun`: the waker vouches only for
+        changes it looked for, and nobody may have waited (nor the waker looked) before."""
+        while True:
+            starts = False
+            ended: _Ended | None = None
+            with self._lock:
+                window = self.window
+                if window is not None:
+                    if seq < window.base:
+                        return None
+                    if (
+                        window.token >= token
+                        and window.number > after
+                        and (window.at_end or seq < window.end)
+                    ):
+                        return window
+                pending = self._pending
+                if pending is None:
+                    self._pending = {}
+                    self.begun += 1
+                    number = self.begun
+                    starts = True
+                else:  # PERF: settled by one call a loop, however many wait there
+                    loop = asyncio.get_running_loop()
+                    ended = loop.create_future()
+                    pending.setdefault(loop, []).append(ended)
+            if starts:
+                # Shielded: a reader that leaves (its task cancelled) while the read waits
+                # for a thread of the pool must not take the read, which others wait for,
+                # with it.
+                await asyncio.shield(offload(self._read)(feed, store, seq, token, number, render))
+            elif ended is not None:
+                failed = await ended
+                if failed is not None:
+                    raise failed
+
+    def _read(
+        self,
+        feed: ChangeFeed,
+        store: Store,
+        seq: int,
+        token: int,
+        number: int,
+        render: FeedRender,
+    ) -> None:
+        """(The blocking pool.) Read the changes after the window's end (after ``seq``
+        when the window is gone or behind it: a new window), load what they name for
+        ``render``, and put the new window in place."""
+        try:
+            window = self.window
+            going_on = window is not None and window.base <= seq <= window.end
+            after = window.end if going_on and window is not None else seq
+            read = changes_after(store, feed.object_type, after, _TAIL_READ + 1)
+            at_end = len(read) <= _TAIL_READ
+            next_time = 0.0 if at_end else read[_TAIL_READ].time
+            read = read[:_TAIL_READ]
+            shared = _Shared(feed._clock())
+            if type(render).load is not FeedRender.load:
+                for change in read:
+                    shared.loaded[(render, change.seq)] = render.load(change)
+            changes = (window.changes if going_on and window is not None else ()) + tuple(read)
+            base = window.base if going_on and window is not None else after
+            if len(changes) > WINDOW:
+                base = changes[-WINDOW - 1].seq
+                changes = changes[-WINDOW:]
+            end = read[-1].seq if read else after
+            made = _Window(number, changes, base, end, token, at_end, next_time, shared)
+        except BaseException as exc:
+            self._end(None, exc)
+            raise
+        self._end(made, None)
+
+    def _end(self, window: _Window | None, failed: BaseException | None) -> None:
+        """The read under way ended: put ``window`` in place (unless it failed) and wake
+        the readers waiting for it, on every loop."""
+        with self._lock:
+            if window is not None:
+                self.window = window
+                self.reads += 1
+            pending, self._pending = self._pending, None
+        for loop, waiting in (pending or {}).items():
+            try:
+                loop.call_soon_threadsafe(_settle, waiting, failed)
+            except RuntimeError:  # the loop was closed: its readers are gone
+                continue
 
 
 class _Slot:
@@ -173,6 +492,18 @@ class ChangeFeed:
         self._purged = -math.inf
         self.heartbeat = HEARTBEAT
         self.session_check = SESSION_CHECK
+        self._tails: weakref.WeakKeyDictionary[Store, _Tail] = weakref.WeakKeyDictionary()
+        self._tails_lock = threading.Lock()
+
+    def tail(self, store: Store) -> _Tail:
+        """The feed's shared reader of ``store``'s log (made on first use)."""
+        tail = self._tails.get(store)
+        if tail is None:
+            with self._tails_lock:
+                tail = self._tails.get(store)
+                if tail is None:
+                    tail = self._tails[store] = _Tail()
+        return tail
 
     async def _retained(self, now: float) -> float:
         """The retention; purges the log when it was not purged for a minute (a write,
@@ -185,7 +516,9 @@ class ChangeFeed:
             await offload(purge_changes)(self._get_store(), now - retention)
         return retention
 
-    async def serve(self, request: Request, render: Render, host: object) -> Response | RestError:
+    async def serve(
+        self, request: Request, render: Render | FeedRender, host: object
+    ) -> Response | RestError:
         """The answer to the feed's route: a stream (:meth:`stream`) when ``Accept`` asks
         for ``text/event-stream`` or ``application/jsonl`` and an ASGI server serves the
         request, bounded by ``host``'s ``streams`` and ended when its
@@ -205,7 +538,7 @@ class ChangeFeed:
             alive=check(request) if callable(check) else None,
         )
 
-    async def answer(self, request: Request, render: Render) -> Response | RestError:
+    async def answer(self, request: Request, render: Render | FeedRender) -> Response | RestError:
         """The answer to ``request`` (its ``since`` and ``wait``), each change rendered for
         its user by ``render``."""
         store = self._get_store()
@@ -218,12 +551,21 @@ class ChangeFeed:
         wait = request.get_param("wait")
         waiting = min(max(float(wait), 0.0), MAX_WAIT) if isinstance(wait, int | float) else 0.0
         deadline = time.monotonic() + waiting
-        waker = change_waker(store) if waiting > 0 else None
+        waker = change_waker(store)
+        shown = _feed_render(render)
+        tail = self.tail(store)
+        after = tail.begun  # a first read begun from now on
         while True:
-            token = waker.token(self.object_type) if waker is not None else 0
-            entries, seq, issued, more = self._read(store, seq, request, render)
+            token = waker.token(self.object_type)
+            window = await tail.fresh(self, store, seq, token, shown, after)
+            after = -1
+            if window is None:  # behind the window: read the log itself
+                entries, seq, issued, more = self._read(store, seq, request, shown)
+            else:
+                entries, seq, issued, more = self._from_window(window, seq, request, shown)
+                token = max(token, window.token)
             left = deadline - time.monotonic()
-            if entries or left <= 0 or waker is None:
+            if entries or left <= 0 or waiting <= 0:
                 break
             if not more:  # read to the log's end (else a page of changes it may not see)
                 await waker.wait(self.object_type, token, left)
@@ -257,7 +599,7 @@ class ChangeFeed:
     async def stream(
         self,
         request: Request,
-        render: Render,
+        render: Render | FeedRender,
         kind: str,
         *,
         slots: StreamSlots | None = None,
@@ -281,7 +623,8 @@ class ChangeFeed:
         if not slot.taken:
             return streams_busy()
         context = current_context()
-        events = self._events(store, start, request, render, kind, slot, alive, context)
+        shown = _feed_render(render)
+        events = self._events(store, start, request, shown, kind, slot, alive, context)
         return StreamResponse(events, kind)
 
     async def _events(
@@ -289,7 +632,7 @@ class ChangeFeed:
         store: Store,
         seq: int,
         request: Request,
-        render: Render,
+        render: FeedRender,
         kind: str,
         slot: _Slot,
         alive: SessionCheck | None,
@@ -303,8 +646,10 @@ class ChangeFeed:
         # current again for the renders and the session checks.
         REQUEST_CONTEXT.set(context)
         encode = _sse_event if kind == SSE_TYPE else _jsonl_event
+        frame = _sse_frame if kind == SSE_TYPE else _jsonl_frame
         keep_alive = _SSE_KEEP_ALIVE if kind == SSE_TYPE else _JSONL_KEEP_ALIVE
         waker = change_waker(store)
+        tail = self.tail(store)
         read = offload(self._read)
         try:
             yield keep_alive  # the head and a first line leave at once
@@ -314,12 +659,21 @@ class ChangeFeed:
             # a second; bench/idle_streams.py).
             check_every = self.session_check if alive is not None else math.inf
             beat_at, check_at = now + self.heartbeat, now + check_every
+            after = tail.begun  # a first read begun from now on
             while True:
                 token = waker.token(self.object_type)
-                entries, seq, _issued, more = await read(store, seq, request, render)
+                window = await tail.fresh(self, store, seq, token, render, after)
+                after = -1
+                if window is None:  # behind the window: read the log itself, by pages
+                    entries, seq, _issued, more = await read(store, seq, request, render)
+                    chunk = b"".join(encode(entry) for entry in entries)
+                else:
+                    chunk, seq, more = await self._window_chunk(window, seq, request, render, frame)
+                    # Read to the window's end: what a wake up to its token brought is read.
+                    token = max(token, window.token)
                 now = time.monotonic()
-                if entries:
-                    yield b"".join(encode(entry) for entry in entries)
+                if chunk:
+                    yield chunk  # every entry ready in one send
                     beat_at = now + self.heartbeat
                 if now >= check_at:
                     if alive is not None and not await alive():
@@ -335,6 +689,100 @@ class ChangeFeed:
             _log.exception("the %s change stream ended on an error", self.object_type)
         finally:
             slot.give_back()
+
+    async def _window_chunk(
+        self,
+        window: _Window,
+        seq: int,
+        request: Request,
+        render: FeedRender,
+        frame: Callable[[str, str, bytes], bytes],
+    ) -> tuple[bytes, int, bool]:
+        """A stream's chunk of the changes after ``seq`` in ``window``, the position read
+        up to and whether changes are left to read. On the event loop (as a GET of the
+        item), unless the render blocks: then in the blocking pool."""
+        page, issued, more = window.page(seq, WINDOW)
+        if not page:
+            return b"", seq, more
+        shared = window.shared
+        if render.blocking:
+            chunk = await offload(self._chunk)(page, issued, shared, request, render, frame)
+        else:
+            chunk = self._chunk(page, issued, shared, request, render, frame)
+        return chunk, page[-1].seq, more
+
+    def _chunk(
+        self,
+        page: Sequence[Change],
+        issued: float | None,
+        shared: _Shared,
+        request: Request,
+        render: FeedRender,
+        frame: Callable[[str, str, bytes], bytes],
+    ) -> bytes:
+        """The events of ``page`` for ``request``'s subscriber, in one chunk: each change
+        it may read now (asked of ``render`` for this subscriber), its view rendered once
+        per viewer key for every stream of this read (``shared``)."""
+        cursors: dict[int, str] | None = None
+        if issued is None:  # the page reaches the log's end as last read
+            when = self._clock()
+            if when - shared.read_at < _READ_TIME_KEPT:
+                when, cursors = shared.read_at, shared.cursors
+        else:
+            when = issued
+        # SECURITY: a view is shared only under the render's viewer key (the user, its
+        # roles and the arguments shaping the answer), and only after this subscriber's
+        # own read permission for the change was asked.
+        key = render.viewer(request)
+        loaded_items, views = shared.loaded, shared.views
+        parts: list[bytes] = []
+        for change in page:
+            loaded = loaded_items.get((render, change.seq), _MISSING)
+            if loaded is _MISSING:  # a change of an earlier read: loaded once for this one
+                loaded = shared.load(render, change)
+            if not render.allowed(change, loaded, request):
+                continue
+            data = _MISSING if key is None else views.get((render, change.seq, key), _MISSING)
+            if data is _MISSING:
+                value = render.view(change, loaded, request)
+                data = (
+                    None
+                    if value is None
+                    else orjson.dumps(value, default=encode_default, option=_JSON_OPTIONS)
+                )
+                if key is not None:
+                    shared.keep((render, change.seq, key), data)
+            if data is not None:
+                if cursors is None:
+                    cursor = encode_cursor(change.seq, when)
+                else:
+                    cursor = cursors.get(change.seq) or cursors.setdefault(
+                        change.seq, encode_cursor(change.seq, when)
+                    )
+                parts.append(frame(cursor, change.event, data))
+        return b"".join(parts)
+
+    def _from_window(
+        self, window: _Window, seq: int, request: Request, render: FeedRender
+    ) -> tuple[list[dict[str, Any]], int, float, bool]:
+        """As :meth:`_read`, from ``window`` (its items loaded once for every reader)."""
+        page, issued, more = window.page(seq, _PAGE)
+        when = self._clock() if issued is None else issued
+        loaded_items = window.shared.loaded
+        entries: list[dict[str, Any]] = []
+        for change in page:
+            seq = change.seq
+            loaded = loaded_items.get((render, change.seq), _MISSING)
+            if loaded is _MISSING:
+                loaded = window.shared.load(render, change)
+            if not render.allowed(change, loaded, request):
+                continue
+            data = render.view(change, loaded, request)
+            if data is not None:
+                entries.append(
+                    {"id": encode_cursor(change.seq, when), "event": change.event, "data": data}
+                )
+        return entries, seq, when, more
 
     def _read(
         self, store: Store, seq: int, request: Request, render: Render

@@ -15,7 +15,9 @@ controller when the entry is sent: ``get_item_permissions_check`` then ``get_ite
 request for ``GET /<ns>/<rest_base>/<id>`` in the ``view`` context by the subscriber; an
 item either refuses (or answers with an error, as a deleted item's 404) is left out. A
 deletion's ``data`` is ``{"id": n}``, shown when ``get_items_permissions_check`` still lets
-the subscriber in.
+the subscriber in. The permission checks are asked per subscriber; ``get_item`` once per
+user (and site) for all the streams a wake serves in a process, since the request it is
+asked with holds nothing else of the subscriber's.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import copy
 import inspect
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from svcrest.hooks import Hooks
@@ -32,7 +34,7 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.resources.controller import RestController
 from svcrest.store.base import Store
-from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
+from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed, FeedRender
 from svcrest.store.changes import EVENTS, Change, ensure_change_log, record_change
 from svcrest.store.lazy_tables import LazyTables
 
@@ -133,21 +135,41 @@ def _allowed(answer: object) -> bool:
     return bool(answer) and not isinstance(answer, RestError)
 
 
-def _renderer(controller: RestController) -> Callable[[Change, Request], Any]:
+def _renderer(controller: RestController) -> FeedRender:
     """How ``controller``'s feed shows a change to a subscriber (see the module's text)."""
-    route = f"/{controller.namespace}/{controller.rest_base}/"
+    return _ControllerRender(controller)
 
-    def render(change: Change, request: Request) -> Any:
-        if change.event == "deleted":
-            allowed = _allowed(controller.get_items_permissions_check(request))
-            return {"id": change.item_id} if allowed else None
-        asked = Request("GET", route + str(change.item_id), query={"context": "view"})
+
+class _ControllerRender(FeedRender):
+    """A controller's feed render: its permission checks asked per subscriber, its
+    ``get_item`` once per user (and site) for every stream of a wake: the request it is
+    asked with holds nothing else of the subscriber's."""
+
+    # As in the controller's own GET, its checks and get_item run on the event loop.
+    blocking = False
+
+    def __init__(self, controller: RestController) -> None:
+        self._controller = controller
+        self._route = f"/{controller.namespace}/{controller.rest_base}/"
+
+    def _asked(self, change: Change, request: Request) -> Request:
+        asked = Request("GET", self._route + str(change.item_id), query={"context": "view"})
         asked.url_params["id"] = change.item_id
         asked.user = request.user
         asked.site = request.site
-        if not _allowed(controller.get_item_permissions_check(asked)):
-            return None
-        answer = controller.get_item(asked)
+        return asked
+
+    def allowed(self, change: Change, loaded: Any, request: Request) -> bool:
+        controller = self._controller
+        if change.event == "deleted":
+            return _allowed(controller.get_items_permissions_check(request))
+        return _allowed(controller.get_item_permissions_check(self._asked(change, request)))
+
+    def view(self, change: Change, loaded: Any, request: Request) -> Any:
+        if change.event == "deleted":
+            return {"id": change.item_id}
+        controller = self._controller
+        answer = controller.get_item(self._asked(change, request))
         if isinstance(answer, RestError):
             return None
         if isinstance(answer, Response):
@@ -156,4 +178,6 @@ def _renderer(controller: RestController) -> Callable[[Change, Request], Any]:
             return controller.prepare_response_for_collection(answer)
         return answer
 
-    return render
+    def viewer(self, request: Request) -> Hashable | None:
+        # SECURITY: the whole user (id and roles) and the site: all the asked request holds.
+        return (request.user, id(request.site))

@@ -59,14 +59,19 @@ _LINGER: Final = 5.0
 #: bounded); past it the counts are forgotten and everyone is woken.
 _MAX_TYPES: Final = 1024
 
-_Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[None]"]]
+_Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[bool]"]]
 
 
-def _resolve(futures: list[asyncio.Future[None]]) -> None:
+def _resolve(futures: list[asyncio.Future[bool]]) -> None:
     """On the futures' loop: wake each one still waiting."""
     for future in futures:
         if not future.done():
-            future.set_result(None)
+            future.set_result(True)
+
+
+def _time_out(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(False)
 
 
 class ChangeWaker:
@@ -89,6 +94,8 @@ class ChangeWaker:
         self._waiters = 0
         self._thread: threading.Thread | None = None
         self._nudge = threading.Event()
+        #: Whether the thread waits ``_IDLE`` seconds (nobody waited): a reader hurries it.
+        self._idling = False
         self._listener: Listener | None = None
         self._epoch = -1
         self._mark: int | None = None
@@ -101,7 +108,9 @@ class ChangeWaker:
         return self._waiters
 
     def token(self, object_type: str) -> int:
-        """The wake count of ``object_type``'s readers: take it before reading the log."""
+        """The wake count of ``object_type``'s readers: take it before reading the log. It
+        never goes down: a read begun when the token was ``n`` saw every change whose wake
+        made it ``n`` or less."""
         return self._counts.get(object_type, 0) + self._everyone
 
     async def wait(self, object_type: str, token: int, timeout: float) -> bool:
@@ -110,22 +119,25 @@ class ChangeWaker:
         if timeout <= 0:
             return self.token(object_type) != token
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[None] = loop.create_future()
+        future: asyncio.Future[bool] = loop.create_future()
         with self._lock:
             if self.token(object_type) != token:
                 return True
             self._waiting.setdefault(object_type, {}).setdefault(loop, set()).add(future)
             self._waiters += 1
             self._start()
+        # PERF: a future and a timer, not asyncio.wait (a waiter, a set and callbacks more):
+        # 1,000 streams wait again after every wake.
+        timer = loop.call_later(timeout, _time_out, future)
         try:
-            done, _ = await asyncio.wait((future,), timeout=timeout)
-            return bool(done)
+            return await future
         finally:
+            timer.cancel()
             with self._lock:
                 self._forget(object_type, loop, future)
 
     def _forget(
-        self, object_type: str, loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]
+        self, object_type: str, loop: asyncio.AbstractEventLoop, future: asyncio.Future[bool]
     ) -> None:
         """(Under the lock.) The reader of ``future`` no longer waits."""
         loops = self._waiting.get(object_type)
@@ -146,7 +158,8 @@ class ChangeWaker:
                 target=self._run, name="svcrest-change-waker", daemon=True
             )
             self._thread.start()
-        else:
+        elif self._idling:  # PERF: not once per reader (1,000 wait again after every wake)
+            self._idling = False
             self._nudge.set()
 
     # -- the thread ------------------------------------------------------------------------------
@@ -167,7 +180,8 @@ class ChangeWaker:
                 if not self._waiting and self._may_end(now - idle_since):
                     self._thread = None
                     return
-            self._nudge.wait(self.interval if self._waiting else _IDLE)
+                self._idling = not self._waiting
+            self._nudge.wait(_IDLE if self._idling else self.interval)
             self._nudge.clear()
 
     def _may_end(self, idle: float) -> bool:
@@ -247,13 +261,15 @@ class ChangeWaker:
 
     def _wake(self, object_types: set[str] | None) -> None:
         """Wake the readers of ``object_types`` (None: everyone)."""
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
         with self._lock:
             counts = self._counts
             if object_types is None or len(counts) + len(object_types) > _MAX_TYPES:
-                self._everyone += 1
                 if len(counts) >= _MAX_TYPES:
+                    # The counts forgotten are folded into everyone's: no token goes down.
+                    self._everyone += max(counts.values())
                     counts.clear()
+                self._everyone += 1
                 chosen = list(self._waiting.values())
             else:
                 for kind in object_types:

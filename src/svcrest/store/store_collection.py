@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, cast
 from urllib.parse import parse_qsl, urlencode
 
@@ -58,7 +58,7 @@ from svcrest.rest.resources.context_filter import (
 from svcrest.rest.resources.controller import ControllerHost, RestController, RouteRegistrar
 from svcrest.rest.routing.definitions import public
 from svcrest.store.base import Step, Store
-from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed
+from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed, FeedRender
 from svcrest.store.changes import Change
 from svcrest.store.collection_columns import MAX_INT, check_identifier
 from svcrest.store.collection_query import Query, Sort, parse_filters, parse_sort
@@ -327,6 +327,14 @@ class StoreCollection(RestController):
             )
         )
         self._own_links = kind.prepare_links is not StoreCollection.prepare_links
+        # SECURITY: a subclass's own rendering may look at more of the request than the
+        # feed's viewer key holds: its subscribers then share no rendering.
+        collected = kind.prepare_response_for_collection
+        self._shared_views = (
+            self._plain
+            and kind.prepare_item_for_response is StoreCollection.prepare_item_for_response
+            and collected is RestController.prepare_response_for_collection
+        )
         self._own_tags = kind.version_tag is not StoreCollection.version_tag
         self.table = CollectionTable(
             self._store,
@@ -347,6 +355,7 @@ class StoreCollection(RestController):
             clock=self._now,
         )
         self._prepare_hook = f"rest_prepare_{self.table.object_type}"
+        self._feed_render = _ChangeRender(self)
 
     # -- the site ------------------------------------------------------------------------------
 
@@ -409,16 +418,29 @@ class StoreCollection(RestController):
         when an ASGI server serves the request (:meth:`ChangeFeed.stream`), bounded by the
         site's ``streams`` and ended when the subscriber's session ends; elsewhere (WSGI,
         internal requests) the long-poll answer."""
-        return await self.feed.serve(request, self._change_data, self._host())
+        return await self.feed.serve(request, self._feed_render, self._host())
 
-    def _change_data(self, change: Change, request: Request) -> Any:
-        user = request.user
-        if change.event == "deleted":
-            return {"id": change.item_id} if self._may_read(user, None) else None
-        item = self.table.get(change.item_id)
-        if item is None or not self._may_read(user, item):
+    def _view_key(self, request: Request) -> Hashable | None:
+        """The key of what the feed shows ``request``'s user of an item (see
+        :class:`_ChangeRender`), or None when it cannot be told from the request: a
+        subclass chooses fields or prepares items its own way, fields are registered to the
+        type, or a ``rest_prepare_<type>`` filter (which is handed the request) is added."""
+        if not self._shared_views or self._hooks().has_callbacks(self._prepare_hook):
             return None
-        return self.prepare_response_for_collection(self.prepare_item_for_response(item, request))
+        version = self.app.rest_fields.version
+        if (version != self._fields_seen[0] or self._fields_seen[1]) and self._shape(
+            request
+        ) is None:  # (fields registered to the type: worked out per request)
+            return None
+        raw = request.get_param("_fields")
+        if isinstance(raw, list):
+            if not all(isinstance(one, str) for one in raw):
+                return None
+            raw = tuple(raw)
+        elif raw is not None and not isinstance(raw, str):
+            return None
+        # SECURITY: the whole user (id and roles), not its id alone, and the site.
+        return (request.user, id(request.site), request.get_param("context"), raw, version)
 
     # -- answers -----------------------------------------------------------------------------
 
@@ -1024,3 +1046,35 @@ class _StoreRoutes:
             # PERF: not on the item route, whose every GET would run the guard's step.
             options["idempotency"] = "optional"
         return self._app.register_rest_route(namespace, route, options, override)
+
+
+class _ChangeRender(FeedRender):
+    """How a collection's feed shows a change: the item as the subscriber's GET would show
+    it in the ``view`` context, when the ``read`` rule lets the subscriber read it now; a
+    deletion as ``{"id": n}`` when the rule lets the subscriber read the collection. The
+    item is read once a wake for every subscriber; subscribers with the same user and the
+    same ``context`` and ``_fields`` share its rendering."""
+
+    def __init__(self, collection: StoreCollection) -> None:
+        self._collection = collection
+
+    def load(self, change: Change) -> Any:
+        if change.event == "deleted":
+            return None
+        return self._collection.table.get(change.item_id)
+
+    def allowed(self, change: Change, loaded: Any, request: Request) -> bool:
+        if change.event == "deleted":
+            return self._collection._may_read(request.user, None)
+        return loaded is not None and self._collection._may_read(request.user, loaded)
+
+    def view(self, change: Change, loaded: Any, request: Request) -> Any:
+        if change.event == "deleted":
+            return {"id": change.item_id}
+        collection = self._collection
+        return collection.prepare_response_for_collection(
+            collection.prepare_item_for_response(loaded, request)
+        )
+
+    def viewer(self, request: Request) -> Hashable | None:
+        return self._collection._view_key(request)

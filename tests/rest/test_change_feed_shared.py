@@ -1,0 +1,467 @@
+"""What the streams and long-polls of a collection's change feed share in a process: one
+read of the change log a wake however many wait, one read of each item changed, one
+rendering per viewer (the same user and arguments), never one user's view shown to
+another; a reader behind the feed's window of recent changes still gets every change, in
+order, once; a stream sends the entries it has ready in one chunk. On both store engines,
+through the App's ASGI interface (tests/rest/test_change_streams.py drives it)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, cast
+
+import orjson
+import pytest
+
+from svcrest import App, RestController, StoreCollection
+from svcrest.blocking import offload
+from svcrest.http.errors import RestError
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+from svcrest.http.user import User
+from svcrest.store import change_feed
+from svcrest.store.change_waker import change_waker
+from svcrest.store.changes import Change, changes_after
+from tests.rest.test_change_streams import CHANGES, SSE, T0, Clock, Stream, cursor, stream
+from tests.rest.test_store_collection import Site, links, view
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def site(store_location: str | None, clock: Clock) -> Iterator[Site]:
+    made = Site(store_location, clock=clock)
+    yield made
+    made.app.store.close()
+
+
+class Counted:
+    """``changes_after`` counted (the feed's module's name for it)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls = 0
+        monkeypatch.setattr(change_feed, "changes_after", self)
+
+    def __call__(self, *args: Any) -> list[Change]:
+        self.calls += 1
+        return changes_after(*args)
+
+
+async def until_waiting(site: Site, count: int) -> None:
+    """Until ``count`` readers wait, and again after the waker's first look (which wakes
+    everyone once: it cannot tell what came before it)."""
+    waker = change_waker(site.app.store)
+    deadline = time.monotonic() + 10
+    for pause in (0.3, 0.0):
+        while waker.waiters < count:
+            assert time.monotonic() < deadline, waker.waiters
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(pause)
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+def test_fifty_streams_one_commit_one_read_of_the_log_one_item_read_one_render(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.seed("a")
+    reads = Counted(monkeypatch)
+    gets: list[int] = []
+    table_get = site.tasks.table.get
+
+    def get(item_id: int) -> Any:
+        gets.append(item_id)
+        return table_get(item_id)
+
+    monkeypatch.setattr(site.tasks.table, "get", get)
+    renders: list[int] = []
+    prepare = site.tasks.prepare_item_for_response
+
+    def counted_prepare(item: Any, request: Request) -> Response:
+        renders.append(item["id"])
+        return prepare(item, request)
+
+    monkeypatch.setattr(site.tasks, "prepare_item_for_response", counted_prepare)
+
+    async def check() -> None:
+        opened = [Stream(site.app, CHANGES, SSE, "") for _ in range(50)]
+        for one in opened:
+            await one.start()
+            assert one.status == 200
+            assert await one.until(b"\n\n") == b": keep-alive\n\n"
+        await until_waiting(site, 50)
+        before = reads.calls
+        await asyncio.to_thread(site.tasks.table.update, 1, {"done": True})
+        for one in opened:
+            assert await one.events(1) == [
+                {"id": cursor(2), "event": "updated", "data": view(1, "a", done=True)}
+            ]
+        await until_waiting(site, 50)
+        assert reads.calls - before == 1
+        assert gets == [1]
+        assert renders == [1]
+        for one in opened:
+            await one.leave()
+
+    run(check())
+
+
+def test_a_stream_behind_the_window_gets_every_change_in_order_once(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a window of 5 changes, shared reads of 3, pages of 4: every path is taken
+    monkeypatch.setattr(change_feed, "WINDOW", 5)
+    monkeypatch.setattr(change_feed, "_TAIL_READ", 3)
+    monkeypatch.setattr(change_feed, "_PAGE", 4)
+    site.seed(*(f"t{n}" for n in range(1, 13)))
+
+    async def check() -> None:
+        async with stream(site.app, SSE) as ahead:  # keeps the window at the log's end
+            await ahead.until(b"\n\n")
+            await asyncio.to_thread(site.seed, "t13", "t14")
+            assert [e["data"]["title"] for e in await ahead.events(2)] == ["t13", "t14"]
+            async with stream(site.app, SSE, f"since={cursor(0)}") as behind:
+                got = await behind.events(14)
+                assert [event["id"] for event in got] == [cursor(n) for n in range(1, 15)]
+                await asyncio.to_thread(site.seed, *(f"t{n}" for n in range(15, 23)))
+                more = await behind.events(8)
+                assert [event["data"]["title"] for event in more] == [
+                    f"t{n}" for n in range(15, 23)
+                ]
+                assert [e["data"]["title"] for e in await ahead.events(8)] == [
+                    f"t{n}" for n in range(15, 23)
+                ]
+                await asyncio.sleep(0.3)
+                assert behind.buffer == b""  # nothing twice
+                assert behind.messages.empty()
+
+    run(check())
+
+
+def test_long_polls_behind_the_window_get_every_change_in_order_once(
+    site: Site, monkeypatch: pytest.MonkeyPatch, clock: Clock
+) -> None:
+    monkeypatch.setattr(change_feed, "WINDOW", 5)
+    monkeypatch.setattr(change_feed, "_TAIL_READ", 3)
+    monkeypatch.setattr(change_feed, "_PAGE", 4)
+    site.seed(*(f"t{n}" for n in range(1, 12)))
+
+    async def poll(since: str) -> Any:
+        answer = Stream(site.app, CHANGES, {}, f"since={since}")
+        await answer.start()
+        assert answer.status == 200
+        body = b""
+        while not answer.ended:
+            body += await answer.body()
+        return orjson.loads(body)
+
+    async def check() -> None:
+        seen: list[str] = []
+        since = cursor(0)
+        for _ in range(10):
+            answer = await poll(since)
+            seen += [entry["data"]["title"] for entry in answer["changes"]]
+            since = answer["cursor"]
+            if not answer["changes"]:
+                break
+        assert seen == [f"t{n}" for n in range(1, 12)]
+
+    run(check())
+
+
+def test_a_stream_sends_the_entries_it_has_ready_in_one_chunk(site: Site) -> None:
+    site.seed("a", "b", "c", "d", "e")
+
+    async def check() -> None:
+        async with stream(site.app, SSE, f"since={cursor(0)}") as events:
+            assert await events.body() == b": keep-alive\n\n"
+            chunk = await events.body()
+            assert chunk.count(b"\nevent: created\n") == 5
+            assert chunk.startswith(b"id: " + cursor(1).encode() + b"\n")
+
+    run(check())
+
+
+def test_two_users_each_get_their_own_view_and_only_items_they_may_read(
+    store_location: str | None, clock: Clock
+) -> None:
+    def read(user: User, item: Mapping[str, Any] | None) -> bool:
+        return item is None or not item["title"].startswith("secret") or user.can("edit_posts")
+
+    site = Site(store_location, read=read, clock=clock)
+
+    def editors_see_notes(response: Response, item: Any, request: Request) -> Response:
+        if request.user.can("edit_others_posts"):
+            response.data["notes"] = item["notes"]
+        return response
+
+    site.app.hooks.add_filter("rest_prepare_task", editors_see_notes)
+    try:
+
+        async def check() -> None:
+            ed = {**SSE, **site.headers["ed"]}  # an editor
+            sue = {**SSE, **site.headers["sue"]}  # a subscriber
+            async with (
+                stream(site.app, ed) as eds,
+                stream(site.app, sue) as sues,
+                stream(site.app, SSE) as anonymous,
+                stream(site.app, SSE, "_fields=id,title") as slim,
+            ):
+                for one in (eds, sues, anonymous, slim):
+                    await one.until(b"\n\n")
+                await until_waiting(site, 4)
+                await asyncio.to_thread(site.seed, "secret plan", "open")
+                secret = {**view(1, "secret plan"), "notes": ""}
+                opened = {**view(2, "open", priority=1), "notes": ""}
+                assert [event["data"] for event in await eds.events(2)] == [secret, opened]
+                for one in (sues, anonymous):
+                    assert [event["data"] for event in await one.events(1)] == [
+                        view(2, "open", priority=1)
+                    ]
+                assert [event["data"] for event in await slim.events(1)] == [
+                    {"id": 2, "title": "open", "_links": links(2)}
+                ]
+                await asyncio.to_thread(site.tasks.table.update, 1, {"notes": "ed's eyes only"})
+                await asyncio.to_thread(site.tasks.table.update, 2, {"notes": "seen by ed"})
+                assert [event["data"] for event in await eds.events(2)] == [
+                    {**secret, "notes": "ed's eyes only"},
+                    {**opened, "notes": "seen by ed"},
+                ]
+                for one in (sues, anonymous):
+                    assert [event["data"] for event in await one.events(1)] == [
+                        view(2, "open", priority=1)
+                    ]
+                await asyncio.sleep(0.3)
+                for one in (sues, anonymous, slim):
+                    assert b"ed's eyes" not in one.buffer
+
+        run(check())
+    finally:
+        site.app.store.close()
+
+
+def test_streams_of_one_viewer_share_a_rendering_others_do_not(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.seed("a")
+    renders: list[tuple[int, str | None]] = []
+    prepare = site.tasks.prepare_item_for_response
+
+    def counted_prepare(item: Any, request: Request) -> Response:
+        renders.append((request.user.id, request.get_param("_fields")))
+        return prepare(item, request)
+
+    monkeypatch.setattr(site.tasks, "prepare_item_for_response", counted_prepare)
+
+    async def check() -> None:
+        asked = [
+            ({**SSE, **site.headers["al"]}, ""),
+            ({**SSE, **site.headers["al"]}, ""),
+            ({**SSE, **site.headers["ann"]}, ""),
+            (SSE, ""),
+            (SSE, ""),
+            (SSE, "_fields=title"),
+        ]
+        opened = [Stream(site.app, CHANGES, headers, query) for headers, query in asked]
+        for one in opened:
+            await one.start()
+            await one.until(b"\n\n")
+        await until_waiting(site, len(opened))
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 7})
+        for one, (_, query) in zip(opened, asked, strict=True):
+            (event,) = await one.events(1)
+            slim = {"id": 1, "title": "a", "_links": links(1)}
+            assert event["data"] == (slim if query else view(1, "a", priority=7))
+        assert sorted(renders, key=repr) == sorted(
+            [(2, None), (3, None), (0, None), (0, "title")], key=repr
+        )
+        for one in opened:
+            await one.leave()
+
+    run(check())
+
+
+class Notes(RestController):
+    """Notes in a dict; an editor's GET shows who wrote one, anyone else's does not; notes
+    whose text starts with "draft" are only an editor's to read."""
+
+    namespace = "pad/v1"
+    rest_base = "notes"
+    changes = True
+    schema: ClassVar[Mapping[str, Any]] = {
+        "title": "note",
+        "type": "object",
+        "properties": {
+            "id": {"type": "integer", "readonly": True, "context": ["view", "edit"]},
+            "text": {"type": "string", "context": ["view", "edit"]},
+            "by": {"type": "string", "context": ["view", "edit"]},
+        },
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notes: dict[int, str] = {}
+        self.asked = 0
+
+    def add(self, text: str) -> None:
+        note_id = len(self.notes) + 1
+        self.notes[note_id] = text
+        cast(App, self.app).changes.record("note", note_id, "created")
+
+    def get_items_permissions_check(self, request: Request) -> bool:
+        return True
+
+    def get_item_permissions_check(self, request: Request) -> bool:
+        text = self.notes.get(request["id"], "")
+        return not text.startswith("draft") or request.user.can("edit_others_posts")
+
+    def get_item(self, request: Request) -> Response | RestError:
+        self.asked += 1
+        text = self.notes.get(request["id"])
+        if text is None:
+            return RestError("rest_note_invalid_id", "Invalid note ID.", {"status": 404})
+        data = {"id": request["id"], "text": text}
+        if request.user.can("edit_others_posts"):
+            data["by"] = "ed"
+        return Response(data)
+
+
+def test_a_controllers_feed_shows_each_user_their_own_view(
+    store_location: str | None, clock: Clock
+) -> None:
+    site = Site(store_location, clock=clock)
+    notes = site.app.register_controller(Notes())
+    path = "/svc-json/pad/v1/notes/changes"
+    try:
+
+        async def check() -> None:
+            ed = Stream(site.app, path, {**SSE, **site.headers["ed"]}, "")
+            al = Stream(site.app, path, {**SSE, **site.headers["al"]}, "")
+            al_too = Stream(site.app, path, {**SSE, **site.headers["al"]}, "")
+            for one in (ed, al, al_too):
+                await one.start()
+                assert one.status == 200
+                await one.until(b"\n\n")
+            await until_waiting(site, 3)
+            notes.asked = 0
+            await asyncio.to_thread(notes.add, "draft")
+            await asyncio.to_thread(notes.add, "hello")
+            assert [event["data"] for event in await ed.events(2)] == [
+                {"id": 1, "text": "draft", "by": "ed"},
+                {"id": 2, "text": "hello", "by": "ed"},
+            ]
+            for one in (al, al_too):
+                assert [event["data"] for event in await one.events(1)] == [
+                    {"id": 2, "text": "hello"}
+                ]
+            assert notes.asked == 3  # ed's two, and al's one for both of al's streams
+            for one in (ed, al, al_too):
+                await one.leave()
+
+        run(check())
+    finally:
+        site.app.store.close()
+
+
+def test_an_expired_cursor_still_answers_410_with_a_window_in_place(
+    site: Site, clock: Clock
+) -> None:
+    site.seed("a", "b")
+    site.app.hooks.add_filter("svc_changes_retention", lambda seconds: 10)
+
+    async def check() -> None:
+        async with stream(site.app, SSE, f"since={cursor(0)}") as events:
+            assert len(await events.events(2)) == 2
+            clock.now = T0 + 11
+            gone = Stream(site.app, CHANGES, SSE, f"since={cursor(1)}")
+            await gone.start()
+            assert gone.status == 410
+            assert orjson.loads(await gone.body())["code"] == "rest_changes_expired"
+
+    run(check())
+
+
+def test_a_reader_that_leaves_takes_no_shared_read_with_it(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first reader to ask starts the read; it leaves (its task cancelled) while the read
+    # waits for a thread of the pool, and a second reader waiting for it leaves too: the
+    # read still happens, and the readers that stay get its window.
+    site.seed("a", "b")
+    real_offload = offload
+
+    def queued(function: Any) -> Any:
+        run = real_offload(function)
+
+        async def later(*args: Any) -> Any:
+            await asyncio.sleep(0.2)  # waiting for a thread: cancellable before it runs
+            return await run(*args)
+
+        return later
+
+    monkeypatch.setattr(change_feed, "offload", queued)
+    feed, store = site.tasks.feed, site.app.store
+    tail = feed.tail(store)
+    render = site.tasks._feed_render
+
+    async def check() -> None:
+        def reader() -> asyncio.Task[Any]:
+            return asyncio.ensure_future(tail.fresh(feed, store, 0, 0, render, tail.begun))
+
+        first, second, third = reader(), reader(), reader()
+        await asyncio.sleep(0.05)
+        first.cancel()
+        second.cancel()
+        window = await asyncio.wait_for(third, 5)
+        assert window is not None
+        assert [change.seq for change in window.changes] == [1, 2]
+        assert first.cancelled() and second.cancelled()
+        assert tail.reads == 1
+
+    run(check())
+
+
+class Memos(StoreCollection):
+    """Items shown with the language the request asks for: a rendering of its own."""
+
+    def prepare_item_for_response(self, item: Any, request: Request) -> Response:
+        response = super().prepare_item_for_response(item, request)
+        response.data["lang"] = request.get_header("Accept-Language") or ""
+        return response
+
+
+def test_a_collection_that_prepares_items_its_own_way_shares_no_rendering(
+    store_location: str | None, clock: Clock
+) -> None:
+    site = Site(store_location, clock=clock)
+    schema = {"title": "memo", "type": "object", "properties": {"title": {"type": "string"}}}
+    memos = site.app.register_controller(Memos("todo/v1", "memos", schema))
+    path = "/svc-json/todo/v1/memos/changes"
+    try:
+
+        async def check() -> None:
+            opened = [
+                Stream(site.app, path, {**SSE, "Accept-Language": lang}, "")
+                for lang in ("fr", "de")
+            ]
+            for one in opened:
+                await one.start()
+                await one.until(b"\n\n")
+            await until_waiting(site, 2)
+            await asyncio.to_thread(memos.table.insert, {"title": "hi"})
+            for one, lang in zip(opened, ("fr", "de"), strict=True):
+                (event,) = await one.events(1)
+                assert (event["data"]["title"], event["data"]["lang"]) == ("hi", lang)
+            for one in opened:
+                await one.leave()
+
+        run(check())
+    finally:
+        site.app.store.close()
