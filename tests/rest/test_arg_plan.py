@@ -85,6 +85,8 @@ ARGS: dict[str, Any] = {
     "later_odd": {"type": "string", "validate_callback": later_odd},
     "later_shout": {"type": "string", "sanitize_callback": later_shout},
     "last": {"type": "integer", "maximum": 3},
+    "none_default": {"type": "string", "default": None, "sanitize_callback": shout},
+    "none_list": {"type": ["array", "null"], "items": {"type": "integer"}, "default": None},
 }
 
 OK = {"need": "n", "also": "a"}
@@ -167,7 +169,20 @@ CASES: list[tuple[str, str, str, dict[str, Any], Any, dict[str, Any] | None]] = 
         {**OK, "later_shout": "j"},
         None,
     ),
+    ("none-default-null-json", "POST", "1", {}, {**OK, "none_default": None}, None),
+    (
+        "none-default-null-over-query",
+        "POST",
+        "1",
+        {"none_default": "q"},
+        {**OK, "none_default": None},
+        None,
+    ),
+    ("none-list-bad", "GET", "1", {**OK, "none_list": "1,x"}, None, None),
     # accepted
+    ("ok-none-default-sent", "GET", "7", {**OK, "none_default": "abc"}, None, None),
+    ("ok-none-list-null-json", "POST", "7", {}, {**OK, "none_list": None}, None),
+    ("ok-none-list-sent", "GET", "7", {**OK, "none_list": "1,2"}, None, None),
     ("ok-later-then-sync", "GET", "7", {**OK, "later_shout": "q", "last": "2"}, None, None),
     (
         "ok-later",
@@ -295,7 +310,14 @@ def test_the_plan_is_prepared_at_registration() -> None:
     plan = entry.prepared[0].arg_plan
     assert plan.args is entry.handlers[0]["args"]
     assert plan.required == ("need", "also", "with_default")
-    assert plan.bucket == {"color": "red", "count": 5, "with_default": "given"}
+    assert plan.bucket == {
+        "color": "red",
+        "count": 5,
+        "with_default": "given",
+        "none_default": None,
+        "none_list": None,
+    }
+    assert plan.present == {"color": "red", "count": 5, "with_default": "given"}
 
 
 def test_a_plain_valid_value_spares_the_full_check(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -403,9 +425,10 @@ def test_callbacks_are_called_once_each() -> None:
 def test_a_plan_without_arguments_to_check() -> None:
     from svcrest.rest.validation import ArgPlan  # here: the module runs on the older tree too
 
-    plan = ArgPlan({"note": "not a definition"})
+    args = {"note": "not a definition"}
+    plan = ArgPlan(args)
     request = Request("GET", "/x", query={"note": "kept"})
-    assert plan.run(request) is None
+    assert plan.run(request, args) is None
     assert request.get_params() == {"note": "kept"}
     assert (plan.required, plan.checks, plan.cleans, plan.bucket) == ((), (), (), {})
 

@@ -208,11 +208,19 @@ class RestServer:
                 ticket := await enter_guard(entry, definition, self.app, request, plan.rate_limit)
             ).answer is not None:
                 return ticket.answer
-            # JSON bodies are parsed on every matched route before anything else runs.
+            # JSON bodies are parsed on every matched route before anything else runs, then
+            # the handler's argument step. PERF: without a body, its plan (prepared at
+            # registration) runs here, not in a coroutine, awaited only when a callback
+            # answered with an awaitable (XXX instructions a GET with args).
             result: Any = (
                 await self.checked_params(request, definition, handler.arg_plan)
-                if request.raw_body or handler.args
+                if request.raw_body
                 else None
+                if not handler.args
+                else ran
+                if (ran := handler.arg_plan.run(request, definition["args"])) is None
+                or isinstance(ran, RestError)
+                else await ran
             )
             # PERF: ``rest_request_before_callbacks`` and ``…_after_callbacks`` are usually
             # empty: no runner call then (the runner's documented idiom, see
@@ -276,9 +284,7 @@ class RestServer:
         args = handler["args"]
         if not args:
             return None
-        if plan is None or plan.args is not args or plan.size != len(args):
-            plan = ArgPlan(args)  # args replaced or changed in place since registration
-        result = plan.run(request)
+        result = (ArgPlan(args) if plan is None else plan).run(request, args)
         if result is not None and not isinstance(result, RestError):
             result = await result  # a callback answered with an awaitable
         return result

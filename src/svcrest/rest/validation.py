@@ -112,11 +112,12 @@ def apply_defaults(request: Request, args: Mapping[str, Any]) -> None:
         request.default_params = defaults
 
 
-def _merged(buckets: tuple[dict[str, Any], ...]) -> dict[str, Any]:
-    """Every parameter, merged with the precedence of the buckets (``Request.get_params``)."""
-    if len(buckets) == 3:  # PERF: a GET's URL, query and default buckets in one expression
-        return {**buckets[2], **buckets[1], **buckets[0]}
-    merged: dict[str, Any] = {}
+def _merged(
+    buckets: tuple[dict[str, Any], ...], under: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Every parameter, merged with the precedence of the buckets (``Request.get_params``),
+    over ``under`` when given."""
+    merged: dict[str, Any] = {} if under is None else dict(under)
     for bucket in reversed(buckets):
         merged.update(bucket)
     return merged
@@ -164,7 +165,10 @@ def _callback_error(outcome: Any) -> RestError | None:
     return None
 
 
-def _missing_params(missing: list[str]) -> RestError:
+def _missing_params(required: tuple[str, ...], params: dict[str, Any]) -> RestError:
+    """WordPress's 400 naming the ``required`` arguments no bucket holds (null counts as
+    left out)."""
+    missing = [name for name in required if params.get(name) is None]
     return RestError(
         "rest_missing_callback_param",
         "Missing parameter(s): " + ", ".join(missing),
@@ -224,7 +228,17 @@ class ArgPlan:
     never gets here (the pipeline skips it).
     """
 
-    __slots__ = ("args", "bucket", "checks", "cleans", "positions", "refetch", "required", "size")
+    __slots__ = (
+        "args",
+        "bucket",
+        "checks",
+        "cleans",
+        "positions",
+        "present",
+        "refetch",
+        "required",
+        "size",
+    )
 
     def __init__(self, args: Mapping[str, Any], defaults: PreparedDefaults | None = None) -> None:
         self.args = args
@@ -232,6 +246,8 @@ class ArgPlan:
         self.size = len(args)
         prepared = prepare_defaults(args) if defaults is None else defaults
         self.bucket = prepared.bucket
+        #: The defaults that are not null: a null default is never checked nor sanitised.
+        self.present = {name: value for name, value in self.bucket.items() if value is not None}
         settled = prepared.settled
         required: list[str] = []
         checks: list[_Check] = []
@@ -271,16 +287,33 @@ class ArgPlan:
         #: A ``validate_callback`` may change the request: sanitising reads it again.
         self.refetch = any(check[4] is not None for check in checks)
 
-    def run(self, request: Request) -> RestError | Later | None:
-        """Defaults, required arguments, checks, then sanitising: the first error, None, or
-        a coroutine of either (see the class's documentation)."""
+    def run(self, request: Request, args: Mapping[str, Any]) -> RestError | Later | None:
+        """Defaults, required arguments, checks, then sanitising of the handler's ``args``
+        (its definition's, as they are now): the first error, None, or a coroutine of
+        either (see the class's documentation). Args replaced or changed in place since
+        the plan was prepared are checked as they are, by a plan made for them."""
+        if args is not self.args or len(args) != self.size:
+            return ArgPlan(args).run(request, args)
         if self.bucket:
             request.default_params = dict(self.bucket)
         buckets = request.param_buckets()
-        params = _merged(buckets)
-        error = self._check(request, buckets, params)
-        if error is not None:
-            return error if isinstance(error, RestError) else self._then_sanitize(request, error)
+        # The parameters, the null defaults left out (PERF: an argument whose default is
+        # null and that the client left out is neither checked nor sanitised: skipped
+        # at once); a GET's URL and query buckets merged without a call.
+        present = self.present
+        params = (
+            {**present, **buckets[1], **buckets[0]}
+            if len(buckets) == 3
+            else _merged(buckets[:-1], present)
+        )
+        for name in self.required:
+            if params.get(name) is None:
+                return _missing_params(self.required, params)
+        invalid = self._validate(request, buckets, params, self.checks, None)
+        if invalid is not None:
+            if type(invalid) is dict:
+                return _invalid_params(invalid)
+            return self._then_sanitize(request, self._invalid_later(invalid))
         if self.refetch:
             buckets = request.param_buckets()
             params = _merged(buckets)
@@ -289,7 +322,14 @@ class ArgPlan:
     def check(self, request: Request) -> RestError | Later | None:
         """The required arguments and the checks alone (the request's buckets as they are)."""
         buckets = request.param_buckets()
-        return self._check(request, buckets, _merged(buckets))
+        params = _merged(buckets)
+        for name in self.required:
+            if params.get(name) is None:
+                return _missing_params(self.required, params)
+        invalid = self._validate(request, buckets, params, self.checks, None)
+        if invalid is None or type(invalid) is dict:
+            return None if invalid is None else _invalid_params(invalid)
+        return self._invalid_later(invalid)
 
     def sanitize(self, request: Request) -> RestError | Later | None:
         """The sanitising alone (the request's buckets as they are)."""
@@ -302,20 +342,6 @@ class ArgPlan:
         if error is not None:
             return error
         return await settle(self.sanitize(request))
-
-    def _check(
-        self, request: Request, buckets: Buckets, params: dict[str, Any]
-    ) -> RestError | Later | None:
-        """The required arguments, then every check: the error, None, or a coroutine."""
-        required = self.required
-        if required:
-            missing = [name for name in required if params.get(name) is None]
-            if missing:
-                return _missing_params(missing)
-        invalid = self._validate(request, buckets, params, self.checks, None)
-        if invalid is None or type(invalid) is dict:
-            return None if invalid is None else _invalid_params(invalid)
-        return self._invalid_later(invalid)
 
     @staticmethod
     async def _invalid_later(checking: Any) -> RestError | None:

@@ -153,7 +153,10 @@ def test_the_values_it_accepts() -> None:
 @pytest.mark.parametrize(
     ("schema", "accepted"),
     [
-        ({"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 3}, ["abc", "yes", "red"]),
+        (
+            {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 3},
+            ["abc", "yes", "red"],
+        ),
         ({"type": "string", "enum": ["red", "green", 1]}, ["red", "green"]),
         (
             {"type": "integer", "minimum": 1, "maximum": 10},
