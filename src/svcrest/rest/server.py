@@ -211,7 +211,8 @@ class RestServer:
             # JSON bodies are parsed on every matched route before anything else runs, then
             # the handler's argument step. PERF: without a body, its plan (prepared at
             # registration) runs here, not in a coroutine, awaited only when a callback
-            # answered with an awaitable (XXX instructions a GET with args).
+            # answered with an awaitable (~1,500 instructions a GET with args: the internal
+            # GET of an ability's run route 90,672 → 89,125).
             result: Any = (
                 await self.checked_params(request, definition, handler.arg_plan)
                 if request.raw_body

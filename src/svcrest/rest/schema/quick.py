@@ -18,7 +18,11 @@ PERF: the full check of ``{"name": "…", "description": "…"}`` against an obj
 two strings is ~88 ``isinstance`` calls; the predicate is a dict walk. The full check of a
 URL's ``"42"`` against ``{"type": "integer"}`` reads the type twice, resolves combinations
 and runs the numeric regular expression twice (check and sanitise); here it is
-``isdigit`` and ``int``.
+``isdigit`` and ``int``. Checking an ability run route's ``name`` (a pattern) this way, in
+a plan of the route's arguments prepared at registration: 128,727 → 95,982 instructions an
+internal GET of the route (``bench/mcp_call.py``); the types tested inline
+(:func:`accepted_type`, :func:`unchanged_type`) and the usual forms without a closure:
+95,982 → 90,672.
 """
 
 from __future__ import annotations
