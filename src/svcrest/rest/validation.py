@@ -140,11 +140,6 @@ def _sent_null(buckets: tuple[dict[str, Any], ...], name: str) -> bool:
     return False
 
 
-def _position(buckets: tuple[dict[str, Any], ...], bucket: dict[str, Any]) -> int:
-    """The position of ``bucket`` itself (not of an equal one) in ``buckets``."""
-    return next(index for index, held in enumerate(buckets) if held is bucket)
-
-
 def _awaitable(value: Any) -> bool:
     return type(value) not in NOT_AWAITABLE and is_awaitable(value)
 
@@ -249,7 +244,9 @@ class ArgPlan:
 
     def __init__(self, args: Mapping[str, Any], defaults: PreparedDefaults | None = None) -> None:
         self.args = args
-        #: ``len(args)`` when prepared: args changed in place since are noticed per request.
+        #: ``len(args)`` when prepared: a name added to or removed from the args in place
+        #: is noticed per request (a definition changed in place is not: register the
+        #: route again, as ``register_rest_field`` does).
         self.size = len(args)
         prepared = prepare_defaults(args) if defaults is None else defaults
         self.bucket = prepared.bucket
@@ -297,8 +294,9 @@ class ArgPlan:
     def run(self, request: Request, args: Mapping[str, Any]) -> RestError | Later | None:
         """Defaults, required arguments, checks, then sanitising of the handler's ``args``
         (its definition's, as they are now): the first error, None, or a coroutine of
-        either (see the class's documentation). Args replaced or changed in place since
-        the plan was prepared are checked as they are, by a plan made for them."""
+        either (see the class's documentation). Args replaced, or given or losing a name in
+        place, since the plan was prepared are checked as they are, by a plan made for
+        them for this request."""
         if args is not self.args or len(args) != self.size:
             return ArgPlan(args).run(request, args)
         if self.bucket:
