@@ -124,8 +124,12 @@ def test_a_scalar_default_left_alone_is_not_checked_again(monkeypatch: pytest.Mo
     for _ in range(3):
         assert get(app).data == {"order": "asc", "page": 1}
     assert (checked, sanitised) == ([], [])
+    # A value sent is checked: the plain ones by the quick tests the route prepared…
     assert get(app, order="desc").data == {"order": "desc", "page": 1}
-    assert (checked, sanitised) == (["order"], ["order"])
+    assert (checked, sanitised) == ([], [])
+    # …any other by the full check.
+    assert get(app, page=" 2").data == {"order": "asc", "page": 2}
+    assert (checked, sanitised) == (["page"], ["page"])
 
 
 def test_a_container_default_is_a_new_value_for_every_request() -> None:

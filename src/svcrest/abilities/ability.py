@@ -16,12 +16,11 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from svcrest.abilities.quick import quick_check
 from svcrest.chains import NOT_AWAITABLE, Pending, is_awaitable
 from svcrest.hooks import Hooks
 from svcrest.http.errors import RestError
 from svcrest.rest.invoke import fitted
-from svcrest.rest.schema import validate_value
+from svcrest.rest.schema import quick_check, validate_value
 from svcrest.syncrun import run_sync
 
 __all__ = ["ANNOTATIONS", "Ability", "AbilityCategory"]

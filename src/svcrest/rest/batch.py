@@ -38,7 +38,7 @@ from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.schema import validate_value
 from svcrest.rest.server import no_route_error, select_handler
 from svcrest.rest.tracing import child_span
-from svcrest.rest.validation import PreparedDefaults
+from svcrest.rest.validation import ArgPlan
 from svcrest.syncrun import run_sync
 
 if TYPE_CHECKING:
@@ -114,14 +114,14 @@ def _slot(response: Response, request: Request) -> Any:
 class _Item:
     """One request of a batch: its description, its Request and what it matched."""
 
-    __slots__ = ("defaults", "entry", "error", "handler", "request", "spec")
+    __slots__ = ("arg_plan", "entry", "error", "handler", "request", "spec")
 
     def __init__(self, spec: Mapping[str, Any], user: Any) -> None:
         self.spec = spec
         self.entry: RouteEntry | None = None
         self.handler: Handler | None = None
-        #: The handler's defaults, prepared at registration.
-        self.defaults: PreparedDefaults | None = None
+        #: The handler's argument step, prepared at registration.
+        self.arg_plan: ArgPlan | None = None
         self.error: RestError | None = None
         built = _build_request(spec, user)
         if isinstance(built, RestError):
@@ -244,7 +244,7 @@ class BatchController:
             return  # dispatch answers 404 / 405 in the item's slot
         item.entry, prepared, url_params = chosen
         item.handler = prepared.definition
-        item.defaults = prepared.defaults
+        item.arg_plan = prepared.arg_plan
         request.url_params = dict(url_params)
         if not _joins(batch_allowed(item.entry, item.handler), "v1"):
             item.error = _not_allowed()
@@ -259,7 +259,7 @@ class BatchController:
             return None
         if handler is None:
             return no_route_error(404)
-        return await self.server.checked_params(request, handler, item.defaults)
+        return await self.server.checked_params(request, handler, item.arg_plan)
 
     # -- running --------------------------------------------------------------------------------
 

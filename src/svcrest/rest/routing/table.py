@@ -38,7 +38,7 @@ from svcrest.rest.routing.matcher import (
     literal_prefix,
 )
 from svcrest.rest.typed import ReturnedSchema
-from svcrest.rest.validation import prepare_defaults
+from svcrest.rest.validation import ArgPlan
 
 __all__ = ["MEMO_PATH", "MEMO_SIZE", "PreparedHandler", "RouteEntry", "RouteTable", "refusal"]
 
@@ -81,11 +81,11 @@ class PreparedHandler:
     """
 
     __slots__ = (
+        "arg_plan",
         "args",
         "ask_allow",
         "ask_allow_alone",
         "callback",
-        "defaults",
         "definition",
         "methods",
         "permission",
@@ -96,8 +96,9 @@ class PreparedHandler:
         self.definition = definition
         self.methods = definition["methods"]
         self.args = definition["args"]
-        #: The arguments' defaults, validated and sanitised here (PERF: not per request).
-        self.defaults = prepare_defaults(self.args)
+        #: The argument step (defaults validated and sanitised, required names, each
+        #: schema's quick checks), prepared here. PERF: not per request.
+        self.arg_plan = ArgPlan(self.args)
         permission = definition.get("permission_callback")
         self.permission = None if permission is None or permission is public else fitted(permission)
         callback = definition["callback"]

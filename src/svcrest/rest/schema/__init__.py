@@ -14,6 +14,10 @@ numeric draft-6 form), ``multipleOf``, ``minLength``/``maxLength`` (code points)
 ``properties`` (with per-property ``required: true``), ``required`` (draft-4 list),
 ``additionalProperties``, ``patternProperties``, ``minProperties``, ``maxProperties``,
 ``anyOf`` and ``oneOf``.
+
+``quick_check`` and ``quick_sanitizer`` compile, once per schema, the fast answer for the
+values a plain schema certainly accepts and the sanitised form of the values it is sure of
+(``svcrest.rest.schema.quick``); every other value gets the full check.
 """
 
 from __future__ import annotations
@@ -23,8 +27,24 @@ from typing import Any
 
 from svcrest.rest.schema.checks import sanitize_value, validate_value
 from svcrest.rest.schema.common import HELP_KEYWORDS
+from svcrest.rest.schema.quick import (
+    UNSURE,
+    accepted_type,
+    quick_check,
+    quick_sanitizer,
+    unchanged_type,
+)
 
-__all__ = ["sanitize_value", "schema_keywords_for_help", "validate_value"]
+__all__ = [
+    "UNSURE",
+    "accepted_type",
+    "quick_check",
+    "quick_sanitizer",
+    "sanitize_value",
+    "schema_keywords_for_help",
+    "unchanged_type",
+    "validate_value",
+]
 
 
 def schema_keywords_for_help(arg: Mapping[str, Any]) -> dict[str, Any]:
