@@ -52,6 +52,7 @@ from svcrest.http.streams import (
     StreamSlots,
     can_stream,
     streams_busy,
+    unless_closing,
     wanted_stream,
 )
 from svcrest.store.base import Store
@@ -193,21 +194,25 @@ class ChangeFeed:
         answer (:meth:`answer`). Each change is rendered in the ``view`` context."""
         request.set_param("context", "view")
         kind = wanted_stream(request.get_header("Accept")) if request.method == "GET" else None
+        found = getattr(host, "streams", None)
+        slots = found if isinstance(found, StreamSlots) else None
         if kind is None or not can_stream():
-            return await self.answer(request, render)
-        slots = getattr(host, "streams", None)
+            return await self.answer(request, render, slots=slots)
         check = getattr(host, "stream_session_check", None)
         return await self.stream(
             request,
             render,
             kind,
-            slots=slots if isinstance(slots, StreamSlots) else None,
+            slots=slots,
             alive=check(request) if callable(check) else None,
         )
 
-    async def answer(self, request: Request, render: Render) -> Response | RestError:
+    async def answer(
+        self, request: Request, render: Render, *, slots: StreamSlots | None = None
+    ) -> Response | RestError:
         """The answer to ``request`` (its ``since`` and ``wait``), each change rendered for
-        its user by ``render``."""
+        its user by ``render``; a wait ends at once when ``slots`` close (the server is
+        stopping: the answer holds what there is, maybe no change, and the cursor)."""
         store = self._get_store()
         now = self._clock()
         retention = await self._retained(now)
@@ -219,14 +224,16 @@ class ChangeFeed:
         waiting = min(max(float(wait), 0.0), MAX_WAIT) if isinstance(wait, int | float) else 0.0
         deadline = time.monotonic() + waiting
         waker = change_waker(store) if waiting > 0 else None
+        stopping = slots is not None and slots.closing
         while True:
             token = waker.token(self.object_type) if waker is not None else 0
             entries, seq, issued, more = self._read(store, seq, request, render)
             left = deadline - time.monotonic()
-            if entries or left <= 0 or waker is None:
+            if entries or left <= 0 or waker is None or stopping:
                 break
             if not more:  # read to the log's end (else a page of changes it may not see)
-                await waker.wait(self.object_type, token, left)
+                waiting_for = waker.wait(self.object_type, token, left)
+                stopping = await unless_closing(slots, waiting_for)
         cursor = entries[-1]["id"] if entries else encode_cursor(seq, issued)
         return Response({"changes": entries, "cursor": cursor})
 
