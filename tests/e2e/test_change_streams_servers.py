@@ -6,6 +6,10 @@
   past it, and a client that leaves gives its slot back; a long-poll is answered within a
   second of a commit.
 - granian and uvicorn on WSGI: every ``Accept`` gets the long-poll JSON.
+- A stopping server (SIGTERM to ``svcrest serve``, uvicorn and granian, one worker and two):
+  an open stream ends at once and cleanly (its chunked body finished, Server-Sent Events
+  after a last comment) and a waiting long-poll answers what it has, so the server exits
+  within seconds instead of its 30 s graceful time-out.
 - Two uvicorn hosts on one PostgreSQL: a write on one reaches a subscriber (stream and
   long-poll) on the other, and revoking an application password on one ends the stream it
   opened on the other within 5 seconds.
@@ -15,6 +19,9 @@ from __future__ import annotations
 
 import base64
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,6 +31,8 @@ import httpx
 import pytest
 from httpx_sse import connect_sse
 
+from svcrest.serve.streams import STOPPING_COMMENT
+from tests.e2e.test_e2e_server import free_port, wait_for_port
 from tests.e2e.test_many_hosts import Host, admin_password, log_in, nonce_of, serving
 from tests.pg import PostgresServer
 
@@ -128,6 +137,85 @@ def test_wsgi_answers_every_accept_with_the_long_poll(server: str, tmp_path: Pat
             assert answer.status_code == 200
             assert answer.headers["content-type"].startswith("application/json")
             assert set(answer.json()) == {"changes", "cursor"}
+
+
+@pytest.mark.parametrize(
+    ("server", "workers"),
+    [("uvicorn", 1), ("uvicorn", 2), ("granian", 1), ("granian", 2)],
+    ids=["uvicorn", "uvicorn-2-workers", "granian", "granian-2-workers"],
+)
+def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
+    server: str, workers: int, tmp_path: Path
+) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "svcrest", "serve", "--server", server, "--port", str(port)]
+    command += ["--workers", str(workers), "--db", str(tmp_path / "s.db"), *PLUGIN]
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    received: dict[str, bytes] = {}
+    polled: list[httpx.Response] = []
+    failures: list[BaseException] = []
+    opened = threading.Event()
+
+    def subscribe(kind: str) -> None:
+        try:
+            with (
+                httpx.Client(base_url=url, timeout=60) as client,
+                client.stream("GET", CHANGES, headers={"Accept": kind}) as answer,
+            ):
+                assert answer.status_code == 200
+                body = b""
+                for chunk in answer.iter_raw():  # raises when the body is cut short
+                    body += chunk
+                    opened.set()
+                received[kind] = body
+        except BaseException as exc:
+            failures.append(exc)
+            opened.set()
+
+    def poll() -> None:
+        try:
+            with httpx.Client(base_url=url, timeout=60) as client:
+                polled.append(client.get(CHANGES, params={"wait": 30}))
+        except BaseException as exc:
+            failures.append(exc)
+
+    try:
+        wait_for_port(port, process)
+        _write(url, "before")
+        readers = [
+            threading.Thread(target=subscribe, args=(kind,))
+            for kind in ("text/event-stream", "application/jsonl")
+        ]
+        readers.append(threading.Thread(target=poll))
+        for reader in readers:
+            reader.start()
+            if reader.name != readers[-1].name:
+                assert opened.wait(10)
+                opened.clear()
+        time.sleep(1.0)  # the long-poll waits
+        began = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=25)
+        stopped_in = time.monotonic() - began
+        for reader in readers:
+            reader.join(10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        assert process.stderr is not None
+        log = process.stderr.read()
+        process.stderr.close()
+    assert not failures, (failures, log)
+    assert stopped_in < 5.0, log
+    assert received["text/event-stream"] == b": keep-alive\n\n" + STOPPING_COMMENT
+    assert received["application/jsonl"] == b"\n"
+    assert polled[0].status_code == 200
+    answer = polled[0].json()
+    assert answer["changes"] == [] and answer["cursor"]
 
 
 @pytest.fixture(scope="module")

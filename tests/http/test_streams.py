@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from collections.abc import AsyncGenerator
 
 import pytest
@@ -75,3 +77,37 @@ def test_an_http_stream_sends_no_content_length() -> None:
         (b"X-Request-Id", b"abc"),
     ]
     asyncio.run(stream.chunks.aclose())
+
+
+def test_closing_wakes_the_streams_of_every_loop_and_reopening_serves_again() -> None:
+    slots = StreamSlots(2)
+    assert slots.closing is False
+
+    async def wait_for_the_end() -> float:
+        began = time.monotonic()
+        await slots.stopped()
+        return time.monotonic() - began
+
+    elsewhere: list[float] = []
+    other_loop = threading.Thread(target=lambda: elsewhere.append(asyncio.run(wait_for_the_end())))
+    other_loop.start()
+
+    async def here() -> float:
+        waiting = asyncio.ensure_future(wait_for_the_end())
+        await asyncio.sleep(0.2)
+        assert not waiting.done()
+        await asyncio.to_thread(slots.close)  # from any thread (a signal's, the lifespan's)
+        return await asyncio.wait_for(waiting, 2)
+
+    assert 0.2 <= asyncio.run(here()) < 1.0
+    other_loop.join(2)
+    assert len(elsewhere) == 1 and elsewhere[0] < 2.0
+    assert slots.closing is True
+
+    async def begun_now() -> bool:
+        return slots.stopped().done()
+
+    assert asyncio.run(begun_now()) is True  # a stream begun while stopping ends at once
+    slots.reopen()
+    assert (slots.closing, asyncio.run(begun_now())) == (False, False)
+    assert slots.take() is True  # the bound is untouched

@@ -384,3 +384,49 @@ def test_an_anonymous_stream_outlives_a_logout(site: Site) -> None:
             assert [event["data"]["title"] for event in await events.events(1)] == ["after"]
 
     run(check())
+
+
+def test_a_stopping_server_ends_its_streams_and_waiting_long_polls_at_once(site: Site) -> None:
+    """The server stops (``app.streams.close()``, which SIGTERM and the lifespan's shutdown
+    call): each stream finishes its body at once, a Server-Sent Events one after a last
+    comment (its client reconnects with ``Last-Event-ID``), its slot given back; a
+    long-poll waiting for changes answers an empty page and its cursor."""
+
+    async def check() -> None:
+        async with stream(site.app, SSE) as events, stream(site.app, JSONL) as lines:
+            assert await events.until(b"\n\n") == b": keep-alive\n\n"
+            assert await lines.until(b"\n") == b"\n"
+            poll = Stream(site.app, CHANGES, {}, f"since={cursor(0)}&wait=30")
+            assert site.app.streams.open == 2
+            await asyncio.sleep(0.3)
+            assert not poll.task.done()  # it waits for a change
+            began = time.monotonic()
+            site.app.streams.close()
+            last = await events.until(b"reconnect\n\n", 1)
+            assert last.replace(b": keep-alive\n\n", b"") == (
+                b": the server is stopping; reconnect\n\n"
+            )
+            assert (await events.body(1), events.ended) == (b"", True)
+            while not lines.ended:
+                assert await lines.body(1) in (b"\n", b"")  # keep-alives, then the end
+            await poll.start()
+            answered = orjson.loads(await poll.body(1))
+            assert time.monotonic() - began < 1.0
+            assert (poll.status, answered) == (200, {"changes": [], "cursor": cursor(0)})
+            await asyncio.wait_for(asyncio.gather(events.task, lines.task, poll.task), 2)
+            assert site.app.streams.open == 0
+        # a stream begun while the server stops ends at once, after its first line
+        late = Stream(site.app, CHANGES, SSE, "")
+        await late.start()
+        assert late.status == 200
+        assert await late.until(b"\n\n") == b": keep-alive\n\n"
+        while not late.ended:
+            await late.body(1)
+        # started again (the lifespan's startup): streams stay open
+        site.app.streams.reopen()
+        async with stream(site.app, SSE) as again:
+            await again.until(b"\n\n")
+            await asyncio.to_thread(site.seed, "again")
+            assert [event["data"]["title"] for event in await again.events(1)] == ["again"]
+
+    run(check())

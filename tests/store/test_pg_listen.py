@@ -12,6 +12,8 @@ import pytest
 
 from svcrest import App
 from svcrest.auth.session_cache import CHANNEL, SessionCache
+from svcrest.store.pg_listen import ListenerState, PostgresListener
+from svcrest.store.pg_relay import RelayListener
 from svcrest.store.postgres import PostgresStore
 from tests.auth.test_auth_hosts import cache_on, make_host
 from tests.pg import PostgresServer
@@ -153,3 +155,15 @@ def test_an_idle_process_keeps_its_listener_drained(
         assert time.monotonic() < deadline, "the idle listener was not drained"
         time.sleep(0.05)
     assert listener._received == []
+
+
+def test_a_direct_and_a_relayed_listener_keep_their_state_alike() -> None:
+    """Epoch, answered ping and closed: one :class:`ListenerState` for both kinds."""
+    assert issubclass(PostgresListener, ListenerState)
+    assert issubclass(RelayListener, ListenerState)
+    state = ListenerState()
+    assert (state.epoch, state.answered, state.closed) == (0, 0, False)
+    state._received.append("7")
+    state._answered = 3
+    state._new_epoch()  # listening anew: what the epoch before held is gone
+    assert (state.epoch, state.answered, state._received) == (1, 0, [])

@@ -10,13 +10,18 @@ one; everywhere else (WSGI, internal dispatch) it answers plainly.
 
 :class:`StreamSlots` bounds the streams a process holds at once (``svcrest serve
 --max-streams``): past it a stream is refused with 503 ``svc_streams_busy`` and
-``Retry-After``, and a slot is given back when its stream ends for any reason.
+``Retry-After``, and a slot is given back when its stream ends for any reason. When the
+server stops (SIGTERM, SIGINT, its lifespan's shutdown), :meth:`StreamSlots.close` ends every
+stream at once, cleanly (the body is finished: a Server-Sent Events client reconnects with
+``Last-Event-ID``, to another worker or host), and a waiting long-poll answers what it has:
+a stream never holds a stopping worker until the server's graceful time-out.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable
 from typing import Final
 
 from svcrest.http.context import DISPATCH_USER
@@ -33,6 +38,7 @@ __all__ = [
     "StreamSlots",
     "can_stream",
     "streams_busy",
+    "unless_closing",
     "wanted_stream",
 ]
 
@@ -97,14 +103,25 @@ def streams_busy() -> RestError:
     return error
 
 
+def _end(future: asyncio.Future[None]) -> None:
+    """On the future's loop: the streams waiting on it end."""
+    if not future.done():
+        future.set_result(None)
+
+
 class StreamSlots:
     """At most ``limit`` streams at once (thread-safe): :meth:`take` a slot before a stream
-    starts, :meth:`give_back` it when the stream ends."""
+    starts, :meth:`give_back` it when the stream ends. :meth:`close` ends them all (the
+    server is stopping) and :meth:`reopen` serves again (the server started)."""
 
     def __init__(self, limit: int = DEFAULT_MAX_STREAMS) -> None:
         self.limit = limit
         self._lock = threading.Lock()
         self._open = 0
+        self._closing = False
+        #: One future per event loop serving streams, done when the streams are to end
+        #: (PERF: shared by every stream of the loop, no task or future of its own).
+        self._stopped: dict[asyncio.AbstractEventLoop, asyncio.Future[None]] = {}
 
     @property
     def limit(self) -> int:
@@ -134,3 +151,63 @@ class StreamSlots:
         """Give back a slot :meth:`take` took."""
         with self._lock:
             self._open = max(self._open - 1, 0)
+
+    @property
+    def closing(self) -> bool:
+        """Whether the streams are to end (:meth:`close` was called, :meth:`reopen` not
+        since)."""
+        return self._closing
+
+    def stopped(self) -> asyncio.Future[None]:
+        """A future of the running event loop, done when the streams are to end (at once
+        while :attr:`closing`); a stream waits on it beside its chunks, never cancels it."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            future = self._stopped.get(loop)
+            if future is None:
+                # Bounded by the loops alive: a closed loop's entry goes with the next one.
+                for gone in [known for known in self._stopped if known.is_closed()]:
+                    del self._stopped[gone]
+                future = self._stopped[loop] = loop.create_future()
+                if self._closing:
+                    future.set_result(None)
+        return future
+
+    def close(self) -> None:
+        """End every stream now and from now on (the server is stopping): each sends what
+        it holds and finishes its body; a long-poll waiting for changes answers at once.
+        From any thread."""
+        with self._lock:
+            self._closing = True
+            waiting = list(self._stopped.items())
+        for loop, future in waiting:
+            try:
+                loop.call_soon_threadsafe(_end, future)
+            except RuntimeError:  # the loop was closed: its streams are gone
+                continue
+
+    def reopen(self) -> None:
+        """Serve streams again after :meth:`close` (the server started anew)."""
+        with self._lock:
+            if self._closing:
+                self._closing = False
+                self._stopped.clear()  # every one is done: the next streams get new ones
+
+
+async def unless_closing(slots: StreamSlots | None, waiting: Awaitable[object]) -> bool:
+    """Await ``waiting`` unless ``slots`` close first (then it is cancelled); whether they
+    are closing (a long-poll then answers what it has)."""
+    if slots is None:
+        await waiting
+        return False
+    if slots.closing:
+        if asyncio.iscoroutine(waiting):
+            waiting.close()
+        return True
+    task = asyncio.ensure_future(waiting)
+    stopped = slots.stopped()
+    try:
+        await asyncio.wait((task, stopped), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        task.cancel()
+    return slots.closing

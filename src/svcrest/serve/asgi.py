@@ -22,8 +22,9 @@ from svcrest.http.exchange import (
 )
 from svcrest.http.headers import Headers
 from svcrest.http.scope_headers import ScopeHeaders
+from svcrest.http.streams import StreamSlots
 from svcrest.serve.bodies import body_timeout, body_timeout_error
-from svcrest.serve.streams import send_stream
+from svcrest.serve.streams import close_on_signals, send_stream
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
 
@@ -44,14 +45,24 @@ ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _CLOSE = (b"connection", b"close")
 
 
-async def answer_lifespan(receive: ASGIReceive, send: ASGISend) -> None:
-    """Answer an ASGI server's lifespan events (a svcrest site needs none)."""
+async def answer_lifespan(
+    receive: ASGIReceive, send: ASGISend, streams: StreamSlots | None = None
+) -> None:
+    """Answer an ASGI server's lifespan events (a svcrest site needs none to start). With
+    the site's ``streams``: at the startup they serve again and SIGTERM and SIGINT end them
+    before the server's own handler runs (:func:`svcrest.serve.streams.close_on_signals`),
+    and the shutdown ends them too."""
     while True:
         message = await receive()
         kind = message.get("type")
         if kind == "lifespan.startup":
+            if streams is not None:
+                streams.reopen()
+                close_on_signals(streams)
             await send({"type": "lifespan.startup.complete"})
         elif kind == "lifespan.shutdown":
+            if streams is not None:
+                streams.close()
             await send({"type": "lifespan.shutdown.complete"})
             return
 
@@ -221,7 +232,9 @@ async def handle_asgi(
     kind = scope["type"]
     if kind != "http":
         if kind == "lifespan":
-            await answer_lifespan(receive, send)
+            streams = getattr(host, "streams", None)
+            mine = streams if isinstance(streams, StreamSlots) else None
+            await answer_lifespan(receive, send, mine)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
         return
@@ -244,7 +257,8 @@ async def handle_asgi(
     # PERF: one test for both rare answers (the wrapped site's, a stream).
     if type(answer) is not HttpResponse:
         if type(answer) is HttpStream:  # a change feed's stream (svcrest.serve.streams)
-            await send_stream(answer, receive, send)
+            slots = getattr(host, "streams", None)
+            await send_stream(answer, receive, send, slots if type(slots) is StreamSlots else None)
             return
         assert type(answer) is SiteForward
         site = host.site

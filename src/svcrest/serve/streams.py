@@ -1,46 +1,88 @@
-"""Sending a streamed answer (:class:`~svcrest.http.exchange.HttpStream`) over ASGI.
+"""Sending a streamed answer (:class:`~svcrest.http.exchange.HttpStream`) over ASGI, and
+ending the streams when the server stops.
 
 The rule: the head goes at once; each chunk goes as an ``http.response.body`` message with
 ``more_body`` as soon as the stream yields it (the server flushes it); the stream ends when
-its chunks end, or when the client leaves (``http.disconnect``), whichever comes first, and
-its chunks are closed either way, so whatever the stream holds (a slot of ``--max-streams``,
-a wait for changes) is given back at once.
+its chunks end, when the client leaves (``http.disconnect``), or when the site's
+:class:`~svcrest.http.streams.StreamSlots` close (the server is stopping), whichever comes
+first, and its chunks are closed either way, so whatever the stream holds (a slot of
+``--max-streams``, a wait for changes) is given back at once.
+
+A stopping server: uvicorn and granian both wait for the answers in flight (up to the
+graceful time-out, 30 s by default) before they send the lifespan's shutdown, and a change
+feed's stream never ends by itself. So at the lifespan's startup the site's slots are
+closed by the process's SIGTERM and SIGINT first (:func:`close_on_signals`: the server's own
+handler still runs after), and by the lifespan's shutdown: each stream then finishes its
+body at once, a Server-Sent Events one after a last comment, and its client reconnects
+(with ``Last-Event-ID``) to a worker still serving.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping
-from typing import Any
+from types import FrameType
+from typing import Any, Final
 
 from svcrest.http.exchange import HttpStream
+from svcrest.http.streams import SSE_TYPE, StreamSlots
 
-__all__ = ["send_stream"]
+__all__ = ["STOPPING_COMMENT", "close_on_signals", "send_stream"]
 
 _Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
+#: The last Server-Sent Events line of a stream the stopping server ends (a comment: an
+#: ``EventSource`` ignores it, and reconnects when the body ends).
+STOPPING_COMMENT: Final = b": the server is stopping; reconnect\n\n"
+#: The signals after which a server stops gracefully.
+_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
 
-async def send_stream(answer: HttpStream, receive: _Receive, send: _Send) -> None:
-    """Send ``answer`` until its chunks end or the client leaves."""
+
+async def send_stream(
+    answer: HttpStream, receive: _Receive, send: _Send, slots: StreamSlots | None = None
+) -> None:
+    """Send ``answer`` until its chunks end, the client leaves, or ``slots`` close."""
     chunks = answer.chunks
     try:
         start = {"type": "http.response.start", "status": answer.status}
         await send({**start, "headers": answer.wire_headers()})
         pump = asyncio.ensure_future(_pump(chunks, send))
         gone = asyncio.ensure_future(_left(receive))
+        stopped = slots.stopped() if slots is not None else None
         try:
-            await asyncio.wait((pump, gone), return_when=asyncio.FIRST_COMPLETED)
+            waits: tuple[asyncio.Future[Any], ...] = (pump, gone)
+            await asyncio.wait(
+                waits if stopped is None else (*waits, stopped),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         finally:
             for task in (pump, gone):
                 task.cancel()
             await asyncio.gather(pump, gone, return_exceptions=True)
-        if pump.done() and not pump.cancelled() and pump.exception() is None:
+        if gone.done() and not gone.cancelled():
+            return  # the client left: nothing more to send
+        ended = pump.done() and not pump.cancelled() and pump.exception() is None
+        if ended or (stopped is not None and stopped.done()):
             with contextlib.suppress(Exception):  # the client may have left meanwhile
+                if not ended and _is_sse(answer):
+                    await send(
+                        {"type": "http.response.body", "body": STOPPING_COMMENT, "more_body": True}
+                    )
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         await chunks.aclose()
+
+
+def _is_sse(answer: HttpStream) -> bool:
+    return any(
+        name.lower() == "content-type" and value.startswith(SSE_TYPE)
+        for name, value in answer.headers
+    )
 
 
 async def _pump(chunks: AsyncGenerator[bytes, None], send: _Send) -> None:
@@ -54,3 +96,44 @@ async def _left(receive: _Receive) -> None:
         message = await receive()
         if message.get("type") == "http.disconnect":
             return
+
+
+class _CloseOnSignal:
+    """A signal handler closing ``slots`` (on ``loop``), then doing what ``previous`` (the
+    handler it replaced) did."""
+
+    __slots__ = ("loop", "previous", "slots")
+
+    def __init__(self, slots: StreamSlots, loop: asyncio.AbstractEventLoop, previous: Any) -> None:
+        self.slots = slots
+        self.loop = loop
+        self.previous = previous
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        # A signal handler runs between two bytecodes of the main thread, maybe while it
+        # holds the slots' lock: the closing runs on the loop, not here.
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to end
+            self.loop.call_soon_threadsafe(self.slots.close)
+        previous = self.previous
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_DFL:  # the default action (end the process) as before
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+
+def close_on_signals(slots: StreamSlots) -> bool:
+    """Close ``slots`` when SIGTERM or SIGINT arrives, before the handler set now (a
+    server's: uvicorn's ``Server.handle_exit``, or the handler of granian's worker loop,
+    which still runs) does its part; from the main thread, on the loop serving the
+    streams. Whether the handlers were set (not from another thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    loop = asyncio.get_running_loop()
+    for signum in _SIGNALS:
+        previous = signal.getsignal(signum)
+        if isinstance(previous, _CloseOnSignal) and previous.slots is slots:
+            previous.loop = loop  # set already (a second startup): the loop of now
+            continue
+        signal.signal(signum, _CloseOnSignal(slots, loop, previous))
+    return True

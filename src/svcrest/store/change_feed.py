@@ -67,6 +67,7 @@ from svcrest.http.streams import (
     StreamSlots,
     can_stream,
     streams_busy,
+    unless_closing,
     wanted_stream,
 )
 from svcrest.store.base import Store
@@ -526,21 +527,25 @@ class ChangeFeed:
         answer (:meth:`answer`). Each change is rendered in the ``view`` context."""
         request.set_param("context", "view")
         kind = wanted_stream(request.get_header("Accept")) if request.method == "GET" else None
+        found = getattr(host, "streams", None)
+        slots = found if isinstance(found, StreamSlots) else None
         if kind is None or not can_stream():
-            return await self.answer(request, render)
-        slots = getattr(host, "streams", None)
+            return await self.answer(request, render, slots=slots)
         check = getattr(host, "stream_session_check", None)
         return await self.stream(
             request,
             render,
             kind,
-            slots=slots if isinstance(slots, StreamSlots) else None,
+            slots=slots,
             alive=check(request) if callable(check) else None,
         )
 
-    async def answer(self, request: Request, render: Render | FeedRender) -> Response | RestError:
+    async def answer(
+        self, request: Request, render: Render | FeedRender, *, slots: StreamSlots | None = None
+    ) -> Response | RestError:
         """The answer to ``request`` (its ``since`` and ``wait``), each change rendered for
-        its user by ``render``."""
+        its user by ``render``; a wait ends at once when ``slots`` close (the server is
+        stopping: the answer holds what there is, maybe no change, and the cursor)."""
         store = self._get_store()
         now = self._clock()
         retention = await self._retained(now)
@@ -555,6 +560,7 @@ class ChangeFeed:
         shown = _feed_render(render)
         tail = self.tail(store)
         after = tail.begun  # a first read begun from now on
+        stopping = slots is not None and slots.closing
         while True:
             token = waker.token(self.object_type)
             window = await tail.fresh(self, store, seq, token, shown, after)
@@ -565,10 +571,11 @@ class ChangeFeed:
                 entries, seq, issued, more = self._from_window(window, seq, request, shown)
                 token = max(token, window.token)
             left = deadline - time.monotonic()
-            if entries or left <= 0 or waiting <= 0:
+            if entries or left <= 0 or waiting <= 0 or stopping:
                 break
             if not more:  # read to the log's end (else a page of changes it may not see)
-                await waker.wait(self.object_type, token, left)
+                waiting_for = waker.wait(self.object_type, token, left)
+                stopping = await unless_closing(slots, waiting_for)
         cursor = entries[-1]["id"] if entries else encode_cursor(seq, issued)
         return Response({"changes": entries, "cursor": cursor})
 

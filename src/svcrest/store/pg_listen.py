@@ -34,7 +34,7 @@ import psycopg
 from psycopg import sql
 from psycopg.pq import ConnStatus, ExecStatus
 
-__all__ = ["CONNECT_OPTIONS", "ListenerCallback", "PostgresListener"]
+__all__ = ["CONNECT_OPTIONS", "ListenerCallback", "ListenerState", "PostgresListener"]
 
 _log = logging.getLogger("svcrest.store")
 #: libpq settings of a listening connection: TCP keepalives notice a silent network break
@@ -55,26 +55,17 @@ CONNECT_OPTIONS: dict[str, Any] = {
 ListenerCallback = Callable[[list[str] | None], None]
 
 
-class PostgresListener:
-    """``LISTEN channel`` on its own connection to ``url``; see the module docstring."""
+class ListenerState:
+    """What a listener tells of itself (:class:`PostgresListener`, and the relayed
+    :class:`svcrest.store.pg_relay.RelayListener`): its epoch, the newest ping answered in
+    it, and whether it was closed; with the payloads it holds for the next poll. Changed
+    by the listener under its own lock."""
 
-    def __init__(self, url: str, channel: str, *, retry_interval: float = 1.0) -> None:
-        self._url = url
-        self._channel = channel
-        self._retry_interval = retry_interval
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._noticed = False
+    def __init__(self) -> None:
         self._epoch = 0
-        self._closed = False
-        self._reconnecting = False
-        self._next_attempt = 0.0
-        self._received: list[str] = []
         self._answered = 0
-        self._ping_lock = threading.Lock()
-        self._callbacks: list[ListenerCallback] = []
-        self._called_epoch = 0
-        self._connect()
+        self._closed = False
+        self._received: list[str] = []
 
     @property
     def epoch(self) -> int:
@@ -90,6 +81,31 @@ class PostgresListener:
     def closed(self) -> bool:
         """Whether :meth:`close` has been called."""
         return self._closed
+
+    def _new_epoch(self) -> None:
+        """Listening anew: what was held and the pings answered belong to the epoch before."""
+        self._received = []
+        self._answered = 0
+        self._epoch += 1
+
+
+class PostgresListener(ListenerState):
+    """``LISTEN channel`` on its own connection to ``url``; see the module docstring."""
+
+    def __init__(self, url: str, channel: str, *, retry_interval: float = 1.0) -> None:
+        super().__init__()
+        self._url = url
+        self._channel = channel
+        self._retry_interval = retry_interval
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+        self._noticed = False
+        self._reconnecting = False
+        self._next_attempt = 0.0
+        self._ping_lock = threading.Lock()
+        self._callbacks: list[ListenerCallback] = []
+        self._called_epoch = 0
+        self._connect()
 
     def add_callback(self, callback: ListenerCallback) -> None:
         """Call ``callback`` from :meth:`poll` (on the polling thread) with what each poll
@@ -227,9 +243,7 @@ class PostgresListener:
                 return
             self._conn = conn
             self._noticed = False
-            self._received = []
-            self._answered = 0
-            self._epoch += 1
+            self._new_epoch()
 
     def _on_notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
         """Any message but a notification on the idle connection means it is going away."""

@@ -61,7 +61,7 @@ from psycopg import sql
 from psycopg.pq import ConnStatus, ExecStatus
 
 from svcrest.store.base import StoreError
-from svcrest.store.pg_listen import CONNECT_OPTIONS, ListenerCallback
+from svcrest.store.pg_listen import CONNECT_OPTIONS, ListenerCallback, ListenerState
 
 __all__ = ["ENV_RUN_DIR", "RelayListener", "default_run_dir", "relay_paths"]
 
@@ -555,7 +555,7 @@ def _lead(url: str, path: str, lock_path: str, retry_interval: float) -> bool:
 # -- the client (one per listener) -----------------------------------------------------------
 
 
-class RelayListener:
+class RelayListener(ListenerState):
     """A :class:`svcrest.store.Listener` of ``channel`` fed by the host's relay at ``path``
     (started in this process when none runs; see the module docstring).
 
@@ -573,6 +573,7 @@ class RelayListener:
         retry_interval: float = 1.0,
         connect_timeout: float = 5.0,
     ) -> None:
+        super().__init__()
         self._url = url
         self._channel = channel
         self._path = path
@@ -582,11 +583,7 @@ class RelayListener:
         self._send_lock = threading.Lock()
         self._sock: socket.socket | None = None
         self._listening = False
-        self._epoch = 0
-        self._answered = 0
-        self._received: list[str] = []
         self._callbacks: list[ListenerCallback] = []
-        self._closed = False
         self._stop = threading.Event()
         _use(path, +1)
         self._thread = threading.Thread(target=self._run, name="svcrest-listen", daemon=True)
@@ -594,21 +591,6 @@ class RelayListener:
         # As a listener on its own connection does, start out listening when it can.
         with self._cond:
             self._cond.wait_for(lambda: self._epoch > 0, connect_timeout)
-
-    @property
-    def epoch(self) -> int:
-        """How many times this listener has started listening."""
-        return self._epoch
-
-    @property
-    def answered(self) -> int:
-        """The number of the newest ping answered in this epoch (0: none)."""
-        return self._answered
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has been called."""
-        return self._closed
 
     @property
     def listening(self) -> bool:
@@ -761,11 +743,6 @@ class RelayListener:
                 self._call(callback, None)
             if payloads:
                 self._call(callback, payloads)
-
-    def _new_epoch(self) -> None:
-        self._epoch += 1
-        self._answered = 0
-        self._received = []
 
     def _call(self, callback: ListenerCallback, payloads: list[str] | None) -> None:
         try:

@@ -1,0 +1,108 @@
+"""Ending the streams when the server stops (svcrest.serve.streams): the App's ASGI
+lifespan reopens its streams at the startup and has SIGTERM and SIGINT close them before the
+handler the server set runs, and closes them at the shutdown. Real servers:
+tests/e2e/test_change_streams_servers.py."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from svcrest import App
+from svcrest.http.streams import StreamSlots
+from svcrest.serve.streams import close_on_signals
+
+
+@pytest.fixture
+def handlers() -> Iterator[list[tuple[int, str]]]:
+    """A server's handlers of SIGTERM and SIGINT (recording each call), restored after."""
+    called: list[tuple[int, str]] = []
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+
+    def server_handler(signum: int, frame: FrameType | None) -> None:
+        called.append((signum, "server"))
+
+    for signum in saved:
+        signal.signal(signum, server_handler)
+    try:
+        yield called
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+
+
+_Lifespan = tuple["asyncio.Queue[dict[str, Any]]", "asyncio.Queue[Any]", "asyncio.Future[None]"]
+
+
+async def _lifespan(app: App) -> _Lifespan:
+    """The queues of the App's lifespan (what the server sends, what the App answers)."""
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    outbox: asyncio.Queue[Any] = asyncio.Queue()
+    scope = {"type": "lifespan", "asgi": {"version": "3.0"}}
+    return inbox, outbox, asyncio.ensure_future(app(scope, inbox.get, outbox.put))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_closes_the_streams_then_the_servers_handler_runs(
+    handlers: list[tuple[int, str]], signum: int
+) -> None:
+    app = App()
+    app.streams.close()  # stopped before: the startup serves streams again
+
+    async def check() -> None:
+        inbox, outbox, running = await _lifespan(app)
+        await inbox.put({"type": "lifespan.startup"})
+        assert await asyncio.wait_for(outbox.get(), 2) == {"type": "lifespan.startup.complete"}
+        assert app.streams.closing is False
+        stopped = app.streams.stopped()
+        signal.raise_signal(signum)
+        await asyncio.wait_for(stopped, 1)
+        assert app.streams.closing is True
+        assert handlers == [(signum, "server")]
+        app.streams.reopen()
+        await inbox.put({"type": "lifespan.shutdown"})
+        assert await asyncio.wait_for(outbox.get(), 2) == {"type": "lifespan.shutdown.complete"}
+        assert app.streams.closing is True  # the shutdown closes them too
+        await asyncio.wait_for(running, 1)
+
+    asyncio.run(check())
+
+
+def test_a_second_startup_sets_one_handler(handlers: list[tuple[int, str]]) -> None:
+    slots = StreamSlots()
+
+    async def start() -> bool:
+        return close_on_signals(slots)
+
+    assert asyncio.run(start()) is True
+    first = signal.getsignal(signal.SIGTERM)
+
+    async def signalled() -> None:
+        assert close_on_signals(slots) is True  # the server started again on this loop
+        assert signal.getsignal(signal.SIGTERM) is first
+        stopped = slots.stopped()
+        signal.raise_signal(signal.SIGTERM)
+        await asyncio.wait_for(stopped, 1)
+
+    asyncio.run(signalled())  # the loop of the second startup is the one told
+    assert handlers == [(signal.SIGTERM, "server")]
+
+
+def test_off_the_main_thread_no_handler_is_set(handlers: list[tuple[int, str]]) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    results: list[bool] = []
+
+    async def start() -> None:
+        results.append(close_on_signals(StreamSlots()))
+
+    thread = threading.Thread(target=lambda: asyncio.run(start()))
+    thread.start()
+    thread.join(5)
+    assert results == [False]
+    assert signal.getsignal(signal.SIGTERM) is before
