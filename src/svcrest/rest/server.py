@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.chains import Pending, run_chain
+from svcrest.chains import NOT_AWAITABLE, Pending, is_awaitable, run_chain
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -231,18 +231,14 @@ class RestServer:
                 result = await result
             if not isinstance(result, RestError):
                 built = handler.respond
-                _, respond, alone = (
-                    built
+                respond = (
+                    built[1]
                     if built[0] is plan.dispatch_request
-                    else handler.respond_for(plan.dispatch_request)
+                    else handler.respond_for(plan.dispatch_request, matched)[1]
                 )
                 try:
-                    result = (
-                        run_chain(respond, request)
-                        if alone
-                        else run_chain(respond, None, request, entry.route, definition)
-                    )
-                    if type(result) is Pending:
+                    result = respond(request)
+                    if type(result) not in NOT_AWAITABLE and is_awaitable(result):
                         result = await result
                 except RestError as raised:
                     result = raised

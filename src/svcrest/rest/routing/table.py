@@ -126,44 +126,49 @@ class PreparedHandler:
         #: and the same for a route with this handler alone.
         self.ask_allow = _allow_asker(self.permission, methods, False)
         self.ask_allow_alone = _allow_asker(self.permission, methods, True)
-        #: The respond chain for one ``rest_dispatch_request`` chain: that chain, the respond
-        #: chain and whether it is the callback alone (:meth:`respond_for`); one tuple, so
-        #: threads read a consistent triple.
-        self.respond: tuple[Chain | None, Chain, bool] = (None, (), False)
+        #: The respond step for one ``rest_dispatch_request`` chain: that chain and the step
+        #: (:meth:`respond_for`); one tuple, so threads read a consistent pair.
+        self.respond: tuple[Chain | None, Callable[[Request], Any]] = (None, _unprepared)
 
-    def respond_for(self, dispatch_request: Chain) -> tuple[Chain | None, Chain, bool]:
+    def respond_for(
+        self, dispatch_request: Chain, route: str
+    ) -> tuple[Chain | None, Callable[[Request], Any]]:
         """:attr:`respond` for ``dispatch_request`` (``rest_dispatch_request``'s callbacks as
-        the pipeline plan prepared them), built once per plan.
+        the pipeline plan prepared them) on ``route`` (the pattern of this handler's route),
+        built once per plan.
 
-        The respond chain answers the handler's result and raises the RestError of a
-        refusal: the permission callback, ``rest_dispatch_request``'s callbacks and the
-        callback, over ``(value, request, route, handler)`` from None. PERF: without a
-        permission callback and ``rest_dispatch_request`` callbacks it is the callback alone,
-        run over ``(request)`` (the third item is then True): no step around it.
-        """
+        The respond step is called with the request; it answers the handler's result (or an
+        awaitable of it) and raises the RestError of a refusal: the permission callback,
+        ``rest_dispatch_request``'s callbacks over ``(value, request, route, handler)`` from
+        None, and the callback. PERF: without ``rest_dispatch_request`` callbacks the step is
+        the callback itself, or the permission gate calling it (no chain run: a Python call
+        less a request)."""
         built = self.respond
         if built[0] is dispatch_request:
             return built
         permission, callback = self.permission, self.callback
-        if permission is None and not dispatch_request and callback is not None:
-            built = (dispatch_request, (callback,), True)
-        elif permission is not None and not dispatch_request and callback is not None:
-            # PERF: the gate calls the callback itself (a Python call less; with the other
-            # shortcuts, see RestServer.dispatch_planned).
-            built = (dispatch_request, (_gate(permission, callback),), False)
+        step: Callable[[Request], Any]
+        if not dispatch_request and callback is not None:
+            step = callback if permission is None else _gate(permission, callback)
         else:
-            gate = () if permission is None else (_gate(permission, None),)
-            built = (dispatch_request, (*gate, *dispatch_request, _caller(callback)), False)
-        self.respond = built
+            gate = () if permission is None else (_link(_gate(permission, None)),)
+            chain = (*gate, *dispatch_request, _caller(callback))
+            step = _chained(chain, route, self.definition)
+        self.respond = built = (dispatch_request, step)
         return built
 
 
-def _gate(permission: Callable[..., Any], then: Callable[..., Any] | None) -> Callable[..., Any]:
-    """The first step of a respond chain: the permission callback; anything but True is
-    refused (raised). Then the callback ``then`` answers, or, without one,
-    ``rest_dispatch_request`` starts from None."""
+def _unprepared(request: Request) -> Any:
+    """The respond step before :meth:`PreparedHandler.respond_for` built one (never run)."""
+    raise RuntimeError("respond step not prepared")
 
-    def gate(value: Any, request: Request, route: str, handler: Handler) -> Any:
+
+def _gate(permission: Callable[..., Any], then: Callable[..., Any] | None) -> Callable[..., Any]:
+    """A respond step asking the permission callback first; anything but True is refused
+    (raised). Then the callback ``then`` answers, or, without one, the step answers None
+    (``rest_dispatch_request`` starts from it)."""
+
+    def gate(request: Request) -> Any:
         verdict = permission(request)
         if verdict is not True:
             if type(verdict) not in NOT_AWAITABLE and is_awaitable(verdict):
@@ -172,6 +177,25 @@ def _gate(permission: Callable[..., Any], then: Callable[..., Any] | None) -> Ca
         return None if then is None else then(request)
 
     return gate
+
+
+def _link(step: Callable[[Request], Any]) -> Callable[..., Any]:
+    """``step`` (of the request alone) as the first link of a respond chain."""
+
+    def link(value: Any, request: Request, route: str, handler: Handler) -> Any:
+        return step(request)
+
+    return link
+
+
+def _chained(chain: Chain, route: str, handler: Handler) -> Callable[[Request], Any]:
+    """The respond step running ``chain`` over ``(value, request, route, handler)`` from
+    None."""
+
+    def respond(request: Request) -> Any:
+        return run_chain(chain, None, request, route, handler)
+
+    return respond
 
 
 async def _verdict_later(pending: Any, request: Request, then: Callable[..., Any] | None) -> Any:
