@@ -18,7 +18,7 @@ from svcrest.rest.defaults import DEFAULT_FINISH
 from svcrest.rest.guard import Ticket, enter_guard
 from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler
-from svcrest.rest.routing.table import PreparedHandler, RouteEntry, RouteTable
+from svcrest.rest.routing.table import RouteEntry, RouteTable, select_handler
 from svcrest.rest.schema import schema_keywords_for_help
 from svcrest.rest.validation import (
     PreparedDefaults,
@@ -63,24 +63,6 @@ def _enforce_scope(entry: RouteEntry, request: Request) -> None:
     scope = None if ctx is None else ctx.app_password_scope
     if scope is not None and not scope.allows(entry.namespace, entry.route, request.method):
         raise scope_error()
-
-
-def select_handler(
-    matches: tuple[tuple[RouteEntry, dict[str, str]], ...], method: str
-) -> tuple[RouteEntry, PreparedHandler, dict[str, str]] | None:
-    """The first handler, over the matching routes in order, that serves ``method``, with its
-    route and URL params (shared: copy before changing); None when there is none (a 405).
-
-    HEAD is served by a GET handler unless the handler declares HEAD itself.
-    """
-    for entry, url_params in matches:
-        for handler in entry.prepared:
-            allowed = handler.methods
-            if allowed.get(method) or (
-                method == "HEAD" and allowed.get("GET") and not allowed.get("HEAD")
-            ):
-                return entry, handler, url_params
-    return None
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)  # ``svc_rest_server_class`` subclasses it
@@ -194,10 +176,9 @@ class RestServer:
                 pre = await pre
             if pre is not None:
                 return self._as_response(pre)
-            matches = self.table.matches(request.route)
-            chosen = select_handler(matches, request.method)
+            chosen = self.table.handler_for(request.route, request.method)
             if chosen is None:
-                return await self._unmatched(request, matches)
+                return await self._unmatched(request, self.table.matches(request.route))
             entry, handler, url_params = chosen
             matched = entry.route
             # SECURITY: a request (or batch, ``_embed``, MCP sub-request) authenticated by a

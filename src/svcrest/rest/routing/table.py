@@ -40,7 +40,15 @@ from svcrest.rest.routing.matcher import (
 from svcrest.rest.typed import ReturnedSchema
 from svcrest.rest.validation import prepare_defaults
 
-__all__ = ["MEMO_PATH", "MEMO_SIZE", "PreparedHandler", "RouteEntry", "RouteTable", "refusal"]
+__all__ = [
+    "MEMO_PATH",
+    "MEMO_SIZE",
+    "PreparedHandler",
+    "RouteEntry",
+    "RouteTable",
+    "refusal",
+    "select_handler",
+]
 
 logger = logging.getLogger("svcrest")
 
@@ -346,6 +354,28 @@ class RouteEntry:
         return run_chain(self.allow_chain, {}, request) if remembered is None else remembered
 
 
+def select_handler(
+    matches: tuple[tuple[RouteEntry, dict[str, str]], ...], method: str
+) -> tuple[RouteEntry, PreparedHandler, dict[str, str]] | None:
+    """The first handler, over the matching routes in order, that serves ``method``, with its
+    route and URL params (shared: copy before changing); None when there is none (a 405).
+
+    HEAD is served by a GET handler unless the handler declares HEAD itself.
+    """
+    for entry, url_params in matches:
+        for handler in entry.prepared:
+            allowed = handler.methods
+            if allowed.get(method) or (
+                method == "HEAD" and allowed.get("GET") and not allowed.get("HEAD")
+            ):
+                return entry, handler, url_params
+    return None
+
+
+def _method_and_path_length(key: tuple[str, str]) -> int:
+    return len(key[0]) + len(key[1])
+
+
 class RouteTable:
     """Routes in registration order; compiles its matcher on first use after a change.
 
@@ -362,6 +392,11 @@ class RouteTable:
         self._memo: tuple[
             CompiledMatcher | None, Memo[str, tuple[tuple[RouteEntry, dict[str, str]], ...]]
         ] = (None, Memo(MEMO_SIZE, MEMO_PATH))
+        # The table's version the chosen handlers were found in, and (method, path) → the
+        # handler chosen (:meth:`handler_for`).
+        self._chosen: tuple[
+            int, Memo[tuple[str, str], tuple[RouteEntry, PreparedHandler, dict[str, str]]]
+        ] = (-1, Memo(MEMO_SIZE, MEMO_PATH, _method_and_path_length))
         self._lock = threading.Lock()
         #: Counts the changes of the table (each ``add``): what is derived from the routes
         #: outside dispatch (the MCP tools) is rebuilt when it moves.
@@ -459,6 +494,28 @@ class RouteTable:
                 path,
                 tuple((ordered[index], params) for index, params in matcher.iter_matches(path)),
             )
+        return found
+
+    def handler_for(
+        self, path: str, method: str
+    ) -> tuple[RouteEntry, PreparedHandler, dict[str, str]] | None:
+        """:func:`select_handler` over :meth:`matches`: the handler serving ``method`` on
+        ``path``, its route and URL params (shared: copy before changing them); None when
+        there is none (ask :meth:`matches` which answer that is: 404 or 405).
+
+        PERF: remembered as the matches are (a Python call less a request than matching
+        and choosing); SECURITY: bounded as they are (a method counts in the key's
+        length), and dropped whenever the table changes (:attr:`version`)."""
+        memo = self._chosen
+        version = self.version
+        if memo[0] != version:  # a merge prepares a route's handlers again: by version
+            memo = self._chosen = (version, Memo(MEMO_SIZE, MEMO_PATH, _method_and_path_length))
+        key = (method, path)
+        found = memo[1].get(key)
+        if found is None:
+            found = select_handler(self.matches(path), method)
+            if found is not None:
+                memo[1].keep(key, found)
         return found
 
     def first_match(self, path: str) -> tuple[RouteEntry, dict[str, str]] | None:
