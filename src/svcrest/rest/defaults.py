@@ -248,16 +248,16 @@ def _cors_of(request: Request, server: Any) -> tuple[tuple[str, str], ...]:
 
 def default_own_lines(response: Response, server: Any, request: Request) -> Any:
     """The own header lines ``response`` has after the default ``rest_post_dispatch`` and
-    ``rest_pre_serve_request`` filters, when they are those hooks' only callbacks (the
-    pipeline's plan says so: :data:`DEFAULT_FINISH`): ``Allow``
+    ``rest_pre_serve_request`` filters, when the first is its hook's only callback and the
+    second its hook's first (the pipeline's plan says so: :data:`DEFAULT_FINISH`): ``Allow``
     (:func:`rest_send_allow_header`), then the CORS lines (:func:`rest_send_cors_headers`),
     as one step. A tuple, or an awaitable of it while an ``async`` permission callback
     answers for ``Allow``.
 
     PERF: for a response without lines of its own (the usual one) the lines are made as a
-    tuple, without the two chains' runs, the filters' calls and the response's list
-    (WSGI GET 105,230 → 97,164 instructions, bench/budget.py); a response with lines of its
-    own goes through the filters themselves."""
+    tuple, without the two chains' runs, the filters' calls and the response's list (a WSGI
+    GET 105,230 → 97,508 instructions, bench/budget.py's child); a response with lines of
+    its own goes through the filters themselves."""
     if response.has_headers():
         allowed = rest_send_allow_header(response, server, request)
         if not isinstance(allowed, Response):
@@ -302,9 +302,10 @@ async def _allow_lines_later(pending: Any, server: Any, request: Request) -> Any
     return (("Allow", value), *cors) if value else cors
 
 
-#: The ``rest_post_dispatch`` (for a request without a query string) and
-#: ``rest_pre_serve_request`` chains of a site with the default filters alone: the pipeline
-#: then runs them as :func:`default_own_lines`.
+#: The ``rest_post_dispatch`` chain (for a request without a query string) of a site with
+#: the default filter alone, and the start of its ``rest_pre_serve_request`` chain: the
+#: pipeline then runs them as :func:`default_own_lines` (and the later callbacks of
+#: ``rest_pre_serve_request`` after it).
 DEFAULT_FINISH = ((rest_send_allow_header,), (rest_send_cors_headers,))
 
 

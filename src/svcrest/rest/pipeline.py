@@ -51,6 +51,7 @@ __all__ = [
     "posted_response",
     "resolve_current_user",
     "serve_rest",
+    "served_after_default",
 ]
 
 
@@ -144,6 +145,27 @@ async def finish_hooks(
     return result
 
 
+async def served_after_default(
+    plan: PipelinePlan,
+    own: tuple[tuple[str, str], ...],
+    result: Response,
+    request: Request,
+    server: RestServer,
+) -> tuple[tuple[str, str], ...]:
+    """``rest_pre_serve_request``'s callbacks after the default one, once the default step
+    made the response's own lines ``own`` (a callback there sees the response as the default
+    filters leave it; one answering True has served the body itself: the data is dropped);
+    the response's own lines after them."""
+    if not result.has_headers():
+        result.add_header_lines(own)
+    served = run_chain(plan.pre_serve_after_default, False, result, request, server)
+    if type(served) is Pending:
+        served = await served
+    if served:
+        result.data = None
+    return result.header_tuple()
+
+
 def posted_response(posted: Any, result: Response, request: Request) -> Response:
     """The response ``rest_post_dispatch`` answered (``result`` given to it), as a response
     (an error's own response), in WordPress's ``_envelope`` when the query string asks for
@@ -231,6 +253,8 @@ async def serve_rest(
         own = default_own_lines(result, server, request)
         if type(own) is not tuple:
             own = await own
+        if plan.pre_serve_after_default:
+            own = await served_after_default(plan, own, result, request, server)
     else:
         result = await finish_hooks(plan, server, request, result)
         own = result.header_tuple()
