@@ -29,6 +29,7 @@ __all__ = [
     "NOT_AWAITABLE",
     "Chain",
     "Pending",
+    "as_pending",
     "is_awaitable",
     "run_chain",
     "run_chain_async",
@@ -95,6 +96,12 @@ async def _finish_chain(rest: Chain, pending: Any, arguments: tuple[Any, ...]) -
     """The rest of :func:`run_chain`: ``pending`` (the awaitable a callback answered)
     awaited, then the callbacks ``rest`` of the chain."""
     return await run_chain_async(rest, await pending, arguments)
+
+
+def as_pending(awaitable: Any) -> Any:
+    """``awaitable`` (a callback's awaitable answer) as a :data:`Pending`, for a caller that
+    calls a chain's one callback itself and answers as :func:`run_chain` would."""
+    return _finish_chain((), awaitable, ())
 
 
 async def run_chain_async(

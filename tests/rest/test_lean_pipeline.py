@@ -345,3 +345,26 @@ def test_a_compiled_default_options_filter_is_still_recognised() -> None:
         assert not plan._marked(Unhashable(), plan._OPTIONS_ONLY)
     finally:
         plan._COMPILED_MARKS[plan._OPTIONS_ONLY].discard(compiled_like)
+
+
+def test_a_pre_serve_callback_after_the_defaults_sees_their_lines(
+    client_for: ClientFor,
+) -> None:
+    app = make_app()
+    seen: list[tuple[str | None, str | None]] = []
+
+    def served(served: Any, result: Any, request: Request, server: Any) -> Any:
+        seen.append(
+            (result.headers.get("Allow"), result.headers.get("Access-Control-Allow-Origin"))
+        )
+        result.header("X-Served", "late")
+        return served
+
+    app.hooks.add_filter("rest_pre_serve_request", served)
+    response = client_for(app).get(ITEM, headers={"Origin": "http://example.com"})
+    assert seen == [("GET", "http://example.com")]
+    assert response.json() == {"id": 7, "title": "t", "extra": True}
+    assert response.headers["allow"] == "GET"
+    assert response.headers["access-control-allow-origin"] == "http://example.com"
+    assert response.headers["access-control-allow-credentials"] == "true"
+    assert response.headers["x-served"] == "late"

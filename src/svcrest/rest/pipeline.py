@@ -31,6 +31,7 @@ from svcrest.http.forms import MIN_BOUNDED_LENGTH, parse_query
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.answer import answer, error_answer, finish
+from svcrest.rest.defaults import default_own_lines
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
 from svcrest.rest.timing import server_timing_line
@@ -50,6 +51,7 @@ __all__ = [
     "posted_response",
     "resolve_current_user",
     "serve_rest",
+    "served_after_default",
 ]
 
 
@@ -121,18 +123,47 @@ async def finish_hooks(
 ) -> Response:
     """The rest of WordPress's ``serve_request`` after dispatch: ``rest_post_dispatch``,
     ``_envelope``, ``rest_pre_serve_request`` (a callback answering True there has served the
-    body itself: the data is dropped). :func:`serve_rest` runs the same steps in its own
-    frame."""
-    posted = run_chain(plan.post_dispatch, result, server, request)
+    body itself: the data is dropped). :func:`serve_rest` runs them unless the default
+    filters alone finish a request without a query string
+    (:func:`~svcrest.rest.defaults.default_own_lines`)."""
+    # PERF: without a query string, without the ``_fields`` filter (``plan.query_only``: a
+    # WSGI GET 109,562 → 107,995 instructions, bench/instructions.py); an empty chain not
+    # run (a site without the default filters pays no runner call).
+    post = plan.post_dispatch if request.may_have_query else plan.post_dispatch_no_query
+    posted = run_chain(post, result, server, request) if post else result
     if type(posted) is Pending:
         posted = await posted
-    result = posted_response(posted, result, request)
-    served = run_chain(plan.pre_serve, False, result, request, server)
+    # PERF: a call less when there is no work.
+    if posted is not result or request.may_have_query:
+        result = posted_response(posted, result, request)
+    pre_serve = plan.pre_serve
+    served = run_chain(pre_serve, False, result, request, server) if pre_serve else False
     if type(served) is Pending:
         served = await served
     if served:
         result.data = None
     return result
+
+
+async def served_after_default(
+    plan: PipelinePlan,
+    own: tuple[tuple[str, str], ...],
+    result: Response,
+    request: Request,
+    server: RestServer,
+) -> tuple[tuple[str, str], ...]:
+    """``rest_pre_serve_request``'s callbacks after the default one, once the default step
+    made the response's own lines ``own`` (a callback there sees the response as the default
+    filters leave it; one answering True has served the body itself: the data is dropped);
+    the response's own lines after them."""
+    if not result.has_headers():
+        result.add_header_lines(own)
+    served = run_chain(plan.pre_serve_after_default, False, result, request, server)
+    if type(served) is Pending:
+        served = await served
+    if served:
+        result.data = None
+    return result.header_tuple()
 
 
 def posted_response(posted: Any, result: Response, request: Request) -> Response:
@@ -217,24 +248,16 @@ async def serve_rest(
     )
     dispatched = perf_counter() if timed else 0.0
     ctx.matched_route = result.matched_route
-    # PERF: :func:`finish_hooks` in this frame (a coroutine of its own costs ~0.4 µs);
-    # without a query string, without the ``_fields`` filter (``plan.query_only``: a WSGI
-    # GET 109,562 → 107,995 instructions, bench/instructions.py); an empty chain not run
-    # (a site without the default filters pays no runner call).
-    post = plan.post_dispatch if request.may_have_query else plan.post_dispatch_no_query
-    posted = run_chain(post, result, server, request) if post else result
-    if type(posted) is Pending:
-        posted = await posted
-    # PERF: a call less when there is no work (1 of the 44 Python calls of a plain GET).
-    if posted is not result or request.may_have_query:
-        result = posted_response(posted, result, request)
-    pre_serve = plan.pre_serve
-    served = run_chain(pre_serve, False, result, request, server) if pre_serve else False
-    if type(served) is Pending:
-        served = await served
-    if served:
-        result.data = None
-    own = result.header_tuple()
+    if plan.default_finish and not request.may_have_query:
+        # PERF: the default filters' work (Allow, CORS) as one step, see DEFAULT_FINISH.
+        own = default_own_lines(result, server, request)
+        if type(own) is not tuple:
+            own = await own
+        if plan.pre_serve_after_default:
+            own = await served_after_default(plan, own, result, request, server)
+    else:
+        result = await finish_hooks(plan, server, request, result)
+        own = result.header_tuple()
     # PERF: without a query string (and no parameter set by a filter) there is no ``_embed``.
     if request.may_have_query and "_embed" in request.query_params:
         data = await embed_answer(settings, request, result, _embed_fetcher(server), rest_route_of)

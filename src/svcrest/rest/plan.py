@@ -132,6 +132,7 @@ class PipelinePlan:
         "authentication_anonymous",
         "authentication_errors",
         "before_callbacks",
+        "default_finish",
         "determine_current_user",
         "dispatch_request",
         "post_dispatch",
@@ -139,12 +140,18 @@ class PipelinePlan:
         "pre_dispatch",
         "pre_dispatch_no_options",
         "pre_serve",
+        "pre_serve_after_default",
         "rate_limit",
         "schemes",
         "version",
     )
 
-    def __init__(self, hooks: Hooks, schemes: AuthSchemes | None = None) -> None:
+    def __init__(
+        self,
+        hooks: Hooks,
+        schemes: AuthSchemes | None = None,
+        default_finish: tuple[Chain, Chain] | None = None,
+    ) -> None:
         self.version = hooks.version  # read first: a change while preparing is seen next time
         chains = [hooks.prepared(name, count) for name, count in PIPELINE_HOOKS]
         (
@@ -167,6 +174,16 @@ class PipelinePlan:
         #: ``rest_post_dispatch`` for a request without query parameters (the default
         #: ``_fields`` filter left out: PERF, see :func:`query_only`).
         self.post_dispatch_no_query = _without_query_only(self.post_dispatch)
+        #: Whether ``rest_post_dispatch`` (without a query string) holds the default filter
+        #: alone and ``rest_pre_serve_request`` starts with its default one (the chains of
+        #: ``default_finish``): the pipeline then runs their work as one step, and
+        #: :attr:`pre_serve_after_default` after it.
+        self.default_finish = default_finish is not None and default_finish == (
+            self.post_dispatch_no_query,
+            self.pre_serve[:1],
+        )
+        #: ``rest_pre_serve_request``'s callbacks after its default one.
+        self.pre_serve_after_default: Chain = self.pre_serve[1:]
         #: ``svc_rate_limit`` over ``(value, request)`` (``svcrest.rest.guard``).
         self.rate_limit: Chain = hooks.prepared("svc_rate_limit", 2)
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.

@@ -8,16 +8,17 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from svcrest.chains import Pending, run_chain
+from svcrest.chains import NOT_AWAITABLE, Pending, is_awaitable, run_chain
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.scope import scope_error
+from svcrest.rest.defaults import DEFAULT_FINISH
 from svcrest.rest.guard import Ticket, enter_guard
 from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler
-from svcrest.rest.routing.table import PreparedHandler, RouteEntry, RouteTable
+from svcrest.rest.routing.table import RouteEntry, RouteTable, select_handler
 from svcrest.rest.schema import schema_keywords_for_help
 from svcrest.rest.validation import ArgPlan
 from svcrest.syncrun import run_sync
@@ -59,24 +60,6 @@ def _enforce_scope(entry: RouteEntry, request: Request) -> None:
         raise scope_error()
 
 
-def select_handler(
-    matches: tuple[tuple[RouteEntry, dict[str, str]], ...], method: str
-) -> tuple[RouteEntry, PreparedHandler, dict[str, str]] | None:
-    """The first handler, over the matching routes in order, that serves ``method``, with its
-    route and URL params (shared: copy before changing); None when there is none (a 405).
-
-    HEAD is served by a GET handler unless the handler declares HEAD itself.
-    """
-    for entry, url_params in matches:
-        for handler in entry.prepared:
-            allowed = handler.methods
-            if allowed.get(method) or (
-                method == "HEAD" and allowed.get("GET") and not allowed.get("HEAD")
-            ):
-                return entry, handler, url_params
-    return None
-
-
 @mypyc_attr(allow_interpreted_subclasses=True)  # ``svc_rest_server_class`` subclasses it
 class RestServer:
     """Holds the routes of one App and dispatches requests to their handlers."""
@@ -84,7 +67,7 @@ class RestServer:
     def __init__(self, app: SiteSettings) -> None:
         self.app = app
         self.hooks = app.hooks
-        self._plan = PipelinePlan(self.hooks, self.app.auth_schemes)
+        self._plan = PipelinePlan(self.hooks, self.app.auth_schemes, DEFAULT_FINISH)
         self.table = RouteTable()
         #: Root index ``authentication`` entries (scheme name → its description) besides
         #: those of the site's authentication schemes (``app.auth_schemes``).
@@ -148,7 +131,7 @@ class RestServer:
         """The pipeline's hooks prepared for the current version of the hooks."""
         plan = self._plan
         if plan.version != self.hooks.version:
-            plan = self._plan = PipelinePlan(self.hooks, self.app.auth_schemes)
+            plan = self._plan = PipelinePlan(self.hooks, self.app.auth_schemes, DEFAULT_FINISH)
         return plan
 
     def dispatch(self, request: Request) -> Response:
@@ -188,10 +171,9 @@ class RestServer:
                 pre = await pre
             if pre is not None:
                 return self._as_response(pre)
-            matches = self.table.matches(request.route)
-            chosen = select_handler(matches, request.method)
+            chosen = self.table.handler_for(request.route, request.method)
             if chosen is None:
-                return await self._unmatched(request, matches)
+                return await self._unmatched(request, self.table.matches(request.route))
             entry, handler, url_params = chosen
             matched = entry.route
             # SECURITY: a request (or batch, ``_embed``, MCP sub-request) authenticated by a
@@ -234,18 +216,14 @@ class RestServer:
                 result = await result
             if not isinstance(result, RestError):
                 built = handler.respond
-                _, respond, alone = (
-                    built
+                respond = (
+                    built[1]
                     if built[0] is plan.dispatch_request
-                    else handler.respond_for(plan.dispatch_request)
+                    else handler.respond_for(plan.dispatch_request, matched)[1]
                 )
                 try:
-                    result = (
-                        run_chain(respond, request)
-                        if alone
-                        else run_chain(respond, None, request, entry.route, definition)
-                    )
-                    if type(result) is Pending:
+                    result = respond(request)
+                    if type(result) not in NOT_AWAITABLE and is_awaitable(result):
                         result = await result
                 except RestError as raised:
                     result = raised

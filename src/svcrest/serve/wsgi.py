@@ -15,6 +15,7 @@ from svcrest.http.exchange import (
     HttpRequest,
     HttpResponse,
     headers_announce_body,
+    known_host_name,
     remembered_host_name,
 )
 from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
@@ -44,7 +45,7 @@ def _request(environ: Environ) -> HttpRequest:
     """The request of ``environ``; its header lines are read from the environ on demand
     (:class:`EnvironHeaders`). The one place an :class:`HttpRequest` is made from an
     environ."""
-    host = environ.get("HTTP_HOST")
+    host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
     path = environ.get("SCRIPT_NAME", "") + environ.get("PATH_INFO", "")
     query = environ.get("QUERY_STRING", "")
     method = environ.get("REQUEST_METHOD", "GET")
@@ -58,7 +59,7 @@ def _request(environ: Environ) -> HttpRequest:
         EnvironHeaders(environ),
         b"",
         environ.get("wsgi.url_scheme", "http"),
-        remembered_host_name(host or environ.get("SERVER_NAME", "")),  # PERF: seen before
+        known_host_name(host) or remembered_host_name(host),  # PERF: seen before, no call
         environ.get("REMOTE_ADDR", ""),
     )
 
