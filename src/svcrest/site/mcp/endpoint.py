@@ -42,6 +42,7 @@ from svcrest.http.qvalues import q_weights
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.scope import scope_error
+from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.rest.openapi import build_openapi
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp import protocol
@@ -63,7 +64,11 @@ CHECKED_SESSIONS: Final = 4096
 _JSON_TYPE: Final = "application/json"
 _SSE_TYPE: Final = "text/event-stream"
 _OPENAPI_NAME: Final = "openapi.json"
-_VERSIONS: Final = frozenset(protocol.SUPPORTED_VERSIONS)
+#: The versions as a request's line carries them.
+_VERSIONS: Final = frozenset(version.encode() for version in protocol.SUPPORTED_VERSIONS)
+#: The request's lines the endpoint reads, in the order :func:`_lines_of` gives them.
+_LINE_NAMES: Final = ("origin", "content-type", "accept", _SESSION_NAME, VERSION_HEADER)
+_RAW_JSON_TYPE: Final = _JSON_TYPE.encode()
 _FOREIGN: Final = "Forbidden: foreign Origin"
 
 
@@ -102,24 +107,47 @@ def _answered(answer_type: str, body: bytes, extra: tuple[tuple[str, str], ...])
     return _plain(200, body, extra)
 
 
+Line = bytes | None
+
+
+def _lines_of(headers: Headers) -> tuple[Line, Line, Line, Line, Line]:
+    """The values of the lines named in ``_LINE_NAMES`` as Latin-1 bytes (None: absent).
+    PERF: from an ASGI scope's own pairs, one dict look-up each while every name came once
+    (a ``get_joined`` is a Python call and a decoding: a ping ~… instructions less)."""
+    single = headers.single if type(headers) is ScopeHeaders else None
+    if single is not None:
+        get = single.get
+        return (
+            get(b"origin"),
+            get(b"content-type"),
+            get(b"accept"),
+            get(b"mcp-session-id"),
+            get(b"mcp-protocol-version"),
+        )
+    origin, content_type, accept, session, version = (
+        None if value is None else value.encode("latin-1", "replace")
+        for value in map(headers.get_joined, _LINE_NAMES)
+    )
+    return origin, content_type, accept, session, version
+
+
 #: ``Accept`` values → the answer's type (PERF: ~0.5 µs a request; a client sends the same
 #: value each time). Bounded in entries and in the length of a value kept.
-_ANSWER_TYPES: Memo[str, str | None] = Memo(256, 512)
+_ANSWER_TYPES: Memo[bytes, str | None] = Memo(256, 512)
 
 
-def _answer_type_of(headers: Headers) -> str | HttpResponse:
+def _answer_type_of(content_type: Line, accept: Line) -> str | HttpResponse:
     """The answer's type by the request's ``Content-Type`` and ``Accept``, or the 415 or 406
     refusing it."""
-    content_type = headers.get_joined("content-type")
-    if content_type != _JSON_TYPE and (  # PERF: the usual value read as it is
-        content_type is None or content_type.split(";", 1)[0].strip().lower() != _JSON_TYPE
+    if content_type != _RAW_JSON_TYPE and (  # PERF: the usual value read as it is
+        content_type is None or content_type.split(b";", 1)[0].strip().lower() != _RAW_JSON_TYPE
     ):
         error = ProtocolError(
             protocol.INVALID_REQUEST,
             "Unsupported Media Type: Content-Type must be application/json",
         )
         return _refusal(415, error)
-    answer_type = _answer_type(headers.get_joined("accept"))
+    answer_type = _answer_type(accept)
     if answer_type is None:
         error = ProtocolError(
             protocol.INVALID_REQUEST,
@@ -129,7 +157,7 @@ def _answer_type_of(headers: Headers) -> str | HttpResponse:
     return answer_type
 
 
-def _answer_type(accept: str | None) -> str | None:
+def _answer_type(accept: Line) -> str | None:
     """``application/json`` when the client takes it (or says nothing), else
     ``text/event-stream`` when it takes that, else None (406)."""
     if not accept:
@@ -137,7 +165,7 @@ def _answer_type(accept: str | None) -> str | None:
     known = _ANSWER_TYPES.entries.get(accept, "")  # "" is no answer: not kept yet
     if known != "":
         return known
-    return _ANSWER_TYPES.keep(accept, _read_accept(accept))
+    return _ANSWER_TYPES.keep(accept, _read_accept(accept.decode("latin-1")))
 
 
 def _read_accept(accept: str) -> str | None:
@@ -172,8 +200,9 @@ class McpEndpoint:
     def __init__(self, host: McpHost) -> None:
         self.host = host
         self.tools = Toolbox(host)
-        self._ended: BoundedDict[str, bool] = BoundedDict(ENDED_SESSIONS)
-        self._checked: Memo[str, bool] = Memo(CHECKED_SESSIONS, protocol.MAX_SESSION_ID)
+        #: Session ids as the requests' lines carry them (Latin-1 bytes).
+        self._ended: BoundedDict[bytes, bool] = BoundedDict(ENDED_SESSIONS)
+        self._checked: Memo[bytes, bool] = Memo(CHECKED_SESSIONS, protocol.MAX_SESSION_ID)
         self._lock = threading.Lock()
         #: The methods but ``initialize``: each answers a dict, or a coroutine of one.
         self._methods: dict[str, Callable[[Message, HttpRequest, RequestContext], Any]] = {
@@ -191,9 +220,8 @@ class McpEndpoint:
 
         PERF: one coroutine for a request and its answer; the steps before the method are
         plain calls (a ping 121,460 → … instructions, bench/mcp_call.py --instructions)."""
-        headers = http.headers
-        origin = headers.get_joined("origin")
-        if origin is not None and not self._origin_allowed(origin):
+        origin, content_type, accept, session, version = _lines_of(http.headers)
+        if origin is not None and not self._origin_allowed(origin.decode("latin-1")):
             return _refusal(403, ProtocolError(protocol.INVALID_REQUEST, _FOREIGN))
         # An API request, as WordPress's MCP adapter is a REST route: the schemes that work
         # on REST requests only (application passwords) work here, and code in the tools
@@ -206,8 +234,8 @@ class McpEndpoint:
             lines = (*verdict.headers, *(ctx.pending_headers or ()))
             return _plain(verdict.status, orjson.dumps(verdict.to_dict()), lines)
         if http.method == "DELETE":
-            return self._end_session(headers)
-        answer_type = _answer_type_of(headers)
+            return self._end_session(session, version)
+        answer_type = _answer_type_of(content_type, accept)
         if isinstance(answer_type, HttpResponse):  # the refusal
             return answer_type
         try:
@@ -218,7 +246,7 @@ class McpEndpoint:
         if message.method == "initialize":
             extra = ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),)
         else:
-            problem = self._session_problem(headers)
+            problem = self._session_problem(session, version)
             if problem is not None:
                 return problem
         if not message.is_request:
@@ -259,32 +287,34 @@ class McpEndpoint:
         request = Request.from_http(http.method, http.path, http.query_string, http.headers, b"")
         return run_chain(chain, ctx.user, request)
 
-    def _session_problem(self, headers: Headers) -> HttpResponse | None:
-        session = headers.get_joined(_SESSION_NAME)
+    def _session_problem(self, session: Line, version: Line) -> HttpResponse | None:
+        """The refusal of a request without a session issued here and still open, or of a
+        protocol version not served; None when it may go on."""
         if session is None:
             error = ProtocolError(protocol.INVALID_REQUEST, "Bad Request: Missing session ID")
             return _refusal(400, error)
         valid = self._checked.get(session)
         if valid is None:
+            text = session.decode("latin-1")
             valid = self._checked.keep(
-                session, protocol.session_id_valid(self.host.secret_key, session)
+                session, protocol.session_id_valid(self.host.secret_key, text)
             )
         if not valid or session in self._ended.entries:
             return _refusal(404, ProtocolError(protocol.INVALID_REQUEST, "Session not found"))
-        version = headers.get_joined(VERSION_HEADER)
         if version is not None and version not in _VERSIONS:
             error = ProtocolError(
-                protocol.INVALID_REQUEST, f"Bad Request: Unsupported protocol version: {version}"
+                protocol.INVALID_REQUEST,
+                f"Bad Request: Unsupported protocol version: {version.decode('latin-1')}",
             )
             return _refusal(400, error)
         return None
 
-    def _end_session(self, headers: Headers) -> HttpResponse:
-        problem = self._session_problem(headers)
-        if problem is not None:
-            return problem
+    def _end_session(self, session: Line, version: Line) -> HttpResponse:
+        problem = self._session_problem(session, version)
+        if problem is not None or session is None:
+            return problem or _plain(400)
         with self._lock:
-            self._ended.put(headers.get_joined(_SESSION_NAME) or "", True)
+            self._ended.put(session, True)
         return _plain(204)
 
     def _answer(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
