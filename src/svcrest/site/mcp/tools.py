@@ -37,6 +37,7 @@ from svcrest.bounded import Memo
 from svcrest.http.answer_json import encode_default
 from svcrest.http.context import as_current_user
 from svcrest.http.errors import RestError
+from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.scope import AppPasswordScope
@@ -152,7 +153,7 @@ class Tool:
             entry["annotations"] = self.annotations
         return entry
 
-    def request(self, arguments: dict[str, Any], headers: Any) -> Request | RestError:
+    def request(self, arguments: dict[str, Any], headers: Headers) -> Request | RestError:
         """The internal request running this tool with ``arguments``, or the 400 of a path
         parameter missing or holding a ``/`` (it would name another route). The caller's
         header lines are kept (rate limits count per credential, ``Idempotency-Key``
@@ -165,7 +166,7 @@ class Tool:
             if self.method == "POST":
                 return _with_body("POST", route, {"input": value}, headers)
             query = {} if value is None else {"input": value}
-            return Request(self.method, route, query=query, headers=headers)
+            return Request.for_dispatch(self.method, route, headers, query)
         path = self.template
         missing = [name for name in self.path_names if arguments.get(name) in (None, "")]
         if missing:
@@ -186,7 +187,7 @@ class Tool:
         rest = {key: value for key, value in arguments.items() if key not in self.path_names}
         if self.body:
             return _with_body(self.method, path, rest, headers)
-        return Request(self.method, path, query=rest, headers=headers)
+        return Request.for_dispatch(self.method, path, headers, rest)
 
     def in_scope(self, scope: AppPasswordScope) -> bool:
         """Whether a call of the tool is inside an application password's ``scope`` (the
@@ -216,9 +217,9 @@ class Tool:
             return False
 
 
-def _with_body(method: str, route: str, body: Any, headers: Any) -> Request:
+def _with_body(method: str, route: str, body: Any, headers: Headers) -> Request:
     raw = orjson.dumps(body, default=encode_default, option=_JSON_OPTIONS)
-    return Request(method, route, json=body, raw_body=raw, headers=headers)
+    return Request.for_dispatch(method, route, headers, {}, body, raw)
 
 
 def ability_tool(ability: Ability) -> Tool:
