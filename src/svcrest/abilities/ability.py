@@ -87,6 +87,7 @@ class Ability:
         "description",
         "execute_callback",
         "input_schema",
+        "is_public",
         "label",
         "name",
         "output_schema",
@@ -129,9 +130,10 @@ class Ability:
         #: Whether the execute callback takes the input (PERF: one without it is called
         #: directly, not through the wrapper dropping the input).
         self._takes_input = self._execute is execute_callback
-        #: The permission callback fitted to the input; None for ``public`` (it allows
-        #: everyone: known without a call).
-        self._permission = None if permission_callback is public else fitted(permission_callback, 1)
+        #: Whether the permission callback is ``public`` (it allows everyone: known without
+        #: a call).
+        self.is_public = permission_callback is public
+        self._permission = None if self.is_public else fitted(permission_callback, 1)
         #: The method the REST run route takes for it (WordPress's
         #: ``validate_request_method``): GET for ``readonly``, DELETE for ``destructive``
         #: and ``idempotent``, POST otherwise.
@@ -155,8 +157,12 @@ class Ability:
     def checked_input(self, input: Any = None) -> Any:
         """``input`` with its default (:meth:`normalize_input`) when it fits the schema;
         else the RestError of :meth:`validate_input` (PERF: both in one call)."""
-        if input is None and "default" in self.input_schema:
-            input = self.input_schema["default"]
+        schema = self.input_schema
+        if input is None:
+            if not schema:
+                return None  # PERF: no input to an ability that takes none: nothing to check
+            if "default" in schema:
+                input = schema["default"]
         invalid = self.validate_input(input)
         return input if invalid is None else invalid
 
@@ -276,9 +282,11 @@ class Ability:
         """The output check and the ``svc_after_execute_ability`` action of a result."""
         if isinstance(result, RestError):
             return result
-        invalid = self.validate_output(result)
-        if invalid is not None:
-            return invalid
+        quick = self._output_ok
+        if quick is None or not quick(result):  # PERF: the quick test a call nearer
+            invalid = self.validate_output(result)
+            if invalid is not None:
+                return invalid
         self._hooks.do_action("svc_after_execute_ability", self.name, input, result)
         return result
 

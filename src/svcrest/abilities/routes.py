@@ -39,6 +39,8 @@ _ANY_TYPE = ["integer", "number", "boolean", "string", "array", "object", "null"
 _NOT_KEY = re.compile(r"[^a-z0-9_\-]")
 #: The run methods whose input is in the query.
 _QUERY_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+#: The types of input a hook may change in place (JSON's containers).
+_MUTABLE = frozenset({dict, list})
 
 #: The run the route's permission check has just allowed in this context: the request, the
 #: ability, its input and the user. The run route's callback then runs the ability without
@@ -354,12 +356,15 @@ class AbilitiesController:
         if type(input) is RestError:
             return _status(input, 400)
         user = request.user
-        token = _as_user(user)
-        try:
-            verdict = ability.permission_verdict(input)
-        finally:
-            if token is not None:
-                DISPATCH_USER.reset(token)
+        if ability.is_public:
+            verdict: Any = True
+        else:
+            token = _as_user(user)
+            try:
+                verdict = ability.permission_verdict(input)
+            finally:
+                if token is not None:
+                    DISPATCH_USER.reset(token)
         if verdict is True:  # PERF: :meth:`_verdict` of the usual answer written out
             _ALLOWED_RUN.set((request, ability, input, user))
             return True
@@ -409,18 +414,21 @@ class AbilitiesController:
                 allowed is not None
                 and allowed[0] is request
                 and allowed[1] is ability
-                and allowed[2] is ability.normalize_input(input)
+                and (allowed[2] is input or allowed[2] is ability.normalize_input(input))
                 and allowed[3] is user
             ):
                 _ALLOWED_RUN.set(None)
-                # The input is checked again (cheap), as a hook may have changed it in place.
-                invalid = ability.validate_input(allowed[2])
-                result = invalid or ability.run_permitted(allowed[2])
+                input = allowed[2]
+                # The input is checked again when it may have changed in place (a hook).
+                invalid = ability.validate_input(input) if type(input) in _MUTABLE else None
+                result = invalid or ability.run_permitted(input)
             else:
                 result = ability.execute_async(input)
         finally:
             if token is not None:
                 DISPATCH_USER.reset(token)
+        if type(result) is dict:  # PERF: the usual result (see _answer), a call less
+            return result
         if type(result) is Pending:
             return _answer_later(result, user)
         return _answer(result)
