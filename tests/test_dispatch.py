@@ -665,3 +665,22 @@ def test_callbacks_may_take_fewer_arguments(app: App) -> None:
     assert app.rest_do_request(Request("DELETE", "/demo/v1/few")).headers["Allow"] == "GET"
     refused = app.rest_do_request(Request("GET", "/demo/v1/few", query={"n": "bad"}))
     assert refused.status == 400
+
+
+def test_internal_dispatch_runs_a_server_class_own_dispatch_async(app: App) -> None:
+    from svcrest.rest.server import RestServer
+
+    seen: list[tuple[str, int]] = []
+
+    class NotingServer(RestServer):
+        async def dispatch_async(self, request: Request) -> Response:
+            seen.append((request.route, request.user.id))
+            return await super().dispatch_async(request)
+
+    app.hooks.add_filter("svc_rest_server_class", lambda cls: NotingServer)
+    app.register_rest_route("t/v1", "/x", {"callback": echo, "permission_callback": public})
+    response = app.rest_do_request(Request("GET", "/t/v1/x", query={"a": "1"}))
+    assert response.status == 200
+    assert response.data == {"params": {"a": "1"}, "url": {}}
+    assert app.rest_do_request("/t/v1/x?b=2").data == {"params": {"b": "2"}, "url": {}}
+    assert seen == [("/t/v1/x", 0), ("/t/v1/x", 0)]

@@ -120,3 +120,28 @@ def test_query_param_reads_without_handing_out_the_bucket() -> None:
     built = Request("GET", "/x")
     built.set_param("_fields", "id")
     assert built.query_param("_fields") == "id"
+
+
+@pytest.mark.parametrize(
+    ("method", "query", "json", "raw"),
+    [
+        ("GET", {}, None, b""),
+        ("GET", {"input": {"a": "1"}}, None, b""),
+        ("POST", {}, {"input": [1, 2]}, b'{"input":[1,2]}'),
+        ("DELETE", {"input": "x"}, None, b""),
+    ],
+    ids=["bare", "query", "json", "delete"],
+)
+def test_for_dispatch_builds_what_the_keyword_constructor_builds(
+    method: str, query: dict[str, Any], json: Any, raw: bytes
+) -> None:
+    headers = Headers([("Authorization", "Basic x"), ("Idempotency-Key", "k")])
+    made = Request.for_dispatch(method, "/t/v1/x", headers, dict(query), json, raw)
+    expected = Request(method, "/t/v1/x", query=query, json=json, raw_body=raw, headers=headers)
+    for name in ("method", "route", "raw_body", "query_string", "may_have_query", "user"):
+        assert getattr(made, name) == getattr(expected, name), name
+    assert made.headers is headers
+    assert made.query_params == expected.query_params == query
+    assert made.json_params == expected.json_params == ({} if json is None else json)
+    assert made.get_params() == expected.get_params()
+    assert made.url_params == {} and made.default_params == {} and made.body_params == {}

@@ -159,6 +159,47 @@ def test_carries_credentials(
     assert schemes.carries_credentials(request) is expected
 
 
+@pytest.mark.parametrize(
+    ("lines", "query", "expected"),
+    [
+        ([], "", False),
+        ([], None, False),
+        ([("Accept", "*/*")], "page=2", False),
+        ([("Cookie", "a=b")], "", True),
+        ([("authorization", "Basic x")], "", True),
+        ([("X-SVC-Nonce", "n")], "", True),
+        ([("X-WP-Nonce", "n")], "", True),
+        ([], "_wpnonce=1", True),
+        ([], "a=%5Fwpnonce", True),
+    ],
+    ids=[
+        "nothing",
+        "no-query",
+        "plain",
+        "cookie",
+        "basic",
+        "nonce",
+        "wp-nonce",
+        "query",
+        "encoded",
+    ],
+)
+def test_lines_carry_credentials_as_a_request_without_a_body(
+    lines: list[tuple[str, str]], query: str | None, expected: bool
+) -> None:
+    schemes = App().auth_schemes
+    assert schemes.lines_carry_credentials(Headers(lines), query) is expected
+    request = Request.from_http("POST", "/mcp", query or "", Headers(lines), b"")
+    assert schemes.carries_credentials(request) is expected
+
+
+def test_lines_carry_no_query_credentials_without_field_schemes() -> None:
+    schemes = AuthSchemes(Hooks())
+    schemes.add(key_scheme([]))
+    assert schemes.lines_carry_credentials(Headers([]), "_wpnonce=1") is False
+    assert schemes.lines_carry_credentials(Headers([("X-Api-Key", "k")]), "") is True
+
+
 def test_a_registry_without_field_schemes_ignores_bodies() -> None:
     schemes = AuthSchemes(Hooks())
     schemes.add(key_scheme([]))

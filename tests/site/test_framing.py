@@ -355,3 +355,38 @@ def test_forbid_framing_merges_into_a_line_encoded_already() -> None:
         (b"X-Frame-Options", b"DENY"),
         (b"Content-Length", b"0"),
     ]
+
+
+def test_a_page_that_never_answers_html_is_not_read_for_framing(
+    app: App, client_for: ClientFor
+) -> None:
+    from svcrest.http.context import RequestContext
+    from svcrest.http.exchange import HttpRequest
+    from svcrest.site.host import Page, SiteHost
+
+    async def answer(site: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
+        return HttpResponse(200, [("Content-Type", "text/html")], b"<p>")
+
+    app.pages["/framed"] = Page(answer)
+    app.pages["/api-only"] = Page(answer, html=False)
+    client = client_for(app)
+    assert client.get("/framed").headers["x-frame-options"] == DENY
+    left = client.get("/api-only")
+    assert left.status_code == 200
+    assert "x-frame-options" not in left.headers
+    assert "content-security-policy" not in left.headers
+    # Its refusals are the site's own HTML pages, framed as ever.
+    assert client.request("DELETE", "/api-only").headers["x-frame-options"] == DENY
+
+
+def test_mcp_answers_carry_no_framing_lines(client_for: ClientFor) -> None:
+    client = client_for(App(HOME, mcp=True))
+    response = client.post(
+        "/mcp",
+        content=b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert "x-frame-options" not in response.headers
+    assert "content-security-policy" not in response.headers

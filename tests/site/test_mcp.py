@@ -885,3 +885,21 @@ def test_a_read_only_password_lists_and_runs_only_reading_tools(mcp: Mcp) -> Non
     assert mcp.call("math-double", {"input": 21}, who) == SCOPE_REFUSED
     assert mcp.call("post_mcpdemo_v1_items", {"word": "x"}, who) == SCOPE_REFUSED
     assert mcp.call("get_mcpdemo_v1_echo", {"word": "hi"}, who) == text_result({"word": "hi"})
+
+
+def test_a_line_sent_twice_is_read_joined(mcp: Mcp) -> None:
+    # Two Accept lines (read as one list, "text/plain, text/event-stream") and a foreign
+    # Origin sent twice: the lines are read as a REST request's.
+    ping = b'{"jsonrpc":"2.0","id":4,"method":"ping"}'
+    lines = [
+        ("Content-Type", "application/json"),
+        ("Accept", "text/plain"),
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", mcp.session),
+    ]
+    response = mcp.client.post("/mcp", content=ping, headers=lines)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/event-stream"
+    assert response.text == 'event: message\ndata: {"jsonrpc":"2.0","id":4,"result":{}}\n\n'
+    foreign = [*lines, ("Origin", "http://evil.example"), ("Origin", "http://evil.example")]
+    assert mcp.client.post("/mcp", content=ping, headers=foreign).status_code == 403

@@ -20,6 +20,7 @@ from svcrest.chains import NOT_AWAITABLE, Pending, is_awaitable
 from svcrest.hooks import Hooks
 from svcrest.http.errors import RestError
 from svcrest.rest.invoke import fitted
+from svcrest.rest.routing.definitions import public
 from svcrest.rest.schema import quick_check, validate_value
 from svcrest.syncrun import run_sync
 
@@ -45,13 +46,6 @@ class AbilityCategory:
         return f"<AbilityCategory {self.slug!r}>"
 
 
-async def _settle(result: Any) -> Any:
-    """``result``, awaited when a callback gave an awaitable."""
-    if type(result) not in NOT_AWAITABLE and is_awaitable(result):
-        return await result
-    return result
-
-
 async def _awaited_verdict(pending: Any) -> bool | RestError:
     """An async permission callback's verdict, as :meth:`Ability.permission_verdict`."""
     try:
@@ -61,6 +55,14 @@ async def _awaited_verdict(pending: Any) -> bool | RestError:
     if isinstance(verdict, RestError):
         return verdict
     return verdict is True
+
+
+def _run_method(annotations: Mapping[str, Any]) -> str:
+    if annotations["readonly"]:
+        return "GET"
+    if annotations["destructive"] and annotations["idempotent"]:
+        return "DELETE"
+    return "POST"
 
 
 class Ability:
@@ -78,15 +80,18 @@ class Ability:
         "_input_ok",
         "_output_ok",
         "_permission",
+        "_takes_input",
         "annotations",
         "category",
         "description",
         "execute_callback",
         "input_schema",
+        "is_public",
         "label",
         "name",
         "output_schema",
         "permission_callback",
+        "run_method",
         "show_in_rest",
     )
 
@@ -121,7 +126,17 @@ class Ability:
         # A callback taking no argument is called without the input (WordPress passes the
         # input only to abilities that declare an input schema; here the signature decides).
         self._execute = fitted(execute_callback, 1)
-        self._permission = fitted(permission_callback, 1)
+        #: Whether the execute callback takes the input (PERF: one without it is called
+        #: directly, not through the wrapper dropping the input).
+        self._takes_input = self._execute is execute_callback
+        #: Whether the permission callback is ``public`` (it allows everyone: known without
+        #: a call).
+        self.is_public = permission_callback is public
+        self._permission = None if self.is_public else fitted(permission_callback, 1)
+        #: The method the REST run route takes for it (WordPress's
+        #: ``validate_request_method``): GET for ``readonly``, DELETE for ``destructive``
+        #: and ``idempotent``, POST otherwise.
+        self.run_method = _run_method(self.annotations)
         # PERF: a quick test of values the schemas certainly accept, prepared here; anything
         # else gets the full check (tools/call of a readonly ability: see bench/mcp_call.py).
         self._input_ok = quick_check(self.input_schema)
@@ -137,6 +152,18 @@ class Ability:
         if input is None and "default" in self.input_schema:
             return self.input_schema["default"]
         return input
+
+    def checked_input(self, input: Any = None) -> Any:
+        """``input`` with its default (:meth:`normalize_input`) when it fits the schema;
+        else the RestError of :meth:`validate_input` (PERF: both in one call)."""
+        schema = self.input_schema
+        if input is None:
+            if not schema:
+                return None  # PERF: no input to an ability that takes none: nothing to check
+            if "default" in schema:
+                input = schema["default"]
+        invalid = self.validate_input(input)
+        return input if invalid is None else invalid
 
     def validate_input(self, input: Any = None) -> RestError | None:
         """None when ``input`` fits ``input_schema``; else ``ability_invalid_input`` with the
@@ -182,8 +209,11 @@ class Ability:
     def permission_verdict(self, input: Any = None) -> Any:
         """What :meth:`check_permissions_async` answers for ``input``, given at once when the
         permission callback is not async (PERF: no coroutine), else an awaitable of it."""
+        permission = self._permission
+        if permission is None:
+            return True
         try:
-            verdict = self._permission(input)
+            verdict = permission(input)
         except RestError as raised:
             return raised
         if verdict is True:
@@ -233,7 +263,7 @@ class Ability:
         :data:`svcrest.chains.Pending`) of it (PERF: no coroutine for a sync one)."""
         self._hooks.do_action("svc_before_execute_ability", self.name, input)
         try:
-            result = self._execute(input)
+            result = self._execute(input) if self._takes_input else self.execute_callback()
         except RestError as raised:
             return raised
         if type(result) not in NOT_AWAITABLE and is_awaitable(result):
@@ -251,9 +281,11 @@ class Ability:
         """The output check and the ``svc_after_execute_ability`` action of a result."""
         if isinstance(result, RestError):
             return result
-        invalid = self.validate_output(result)
-        if invalid is not None:
-            return invalid
+        quick = self._output_ok
+        if quick is None or not quick(result):  # PERF: the quick test a call nearer
+            invalid = self.validate_output(result)
+            if invalid is not None:
+                return invalid
         self._hooks.do_action("svc_after_execute_ability", self.name, input, result)
         return result
 

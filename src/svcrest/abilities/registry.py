@@ -46,11 +46,13 @@ def _schema(value: Any, field: str) -> Mapping[str, Any]:
 class AbilityRegistry:
     """Abilities and their categories, in registration order."""
 
-    __slots__ = ("_abilities", "_categories", "_hooks", "on_first", "version")
+    __slots__ = ("_categories", "_hooks", "by_name", "on_first", "version")
 
     def __init__(self, hooks: Hooks) -> None:
         self._hooks = hooks
-        self._abilities: dict[str, Ability] = {}
+        #: The abilities by name, in registration order (read it; register and unregister
+        #: through the methods). PERF: the run route finds its ability with one look-up.
+        self.by_name: dict[str, Ability] = {}
         #: Changes whenever an ability is registered or removed (what is prepared from the
         #: abilities, such as the MCP tools, is made again then).
         self.version = 0
@@ -107,7 +109,7 @@ class AbilityRegistry:
                 'my-ability". It can only contain lowercase alphanumeric characters, dashes and'
                 " the forward slash."
             )
-        if name in self._abilities:
+        if name in self.by_name:
             raise AbilityRegistrationError(f'Ability "{name}" is already registered.')
         if isinstance(category, str) and category and category not in self._categories:
             raise AbilityRegistrationError(
@@ -130,7 +132,7 @@ class AbilityRegistry:
             hooks=self._hooks,
         )
         self._first()
-        self._abilities[name] = ability
+        self.by_name[name] = ability
         self.version += 1
         return ability
 
@@ -164,7 +166,7 @@ class AbilityRegistry:
     def unregister(self, name: str) -> Ability | None:
         """Remove an ability; the removed one, or None when none has that name."""
         self.version += 1
-        return self._abilities.pop(name, None)
+        return self.by_name.pop(name, None)
 
     def unregister_category(self, slug: str) -> AbilityCategory | None:
         """Remove a category; the removed one, or None when none has that slug."""
@@ -172,11 +174,11 @@ class AbilityRegistry:
 
     def get(self, name: str) -> Ability | None:
         """The ability ``name``, None when there is none."""
-        return self._abilities.get(name)
+        return self.by_name.get(name)
 
     def get_all(self) -> list[Ability]:
         """Every ability, in registration order."""
-        return list(self._abilities.values())
+        return list(self.by_name.values())
 
     def get_category(self, slug: str) -> AbilityCategory | None:
         """The category ``slug``, None when there is none."""

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
 from svcrest.chains import NOT_AWAITABLE, Pending
-from svcrest.http.context import DISPATCH_USER
+from svcrest.http.context import DISPATCH_USER, REQUEST_CONTEXT
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.http.user import User
 from svcrest.rest.paginate import paginate
 from svcrest.rest.resources.controller import page_args
 from svcrest.rest.schema import sanitize_value
@@ -36,6 +37,10 @@ _NAME_PATTERN = r"[a-zA-Z0-9\-\/]+"
 _SLUG_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 _ANY_TYPE = ["integer", "number", "boolean", "string", "array", "object", "null"]
 _NOT_KEY = re.compile(r"[^a-z0-9_\-]")
+#: The run methods whose input is in the query.
+_QUERY_METHODS = frozenset({"GET", "HEAD", "DELETE"})
+#: The types of input a hook may change in place (JSON's containers).
+_MUTABLE = frozenset({dict, list})
 
 #: The run the route's permission check has just allowed in this context: the request, the
 #: ability, its input and the user. The run route's callback then runs the ability without
@@ -160,6 +165,8 @@ def _in_context(data: dict[str, Any], request: Request, embed: Iterable[str]) ->
 
 def _answer(result: Any) -> Any:
     """The run route's answer of an ability's result."""
+    if type(result) is dict:  # PERF: the usual result; the server makes its Response
+        return result
     if isinstance(result, RestError):
         return _status(result, 500)
     return Response(result)
@@ -179,12 +186,21 @@ def expected_method(ability: Ability) -> str:
     """The run method an ability's annotations ask for: GET for ``readonly``, DELETE for
     ``destructive`` and ``idempotent``, POST otherwise (WordPress's
     ``validate_request_method``)."""
-    annotations = ability.annotations
-    if annotations["readonly"]:
-        return "GET"
-    if annotations["destructive"] and annotations["idempotent"]:
-        return "DELETE"
-    return "POST"
+    return ability.run_method
+
+
+def _as_user(user: User) -> Token[User | None] | None:
+    """Make ``user`` the one :func:`~svcrest.current_user` answers, unless it is already
+    (PERF: internal dispatch and an HTTP request have set it): the token to reset, or
+    None."""
+    current = DISPATCH_USER.get()
+    if current is user:
+        return None
+    if current is None:
+        ctx = REQUEST_CONTEXT.get()
+        if ctx is not None and ctx.user is user:
+            return None
+    return DISPATCH_USER.set(user)
 
 
 _METHOD_MESSAGES = {
@@ -200,6 +216,7 @@ class AbilitiesController:
     def __init__(self, registry: AbilityRegistry, rest_url: Callable[[str], str]) -> None:
         self.registry = registry
         self.rest_url = rest_url
+        self._by_name = registry.by_name
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -209,7 +226,7 @@ class AbilitiesController:
         return request.user.can("read")
 
     def _shown(self, name: str) -> Ability | None:
-        ability = self.registry.get(name)
+        ability = self._by_name.get(name)
         return ability if ability is not None and ability.show_in_rest else None
 
     def ability_data(self, ability: Ability, request: Request) -> dict[str, Any]:
@@ -302,8 +319,8 @@ class AbilitiesController:
     def run_input(request: Request) -> Any:
         """The run's input: ``input`` of the query for GET and DELETE, of the JSON body
         otherwise (WordPress's ``get_input_from_request``)."""
-        if request.method in ("GET", "HEAD", "DELETE"):
-            return request.query_params.get("input")
+        if request.method in _QUERY_METHODS:
+            return request.query_param("input")
         json = request.json_params
         return json.get("input") if isinstance(json, dict) else None
 
@@ -311,8 +328,10 @@ class AbilitiesController:
         """The ``input`` argument's sanitizer: an input the ability's schema accepts is coerced
         to the schema's types (``"5"`` from a query string becomes 5); any other is left for
         the ability's own check to refuse."""
-        ability = self.registry.get(request.url_params.get("name", ""))
-        if value is None or ability is None or not ability.input_schema:
+        if value is None:
+            return value
+        ability = self._by_name.get(request.url_params.get("name", ""))
+        if ability is None or not ability.input_schema:
             return value
         if ability.validate_input(value) is not None:
             return value
@@ -327,22 +346,28 @@ class AbilitiesController:
         ability = self._shown(request.url_params["name"])
         if ability is None:
             return _not_found()
-        expected = expected_method(ability)
-        method = "GET" if request.method == "HEAD" else request.method
-        if method != expected:
+        expected = ability.run_method
+        method = request.method
+        if method != expected and (method != "HEAD" or expected != "GET"):
             return RestError(
                 "rest_ability_invalid_method", _METHOD_MESSAGES[expected], {"status": 405}
             )
-        input = ability.normalize_input(self.run_input(request))
-        invalid = ability.validate_input(input)
-        if invalid is not None:
-            return _status(invalid, 400)
+        input = ability.checked_input(self.run_input(request))
+        if type(input) is RestError:
+            return _status(input, 400)
         user = request.user
-        token = DISPATCH_USER.set(user)
-        try:
-            verdict = ability.permission_verdict(input)
-        finally:
-            DISPATCH_USER.reset(token)
+        if ability.is_public:
+            verdict: Any = True
+        else:
+            token = _as_user(user)
+            try:
+                verdict = ability.permission_verdict(input)
+            finally:
+                if token is not None:
+                    DISPATCH_USER.reset(token)
+        if verdict is True:  # PERF: :meth:`_verdict` of the usual answer written out
+            _ALLOWED_RUN.set((request, ability, input, user))
+            return True
         if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
             return self._can_run_later(verdict, request, ability, input)
         return self._verdict(verdict, request, ability, input)
@@ -383,23 +408,28 @@ class AbilitiesController:
         input = self.run_input(request)
         allowed = _ALLOWED_RUN.get()
         user = request.user
-        token = DISPATCH_USER.set(user)
+        # PERF: internal dispatch has set the user (the test of _as_user, a call nearer).
+        token = None if DISPATCH_USER.get() is user else _as_user(user)
         try:
             if (
                 allowed is not None
                 and allowed[0] is request
                 and allowed[1] is ability
-                and allowed[2] is ability.normalize_input(input)
+                and (allowed[2] is input or allowed[2] is ability.normalize_input(input))
                 and allowed[3] is user
             ):
                 _ALLOWED_RUN.set(None)
-                # The input is checked again (cheap), as a hook may have changed it in place.
-                invalid = ability.validate_input(allowed[2])
-                result = invalid or ability.run_permitted(allowed[2])
+                input = allowed[2]
+                # The input is checked again when it may have changed in place (a hook).
+                invalid = ability.validate_input(input) if type(input) in _MUTABLE else None
+                result = invalid or ability.run_permitted(input)
             else:
                 result = ability.execute_async(input)
         finally:
-            DISPATCH_USER.reset(token)
+            if token is not None:
+                DISPATCH_USER.reset(token)
+        if type(result) is dict:  # PERF: the usual result (see _answer), a call less
+            return result
         if type(result) is Pending:
             return _answer_later(result, user)
         return _answer(result)

@@ -166,6 +166,31 @@ class Request:
         )
         return request
 
+    @classmethod
+    def for_dispatch(
+        cls,
+        method: str,
+        route: str,
+        headers: Headers,
+        query: dict[str, Any],
+        json: JSONLike = None,
+        raw_body: bytes = b"",
+    ) -> Request:
+        """A request for internal dispatch made by code that has its parts in their final
+        form already: ``method`` upper case, ``headers`` a :class:`Headers`, ``query`` a
+        dict the request keeps as its query parameters (not copied), ``json`` the decoded
+        body of ``raw_body`` when there is one. As the keyword constructor builds it
+        otherwise (no query string: ``query_string`` is None).
+
+        PERF: the keyword constructor's checks and copies, and the type call with keywords,
+        cost ~0.6 µs (an MCP ``tools/call`` builds one per call)."""
+        request = _new(cls)
+        request._fill(method, route, headers, raw_body, None, query, bool(query), None)
+        if json is not None:
+            request._json_parsed = True
+            request._json_params = json
+        return request
+
     # -- buckets ----------------------------------------------------------------------------
 
     @property

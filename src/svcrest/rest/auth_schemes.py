@@ -32,6 +32,7 @@ from typing import Any
 
 from svcrest.hooks import Hooks
 from svcrest.http.compression import ALWAYS_SECRET_LINES
+from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 
 __all__ = ["AUTH_HOOKS", "CONTENT_ALLOW_HEADERS", "AuthScheme", "AuthSchemes"]
@@ -207,6 +208,15 @@ class AuthSchemes:
         # PERF: one regex search, not ``any()`` over a generator (2 Python calls a request
         # with a query string: 29 bytecodes and one call against 61 and three, bench/opcodes.py).
         return markers.search(query) is not None
+
+    def lines_carry_credentials(self, headers: Headers, query_string: str | None) -> bool:
+        """:meth:`carries_credentials` of a request without a body, asked of its header
+        lines and query string before any request is built (an endpoint outside the REST
+        routes, as MCP's, whose body is not a form)."""
+        if headers.has_any(self.credential_lines):
+            return True
+        markers = self.query_markers
+        return bool(markers is not None and query_string and markers.search(query_string))
 
     def openapi_schemes(self) -> dict[str, Any]:
         """The OpenAPI ``components.securitySchemes`` (fresh dicts)."""

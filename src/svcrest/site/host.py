@@ -82,10 +82,15 @@ PageHandler = Callable[[SiteHost, HttpRequest, RequestContext], Awaitable[HttpRe
 
 
 class Page:
-    """A page: its handler and the methods it answers (HEAD follows GET)."""
+    """A page: its handler and the methods it answers (HEAD follows GET). ``html``: False
+    for a page that never answers HTML (an API endpoint), whose answers the framing rule
+    then leaves unread (:func:`svcrest.site.pages.forbid_framing` changes only HTML)."""
 
-    __slots__ = ("handler", "methods")
+    __slots__ = ("handler", "html", "methods")
 
-    def __init__(self, handler: PageHandler, methods: tuple[str, ...] = ("GET",)) -> None:
+    def __init__(
+        self, handler: PageHandler, methods: tuple[str, ...] = ("GET",), *, html: bool = True
+    ) -> None:
         self.handler = handler
         self.methods = methods
+        self.html = html

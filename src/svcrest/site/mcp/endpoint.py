@@ -25,7 +25,7 @@ is -32601.
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
@@ -37,15 +37,17 @@ from svcrest.constants import REST_API_VERSION
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse, wire_lines
+from svcrest.http.headers import Headers
 from svcrest.http.qvalues import q_weights
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.scope import scope_error
+from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.rest.openapi import build_openapi
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp import protocol
 from svcrest.site.mcp.protocol import Message, ProtocolError
-from svcrest.site.mcp.tools import Toolbox, ToolHost, tool_result
+from svcrest.site.mcp.tools import Tool, Toolbox, ToolHost, tool_result
 
 __all__ = ["MCP_PATH", "McpEndpoint", "McpHost", "install_mcp_page"]
 
@@ -62,6 +64,12 @@ CHECKED_SESSIONS: Final = 4096
 _JSON_TYPE: Final = "application/json"
 _SSE_TYPE: Final = "text/event-stream"
 _OPENAPI_NAME: Final = "openapi.json"
+#: The versions as a request's line carries them.
+_VERSIONS: Final = frozenset(version.encode() for version in protocol.SUPPORTED_VERSIONS)
+#: The request's lines the endpoint reads, in the order :func:`_lines_of` gives them.
+_LINE_NAMES: Final = ("origin", "content-type", "accept", _SESSION_NAME, VERSION_HEADER)
+_RAW_JSON_TYPE: Final = _JSON_TYPE.encode()
+_FOREIGN: Final = "Forbidden: foreign Origin"
 
 
 class McpHost(SiteHost, ToolHost, Protocol):
@@ -91,12 +99,66 @@ def _refusal(status: int, error: ProtocolError) -> HttpResponse:
     return _plain(status, protocol.error_body(None, error))
 
 
+def _answered(answer_type: str, body: bytes, extra: tuple[tuple[str, str], ...]) -> HttpResponse:
+    """The 200 carrying a JSON-RPC answer, as JSON or as one SSE ``message`` event."""
+    if answer_type == _SSE_TYPE:
+        stream = b"event: message\ndata: " + body + b"\n\n"
+        return HttpResponse(200, [*_SSE_LINES, *extra], stream, wire_prefix=_SSE_WIRE)
+    return _plain(200, body, extra)
+
+
+_Line = bytes | None
+
+
+def _lines_of(headers: Headers) -> tuple[_Line, _Line, _Line, _Line, _Line]:
+    """The values of the lines named in ``_LINE_NAMES`` as Latin-1 bytes (None: absent).
+    PERF: from an ASGI scope's own pairs, one dict look-up each while every name came once
+    (a ``get_joined`` is a Python call and a decoding: a ping 108,437 → 101,137
+    instructions, bench/mcp_call.py --instructions)."""
+    single = headers.single if type(headers) is ScopeHeaders else None
+    if single is not None:
+        get = single.get
+        return (
+            get(b"origin"),
+            get(b"content-type"),
+            get(b"accept"),
+            get(b"mcp-session-id"),
+            get(b"mcp-protocol-version"),
+        )
+    origin, content_type, accept, session, version = (
+        None if value is None else value.encode("latin-1", "replace")
+        for value in map(headers.get_joined, _LINE_NAMES)
+    )
+    return origin, content_type, accept, session, version
+
+
 #: ``Accept`` values → the answer's type (PERF: ~0.5 µs a request; a client sends the same
 #: value each time). Bounded in entries and in the length of a value kept.
-_ANSWER_TYPES: Memo[str, str | None] = Memo(256, 512)
+_ANSWER_TYPES: Memo[bytes, str | None] = Memo(256, 512)
 
 
-def _answer_type(accept: str | None) -> str | None:
+def _answer_type_of(content_type: _Line, accept: _Line) -> str | HttpResponse:
+    """The answer's type by the request's ``Content-Type`` and ``Accept``, or the 415 or 406
+    refusing it."""
+    if content_type != _RAW_JSON_TYPE and (  # PERF: the usual value read as it is
+        content_type is None or content_type.split(b";", 1)[0].strip().lower() != _RAW_JSON_TYPE
+    ):
+        error = ProtocolError(
+            protocol.INVALID_REQUEST,
+            "Unsupported Media Type: Content-Type must be application/json",
+        )
+        return _refusal(415, error)
+    answer_type = _answer_type(accept)
+    if answer_type is None:
+        error = ProtocolError(
+            protocol.INVALID_REQUEST,
+            "Not Acceptable: Client must accept application/json or text/event-stream",
+        )
+        return _refusal(406, error)
+    return answer_type
+
+
+def _answer_type(accept: _Line) -> str | None:
     """``application/json`` when the client takes it (or says nothing), else
     ``text/event-stream`` when it takes that, else None (406)."""
     if not accept:
@@ -104,7 +166,7 @@ def _answer_type(accept: str | None) -> str | None:
     known = _ANSWER_TYPES.entries.get(accept, "")  # "" is no answer: not kept yet
     if known != "":
         return known
-    return _ANSWER_TYPES.keep(accept, _read_accept(accept))
+    return _ANSWER_TYPES.keep(accept, _read_accept(accept.decode("latin-1")))
 
 
 def _read_accept(accept: str) -> str | None:
@@ -139,10 +201,12 @@ class McpEndpoint:
     def __init__(self, host: McpHost) -> None:
         self.host = host
         self.tools = Toolbox(host)
-        self._ended: BoundedDict[str, bool] = BoundedDict(ENDED_SESSIONS)
-        self._checked: Memo[str, bool] = Memo(CHECKED_SESSIONS, protocol.MAX_SESSION_ID)
+        #: Session ids as the requests' lines carry them (Latin-1 bytes).
+        self._ended: BoundedDict[bytes, bool] = BoundedDict(ENDED_SESSIONS)
+        self._checked: Memo[bytes, bool] = Memo(CHECKED_SESSIONS, protocol.MAX_SESSION_ID)
         self._lock = threading.Lock()
-        self._methods: dict[str, Callable[[Message, Request, RequestContext], Awaitable[Any]]] = {
+        #: The methods but ``initialize``: each answers a dict, or a coroutine of one.
+        self._methods: dict[str, Callable[[Message, HttpRequest, RequestContext], Any]] = {
             "ping": self._ping,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
@@ -153,130 +217,117 @@ class McpEndpoint:
     # -- HTTP -------------------------------------------------------------------------------
 
     async def serve(self, app: SiteHost, http: HttpRequest, ctx: RequestContext) -> HttpResponse:
-        """The page handler of ``/mcp`` (POST and DELETE; GET gets 405 from the site)."""
-        refused = self._foreign_origin(http)
-        if refused is not None:
-            return refused
+        """The page handler of ``/mcp`` (POST and DELETE; GET gets 405 from the site).
+
+        PERF: one coroutine for a request and its answer; the steps before the method are
+        plain calls (with the message read by type tests and no framing read: a ping 121,460 →
+        108,437 instructions, bench/mcp_call.py --instructions)."""
+        origin, content_type, accept, session, version = _lines_of(http.headers)
+        if origin is not None and not self._origin_allowed(origin.decode("latin-1")):
+            return _refusal(403, ProtocolError(protocol.INVALID_REQUEST, _FOREIGN))
         # An API request, as WordPress's MCP adapter is a REST route: the schemes that work
         # on REST requests only (application passwords) work here, and code in the tools
         # sees ``is_rest_request()``.
         ctx.is_rest = True
-        request = await self._authenticate(http, ctx)
-        if isinstance(request, RestError):  # with the scheme's lines (Retry-After…)
-            lines = (*request.headers, *(ctx.pending_headers or ()))
-            return _plain(request.status, orjson.dumps(request.to_dict()), lines)
+        verdict = self._authenticate(http, ctx)
+        if type(verdict) is Pending:
+            verdict = await verdict
+        if isinstance(verdict, RestError):  # with the scheme's lines (Retry-After…)
+            lines = (*verdict.headers, *(ctx.pending_headers or ()))
+            return _plain(verdict.status, orjson.dumps(verdict.to_dict()), lines)
         if http.method == "DELETE":
-            return self._end_session(http)
-        return await self._post(http, request, ctx)
-
-    def _foreign_origin(self, http: HttpRequest) -> HttpResponse | None:
-        """403 for a request whose ``Origin`` is not the site's (unless the filter allows
-        it). SECURITY: a browser page of another origin whose name resolves to this server
-        (DNS rebinding) must not reach the tools; requests without ``Origin`` do not come
-        from a page."""
-        origin = http.headers.get_joined("origin")
-        if origin is None:
-            return None
-        allowed = origin.lower() == _origin_of(self.host.home)
-        if self.host.hooks.has_filter(ORIGIN_FILTER):
-            allowed = self.host.hooks.apply_filters(ORIGIN_FILTER, allowed, origin) is True
-        if allowed:
-            return None
-        return _refusal(403, ProtocolError(protocol.INVALID_REQUEST, "Forbidden: foreign Origin"))
-
-    async def _authenticate(self, http: HttpRequest, ctx: RequestContext) -> Request | RestError:
-        """The request's user by the site's schemes, as a REST request's (no body read:
-        the JSON-RPC message is not a form)."""
-        request = Request.from_http(http.method, http.path, http.query_string, http.headers, b"")
-        plan = self.host.rest_get_server().plan()
-        chain = (
-            plan.authentication
-            if plan.schemes.carries_credentials(request)
-            else plan.authentication_anonymous
-        )
-        if chain is not None:
-            verdict = run_chain(chain, ctx.user, request)
-            if type(verdict) is Pending:
-                verdict = await verdict
-            if isinstance(verdict, RestError):
-                return verdict
-        request.user = ctx.user
-        return request
-
-    def _session_problem(self, http: HttpRequest) -> HttpResponse | None:
-        session = http.headers.get_joined(_SESSION_NAME)
-        if session is None:
-            error = ProtocolError(protocol.INVALID_REQUEST, "Bad Request: Missing session ID")
-            return _refusal(400, error)
-        valid = self._checked.get(session)
-        if valid is None:
-            valid = self._checked.keep(
-                session, protocol.session_id_valid(self.host.secret_key, session)
-            )
-        if not valid or session in self._ended.entries:
-            return _refusal(404, ProtocolError(protocol.INVALID_REQUEST, "Session not found"))
-        version = http.headers.get_joined(VERSION_HEADER)
-        if version is not None and version not in protocol.SUPPORTED_VERSIONS:
-            error = ProtocolError(
-                protocol.INVALID_REQUEST, f"Bad Request: Unsupported protocol version: {version}"
-            )
-            return _refusal(400, error)
-        return None
-
-    def _end_session(self, http: HttpRequest) -> HttpResponse:
-        problem = self._session_problem(http)
-        if problem is not None:
-            return problem
-        with self._lock:
-            self._ended.put(http.headers.get_joined(_SESSION_NAME) or "", True)
-        return _plain(204)
-
-    async def _post(self, http: HttpRequest, request: Request, ctx: RequestContext) -> HttpResponse:
-        content_type = http.headers.get_joined("content-type")
-        if content_type != _JSON_TYPE and (  # PERF: the usual value read as it is
-            content_type is None or content_type.split(";", 1)[0].strip().lower() != _JSON_TYPE
-        ):
-            error = ProtocolError(
-                protocol.INVALID_REQUEST,
-                "Unsupported Media Type: Content-Type must be application/json",
-            )
-            return _refusal(415, error)
-        answer_type = _answer_type(http.headers.get_joined("accept"))
-        if answer_type is None:
-            error = ProtocolError(
-                protocol.INVALID_REQUEST,
-                "Not Acceptable: Client must accept application/json or text/event-stream",
-            )
-            return _refusal(406, error)
+            return self._end_session(session, version)
+        answer_type = _answer_type_of(content_type, accept)
+        if isinstance(answer_type, HttpResponse):  # the refusal
+            return answer_type
         try:
             message = protocol.read_message(http.body)
         except ProtocolError as error:
             return _refusal(400, error)
         extra: tuple[tuple[str, str], ...] = ()
         if message.method == "initialize":
-            session = protocol.new_session_id(self.host.secret_key)
-            extra = ((SESSION_HEADER, session),)
+            extra = ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),)
         else:
-            problem = self._session_problem(http)
+            problem = self._session_problem(session, version)
             if problem is not None:
                 return problem
         if not message.is_request:
             return _plain(202)
         try:
-            if message.method == "initialize":
-                result = self._initialize(message)
-            else:
-                method = self._methods.get(message.method or "")
-                if method is None:
-                    raise ProtocolError(protocol.METHOD_NOT_FOUND, "Method not found")
-                result = await method(message, request, ctx)
+            result = self._answer(message, http, ctx)
+            if type(result) is not dict:  # a method that runs something: its coroutine
+                result = await result
             body = protocol.result_body(message.id, result)
         except ProtocolError as error:
             body = protocol.error_body(message.id, error)
-        if answer_type == _SSE_TYPE:
-            stream = b"event: message\ndata: " + body + b"\n\n"
-            return HttpResponse(200, [*_SSE_LINES, *extra], stream, wire_prefix=_SSE_WIRE)
-        return _plain(200, body, extra)
+        return _answered(answer_type, body, extra)
+
+    def _origin_allowed(self, origin: str) -> bool:
+        """Whether a request with this ``Origin`` may reach the endpoint: the site's own, or
+        one the filter allows. SECURITY: a browser page of another origin whose name
+        resolves to this server (DNS rebinding) must not reach the tools; requests without
+        ``Origin`` do not come from a page."""
+        allowed = origin.lower() == _origin_of(self.host.home)
+        if self.host.hooks.has_filter(ORIGIN_FILTER):
+            allowed = self.host.hooks.apply_filters(ORIGIN_FILTER, allowed, origin) is True
+        return allowed
+
+    def _authenticate(self, http: HttpRequest, ctx: RequestContext) -> Any:
+        """The request's user by the site's schemes, as a REST request's (the user is then
+        ``ctx.user``): None or the chain's answer (a RestError refuses), a coroutine of it
+        when a scheme awaits. No body is read (the JSON-RPC message is not a form), and
+        without any scheme's credentials no request is built (PERF)."""
+        server = self.host.rest_server or self.host.rest_get_server()
+        plan = server.plan()
+        chain = (
+            plan.authentication
+            if plan.schemes.lines_carry_credentials(http.headers, http.query_string)
+            else plan.authentication_anonymous
+        )
+        if chain is None:
+            return None
+        request = Request.from_http(http.method, http.path, http.query_string, http.headers, b"")
+        return run_chain(chain, ctx.user, request)
+
+    def _session_problem(self, session: _Line, version: _Line) -> HttpResponse | None:
+        """The refusal of a request without a session issued here and still open, or of a
+        protocol version not served; None when it may go on."""
+        if session is None:
+            error = ProtocolError(protocol.INVALID_REQUEST, "Bad Request: Missing session ID")
+            return _refusal(400, error)
+        valid = self._checked.get(session)
+        if valid is None:
+            text = session.decode("latin-1")
+            valid = self._checked.keep(
+                session, protocol.session_id_valid(self.host.secret_key, text)
+            )
+        if not valid or session in self._ended.entries:
+            return _refusal(404, ProtocolError(protocol.INVALID_REQUEST, "Session not found"))
+        if version is not None and version not in _VERSIONS:
+            error = ProtocolError(
+                protocol.INVALID_REQUEST,
+                f"Bad Request: Unsupported protocol version: {version.decode('latin-1')}",
+            )
+            return _refusal(400, error)
+        return None
+
+    def _end_session(self, session: _Line, version: _Line) -> HttpResponse:
+        problem = self._session_problem(session, version)
+        if problem is not None or session is None:
+            return problem or _plain(400)
+        with self._lock:
+            self._ended.put(session, True)
+        return _plain(204)
+
+    def _answer(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
+        """The result of a request: a dict, or a coroutine of one for a method that runs
+        something (ProtocolError for a JSON-RPC error)."""
+        if message.method == "initialize":
+            return self._initialize(message)
+        method = self._methods.get(message.method or "")
+        if method is None:
+            raise ProtocolError(protocol.METHOD_NOT_FOUND, "Method not found")
+        return method(message, http, ctx)
 
     # -- methods ----------------------------------------------------------------------------
 
@@ -294,18 +345,23 @@ class McpEndpoint:
             result["instructions"] = host.description
         return result
 
-    async def _ping(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+    def _ping(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
         return {}
 
-    async def _tools_list(self, message: Message, request: Request, ctx: RequestContext) -> Any:
-        return {"tools": await self.tools.listed(request.user, ctx.app_password_scope)}
+    def _tools_list(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
+        return self._listed(ctx)
 
-    async def _tools_call(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+    async def _listed(self, ctx: RequestContext) -> dict[str, Any]:
+        return {"tools": await self.tools.listed(ctx.user, ctx.app_password_scope)}
+
+    def _tools_call(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
+        """The tool's result: a dict when it is refused before it runs, else a coroutine
+        of the result of its internal dispatch."""
         name = message.params.get("name")
         arguments = message.params.get("arguments")
         if arguments is None:
             arguments = {}
-        if not isinstance(name, str) or not isinstance(arguments, dict):
+        if type(name) is not str or not isinstance(arguments, dict):
             raise ProtocolError(protocol.INVALID_PARAMS, "Invalid params")
         tool = self.tools.find(name)
         if tool is None:
@@ -314,9 +370,12 @@ class McpEndpoint:
         if scope is not None and not tool.in_scope(scope):
             # Internal dispatch would refuse it too; refused before reading the arguments.
             return tool_result(tool, Response.from_error(scope_error()))
-        internal = tool.request(arguments, request.headers)
+        internal = tool.request(arguments, http.headers)
         if isinstance(internal, RestError):
             return tool_result(tool, Response.from_error(internal))
+        return self._run_tool(tool, internal, ctx)
+
+    async def _run_tool(self, tool: Tool, internal: Request, ctx: RequestContext) -> Any:
         response = await self.host.rest_do_request_async(internal)
         # The request's metrics and access log name the route the tool ran.
         ctx.matched_route = response.matched_route
@@ -325,7 +384,7 @@ class McpEndpoint:
     def _resource_uris(self) -> tuple[str, str]:
         return self.host.get_rest_url(), self.host.home + "/" + _OPENAPI_NAME
 
-    async def _resources_list(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+    def _resources_list(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
         index, openapi = self._resource_uris()
         return {
             "resources": [
@@ -347,18 +406,21 @@ class McpEndpoint:
             ]
         }
 
-    async def _resources_read(self, message: Message, request: Request, ctx: RequestContext) -> Any:
+    def _resources_read(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
         uri = message.params.get("uri")
         if not isinstance(uri, str):
             raise ProtocolError(protocol.INVALID_PARAMS, "Invalid params")
         index, openapi = self._resource_uris()
+        if uri not in (index, openapi):
+            raise ProtocolError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+        return self._read(uri, index)
+
+    async def _read(self, uri: str, index: str) -> dict[str, Any]:
         if uri == index:
             response = await self.host.rest_do_request_async(Request("GET", "/"))
             data = response.data
-        elif uri == openapi:
-            data = build_openapi(self.host.rest_get_server(), self.host)
         else:
-            raise ProtocolError(protocol.RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+            data = build_openapi(self.host.rest_get_server(), self.host)
         text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode()
         return {"contents": [{"uri": uri, "mimeType": _JSON_TYPE, "text": text}]}
 
@@ -366,5 +428,5 @@ class McpEndpoint:
 def install_mcp_page(host: McpHost) -> McpEndpoint:
     """Serve ``/mcp`` on ``host`` (POST and DELETE; GET answers 405)."""
     endpoint = McpEndpoint(host)
-    host.pages[MCP_PATH] = Page(endpoint.serve, ("POST", "DELETE"))
+    host.pages[MCP_PATH] = Page(endpoint.serve, ("POST", "DELETE"), html=False)
     return endpoint

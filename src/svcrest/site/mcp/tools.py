@@ -37,6 +37,7 @@ from svcrest.bounded import Memo
 from svcrest.http.answer_json import encode_default
 from svcrest.http.context import as_current_user
 from svcrest.http.errors import RestError
+from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.scope import AppPasswordScope
@@ -152,7 +153,7 @@ class Tool:
             entry["annotations"] = self.annotations
         return entry
 
-    def request(self, arguments: dict[str, Any], headers: Any) -> Request | RestError:
+    def request(self, arguments: dict[str, Any], headers: Headers) -> Request | RestError:
         """The internal request running this tool with ``arguments``, or the 400 of a path
         parameter missing or holding a ``/`` (it would name another route). The caller's
         header lines are kept (rate limits count per credential, ``Idempotency-Key``
@@ -165,7 +166,7 @@ class Tool:
             if self.method == "POST":
                 return _with_body("POST", route, {"input": value}, headers)
             query = {} if value is None else {"input": value}
-            return Request(self.method, route, query=query, headers=headers)
+            return Request.for_dispatch(self.method, route, headers, query)
         path = self.template
         missing = [name for name in self.path_names if arguments.get(name) in (None, "")]
         if missing:
@@ -186,7 +187,7 @@ class Tool:
         rest = {key: value for key, value in arguments.items() if key not in self.path_names}
         if self.body:
             return _with_body(self.method, path, rest, headers)
-        return Request(self.method, path, query=rest, headers=headers)
+        return Request.for_dispatch(self.method, path, headers, rest)
 
     def in_scope(self, scope: AppPasswordScope) -> bool:
         """Whether a call of the tool is inside an application password's ``scope`` (the
@@ -216,9 +217,9 @@ class Tool:
             return False
 
 
-def _with_body(method: str, route: str, body: Any, headers: Any) -> Request:
+def _with_body(method: str, route: str, body: Any, headers: Headers) -> Request:
     raw = orjson.dumps(body, default=encode_default, option=_JSON_OPTIONS)
-    return Request(method, route, json=body, raw_body=raw, headers=headers)
+    return Request.for_dispatch(method, route, headers, {}, body, raw)
 
 
 def ability_tool(ability: Ability) -> Tool:
@@ -393,9 +394,9 @@ class Toolbox:
         self._routes: tuple[tuple[int, int], dict[str, Tool]] = ((-1, -1), {})
         #: The tool of each ability called (PERF: made once, not on every call).
         self._ability_tools: Memo[Ability, Tool] = Memo(1024)
-        #: The abilities shown in REST by tool name, for the registry's version (PERF: a
-        #: call finds its tool with one look-up, not a scan of the registry).
-        self._by_name: tuple[int, dict[str, Ability]] = (-1, {})
+        #: The tools of the abilities shown in REST by name, for the registry's version
+        #: (PERF: a call finds its tool with one look-up, not a scan of the registry).
+        self._by_name: tuple[int, dict[str, Tool]] = (-1, {})
 
     def _route_tools(self) -> dict[str, Tool]:
         server = self.host.rest_get_server()
@@ -427,16 +428,16 @@ class Toolbox:
         """The tool named ``name``, None when there is none (of two abilities whose names
         give the same tool name, the first registered)."""
         registry = self.host.abilities
-        version, abilities = self._by_name
+        version, tools = self._by_name
         if version != registry.version:
-            shown: dict[str, Ability] = {}
+            shown: dict[str, Tool] = {}
             for each in registry.get_all():
-                if each.show_in_rest:
-                    shown.setdefault(each.name.replace("/", "-"), each)
-            version, abilities = self._by_name = (registry.version, shown)
-        found = abilities.get(name)
+                if each.show_in_rest and each.name.replace("/", "-") not in shown:
+                    shown[each.name.replace("/", "-")] = self._ability_tool(each)
+            version, tools = self._by_name = (registry.version, shown)
+        found = tools.get(name)
         if found is not None:
-            return self._ability_tool(found)
+            return found
         return self._route_tools().get(name)
 
     async def listed(
