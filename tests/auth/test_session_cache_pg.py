@@ -4,6 +4,8 @@ sessions and revocations made by another process."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ from svcrest.auth.passwords import password_fragment
 from svcrest.auth.service import SESSION_CACHE_FILTER, SESSION_LIFETIME
 from svcrest.auth.session_cache import DEFAULT_MAX_ENTRIES, LEASE, SessionCache
 from svcrest.site.pages import LOGOUT_ACTION
-from svcrest.store.pg_relay import _HOSTED
+from svcrest.store.pg_relay import _STARTED
 from tests.auth.test_auth_hosts import behind_svcrest, cache_on, make_host
 from tests.conftest import SiteClient
 from tests.pg import PostgresServer
@@ -88,11 +90,18 @@ def test_a_broken_listener_turns_the_cache_off_until_it_listens_again(
     cache_on(host, cookie)
     cache = the_cache(host)
     listener: Any = host.store._listeners[0]  # type: ignore[attr-defined]
-    # The host's one listening connection, held by the relay this process runs.
-    relay: Any = _HOSTED[listener._path]
-    pid = relay._conn.info.backend_pid
-    relay._next_attempt = time.monotonic() + 3600  # no reconnection for now
-    behind_svcrest(host, f"SELECT pg_terminate_backend({pid}, 5000)")
+    # The host's one listening connection, held by the relay's process this process started.
+    relay = _STARTED[listener._path]
+    behind_svcrest(
+        host,
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity"
+        " WHERE application_name = 'svcrest-listen' AND datname = current_database()",
+    )
+    deadline = time.monotonic() + 5
+    while listener.listening:  # the relay tells its clients at once
+        assert time.monotonic() < deadline, "the listener did not notice"
+        time.sleep(0.01)
+    os.kill(relay, signal.SIGSTOP)  # no reconnection for now (it waits a second first)
     # Still correct: the session is read from the store, the cache is empty and unused.
     assert host.auth.validate_cookie(cookie) is not None
     assert (cache.listening, cache.trusted, len(cache)) == (False, False, 0)
@@ -100,7 +109,7 @@ def test_a_broken_listener_turns_the_cache_off_until_it_listens_again(
     assert host.auth.validate_cookie(cookie) is None
     assert (cache.listening, len(cache)) == (False, 0)
     # The listener reconnects in the background; then the cache serves again.
-    relay._next_attempt = 0.0
+    os.kill(relay, signal.SIGCONT)
     second = issue(host)
     deadline = time.monotonic() + 10
     while not cache.listening:

@@ -67,9 +67,11 @@ def test_a_commit_on_another_host_wakes_the_readers_of_its_type_only(
         notes, books = waker.token("note"), waker.token("book")
         note_readers = [asyncio.ensure_future(waker.wait("note", notes, 10)) for _ in range(50)]
         book_reader = asyncio.ensure_future(waker.wait("book", books, 1.5))
-        await asyncio.sleep(0.3)  # the first look wakes everyone once: take fresh tokens
-        for reader in note_readers:
-            reader.cancel()
+        # The first look (once the listener listens, or the change mark is read) wakes
+        # everyone once: wait for it, then take fresh tokens.
+        first = await asyncio.wait_for(asyncio.gather(*note_readers), 10)
+        assert first == [True] * 50
+        await book_reader
         notes, books = waker.token("note"), waker.token("book")
         note_readers = [asyncio.ensure_future(waker.wait("note", notes, 10)) for _ in range(50)]
         book_reader = asyncio.ensure_future(waker.wait("book", books, 1.0))

@@ -354,3 +354,29 @@ def test_a_forked_child_does_not_keep_the_relays_lock(
     finally:
         os.kill(child, signal.SIGKILL)
         os.waitpid(child, 0)
+
+
+def test_the_relay_is_a_process_of_its_own_and_a_killed_one_is_started_again(
+    postgres: PostgresServer, run_dir: Path
+) -> None:
+    """Its starter's threads never delay it (a CPU-bound worker's GIL); killed, the host's
+    processes start another, with a new epoch."""
+    import svcrest.store.pg_relay as relay
+
+    url = postgres.new_database()
+    database = database_of(url)
+    with PostgresStore(url, run_dir=run_dir) as store, PostgresStore(url, run_dir=run_dir) as two:
+        first, second = store.listen(CHANNEL), two.listen(CHANNEL)
+        path, lock_path = relay_paths(run_dir, store._conninfo)
+        started = relay._STARTED[path]
+        assert started != os.getpid()
+        assert lock_holder(lock_path) == os.getpid()  # it took the lock and handed it over
+        assert listening_connections(postgres, database) == 1
+        os.kill(started, signal.SIGKILL)
+        eventually(lambda: first.epoch == 2 and second.epoch == 2, 10)
+        again = relay._STARTED[path]
+        assert again != started
+        eventually(lambda: listening_connections(postgres, database) == 1, 10)
+        store.publish(CHANNEL, "9")
+        assert first.ping(1) and first.poll() == ["9"]
+        assert second.ping(1) and second.poll() == ["9"]

@@ -6,11 +6,16 @@ carry one), and a site of 16 hosts of 8 worker processes with one listener per p
 of a host that listen on the same database share one connection:
 
 - The first process whose :class:`RelayListener` finds no relay running takes an exclusive
-  ``flock`` on ``<run dir>/listen-<hash>.lock`` and becomes the host's relay: a thread that
-  holds the one listening connection (``application_name`` ``svcrest-listen``) and serves
-  the socket ``<run dir>/listen-<hash>.sock`` (``hash``: of the listener's connection
-  string, so each database has its own relay). Every process, the relay's own included,
-  connects to that socket as a client.
+  ``flock`` on ``<run dir>/listen-<hash>.lock`` and starts the host's relay
+  (:mod:`svcrest.store.pg_relay_process`), a small process of its own to which it hands the
+  lock: it holds the one listening connection (``application_name`` ``svcrest-listen``) and
+  serves the socket ``<run dir>/listen-<hash>.sock`` (``hash``: of the listener's connection
+  string, so each database has its own relay). Every process, the starter included,
+  connects to that socket as a client. The relay is a fresh interpreter importing nothing
+  of svcrest but its module (not a fork of the worker: the child's interpreter would
+  finalize the worker's other threads' event loops, whose closing unregisters their
+  descriptors from the epoll instance it shares with its parent, whose loop then waits
+  forever).
 - The relay sends each client the notifications of its channel as they arrive, and answers
   a client's ping with a ``SELECT 1`` of its own, sent after the ping reached it, whose
   answer it relays only after every notification that arrived before it: the client's
@@ -21,15 +26,18 @@ of a host that listen on the same database share one connection:
 - The relay tells its clients when its connection is lost (``down``) and when it listens
   again (``up``); a client counts a new epoch at each ``up``, and is not listening while
   down or while it has no relay, so a session cache stops trusting its entries then.
-- When the relay's process exits (or is killed), the kernel closes its sockets and releases
-  its lock: each client sees the end of its connection (not listening from that moment),
-  one of them takes the lock and becomes the relay, and the others connect to it.
+- The relay ends half a second after its last client left, and within a second of the end
+  of the process that started it. When it ends (or is killed), the kernel closes its
+  sockets and releases its lock: each client sees the end of its connection (not listening
+  from that moment), one of them takes the lock and starts another relay, and the others
+  connect to it.
 
-PERF: the relay is a thread of one of the host's worker processes, so it answers pings only
-as fast as that process lets go of the GIL: through a relay whose process spins on another
-thread, pings took 58 ms at the median on a loaded 2-core machine (7 ms through an idle one,
-5 ms straight to PostgreSQL); a late answer makes the caches read the store, never trust
-longer.
+PERF: a relay of its own answers pings whatever its starter does: 200 pings 17 ms apart
+through a relay whose starter spins on a second thread took 0.3 / 8.1 / 12.2 ms (p50 / p99 /
+max) on a loaded 2-core machine, against 10.7 / 28.2 / 41.5 when the relay was a thread of
+the starter, waiting for its GIL (``bench/relay_ping.py``). It costs a process per host and
+database and, when the first worker listens, the start of an interpreter (about half a
+second; a fork would be at once, but see above).
 
 SECURITY: the run directory is created with mode ``0700`` and used only when it belongs to
 this user and nobody else may write to it: a process of another user could otherwise
@@ -40,28 +48,27 @@ connection (:class:`svcrest.store.pg_listen.PostgresListener`).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import hashlib
 import logging
 import os
-import selectors
 import socket
 import stat
+import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
-import psycopg
-from psycopg import sql
-from psycopg.pq import ConnStatus, ExecStatus
 
+from svcrest.store import pg_relay_process
 from svcrest.store.base import StoreError
 from svcrest.store.pg_listen import CONNECT_OPTIONS, ListenerCallback, ListenerState
+from svcrest.store.pg_relay_process import MAX_LINE, message
 
 __all__ = ["ENV_RUN_DIR", "RelayListener", "default_run_dir", "relay_paths"]
 
@@ -69,15 +76,9 @@ _log = logging.getLogger("svcrest.store")
 
 #: The environment variable naming the directory of the host's relay socket and lock.
 ENV_RUN_DIR = "SVCREST_RUN_DIR"
-#: Bounds: payloads a client holds before its caller polls (past it a new epoch begins, as
-#: when notifications are lost); bytes the relay queues for a client before dropping it; a
-#: message's length; clients of one relay.
+#: Payloads a client holds before its caller polls (past it a new epoch begins, as when
+#: notifications are lost).
 _MAX_HELD = 100_000
-_MAX_QUEUED = 8 * 1024 * 1024
-_MAX_LINE = 64 * 1024
-_MAX_CLIENTS = 4096
-#: Seconds a relayed ping may take before the relay's connection counts as broken.
-_PING_TIMEOUT = 5.0
 #: The longest unix socket path (``sun_path`` holds 108 bytes on Linux, 104 elsewhere).
 _MAX_SOCKET_PATH = 100
 
@@ -141,372 +142,38 @@ def _load_flock() -> Callable[[int], bool] | None:
 _flock = _load_flock()
 
 
-def _message(*parts: object) -> bytes:
-    return orjson.dumps(parts) + b"\n"
+# -- the relay's process (one per host and database) ----------------------------------------
 
-
-# -- the relay (one per host and database) ---------------------------------------------------
-
-
-class _Peer:
-    """A client connection of the relay."""
-
-    __slots__ = ("channel", "inbox", "outbox", "sock")
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.channel: str | None = None
-        self.inbox = b""
-        self.outbox = bytearray()
-
-
-class _Relay:
-    """The host's listening connection and the socket its processes connect to; one thread."""
-
-    def __init__(self, url: str, path: str, lock_fd: int, retry_interval: float) -> None:
-        self._url = url
-        self._path = path
-        self.lock_fd = lock_fd
-        self._retry_interval = retry_interval
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # a dead relay's (this process holds the lock now)
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(path)
-        os.chmod(path, 0o600)
-        self._server.listen(128)
-        self._server.setblocking(False)
-        self._selector = selectors.DefaultSelector()
-        self._selector.register(self._server, selectors.EVENT_READ)
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ)
-        self._peers: dict[socket.socket, _Peer] = {}
-        self._conn: psycopg.Connection[Any] | None = None
-        self._pg_socket: int | None = None
-        self._noticed = False
-        self._listened: set[str] = set()
-        self._wanted: set[str] = set()
-        self._queued_listens: collections.deque[str] = collections.deque()
-        self._pending_pings: list[tuple[_Peer, int]] = []
-        self._in_flight: tuple[str, Any] | None = None
-        self._in_flight_ok = True
-        self._in_flight_since = 0.0
-        self._next_attempt = 0.0
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="svcrest-listen-relay", daemon=True)
-        self._thread.start()
-
-    @property
-    def alive(self) -> bool:
-        """Whether the relay's thread runs."""
-        return self._thread.is_alive()
-
-    def stop(self) -> None:
-        """Close every connection, remove the socket and release the lock."""
-        self._stopping = True
-        with contextlib.suppress(OSError):
-            self._wake_w.send(b"x")
-        if threading.current_thread() is not self._thread:
-            self._thread.join(10)
-
-    # -- the loop --------------------------------------------------------------------------------
-
-    def _run(self) -> None:
-        try:
-            while not self._stopping:
-                self._turn()
-        except Exception:
-            _log.exception("the notification relay stopped")
-        finally:
-            self._shut()
-
-    def _turn(self) -> None:
-        now = time.monotonic()
-        if self._conn is None and now >= self._next_attempt:
-            self._connect()
-        self._send_next()
-        if self._conn is None:  # looked at again every second at least
-            timeout = min(1.0, max(0.0, self._next_attempt - time.monotonic()))
-        elif self._in_flight is not None:
-            timeout = max(0.0, self._in_flight_since + _PING_TIMEOUT - time.monotonic())
-            if timeout == 0.0:
-                self._drop("a query went unanswered")
-                return
-        else:
-            timeout = 1.0
-        for key, events in self._selector.select(timeout):
-            target = key.fileobj
-            if target is self._server:
-                self._accept()
-            elif target is self._wake_r:
-                with contextlib.suppress(OSError):
-                    self._wake_r.recv(64)
-            elif target == self._pg_socket:
-                self._read_pg()
-            elif isinstance(target, socket.socket):
-                peer = self._peers.get(target)
-                if peer is not None:
-                    self._serve_peer(peer, events)
-
-    def _shut(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
-        for peer in list(self._peers.values()):
-            self._forget(peer)
-        # Removed while the lock is still held: a new relay binds only after taking it.
-        with contextlib.suppress(OSError):
-            os.unlink(self._path)
-        for closing in (self._server, self._wake_r, self._wake_w):
-            with contextlib.suppress(OSError):
-                closing.close()
-        self._selector.close()
-        os.close(self.lock_fd)
-
-    # -- PostgreSQL ------------------------------------------------------------------------------
-
-    def _connect(self) -> None:
-        self._next_attempt = time.monotonic() + self._retry_interval
-        try:
-            conn = psycopg.connect(self._url, **CONNECT_OPTIONS)
-        except Exception as exc:
-            _log.warning("notification relay cannot connect: %s", exc)
-            return
-        try:
-            conn.add_notice_handler(self._on_notice)
-            for channel in sorted(self._wanted):
-                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-        except Exception as exc:
-            _log.warning("notification relay cannot listen: %s", exc)
-            conn.close()
-            return
-        self._conn = conn
-        self._noticed = False
-        self._listened = set(self._wanted)
-        self._pg_socket = conn.pgconn.socket
-        self._selector.register(self._pg_socket, selectors.EVENT_READ)
-        for peer in list(self._peers.values()):  # _queue may forget one
-            if peer.channel in self._listened:
-                self._queue(peer, _message("up"))
-
-    def _on_notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
-        """Any message but a notification on the idle connection means it is going away."""
-        self._noticed = True
-
-    def _drop(self, reason: str) -> None:
-        conn, self._conn = self._conn, None
-        if conn is None:
-            return
-        _log.warning("notification relay lost its connection: %s", reason)
-        if self._pg_socket is not None:
-            with contextlib.suppress(KeyError, ValueError):
-                self._selector.unregister(self._pg_socket)
-            self._pg_socket = None
-        with contextlib.suppress(Exception):
-            conn.close()
-        self._listened.clear()
-        self._queued_listens.clear()
-        self._pending_pings.clear()
-        self._in_flight = None
-        self._next_attempt = max(self._next_attempt, time.monotonic() + self._retry_interval)
-        down = _message("down")
-        for peer in list(self._peers.values()):  # _queue may forget one
-            self._queue(peer, down)
-
-    def _send_next(self) -> None:
-        """Send the next query (a LISTEN, else one ping for every client waiting) when none
-        is in flight."""
-        conn = self._conn
-        if conn is None or self._in_flight is not None:
-            return
-        if self._queued_listens:
-            channel = self._queued_listens.popleft()
-            query = sql.SQL("LISTEN {}").format(sql.Identifier(channel)).as_bytes(conn)
-            operation: tuple[str, Any] = ("listen", channel)
-        elif self._pending_pings:
-            query = b"SELECT 1"
-            operation = ("ping", self._pending_pings)
-            self._pending_pings = []
-        else:
-            return
-        pgconn = conn.pgconn
-        started = time.monotonic()
-        try:
-            pgconn.send_query(query)
-            while pgconn.flush():  # the socket's buffer is full: the network is stuck
-                time.sleep(0.001)
-                if time.monotonic() - started > _PING_TIMEOUT:
-                    raise TimeoutError("cannot send")
-        except Exception as exc:
-            self._drop(str(exc))
-            return
-        self._in_flight = operation
-        self._in_flight_ok = True
-        self._in_flight_since = time.monotonic()
-
-    def _read_pg(self) -> None:
-        conn = self._conn
-        if conn is None:
-            return
-        pgconn = conn.pgconn
-        try:
-            pgconn.consume_input()  # what the socket holds (non-blocking)
-            self._relay_notifies(pgconn)
-            if self._noticed or pgconn.status != ConnStatus.OK:
-                raise ConnectionError("the server is closing the connection")
-            if self._in_flight is None:
-                return
-            # Never a blocking get_result: only what libpq has parsed already.
-            while not pgconn.is_busy():
-                result = pgconn.get_result()
-                if result is None:
-                    break  # ReadyForQuery read: the answer is complete
-                if result.status not in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
-                    self._in_flight_ok = False
-            else:
-                return  # the rest of the answer is still on its way
-            # SECURITY: the notifications libpq parsed along with the answer (the server
-            # sends those committed before the query ahead of its ReadyForQuery) go out
-            # before the answer does.
-            self._relay_notifies(pgconn)
-        except Exception as exc:
-            self._drop(str(exc))
-            return
-        if not self._in_flight_ok:
-            self._drop("a query failed")
-            return
-        operation, self._in_flight = self._in_flight, None
-        self._finish(operation)
-
-    def _relay_notifies(self, pgconn: Any) -> None:
-        while (notify := pgconn.notifies()) is not None:
-            self._relay(
-                notify.relname.decode("utf-8", "replace"), notify.extra.decode("utf-8", "replace")
-            )
-
-    def _relay(self, channel: str, payload: str) -> None:
-        message = _message("n", payload)
-        for peer in list(self._peers.values()):
-            if peer.channel == channel:
-                self._queue(peer, message)
-
-    def _finish(self, operation: tuple[str, Any]) -> None:
-        kind, value = operation
-        if kind == "listen":
-            self._listened.add(value)
-            up = _message("up")
-            for peer in list(self._peers.values()):  # _queue may forget one
-                if peer.channel == value:
-                    self._queue(peer, up)
-            return
-        # SECURITY: queued after every notification read before the answer.
-        for peer, number in value:
-            if peer.sock in self._peers:
-                self._queue(peer, _message("a", number))
-
-    # -- clients ---------------------------------------------------------------------------------
-
-    def _accept(self) -> None:
-        try:
-            sock, _address = self._server.accept()
-        except OSError:
-            return
-        if len(self._peers) >= _MAX_CLIENTS:
-            sock.close()
-            return
-        sock.setblocking(False)
-        self._peers[sock] = _Peer(sock)
-        self._selector.register(sock, selectors.EVENT_READ)
-
-    def _serve_peer(self, peer: _Peer, events: int) -> None:
-        if events & selectors.EVENT_WRITE:
-            self._flush(peer)
-        if not events & selectors.EVENT_READ or peer.sock not in self._peers:
-            return
-        try:
-            data = peer.sock.recv(65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._forget(peer)
-            return
-        peer.inbox += data
-        *lines, peer.inbox = peer.inbox.split(b"\n")
-        if len(peer.inbox) > _MAX_LINE:
-            self._forget(peer)
-            return
-        for line in lines:
-            try:
-                request = orjson.loads(line)
-                self._request(peer, request[0], request[1])
-            except (orjson.JSONDecodeError, IndexError, TypeError, KeyError):
-                self._forget(peer)
-                return
-
-    def _request(self, peer: _Peer, kind: str, value: Any) -> None:
-        if kind == "listen" and peer.channel is None and isinstance(value, str) and value:
-            peer.channel = value
-            if value in self._listened and self._conn is not None:
-                self._queue(peer, _message("up"))
-            elif value not in self._wanted:
-                self._wanted.add(value)
-                if self._conn is not None:
-                    self._queued_listens.append(value)
-        elif kind == "ping" and isinstance(value, int):
-            # Not listening on the channel: the client is told down, or up later.
-            if self._conn is not None and peer.channel in self._listened:
-                self._pending_pings.append((peer, value))
-        else:
-            raise KeyError(kind)
-
-    def _queue(self, peer: _Peer, message: bytes) -> None:
-        if len(peer.outbox) + len(message) > _MAX_QUEUED:
-            self._forget(peer)  # it stopped reading: it listens anew when it comes back
-            return
-        was_empty = not peer.outbox
-        peer.outbox += message
-        if was_empty:
-            self._flush(peer)
-
-    def _flush(self, peer: _Peer) -> None:
-        try:
-            sent = peer.sock.send(peer.outbox)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            self._forget(peer)
-            return
-        del peer.outbox[:sent]
-        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if peer.outbox else 0)
-        self._selector.modify(peer.sock, events)
-
-    def _forget(self, peer: _Peer) -> None:
-        if self._peers.pop(peer.sock, None) is None:
-            return
-        with contextlib.suppress(KeyError, ValueError):
-            self._selector.unregister(peer.sock)
-        with contextlib.suppress(OSError):
-            peer.sock.close()
-
-
-#: The relays this process runs, by socket path, and how many of this process's listeners
-#: use each path (a relay stops when the last of them closes).
-_HOSTED: dict[str, _Relay] = {}
+#: The relays this process started (their process ids), by socket path, and how many of
+#: this process's listeners use each path.
+_STARTED: dict[str, int] = {}
 _USERS: dict[str, int] = {}
 _HOSTED_LOCK = threading.Lock()
+#: Lock descriptors being handed to a relay starting now, and the live listeners.
+_HANDING: set[int] = set()
+_LISTENERS: weakref.WeakSet[RelayListener] = weakref.WeakSet()
+#: A spawned relay runs its module by its file, importing nothing of svcrest but it (the
+#: whole package would take over a second to import).
+_BOOT = (
+    "import importlib.util as u, sys; s = u.spec_from_file_location('svcrest_relay', sys.argv[1]);"
+    " m = u.module_from_spec(s); s.loader.exec_module(m); m.main()"
+)
+#: The descriptor a spawned relay finds its lock at.
+_SPAWNED_LOCK_FD = 3
 
 
 def _forget_relays_after_fork() -> None:
-    """In a child made by ``fork``: the relays' threads did not come along; close the copies
-    of their lock descriptors, or the lock would outlive the parent and no process of the
-    host could take over."""
-    for relay in _HOSTED.values():
+    """In a child made by ``fork``: its copies of the listeners' connections to the relay
+    (a relay lives as long as one is open) and of a lock being handed over are closed, and
+    the relays started are the parent's, not its own (the listeners' threads did not come
+    along). No lock is taken here: another thread of the parent may have held it."""
+    for fd in list(_HANDING):
         with contextlib.suppress(OSError):
-            os.close(relay.lock_fd)
-    _HOSTED.clear()
+            os.close(fd)
+    _HANDING.clear()
+    for listener in list(_LISTENERS):
+        listener._forget_after_fork()
+    _STARTED.clear()
     _USERS.clear()
 
 
@@ -515,41 +182,93 @@ if hasattr(os, "register_at_fork"):
 
 
 def _use(path: str, delta: int) -> None:
-    relay = None
     with _HOSTED_LOCK:
         count = _USERS.get(path, 0) + delta
         if count > 0:
             _USERS[path] = count
         else:
             _USERS.pop(path, None)
-            relay = _HOSTED.pop(path, None)
-    if relay is not None:
-        relay.stop()
+
+
+def _reap(pid: int) -> None:
+    """Wait for the relay process ``pid`` to end, so that it leaves no zombie."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
+def _running(pid: int) -> bool:
+    """Whether the relay process ``pid`` (a child of this one) runs; reaps it when not."""
+    try:
+        done, _status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0
 
 
 def _lead(url: str, path: str, lock_path: str, retry_interval: float) -> bool:
-    """Become the host's relay of ``path`` unless another process is; whether this process
-    now runs it."""
+    """Start the host's relay of ``path`` unless a process runs it (or is starting it);
+    whether this process started it and it has not ended."""
     with _HOSTED_LOCK:
-        hosted = _HOSTED.get(path)
-        if hosted is not None:
-            if hosted.alive:
-                return True
-            del _HOSTED[path]  # its thread ended (logged): start another
+        started = _STARTED.get(path)
+        if started is not None:
+            if _running(started):
+                return True  # still starting: connect again shortly
+            del _STARTED[path]  # it ended: start another
         if path not in _USERS or _flock is None:
             return False  # every listener of this process closed meanwhile
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         if not _flock(fd):
             os.close(fd)
             return False
+        _HANDING.add(fd)
         try:
-            _HOSTED[path] = _Relay(url, path, fd, retry_interval)
+            pid = _STARTED[path] = _spawn_relay(url, path, fd, retry_interval)
         except OSError as exc:
-            os.close(fd)
             _log.warning("cannot start the notification relay at %r: %s", path, exc)
             return False
-        _log.info("this process relays notifications to the host's processes (%s)", path)
+        finally:  # the relay holds the lock now (or nobody does)
+            _HANDING.discard(fd)
+            os.close(fd)
+        _log.info("started the host's notification relay (pid %d, %s)", pid, path)
+        threading.Thread(
+            target=_reap, args=(pid,), name="svcrest-relay-reaper", daemon=True
+        ).start()
         return True
+
+
+def _settings(url: str, path: str, lock_fd: int, retry_interval: float) -> dict[str, Any]:
+    return {
+        "url": url,
+        "path": path,
+        "lock_fd": lock_fd,
+        "retry_interval": retry_interval,
+        "connect_options": CONNECT_OPTIONS,
+        "parent": os.getpid(),
+    }
+
+
+def _spawn_relay(url: str, path: str, lock_fd: int, retry_interval: float) -> int:
+    """The relay as a fresh interpreter holding the lock ``lock_fd`` (at descriptor 3), its
+    settings on its standard input (SECURITY: the connection string holds a password,
+    never on a command line); its process id."""
+    settings = _settings(url, path, _SPAWNED_LOCK_FD, retry_interval)
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-c", _BOOT, str(pg_relay_process.__file__)],
+            os.environ,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, read_end, 0),
+                (os.POSIX_SPAWN_DUP2, lock_fd, _SPAWNED_LOCK_FD),
+            ],
+            setsid=True,
+        )
+    finally:
+        os.close(read_end)
+    with os.fdopen(write_end, "wb") as pipe:
+        pipe.write(orjson.dumps(settings))
+    return pid
 
 
 # -- the client (one per listener) -----------------------------------------------------------
@@ -586,6 +305,7 @@ class RelayListener(ListenerState):
         self._callbacks: list[ListenerCallback] = []
         self._stop = threading.Event()
         _use(path, +1)
+        _LISTENERS.add(self)
         self._thread = threading.Thread(target=self._run, name="svcrest-listen", daemon=True)
         self._thread.start()
         # As a listener on its own connection does, start out listening when it can.
@@ -624,7 +344,7 @@ class RelayListener(ListenerState):
             epoch = self._epoch
         try:
             with self._send_lock:
-                sock.sendall(_message("ping", number))
+                sock.sendall(message("ping", number))
         except OSError:
             return False
         deadline = time.monotonic() + timeout
@@ -678,7 +398,7 @@ class RelayListener(ListenerState):
             try:
                 sock.settimeout(1.0)
                 sock.connect(self._path)
-                sock.sendall(_message("listen", self._channel))
+                sock.sendall(message("listen", self._channel))
             except OSError:
                 sock.close()
                 if not _lead(self._url, self._path, self._lock_path, self._retry_interval):
@@ -705,7 +425,7 @@ class RelayListener(ListenerState):
                 return
             pending += data
             *lines, pending = pending.split(b"\n")
-            if len(pending) > _MAX_LINE:
+            if len(pending) > MAX_LINE:
                 return
             try:
                 self._handle(lines)
@@ -749,6 +469,16 @@ class RelayListener(ListenerState):
             callback(payloads)
         except Exception:
             _log.exception("a notification callback of %r failed", self._channel)
+
+    def _forget_after_fork(self) -> None:
+        """In a child made by ``fork`` (no thread of this listener came along): close its
+        copy of the connection to the relay, without a lock (another thread may have held
+        it at the fork), so that the parent's closing still ends the relay's client."""
+        sock, self._sock = self._sock, None
+        self._listening = False
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def _lost(self, sock: socket.socket) -> None:
         with self._cond:

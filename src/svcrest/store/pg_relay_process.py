@@ -1,0 +1,448 @@
+"""The host's notification relay: a process of its own holding the one PostgreSQL ``LISTEN``
+connection of the host's processes and serving them over a unix socket.
+
+Started by :mod:`svcrest.store.pg_relay` (the first process of the host that finds none
+running, which takes the relay's lock and hands it over) as a fresh interpreter that imports
+nothing of svcrest but this file, with its settings on its standard input (the connection
+string holds a password: never on the command line, which other users can read). It ends
+when no process has been connected for :data:`LINGER` seconds (:data:`FIRST_CLIENT` before
+the first one), or when the process that started it is gone; its socket and lock go with
+it, and the next process that finds no relay starts another.
+
+The relay sends each client the notifications of its channel as they arrive, and answers a
+client's ping with a ``SELECT 1`` of its own, sent after the ping reached it, whose answer it
+relays only after every notification that arrived before it (pings of several clients
+waiting at the same time share one ``SELECT 1``); it tells its clients ``down`` when its
+connection is lost and ``up`` when it listens again. One message a line, a JSON array:
+``["listen", channel]`` and ``["ping", n]`` from a client; ``["n", payload]``, ``["a", n]``,
+``["up"]`` and ``["down"]`` to it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import selectors
+import socket
+import sys
+import time
+from typing import Any, Final
+
+import orjson
+import psycopg
+from psycopg import sql
+from psycopg.pq import ConnStatus, ExecStatus
+
+__all__ = ["FIRST_CLIENT", "LINGER", "MAX_LINE", "RelayProcess", "main", "message", "run_relay"]
+
+_log = logging.getLogger("svcrest.relay")
+
+#: Seconds the relay lives on once its last client left (one coming back meanwhile keeps
+#: it), and before its first client came.
+LINGER: Final = 0.5
+FIRST_CLIENT: Final = 10.0
+#: Bounds: bytes the relay queues for a client before dropping it; a message's length;
+#: clients of one relay.
+_MAX_QUEUED: Final = 8 * 1024 * 1024
+MAX_LINE: Final = 64 * 1024
+_MAX_CLIENTS: Final = 4096
+#: Seconds a relayed ping may take before the relay's connection counts as broken.
+_PING_TIMEOUT: Final = 5.0
+
+
+def message(*parts: object) -> bytes:
+    """One line of the relay's protocol."""
+    return orjson.dumps(parts) + b"\n"
+
+
+class _Peer:
+    """A client connection of the relay."""
+
+    __slots__ = ("channel", "inbox", "outbox", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.channel: str | None = None
+        self.inbox = b""
+        self.outbox = bytearray()
+
+
+class RelayProcess:
+    """The host's listening connection and the socket its processes connect to, served by
+    :meth:`run` in this process's main thread until nobody uses it (see the module
+    docstring). ``lock_fd``: the relay's lock, taken by the process that started this one
+    and held as long as this process runs; ``parent``: that process's id."""
+
+    def __init__(
+        self,
+        url: str,
+        path: str,
+        lock_fd: int,
+        retry_interval: float,
+        *,
+        connect_options: dict[str, Any],
+        parent: int | None = None,
+    ) -> None:
+        self._url = url
+        self._path = path
+        self.lock_fd = lock_fd
+        self._retry_interval = retry_interval
+        self._connect_options = connect_options
+        self._parent = parent
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a dead relay's (this process holds the lock now)
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(path)
+        os.chmod(path, 0o600)
+        self._server.listen(128)
+        self._server.setblocking(False)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._server, selectors.EVENT_READ)
+        self._peers: dict[socket.socket, _Peer] = {}
+        #: Since when no process is connected, and whether one ever was.
+        self._empty_since: float | None = time.monotonic()
+        self._served = False
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pg_socket: int | None = None
+        self._noticed = False
+        self._listened: set[str] = set()
+        self._wanted: set[str] = set()
+        self._queued_listens: collections.deque[str] = collections.deque()
+        self._pending_pings: list[tuple[_Peer, int]] = []
+        self._in_flight: tuple[str, Any] | None = None
+        self._in_flight_ok = True
+        self._in_flight_since = 0.0
+        self._next_attempt = 0.0
+        self._stopping = False
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until nobody uses the relay or the process that started it is gone; then
+        close every connection, remove the socket and release the lock."""
+        try:
+            while not self._stopping:
+                self._turn()
+        except Exception:
+            _log.exception("the notification relay stopped")
+        finally:
+            self._shut()
+
+    def _turn(self) -> None:
+        now = time.monotonic()
+        if self._done(now):
+            self._stopping = True
+            return
+        if self._conn is None and now >= self._next_attempt:
+            self._connect()
+        self._send_next()
+        if self._conn is None:  # looked at again every second at least
+            timeout = min(1.0, max(0.0, self._next_attempt - time.monotonic()))
+        elif self._in_flight is not None:
+            timeout = max(0.0, self._in_flight_since + _PING_TIMEOUT - time.monotonic())
+            if timeout == 0.0:
+                self._drop("a query went unanswered")
+                return
+        else:
+            timeout = 1.0
+        if self._empty_since is not None:  # look again when it may be time to end
+            timeout = min(timeout, max(0.0, self._empty_since + self._linger() - now))
+        for key, events in self._selector.select(min(timeout, 1.0)):
+            target = key.fileobj
+            if target is self._server:
+                self._accept()
+            elif target == self._pg_socket:
+                self._read_pg()
+            elif isinstance(target, socket.socket):
+                peer = self._peers.get(target)
+                if peer is not None:
+                    self._serve_peer(peer, events)
+
+    def _linger(self) -> float:
+        return LINGER if self._served else FIRST_CLIENT
+
+    def _done(self, now: float) -> bool:
+        """Whether to end: nobody connected for a while, or the parent process is gone
+        (this process was handed to another parent)."""
+        if self._parent is not None and os.getppid() != self._parent:
+            return True
+        return self._empty_since is not None and now - self._empty_since >= self._linger()
+
+    def _shut(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+        for peer in list(self._peers.values()):
+            self._forget(peer)
+        # Removed while the lock is still held: a new relay binds only after taking it.
+        with contextlib.suppress(OSError):
+            os.unlink(self._path)
+        with contextlib.suppress(OSError):
+            self._server.close()
+        self._selector.close()
+        os.close(self.lock_fd)
+
+    # -- PostgreSQL ------------------------------------------------------------------------------
+
+    def _connect(self) -> None:
+        self._next_attempt = time.monotonic() + self._retry_interval
+        try:
+            conn = psycopg.connect(self._url, **self._connect_options)
+        except Exception as exc:
+            _log.warning("notification relay cannot connect: %s", exc)
+            return
+        try:
+            conn.add_notice_handler(self._on_notice)
+            for channel in sorted(self._wanted):
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+        except Exception as exc:
+            _log.warning("notification relay cannot listen: %s", exc)
+            conn.close()
+            return
+        self._conn = conn
+        self._noticed = False
+        self._listened = set(self._wanted)
+        self._pg_socket = conn.pgconn.socket
+        self._selector.register(self._pg_socket, selectors.EVENT_READ)
+        for peer in list(self._peers.values()):  # _queue may forget one
+            if peer.channel in self._listened:
+                self._queue(peer, message("up"))
+
+    def _on_notice(self, diagnostic: psycopg.errors.Diagnostic) -> None:
+        """Any message but a notification on the idle connection means it is going away."""
+        self._noticed = True
+
+    def _drop(self, reason: str) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        _log.warning("notification relay lost its connection: %s", reason)
+        if self._pg_socket is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(self._pg_socket)
+            self._pg_socket = None
+        with contextlib.suppress(Exception):
+            conn.close()
+        self._listened.clear()
+        self._queued_listens.clear()
+        self._pending_pings.clear()
+        self._in_flight = None
+        self._next_attempt = max(self._next_attempt, time.monotonic() + self._retry_interval)
+        down = message("down")
+        for peer in list(self._peers.values()):  # _queue may forget one
+            self._queue(peer, down)
+
+    def _send_next(self) -> None:
+        """Send the next query (a LISTEN, else one ping for every client waiting) when none
+        is in flight."""
+        conn = self._conn
+        if conn is None or self._in_flight is not None:
+            return
+        if self._queued_listens:
+            channel = self._queued_listens.popleft()
+            query = sql.SQL("LISTEN {}").format(sql.Identifier(channel)).as_bytes(conn)
+            operation: tuple[str, Any] = ("listen", channel)
+        elif self._pending_pings:
+            query = b"SELECT 1"
+            operation = ("ping", self._pending_pings)
+            self._pending_pings = []
+        else:
+            return
+        pgconn = conn.pgconn
+        started = time.monotonic()
+        try:
+            pgconn.send_query(query)
+            while pgconn.flush():  # the socket's buffer is full: the network is stuck
+                time.sleep(0.001)
+                if time.monotonic() - started > _PING_TIMEOUT:
+                    raise TimeoutError("cannot send")
+        except Exception as exc:
+            self._drop(str(exc))
+            return
+        self._in_flight = operation
+        self._in_flight_ok = True
+        self._in_flight_since = time.monotonic()
+
+    def _read_pg(self) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        pgconn = conn.pgconn
+        try:
+            pgconn.consume_input()  # what the socket holds (non-blocking)
+            self._relay_notifies(pgconn)
+            if self._noticed or pgconn.status != ConnStatus.OK:
+                raise ConnectionError("the server is closing the connection")
+            if self._in_flight is None:
+                return
+            # Never a blocking get_result: only what libpq has parsed already.
+            while not pgconn.is_busy():
+                result = pgconn.get_result()
+                if result is None:
+                    break  # ReadyForQuery read: the answer is complete
+                if result.status not in (ExecStatus.TUPLES_OK, ExecStatus.COMMAND_OK):
+                    self._in_flight_ok = False
+            else:
+                return  # the rest of the answer is still on its way
+            # SECURITY: the notifications libpq parsed along with the answer (the server
+            # sends those committed before the query ahead of its ReadyForQuery) go out
+            # before the answer does.
+            self._relay_notifies(pgconn)
+        except Exception as exc:
+            self._drop(str(exc))
+            return
+        if not self._in_flight_ok:
+            self._drop("a query failed")
+            return
+        operation, self._in_flight = self._in_flight, None
+        self._finish(operation)
+
+    def _relay_notifies(self, pgconn: Any) -> None:
+        while (notify := pgconn.notifies()) is not None:
+            self._relay(
+                notify.relname.decode("utf-8", "replace"), notify.extra.decode("utf-8", "replace")
+            )
+
+    def _relay(self, channel: str, payload: str) -> None:
+        line = message("n", payload)
+        for peer in list(self._peers.values()):
+            if peer.channel == channel:
+                self._queue(peer, line)
+
+    def _finish(self, operation: tuple[str, Any]) -> None:
+        kind, value = operation
+        if kind == "listen":
+            self._listened.add(value)
+            up = message("up")
+            for peer in list(self._peers.values()):  # _queue may forget one
+                if peer.channel == value:
+                    self._queue(peer, up)
+            return
+        # SECURITY: queued after every notification read before the answer.
+        for peer, number in value:
+            if peer.sock in self._peers:
+                self._queue(peer, message("a", number))
+
+    # -- clients ---------------------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        try:
+            sock, _address = self._server.accept()
+        except OSError:
+            return
+        if len(self._peers) >= _MAX_CLIENTS:
+            sock.close()
+            return
+        sock.setblocking(False)
+        self._peers[sock] = _Peer(sock)
+        self._selector.register(sock, selectors.EVENT_READ)
+        self._empty_since = None
+        self._served = True
+
+    def _serve_peer(self, peer: _Peer, events: int) -> None:
+        if events & selectors.EVENT_WRITE:
+            self._flush(peer)
+        if not events & selectors.EVENT_READ or peer.sock not in self._peers:
+            return
+        try:
+            data = peer.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._forget(peer)
+            return
+        peer.inbox += data
+        *lines, peer.inbox = peer.inbox.split(b"\n")
+        if len(peer.inbox) > MAX_LINE:
+            self._forget(peer)
+            return
+        for line in lines:
+            try:
+                request = orjson.loads(line)
+                self._request(peer, request[0], request[1])
+            except (orjson.JSONDecodeError, IndexError, TypeError, KeyError):
+                self._forget(peer)
+                return
+
+    def _request(self, peer: _Peer, kind: str, value: Any) -> None:
+        if kind == "listen" and peer.channel is None and isinstance(value, str) and value:
+            peer.channel = value
+            if value in self._listened and self._conn is not None:
+                self._queue(peer, message("up"))
+            elif value not in self._wanted:
+                self._wanted.add(value)
+                if self._conn is not None:
+                    self._queued_listens.append(value)
+        elif kind == "ping" and isinstance(value, int):
+            # Not listening on the channel: the client is told down, or up later.
+            if self._conn is not None and peer.channel in self._listened:
+                self._pending_pings.append((peer, value))
+        else:
+            raise KeyError(kind)
+
+    def _queue(self, peer: _Peer, message: bytes) -> None:
+        if len(peer.outbox) + len(message) > _MAX_QUEUED:
+            self._forget(peer)  # it stopped reading: it listens anew when it comes back
+            return
+        was_empty = not peer.outbox
+        peer.outbox += message
+        if was_empty:
+            self._flush(peer)
+
+    def _flush(self, peer: _Peer) -> None:
+        try:
+            sent = peer.sock.send(peer.outbox)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self._forget(peer)
+            return
+        del peer.outbox[:sent]
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if peer.outbox else 0)
+        self._selector.modify(peer.sock, events)
+
+    def _forget(self, peer: _Peer) -> None:
+        if self._peers.pop(peer.sock, None) is None:
+            return
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(peer.sock)
+        with contextlib.suppress(OSError):
+            peer.sock.close()
+        if not self._peers and not self._stopping:
+            self._empty_since = time.monotonic()
+
+
+def run_relay(settings: dict[str, Any]) -> None:
+    """Run the relay of ``settings`` (``url``, ``path``, ``lock_fd``, ``retry_interval``,
+    ``connect_options``, ``parent``) in this process until it ends; its log lines go to
+    standard error."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        logging.Formatter("svcrest notification relay (pid %(process)d): %(message)s")
+    )
+    _log.handlers = [handler]
+    _log.propagate = False
+    relay = RelayProcess(
+        settings["url"],
+        settings["path"],
+        int(settings["lock_fd"]),
+        float(settings["retry_interval"]),
+        connect_options=settings["connect_options"],
+        parent=settings.get("parent"),
+    )
+    relay.run()
+
+
+def main() -> None:
+    """Run the relay whose settings (a JSON object, see :func:`run_relay`) come on
+    standard input."""
+    run_relay(orjson.loads(sys.stdin.buffer.read()))
+
+
+if __name__ == "__main__":
+    main()
