@@ -116,7 +116,8 @@ class NonceManager:
             return False
         if len(nonce) != NONCE_LENGTH or not nonce.isascii():
             return False
-        tick = self.tick()
+        # PERF: tick() written out (a Python call less a check).
+        tick = math.ceil(self._clock() / (self.lifetime / 2))
         # PERF: a nonce verified before is known by the tick it was made in; no HMAC.
         memo_key = (nonce, action, user_id, token)
         made = self._verified.get(memo_key)

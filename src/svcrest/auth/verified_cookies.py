@@ -89,8 +89,10 @@ class VerifiedCookies:
         self._memo: BoundedDict[str, VerifiedCookie] = BoundedDict(
             max_entries, max_bytes, _entry_bytes
         )
-        # PERF: its dict, read directly (the same object for the memo's life).
-        self._entries = self._memo.entries
+        #: The entries' dict, read directly (the same object for the memo's life): an entry
+        #: counts only while :attr:`mark` is the caller's mark and before its
+        #: ``valid_until`` (what :meth:`get` checks).
+        self.entries = self._entries = self._memo.entries
         self._lock = threading.Lock()  # for writers; readers read the dict as it is
 
     def __len__(self) -> int:
