@@ -47,7 +47,7 @@ from svcrest.rest.openapi import build_openapi
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp import protocol
 from svcrest.site.mcp.protocol import Message, ProtocolError
-from svcrest.site.mcp.tools import Tool, Toolbox, ToolHost, tool_result
+from svcrest.site.mcp.tools import Tool, Toolbox, ToolHost, tool_result, tool_result_body
 
 __all__ = ["MCP_PATH", "McpEndpoint", "McpHost", "install_mcp_page"]
 
@@ -108,6 +108,13 @@ def _answered(answer_type: str, body: bytes, extra: tuple[tuple[str, str], ...])
 
 
 _Line = bytes | None
+
+
+class _ToolRun(tuple[Tool, Request]):
+    """A ``tools/call`` about to run: ``(tool, its internal request)`` (PERF: a tuple made
+    without a Python-level constructor)."""
+
+    __slots__ = ()
 
 
 def _lines_of(headers: Headers) -> tuple[_Line, _Line, _Line, _Line, _Line]:
@@ -244,20 +251,28 @@ class McpEndpoint:
             message = protocol.read_message(http.body)
         except ProtocolError as error:
             return _refusal(400, error)
-        extra: tuple[tuple[str, str], ...] = ()
-        if message.method == "initialize":
-            extra = ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),)
-        else:
-            problem = self._session_problem(session, version)
-            if problem is not None:
-                return problem
+        opening = message.method == "initialize"
+        problem = None if opening else self._session_problem(session, version)
+        if problem is not None:
+            return problem
         if not message.is_request:
             return _plain(202)
+        extra: tuple[tuple[str, str], ...] = (
+            ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),) if opening else ()
+        )
         try:
             result = self._answer(message, http, ctx)
-            if type(result) is not dict:  # a method that runs something: its coroutine
-                result = await result
-            body = protocol.result_body(message.id, result)
+            if type(result) is _ToolRun:
+                # PERF: the tool's internal dispatch awaited here, not in a coroutine of its
+                # own, and its answer's envelope written around the data's one encoding.
+                response = await self.host.rest_do_request_async(result[1])
+                # The request's metrics and access log name the route the tool ran.
+                ctx.matched_route = response.matched_route
+                body = tool_result_body(message.id, result[0], response)
+            else:
+                if type(result) is not dict:  # a method that runs something: its coroutine
+                    result = await result
+                body = protocol.result_body(message.id, result)
         except ProtocolError as error:
             body = protocol.error_body(message.id, error)
         return _answered(answer_type, body, extra)
@@ -355,8 +370,8 @@ class McpEndpoint:
         return {"tools": await self.tools.listed(ctx.user, ctx.app_password_scope)}
 
     def _tools_call(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
-        """The tool's result: a dict when it is refused before it runs, else a coroutine
-        of the result of its internal dispatch."""
+        """The tool's result: a dict when it is refused before it runs, else the tool and
+        its internal request, for :meth:`serve` to dispatch."""
         name = message.params.get("name")
         arguments = message.params.get("arguments")
         if arguments is None:
@@ -373,13 +388,7 @@ class McpEndpoint:
         internal = tool.request(arguments, http.headers)
         if isinstance(internal, RestError):
             return tool_result(tool, Response.from_error(internal))
-        return self._run_tool(tool, internal, ctx)
-
-    async def _run_tool(self, tool: Tool, internal: Request, ctx: RequestContext) -> Any:
-        response = await self.host.rest_do_request_async(internal)
-        # The request's metrics and access log name the route the tool ran.
-        ctx.matched_route = response.matched_route
-        return tool_result(tool, response)
+        return _ToolRun((tool, internal))
 
     def _resource_uris(self) -> tuple[str, str]:
         return self.host.get_rest_url(), self.host.home + "/" + _OPENAPI_NAME
