@@ -212,8 +212,11 @@ class McpEndpoint:
         self._ended: BoundedDict[bytes, bool] = BoundedDict(ENDED_SESSIONS)
         self._checked: Memo[bytes, bool] = Memo(CHECKED_SESSIONS, protocol.MAX_SESSION_ID)
         self._lock = threading.Lock()
-        #: The methods but ``initialize``: each answers a dict, or a coroutine of one.
+        #: The methods: each answers a dict, a coroutine of one, or (``tools/call``) the
+        #: tool to run; an unknown one raises (:meth:`_unknown`). PERF: found by one
+        #: look-up in :meth:`serve`, not through a method of its own.
         self._methods: dict[str, Callable[[Message, HttpRequest, RequestContext], Any]] = {
+            "initialize": self._initialize,
             "ping": self._ping,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
@@ -261,7 +264,8 @@ class McpEndpoint:
             ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),) if opening else ()
         )
         try:
-            result = self._answer(message, http, ctx)
+            method = self._methods.get(message.method or "", self._unknown)
+            result = method(message, http, ctx)
             if type(result) is _ToolRun:
                 # PERF: the tool's internal dispatch awaited here, not in a coroutine of its
                 # own, and its answer's envelope written around the data's one encoding.
@@ -334,19 +338,16 @@ class McpEndpoint:
             self._ended.put(session, True)
         return _plain(204)
 
-    def _answer(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
-        """The result of a request: a dict, or a coroutine of one for a method that runs
-        something (ProtocolError for a JSON-RPC error)."""
-        if message.method == "initialize":
-            return self._initialize(message)
-        method = self._methods.get(message.method or "")
-        if method is None:
-            raise ProtocolError(protocol.METHOD_NOT_FOUND, "Method not found")
-        return method(message, http, ctx)
+    @staticmethod
+    def _unknown(message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
+        """The answer of a method not served: the JSON-RPC error."""
+        raise ProtocolError(protocol.METHOD_NOT_FOUND, "Method not found")
 
     # -- methods ----------------------------------------------------------------------------
 
-    def _initialize(self, message: Message) -> dict[str, Any]:
+    def _initialize(
+        self, message: Message, http: HttpRequest, ctx: RequestContext
+    ) -> dict[str, Any]:
         host = self.host
         result: dict[str, Any] = {
             "protocolVersion": protocol.negotiate_version(message.params.get("protocolVersion")),
