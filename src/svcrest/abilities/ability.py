@@ -266,6 +266,14 @@ class Ability:
             result = self._execute(input) if self._takes_input else self.execute_callback()
         except RestError as raised:
             return raised
+        if type(result) is dict:  # PERF: the usual result, :meth:`_finish` written out
+            quick = self._output_ok
+            if quick is None or not quick(result):
+                invalid = self.validate_output(result)
+                if invalid is not None:
+                    return invalid
+            self._hooks.do_action("svc_after_execute_ability", self.name, input, result)
+            return result
         if type(result) not in NOT_AWAITABLE and is_awaitable(result):
             return self._finish_later(result, input)
         return self._finish(result, input)

@@ -140,7 +140,13 @@ class Request:
         self._fill(
             method.upper(),
             route,
-            headers if isinstance(headers, Headers) else Headers(headers),
+            # PERF: no headers, or a plain Headers, known without ``isinstance`` (the ABC's
+            # check runs a Python-level ``__instancecheck__``).
+            Headers()
+            if headers is None
+            else headers
+            if type(headers) is Headers or isinstance(headers, Headers)
+            else Headers(headers),
             raw_body,
             None,
             query_params,

@@ -19,7 +19,7 @@ from svcrest.http.headers import (
     probe_length,
 )
 
-__all__ = ["ScopeHeaders"]
+__all__ = ["ScopeHeaders", "raw_names"]
 
 RawLines = Iterable[tuple[bytes, bytes]]
 
@@ -50,6 +50,13 @@ def _probe(names: frozenset[str]) -> frozenset[bytes]:
     """``names`` as bytes (see ``_PROBES``), remembered when they may be."""
     raw = frozenset(raw for raw in map(_raw_name, names) if raw is not None)
     return _PROBES.keep(names, raw)
+
+
+def raw_names(names: frozenset[str]) -> frozenset[bytes]:
+    """``names`` (lower case) as the bytes a scope's lines carry them in: what
+    ``ScopeHeaders.has_any`` tests against :attr:`ScopeHeaders.single` (remembered, bounded,
+    as there)."""
+    return _PROBES.get(names) or _probe(names)
 
 
 class ScopeHeaders(OnDemandHeaders):

@@ -42,12 +42,12 @@ from svcrest.http.qvalues import q_weights
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.scope import scope_error
-from svcrest.http.scope_headers import ScopeHeaders
+from svcrest.http.scope_headers import ScopeHeaders, raw_names
 from svcrest.rest.openapi import build_openapi
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp import protocol
 from svcrest.site.mcp.protocol import Message, ProtocolError
-from svcrest.site.mcp.tools import Tool, Toolbox, ToolHost, tool_result
+from svcrest.site.mcp.tools import Tool, Toolbox, ToolHost, tool_result, tool_result_body
 
 __all__ = ["MCP_PATH", "McpEndpoint", "McpHost", "install_mcp_page"]
 
@@ -110,6 +110,13 @@ def _answered(answer_type: str, body: bytes, extra: tuple[tuple[str, str], ...])
 _Line = bytes | None
 
 
+class _ToolRun(tuple[Tool, Request]):
+    """A ``tools/call`` about to run: ``(tool, its internal request)`` (PERF: a tuple made
+    without a Python-level constructor)."""
+
+    __slots__ = ()
+
+
 def _lines_of(headers: Headers) -> tuple[_Line, _Line, _Line, _Line, _Line]:
     """The values of the lines named in ``_LINE_NAMES`` as Latin-1 bytes (None: absent).
     PERF: from an ASGI scope's own pairs, one dict look-up each while every name came once
@@ -148,7 +155,9 @@ def _answer_type_of(content_type: _Line, accept: _Line) -> str | HttpResponse:
             "Unsupported Media Type: Content-Type must be application/json",
         )
         return _refusal(415, error)
-    answer_type = _answer_type(accept)
+    # PERF: an ``Accept`` value read before answered from the memory without a call.
+    known = _ANSWER_TYPES.entries.get(accept, "") if accept else _JSON_TYPE
+    answer_type = known if known != "" else _answer_type(accept)
     if answer_type is None:
         error = ProtocolError(
             protocol.INVALID_REQUEST,
@@ -205,8 +214,13 @@ class McpEndpoint:
         self._ended: BoundedDict[bytes, bool] = BoundedDict(ENDED_SESSIONS)
         self._checked: Memo[bytes, bool] = Memo(CHECKED_SESSIONS, protocol.MAX_SESSION_ID)
         self._lock = threading.Lock()
-        #: The methods but ``initialize``: each answers a dict, or a coroutine of one.
+        #: The schemes' credential line names and their raw bytes (see _authenticate).
+        self._probe: tuple[frozenset[str], frozenset[bytes]] = (frozenset(), frozenset())
+        #: The methods: each answers a dict, a coroutine of one, or (``tools/call``) the
+        #: tool to run; an unknown one raises (:meth:`_unknown`). PERF: found by one
+        #: look-up in :meth:`serve`, not through a method of its own.
         self._methods: dict[str, Callable[[Message, HttpRequest, RequestContext], Any]] = {
+            "initialize": self._initialize,
             "ping": self._ping,
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
@@ -244,20 +258,29 @@ class McpEndpoint:
             message = protocol.read_message(http.body)
         except ProtocolError as error:
             return _refusal(400, error)
-        extra: tuple[tuple[str, str], ...] = ()
-        if message.method == "initialize":
-            extra = ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),)
-        else:
-            problem = self._session_problem(session, version)
-            if problem is not None:
-                return problem
+        opening = message.method == "initialize"
+        problem = None if opening else self._session_problem(session, version)
+        if problem is not None:
+            return problem
         if not message.is_request:
             return _plain(202)
+        extra: tuple[tuple[str, str], ...] = (
+            ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),) if opening else ()
+        )
         try:
-            result = self._answer(message, http, ctx)
-            if type(result) is not dict:  # a method that runs something: its coroutine
-                result = await result
-            body = protocol.result_body(message.id, result)
+            method = self._methods.get(message.method or "", self._unknown)
+            result = method(message, http, ctx)
+            if type(result) is _ToolRun:
+                # PERF: the tool's internal dispatch awaited here, not in a coroutine of its
+                # own, and its answer's envelope written around the data's one encoding.
+                response = await self.host.rest_do_request_async(result[1])
+                # The request's metrics and access log name the route the tool ran.
+                ctx.matched_route = response.matched_route
+                body = tool_result_body(message.id, result[0], response)
+            else:
+                if type(result) is not dict:  # a method that runs something: its coroutine
+                    result = await result
+                body = protocol.result_body(message.id, result)
         except ProtocolError as error:
             body = protocol.error_body(message.id, error)
         return _answered(answer_type, body, extra)
@@ -279,11 +302,21 @@ class McpEndpoint:
         without any scheme's credentials no request is built (PERF)."""
         server = self.host.rest_server or self.host.rest_get_server()
         plan = server.plan()
-        chain = (
-            plan.authentication
-            if plan.schemes.lines_carry_credentials(http.headers, http.query_string)
-            else plan.authentication_anonymous
-        )
+        schemes = plan.schemes
+        headers = http.headers
+        single = headers.single if type(headers) is ScopeHeaders else None
+        if single is None or http.query_string:
+            carries = schemes.lines_carry_credentials(headers, http.query_string)
+        else:
+            # PERF: without a query string, the credential lines' raw names tested against
+            # the scope's own pairs (what ``lines_carry_credentials`` answers, two calls
+            # less), the names made bytes once per set of schemes.
+            names, raw = self._probe
+            if names is not schemes.credential_lines:
+                names = schemes.credential_lines
+                self._probe = (names, raw := raw_names(names))
+            carries = not raw.isdisjoint(single)
+        chain = plan.authentication if carries else plan.authentication_anonymous
         if chain is None:
             return None
         request = Request.from_http(http.method, http.path, http.query_string, http.headers, b"")
@@ -319,19 +352,16 @@ class McpEndpoint:
             self._ended.put(session, True)
         return _plain(204)
 
-    def _answer(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
-        """The result of a request: a dict, or a coroutine of one for a method that runs
-        something (ProtocolError for a JSON-RPC error)."""
-        if message.method == "initialize":
-            return self._initialize(message)
-        method = self._methods.get(message.method or "")
-        if method is None:
-            raise ProtocolError(protocol.METHOD_NOT_FOUND, "Method not found")
-        return method(message, http, ctx)
+    @staticmethod
+    def _unknown(message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
+        """The answer of a method not served: the JSON-RPC error."""
+        raise ProtocolError(protocol.METHOD_NOT_FOUND, "Method not found")
 
     # -- methods ----------------------------------------------------------------------------
 
-    def _initialize(self, message: Message) -> dict[str, Any]:
+    def _initialize(
+        self, message: Message, http: HttpRequest, ctx: RequestContext
+    ) -> dict[str, Any]:
         host = self.host
         result: dict[str, Any] = {
             "protocolVersion": protocol.negotiate_version(message.params.get("protocolVersion")),
@@ -355,8 +385,8 @@ class McpEndpoint:
         return {"tools": await self.tools.listed(ctx.user, ctx.app_password_scope)}
 
     def _tools_call(self, message: Message, http: HttpRequest, ctx: RequestContext) -> Any:
-        """The tool's result: a dict when it is refused before it runs, else a coroutine
-        of the result of its internal dispatch."""
+        """The tool's result: a dict when it is refused before it runs, else the tool and
+        its internal request, for :meth:`serve` to dispatch."""
         name = message.params.get("name")
         arguments = message.params.get("arguments")
         if arguments is None:
@@ -373,13 +403,7 @@ class McpEndpoint:
         internal = tool.request(arguments, http.headers)
         if isinstance(internal, RestError):
             return tool_result(tool, Response.from_error(internal))
-        return self._run_tool(tool, internal, ctx)
-
-    async def _run_tool(self, tool: Tool, internal: Request, ctx: RequestContext) -> Any:
-        response = await self.host.rest_do_request_async(internal)
-        # The request's metrics and access log name the route the tool ran.
-        ctx.matched_route = response.matched_route
-        return tool_result(tool, response)
+        return _ToolRun((tool, internal))
 
     def _resource_uris(self) -> tuple[str, str]:
         return self.host.get_rest_url(), self.host.home + "/" + _OPENAPI_NAME
