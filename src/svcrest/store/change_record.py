@@ -106,6 +106,8 @@ class Changes:
         return float(self._hooks.apply_filters("svc_changes_retention", DEFAULT_RETENTION))
 
     def _coalesce(self) -> float:
+        if self._hooks is None:
+            return COALESCE
         return float(self._hooks.apply_filters("svc_changes_coalesce", COALESCE))
 
     def feed_route(self, controller: RestController) -> dict[str, Any]:
