@@ -589,3 +589,35 @@ def test_streams_of_one_viewer_share_the_read_permissions_answer(
             await one.leave()
 
     run(check())
+
+
+def test_streams_of_one_viewer_at_one_position_share_their_chunk(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.seed("a")
+    made: list[int] = []
+    frames = change_feed.ChangeFeed._frames
+
+    def counted(self: change_feed.ChangeFeed, page: Any, *args: Any) -> tuple[bytes, bool]:
+        made.append(len(page))
+        return frames(self, page, *args)
+
+    monkeypatch.setattr(change_feed.ChangeFeed, "_frames", counted)
+
+    async def check() -> None:
+        heads = [{**SSE, **site.headers["al"]}] * 2 + [SSE] * 3
+        opened = [Stream(site.app, CHANGES, headers, "") for headers in heads]
+        for one in opened:
+            await one.start()
+            await one.until(b"\n\n")
+        await until_waiting(site, len(opened))
+        made.clear()
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 7})
+        got = [await one.events(1) for one in opened]
+        assert made == [1, 1]  # once for al's two streams, once for the three anonymous
+        assert got[0] == got[1]
+        assert got[2] == got[3] == got[4]
+        for one in opened:
+            await one.leave()
+
+    run(check())

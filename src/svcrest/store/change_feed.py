@@ -266,7 +266,7 @@ class _Shared:
     render and change) and the views rendered of them (per render, change and viewer key;
     bounded in count and bytes: past the bounds each reader renders its own)."""
 
-    __slots__ = ("allowed", "cursors", "loaded", "read_at", "size", "views")
+    __slots__ = ("allowed", "chunks", "cursors", "loaded", "read_at", "size", "views")
 
     def __init__(self, read_at: float) -> None:
         #: When the read was made (the feed's clock), and the cursors issued at that time.
@@ -275,6 +275,8 @@ class _Shared:
         self.loaded: dict[tuple[FeedRender, int], Any] = {}
         self.views: dict[tuple[FeedRender, int, Hashable], bytes | None] = {}
         self.allowed: dict[tuple[FeedRender, int, Hashable], bool] = {}
+        #: Whole chunks per render, viewer key, frame, first and last change and time.
+        self.chunks: dict[Hashable, bytes] = {}
         self.size = 0
 
     def load(self, render: FeedRender, change: Change) -> Any:
@@ -288,6 +290,11 @@ class _Shared:
     def allow(self, key: tuple[FeedRender, int, Hashable], answer: bool) -> None:
         if len(self.allowed) < _VIEWS:
             self.allowed[key] = answer
+
+    def keep_chunk(self, key: Hashable, chunk: bytes) -> None:
+        if len(self.chunks) < _VIEWS and self.size + len(chunk) <= _VIEW_BYTES:
+            self.chunks[key] = chunk
+            self.size += len(chunk)
 
     def keep(self, key: tuple[FeedRender, int, Hashable], data: bytes | None) -> None:
         # (Readers on the blocking pool's threads may keep views at once: dict operations
@@ -762,7 +769,9 @@ class ChangeFeed:
     ) -> bytes:
         """The events of ``page`` for ``request``'s subscriber, in one chunk: each change
         it may read now (asked of ``render`` for this subscriber), its view rendered once
-        per viewer key for every stream of this read (``shared``)."""
+        per viewer key for every stream of this read (``shared``); the whole chunk made
+        once per viewer key for the streams at the same position, when every permission
+        of the page is the key's."""
         cursors: dict[int, str] | None = None
         if issued is None:  # the page reaches the log's end as last read
             when = self._clock()
@@ -770,18 +779,45 @@ class ChangeFeed:
                 when, cursors = shared.read_at, shared.cursors
         else:
             when = issued
+        key = render.viewer(request)
+        whole: Hashable | None = None
+        if key is not None and (cursors is not None or issued is not None):
+            # PERF: the streams of one viewer at the log's end all send the same bytes.
+            whole = (render, key, frame, page[0].seq, page[-1].seq, when)
+            chunk = shared.chunks.get(whole)
+            if chunk is not None:
+                return chunk
+        chunk, by_viewer = self._frames(page, when, cursors, shared, request, render, frame, key)
+        if whole is not None and by_viewer:
+            shared.keep_chunk(whole, chunk)
+        return chunk
+
+    def _frames(
+        self,
+        page: Sequence[Change],
+        when: float,
+        cursors: dict[int, str] | None,
+        shared: _Shared,
+        request: Request,
+        render: FeedRender,
+        frame: Callable[[str, str, bytes], bytes],
+        key: Hashable | None,
+    ) -> tuple[bytes, bool]:
+        """The chunk of :meth:`_chunk`, and whether each change's permission was the
+        viewer key's (then the chunk is the same for every stream of the key)."""
         # SECURITY: a view is shared only under the render's viewer key (the user, its
         # roles and the arguments shaping the answer), and only once this subscriber's
         # read permission for the change holds: asked for it, or answered for its key when
         # the render says the permission depends on nothing the key does not hold.
-        key = render.viewer(request)
         loaded_items, views, answers = shared.loaded, shared.views, shared.allowed
         parts: list[bytes] = []
+        by_viewer = True
         for change in page:
             loaded = loaded_items.get((render, change.seq), _MISSING)
             if loaded is _MISSING:  # a change of an earlier read: loaded once for this one
                 loaded = shared.load(render, change)
             if key is None or not render.allowed_by_viewer(change):
+                by_viewer = False
                 answer = render.allowed(change, loaded, request)
             else:
                 answer = answers.get((render, change.seq, key), _MISSING)
@@ -808,7 +844,7 @@ class ChangeFeed:
                         change.seq, encode_cursor(change.seq, when)
                     )
                 parts.append(frame(cursor, change.event, data))
-        return b"".join(parts)
+        return b"".join(parts), by_viewer
 
     def _from_window(
         self, window: _Window, seq: int, request: Request, render: FeedRender
