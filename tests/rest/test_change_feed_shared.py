@@ -465,3 +465,159 @@ def test_a_collection_that_prepares_items_its_own_way_shares_no_rendering(
         run(check())
     finally:
         site.app.store.close()
+
+
+async def chunks_until(one: Stream, count: int, timeout: float = 20.0) -> list[bytes]:
+    """The body messages of ``one`` until they hold ``count`` events."""
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    while sum(chunk.count(b"\nevent: ") for chunk in got) < count:
+        got.append(await one.body(max(deadline - time.monotonic(), 0.01)))
+    return got
+
+
+def test_commits_in_quick_succession_wake_streams_at_most_once_a_coalescing_interval(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waker = change_waker(site.app.store)
+    site.app.hooks.add_filter("svc_changes_coalesce", lambda seconds: 0.2)
+
+    async def check() -> None:
+        opened = [Stream(site.app, CHANGES, SSE, "") for _ in range(3)]
+        for one in opened:
+            await one.start()
+            assert await one.until(b"\n\n") == b": keep-alive\n\n"
+        await until_waiting(site, 3)
+        wakes = waker.wakes
+        began = time.monotonic()
+        await asyncio.to_thread(site.seed, *(f"t{n}" for n in range(1, 201)))
+        every = [await chunks_until(one, 200) for one in opened]
+        took = time.monotonic() - began
+        woken = waker.wakes - wakes
+        # One wake at once, then at most one every 0.2 s: far fewer than the 200 commits.
+        assert woken <= took / 0.2 + 2, (woken, took)
+        for chunks in every:
+            assert len(chunks) <= woken
+            events = b"".join(chunks).split(b"\n\n")[:-1]
+            assert [event.split(b"\n")[0] for event in events] == [
+                b"id: " + cursor(n).encode() for n in range(1, 201)
+            ]
+        await asyncio.sleep(0.3)
+        for one in opened:
+            assert one.messages.empty()  # nothing twice
+            await one.leave()
+
+    run(check())
+
+
+def test_a_commit_after_a_quiet_spell_goes_at_once_one_soon_after_a_wake_waits(
+    site: Site,
+) -> None:
+    site.app.hooks.add_filter("svc_changes_coalesce", lambda seconds: 1.0)
+
+    async def arrives(title: str, one: Stream) -> float:
+        began = time.monotonic()
+        await asyncio.to_thread(site.seed, title)
+        (event,) = await one.events(1)
+        assert event["data"]["title"] == title
+        return time.monotonic() - began
+
+    async def check() -> None:
+        async with stream(site.app, SSE) as one:
+            await one.until(b"\n\n")
+            await until_waiting(site, 1)
+            await arrives("warm", one)  # (the listener certainly listens from now on)
+            await asyncio.sleep(1.2)
+            assert await arrives("first", one) < 0.5  # no wake for a while: at once
+            assert 0.6 < await arrives("second", one) < 3.0  # held back to the interval
+            await asyncio.sleep(1.2)
+            assert await arrives("third", one) < 0.5  # a quiet spell again: at once
+
+    run(check())
+
+
+def test_long_polls_are_woken_by_a_held_back_wake(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.app.hooks.add_filter("svc_changes_coalesce", lambda seconds: 0.5)
+
+    async def check() -> None:
+        async with stream(site.app, SSE) as keeps_waiting:
+            await keeps_waiting.until(b"\n\n")
+            await until_waiting(site, 1)
+            await asyncio.to_thread(site.seed, "a")
+            await keeps_waiting.events(1)
+            poll = Stream(site.app, CHANGES, {}, f"since={cursor(1)}&wait=10")
+            await until_waiting(site, 2)
+            began = time.monotonic()
+            await asyncio.to_thread(site.seed, "b")  # soon after a's wake: held back
+            await poll.start()
+            assert poll.status == 200
+            answer = orjson.loads(await poll.body())
+            assert [entry["data"]["title"] for entry in answer["changes"]] == ["b"]
+            assert time.monotonic() - began < 3.0
+
+    run(check())
+
+
+def test_streams_of_one_viewer_share_the_read_permissions_answer(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.seed("a")
+    asked: list[int] = []
+    may_read = site.tasks._may_read
+
+    def counted(user: User, item: Any) -> bool:
+        asked.append(user.id)
+        return may_read(user, item)
+
+    monkeypatch.setattr(site.tasks, "_may_read", counted)
+
+    async def check() -> None:
+        heads = [{**SSE, **site.headers["al"]}] * 3 + [{**SSE, **site.headers["ann"]}] + [SSE] * 3
+        opened = [Stream(site.app, CHANGES, headers, "") for headers in heads]
+        for one in opened:
+            await one.start()
+            await one.until(b"\n\n")
+        await until_waiting(site, len(opened))
+        asked.clear()
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 7})
+        for one in opened:
+            assert len(await one.events(1)) == 1
+        assert sorted(asked) == [0, 2, 3]  # once per user, not once per stream
+        for one in opened:
+            await one.leave()
+
+    run(check())
+
+
+def test_streams_of_one_viewer_at_one_position_share_their_chunk(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.seed("a")
+    made: list[int] = []
+    frames = change_feed.ChangeFeed._frames
+
+    def counted(self: change_feed.ChangeFeed, page: Any, *args: Any) -> tuple[bytes, bool]:
+        made.append(len(page))
+        return frames(self, page, *args)
+
+    monkeypatch.setattr(change_feed.ChangeFeed, "_frames", counted)
+
+    async def check() -> None:
+        heads = [{**SSE, **site.headers["al"]}] * 2 + [SSE] * 3
+        opened = [Stream(site.app, CHANGES, headers, "") for headers in heads]
+        for one in opened:
+            await one.start()
+            await one.until(b"\n\n")
+        await until_waiting(site, len(opened))
+        made.clear()
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 7})
+        got = [await one.events(1) for one in opened]
+        assert made == [1, 1]  # once for al's two streams, once for the three anonymous
+        assert got[0] == got[1]
+        assert got[2] == got[3] == got[4]
+        for one in opened:
+            await one.leave()
+
+    run(check())

@@ -25,6 +25,11 @@ and a cursor issued longer ago than the retention answers 410 ``rest_changes_exp
 whether or not the changes after it were purged yet (the subscriber may have missed some:
 it reads the collection again). A cursor that is not one answers 400 ``rest_invalid_param``.
 
+Coalescing (PERF): while changes keep coming, the readers of a collection are woken at most
+once every ``svc_changes_coalesce`` seconds (a filter, :data:`COALESCE` by default, at most
+:data:`MAX_COALESCE`; 0 wakes them for every change), each wake carrying every change
+committed since the last; the first change after a quieter spell wakes them at once.
+
 Shared work (PERF): however many streams and long-polls of a collection wait in a process,
 one read of the log a wake serves them all. The feed's window (:data:`WINDOW` changes at
 most, per store) holds the changes read last; a reader woken asks it for the changes after
@@ -71,7 +76,7 @@ from svcrest.http.streams import (
     wanted_stream,
 )
 from svcrest.store.base import Store
-from svcrest.store.change_waker import change_waker
+from svcrest.store.change_waker import COALESCE, change_waker
 from svcrest.store.changes import (
     Change,
     changes_after,
@@ -82,9 +87,11 @@ from svcrest.store.changes import (
 )
 
 __all__ = [
+    "COALESCE",
     "DEFAULT_RETENTION",
     "FEED_ARGS",
     "HEARTBEAT",
+    "MAX_COALESCE",
     "MAX_WAIT",
     "SESSION_CHECK",
     "WINDOW",
@@ -99,6 +106,8 @@ _log = logging.getLogger("svcrest.store")
 DEFAULT_RETENTION: Final = 86_400
 #: The longest ``wait`` of a long-poll, in seconds.
 MAX_WAIT: Final = 30
+#: The longest ``svc_changes_coalesce`` honoured, in seconds (past it: the default).
+MAX_COALESCE: Final = 1.0
 #: Seconds between two keep-alives of a stream without events.
 HEARTBEAT: Final = 15.0
 #: Seconds between two checks of a stream's session.
@@ -216,6 +225,16 @@ class FeedRender:
         view depends on who asks, and every argument that shapes the answer."""
         return None
 
+    def allowed_by_viewer(self, change: Change) -> bool:
+        """Whether :meth:`allowed` of ``change`` depends on nothing of the request but what
+        its :meth:`viewer` key holds: then subscribers with equal keys share one answer
+        for the change, within one read of the log. False (this one): asked per
+        subscriber.
+
+        SECURITY: answer True only when the permission looks at no more of the request
+        (headers, parameters, the session) than the key holds."""
+        return False
+
     def __call__(self, change: Change, request: Request) -> Any:
         loaded = self.load(change)
         if not self.allowed(change, loaded, request):
@@ -247,7 +266,7 @@ class _Shared:
     render and change) and the views rendered of them (per render, change and viewer key;
     bounded in count and bytes: past the bounds each reader renders its own)."""
 
-    __slots__ = ("cursors", "loaded", "read_at", "size", "views")
+    __slots__ = ("allowed", "chunks", "cursors", "loaded", "read_at", "size", "views")
 
     def __init__(self, read_at: float) -> None:
         #: When the read was made (the feed's clock), and the cursors issued at that time.
@@ -255,6 +274,9 @@ class _Shared:
         self.cursors: dict[int, str] = {}
         self.loaded: dict[tuple[FeedRender, int], Any] = {}
         self.views: dict[tuple[FeedRender, int, Hashable], bytes | None] = {}
+        self.allowed: dict[tuple[FeedRender, int, Hashable], bool] = {}
+        #: Whole chunks per render, viewer key, frame, first and last change and time.
+        self.chunks: dict[Hashable, bytes] = {}
         self.size = 0
 
     def load(self, render: FeedRender, change: Change) -> Any:
@@ -264,6 +286,15 @@ class _Shared:
         if len(self.loaded) < _VIEWS:
             self.loaded[(render, change.seq)] = loaded
         return loaded
+
+    def allow(self, key: tuple[FeedRender, int, Hashable], answer: bool) -> None:
+        if len(self.allowed) < _VIEWS:
+            self.allowed[key] = answer
+
+    def keep_chunk(self, key: Hashable, chunk: bytes) -> None:
+        if len(self.chunks) < _VIEWS and self.size + len(chunk) <= _VIEW_BYTES:
+            self.chunks[key] = chunk
+            self.size += len(chunk)
 
     def keep(self, key: tuple[FeedRender, int, Hashable], data: bytes | None) -> None:
         # (Readers on the blocking pool's threads may keep views at once: dict operations
@@ -472,7 +503,10 @@ class _Slot:
 class ChangeFeed:
     """The feed of the changes of ``object_type`` recorded in ``store`` (a store, or a
     callable returning it). ``retention``: returns the retention in seconds (a site passes
-    its filter ``svc_changes_retention``); ``clock``: Unix time (tests inject one).
+    its filter ``svc_changes_retention``); ``coalesce``: returns the shortest time in
+    seconds between two wakes of the feed's readers while changes keep coming (a site passes
+    its filter ``svc_changes_coalesce``; the store's one waker takes the value the latest
+    request of any of its feeds read); ``clock``: Unix time (tests inject one).
     Attributes ``heartbeat`` and ``session_check``: a stream's seconds between keep-alives
     and between session checks."""
 
@@ -482,6 +516,7 @@ class ChangeFeed:
         object_type: str,
         *,
         retention: Callable[[], float] = lambda: DEFAULT_RETENTION,
+        coalesce: Callable[[], float] = lambda: COALESCE,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._get_store: Callable[[], Store] = (
@@ -489,6 +524,7 @@ class ChangeFeed:
         )
         self.object_type = object_type
         self._retention = retention
+        self._coalesce = coalesce
         self._clock = clock
         self._purged = -math.inf
         self.heartbeat = HEARTBEAT
@@ -512,6 +548,10 @@ class ChangeFeed:
         retention = float(self._retention())
         if not math.isfinite(retention) or retention <= 0:
             retention = float(DEFAULT_RETENTION)
+        coalesce = float(self._coalesce())
+        change_waker(self._get_store()).coalesce = (
+            coalesce if math.isfinite(coalesce) and 0 <= coalesce <= MAX_COALESCE else COALESCE
+        )
         if now - self._purged >= _PURGE_EVERY:
             self._purged = now
             await offload(purge_changes)(self._get_store(), now - retention)
@@ -729,7 +769,9 @@ class ChangeFeed:
     ) -> bytes:
         """The events of ``page`` for ``request``'s subscriber, in one chunk: each change
         it may read now (asked of ``render`` for this subscriber), its view rendered once
-        per viewer key for every stream of this read (``shared``)."""
+        per viewer key for every stream of this read (``shared``); the whole chunk made
+        once per viewer key for the streams at the same position, when every permission
+        of the page is the key's."""
         cursors: dict[int, str] | None = None
         if issued is None:  # the page reaches the log's end as last read
             when = self._clock()
@@ -737,17 +779,52 @@ class ChangeFeed:
                 when, cursors = shared.read_at, shared.cursors
         else:
             when = issued
-        # SECURITY: a view is shared only under the render's viewer key (the user, its
-        # roles and the arguments shaping the answer), and only after this subscriber's
-        # own read permission for the change was asked.
         key = render.viewer(request)
-        loaded_items, views = shared.loaded, shared.views
+        whole: Hashable | None = None
+        if key is not None and (cursors is not None or issued is not None):
+            # PERF: the streams of one viewer at the log's end all send the same bytes.
+            whole = (render, key, frame, page[0].seq, page[-1].seq, when)
+            chunk = shared.chunks.get(whole)
+            if chunk is not None:
+                return chunk
+        chunk, by_viewer = self._frames(page, when, cursors, shared, request, render, frame, key)
+        if whole is not None and by_viewer:
+            shared.keep_chunk(whole, chunk)
+        return chunk
+
+    def _frames(
+        self,
+        page: Sequence[Change],
+        when: float,
+        cursors: dict[int, str] | None,
+        shared: _Shared,
+        request: Request,
+        render: FeedRender,
+        frame: Callable[[str, str, bytes], bytes],
+        key: Hashable | None,
+    ) -> tuple[bytes, bool]:
+        """The chunk of :meth:`_chunk`, and whether each change's permission was the
+        viewer key's (then the chunk is the same for every stream of the key)."""
+        # SECURITY: a view is shared only under the render's viewer key (the user, its
+        # roles and the arguments shaping the answer), and only once this subscriber's
+        # read permission for the change holds: asked for it, or answered for its key when
+        # the render says the permission depends on nothing the key does not hold.
+        loaded_items, views, answers = shared.loaded, shared.views, shared.allowed
         parts: list[bytes] = []
+        by_viewer = True
         for change in page:
             loaded = loaded_items.get((render, change.seq), _MISSING)
             if loaded is _MISSING:  # a change of an earlier read: loaded once for this one
                 loaded = shared.load(render, change)
-            if not render.allowed(change, loaded, request):
+            if key is None or not render.allowed_by_viewer(change):
+                by_viewer = False
+                answer = render.allowed(change, loaded, request)
+            else:
+                answer = answers.get((render, change.seq, key), _MISSING)
+                if answer is _MISSING:
+                    answer = render.allowed(change, loaded, request)
+                    shared.allow((render, change.seq, key), answer)
+            if not answer:
                 continue
             data = _MISSING if key is None else views.get((render, change.seq, key), _MISSING)
             if data is _MISSING:
@@ -767,7 +844,7 @@ class ChangeFeed:
                         change.seq, encode_cursor(change.seq, when)
                     )
                 parts.append(frame(cursor, change.event, data))
-        return b"".join(parts)
+        return b"".join(parts), by_viewer
 
     def _from_window(
         self, window: _Window, seq: int, request: Request, render: FeedRender

@@ -34,7 +34,13 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.rest.resources.controller import RestController
 from svcrest.store.base import Store
-from svcrest.store.change_feed import DEFAULT_RETENTION, FEED_ARGS, ChangeFeed, FeedRender
+from svcrest.store.change_feed import (
+    COALESCE,
+    DEFAULT_RETENTION,
+    FEED_ARGS,
+    ChangeFeed,
+    FeedRender,
+)
 from svcrest.store.changes import EVENTS, Change, ensure_change_log, record_change
 from svcrest.store.lazy_tables import LazyTables
 
@@ -48,7 +54,8 @@ class Changes:
     """The change log of a site (``app.changes``) in ``store`` (a store, or a callable
     returning it; the change log's tables are created on first use). ``clock``: the time
     recorded; ``hooks``: the site's, whose filter ``svc_changes_retention`` (seconds) bounds
-    how long the feeds keep changes."""
+    how long the feeds keep changes and ``svc_changes_coalesce`` (seconds) how often at
+    most a feed's subscribers are woken while changes keep coming."""
 
     def __init__(
         self,
@@ -98,6 +105,11 @@ class Changes:
             return float(DEFAULT_RETENTION)
         return float(self._hooks.apply_filters("svc_changes_retention", DEFAULT_RETENTION))
 
+    def _coalesce(self) -> float:
+        if self._hooks is None:
+            return COALESCE
+        return float(self._hooks.apply_filters("svc_changes_coalesce", COALESCE))
+
     def feed_route(self, controller: RestController) -> dict[str, Any]:
         """The options of ``controller``'s ``GET /<rest_base>/changes``: the feed of the
         changes recorded for its object type (its schema's ``title``), read by those its
@@ -116,7 +128,11 @@ class Changes:
             if inspect.iscoroutinefunction(own):
                 raise TypeError(f"{name}'s change feed needs a synchronous {method}")
         feed = ChangeFeed(
-            lambda: self.store, object_type, retention=self._retention, clock=self._clock
+            lambda: self.store,
+            object_type,
+            retention=self._retention,
+            coalesce=self._coalesce,
+            clock=self._clock,
         )
         render = _renderer(controller)
 
@@ -181,3 +197,8 @@ class _ControllerRender(FeedRender):
     def viewer(self, request: Request) -> Hashable | None:
         # SECURITY: the whole user (id and roles) and the site: all the asked request holds.
         return (request.user, id(request.site))
+
+    def allowed_by_viewer(self, change: Change) -> bool:
+        # SECURITY: an item's check is asked with a request of the change holding only the
+        # key's user and site; a deletion's is asked with the subscriber's own request.
+        return change.event != "deleted"
