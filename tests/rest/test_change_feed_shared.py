@@ -61,6 +61,11 @@ async def until_waiting(site: Site, count: int) -> None:
         while waker.waiters < count:
             assert time.monotonic() < deadline, waker.waiters
             await asyncio.sleep(0.01)
+        # The first look comes once the listener listens (on PostgreSQL the host's relay,
+        # a process of its own, may still be starting): wait for it, then for the readers.
+        while waker.wakes == 0:
+            assert time.monotonic() < deadline, "no first look"
+            await asyncio.sleep(0.01)
         await asyncio.sleep(pause)
 
 
