@@ -128,6 +128,7 @@ class PipelinePlan:
 
     __slots__ = (
         "after_callbacks",
+        "after_default",
         "authentication",
         "authentication_anonymous",
         "authentication_errors",
@@ -136,6 +137,7 @@ class PipelinePlan:
         "determine_current_user",
         "dispatch_request",
         "post_dispatch",
+        "post_dispatch_after_default",
         "post_dispatch_no_query",
         "pre_dispatch",
         "pre_dispatch_no_options",
@@ -174,16 +176,21 @@ class PipelinePlan:
         #: ``rest_post_dispatch`` for a request without query parameters (the default
         #: ``_fields`` filter left out: PERF, see :func:`query_only`).
         self.post_dispatch_no_query = _without_query_only(self.post_dispatch)
-        #: Whether ``rest_post_dispatch`` (without a query string) holds the default filter
-        #: alone and ``rest_pre_serve_request`` starts with its default one (the chains of
-        #: ``default_finish``): the pipeline then runs their work as one step, and
-        #: :attr:`pre_serve_after_default` after it.
+        #: Whether ``rest_post_dispatch`` (without a query string) and
+        #: ``rest_pre_serve_request`` each start with their default filter (the chains of
+        #: ``default_finish``): the pipeline then runs their work as one step, and the
+        #: callbacks after them (:attr:`post_dispatch_after_default`,
+        #: :attr:`pre_serve_after_default`) around it.
         self.default_finish = default_finish is not None and default_finish == (
-            self.post_dispatch_no_query,
+            self.post_dispatch_no_query[:1],
             self.pre_serve[:1],
         )
+        #: ``rest_post_dispatch``'s callbacks after its default one (without a query string).
+        self.post_dispatch_after_default: Chain = self.post_dispatch_no_query[1:]
         #: ``rest_pre_serve_request``'s callbacks after its default one.
         self.pre_serve_after_default: Chain = self.pre_serve[1:]
+        #: Whether either hook has callbacks after its default one.
+        self.after_default = bool(self.post_dispatch_after_default or self.pre_serve_after_default)
         #: ``svc_rate_limit`` over ``(value, request)`` (``svcrest.rest.guard``).
         self.rate_limit: Chain = hooks.prepared("svc_rate_limit", 2)
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.
