@@ -19,6 +19,8 @@ from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
 from svcrest.http.headers import Headers, asgi_header_lines
 from svcrest.rest import wire
 from svcrest.rest.defaults import (
+    default_allow_lines,
+    default_own_lines,
     rest_filter_response_fields,
     rest_handle_options_request,
     rest_send_allow_header,
@@ -427,11 +429,14 @@ def test_the_default_step_stays_with_extra_filters_on_the_finishing_hooks() -> N
     server = app.rest_get_server()
     assert server.plan().default_finish
     assert not server.plan().after_default
-    app.hooks.add_filter("rest_post_dispatch", lambda response, *args: response)
+    assert server.plan().default_step is default_own_lines
     app.hooks.add_filter("rest_pre_serve_request", lambda served, *args: served)
+    assert server.plan().default_step is default_own_lines
+    app.hooks.add_filter("rest_post_dispatch", lambda response, *args: response)
     plan = server.plan()
     assert plan.default_finish
     assert plan.after_default
+    assert plan.default_step is default_allow_lines
     assert len(plan.post_dispatch_after_default) == 1
     assert len(plan.pre_serve_after_default) == 1
 

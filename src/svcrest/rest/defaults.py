@@ -45,10 +45,12 @@ class ServerView(Protocol):
 __all__ = [
     "CORS_ALLOW_METHODS",
     "DEFAULT_FINISH",
+    "DEFAULT_STEPS",
     "WORDPRESS_CORS_ALLOW_METHODS",
     "CorsLines",
     "cors_allow_methods_value",
     "cors_lines",
+    "default_allow_lines",
     "default_own_lines",
     "register_default_filters",
     "rest_handle_deprecated_argument",
@@ -306,11 +308,21 @@ async def _allow_lines_later(pending: Any, server: Any, request: Request, cors: 
     return (("Allow", value), *lines) if value else lines
 
 
+def default_allow_lines(response: Response, server: Any, request: Request) -> Any:
+    """:func:`default_own_lines` without the CORS lines: the default step while
+    ``rest_post_dispatch`` has callbacks after its default filter (the CORS filter runs
+    after them, on the response they leave)."""
+    return default_own_lines(response, server, request, False)
+
+
 #: The start of the ``rest_post_dispatch`` chain (for a request without a query string) and
 #: of the ``rest_pre_serve_request`` chain of a site with the default filters: the pipeline
 #: then runs them as :func:`default_own_lines` (and the later callbacks of each hook around
 #: it).
 DEFAULT_FINISH = ((rest_send_allow_header,), (rest_send_cors_headers,))
+#: The default step, without and with callbacks after the default ``rest_post_dispatch``
+#: filter (the pipeline's plan picks one).
+DEFAULT_STEPS = (default_own_lines, default_allow_lines)
 
 
 def _header_safe(text: str) -> str:
