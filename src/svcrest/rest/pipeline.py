@@ -161,8 +161,8 @@ def finished_after_default(
 
     The response and its own lines after them, as a tuple, or an awaitable of it from the
     first callback answering with an awaitable. PERF: no coroutine and not the general
-    chains: one plain extra filter costs an ASGI GET 5,966 instructions on
-    ``rest_pre_serve_request`` (6,600 before) and 9,397 on ``rest_post_dispatch`` (11,204),
+    chains: one plain extra filter costs an ASGI GET 5,961 instructions on
+    ``rest_pre_serve_request`` (6,599 before) and 9,816 on ``rest_post_dispatch`` (11,202),
     bench/instructions.py."""
     result.replace_lines(own)
     post = plan.post_dispatch_after_default
