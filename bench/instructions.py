@@ -6,8 +6,8 @@ Usage::
         [--compare NAME=SRC ...] [--jobs N]
 
 Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
-``rest_pre_serve_request`` filter, the same with one extra ``rest_post_dispatch`` filter, a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie +
-nonce GET) runs twice under
+``rest_pre_serve_request`` filter, the same with one extra ``rest_post_dispatch`` filter,
+a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie + nonce GET) runs twice under
 ``valgrind --tool=callgrind``: once warming up only, once with ``--requests`` more requests;
 the difference divided by the number of requests is the cost of one request in CPU
 instructions. Unlike seconds, the count does not change when other processes share the
