@@ -49,7 +49,9 @@ def logged_in(request: Any) -> bool:
     return bool(request.user.id)
 
 
-def make_app(*, permission: bool = False, extra_filter: bool = False) -> Any:
+def make_app(
+    *, permission: bool = False, extra_filter: bool = False, extra_post_filter: bool = False
+) -> Any:
     import svcrest
     from svcrest import App
 
@@ -64,6 +66,8 @@ def make_app(*, permission: bool = False, extra_filter: bool = False) -> Any:
     app.register_rest_route("demo/v1", r"/items/(?P<id>\d+)", handler)
     if extra_filter:
         app.hooks.add_filter("rest_pre_serve_request", lambda served, *args: served)
+    if extra_post_filter:
+        app.hooks.add_filter("rest_post_dispatch", lambda response, *args: response)
     return app
 
 

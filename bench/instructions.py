@@ -6,8 +6,8 @@ Usage::
         [--compare NAME=SRC ...] [--jobs N]
 
 Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
-``rest_pre_serve_request`` filter, a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie +
-nonce GET) runs twice under
+``rest_pre_serve_request`` filter, the same with one extra ``rest_post_dispatch`` filter,
+a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie + nonce GET) runs twice under
 ``valgrind --tool=callgrind``: once warming up only, once with ``--requests`` more requests;
 the difference divided by the number of requests is the cost of one request in CPU
 instructions. Unlike seconds, the count does not change when other processes share the
@@ -31,10 +31,11 @@ from pathlib import Path
 from callgrind import collected
 
 HERE = Path(__file__).resolve().parent
-CASES = ["plain", "filter", "404", "auth", "wsgi", "wsgi-auth"]
+CASES = ["plain", "filter", "post-filter", "404", "auth", "wsgi", "wsgi-auth"]
 LABELS = {
     "plain": "anonymous GET",
     "filter": "+1 pre_serve filter",
+    "post-filter": "+1 post_dispatch filter",
     "404": "404 (no route)",
     "auth": "cookie + nonce GET",
     "wsgi": "WSGI anonymous GET",
@@ -61,7 +62,9 @@ def child(kind: str, requests: int) -> None:
         app = inprocess.make_app(permission=True)
         headers = inprocess.login_headers(app)
     else:
-        app = inprocess.make_app(extra_filter=kind == "filter")
+        app = inprocess.make_app(
+            extra_filter=kind == "filter", extra_post_filter=kind == "post-filter"
+        )
         headers = []
     path = "/svc-json/demo/v1/nothing/42" if kind == "404" else inprocess.PATH
     run = inprocess.asgi_case(app, path, headers, 404 if kind == "404" else 200)

@@ -12,13 +12,15 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request, Response, public
+from svcrest import App, Request, Response, RestError, public
 from svcrest.bounded import Memo
 from svcrest.http import exchange, headers
 from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
 from svcrest.http.headers import Headers, asgi_header_lines
 from svcrest.rest import wire
 from svcrest.rest.defaults import (
+    default_allow_lines,
+    default_own_lines,
     rest_filter_response_fields,
     rest_handle_options_request,
     rest_send_allow_header,
@@ -368,3 +370,112 @@ def test_a_pre_serve_callback_after_the_defaults_sees_their_lines(
     assert response.headers["access-control-allow-origin"] == "http://example.com"
     assert response.headers["access-control-allow-credentials"] == "true"
     assert response.headers["x-served"] == "late"
+
+
+def _seeing_app(seen: list[Any]) -> App:
+    """The demo app with one plain extra filter on each finishing hook: each records what it
+    sees (status, data, the response's own lines) and changes all three."""
+    app = make_app()
+
+    def posted(response: Any, server: Any, request: Request) -> Any:
+        seen.append(("post", response.status, dict(response.data), response.header_tuple()))
+        response.set_status(203)
+        response.data = {**response.data, "posted": True}
+        response.header("X-Posted", "1")
+        return response
+
+    def served(served: Any, result: Any, request: Request, server: Any) -> Any:
+        seen.append(("serve", result.status, dict(result.data), result.header_tuple()))
+        result.data = {**result.data, "served": True}
+        result.header("Allow", "GET, HEAD")
+        return served
+
+    app.hooks.add_filter("rest_post_dispatch", posted)
+    app.hooks.add_filter("rest_pre_serve_request", served)
+    return app
+
+
+def test_extra_finishing_filters_see_and_change_what_the_general_chains_give_them(
+    client_for: ClientFor,
+) -> None:
+    # A request without a query string takes the default step with the extra filters around
+    # it; one with a query string takes the general chains: both see and send the same.
+    origin = {"Origin": "http://example.com"}
+    answers = []
+    for path in (ITEM, ITEM + "?unused=1"):
+        seen: list[Any] = []
+        response = client_for(_seeing_app(seen)).get(path, headers=origin)
+        data = {"id": 7, "title": "t", "extra": True}
+        cors = (
+            ("Access-Control-Allow-Origin", "http://example.com"),
+            ("Access-Control-Allow-Methods", "POST, GET, OPTIONS, PUT, DELETE"),
+            ("Access-Control-Allow-Credentials", "true"),
+        )
+        assert seen == [
+            ("post", 200, data, (("Allow", "GET"),)),
+            ("serve", 203, {**data, "posted": True}, (("Allow", "GET"), ("X-Posted", "1"), *cors)),
+        ]
+        assert response.status_code == 203
+        assert response.json() == {**data, "posted": True, "served": True}
+        assert response.headers["allow"] == "GET, HEAD"
+        assert response.headers["x-posted"] == "1"
+        assert response.headers["access-control-allow-origin"] == "http://example.com"
+        answers.append((response.status_code, response.json(), response.headers["allow"]))
+    assert answers[0] == answers[1]
+
+
+def test_the_default_step_stays_with_extra_filters_on_the_finishing_hooks() -> None:
+    app = make_app()
+    server = app.rest_get_server()
+    assert server.plan().default_finish
+    assert not server.plan().after_default
+    assert server.plan().default_step is default_own_lines
+    app.hooks.add_filter("rest_pre_serve_request", lambda served, *args: served)
+    assert server.plan().default_step is default_own_lines
+    app.hooks.add_filter("rest_post_dispatch", lambda response, *args: response)
+    plan = server.plan()
+    assert plan.default_finish
+    assert plan.after_default
+    assert plan.default_step is default_allow_lines
+    assert len(plan.post_dispatch_after_default) == 1
+    assert len(plan.pre_serve_after_default) == 1
+
+
+def test_an_extra_post_dispatch_filter_may_answer_another_response_or_an_error(
+    client_for: ClientFor,
+) -> None:
+    app = make_app()
+    app.hooks.add_filter(
+        "rest_post_dispatch",
+        lambda response, server, request: RestError("svc_gone", "Gone.", {"status": 410}),
+    )
+    response = client_for(app).get(ITEM, headers={"Origin": "http://example.com"})
+    assert response.status_code == 410
+    assert response.json() == {"code": "svc_gone", "message": "Gone.", "data": {"status": 410}}
+    assert "allow" not in response.headers
+    assert response.headers["access-control-allow-origin"] == "http://example.com"
+
+
+def test_an_async_post_dispatch_filter_after_the_default_one(client_for: ClientFor) -> None:
+    app = make_app()
+    order: list[str] = []
+
+    async def posted(response: Any, server: Any, request: Request) -> Any:
+        order.append("post")
+        assert response.header_tuple() == (("Allow", "GET"),)
+        response.header("X-Async", "1")
+        return response
+
+    def served(served: Any, result: Any, request: Request, server: Any) -> Any:
+        order.append("serve")
+        return True
+
+    app.hooks.add_filter("rest_post_dispatch", posted)
+    app.hooks.add_filter("rest_pre_serve_request", served)
+    response = client_for(app).get(ITEM, headers={"Origin": "http://example.com"})
+    assert order == ["post", "serve"]
+    assert response.status_code == 200
+    assert response.content == b""
+    assert response.headers["x-async"] == "1"
+    assert response.headers["allow"] == "GET"
+    assert response.headers["access-control-allow-credentials"] == "true"

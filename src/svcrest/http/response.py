@@ -93,6 +93,11 @@ class Response:
         else:
             self._lines.extend(lines)
 
+    def replace_lines(self, lines: Iterable[tuple[str, str]]) -> None:
+        """Make ``lines`` the response's own header lines, in place of every line it had."""
+        self._headers = None
+        self._lines = list(lines)
+
     def set_header_line(self, name: str, value: str) -> None:
         """Replace every line of ``name`` with one (as ``headers[name] = value``)."""
         if self._headers is not None or self._lines:

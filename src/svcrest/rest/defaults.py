@@ -45,10 +45,12 @@ class ServerView(Protocol):
 __all__ = [
     "CORS_ALLOW_METHODS",
     "DEFAULT_FINISH",
+    "DEFAULT_STEPS",
     "WORDPRESS_CORS_ALLOW_METHODS",
     "CorsLines",
     "cors_allow_methods_value",
     "cors_lines",
+    "default_allow_lines",
     "default_own_lines",
     "register_default_filters",
     "rest_handle_deprecated_argument",
@@ -246,11 +248,12 @@ def _cors_of(request: Request, server: Any) -> tuple[tuple[str, str], ...]:
     return cors.lines(origin) if lines is None else lines
 
 
-def default_own_lines(response: Response, server: Any, request: Request) -> Any:
+def default_own_lines(response: Response, server: Any, request: Request, cors: bool = True) -> Any:
     """The own header lines ``response`` has after the default ``rest_post_dispatch`` and
-    ``rest_pre_serve_request`` filters, when the first is its hook's only callback and the
-    second its hook's first (the pipeline's plan says so: :data:`DEFAULT_FINISH`): ``Allow``
-    (:func:`rest_send_allow_header`), then the CORS lines (:func:`rest_send_cors_headers`),
+    ``rest_pre_serve_request`` filters, when each is its hook's first callback (the
+    pipeline's plan says so: :data:`DEFAULT_FINISH`): ``Allow``
+    (:func:`rest_send_allow_header`), then, unless ``cors`` is False (callbacks of
+    ``rest_post_dispatch`` run before them), the CORS lines (:func:`rest_send_cors_headers`),
     as one step. A tuple, or an awaitable of it while an ``async`` permission callback
     answers for ``Allow``.
 
@@ -261,8 +264,9 @@ def default_own_lines(response: Response, server: Any, request: Request) -> Any:
     if response.has_headers():
         allowed = rest_send_allow_header(response, server, request)
         if not isinstance(allowed, Response):
-            return _own_lines_later(allowed, server, request)
-        rest_send_cors_headers(False, response, request, server)
+            return _own_lines_later(allowed, server, request, cors)
+        if cors:
+            rest_send_cors_headers(False, response, request, server)
         return response.header_tuple()
     route = response.matched_route
     entry = server.table.get(route) if route else None
@@ -275,39 +279,50 @@ def default_own_lines(response: Response, server: Any, request: Request) -> Any:
         if value is None:
             value = entry.allow_value(request)
             if type(value) is not str:
-                return _allow_lines_later(value, server, request)
-    origin = request.headers.get_joined("origin")
+                return _allow_lines_later(value, server, request, cors)
+    origin = request.headers.get_joined("origin") if cors else None
     if origin is None:
         return (("Allow", value),) if value else ()
     # PERF: :func:`_cors_of` written out (a Python call less a request with an Origin).
-    cors: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-    lines = cors.get(origin)
+    memory: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
+    lines = memory.get(origin)
     if lines is None:
-        lines = cors.lines(origin)
+        lines = memory.lines(origin)
     return (("Allow", value), *lines) if value else lines
 
 
-async def _own_lines_later(allowed: Any, server: Any, request: Request) -> Any:
+async def _own_lines_later(allowed: Any, server: Any, request: Request, cors: bool) -> Any:
     """:func:`default_own_lines` of a response with lines of its own, once an ``async``
     permission callback has answered for ``Allow``."""
     response: Response = await allowed
-    rest_send_cors_headers(False, response, request, server)
+    if cors:
+        rest_send_cors_headers(False, response, request, server)
     return response.header_tuple()
 
 
-async def _allow_lines_later(pending: Any, server: Any, request: Request) -> Any:
+async def _allow_lines_later(pending: Any, server: Any, request: Request, cors: bool) -> Any:
     """:func:`default_own_lines` of a response without lines of its own, once an ``async``
     permission callback has answered for ``Allow``."""
     value = await pending
-    cors = _cors_of(request, server)
-    return (("Allow", value), *cors) if value else cors
+    lines = _cors_of(request, server) if cors else ()
+    return (("Allow", value), *lines) if value else lines
 
 
-#: The ``rest_post_dispatch`` chain (for a request without a query string) of a site with
-#: the default filter alone, and the start of its ``rest_pre_serve_request`` chain: the
-#: pipeline then runs them as :func:`default_own_lines` (and the later callbacks of
-#: ``rest_pre_serve_request`` after it).
+def default_allow_lines(response: Response, server: Any, request: Request) -> Any:
+    """:func:`default_own_lines` without the CORS lines: the default step while
+    ``rest_post_dispatch`` has callbacks after its default filter (the CORS filter runs
+    after them, on the response they leave)."""
+    return default_own_lines(response, server, request, False)
+
+
+#: The start of the ``rest_post_dispatch`` chain (for a request without a query string) and
+#: of the ``rest_pre_serve_request`` chain of a site with the default filters: the pipeline
+#: then runs them as :func:`default_own_lines` (and the later callbacks of each hook around
+#: it).
 DEFAULT_FINISH = ((rest_send_allow_header,), (rest_send_cors_headers,))
+#: The default step, without and with callbacks after the default ``rest_post_dispatch``
+#: filter (the pipeline's plan picks one).
+DEFAULT_STEPS = (default_own_lines, default_allow_lines)
 
 
 def _header_safe(text: str) -> str:

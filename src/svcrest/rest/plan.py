@@ -128,14 +128,17 @@ class PipelinePlan:
 
     __slots__ = (
         "after_callbacks",
+        "after_default",
         "authentication",
         "authentication_anonymous",
         "authentication_errors",
         "before_callbacks",
         "default_finish",
+        "default_step",
         "determine_current_user",
         "dispatch_request",
         "post_dispatch",
+        "post_dispatch_after_default",
         "post_dispatch_no_query",
         "pre_dispatch",
         "pre_dispatch_no_options",
@@ -151,6 +154,7 @@ class PipelinePlan:
         hooks: Hooks,
         schemes: AuthSchemes | None = None,
         default_finish: tuple[Chain, Chain] | None = None,
+        default_steps: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
     ) -> None:
         self.version = hooks.version  # read first: a change while preparing is seen next time
         chains = [hooks.prepared(name, count) for name, count in PIPELINE_HOOKS]
@@ -174,16 +178,27 @@ class PipelinePlan:
         #: ``rest_post_dispatch`` for a request without query parameters (the default
         #: ``_fields`` filter left out: PERF, see :func:`query_only`).
         self.post_dispatch_no_query = _without_query_only(self.post_dispatch)
-        #: Whether ``rest_post_dispatch`` (without a query string) holds the default filter
-        #: alone and ``rest_pre_serve_request`` starts with its default one (the chains of
-        #: ``default_finish``): the pipeline then runs their work as one step, and
-        #: :attr:`pre_serve_after_default` after it.
+        #: Whether ``rest_post_dispatch`` (without a query string) and
+        #: ``rest_pre_serve_request`` each start with their default filter (the chains of
+        #: ``default_finish``): the pipeline then runs their work as one step, and the
+        #: callbacks after them (:attr:`post_dispatch_after_default`,
+        #: :attr:`pre_serve_after_default`) around it.
         self.default_finish = default_finish is not None and default_finish == (
-            self.post_dispatch_no_query,
+            self.post_dispatch_no_query[:1],
             self.pre_serve[:1],
         )
+        #: ``rest_post_dispatch``'s callbacks after its default one (without a query string).
+        self.post_dispatch_after_default: Chain = self.post_dispatch_no_query[1:]
         #: ``rest_pre_serve_request``'s callbacks after its default one.
         self.pre_serve_after_default: Chain = self.pre_serve[1:]
+        #: Whether either hook has callbacks after its default one.
+        self.after_default = bool(self.post_dispatch_after_default or self.pre_serve_after_default)
+        #: The default step the pipeline runs (of ``default_steps``: the first, or the
+        #: second while ``rest_post_dispatch`` has callbacks after its default one), None
+        #: when :attr:`default_finish` is False. PERF: chosen here, not per request.
+        self.default_step: Callable[..., Any] | None = None
+        if self.default_finish and default_steps is not None:
+            self.default_step = default_steps[1 if self.post_dispatch_after_default else 0]
         #: ``svc_rate_limit`` over ``(value, request)`` (``svcrest.rest.guard``).
         self.rate_limit: Chain = hooks.prepared("svc_rate_limit", 2)
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.

@@ -14,7 +14,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.scope import scope_error
-from svcrest.rest.defaults import DEFAULT_FINISH
+from svcrest.rest.defaults import DEFAULT_FINISH, DEFAULT_STEPS
 from svcrest.rest.guard import Ticket, enter_guard
 from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler
@@ -67,7 +67,7 @@ class RestServer:
     def __init__(self, app: SiteSettings) -> None:
         self.app = app
         self.hooks = app.hooks
-        self._plan = PipelinePlan(self.hooks, self.app.auth_schemes, DEFAULT_FINISH)
+        self._plan = PipelinePlan(self.hooks, self.app.auth_schemes, DEFAULT_FINISH, DEFAULT_STEPS)
         self.table = RouteTable()
         #: Root index ``authentication`` entries (scheme name → its description) besides
         #: those of the site's authentication schemes (``app.auth_schemes``).
@@ -131,7 +131,9 @@ class RestServer:
         """The pipeline's hooks prepared for the current version of the hooks."""
         plan = self._plan
         if plan.version != self.hooks.version:
-            plan = self._plan = PipelinePlan(self.hooks, self.app.auth_schemes, DEFAULT_FINISH)
+            plan = self._plan = PipelinePlan(
+                self.hooks, self.app.auth_schemes, DEFAULT_FINISH, DEFAULT_STEPS
+            )
         return plan
 
     def dispatch(self, request: Request) -> Response:
