@@ -20,6 +20,7 @@ import pytest
 
 from svcrest import App
 from svcrest.http.user import User
+from svcrest.store.change_waker import change_waker
 from svcrest.store.changes import encode_cursor
 from tests.rest.test_store_collection import TASKS, Site, view
 
@@ -216,6 +217,13 @@ def test_a_change_committed_meanwhile_arrives_within_a_second(site: Site) -> Non
     async def check() -> None:
         async with stream(site.app, SSE) as events:
             await events.until(b"\n\n")
+            # Once the waker listens (on PostgreSQL the host's relay, a process of its own,
+            # may still be starting): its first look wakes the stream, which waits again.
+            waker = change_waker(site.app.store)
+            deadline = time.monotonic() + 10
+            while waker.wakes == 0:
+                assert time.monotonic() < deadline, "no first look"
+                await asyncio.sleep(0.01)
             began = time.monotonic()
             await asyncio.to_thread(site.seed, "now")
             assert [event["data"]["title"] for event in await events.events(1)] == ["now"]
