@@ -110,6 +110,15 @@ TARGETS = (
         attribute="app.wsgi",
     ),
     Target(
+        "svcrest-granian-rsgi-proto",
+        "svcrest_rsgi_proto",
+        svcrest=True,
+        origin=True,
+        server="granian",
+        interface="rsgi",
+        attribute="target",
+    ),
+    Target(
         "svcrest-uvicorn-wsgi",
         "svcrest_plain",
         svcrest=True,
