@@ -162,8 +162,9 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--interface",
         choices=launcher.INTERFACES,
-        help="(default asgi; wsgi on granian is an opt-in: a client announcing a body and"
-        " sending nothing holds one of its few reading threads, see the serving guide)",
+        help="(default asgi; rsgi: granian's own interface, faster; wsgi on granian is an"
+        " opt-in: a client announcing a body and sending nothing holds one of its few"
+        " reading threads, see the serving guide)",
     )
     serve.add_argument(
         "--reload",

@@ -80,6 +80,7 @@ __all__ = [
     "LOG_FORMATS",
     "SERVERS",
     "SERVER_INTERFACES",
+    "SERVER_INTERFACE_CHOICES",
     "Limits",
     "ServeConfig",
     "ServerMissingError",
@@ -91,7 +92,9 @@ __all__ = [
 ]
 
 SERVERS: Final = ("granian", "uvicorn")
-INTERFACES: Final = ("wsgi", "asgi")
+INTERFACES: Final = ("wsgi", "asgi", "rsgi")
+#: The interfaces of each server (RSGI is granian's own: uvicorn has none).
+SERVER_INTERFACE_CHOICES: Final = {"granian": ("wsgi", "asgi", "rsgi"), "uvicorn": ("wsgi", "asgi")}
 LOG_FORMATS: Final = ("text", "json")
 #: granian on its ASGI interface. SECURITY: on ASGI a request body being read costs a
 #: coroutine and its deadline is a timer, so a client that announces a body and sends nothing
@@ -264,12 +267,15 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
     target = config.target
     if config.proxy_headers:  # granian reads no forwarded header: the site's wrapper does
         target = forwarded.WSGI_FACTORY if wsgi else forwarded.ASGI_FACTORY
+    interface = {"wsgi": Interfaces.WSGI, "rsgi": Interfaces.RSGI}.get(
+        config.interface, Interfaces.ASGI
+    )
     options: dict[str, Any] = {
         "target": target,
         "factory": True,
         "address": config.host,
         "port": config.port,
-        "interface": Interfaces.WSGI if wsgi else Interfaces.ASGI,
+        "interface": interface,
         "workers": config.workers,
         "reload": config.reload,
         "log_access": config.access_log,
@@ -410,6 +416,13 @@ def serve(config: ServeConfig) -> int:
         raise ValueError(f"unknown server {config.server!r} (one of {', '.join(SERVERS)})")
     if config.interface not in INTERFACES:
         raise ValueError(f"unknown interface {config.interface!r} (one of {', '.join(INTERFACES)})")
+    choices = SERVER_INTERFACE_CHOICES[config.server]
+    if config.interface not in choices:
+        raise ValueError(
+            f"{config.server} has no {config.interface} interface (one of {', '.join(choices)})"
+        )
+    if config.interface == "rsgi" and config.proxy_headers:
+        raise ValueError("--proxy-headers is not available on the rsgi interface (use asgi)")
     os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
     os.environ[ENV_LOG_FORMAT] = config.log_format
     os.environ[ENV_RELOAD] = "1" if config.reload else "0"
