@@ -1533,10 +1533,74 @@ def test_threads_and_max_concurrency_reach_granian(
     assert (options["blocking_threads"], options["backpressure"]) == (3, 64)
 
 
+def test_serve_on_granians_rsgi_interface(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    from granian.constants import Interfaces
+
+    port = free_port()
+    argv = ["serve", "--port", str(port), "--db", db, "--interface", "rsgi"]
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")
+    assert "with granian (rsgi)" in out
+    [options] = granian_calls
+    # The App is the RSGI application too: the same factory as ASGI's.
+    assert (options["target"], options["interface"]) == (
+        "svcrest.cli:app_from_env",
+        Interfaces.RSGI,
+    )
+    assert "blocking_threads" not in options
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--server", "uvicorn"],
+            "uvicorn has no rsgi interface (one of wsgi, asgi);"
+            " --interface rsgi needs --server granian",
+        ),
+        (
+            ["--db", ":memory:"],
+            "uvicorn (the server of an in-memory database) has no rsgi interface (one of wsgi,"
+            " asgi); --interface rsgi needs --server granian",
+        ),
+        (
+            ["--proxy-headers"],
+            "--proxy-headers is not available with --interface rsgi (use asgi)",
+        ),
+    ],
+    ids=["uvicorn", "memory", "proxy-headers"],
+)
+def test_rsgi_only_on_granian_without_proxy_headers(
+    capsys: pytest.CaptureFixture[str],
+    granian_calls: list[dict[str, Any]],
+    argv: list[str],
+    message: str,
+) -> None:
+    status, out, err = run(capsys, "serve", "--interface", "rsgi", *argv)
+    assert (status, out, err) == (2, "", f"svcrest: error: {message}\n")
+    assert granian_calls == []
+
+
+def test_the_launcher_refuses_rsgi_on_uvicorn() -> None:
+    from svcrest.serve.launcher import ServeConfig, serve
+
+    config = ServeConfig(asgi_factory="m:a", wsgi_factory="m:w", server="uvicorn", interface="rsgi")
+    with pytest.raises(ValueError, match="uvicorn has no rsgi interface"):
+        serve(config)
+
+
 @pytest.mark.parametrize(
     "argv",
-    [[], ["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
-    ids=["default-granian-asgi", "granian-asgi", "uvicorn", "memory"],
+    [
+        [],
+        ["--interface", "asgi"],
+        ["--interface", "rsgi"],
+        ["--server", "uvicorn"],
+        ["--db", ":memory:"],
+    ],
+    ids=["default-granian-asgi", "granian-asgi", "granian-rsgi", "uvicorn", "memory"],
 )
 def test_threads_only_for_granian_wsgi(
     capsys: pytest.CaptureFixture[str], granian_calls: list[dict[str, Any]], argv: list[str]
