@@ -148,15 +148,25 @@ class RSGIScopeHeaders(OnDemandHeaders):
         raw = self._raw
         if raw is None:
             return self.listed().has_any(names)
-        return any(name in raw for name in names)
+        # PERF: a loop, not any() over a generator (two names, usually)
+        for name in names:  # noqa: SIM110
+            if name in raw:
+                return True
+        return False
 
 
 def _address(value: str) -> tuple[str, int]:
     """``host`` and ``port`` of an RSGI address (``"127.0.0.1:5000"``, ``"[::1]:5000"``)."""
     host, _, port = value.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
+    if host[:1] == "[" and host[-1:] == "]":
         host = host[1:-1]
     return host, int(port) if port.isdigit() else 0
+
+
+def _client_host(value: str) -> str:
+    """The host of an RSGI client address (PERF: one slice for the usual IPv4 one)."""
+    host = value[: value.rfind(":")] if ":" in value else value
+    return host[1:-1] if host[:1] == "[" else host
 
 
 def _request(scope: RSGIScope) -> tuple[HttpRequest, str]:
@@ -179,7 +189,7 @@ def _request(scope: RSGIScope) -> tuple[HttpRequest, str]:
         b"",
         scope.scheme,
         host_value,
-        _address(scope.client)[0],
+        _client_host(scope.client),
     )
     return http, headers.get_joined("x-request-id") or ""
 
