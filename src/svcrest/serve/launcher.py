@@ -4,8 +4,9 @@ RSGI), within bounds.
 The one module that knows the servers' options (the command line only parses and calls
 :func:`serve`). Both servers load the site in their worker processes through an import
 string naming a factory (``svcrest.cli:app_from_env`` for ASGI and RSGI, the App being
-both, ``…:wsgi_from_env`` for WSGI) configured through the environment; uvicorn with one worker and no reloader serves an
-App built already (``ServeConfig.app``), which an in-memory database needs.
+both, ``…:wsgi_from_env`` for WSGI) configured through the environment; uvicorn with one
+worker and no reloader serves an App built already (``ServeConfig.app``), which an
+in-memory database needs.
 
 Bounds (docs/guides/serving.md, "Limits"), :class:`Limits`:
 
