@@ -1489,6 +1489,7 @@ def test_proxy_headers_on_uvicorn(
     [
         ("wsgi", "svcrest.cli:wsgi_from_env", "svcrest.serve.forwarded:wsgi_from_env"),
         ("asgi", "svcrest.cli:app_from_env", "svcrest.serve.forwarded:asgi_from_env"),
+        ("rsgi", "svcrest.cli:app_from_env", "svcrest.serve.forwarded:rsgi_from_env"),
     ],
 )
 def test_proxy_headers_on_the_default_server_wrap_the_site(
@@ -1508,7 +1509,11 @@ def test_proxy_headers_on_the_default_server_wrap_the_site(
     assert os.environ[forwarded.ENV_TARGET] == site_factory
     assert os.environ[forwarded.ENV_ALLOW_IPS] == "10.0.0.1"
     # What the workers load: the site wrapped, trusting the allowed address only.
-    loaded = forwarded.wsgi_from_env() if interface == "wsgi" else forwarded.asgi_from_env()
+    loaded: Any = {
+        "wsgi": forwarded.wsgi_from_env,
+        "asgi": forwarded.asgi_from_env,
+        "rsgi": forwarded.rsgi_from_env,
+    }[interface]()
     assert "10.0.0.1" in loaded.peers
     assert "127.0.0.1" not in loaded.peers
     site = loaded.app.host if interface == "wsgi" else loaded.app
@@ -1565,14 +1570,10 @@ def test_serve_on_granians_rsgi_interface(
             "uvicorn (the server of an in-memory database) has no rsgi interface (one of wsgi,"
             " asgi); --interface rsgi needs --server granian",
         ),
-        (
-            ["--proxy-headers"],
-            "--proxy-headers is not available with --interface rsgi (use asgi)",
-        ),
     ],
-    ids=["uvicorn", "memory", "proxy-headers"],
+    ids=["uvicorn", "memory"],
 )
-def test_rsgi_only_on_granian_without_proxy_headers(
+def test_rsgi_only_on_granian(
     capsys: pytest.CaptureFixture[str],
     granian_calls: list[dict[str, Any]],
     argv: list[str],

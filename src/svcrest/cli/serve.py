@@ -89,8 +89,6 @@ def _interface_choice(args: argparse.Namespace, server: str) -> str:
             f"{server}{memory} has no {interface} interface (one of {', '.join(choices)});"
             " --interface rsgi needs --server granian"
         )
-    if interface == "rsgi" and args.proxy_headers:
-        raise CliError("--proxy-headers is not available with --interface rsgi (use asgi)")
     return interface
 
 

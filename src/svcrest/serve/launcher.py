@@ -268,7 +268,9 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
     wsgi = config.interface == "wsgi"
     target = config.target
     if config.proxy_headers:  # granian reads no forwarded header: the site's wrapper does
-        target = forwarded.WSGI_FACTORY if wsgi else forwarded.ASGI_FACTORY
+        target = {"wsgi": forwarded.WSGI_FACTORY, "rsgi": forwarded.RSGI_FACTORY}.get(
+            config.interface, forwarded.ASGI_FACTORY
+        )
     interface = {"wsgi": Interfaces.WSGI, "rsgi": Interfaces.RSGI}.get(
         config.interface, Interfaces.ASGI
     )
@@ -423,8 +425,6 @@ def serve(config: ServeConfig) -> int:
         raise ValueError(
             f"{config.server} has no {config.interface} interface (one of {', '.join(choices)})"
         )
-    if config.interface == "rsgi" and config.proxy_headers:
-        raise ValueError("--proxy-headers is not available on the rsgi interface (use asgi)")
     os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
     os.environ[ENV_LOG_FORMAT] = config.log_format
     os.environ[ENV_RELOAD] = "1" if config.reload else "0"

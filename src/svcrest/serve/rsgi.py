@@ -48,6 +48,7 @@ __all__ = [
     "RSGIProtocol",
     "RSGIScope",
     "RSGIScopeHeaders",
+    "client_host",
     "forward_to_asgi_site",
     "handle_rsgi",
     "rsgi_del",
@@ -163,8 +164,9 @@ def _address(value: str) -> tuple[str, int]:
     return host, int(port) if port.isdigit() else 0
 
 
-def _client_host(value: str) -> str:
-    """The host of an RSGI client address (PERF: one slice for the usual IPv4 one)."""
+def client_host(value: str) -> str:
+    """The host of an RSGI client address, ``"127.0.0.1:5000"`` → ``"127.0.0.1"``,
+    ``"[::1]:5000"`` → ``"::1"`` (PERF: one slice for the usual IPv4 one)."""
     host = value[: value.rfind(":")] if ":" in value else value
     return host[1:-1] if host[:1] == "[" else host
 
@@ -189,7 +191,7 @@ def _request(scope: RSGIScope) -> tuple[HttpRequest, str]:
         b"",
         scope.scheme,
         host_value,
-        _client_host(scope.client),
+        client_host(scope.client),
     )
     return http, headers.get_joined("x-request-id") or ""
 
