@@ -5,7 +5,8 @@ Usage::
     python bench/ab.py A B [--pairs 30] [--burst 2] [--connections 64]
 
 ``A`` and ``B`` are target names of ``run.py`` (``svcrest``, ``svcrest-granian-wsgi``,
-``svcrest-auth-granian-wsgi``, ``falcon-granian-wsgi``…), each optionally followed by
+``svcrest-granian-rsgi``, ``svcrest-auth-granian-wsgi``, ``falcon-granian-wsgi``…), each
+optionally followed by
 ``@SRC``: the server then runs with ``SRC`` first on its ``PYTHONPATH`` (another tree's
 ``src``, e.g. a ``git worktree`` of an older commit, or a compiled build). Examples::
 

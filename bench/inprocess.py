@@ -115,6 +115,62 @@ def asgi_case(app: Any, path: str, headers: list[tuple[bytes, bytes]], expect: i
     return run
 
 
+class _RSGIHeaders(dict[str, list[str]]):
+    """A stand-in for granian's ``RSGIHeaders`` (lower-case name → its values): ``in`` and
+    ``get_all`` are dict operations in C here (granian's are Rust calls); a name not there
+    costs one Python call (``__missing__``), which granian's does not."""
+
+    def __missing__(self, name: str) -> list[str]:
+        return []
+
+    get_all = dict.__getitem__
+
+    def items(self) -> list[tuple[str, str]]:  # type: ignore[override]
+        return [(name, value) for name, values in dict.items(self) for value in values]
+
+
+class _RSGIScope:
+    __slots__ = ("client", "headers", "method", "path", "proto", "query_string", "scheme")
+    server = "127.0.0.1:8000"
+    http_version = "1.1"
+    authority = None
+
+    def __init__(self, path: str, headers: Sequence[tuple[bytes, bytes]]) -> None:
+        lines = _RSGIHeaders()
+        for name, value in _scope(path, list(headers))["headers"]:
+            lines.setdefault(name.decode("latin-1"), []).append(value.decode("latin-1"))
+        self.proto, self.method, self.path, self.query_string = "http", "GET", path, ""
+        self.scheme, self.client, self.headers = "http", "127.0.0.1:50000", lines
+
+
+class _RSGIProtocol:
+    """Records the status; what a plain GET calls of granian's protocol."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status = 0
+
+    def response_bytes(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.status = status
+
+
+def rsgi_case(app: Any, path: str, headers: Sequence[tuple[bytes, bytes]], expect: int) -> Any:
+    """A coroutine function running ``n`` requests through the App's RSGI callable (a scope
+    and protocol standing in for granian's: see ``_RSGIHeaders``); checks the status."""
+    scope = _RSGIScope(path, headers)
+    protocol = _RSGIProtocol()
+    serve = app.__rsgi__
+
+    async def run(n: int) -> None:
+        for _ in range(n):
+            await serve(scope, protocol)
+        if protocol.status != expect:
+            raise SystemExit(f"RSGI {path} answered {protocol.status}, expected {expect}")
+
+    return run
+
+
 def wsgi_case(
     app: Any,
     path: str,

@@ -7,7 +7,8 @@ Usage::
 
 Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
 ``rest_pre_serve_request`` filter, the same with one extra ``rest_post_dispatch`` filter,
-a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie + nonce GET) runs twice under
+a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie + nonce GET, an RSGI GET through
+stand-ins for granian's scope and protocol) runs twice under
 ``valgrind --tool=callgrind``: once warming up only, once with ``--requests`` more requests;
 the difference divided by the number of requests is the cost of one request in CPU
 instructions. Unlike seconds, the count does not change when other processes share the
@@ -31,7 +32,7 @@ from pathlib import Path
 from callgrind import collected
 
 HERE = Path(__file__).resolve().parent
-CASES = ["plain", "filter", "post-filter", "404", "auth", "wsgi", "wsgi-auth"]
+CASES = ["plain", "filter", "post-filter", "404", "auth", "wsgi", "wsgi-auth", "rsgi"]
 LABELS = {
     "plain": "anonymous GET",
     "filter": "+1 pre_serve filter",
@@ -40,6 +41,7 @@ LABELS = {
     "auth": "cookie + nonce GET",
     "wsgi": "WSGI anonymous GET",
     "wsgi-auth": "WSGI cookie + nonce GET",
+    "rsgi": "RSGI anonymous GET",
 }
 
 
@@ -67,7 +69,10 @@ def child(kind: str, requests: int) -> None:
         )
         headers = []
     path = "/svc-json/demo/v1/nothing/42" if kind == "404" else inprocess.PATH
-    run = inprocess.asgi_case(app, path, headers, 404 if kind == "404" else 200)
+    if kind == "rsgi":
+        run = inprocess.rsgi_case(app, path, headers, 200)
+    else:
+        run = inprocess.asgi_case(app, path, headers, 404 if kind == "404" else 200)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(run(50))
     if requests:

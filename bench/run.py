@@ -51,7 +51,7 @@ class Target:
     origin: bool = False  # wrk sends ``Origin: http://example.com``
     goal: float | None = None  # the target ratio to raw ASGI
     server: str = "uvicorn"  # or granian (harness.SERVER_COMMANDS)
-    interface: str = "asgi"  # or wsgi
+    interface: str = "asgi"  # or wsgi, or rsgi (granian only)
     attribute: str = "app"  # what the server serves in the module (svcrest's WSGI: app.wsgi)
     #: Extra environment of the server (``--compiled``: PYTHONPATH of a compiled build).
     env: tuple[tuple[str, str], ...] = ()
@@ -108,6 +108,15 @@ TARGETS = (
         server="granian",
         interface="wsgi",
         attribute="app.wsgi",
+    ),
+    # granian's own interface (`svcrest serve --interface rsgi`): the App is an RSGI app too.
+    Target(
+        "svcrest-granian-rsgi",
+        "svcrest_plain",
+        svcrest=True,
+        origin=True,
+        server="granian",
+        interface="rsgi",
     ),
     Target(
         "svcrest-uvicorn-wsgi",

@@ -1489,6 +1489,7 @@ def test_proxy_headers_on_uvicorn(
     [
         ("wsgi", "svcrest.cli:wsgi_from_env", "svcrest.serve.forwarded:wsgi_from_env"),
         ("asgi", "svcrest.cli:app_from_env", "svcrest.serve.forwarded:asgi_from_env"),
+        ("rsgi", "svcrest.cli:app_from_env", "svcrest.serve.forwarded:rsgi_from_env"),
     ],
 )
 def test_proxy_headers_on_the_default_server_wrap_the_site(
@@ -1508,7 +1509,11 @@ def test_proxy_headers_on_the_default_server_wrap_the_site(
     assert os.environ[forwarded.ENV_TARGET] == site_factory
     assert os.environ[forwarded.ENV_ALLOW_IPS] == "10.0.0.1"
     # What the workers load: the site wrapped, trusting the allowed address only.
-    loaded = forwarded.wsgi_from_env() if interface == "wsgi" else forwarded.asgi_from_env()
+    loaded: Any = {
+        "wsgi": forwarded.wsgi_from_env,
+        "asgi": forwarded.asgi_from_env,
+        "rsgi": forwarded.rsgi_from_env,
+    }[interface]()
     assert "10.0.0.1" in loaded.peers
     assert "127.0.0.1" not in loaded.peers
     site = loaded.app.host if interface == "wsgi" else loaded.app
@@ -1533,10 +1538,70 @@ def test_threads_and_max_concurrency_reach_granian(
     assert (options["blocking_threads"], options["backpressure"]) == (3, 64)
 
 
+def test_serve_on_granians_rsgi_interface(
+    capsys: pytest.CaptureFixture[str], db: str, granian_calls: list[dict[str, Any]]
+) -> None:
+    from granian.constants import Interfaces
+
+    port = free_port()
+    argv = ["serve", "--port", str(port), "--db", db, "--interface", "rsgi"]
+    status, out, err = run(capsys, *argv)
+    assert (status, err) == (0, "")
+    assert "with granian (rsgi)" in out
+    [options] = granian_calls
+    # The App is the RSGI application too: the same factory as ASGI's.
+    assert (options["target"], options["interface"]) == (
+        "svcrest.cli:app_from_env",
+        Interfaces.RSGI,
+    )
+    assert "blocking_threads" not in options
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--server", "uvicorn"],
+            "uvicorn has no rsgi interface (one of wsgi, asgi);"
+            " --interface rsgi needs --server granian",
+        ),
+        (
+            ["--db", ":memory:"],
+            "uvicorn (the server of an in-memory database) has no rsgi interface (one of wsgi,"
+            " asgi); --interface rsgi needs --server granian",
+        ),
+    ],
+    ids=["uvicorn", "memory"],
+)
+def test_rsgi_only_on_granian(
+    capsys: pytest.CaptureFixture[str],
+    granian_calls: list[dict[str, Any]],
+    argv: list[str],
+    message: str,
+) -> None:
+    status, out, err = run(capsys, "serve", "--interface", "rsgi", *argv)
+    assert (status, out, err) == (2, "", f"svcrest: error: {message}\n")
+    assert granian_calls == []
+
+
+def test_the_launcher_refuses_rsgi_on_uvicorn() -> None:
+    from svcrest.serve.launcher import ServeConfig, serve
+
+    config = ServeConfig(asgi_factory="m:a", wsgi_factory="m:w", server="uvicorn", interface="rsgi")
+    with pytest.raises(ValueError, match="uvicorn has no rsgi interface"):
+        serve(config)
+
+
 @pytest.mark.parametrize(
     "argv",
-    [[], ["--interface", "asgi"], ["--server", "uvicorn"], ["--db", ":memory:"]],
-    ids=["default-granian-asgi", "granian-asgi", "uvicorn", "memory"],
+    [
+        [],
+        ["--interface", "asgi"],
+        ["--interface", "rsgi"],
+        ["--server", "uvicorn"],
+        ["--db", ":memory:"],
+    ],
+    ids=["default-granian-asgi", "granian-asgi", "granian-rsgi", "uvicorn", "memory"],
 )
 def test_threads_only_for_granian_wsgi(
     capsys: pytest.CaptureFixture[str], granian_calls: list[dict[str, Any]], argv: list[str]

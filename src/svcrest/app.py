@@ -57,6 +57,7 @@ from svcrest.rest.server import RestServer
 from svcrest.rest.settings import Site
 from svcrest.rest.urls import DEFAULT_PREFIX, get_rest_url, https_forced
 from svcrest.serve.asgi import handle_asgi
+from svcrest.serve.rsgi import handle_rsgi, rsgi_del, rsgi_init
 from svcrest.serve.wsgi import WSGIAdapter
 from svcrest.site.auth_pages import install_auth_pages
 from svcrest.site.authorize_app import AUTHORIZE_PATH, install_authorize_application_page
@@ -103,8 +104,9 @@ class DoingItWrong(UserWarning):
 
 
 class App:
-    """A svcrest site: register routes, then serve it (``app`` is an ASGI application,
-    ``app.wsgi`` the same site over WSGI) or dispatch internally with ``rest_do_request``."""
+    """A svcrest site: register routes, then serve it (``app`` is an ASGI application and
+    an RSGI one, ``app.wsgi`` the same site over WSGI) or dispatch internally with
+    ``rest_do_request``."""
 
     def __init__(
         self,
@@ -932,6 +934,11 @@ class App:
     #: The App is an ASGI application: calling it is calling ``handle_asgi`` with the App
     #: (PERF: no wrapping coroutine per request).
     __call__ = handle_asgi
+    #: The App is an RSGI application too (granian's ``--interface rsgi``): its requests,
+    #: and the worker's start and end (PERF: no wrapping coroutine per request either).
+    __rsgi__ = handle_rsgi
+    __rsgi_init__ = rsgi_init
+    __rsgi_del__ = rsgi_del
 
     @property
     def wsgi(self) -> WSGIAdapter:

@@ -34,8 +34,8 @@ NOTES = "/svc-json/demo/v1/notes"
 
 @pytest.mark.parametrize(
     ("server", "interface"),
-    [("granian", "wsgi"), ("uvicorn", "asgi")],
-    ids=["granian-wsgi", "uvicorn-asgi"],
+    [("granian", "wsgi"), ("uvicorn", "asgi"), ("granian", "rsgi")],
+    ids=["granian-wsgi", "uvicorn-asgi", "granian-rsgi"],
 )
 def test_two_workers_one_view(tmp_path: Path, server: str, interface: str) -> None:
     db = str(tmp_path / "s.db")
@@ -162,12 +162,17 @@ def test_sigterm_drains_then_exits(tmp_path: Path, server: str, workers: str) ->
         assert served.process.wait(timeout=15) == status, served.output()
 
 
-@pytest.mark.parametrize("server", ["granian", "uvicorn"])
-def test_json_access_lines(tmp_path: Path, server: str) -> None:
+@pytest.mark.parametrize(
+    ("server", "interface"),
+    [("granian", "asgi"), ("uvicorn", "asgi"), ("granian", "rsgi")],
+    ids=["granian", "uvicorn", "granian-rsgi"],
+)
+def test_json_access_lines(tmp_path: Path, server: str, interface: str) -> None:
     db = str(tmp_path / "s.db")
     add_editor(db)
     port = free_port()
-    command = serve_command(port, "--server", server, "--db", db, "--log-format", "json")
+    command = serve_command(port, "--server", server, "--interface", interface, "--db", db)
+    command += ["--log-format", "json"]
     with running(command, tmp_path, port) as served:
         target = f"{served.url}{NOTES}/77?password=SECRET"
         response = httpx.get(target, headers={"X-Request-Id": f"json-{server}"})

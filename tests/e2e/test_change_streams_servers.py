@@ -60,9 +60,14 @@ def _write(base: str, title: str) -> None:
         assert client.post(BOOKS, json={"title": title}).status_code == 201
 
 
-@pytest.fixture(params=["uvicorn", "granian"])
+@pytest.fixture(
+    params=[("uvicorn", "asgi"), ("granian", "asgi"), ("granian", "rsgi")],
+    ids=["uvicorn", "granian", "granian-rsgi"],
+)
 def asgi_host(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Host]:
-    options = ["--server", request.param, "--interface", "asgi", "--db", str(tmp_path / "s.db")]
+    """A host serving streams: an ASGI server, or granian's RSGI."""
+    server, interface = request.param
+    options = ["--server", server, "--interface", interface, "--db", str(tmp_path / "s.db")]
     with serving([("127.0.0.1", [*options, *PLUGIN, "--max-streams", "1"], None)]) as found:
         yield found[0]
 
@@ -140,16 +145,31 @@ def test_wsgi_answers_every_accept_with_the_long_poll(server: str, tmp_path: Pat
 
 
 @pytest.mark.parametrize(
-    ("server", "workers"),
-    [("uvicorn", 1), ("uvicorn", 2), ("granian", 1), ("granian", 2)],
-    ids=["uvicorn", "uvicorn-2-workers", "granian", "granian-2-workers"],
+    ("server", "workers", "interface"),
+    [
+        ("uvicorn", 1, "asgi"),
+        ("uvicorn", 2, "asgi"),
+        ("granian", 1, "asgi"),
+        ("granian", 2, "asgi"),
+        ("granian", 1, "rsgi"),
+        ("granian", 2, "rsgi"),
+    ],
+    ids=[
+        "uvicorn",
+        "uvicorn-2-workers",
+        "granian",
+        "granian-2-workers",
+        "granian-rsgi",
+        "granian-rsgi-2-workers",
+    ],
 )
 def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
-    server: str, workers: int, tmp_path: Path
+    server: str, workers: int, interface: str, tmp_path: Path
 ) -> None:
     port = free_port()
     command = [sys.executable, "-m", "svcrest", "serve", "--server", server, "--port", str(port)]
-    command += ["--workers", str(workers), "--db", str(tmp_path / "s.db"), *PLUGIN]
+    command += ["--interface", interface, "--workers", str(workers)]
+    command += ["--db", str(tmp_path / "s.db"), *PLUGIN]
     process = subprocess.Popen(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )

@@ -76,8 +76,13 @@ def serving_mcp(db: str, *extra: str) -> Iterator[str]:
 
 @pytest.fixture(
     scope="module",
-    params=[(), ("--workers", "2"), ("--server", "uvicorn", "--interface", "asgi")],
-    ids=["granian", "granian-2-workers", "uvicorn"],
+    params=[
+        (),
+        ("--workers", "2"),
+        ("--server", "uvicorn", "--interface", "asgi"),
+        ("--interface", "rsgi"),
+    ],
+    ids=["granian", "granian-2-workers", "uvicorn", "granian-rsgi"],
 )
 def site(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

@@ -89,8 +89,8 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> No
 
 @pytest.fixture(
     scope="module",
-    params=[("granian", "wsgi"), ("granian", "asgi"), ("uvicorn", "asgi")],
-    ids=["granian-wsgi", "granian-asgi", "uvicorn-asgi"],
+    params=[("granian", "wsgi"), ("granian", "asgi"), ("uvicorn", "asgi"), ("granian", "rsgi")],
+    ids=["granian-wsgi", "granian-asgi", "uvicorn-asgi", "granian-rsgi"],
 )
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

@@ -208,8 +208,14 @@ def test_a_default_start_prints_no_warning(tmp_path: Path) -> None:
 
 @pytest.fixture(
     scope="module",
-    params=[("granian", "wsgi"), ("granian", "asgi"), ("uvicorn", "asgi"), ("uvicorn", "wsgi")],
-    ids=["granian-wsgi", "granian-asgi", "uvicorn-asgi", "uvicorn-wsgi"],
+    params=[
+        ("granian", "wsgi"),
+        ("granian", "asgi"),
+        ("uvicorn", "asgi"),
+        ("uvicorn", "wsgi"),
+        ("granian", "rsgi"),
+    ],
+    ids=["granian-wsgi", "granian-asgi", "uvicorn-asgi", "uvicorn-wsgi", "granian-rsgi"],
 )
 def proxied(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory

@@ -4,7 +4,9 @@ from a forwarded https request or an https home, on both adapters."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +15,9 @@ import pytest
 
 from svcrest import App, public
 from svcrest.http.context import current_context
-from svcrest.serve.forwarded import ForwardedASGI, ForwardedWSGI, TrustedPeers
+from svcrest.serve.forwarded import ForwardedASGI, ForwardedRSGI, ForwardedWSGI, TrustedPeers
 from tests.conftest import SiteClient
+from tests.serve.test_rsgi import FakeProtocol, FakeScope
 
 ClientFor = Callable[..., SiteClient]
 
@@ -132,6 +135,77 @@ def test_an_unknown_forwarded_scheme_is_ignored(adapter: str, proto: str) -> Non
     login, _, _ = _exchange(adapter, app, "10.0.0.5", {"X-Forwarded-Proto": proto})
     assert COOKIE_VALUE.sub("", login.headers["set-cookie"]) == "; Path=/; HttpOnly; SameSite=Lax"
     app.store.close()
+
+
+def _rsgi_exchange(
+    app: App, peer: str, headers: dict[str, str]
+) -> tuple[FakeProtocol, FakeProtocol, FakeProtocol]:
+    """:func:`_exchange` on the RSGI interface (granian's scope and protocol stand-ins)."""
+    wrapped = ForwardedRSGI(app, TrustedPeers("10.0.0.5"))
+    lines = [("host", "site.test"), *((name.lower(), value) for name, value in headers.items())]
+    form = b"log=alice&pwd=alice-pw"
+    form_lines = [
+        *lines,
+        ("content-type", "application/x-www-form-urlencoded"),
+        ("content-length", str(len(form))),
+    ]
+
+    async def send() -> tuple[FakeProtocol, FakeProtocol, FakeProtocol]:
+        answered = []
+        for method, path, sent, body in (
+            ("POST", "/login", form_lines, [form]),
+            ("GET", "/svc-json/", lines, []),
+            ("GET", "/svc-json/t/v1/peer", lines, []),
+        ):
+            protocol = FakeProtocol(body)
+            scope = FakeScope(method, path, lines=sent, client=f"{peer}:4000")
+            await wrapped.__rsgi__(scope, protocol)
+            answered.append(protocol)
+        return answered[0], answered[1], answered[2]
+
+    return asyncio.run(send())
+
+
+@pytest.mark.parametrize(
+    ("peer", "headers", "secure", "client"),
+    [
+        ("10.0.0.5", FORWARDED, True, "203.0.113.1"),
+        ("10.0.0.5", {"X-Forwarded-For": "2001:db8::1"}, False, "2001:db8::1"),
+        ("10.0.0.5", {"X-Forwarded-Proto": "ftp"}, False, "10.0.0.5"),
+        ("192.0.2.9", FORWARDED, False, "192.0.2.9"),
+    ],
+    ids=["trusted", "trusted-ipv6-client-only", "unknown-scheme", "other"],
+)
+def test_rsgi_forwarded_https_from_a_trusted_proxy(
+    peer: str, headers: dict[str, str], secure: bool, client: str
+) -> None:
+    app = _site()
+    login, index, seen = _rsgi_exchange(app, peer, headers)
+    assert login.status == 303
+    attributes = COOKIE_VALUE.sub("", login.lines()["set-cookie"])
+    assert attributes == ("; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if secure else ""))
+    scheme = "https" if secure else "http"
+    assert index.lines()["link"] == f'<{scheme}://site.test/svc-json/>; rel="https://api.w.org/"'
+    assert json.loads(seen.body) == {"client": client}
+    app.store.close()
+
+
+def test_rsgi_the_workers_start_and_end_reach_the_site() -> None:
+    app = _site()
+    wrapped = ForwardedRSGI(app, TrustedPeers("*"))
+    loop = asyncio.new_event_loop()
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        app.streams.close()
+        wrapped.__rsgi_init__(loop)
+        assert app.streams.closing is False
+        wrapped.__rsgi_del__(loop)
+        assert app.streams.closing is True
+    finally:
+        for signum, handler in saved.items():  # the site's start set its own
+            signal.signal(signum, handler)
+        loop.close()
+        app.store.close()
 
 
 def test_lifespan_passes_through() -> None:

@@ -162,8 +162,9 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--interface",
         choices=launcher.INTERFACES,
-        help="(default asgi; wsgi on granian is an opt-in: a client announcing a body and"
-        " sending nothing holds one of its few reading threads, see the serving guide)",
+        help="(default asgi; rsgi: granian's own interface, faster; wsgi on granian is an"
+        " opt-in: a client announcing a body and sending nothing holds one of its few"
+        " reading threads, see the serving guide)",
     )
     serve.add_argument(
         "--reload",
@@ -228,9 +229,10 @@ def _add_server_options(serve: argparse.ArgumentParser) -> None:
         type=_count("stream count", 1_000_000),
         default=DEFAULT_MAX_STREAMS,
         metavar="N",
-        help="change-feed streams (Server-Sent Events, JSON Lines; ASGI only) each worker"
-        " holds at once: beyond it 503 svc_streams_busy with Retry-After; long-polls do not"
-        " count, and each stream also counts against --max-concurrency (default %(default)s)",
+        help="change-feed streams (Server-Sent Events, JSON Lines; ASGI and RSGI only) each"
+        " worker holds at once: beyond it 503 svc_streams_busy with Retry-After; long-polls"
+        " do not count, and each stream also counts against --max-concurrency (default"
+        " %(default)s)",
     )
     serve.add_argument(
         "--max-concurrency",

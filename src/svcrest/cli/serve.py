@@ -79,8 +79,17 @@ def _server_choice(args: argparse.Namespace) -> str:
 
 
 def _interface_choice(args: argparse.Namespace, server: str) -> str:
-    """The interface asked for, else ASGI (a silent request body holds no server thread)."""
-    return str(args.interface or launcher.SERVER_INTERFACES[server])
+    """The interface asked for, else ASGI (a silent request body holds no server thread);
+    refused when ``server`` has none of that name (RSGI is granian's own)."""
+    interface = str(args.interface or launcher.SERVER_INTERFACES[server])
+    choices = launcher.SERVER_INTERFACE_CHOICES[server]
+    if interface not in choices:
+        memory = " (the server of an in-memory database)" if is_memory(args.db) else ""
+        raise CliError(
+            f"{server}{memory} has no {interface} interface (one of {', '.join(choices)});"
+            " --interface rsgi needs --server granian"
+        )
+    return interface
 
 
 def _serve_config(args: argparse.Namespace, app: App, home: str, server: str) -> ServeConfig:

@@ -249,8 +249,8 @@ class HttpResponse:
 
 
 class HttpStream(HttpResponse):
-    """An answer whose body is ``chunks``, sent as they come (ASGI only: the adapter sends
-    each as a ``more_body`` message and closes ``chunks`` when the client leaves): no
+    """An answer whose body is ``chunks``, sent as they come (ASGI and RSGI only: the adapter
+    sends each as soon as it comes and closes ``chunks`` when the client leaves): no
     ``Content-Length``, and nothing for HEAD."""
 
     __slots__ = ("chunks",)

@@ -4,12 +4,13 @@ neither (granian).
 Behind a TLS-terminating proxy the server sees the proxy's address and plain http. With
 ``svcrest serve --proxy-headers --forwarded-allow-ips IPS`` uvicorn applies the two headers
 itself; granian does not, so the launcher has granian load the site through
-:func:`wsgi_from_env` / :func:`asgi_from_env`, which wrap it in :class:`ForwardedWSGI` /
-:class:`ForwardedASGI`. The rules are uvicorn's: only a request whose peer is in the allowed
-list (addresses, networks such as ``10.0.0.0/8``, or ``*``) is changed; ``X-Forwarded-Proto``
-sets the scheme when it is exactly ``http`` or ``https``; the client address is the nearest
-``X-Forwarded-For`` entry (from the right) that is not itself trusted, or the leftmost when
-all are. A request forwarded as https then gets ``Secure`` cookies and https URLs.
+:func:`wsgi_from_env` / :func:`asgi_from_env` / :func:`rsgi_from_env`, which wrap it in
+:class:`ForwardedWSGI` / :class:`ForwardedASGI` / :class:`ForwardedRSGI`. The rules are
+uvicorn's: only a request whose peer is in the allowed list (addresses, networks such as
+``10.0.0.0/8``, or ``*``) is changed; ``X-Forwarded-Proto`` sets the scheme when it is
+exactly ``http`` or ``https``; the client address is the nearest ``X-Forwarded-For`` entry
+(from the right) that is not itself trusted, or the leftmost when all are. A request
+forwarded as https then gets ``Secure`` cookies and https URLs.
 """
 
 from __future__ import annotations
@@ -21,22 +22,28 @@ import os
 from collections.abc import Iterable, MutableMapping
 from typing import Any, Final
 
+from svcrest.serve.rsgi import client_host
+
 __all__ = [
     "ASGI_FACTORY",
     "ENV_ALLOW_IPS",
     "ENV_TARGET",
+    "RSGI_FACTORY",
     "WSGI_FACTORY",
     "ForwardedASGI",
+    "ForwardedRSGI",
     "ForwardedWSGI",
     "TrustedPeers",
     "asgi_from_env",
     "configure",
+    "rsgi_from_env",
     "wsgi_from_env",
 ]
 
 #: The factories granian loads with ``--proxy-headers``.
 WSGI_FACTORY: Final = "svcrest.serve.forwarded:wsgi_from_env"
 ASGI_FACTORY: Final = "svcrest.serve.forwarded:asgi_from_env"
+RSGI_FACTORY: Final = "svcrest.serve.forwarded:rsgi_from_env"
 #: The site's own factory (``module:function``) the wrappers call.
 ENV_TARGET: Final = "SVCREST_FORWARDED_TARGET"
 #: The comma-separated trusted addresses (``--forwarded-allow-ips``).
@@ -163,6 +170,54 @@ class ForwardedASGI:
         await self.app(scope, receive, send)
 
 
+def _rsgi_address(host: str) -> str:
+    """``host`` as an RSGI client address (``"203.0.113.1:0"``, ``"[2001:db8::1]:0"``)."""
+    return f"[{host}]:0" if ":" in host else f"{host}:0"
+
+
+class _ForwardedScope:
+    """An RSGI scope with the forwarded ``scheme`` and ``client``; every other field is the
+    scope's own."""
+
+    __slots__ = ("_scope", "client", "scheme")
+
+    def __init__(self, scope: Any, scheme: str, client: str) -> None:
+        self._scope = scope
+        self.scheme = scheme
+        self.client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._scope, name)
+
+
+class ForwardedRSGI:
+    """An RSGI application (granian's own interface) whose HTTP scopes from trusted peers
+    take the forwarded ``scheme`` and ``client``; the worker's start and end reach the
+    site."""
+
+    def __init__(self, app: Any, peers: TrustedPeers) -> None:
+        self.app = app
+        self.peers = peers
+
+    def __rsgi_init__(self, loop: Any) -> None:
+        self.app.__rsgi_init__(loop)
+
+    def __rsgi_del__(self, loop: Any) -> None:
+        self.app.__rsgi_del__(loop)
+
+    async def __rsgi__(self, scope: Any, protocol: Any) -> None:
+        if scope.proto == "http" and client_host(scope.client) in self.peers:
+            headers = scope.headers
+            protos = headers.get_all("x-forwarded-proto")
+            forwarded_for = ", ".join(headers.get_all("x-forwarded-for"))
+            scheme = _forwarded_scheme(protos[-1] if protos else None)
+            address = self.peers.client(forwarded_for) if forwarded_for else ""
+            if scheme is not None or address:
+                client = _rsgi_address(address) if address else scope.client
+                scope = _ForwardedScope(scope, scheme or scope.scheme, client)
+        await self.app.__rsgi__(scope, protocol)
+
+
 def configure(target: str, allow_ips: str) -> None:
     """Set the environment :func:`wsgi_from_env` and :func:`asgi_from_env` read: the site's
     factory ``target`` and the trusted addresses."""
@@ -192,3 +247,9 @@ def asgi_from_env() -> ForwardedASGI:
     """The ASGI factory of granian's workers with ``--proxy-headers`` (see
     :func:`wsgi_from_env`)."""
     return ForwardedASGI(_site_from_env(), _peers_from_env())
+
+
+def rsgi_from_env() -> ForwardedRSGI:
+    """The RSGI factory of granian's workers with ``--proxy-headers`` (see
+    :func:`wsgi_from_env`)."""
+    return ForwardedRSGI(_site_from_env(), _peers_from_env())

@@ -1,10 +1,12 @@
-"""Run a site under granian or uvicorn, on its WSGI or ASGI interface, within bounds.
+"""Run a site under granian or uvicorn, on its WSGI or ASGI interface (or granian's own,
+RSGI), within bounds.
 
 The one module that knows the servers' options (the command line only parses and calls
 :func:`serve`). Both servers load the site in their worker processes through an import
-string naming a factory (``svcrest.cli:app_from_env`` for ASGI, ``…:wsgi_from_env`` for
-WSGI) configured through the environment; uvicorn with one worker and no reloader serves an
-App built already (``ServeConfig.app``), which an in-memory database needs.
+string naming a factory (``svcrest.cli:app_from_env`` for ASGI and RSGI, the App being
+both, ``…:wsgi_from_env`` for WSGI) configured through the environment; uvicorn with one
+worker and no reloader serves an App built already (``ServeConfig.app``), which an
+in-memory database needs.
 
 Bounds (docs/guides/serving.md, "Limits"), :class:`Limits`:
 
@@ -80,6 +82,7 @@ __all__ = [
     "LOG_FORMATS",
     "SERVERS",
     "SERVER_INTERFACES",
+    "SERVER_INTERFACE_CHOICES",
     "Limits",
     "ServeConfig",
     "ServerMissingError",
@@ -91,7 +94,9 @@ __all__ = [
 ]
 
 SERVERS: Final = ("granian", "uvicorn")
-INTERFACES: Final = ("wsgi", "asgi")
+INTERFACES: Final = ("wsgi", "asgi", "rsgi")
+#: The interfaces of each server (RSGI is granian's own: uvicorn has none).
+SERVER_INTERFACE_CHOICES: Final = {"granian": ("wsgi", "asgi", "rsgi"), "uvicorn": ("wsgi", "asgi")}
 LOG_FORMATS: Final = ("text", "json")
 #: granian on its ASGI interface. SECURITY: on ASGI a request body being read costs a
 #: coroutine and its deadline is a timer, so a client that announces a body and sends nothing
@@ -263,13 +268,18 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
     wsgi = config.interface == "wsgi"
     target = config.target
     if config.proxy_headers:  # granian reads no forwarded header: the site's wrapper does
-        target = forwarded.WSGI_FACTORY if wsgi else forwarded.ASGI_FACTORY
+        target = {"wsgi": forwarded.WSGI_FACTORY, "rsgi": forwarded.RSGI_FACTORY}.get(
+            config.interface, forwarded.ASGI_FACTORY
+        )
+    interface = {"wsgi": Interfaces.WSGI, "rsgi": Interfaces.RSGI}.get(
+        config.interface, Interfaces.ASGI
+    )
     options: dict[str, Any] = {
         "target": target,
         "factory": True,
         "address": config.host,
         "port": config.port,
-        "interface": Interfaces.WSGI if wsgi else Interfaces.ASGI,
+        "interface": interface,
         "workers": config.workers,
         "reload": config.reload,
         "log_access": config.access_log,
@@ -410,6 +420,11 @@ def serve(config: ServeConfig) -> int:
         raise ValueError(f"unknown server {config.server!r} (one of {', '.join(SERVERS)})")
     if config.interface not in INTERFACES:
         raise ValueError(f"unknown interface {config.interface!r} (one of {', '.join(INTERFACES)})")
+    choices = SERVER_INTERFACE_CHOICES[config.server]
+    if config.interface not in choices:
+        raise ValueError(
+            f"{config.server} has no {config.interface} interface (one of {', '.join(choices)})"
+        )
     os.environ[ENV_HEADER_TIMEOUT] = repr(config.limits.header_timeout)
     os.environ[ENV_LOG_FORMAT] = config.log_format
     os.environ[ENV_RELOAD] = "1" if config.reload else "0"

@@ -1,5 +1,5 @@
-"""Sending a streamed answer (:class:`~svcrest.http.exchange.HttpStream`) over ASGI, and
-ending the streams when the server stops.
+"""Sending a streamed answer (:class:`~svcrest.http.exchange.HttpStream`) over ASGI (and,
+through :func:`pump_stream`, over RSGI), and ending the streams when the server stops.
 
 The rule: the head goes at once; each chunk goes as an ``http.response.body`` message with
 ``more_body`` as soon as the stream yields it (the server flushes it); the stream ends when
@@ -31,7 +31,7 @@ from typing import Any, Final
 from svcrest.http.exchange import HttpStream
 from svcrest.http.streams import SSE_TYPE, StreamSlots
 
-__all__ = ["STOPPING_COMMENT", "close_on_signals", "send_stream"]
+__all__ = ["STOPPING_COMMENT", "close_on_signals", "pump_stream", "send_stream"]
 
 _Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -51,31 +51,53 @@ async def send_stream(
     try:
         start = {"type": "http.response.start", "status": answer.status}
         await send({**start, "headers": answer.wire_headers()})
-        pump = asyncio.ensure_future(_pump(chunks, send))
-        gone = asyncio.ensure_future(_left(receive))
-        stopped = slots.stopped() if slots is not None else None
-        try:
-            waits: tuple[asyncio.Future[Any], ...] = (pump, gone)
-            await asyncio.wait(
-                waits if stopped is None else (*waits, stopped),
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-        finally:
-            for task in (pump, gone):
-                task.cancel()
-            await asyncio.gather(pump, gone, return_exceptions=True)
-        if gone.done() and not gone.cancelled():
-            return  # the client left: nothing more to send
-        ended = pump.done() and not pump.cancelled() and pump.exception() is None
-        if ended or (stopped is not None and stopped.done()):
+
+        async def send_chunk(chunk: bytes) -> None:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+        tail = await pump_stream(answer, send_chunk, _left(receive), slots)
+        if tail is not None:
             with contextlib.suppress(Exception):  # the client may have left meanwhile
-                if not ended and _is_sse(answer):
-                    await send(
-                        {"type": "http.response.body", "body": STOPPING_COMMENT, "more_body": True}
-                    )
+                if tail:
+                    await send_chunk(tail)
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         await chunks.aclose()
+
+
+async def pump_stream(
+    answer: HttpStream,
+    send_chunk: Callable[[bytes], Awaitable[None]],
+    left: Awaitable[Any],
+    slots: StreamSlots | None = None,
+) -> bytes | None:
+    """Send each chunk of ``answer`` with ``send_chunk`` as it comes, until the chunks end,
+    ``left`` finishes (the client left), or ``slots`` close, whichever comes first (the
+    rule of every server interface). What the caller sends still, before it ends the body:
+    None when nothing (the client left, or a chunk could not be sent), ``b""`` when only
+    the body's end, :data:`STOPPING_COMMENT` when that line first (a Server-Sent Events
+    stream the stopping server ends). The caller closes the chunks."""
+    pump = asyncio.ensure_future(_pump(answer.chunks, send_chunk))
+    gone = asyncio.ensure_future(left)
+    stopped = slots.stopped() if slots is not None else None
+    try:
+        waits: tuple[asyncio.Future[Any], ...] = (pump, gone)
+        await asyncio.wait(
+            waits if stopped is None else (*waits, stopped),
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+    finally:
+        for task in (pump, gone):
+            task.cancel()
+        await asyncio.gather(pump, gone, return_exceptions=True)
+    if gone.done() and not gone.cancelled():
+        return None  # the client left: nothing more to send
+    ended = pump.done() and not pump.cancelled() and pump.exception() is None
+    if ended:
+        return b""
+    if stopped is not None and stopped.done():
+        return STOPPING_COMMENT if _is_sse(answer) else b""
+    return None
 
 
 def _is_sse(answer: HttpStream) -> bool:
@@ -85,9 +107,11 @@ def _is_sse(answer: HttpStream) -> bool:
     )
 
 
-async def _pump(chunks: AsyncGenerator[bytes, None], send: _Send) -> None:
+async def _pump(
+    chunks: AsyncGenerator[bytes, None], send_chunk: Callable[[bytes], Awaitable[None]]
+) -> None:
     async for chunk in chunks:
-        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send_chunk(chunk)
 
 
 async def _left(receive: _Receive) -> None:
@@ -122,14 +146,16 @@ class _CloseOnSignal:
             os.kill(os.getpid(), signum)
 
 
-def close_on_signals(slots: StreamSlots) -> bool:
+def close_on_signals(slots: StreamSlots, loop: asyncio.AbstractEventLoop | None = None) -> bool:
     """Close ``slots`` when SIGTERM or SIGINT arrives, before the handler set now (a
     server's: uvicorn's ``Server.handle_exit``, or the handler of granian's worker loop,
-    which still runs) does its part; from the main thread, on the loop serving the
-    streams. Whether the handlers were set (not from another thread)."""
+    which still runs) does its part; from the main thread, on ``loop`` (else the running
+    loop), the one serving the streams. Whether the handlers were set (not from another
+    thread)."""
     if threading.current_thread() is not threading.main_thread():
         return False
-    loop = asyncio.get_running_loop()
+    if loop is None:
+        loop = asyncio.get_running_loop()
     for signum in _SIGNALS:
         previous = signal.getsignal(signum)
         if isinstance(previous, _CloseOnSignal) and previous.slots is slots:
