@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from svcrest.store.base import Store
-from svcrest.store.change_waker import ChangeWaker, change_waker
+from svcrest.store.change_waker import FAN_OUT_SHARE, LONGEST_HOLD, ChangeWaker, change_waker
 from svcrest.store.changes import ensure_change_log, record_change
 from svcrest.store.postgres import PostgresStore
 from svcrest.store.sqlite import SqliteStore
@@ -155,5 +155,87 @@ def test_a_token_never_goes_down_when_the_counts_are_forgotten(tmp_path: Path) -
             seen = waker.token("note")
         waker._wake({"note"})
         assert waker.token("note") > seen
+    finally:
+        store.close()
+
+
+def test_the_readers_work_after_a_wake_holds_the_next_wakes_back() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    try:
+        waker = ChangeWaker(store, coalesce=0.05)  # a tenth of the loop's time at most
+        assert waker.share == FAN_OUT_SHARE == 0.1
+        assert waker.hold("note") == 0.05
+        waker._wake({"note"})  # as the thread does when it sees a commit
+        woken = waker._woken_at["note"]
+        waker.spent("note", 0.02)  # the readers' first steps
+        waker.spent("note", 0.01)  # their chunks and sends after the shared read
+        assert waker.hold("note") == pytest.approx(0.3)
+        assert waker.hold("task") == 0.05  # another type's readers: their own work
+        waker._wake({"note"})  # a commit soon after: held back
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.1)  # past the coalescing interval, not past the hold
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.31)
+        assert waker.token("note") == 2
+        assert waker.hold("note") == 0.05  # a new wake: its readers' work counted anew
+        waker.spent("note", 60.0)
+        assert waker.hold("note") == LONGEST_HOLD == 1.0
+    finally:
+        store.close()
+
+
+def test_work_reported_after_a_wake_was_held_back_holds_it_longer() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    try:
+        waker = ChangeWaker(store, coalesce=0.05)
+        waker._wake({"note"})
+        woken = waker._woken_at["note"]
+        waker._wake({"note"})  # held back to the coalescing interval: no work reported yet
+        waker.spent("note", 0.02)  # the readers' work comes in meanwhile
+        waker._wake_due(woken + 0.06)
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.21)
+        assert waker.token("note") == 2
+    finally:
+        store.close()
+
+
+def test_without_coalescing_no_work_holds_a_wake_back() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    try:
+        waker = ChangeWaker(store, coalesce=0.0)
+        waker._wake({"note"})
+        waker.spent("note", 0.5)
+        waker._wake({"note"})
+        assert waker.token("note") == 2
+    finally:
+        store.close()
+
+
+def test_a_wake_counts_the_time_its_readers_take_on_their_loop() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store, coalesce=0.05)
+
+    async def reader(token: int) -> None:
+        await waker.wait("note", token, 5)
+        time.sleep(0.01)  # its work after the wake, on the loop
+
+    async def check() -> None:
+        token = waker.token("note")
+        readers = [asyncio.ensure_future(reader(token)) for _ in range(5)]
+        while waker.waiters < 5:
+            await asyncio.sleep(0.01)
+        waker._wake({"note"})
+        await asyncio.gather(*readers)
+        await asyncio.sleep(0.05)  # (the count comes after the last reader's step)
+
+    try:
+        asyncio.run(check())
+        assert 0.05 <= waker._spent["note"] < 1.0
+        assert waker.hold("note") >= 0.5
     finally:
         store.close()
