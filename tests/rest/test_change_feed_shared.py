@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 import orjson
@@ -24,20 +24,9 @@ from svcrest.http.user import User
 from svcrest.store import change_feed
 from svcrest.store.change_waker import LONGEST_HOLD, change_waker
 from svcrest.store.changes import Change, changes_after
-from tests.rest.test_change_streams import CHANGES, SSE, T0, Clock, Stream, cursor, stream
+from tests.rest.conftest import T0, Clock, cursor
+from tests.rest.test_change_streams import CHANGES, SSE, Stream, stream
 from tests.rest.test_store_collection import Site, links, view
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def site(store_location: str | None, clock: Clock) -> Iterator[Site]:
-    made = Site(store_location, clock=clock)
-    yield made
-    made.app.store.close()
 
 
 class Counted:

@@ -31,7 +31,7 @@ once every ``svc_changes_coalesce`` seconds (a filter, :data:`COALESCE` by defau
 committed since the last; the first change after a quieter spell wakes them at once. Each
 wake's work on the event loop (its streams' chunks and sends) is measured and reported to
 the waker, which holds the next wake back further while that work would take more than a
-tenth of the loop's time (:data:`~svcrest.store.change_waker.FAN_OUT_SHARE`; a thousand
+twentieth of the loop's time (:data:`~svcrest.store.change_waker.FAN_OUT_SHARE`; a thousand
 streams on the writing worker: a wake every few tenths of a second, each carrying more
 changes).
 
@@ -82,7 +82,7 @@ from svcrest.http.streams import (
     wanted_stream,
 )
 from svcrest.store.base import Store
-from svcrest.store.change_waker import COALESCE, change_waker
+from svcrest.store.change_waker import COALESCE, change_waker, count_steps
 from svcrest.store.changes import (
     Change,
     changes_after,
@@ -318,17 +318,15 @@ def _settle(
     waiting: list[_Ended], failed: BaseException | None, spent: Callable[[float], None]
 ) -> None:
     """On the readers' loop: the shared read they waited for ended (``failed``: its error);
-    ``spent`` is told how long they took until each waited again (their steps run before a
-    callback scheduled after them: a stream's chunk and its send)."""
-    started = time.perf_counter()
+    ``spent`` is told how long they took until each waited again (a stream's step: its
+    chunk, its send, its next wait)."""
+    count_steps(lambda: _end_each(waiting, failed), spent)
+
+
+def _end_each(waiting: list[_Ended], failed: BaseException | None) -> None:
     for ended in waiting:
         if not ended.done():
             ended.set_result(failed)
-    asyncio.get_running_loop().call_soon(_measured, spent, started)
-
-
-def _measured(spent: Callable[[float], None], started: float) -> None:
-    spent(time.perf_counter() - started)
 
 
 def _seq(change: Change) -> int:

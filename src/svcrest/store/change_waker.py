@@ -35,10 +35,11 @@ never held back longer than ``coalesce`` seconds after the previous wake (and th
 next look), unless the readers' work on a wake is long: the feeds report how long their
 readers of a type kept their event loop busy after its last wake (:meth:`ChangeWaker.spent`),
 and while changes keep coming the next wake waits until that work is at most ``share``
-(:data:`FAN_OUT_SHARE`, a tenth) of the time since the last wake, and at most
-:data:`LONGEST_HOLD` seconds. A handful of readers never reach it; a thousand streams on
-one worker do, and are then woken less often, each wake carrying more changes: the writes
-served by the same worker keep nine tenths of its time.
+(:data:`FAN_OUT_SHARE`, a twentieth) of the time since the last wake, and at most
+:data:`LONGEST_HOLD` seconds (the work is the CPU time of the loop's thread). A handful of
+readers never reach it; a thousand streams on one worker do, and are then woken less
+often, each wake carrying more changes: the writes served by the same worker keep the rest
+of its time.
 """
 
 from __future__ import annotations
@@ -54,7 +55,14 @@ from typing import Final
 from svcrest.store.base import ChangeMarkingStore, Listener, NotifyingStore, Store, StoreError
 from svcrest.store.changes import CHANGES_CHANNEL
 
-__all__ = ["CHANNEL", "FAN_OUT_SHARE", "LONGEST_HOLD", "ChangeWaker", "change_waker"]
+__all__ = [
+    "CHANNEL",
+    "FAN_OUT_SHARE",
+    "LONGEST_HOLD",
+    "ChangeWaker",
+    "change_waker",
+    "count_steps",
+]
 
 _log = logging.getLogger("svcrest.store")
 
@@ -72,12 +80,13 @@ FALLBACK: Final = 0.25
 # (bench/feed_latency.py, bench/idle_streams.py); latency p99 stays under 100 ms.
 COALESCE: Final = 0.05
 #: The most of an event loop's time that the wakes of one object type's readers may take
-#: while its changes keep coming (the readers' measured work after a wake, over the time
-#: between two wakes).
-# PERF: 1,000 SSE streams on the writing worker of bench/feed_latency.py kept its loop busy
-# for ~20 ms a wake, 20 wakes a second at a coalescing of 0.05 s: ~40 % of a core, the
-# writes' share. Bounding the share bounds what the streams take from the writes.
-FAN_OUT_SHARE: Final = 0.1
+#: while its changes keep coming (the CPU time of the readers' steps after a wake, over the
+#: time between two wakes).
+# PERF: 1,000 SSE streams on the writing worker of bench/feed_latency.py (PostgreSQL) cost
+# it 9.5 ms of CPU a write at a coalescing of 0.05 s; with their work held to a tenth of the
+# loop's wall time, 2.4 ms. A twentieth of its CPU time leaves room for the work a wake
+# costs outside its streams' steps (the waker's thread, the shared read, timers).
+FAN_OUT_SHARE: Final = 0.05
 #: The longest, in seconds, a wake is held back for its readers' work.
 LONGEST_HOLD: Final = 1.0
 #: Seconds between two drains of an idle listener; seconds an idle thread without a
@@ -93,17 +102,44 @@ _Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[bool]"]]
 
 def _resolve(futures: list[asyncio.Future[bool]], spent: Callable[[float], None]) -> None:
     """On the futures' loop: wake each one still waiting; ``spent`` is told how long the
-    readers woken took until they all waited again or went on waiting for something else
-    (their steps run before a callback scheduled after them)."""
-    started = time.perf_counter()
+    readers woken took until each waited again."""
+    count_steps(lambda: _wake_each(futures), spent)
+
+
+def _wake_each(futures: list[asyncio.Future[bool]]) -> None:
     for future in futures:
         if not future.done():
             future.set_result(True)
-    asyncio.get_running_loop().call_soon(_measured, spent, started)
 
 
-def _measured(spent: Callable[[float], None], started: float) -> None:
-    spent(time.perf_counter() - started)
+class _Span:
+    """The CPU time of the loop's thread from :meth:`begin` to :meth:`end`, told to
+    ``spent`` (not the time the process waited for a core on a busy machine)."""
+
+    __slots__ = ("spent", "started")
+
+    def __init__(self, spent: Callable[[float], None]) -> None:
+        self.spent = spent
+        self.started = 0.0
+
+    def begin(self) -> None:
+        self.started = time.thread_time()
+
+    def end(self) -> None:
+        self.spent(time.thread_time() - self.started)
+
+
+def count_steps(wake: Callable[[], None], spent: Callable[[float], None]) -> None:
+    """On the running event loop: call ``wake``, which resolves futures (scheduling the
+    next steps of the tasks awaiting them), and tell ``spent`` the CPU seconds those steps
+    take, from just before the first to just after the last (a loop runs its callbacks in
+    the order they were scheduled: one scheduled before ``wake`` and one after enclose
+    them; a task's step runs until it awaits something not ready)."""
+    loop = asyncio.get_running_loop()
+    span = _Span(spent)
+    loop.call_soon(span.begin)
+    wake()
+    loop.call_soon(span.end)
 
 
 def _time_out(future: asyncio.Future[bool]) -> None:
