@@ -26,11 +26,14 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), the events the
   subscribers received per second, the CPU each process used (a share of one core: the
   hosts, PostgreSQL's server when this script started it, the subscriber process, this one)
-  and host A's CPU milliseconds per write; and *host A vs 0*, the server's side of the goal:
-  host A's CPU a write without subscribers over that with them (host A's own process CPU,
-  from ``/proc``, apart from the clients', which share this machine's cores: the ratio of the
-  writes per second were host A alone on a core it keeps busy). ``--profile FILE``: host A
-  runs under cProfile (its event loop's thread). The servers' logs go to ``bench/out/logs/``.
+  and host A's CPU milliseconds per write; and the server's side of the goal, from host A's
+  own process CPU (``/proc``; the clients', which share this machine's cores, apart):
+  *host A vs 0*, its CPU a write without subscribers over that with them, and *host A
+  alone*, one core less the *fan-out* (its CPU beyond what its writes cost without
+  subscribers): the ratio of the writes per second were host A alone on a core it keeps
+  busy, the streams' work a second being bounded by the wakes, not by the writes.
+  ``--profile FILE``: host A runs under cProfile (its event loop's thread). The servers' logs
+  go to ``bench/out/logs/``.
 
 The load average is printed with every figure: the benchmark shares its CPUs with PostgreSQL,
 the servers and its clients, so a busy machine moves every figure.
@@ -407,9 +410,9 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
     print(
         "| subscribers | writes/s (best) | each round | vs 0 | events received/s | "
         + " | ".join(f"CPU {n}" for n in names)
-        + " | host A CPU ms/write | host A vs 0 | load |"
+        + " | host A CPU ms/write | host A vs 0 | fan-out | host A alone | load |"
     )
-    print("| ---: | ---: | --- | ---: | ---: | " + "---: | " * (len(names) + 2) + "--- |")
+    print("| ---: | ---: | --- | ---: | ---: | " + "---: | " * (len(names) + 4) + "--- |")
     base = max(found[0].rounds) if found and found[0].subscribers == 0 else None
     base_cost = cost_per_write(found[0]) if base else 0.0
     for entry in found:
@@ -419,14 +422,20 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         cpu = " | ".join(f"{entry.cpu[n] * 100:.0f} %" if n in entry.cpu else "-" for n in names)
         per_write = cost_per_write(entry)
         own = f"{base_cost / per_write:.2f}" if base_cost and per_write else "-"
+        # host A's CPU beyond its writes' own (a share of one core), and what it leaves
+        fan_out = entry.cpu.get("host A", 0.0) - best * base_cost / 1000 if base_cost else 0.0
+        alone = f"{1 - fan_out:.2f}" if base_cost else "-"
         print(
             f"| {entry.subscribers:,} | {best:.1f} | {each} | {ratio} |"
-            f" {entry.events_per_s:,.0f} | {cpu} | {per_write:.2f} | {own} | {entry.load} |"
+            f" {entry.events_per_s:,.0f} | {cpu} | {per_write:.2f} | {own} |"
+            f" {fan_out * 100:.1f} % | {alone} | {entry.load} |"
         )
     print(
         "\nhost A vs 0: host A's own CPU a write without subscribers over that with them (its"
-        "\nprocess and children, from /proc; the clients' CPU is not in it): the ratio of the"
-        "\nwrites/s were host A alone on a core it keeps busy."
+        "\nprocess and children, from /proc; the clients' CPU is not in it). fan-out: host A's"
+        "\nCPU beyond what its writes cost without subscribers (a share of one core); host A"
+        "\nalone: 1 - fan-out, the ratio of the writes/s were host A alone on a core it keeps"
+        "\nbusy, its streams' work a second being bounded by its wakes, not by the writes."
     )
 
 
