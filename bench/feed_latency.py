@@ -26,7 +26,14 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), the events the
   subscribers received per second, the CPU each process used (a share of one core: the
   hosts, PostgreSQL's server when this script started it, the subscriber process, this one)
-  and host A's CPU milliseconds per write. The servers' logs go to ``bench/out/logs/``.
+  and host A's CPU milliseconds per write; and the server's side of the goal, from host A's
+  own process CPU (``/proc``; the clients', which share this machine's cores, apart):
+  *host A vs 0*, its CPU a write without subscribers over that with them, and *host A
+  alone*, one core less the *fan-out* (its CPU beyond what its writes cost without
+  subscribers): the ratio of the writes per second were host A alone on a core it keeps
+  busy, the streams' work a second being bounded by the wakes, not by the writes.
+  ``--profile FILE``: host A runs under cProfile (its event loop's thread). The servers' logs
+  go to ``bench/out/logs/``.
 
 The load average is printed with every figure: the benchmark shares its CPUs with PostgreSQL,
 the servers and its clients, so a busy machine moves every figure.
@@ -40,6 +47,7 @@ import contextlib
 import os
 import random
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -117,20 +125,23 @@ def wait_for(address: str, port: int, process: subprocess.Popen[bytes], log: Pat
 
 @contextlib.contextmanager
 def serving(
-    db: str, addresses: list[str], logs: Path, streams: int
+    db: str, addresses: list[str], logs: Path, streams: int, profile: str | None = None
 ) -> Iterator[list[tuple[str, int]]]:
     """``svcrest serve --server uvicorn`` on each address, one site on ``db``; their URLs
-    and process ids."""
+    and process ids. ``profile``: a file for host A's cProfile statistics (written when it
+    stops)."""
     processes: list[tuple[str, int, subprocess.Popen[bytes], Path]] = []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
     options = ["--server", "uvicorn", "--interface", "asgi", "--db", db, *PLUGIN]
     # each stream also counts against --max-concurrency (uvicorn: 503 past it)
     options += ["--max-streams", str(streams), "--max-concurrency", str(streams + 100)]
     try:
-        for address in addresses:
+        for number, address in enumerate(addresses):
             port = free_port(address)
             log = logs / f"feed-{address}.log"
             command = [sys.executable, "-m", "svcrest", "serve", "--host", address]
+            if number == 0 and profile:  # host A under cProfile (its event loop's thread)
+                command[1:1] = ["-m", "cProfile", "-o", profile]
             with log.open("wb") as out:
                 process = subprocess.Popen(
                     [*command, "--port", str(port), *options],
@@ -144,8 +155,10 @@ def serving(
             wait_for(address, port, process, log)
         yield [(f"http://{address}:{port}", p.pid) for address, port, p, _l in processes]
     finally:
-        for _a, _port, process, _l in processes:
-            process.terminate()
+        for number, (_a, _port, process, _l) in enumerate(processes):
+            # (SIGINT under the profiler: uvicorn raises the signal again once stopped,
+            # which SIGTERM would end the process by before cProfile writes its file)
+            process.send_signal(signal.SIGINT if number == 0 and profile else signal.SIGTERM)
         for _a, _port, process, _l in processes:
             try:
                 process.wait(timeout=15)
@@ -397,20 +410,39 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
     print(
         "| subscribers | writes/s (best) | each round | vs 0 | events received/s | "
         + " | ".join(f"CPU {n}" for n in names)
-        + " | host A CPU ms/write | load |"
+        + " | host A CPU ms/write | host A vs 0 | fan-out | host A alone | load |"
     )
-    print("| ---: | ---: | --- | ---: | ---: | " + "---: | " * (len(names) + 1) + "--- |")
+    print("| ---: | ---: | --- | ---: | ---: | " + "---: | " * (len(names) + 4) + "--- |")
     base = max(found[0].rounds) if found and found[0].subscribers == 0 else None
+    base_cost = cost_per_write(found[0]) if base else 0.0
     for entry in found:
         best = max(entry.rounds)
         ratio = f"{best / base:.2f}" if base else "-"
         each = ", ".join(f"{r:.0f}" for r in entry.rounds)
         cpu = " | ".join(f"{entry.cpu[n] * 100:.0f} %" if n in entry.cpu else "-" for n in names)
-        per_write = entry.cpu.get("host A", 0.0) * 1000 / best if best else 0.0
+        per_write = cost_per_write(entry)
+        own = f"{base_cost / per_write:.2f}" if base_cost and per_write else "-"
+        # host A's CPU beyond its writes' own (a share of one core), and what it leaves
+        fan_out = entry.cpu.get("host A", 0.0) - best * base_cost / 1000 if base_cost else 0.0
+        alone = f"{1 - fan_out:.2f}" if base_cost else "-"
         print(
             f"| {entry.subscribers:,} | {best:.1f} | {each} | {ratio} |"
-            f" {entry.events_per_s:,.0f} | {cpu} | {per_write:.2f} | {entry.load} |"
+            f" {entry.events_per_s:,.0f} | {cpu} | {per_write:.2f} | {own} |"
+            f" {fan_out * 100:.1f} % | {alone} | {entry.load} |"
         )
+    print(
+        "\nhost A vs 0: host A's own CPU a write without subscribers over that with them (its"
+        "\nprocess and children, from /proc; the clients' CPU is not in it). fan-out: host A's"
+        "\nCPU beyond what its writes cost without subscribers (a share of one core); host A"
+        "\nalone: 1 - fan-out, the ratio of the writes/s were host A alone on a core it keeps"
+        "\nbusy, its streams' work a second being bounded by its wakes, not by the writes."
+    )
+
+
+def cost_per_write(entry: Rate) -> float:
+    """Host A's CPU milliseconds a write in ``entry``'s best round."""
+    best = max(entry.rounds)
+    return entry.cpu.get("host A", 0.0) * 1000 / best if best else 0.0
 
 
 def postmaster(server: Any) -> int:
@@ -437,7 +469,7 @@ def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) ->
         db = str(tmp / "feed.db")
         addresses = ["127.0.0.1"]
     try:
-        with serving(db, addresses, logs, streams) as hosts:
+        with serving(db, addresses, logs, streams, options.profile) as hosts:
             (a, a_pid), (b, b_pid) = hosts[0], hosts[-1]
             print(f"\n{store}: host A {a}, host B {b} (load {load()})", flush=True)
             lat = asyncio.run(latency(a, b, options.writes, options.pause))
@@ -473,6 +505,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved writes/s rounds")
     parser.add_argument("--writers", type=int, default=4, help="connections POSTing")
     parser.add_argument("--postgres", metavar="URL", help="a PostgreSQL database to use")
+    parser.add_argument(
+        "--profile", metavar="FILE", help="host A's cProfile statistics (its loop's thread)"
+    )
     parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--streams", type=int, default=0, help=argparse.SUPPRESS)
     options = parser.parse_args()

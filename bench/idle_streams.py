@@ -11,7 +11,9 @@ their number, and the process's CPU seconds over ``--seconds`` while all of them
 nobody writes. Then one write: how long until every stream has its event. Last, the
 fan-out: ``--writes`` writes ``--every`` seconds apart (from a thread) while every stream
 receives each, and the process's CPU milliseconds per write (the writes' own included: a
-few hundred microseconds; compare trees in one run, the machine's load moves it).
+few hundred microseconds; compare trees in one run, the machine's load moves it), and how
+long after its commit each write's event reached the first stream (p50 / p99 / max: the
+wait that coalescing and the hold on a wake's work add while writes keep coming).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import re
 import resource
 import tempfile
 import time
@@ -104,9 +107,16 @@ async def main(count: int, seconds: float, writes: int, every: float) -> None:
     print(f"CPU while idle: {idle_cpu * 100:.1f} % of one core")
     print(f"one write reached all {count} streams in {reached * 1000:.0f} ms")
     if writes > 0:
-        per_write = await fan_out(books, received, writes, every)
+        per_write, waits = await fan_out(books, received, writes, every)
         print(f"{writes} writes {every * 1000:.0f} ms apart to {count} streams:", end=" ")
         print(f"{per_write * 1000:.2f} ms of CPU a write")
+        if waits:
+            waits.sort()
+            p50, p99 = waits[len(waits) // 2], waits[min(len(waits) - 1, len(waits) * 99 // 100)]
+            print(
+                f"write to the first stream: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f}", end=""
+            )
+            print(f" ms, max {waits[-1] * 1000:.0f} ms ({len(waits)} events)")
     leave.set()
     await asyncio.gather(*tasks)
     app.store.close()
@@ -114,30 +124,45 @@ async def main(count: int, seconds: float, writes: int, every: float) -> None:
 
 async def fan_out(
     books: StoreCollection, received: list[asyncio.Queue[Any]], writes: int, every: float
-) -> float:
-    """CPU seconds of the process a write while ``writes`` writes reach every stream."""
+) -> tuple[float, list[float]]:
+    """CPU seconds of the process a write while ``writes`` writes reach every stream, and
+    the seconds from each write's commit to its event on the first stream."""
     stop = asyncio.Event()
+    committed: dict[bytes, float] = {}
+    waits: list[float] = []
 
     async def drain() -> None:
         while not stop.is_set():
-            for queue in received:
+            for queue in received[1:]:
                 while not queue.empty():
                     queue.get_nowait()
             await asyncio.sleep(0.05)
 
+    async def watch() -> None:  # the first stream: each event's arrival
+        while True:
+            body = (await received[0].get()).get("body", b"")
+            now = time.monotonic()
+            for title in re.findall(rb'"title":"(book \d+)"', body):
+                if title in committed:
+                    waits.append(now - committed.pop(title))
+
     def write() -> None:
         for number in range(writes):
+            committed[f"book {number}".encode()] = time.monotonic()  # (its commit: ~0.2 ms on)
             books.table.insert({"title": f"book {number}"})
             time.sleep(every)
 
     draining = asyncio.ensure_future(drain())
+    watching = asyncio.ensure_future(watch())
     began = cpu()
     await asyncio.to_thread(write)
     await asyncio.sleep(0.3)  # the last write's events
     spent = cpu() - began
+    await asyncio.sleep(0.9)  # (a wake may be held back up to 1 s)
     stop.set()
+    watching.cancel()
     await draining
-    return spent / writes
+    return spent / writes, waits
 
 
 if __name__ == "__main__":

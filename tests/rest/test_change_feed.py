@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -18,36 +18,10 @@ from svcrest.http.user import User
 from svcrest.store.change_waker import ChangeWaker
 from svcrest.store.changes import changes_after, decode_cursor, encode_cursor
 from tests.conftest import SiteClient
+from tests.rest.conftest import T0, Clock, cursor
 from tests.rest.test_store_collection import BATCH, TASKS, ClientFor, Site, view
 
 CHANGES = f"{TASKS}/changes"
-T0 = 1_000_000.0
-
-
-class Clock:
-    """A clock the test moves."""
-
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def site(store_location: str | None, clock: Clock) -> Iterator[Site]:
-    made = Site(store_location, clock=clock)
-    yield made
-    made.app.store.close()
-
-
-def cursor(seq: int, at: float = T0) -> str:
-    return encode_cursor(seq, at)
 
 
 def test_cursors_are_opaque_and_checked() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 import orjson
@@ -22,22 +22,11 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.user import User
 from svcrest.store import change_feed
-from svcrest.store.change_waker import change_waker
+from svcrest.store.change_waker import LONGEST_HOLD, change_waker
 from svcrest.store.changes import Change, changes_after
-from tests.rest.test_change_streams import CHANGES, SSE, T0, Clock, Stream, cursor, stream
+from tests.rest.conftest import T0, Clock, cursor
+from tests.rest.test_change_streams import CHANGES, SSE, Stream, stream
 from tests.rest.test_store_collection import Site, links, view
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def site(store_location: str | None, clock: Clock) -> Iterator[Site]:
-    made = Site(store_location, clock=clock)
-    yield made
-    made.app.store.close()
 
 
 class Counted:
@@ -622,6 +611,41 @@ def test_streams_of_one_viewer_at_one_position_share_their_chunk(
         assert made == [1, 1]  # once for al's two streams, once for the three anonymous
         assert got[0] == got[1]
         assert got[2] == got[3] == got[4]
+        for one in opened:
+            await one.leave()
+
+    run(check())
+
+
+def test_the_streams_work_after_a_wake_is_measured_and_holds_the_next_wakes_back(
+    site: Site,
+) -> None:
+    waker = change_waker(site.app.store)
+    kind = site.tasks.table.object_type
+    site.app.hooks.add_filter("svc_changes_coalesce", lambda seconds: 0.05)
+
+    async def arrives(title: str, opened: list[Stream]) -> float:
+        began = time.monotonic()
+        await asyncio.to_thread(site.seed, title)
+        for one in opened:
+            (event,) = await one.events(1)
+            assert event["data"]["title"] == title
+        return time.monotonic() - began
+
+    async def check() -> None:
+        opened = [Stream(site.app, CHANGES, SSE, "") for _ in range(20)]
+        for one in opened:
+            await one.start()
+            await one.until(b"\n\n")
+        await until_waiting(site, 20)
+        await arrives("warm", opened)  # (the listener certainly listens from now on)
+        # Any work at all now takes more than the loop's share: the longest hold.
+        waker.share = 1e-9
+        await asyncio.sleep(LONGEST_HOLD + 0.2)
+        assert await arrives("first", opened) < 0.5  # a quiet spell: at once
+        await until_waiting(site, 20)
+        assert waker.hold(kind) == LONGEST_HOLD  # the streams' work after it was counted
+        assert 0.6 < await arrives("second", opened) < 3.0  # held back for it
         for one in opened:
             await one.leave()
 

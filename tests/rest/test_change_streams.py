@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,39 +21,20 @@ import pytest
 from svcrest import App
 from svcrest.http.user import User
 from svcrest.store.change_waker import change_waker
-from svcrest.store.changes import encode_cursor
+from tests.rest.conftest import T0, Clock, cursor
 from tests.rest.test_store_collection import TASKS, Site, view
 
 CHANGES = f"{TASKS}/changes"
-T0 = 1_000_000.0
 SSE = {"Accept": "text/event-stream"}
 JSONL = {"Accept": "application/jsonl"}
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def site(store_location: str | None, clock: Clock) -> Iterator[Site]:
-    made = Site(store_location, clock=clock)
-    made.tasks.feed.heartbeat = 0.3
-    made.tasks.feed.session_check = 0.1
-    yield made
-    made.app.store.close()
-
-
-def cursor(seq: int, at: float = T0) -> str:
-    return encode_cursor(seq, at)
+def site(site: Site) -> Site:
+    """The directory's site, its streams' keep-alives and session checks made quick."""
+    site.tasks.feed.heartbeat = 0.3
+    site.tasks.feed.session_check = 0.1
+    return site
 
 
 class Stream:

@@ -15,19 +15,11 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.store.changes import Change, changes_after, encode_cursor
+from tests.rest.conftest import T0, Clock
 from tests.rest.test_store_collection import ClientFor
 
-T0 = 1_000_000.0
 BOOKS = "/svc-json/shelf/v1/books"
 CHANGES = f"{BOOKS}/changes"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Books(RestController):
@@ -77,11 +69,6 @@ class Books(RestController):
         if title is None:
             return RestError("rest_book_invalid_id", "Invalid book ID.", {"status": 404})
         return Response({"id": request["id"], "title": title})
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture

@@ -15,7 +15,13 @@ from pathlib import Path
 import pytest
 
 from svcrest.store.base import Store
-from svcrest.store.change_waker import ChangeWaker, change_waker
+from svcrest.store.change_waker import (
+    FAN_OUT_SHARE,
+    LONGEST_HOLD,
+    ChangeWaker,
+    change_waker,
+    count_steps,
+)
 from svcrest.store.changes import ensure_change_log, record_change
 from svcrest.store.postgres import PostgresStore
 from svcrest.store.sqlite import SqliteStore
@@ -48,6 +54,13 @@ def write(store: Store, object_type: str, *, fail: bool = False) -> None:
             if fail:
                 raise RuntimeError("rolled back")
     except RuntimeError:
+        pass
+
+
+def busy(seconds: float) -> None:
+    """Use the CPU for ``seconds`` (of this thread's CPU time)."""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
         pass
 
 
@@ -157,3 +170,116 @@ def test_a_token_never_goes_down_when_the_counts_are_forgotten(tmp_path: Path) -
         assert waker.token("note") > seen
     finally:
         store.close()
+
+
+def test_the_readers_work_after_a_wake_holds_the_next_wakes_back() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    try:
+        waker = ChangeWaker(store, coalesce=0.05)  # a twentieth of the loop's time at most
+        assert waker.share == FAN_OUT_SHARE == 0.05
+        assert waker.hold("note") == 0.05
+        waker._wake({"note"})  # as the thread does when it sees a commit
+        woken = waker._woken_at["note"]
+        waker.spent("note", 0.02)  # the readers' first steps
+        waker.spent("note", 0.01)  # their chunks and sends after the shared read
+        assert waker.hold("note") == pytest.approx(0.6)
+        assert waker.hold("task") == 0.05  # another type's readers: their own work
+        waker._wake({"note"})  # a commit soon after: held back
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.1)  # past the coalescing interval, not past the hold
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.61)
+        assert waker.token("note") == 2
+        assert waker.hold("note") == 0.05  # a new wake: its readers' work counted anew
+        waker.spent("note", 60.0)
+        assert waker.hold("note") == LONGEST_HOLD == 1.0
+    finally:
+        store.close()
+
+
+def test_work_reported_after_a_wake_was_held_back_holds_it_longer() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    try:
+        waker = ChangeWaker(store, coalesce=0.05)
+        waker._wake({"note"})
+        woken = waker._woken_at["note"]
+        waker._wake({"note"})  # held back to the coalescing interval: no work reported yet
+        waker.spent("note", 0.02)  # the readers' work comes in meanwhile
+        waker._wake_due(woken + 0.06)
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.41)
+        assert waker.token("note") == 2
+    finally:
+        store.close()
+
+
+def test_without_coalescing_no_work_holds_a_wake_back() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    try:
+        waker = ChangeWaker(store, coalesce=0.0)
+        waker._wake({"note"})
+        waker.spent("note", 0.5)
+        waker._wake({"note"})
+        assert waker.token("note") == 2
+    finally:
+        store.close()
+
+
+def test_a_wake_counts_the_time_its_readers_take_on_their_loop() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store, coalesce=0.05)
+
+    async def reader(token: int) -> None:
+        await waker.wait("note", token, 5)
+        busy(0.01)  # its work after the wake, on the loop
+
+    async def check() -> None:
+        while waker.wakes == 0:  # the thread's first look wakes everyone: not counted here
+            await waker.wait("note", waker.token("note"), 0.05)
+        waker._spent.clear()
+        token = waker.token("note")
+        readers = [asyncio.ensure_future(reader(token)) for _ in range(5)]
+        while waker.waiters < 5:
+            await asyncio.sleep(0.01)
+        waker._wake({"note"})
+        await asyncio.gather(*readers)
+        await asyncio.sleep(0.05)  # (the count comes after the last reader's step)
+
+    try:
+        asyncio.run(check())
+        assert 0.05 <= waker._spent["note"] < 1.0
+        assert waker.hold("note") >= 1.0
+    finally:
+        store.close()
+
+
+def test_the_steps_counted_are_those_of_the_tasks_woken_not_work_queued_before() -> None:
+    counted: list[float] = []
+
+    async def check() -> None:
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[None]] = [loop.create_future() for _ in range(3)]
+
+        async def reader(future: asyncio.Future[None]) -> None:
+            await future
+            busy(0.02)  # its step after the wake
+
+        readers = [asyncio.ensure_future(reader(future)) for future in futures]
+        await asyncio.sleep(0)  # each waits
+        loop.call_soon(busy, 0.1)  # other work, scheduled before the wake
+
+        def wake() -> None:
+            for future in futures:
+                future.set_result(None)
+
+        count_steps(wake, counted.append)
+        await asyncio.gather(*readers)
+        await asyncio.sleep(0.01)
+
+    asyncio.run(check())
+    assert len(counted) == 1
+    assert 0.06 <= counted[0] < 0.15

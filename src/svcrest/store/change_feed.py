@@ -28,7 +28,12 @@ it reads the collection again). A cursor that is not one answers 400 ``rest_inva
 Coalescing (PERF): while changes keep coming, the readers of a collection are woken at most
 once every ``svc_changes_coalesce`` seconds (a filter, :data:`COALESCE` by default, at most
 :data:`MAX_COALESCE`; 0 wakes them for every change), each wake carrying every change
-committed since the last; the first change after a quieter spell wakes them at once.
+committed since the last; the first change after a quieter spell wakes them at once. Each
+wake's work on the event loop (its streams' chunks and sends) is measured and reported to
+the waker, which holds the next wake back further while that work would take more than a
+twentieth of the loop's time (:data:`~svcrest.store.change_waker.FAN_OUT_SHARE`; a thousand
+streams on the writing worker: a wake every few tenths of a second, each carrying more
+changes).
 
 Shared work (PERF): however many streams and long-polls of a collection wait in a process,
 one read of the log a wake serves them all. The feed's window (:data:`WINDOW` changes at
@@ -49,6 +54,7 @@ bound the number of long-polls to the server's threads.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import threading
@@ -76,7 +82,7 @@ from svcrest.http.streams import (
     wanted_stream,
 )
 from svcrest.store.base import Store
-from svcrest.store.change_waker import COALESCE, change_waker
+from svcrest.store.change_waker import COALESCE, change_waker, count_steps
 from svcrest.store.changes import (
     Change,
     changes_after,
@@ -308,8 +314,16 @@ class _Shared:
 _Ended = asyncio.Future[BaseException | None]
 
 
-def _settle(waiting: list[_Ended], failed: BaseException | None) -> None:
-    """On the readers' loop: the shared read they waited for ended (``failed``: its error)."""
+def _settle(
+    waiting: list[_Ended], failed: BaseException | None, spent: Callable[[float], None]
+) -> None:
+    """On the readers' loop: the shared read they waited for ended (``failed``: its error);
+    ``spent`` is told how long they took until each waited again (a stream's step: its
+    chunk, its send, its next wait)."""
+    count_steps(lambda: _end_each(waiting, failed), spent)
+
+
+def _end_each(waiting: list[_Ended], failed: BaseException | None) -> None:
     for ended in waiting:
         if not ended.done():
             ended.set_result(failed)
@@ -462,21 +476,26 @@ class _Tail:
             end = read[-1].seq if read else after
             made = _Window(number, changes, base, end, token, at_end, next_time, shared)
         except BaseException as exc:
-            self._end(None, exc)
+            self._end(None, exc, feed.object_type, store)
             raise
-        self._end(made, None)
+        self._end(made, None, feed.object_type, store)
 
-    def _end(self, window: _Window | None, failed: BaseException | None) -> None:
+    def _end(
+        self, window: _Window | None, failed: BaseException | None, object_type: str, store: Store
+    ) -> None:
         """The read under way ended: put ``window`` in place (unless it failed) and wake
-        the readers waiting for it, on every loop."""
+        the readers waiting for it, on every loop; the time they take is counted as the
+        work of a wake of ``object_type`` (``store``'s waker holds the next wakes back
+        when it is long)."""
         with self._lock:
             if window is not None:
                 self.window = window
                 self.reads += 1
             pending, self._pending = self._pending, None
+        spent = functools.partial(change_waker(store).spent, object_type)
         for loop, waiting in (pending or {}).items():
             try:
-                loop.call_soon_threadsafe(_settle, waiting, failed)
+                loop.call_soon_threadsafe(_settle, waiting, failed, spent)
             except RuntimeError:  # the loop was closed: its readers are gone
                 continue
 

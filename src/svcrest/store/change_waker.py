@@ -32,7 +32,14 @@ every ``coalesce`` seconds (change feeds set it, :data:`COALESCE` by default), s
 wake carries every change committed since the last one; the first change after a quieter
 spell (no wake of its type in the last ``coalesce`` seconds) wakes them at once. A change is
 never held back longer than ``coalesce`` seconds after the previous wake (and the thread's
-next look).
+next look), unless the readers' work on a wake is long: the feeds report how long their
+readers of a type kept their event loop busy after its last wake (:meth:`ChangeWaker.spent`),
+and while changes keep coming the next wake waits until that work is at most ``share``
+(:data:`FAN_OUT_SHARE`, a twentieth) of the time since the last wake, and at most
+:data:`LONGEST_HOLD` seconds (the work is the CPU time of the loop's thread). A handful of
+readers never reach it; a thousand streams on one worker do, and are then woken less
+often, each wake carrying more changes: the writes served by the same worker keep the rest
+of its time.
 """
 
 from __future__ import annotations
@@ -48,7 +55,14 @@ from typing import Final
 from svcrest.store.base import ChangeMarkingStore, Listener, NotifyingStore, Store, StoreError
 from svcrest.store.changes import CHANGES_CHANNEL
 
-__all__ = ["CHANNEL", "ChangeWaker", "change_waker"]
+__all__ = [
+    "CHANNEL",
+    "FAN_OUT_SHARE",
+    "LONGEST_HOLD",
+    "ChangeWaker",
+    "change_waker",
+    "count_steps",
+]
 
 _log = logging.getLogger("svcrest.store")
 
@@ -65,6 +79,16 @@ FALLBACK: Final = 0.25
 # collection's streams wake at most 20 times a second however fast the writes come
 # (bench/feed_latency.py, bench/idle_streams.py); latency p99 stays under 100 ms.
 COALESCE: Final = 0.05
+#: The most of an event loop's time that the wakes of one object type's readers may take
+#: while its changes keep coming (the CPU time of the readers' steps after a wake, over the
+#: time between two wakes).
+# PERF: 1,000 SSE streams on the writing worker of bench/feed_latency.py (PostgreSQL) cost
+# it 9.5 ms of CPU a write at a coalescing of 0.05 s; with their work held to a tenth of the
+# loop's wall time, 2.4 ms. A twentieth of its CPU time leaves room for the work a wake
+# costs outside its streams' steps (the waker's thread, the shared read, timers).
+FAN_OUT_SHARE: Final = 0.05
+#: The longest, in seconds, a wake is held back for its readers' work.
+LONGEST_HOLD: Final = 1.0
 #: Seconds between two drains of an idle listener; seconds an idle thread without a
 #: listener lives on.
 _IDLE: Final = 1.0
@@ -76,11 +100,46 @@ _MAX_TYPES: Final = 1024
 _Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[bool]"]]
 
 
-def _resolve(futures: list[asyncio.Future[bool]]) -> None:
-    """On the futures' loop: wake each one still waiting."""
+def _resolve(futures: list[asyncio.Future[bool]], spent: Callable[[float], None]) -> None:
+    """On the futures' loop: wake each one still waiting; ``spent`` is told how long the
+    readers woken took until each waited again."""
+    count_steps(lambda: _wake_each(futures), spent)
+
+
+def _wake_each(futures: list[asyncio.Future[bool]]) -> None:
     for future in futures:
         if not future.done():
             future.set_result(True)
+
+
+class _Span:
+    """The CPU time of the loop's thread from :meth:`begin` to :meth:`end`, told to
+    ``spent`` (not the time the process waited for a core on a busy machine)."""
+
+    __slots__ = ("spent", "started")
+
+    def __init__(self, spent: Callable[[float], None]) -> None:
+        self.spent = spent
+        self.started = 0.0
+
+    def begin(self) -> None:
+        self.started = time.thread_time()
+
+    def end(self) -> None:
+        self.spent(time.thread_time() - self.started)
+
+
+def count_steps(wake: Callable[[], None], spent: Callable[[float], None]) -> None:
+    """On the running event loop: call ``wake``, which resolves futures (scheduling the
+    next steps of the tasks awaiting them), and tell ``spent`` the CPU seconds those steps
+    take, from just before the first to just after the last (a loop runs its callbacks in
+    the order they were scheduled: one scheduled before ``wake`` and one after enclose
+    them; a task's step runs until it awaits something not ready)."""
+    loop = asyncio.get_running_loop()
+    span = _Span(spent)
+    loop.call_soon(span.begin)
+    wake()
+    loop.call_soon(span.end)
 
 
 def _time_out(future: asyncio.Future[bool]) -> None:
@@ -93,7 +152,9 @@ class ChangeWaker:
     and ``fallback``: seconds (tests shorten or lengthen them); ``coalesce``: the shortest
     time between two wakes of an object type's readers while its changes keep coming (0:
     none; the attribute may be changed while readers wait: a change feed sets it to its
-    site's ``svc_changes_coalesce``, :data:`COALESCE` by default)."""
+    site's ``svc_changes_coalesce``, :data:`COALESCE` by default); ``share``: the most of
+    an event loop's time a type's wakes may take while its changes keep coming (see
+    :meth:`spent`)."""
 
     def __init__(
         self,
@@ -102,12 +163,14 @@ class ChangeWaker:
         interval: float = INTERVAL,
         fallback: float = FALLBACK,
         coalesce: float = 0.0,
+        share: float = FAN_OUT_SHARE,
     ) -> None:
         # Weak: the process's table of wakers must not keep a store alive.
         self._store = weakref.ref(store)
         self.interval = interval
         self.fallback = fallback
         self.coalesce = coalesce
+        self.share = share
         self._lock = threading.Lock()
         #: Object type → how many times its readers were woken; ``_everyone``: how many
         #: times every reader was.
@@ -117,6 +180,9 @@ class ChangeWaker:
         #: wake is held back → when it is due.
         self._woken_at: dict[str, float] = {}
         self._deferred: dict[str, float] = {}
+        #: Object type → the seconds of event loop time its readers took after its last
+        #: wake (as reported, :meth:`spent`).
+        self._spent: dict[str, float] = {}
         #: How many times readers were woken (tests and benchmarks).
         self.wakes = 0
         self._waiting: dict[str, _Futures] = {}
@@ -141,6 +207,28 @@ class ChangeWaker:
         never goes down: a read begun when the token was ``n`` saw every change whose wake
         made it ``n`` or less."""
         return self._counts.get(object_type, 0) + self._everyone
+
+    def spent(self, object_type: str, seconds: float) -> None:
+        """Count ``seconds`` of an event loop's time that readers of ``object_type`` took
+        after its last wake (the waker counts their first steps; a change feed adds its
+        readers' work after the shared read of the log it woke them to). While changes of
+        the type keep coming, its next wake waits until the time since the last one is at
+        least the time counted over :attr:`share` (at most :data:`LONGEST_HOLD` seconds);
+        only while :attr:`coalesce` is on."""
+        with self._lock:
+            spent = self._spent
+            if object_type not in spent and len(spent) >= _MAX_TYPES:
+                spent.clear()  # (forgotten: a type's wakes are held back by coalesce alone)
+            spent[object_type] = spent.get(object_type, 0.0) + seconds
+
+    def hold(self, object_type: str) -> float:
+        """The shortest time, in seconds, between two wakes of ``object_type``'s readers
+        while its changes keep coming: :attr:`coalesce`, or longer when its readers' work
+        after the last wake (:meth:`spent`) over :attr:`share` is longer (at most
+        :data:`LONGEST_HOLD`, or :attr:`coalesce` when that is longer)."""
+        coalesce = self.coalesce
+        work = self._spent.get(object_type, 0.0) / self.share if self.share > 0 else 0.0
+        return max(coalesce, min(work, LONGEST_HOLD))
 
     async def wait(self, object_type: str, token: int, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for a change of ``object_type`` committed after
@@ -297,9 +385,16 @@ class ChangeWaker:
     def _wake_due(self, now: float) -> None:
         """Wake the readers of the types whose held-back wake is due."""
         with self._lock:
-            due = {kind for kind, at in self._deferred.items() if at <= now}
+            deferred, woken_at = self._deferred, self._woken_at
+            due: set[str] = set()
+            for kind, at in deferred.items():
+                last = woken_at.get(kind)
+                if last is not None:  # the readers' work reported since may hold it longer
+                    at = deferred[kind] = max(at, last + self.hold(kind))
+                if at <= now:
+                    due.add(kind)
             for kind in due:
-                del self._deferred[kind]
+                del deferred[kind]
         if due:
             self._wake(due, held=False)
 
@@ -307,15 +402,15 @@ class ChangeWaker:
         """(Under the lock.) Of ``object_types``, those whose readers are woken now: the
         others were woken less than ``coalesce`` seconds ago (their wake is held back
         until then) or wait for a wake held back already."""
-        coalesce = self.coalesce
         woken_at, deferred = self._woken_at, self._deferred
         now_woken: set[str] = set()
         for kind in object_types:
             if kind in deferred:
                 continue
             last = woken_at.get(kind)
-            if last is not None and now - last < coalesce:
-                deferred[kind] = last + coalesce
+            hold = self.hold(kind) if last is not None else 0.0
+            if last is not None and now - last < hold:
+                deferred[kind] = last + hold
             else:
                 now_woken.add(kind)
         return now_woken
@@ -323,7 +418,6 @@ class ChangeWaker:
     def _wake(self, object_types: set[str] | None, *, held: bool = True) -> None:
         """Wake the readers of ``object_types`` (None: everyone; ``held``: a type's wake
         may be held back, see :attr:`coalesce`)."""
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
         now = time.monotonic()
         with self._lock:
             counts = self._counts
@@ -341,23 +435,51 @@ class ChangeWaker:
                 self._everyone += 1
                 # Everyone's wake carries the wakes held back.
                 self._deferred.clear()
-                chosen = list(self._waiting.values())
+                self._spent.clear()  # a new wake: its readers' work is counted anew
+                kinds = list(self._waiting)
             else:
                 woken_at = self._woken_at
                 if len(woken_at) + len(object_types) > _MAX_TYPES:
                     woken_at.clear()  # (forgotten: a type's next wake is not held back)
+                spent = self._spent
                 for kind in object_types:
                     counts[kind] = counts.get(kind, 0) + 1
                     woken_at[kind] = now
-                chosen = [self._waiting[kind] for kind in object_types if kind in self._waiting]
-            for loops in chosen:
-                for loop, waiting in loops.items():
-                    by_loop.setdefault(loop, []).extend(waiting)
+                    spent.pop(kind, None)  # a new wake: its readers' work is counted anew
+                kinds = [kind for kind in object_types if kind in self._waiting]
+            by_loop = self._waiting_for(kinds)
+        if not by_loop:
+            return
+        count = _Counter(self, kinds)
         for loop, woken in by_loop.items():
             try:
-                loop.call_soon_threadsafe(_resolve, woken)
+                loop.call_soon_threadsafe(_resolve, woken, count)
             except RuntimeError:  # the loop was closed: its readers are gone
                 continue
+
+    def _waiting_for(
+        self, kinds: list[str]
+    ) -> dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]]:
+        """(Under the lock.) The futures of the readers of ``kinds``, per loop."""
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
+        for kind in kinds:
+            for loop, waiting in self._waiting[kind].items():
+                by_loop.setdefault(loop, []).extend(waiting)
+        return by_loop
+
+
+class _Counter:
+    """Counts the time the readers of ``kinds`` took after a wake (:meth:`ChangeWaker.spent`)."""
+
+    __slots__ = ("kinds", "waker")
+
+    def __init__(self, waker: ChangeWaker, kinds: list[str]) -> None:
+        self.waker = waker
+        self.kinds = kinds
+
+    def __call__(self, seconds: float) -> None:
+        for kind in self.kinds:
+            self.waker.spent(kind, seconds)
 
 
 class _NotListening:
