@@ -200,6 +200,18 @@ class Hooks:
         for callback in self._fitted.get((name, count)) or self._prepared(name, count):
             callback(*args)
 
+    def count_action(self, name: str) -> None:
+        """Count one run of action ``name`` for :meth:`did_action` without running its
+        callbacks: for a caller that found them to be only its own (:meth:`has_only`) and did
+        their work itself (PERF: a frequent action's call and its callbacks' calls)."""
+        self._did[name] = self._did.get(name, 0) + 1
+
+    def has_only(self, name: str, callbacks: tuple[Callable[..., Any], ...]) -> bool:
+        """Whether ``callbacks`` (in run order) are every callback of ``name``. A caller
+        standing in for its own callbacks asks again whenever :attr:`version` moves: a
+        callback added later (a plugin's) then runs as usual, with the same arguments."""
+        return self._registered.get(name, ()) == callbacks
+
     def did_action(self, name: str) -> int:
         """How many times ``do_action(name)`` has run."""
         return self._did.get(name, 0)

@@ -493,3 +493,74 @@ def test_spec_5_2_cookie_status_collection(
         site.app.auth.log_out(site.alice.id, token)
     client_for(site.app).get(ME, headers={"Cookie": f"svc_logged_in={cookie}"})
     assert seen == [status]
+
+
+def test_callbacks_added_after_start_up_run_on_a_remembered_cookie(
+    site: Site, client_for: ClientFor
+) -> None:
+    """A cookie found valid before is answered from memory while ``auth_cookie_valid`` has
+    only the built-in callback; a plugin's callback on it (or on
+    ``determine_current_user``), added later, is still called with the same arguments, and
+    ``did_action`` counts every check either way."""
+    hooks = site.app.hooks
+    client = client_for(site.app)
+    login(client, "alice", "alice-pw")
+    nonce = nonce_of(client)
+    counted = hooks.did_action("auth_cookie_valid")
+    for _ in range(3):  # the first fills the memories, the others are answered from them
+        assert client.get(ME, headers={"X-SVC-Nonce": nonce}).json()["id"] == site.alice.id
+    assert hooks.did_action("auth_cookie_valid") == counted + 3
+    seen: list[tuple[Any, ...]] = []
+    hooks.add_action("auth_cookie_valid", lambda elements, user: seen.append((elements, user)))
+    users: list[int] = []
+
+    def note_user(user: Any, request: Request) -> Any:
+        users.append(user.id)
+        return user
+
+    hooks.add_filter("determine_current_user", note_user)
+    for _ in range(2):
+        assert client.get(ME, headers={"X-SVC-Nonce": nonce}).json()["id"] == site.alice.id
+    assert hooks.did_action("auth_cookie_valid") == counted + 5
+    assert users == [site.alice.id] * 2
+    assert [user.id for _, user in seen] == [site.alice.id] * 2
+    elements = seen[0][0]
+    assert sorted(elements) == ["expiration", "hmac", "scheme", "token", "username"]
+    assert (elements["username"], elements["scheme"]) == ("alice", "logged_in")
+    assert seen[0][0] is not seen[1][0]  # a fresh dict each time: the memory is not handed out
+
+
+def test_a_remembered_cookie_with_a_bad_nonce_is_still_403(
+    site: Site, client_for: ClientFor
+) -> None:
+    client = client_for(site.app)
+    login(client, "alice", "alice-pw")
+    nonce = nonce_of(client)
+    for _ in range(2):
+        assert client.get(ME, headers={"X-SVC-Nonce": nonce}).status_code == 200
+    refused = client.get(ME, headers={"X-SVC-Nonce": "0" * len(nonce)})
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "rest_cookie_invalid_nonce"
+    anonymous = client.get(ME)  # no nonce: anonymous, as before
+    assert anonymous.json() == {"id": 0, "login": ""}
+
+
+@pytest.mark.parametrize(
+    "basic",
+    ["Basic YWxpY2U6d3Jvbmc=", "Basic not-base64", "Bearer token"],
+    ids=["wrong-password", "undecodable", "other-scheme"],
+)
+def test_a_cookie_with_an_authorization_line_behaves_as_before(
+    site: Site, client_for: ClientFor, basic: str
+) -> None:
+    """A request carrying both credentials runs both schemes: the cookie's user, found
+    first, stands (WordPress's ``wp_validate_application_password`` leaves a user set
+    before it alone), and without the nonce the request is anonymous."""
+    client = client_for(site.app)
+    login(client, "alice", "alice-pw")
+    nonce = nonce_of(client)
+    for _ in range(2):
+        response = client.get(ME, headers={"X-SVC-Nonce": nonce, "Authorization": basic})
+        assert response.json() == {"id": site.alice.id, "login": "alice"}
+    without_nonce = client.get(ME, headers={"Authorization": basic})
+    assert (without_nonce.status_code, without_nonce.json()) == (200, {"id": 0, "login": ""})

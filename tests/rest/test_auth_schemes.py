@@ -12,7 +12,8 @@ from svcrest import App, Request, public
 from svcrest.auth.passwords import ScryptParams
 from svcrest.hooks import Hooks
 from svcrest.http.headers import Headers
-from svcrest.rest.auth_schemes import AuthScheme, AuthSchemes
+from svcrest.rest.auth_schemes import CHOSEN_ONE_BY_ONE, AuthScheme, AuthSchemes
+from svcrest.rest.plan import PipelinePlan, adopt_user
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
@@ -191,6 +192,107 @@ def test_lines_carry_credentials_as_a_request_without_a_body(
     assert schemes.lines_carry_credentials(Headers(lines), query) is expected
     request = Request.from_http("POST", "/mcp", query or "", Headers(lines), b"")
     assert schemes.carries_credentials(request) is expected
+
+
+COOKIE_BIT, BASIC_BIT = 1, 2  # an App adds the cookie's scheme first, then Basic
+
+
+@pytest.mark.parametrize(
+    ("lines", "query", "body", "expected"),
+    [
+        ([], "", b"", 0),
+        ([("Accept", "*/*")], "page=2", b"", 0),
+        ([("Cookie", "a=b")], "", b"", COOKIE_BIT),
+        ([("X-SVC-Nonce", "n")], None, b"", COOKIE_BIT),
+        ([("X-WP-Nonce", "n")], "", b"", COOKIE_BIT),
+        ([("authorization", "Basic x")], "", b"", BASIC_BIT),
+        ([("Cookie", "a=b"), ("Authorization", "Basic x")], "", b"", COOKIE_BIT | BASIC_BIT),
+        ([("X-SVC-Nonce", "n"), ("Authorization", "x")], "", b"", COOKIE_BIT | BASIC_BIT),
+        ([("Authorization", "Basic x")], "_wpnonce=1", b"", COOKIE_BIT | BASIC_BIT),
+        ([], "_wpnonce=1", b"", COOKIE_BIT),
+        ([], "a=%5Fwpnonce", b"", COOKIE_BIT),
+        ([], "", b"_wpnonce=1", COOKIE_BIT),
+    ],
+    ids=[
+        "nothing",
+        "plain",
+        "cookie",
+        "nonce",
+        "wp-nonce",
+        "basic",
+        "cookie-and-basic",
+        "nonce-and-basic",
+        "basic-and-query",
+        "query",
+        "encoded",
+        "body",
+    ],
+)
+def test_the_rule_names_the_schemes_whose_credentials_a_request_carries(
+    lines: list[tuple[str, str]], query: str | None, body: bytes, expected: int
+) -> None:
+    schemes = App().auth_schemes
+    assert [scheme.name for scheme in schemes.schemes] == ["cookie", "application-passwords"]
+    assert schemes.rule.carried(Headers(lines), query, body) == expected
+    request = Request.from_http("GET", "/x", query or "", Headers(lines), body)
+    assert schemes.carries_credentials(request) is (expected != 0)
+
+
+def test_a_cookie_request_skips_the_application_password_callbacks() -> None:
+    app = App()
+    plan = app.rest_get_server().plan()
+    basic = [callback for _, callback, _ in app.auth_schemes.schemes[1].callbacks]
+    cookie = [callback for _, callback, _ in app.auth_schemes.schemes[0].callbacks]
+    chains = plan.authentication_by_carried
+    assert len(chains) == 4
+    assert chains[0] is None and plan.authentication_anonymous is None
+    assert chains[COOKIE_BIT] == (cookie[0], adopt_user, cookie[1])
+    assert chains[BASIC_BIT] == (basic[0], adopt_user, basic[1])
+    # Both: every callback, in the hooks' order (the cookie's user first, Basic's errors
+    # before the cookie check's), as the whole chain.
+    both = chains[COOKIE_BIT | BASIC_BIT]
+    assert both == (cookie[0], basic[0], adopt_user, basic[1], cookie[1]) == plan.authentication
+
+
+def test_a_scheme_without_carriers_runs_with_any_credentials() -> None:
+    hooks = Hooks()
+    schemes = AuthSchemes(hooks)
+    schemes.add(key_scheme([]))
+    ran: list[str] = []
+
+    def loose(user: Any, request: Request) -> Any:
+        ran.append("loose")
+        return user
+
+    schemes.add(AuthScheme(name="loose", callbacks=(("determine_current_user", loose, 10),)))
+    rule = schemes.rule
+    assert rule.carried(Headers([]), "", b"") == 0
+    assert rule.carried(Headers([("X-Api-Key", "k")]), "", b"") == 0b11
+    plan = PipelinePlan(hooks, schemes)
+    assert plan.authentication_by_carried[0] is None
+    assert loose in (plan.authentication_by_carried[0b11] or ())
+
+
+def test_schemes_past_the_sixth_share_one_choice() -> None:
+    hooks = Hooks()
+    schemes = AuthSchemes(hooks)
+    for index in range(CHOSEN_ONE_BY_ONE + 3):
+        schemes.add(
+            AuthScheme(
+                name=f"s{index}",
+                headers=(f"X-Key-{index}",),
+                callbacks=(("determine_current_user", lambda user, request: user, 10),),
+            )
+        )
+    rule = schemes.rule
+    assert rule.width == CHOSEN_ONE_BY_ONE + 1
+    last = f"X-Key-{CHOSEN_ONE_BY_ONE + 2}"
+    assert rule.carried(Headers([(last, "k")]), "", b"") == 1 << CHOSEN_ONE_BY_ONE
+    assert rule.carried(Headers([("X-Key-0", "k")]), "", b"") == 1
+    plan = PipelinePlan(hooks, schemes)
+    assert len(plan.authentication_by_carried) == 1 << (CHOSEN_ONE_BY_ONE + 1)
+    shared = plan.authentication_by_carried[1 << CHOSEN_ONE_BY_ONE]
+    assert shared is not None and len(shared) == 3 + 1  # the three later schemes, adoption
 
 
 def test_lines_carry_no_query_credentials_without_field_schemes() -> None:

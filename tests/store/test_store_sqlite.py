@@ -515,7 +515,7 @@ def test_the_source_of_change_marks_is_chosen_once_at_open(
     pragma_read = sqlite_module._DataVersionMarks.read
     pragma_reads: list[SqliteStore] = []
 
-    def counted(self: object, of: SqliteStore) -> int:
+    def counted(self: object, of: SqliteStore) -> int | None:
         pragma_reads.append(of)
         return pragma_read(sqlite_module._DATA_VERSION_MARKS, of)
 
@@ -538,3 +538,29 @@ def test_a_closed_store_refuses_change_marks_from_every_source(each_source: Sqli
     # A file store lets its wal-index go when it closes: the PRAGMA (which refuses too).
     memory = each_source.path is None
     assert each_source.change_mark_source == ("memory" if memory else "data_version")
+
+
+def test_a_change_mark_function_taken_early_follows_the_store(each_source: SqliteStore) -> None:
+    """``store.change_mark`` taken once (as the cookie check does) answers as the method
+    does, also after the store's source is replaced (a fork, a close)."""
+    store = each_source
+    mark = store.change_mark
+    first = mark()
+    assert mark() == first == store.change_mark()
+    _write(store, 1)
+    second = mark()
+    assert first is not None and second is not None and second > first
+    with store.read():
+        assert mark() is None
+    if store.change_mark_source == "wal-index":
+        store._forget_wal_after_fork()  # as in a forked child: the PRAGMA from now on
+        assert store.change_mark_source == "data_version"
+        moved = mark()  # the PRAGMA's first look may move it (never back)
+        assert moved is not None and moved >= second
+        assert mark() == moved
+        _write(store, 2)
+        third = mark()
+        assert third is not None and third > moved
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        mark()

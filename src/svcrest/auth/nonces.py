@@ -114,11 +114,10 @@ class NonceManager:
             or isinstance(user_id, bool)
         ):
             return False
-        if len(nonce) != NONCE_LENGTH or not nonce.isascii():
-            return False
         # PERF: tick() written out (a Python call less a check).
         tick = math.ceil(self._clock() / (self.lifetime / 2))
-        # PERF: a nonce verified before is known by the tick it was made in; no HMAC.
+        # PERF: a nonce verified before is known by the tick it was made in; no HMAC (and
+        # no test of its form: only well-formed nonces are kept).
         memo_key = (nonce, action, user_id, token)
         made = self._verified.get(memo_key)
         if made is not None:
@@ -126,6 +125,8 @@ class NonceManager:
                 return 1
             if made == tick - 1:
                 return 2
+        if len(nonce) != NONCE_LENGTH or not nonce.isascii():
+            return False
         given = nonce.encode("ascii")
         for key in (self._key, *self._fallback_keys):
             if hmac.compare_digest(given, self._value(tick, action, user_id, token, key)):

@@ -16,6 +16,7 @@ from typing import Any
 from svcrest.auth.cookies import COOKIE_NAME, parse_cookie_header
 from svcrest.auth.service import AuthService
 from svcrest.bounded import BoundedDict
+from svcrest.hooks import Hooks
 from svcrest.http.context import current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -100,6 +101,13 @@ class CookieAuth:
         self._header_values = self._headers.entries  # PERF: read directly
         #: The service ``auth`` returned the first time it was needed (None until then).
         self._service: AuthService | None = None
+        #: The ``auth_cookie_valid`` callback keeping the cookie status (registered by
+        #: :func:`install_cookie_auth`).
+        self.on_valid: Callable[..., None] = _status_collector("auth_cookie_valid")
+        # The hooks' version at which ``_quiet`` was worked out (-1: not yet), and whether
+        # ``auth_cookie_valid`` then had no callback but ``on_valid``.
+        self._checked = -1
+        self._quiet = False
 
     def service(self) -> AuthService:
         """The site's :class:`AuthService`, asked of ``auth`` once (PERF: a property and a
@@ -117,11 +125,28 @@ class CookieAuth:
             return user
         value = self._header_values.get(header)
         remembered = value is not None
+        service = self._service or self.service()
         if value is None:
             value = parse_cookie_header(header).get(COOKIE_NAME)
             if not value:
                 return user
-        found = (self._service or self.service()).validate_cookie(value)
+        else:
+            hooks = service.hooks
+            if hooks.version != self._checked:
+                self._check(hooks)
+            # PERF: a cookie found valid since the store last changed, while the cookie
+            # status is the one callback of ``auth_cookie_valid``: the action counted and its
+            # work done here (its call, the callback's and a dict copy less; a plugin's
+            # callback on the action turns this off and is called as before).
+            known = service.remembered_cookie(value) if self._quiet else None
+            if known is not None:
+                hooks.count_action("auth_cookie_valid")
+                ctx = current_context()
+                if ctx is not None:
+                    ctx.cookie_status = True
+                    ctx.session_token = known.token
+                return known.user
+        found = service.validate_cookie(value)
         if found is None:
             return user
         if not remembered and len(header) <= MAX_REMEMBERED_HEADER:
@@ -130,6 +155,13 @@ class CookieAuth:
         if ctx is not None:
             ctx.session_token = found[1]
         return found[0]
+
+    def _check(self, hooks: Hooks) -> None:
+        """Whether ``auth_cookie_valid`` has no callback but :attr:`on_valid`, at the hooks'
+        current version."""
+        version = hooks.version  # read first: a change meanwhile is seen next time
+        self._quiet = hooks.has_only("auth_cookie_valid", (self.on_valid,))
+        self._checked = version
 
     def check_errors(self, result: Any, request: Request) -> Any:
         """``rest_authentication_errors`` at priority 100, deciding as WordPress's
@@ -189,7 +221,8 @@ def install_cookie_auth(
     cookie actions to its hooks); returns the :class:`CookieAuth`."""
     cookie_auth = CookieAuth(auth, wordpress_compat)
     for action in COOKIE_ACTIONS:
-        schemes.hooks.add_action(action, _status_collector(action))
+        collector = cookie_auth.on_valid if action == "auth_cookie_valid" else None
+        schemes.hooks.add_action(action, collector or _status_collector(action))
     schemes.add(
         AuthScheme(
             name="cookie",

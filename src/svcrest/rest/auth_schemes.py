@@ -6,10 +6,12 @@ fields), how the OpenAPI document and the root index describe it, and which call
 :class:`AuthSchemes` registry attaches those callbacks to the site's hooks, and the REST
 layer builds from it, and only from it:
 
-- whether a request may carry credentials (``carries_credentials``): a request carrying none
-  of any scheme's skips that scheme's callbacks, so an unrelated callback costs its own call
-  only, and a site whose every callback belongs to a scheme answers such a request as
-  anonymous without calling any;
+- whose credentials a request may carry (``rule``, a :class:`CredentialRule`: one function
+  for the REST pipeline, the MCP endpoint and a stream's reauthentication): a request runs
+  the callbacks of the schemes whose credentials it may carry and skips the others', so a
+  cookie request costs no application password callback, an unrelated callback costs its
+  own call only, and a site whose every callback belongs to a scheme answers a request
+  carrying none as anonymous without calling any;
 - the CORS ``Access-Control-Allow-Headers`` value;
 - the OpenAPI ``securitySchemes`` and ``security`` requirements;
 - the root index's ``authentication`` entries;
@@ -35,7 +37,14 @@ from svcrest.http.compression import ALWAYS_SECRET_LINES
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 
-__all__ = ["AUTH_HOOKS", "CONTENT_ALLOW_HEADERS", "AuthScheme", "AuthSchemes"]
+__all__ = [
+    "AUTH_HOOKS",
+    "CHOSEN_ONE_BY_ONE",
+    "CONTENT_ALLOW_HEADERS",
+    "AuthScheme",
+    "AuthSchemes",
+    "CredentialRule",
+]
 
 #: The hooks a scheme's callbacks may be attached to.
 AUTH_HOOKS = frozenset({"determine_current_user", "rest_authentication_errors"})
@@ -50,6 +59,10 @@ CONTENT_ALLOW_HEADERS = (
     "If-None-Match",
     "Idempotency-Key",
 )
+#: How many schemes (the first added) a request's credentials choose one by one; the schemes
+#: after them share one choice (all their callbacks run when it carries any one's
+#: credentials), so a site has at most ``2 ** (CHOSEN_ONE_BY_ONE + 1)`` authentication chains.
+CHOSEN_ONE_BY_ONE = 6
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,6 +117,95 @@ def _header_list(names: list[str]) -> list[str]:
     return sorted(unique.values(), key=str.lower)
 
 
+class CredentialRule:
+    """Whose credentials a request may carry, for one set of schemes (a snapshot: adding a
+    scheme makes a new rule).
+
+    :meth:`carried` answers with bits, one per scheme (``1 << i`` for the ``i``-th scheme
+    added, the schemes from :data:`CHOSEN_ONE_BY_ONE` on sharing one bit): set when the
+    request has a header line of the scheme (``headers``, ``compat_headers``,
+    ``other_lines``) or, for a scheme taking query or form fields, a body or a query string
+    naming such a field or percent-encoding anything. A scheme declaring no carrier at all
+    counts whenever another's credentials are there. 0: the request carries none.
+
+    ``callbacks``: each bit and the callbacks of its schemes, which a request without that
+    bit skips (the chains are prepared per set of bits, by the REST plan).
+    """
+
+    __slots__ = ("callbacks", "field_bits", "first", "lines", "others", "query_markers", "width")
+
+    def __init__(self, schemes: list[AuthScheme]) -> None:
+        bits = [1 << min(index, CHOSEN_ONE_BY_ONE) for index in range(len(schemes))]
+        #: How many bits :meth:`carried` may set (its answers are below ``1 << width``).
+        self.width = min(len(schemes), CHOSEN_ONE_BY_ONE + 1)
+        lines = [_carrier_lines(scheme) for scheme in schemes]
+        #: The lower-case header names that may carry credentials of some scheme.
+        self.lines: frozenset[str] = frozenset().union(*lines)
+        with_lines = [(bit, own) for bit, own in zip(bits, lines, strict=True) if own]
+        # PERF: the first scheme with header lines (the cookie's, on an App) is tested last,
+        # and only when another scheme's lines are there too: without them, a request with
+        # some scheme's lines has its lines (a cookie request: two set tests, not three).
+        self.first: tuple[int, frozenset[str]] = with_lines[0] if with_lines else (0, frozenset())
+        self.others: tuple[tuple[int, frozenset[str]], ...] = tuple(with_lines[1:])
+        # The name without its leading underscores: PHP-style parsing turns a leading space
+        # or dot of a field name into one.
+        markers = dict.fromkeys(name.lstrip("_") for s in schemes for name in s.query_names)
+        #: Finds in a raw query string what may name a credential field (None: no scheme
+        #: takes a field).
+        self.query_markers: re.Pattern[str] | None = (
+            re.compile("|".join(["%", *map(re.escape, markers)])) if markers else None
+        )
+        self.field_bits = 0
+        always = 0
+        for bit, scheme, own in zip(bits, schemes, lines, strict=True):
+            if scheme.query_names:
+                self.field_bits |= bit
+            elif not own:
+                always |= bit
+        # PERF: a scheme without carriers rides along with the field schemes' bits, and the
+        # header schemes' bits carry it through ``first`` and ``others`` below.
+        if always:
+            self.field_bits |= always
+            self.first = (self.first[0] | always, self.first[1])
+            self.others = tuple((bit | always, own) for bit, own in self.others)
+        callbacks: dict[int, list[Callable[..., Any]]] = {}
+        for bit, scheme in zip(bits, schemes, strict=True):
+            callbacks.setdefault(bit, []).extend(callback for _, callback, _ in scheme.callbacks)
+        self.callbacks: tuple[tuple[int, tuple[Callable[..., Any], ...]], ...] = tuple(
+            (bit, tuple(own)) for bit, own in callbacks.items()
+        )
+
+    def carried(self, headers: Headers, query: str | None, body: bytes | None) -> int:
+        """The bits of the schemes whose credentials a request with ``headers``, the raw
+        ``query`` string and ``body`` may carry (see the class); 0 for none."""
+        mask = 0
+        if headers.has_any(self.lines):
+            for bit, own in self.others:
+                if headers.has_any(own):
+                    mask |= bit
+            first_bit, first = self.first
+            if not mask or headers.has_any(first):
+                mask |= first_bit
+        markers = self.query_markers
+        # PERF: one regex search, not ``any()`` over a generator (2 Python calls a request
+        # with a query string: 29 bytecodes and one call against 61 and three, bench/opcodes.py).
+        if markers is not None and (body or (query and markers.search(query) is not None)):
+            mask |= self.field_bits
+        return mask
+
+    def without(self, mask: int) -> list[Callable[..., Any]]:
+        """The callbacks of the schemes whose bits ``mask`` lacks (a request carrying
+        ``mask`` skips them)."""
+        return [callback for bit, own in self.callbacks if not bit & mask for callback in own]
+
+
+def _carrier_lines(scheme: AuthScheme) -> frozenset[str]:
+    """The lower-case header names carrying ``scheme``'s credentials."""
+    return frozenset(
+        name.lower() for name in (*scheme.headers, *scheme.compat_headers, *scheme.other_lines)
+    )
+
+
 class AuthSchemes:
     """The authentication schemes of one site, in the order they were added (the order of
     the OpenAPI document's schemes); ``hooks``: the site's hooks."""
@@ -113,8 +215,8 @@ class AuthSchemes:
         "allow_headers_compat",
         "credential_lines",
         "hooks",
-        "query_markers",
         "rate_keys",
+        "rule",
         "scheme_callbacks",
         "schemes",
         "secret_lines",
@@ -126,11 +228,10 @@ class AuthSchemes:
         self.hooks = hooks
         #: The schemes, in the order they were added.
         self.schemes: list[AuthScheme] = []
+        #: Whose credentials a request may carry (a new rule per added scheme).
+        self.rule = CredentialRule([])
         #: The lower-case header names that may carry credentials of some scheme.
         self.credential_lines: frozenset[str] = frozenset()
-        #: Finds in a raw query string what may name a credential field (None: no scheme
-        #: takes a field).
-        self.query_markers: re.Pattern[str] | None = None
         #: The callbacks the schemes attached (skipped for a request without credentials).
         self.scheme_callbacks: list[Callable[..., Any]] = []
         self.allow_headers = self.allow_headers_compat = ""
@@ -166,17 +267,8 @@ class AuthSchemes:
     def _describe(self) -> None:
         """Work out what the REST layer reads per request, once per added scheme."""
         schemes = self.schemes
-        self.credential_lines = frozenset(
-            name.lower()
-            for scheme in schemes
-            for name in (*scheme.headers, *scheme.compat_headers, *scheme.other_lines)
-        )
-        # The name without its leading underscores: PHP-style parsing turns a leading space
-        # or dot of a field name into one.
-        markers = dict.fromkeys(name.lstrip("_") for s in schemes for name in s.query_names)
-        self.query_markers = (
-            re.compile("|".join(["%", *map(re.escape, markers)])) if markers else None
-        )
+        self.rule = CredentialRule(schemes)
+        self.credential_lines = self.rule.lines
         main = ", ".join(
             [*_header_list([name for s in schemes for name in s.headers]), *CONTENT_ALLOW_HEADERS]
         )
@@ -194,29 +286,15 @@ class AuthSchemes:
     def carries_credentials(self, request: Request) -> bool:
         """Whether ``request`` may carry some scheme's credentials: one of their header
         lines, or (with a scheme taking a query or form field) a body or a query string
-        that names such a field or percent-encodes anything."""
-        if request.headers.has_any(self.credential_lines):
-            return True
-        markers = self.query_markers
-        if markers is None:
-            return False
-        if request.raw_body:
-            return True
-        query = request.query_string
-        if query is None:
-            return False
-        # PERF: one regex search, not ``any()`` over a generator (2 Python calls a request
-        # with a query string: 29 bytecodes and one call against 61 and three, bench/opcodes.py).
-        return markers.search(query) is not None
+        that names such a field or percent-encodes anything (:meth:`CredentialRule.carried`
+        is not 0)."""
+        return self.rule.carried(request.headers, request.query_string, request.raw_body) != 0
 
     def lines_carry_credentials(self, headers: Headers, query_string: str | None) -> bool:
         """:meth:`carries_credentials` of a request without a body, asked of its header
         lines and query string before any request is built (an endpoint outside the REST
         routes, as MCP's, whose body is not a form)."""
-        if headers.has_any(self.credential_lines):
-            return True
-        markers = self.query_markers
-        return bool(markers is not None and query_string and markers.search(query_string))
+        return self.rule.carried(headers, query_string, None) != 0
 
     def openapi_schemes(self) -> dict[str, Any]:
         """The OpenAPI ``components.securitySchemes`` (fresh dicts)."""

@@ -267,13 +267,12 @@ async def serve_rest(
     ctx.method_overridden = request.method == "POST" and _method_override(request)
     plan = server.plan()
     error: RestError | None = None
-    # ``determine_current_user``, then ``rest_authentication_errors`` (one chain); without
-    # any scheme's credentials, only the callbacks of no scheme (PERF: usually none).
-    authentication = (
-        plan.authentication
-        if plan.schemes.carries_credentials(request)
-        else plan.authentication_anonymous
-    )
+    # ``determine_current_user``, then ``rest_authentication_errors`` (one chain): only the
+    # callbacks of the schemes whose credentials the request carries, and those of no
+    # scheme (PERF: without credentials, usually none; a cookie request skips Basic's).
+    authentication = plan.authentication_by_carried[
+        plan.carried(request.headers, request.query_string, request.raw_body)
+    ]
     if authentication is None:
         request.user = ctx.user
     else:

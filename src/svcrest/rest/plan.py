@@ -131,8 +131,10 @@ class PipelinePlan:
         "after_default",
         "authentication",
         "authentication_anonymous",
+        "authentication_by_carried",
         "authentication_errors",
         "before_callbacks",
+        "carried",
         "default_finish",
         "default_step",
         "determine_current_user",
@@ -205,15 +207,26 @@ class PipelinePlan:
         self.pre_dispatch_no_options = _without_leading(self.pre_dispatch, _OPTIONS_ONLY)
         #: The site's authentication schemes (an empty registry when none is given).
         self.schemes = schemes if schemes is not None else AuthSchemes(hooks)
+        rule = self.schemes.rule
+        #: Whose credentials a request may carry: ``carried(headers, query, body)``, the
+        #: bits of :meth:`~svcrest.rest.auth_schemes.CredentialRule.carried` (of the rule
+        #: the chains below were prepared for).
+        self.carried = rule.carried
+        #: Authentication per set of carried credentials (indexed by ``carried``'s bits):
+        #: the chain without the callbacks of the schemes the request carries nothing of,
+        #: None when nothing but the user's adoption is left (the request keeps the current
+        #: user without a call). PERF: a cookie request skips the application password
+        #: scheme's two callbacks.
+        self.authentication_by_carried: tuple[Chain | None, ...] = tuple(
+            self._chain_for(hooks, rule.without(mask)) for mask in range(1 << rule.width)
+        )
         #: Authentication for a request that carries no scheme's credentials: the chain
-        #: without the schemes' callbacks, None when none other is left (the request keeps
-        #: the current user without a call).
-        self.authentication_anonymous = self._anonymous(hooks, self.schemes)
+        #: without the schemes' callbacks, None when none other is left.
+        self.authentication_anonymous = self.authentication_by_carried[0]
 
-    def _anonymous(self, hooks: Hooks, schemes: AuthSchemes) -> Chain | None:
-        own = schemes.scheme_callbacks
-        user = _others(hooks, "determine_current_user", self.determine_current_user, own)
-        errors = _others(hooks, "rest_authentication_errors", self.authentication_errors, own)
+    def _chain_for(self, hooks: Hooks, skipped: list[Callable[..., Any]]) -> Chain | None:
+        user = _others(hooks, "determine_current_user", self.determine_current_user, skipped)
+        errors = _others(hooks, "rest_authentication_errors", self.authentication_errors, skipped)
         if not user and not errors:
             return None
         return (*user, adopt_user, *errors)

@@ -36,11 +36,9 @@ async def still_authenticated(server: RestServer, request: Request, ctx: Request
     token = REQUEST_CONTEXT.set(fresh)
     try:
         plan = server.plan()
-        chain = (
-            plan.authentication
-            if plan.schemes.carries_credentials(again)
-            else plan.authentication_anonymous
-        )
+        chain = plan.authentication_by_carried[
+            plan.carried(again.headers, again.query_string, again.raw_body)
+        ]
         verdict = None
         if chain is not None:
             verdict = run_chain(chain, fresh.user, again)

@@ -181,8 +181,12 @@ class RestServer:
             # SECURITY: a request (or batch, ``_embed``, MCP sub-request) authenticated by a
             # scoped application password reaches only the routes of its scope (the 403 is
             # raised). PERF: one test for an anonymous request (+126 of 113,901 instructions
-            # a plain GET, bench/budget.py), a call for a logged-in one.
-            if request.user.id:
+            # a plain GET, bench/budget.py), a call only for one with a scope.
+            if (
+                request.user.id
+                and (ctx := current_context()) is not None
+                and ctx.app_password_scope is not None
+            ):
                 _enforce_scope(entry, request)
             definition = request.handler = handler.definition
             request.url_params = dict(url_params)

@@ -146,7 +146,8 @@ class SqliteStore(StoreBase):
         self._mark = 0  # see change_mark
         # Where change marks come from (:class:`_MarkSource`), chosen at open: the one memory
         # connection, or ``PRAGMA data_version`` until _watch_wal maps the wal-index.
-        self._marks: _MarkSource = _MEMORY_MARKS if self.path is None else _DATA_VERSION_MARKS
+        self._marks: _MarkSource = _DATA_VERSION_MARKS
+        self._use_marks(_MemoryMarks(self) if self.path is None else _DATA_VERSION_MARKS)
         # File connections of this store still open, idle or in use (the wal-index mapping is
         # let go only once none is: svcrest.store.wal_index says why).
         self._open_connections = 0
@@ -288,7 +289,20 @@ class SqliteStore(StoreBase):
         self._anchor, self._wal_index = anchor, index
         _watching.add(self)
         if index.is_initialised():
-            self._marks = _WalIndexMarks(index.mapping)
+            self._use_marks(_WalIndexMarks(self, index.mapping))
+
+    def _use_marks(self, source: _MarkSource) -> None:
+        """Take change marks from ``source`` from now on. PERF: a source of this store's own
+        answers :meth:`change_mark` itself, as the store's attribute (one Python call a mark
+        instead of two, bench/instructions.py); ``PRAGMA data_version`` goes through the
+        method. A source's ``mark`` taken earlier (``f = store.change_mark``) hands over to
+        the method once its source is replaced."""
+        self._marks = source
+        own = getattr(source, "mark", None)
+        if own is not None:
+            self.change_mark = own  # type: ignore[method-assign]
+        else:
+            vars(self).pop("change_mark", None)
 
     def _release_wal(self) -> None:
         """Close the anchor, then let the wal-index go (after every other connection of the
@@ -304,7 +318,7 @@ class SqliteStore(StoreBase):
     def _forget_wal_after_fork(self) -> None:
         """In a forked child: the parent's anchor and mapping are not this process's to use
         or close; change marks come from ``PRAGMA data_version`` again."""
-        self._marks = _DATA_VERSION_MARKS
+        self._use_marks(_DATA_VERSION_MARKS)
         self._anchor = None
         self._wal_index = None
 
@@ -455,23 +469,34 @@ class _MarkSource(Protocol):
 
     name: str
 
-    def read(self, store: SqliteStore) -> int:
-        """The store's change mark, moved first when the source shows a change."""
+    def read(self, store: SqliteStore) -> int | None:
+        """The store's change mark, moved first when the source shows a change (asked
+        outside a block of the calling thread)."""
         ...
 
 
 class _WalIndexMarks:
     """The wal-index header (``svcrest.store.wal_index``), read from shared memory: it
-    changes with every commit of any connection of any process."""
+    changes with every commit of any connection of any process. ``mark`` is the store's
+    :meth:`~SqliteStore.change_mark` (see ``SqliteStore._use_marks``)."""
 
-    __slots__ = ("mapping", "seen")
+    __slots__ = ("mapping", "seen", "store")
     name = "wal-index"
 
-    def __init__(self, mapping: Any) -> None:
+    def __init__(self, store: SqliteStore, mapping: Any) -> None:
+        self.store = store
         self.mapping = mapping
         self.seen = b""  # the header last read
 
-    def read(self, store: SqliteStore) -> int:
+    def read(self, store: SqliteStore) -> int | None:
+        return self.mark()
+
+    def mark(self) -> int | None:
+        store = self.store
+        if store._marks is not self:  # replaced (closed, forked) since this was taken
+            return SqliteStore.change_mark(store)
+        if store._local.conn is not None:  # inside a block of this thread
+            return None
         if store._closed:  # as the PRAGMA, also while a thread still holds a connection
             raise StoreError("the store is closed")
         # PERF: ~0.15 µs. SECURITY: the mark moves *before* the header is recorded as seen,
@@ -494,7 +519,7 @@ class _DataVersionMarks:
     __slots__ = ()
     name = "data_version"
 
-    def read(self, store: SqliteStore) -> int:
+    def read(self, store: SqliteStore) -> int | None:
         conn = store._take()
         try:
             version = conn.execute("PRAGMA data_version").fetchone()[0]
@@ -514,12 +539,24 @@ class _DataVersionMarks:
 class _MemoryMarks:
     """The one connection of an in-memory database makes every write there, so its own
     count of changed rows is enough (no lock, no PRAGMA). A write still in flight in another
-    thread counts already: a reader waits for its commit anyway."""
+    thread counts already: a reader waits for its commit anyway. ``mark`` is the store's
+    :meth:`~SqliteStore.change_mark` (see ``SqliteStore._use_marks``)."""
 
-    __slots__ = ()
+    __slots__ = ("store",)
     name = "memory"
 
-    def read(self, store: SqliteStore) -> int:
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+
+    def read(self, store: SqliteStore) -> int | None:
+        return self.mark()
+
+    def mark(self) -> int | None:
+        store = self.store
+        if store._marks is not self:  # replaced (closed, forked) since this was taken
+            return SqliteStore.change_mark(store)
+        if store._local.conn is not None:  # inside a block of this thread
+            return None
         memory = store._memory
         if store._closed or memory is None:
             raise StoreError("the store is closed")
@@ -536,7 +573,6 @@ class _MemoryMarks:
 
 
 _DATA_VERSION_MARKS = _DataVersionMarks()
-_MEMORY_MARKS = _MemoryMarks()
 
 #: File stores reading change marks from a wal-index mapping (for the fork handler below).
 _watching: weakref.WeakSet[SqliteStore] = weakref.WeakSet()
