@@ -26,6 +26,12 @@ and to the REST GET of the ability's own run route (exit 1 past the goal with ``
 ``--instructions N`` counts instead the CPU instructions of each case with valgrind's
 callgrind (``callgrind.py``): a run of 200 warm-up requests and ``N`` more, less a run of
 the warm-up alone, divided by ``N``. Repeatable on a loaded machine, unlike the seconds.
+
+``--steps N`` counts the steps of the run route's internal dispatch alone, each ``N`` times on
+the warmed-up site less a run doing nothing: the argument step (``ArgPlan.run``), the
+permission step (``can_run``), the callback step (``run``, the ability's run included), the
+ability's run (``run_permitted``), its output check, one of its actions, and the whole
+dispatch of the run route and of the plain route (each with its ``Request.for_dispatch``).
 """
 
 from __future__ import annotations
@@ -254,6 +260,101 @@ def count_instructions(requests: int) -> dict[str, float]:
     }
 
 
+#: The steps ``--steps`` counts: each one's name, and the step it runs after (its count is
+#: the difference), or None.
+STEPS: dict[str, str | None] = {
+    "argument step": None,
+    "permission step": "argument step",
+    "callback step": "permission step",
+    "ability run": "argument step",
+    "output check": "argument step",
+    "one action": "argument step",
+    "run route dispatch": None,
+    "plain route dispatch": None,
+}
+
+
+def run_step(name: str, calls: int) -> None:
+    """Warm the site up, then run the step ``name`` ``calls`` times (``"none"``: nothing)."""
+    from svcrest import Request
+    from svcrest.http.context import DISPATCH_USER
+    from svcrest.http.headers import Headers
+
+    loop = new_loop()
+    app = make_app()
+    run, _ = make_cases(app, loop)["MCP tools/call"]
+    loop.run_until_complete(run(WARM_UP))
+    server = app.rest_get_server()
+    route = "/svc-abilities/v1/abilities/bench/site-name/run"
+    chosen = server.table.handler_for(route, "GET")
+    assert chosen is not None
+    _, handler, params = chosen
+    definition, plan = handler.definition, handler.arg_plan
+    controller = definition["permission_callback"].__self__
+    ability = app.abilities.by_name["bench/site-name"]
+    headers = Headers()
+
+    def request(path: str = route) -> Any:
+        made = Request.for_dispatch("GET", path, headers, {})
+        made.site, made.url_params, made.handler = app, dict(params), definition
+        return made
+
+    requests = [request() for _ in range(calls)]
+    DISPATCH_USER.set(requests[0].user if requests else None)
+    if name in ("none", "run route dispatch", "plain route dispatch"):
+        path = {"run route dispatch": route, "plain route dispatch": "/bench/v1/name"}.get(name)
+        if path is not None:
+            loop.run_until_complete(_dispatched(server, path, calls))
+        return
+    for each in requests:
+        plan.run(each, definition["args"])
+    result = {"name": "bench", "description": "a site"}
+    for each in requests:
+        if name == "permission step":
+            controller.can_run(each)
+        elif name == "callback step":
+            controller.can_run(each)
+            controller.run(each)
+        elif name == "ability run":
+            ability.run_permitted(None)
+        elif name == "output check":
+            ability.validate_output(result)
+        elif name == "one action":
+            app.hooks.do_action("svc_before_execute_ability", ability.name, None)
+
+
+async def _dispatched(server: Any, path: str, calls: int) -> None:
+    from svcrest import Request
+    from svcrest.http.headers import Headers
+
+    headers = Headers()
+    for _ in range(calls):
+        await server.dispatch_planned(Request.for_dispatch("GET", path, headers, {}), server.plan())
+
+
+def count_steps(calls: int) -> dict[str, float]:
+    """Instructions of each step of :data:`STEPS` (less the step it follows)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--steps needs valgrind")
+    names = ["none", *STEPS]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        counts = dict(
+            zip(
+                names,
+                pool.map(
+                    lambda name: collected([__file__, "--step", name, "--calls", str(calls)]),
+                    names,
+                ),
+                strict=True,
+            )
+        )
+    alone = {name: (counts[name] - counts["none"]) / calls for name in STEPS}
+    return {
+        name: alone[name] - (alone[after] if after is not None else 0.0)
+        for name, after in STEPS.items()
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -261,12 +362,25 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--check", action="store_true", help=f"exit 1 past {GOAL}x")
     parser.add_argument("--instructions", type=int, metavar="REQUESTS")
+    parser.add_argument("--steps", type=int, metavar="CALLS")
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--step", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if not counted(options):
+        timed(options)
+
+
+def counted(options: argparse.Namespace) -> bool:
+    """Run the mode that counts instructions (or one of its child runs), if one is asked
+    for; False when none is."""
     if options.one:
         run_one(options.one, options.calls)
-        return
-    if options.instructions:
+    elif options.step:
+        run_step(options.step, options.calls)
+    elif options.steps:
+        for name, value in count_steps(options.steps).items():
+            print(f"{name:28} {value:9,.0f} instructions")
+    elif options.instructions:
         counts = count_instructions(options.instructions)
         ratio = counts["MCP tools/call"] / counts["REST GET"]
         if options.json:
@@ -275,7 +389,13 @@ def main() -> None:
             for name, value in counts.items():
                 print(f"{name:28} {value:9,.0f} instructions")
             print(f"tools/call / REST GET       {ratio:7.2f}x (goal ≤ {GOAL}x)")
-        return
+    else:
+        return False
+    return True
+
+
+def timed(options: argparse.Namespace) -> None:
+    """The cases timed in seconds (best of the rounds, interleaved)."""
     loop = new_loop()
     app = make_app()
     cases = make_cases(app, loop)

@@ -394,9 +394,10 @@ class Toolbox:
         self._routes: tuple[tuple[int, int], dict[str, Tool]] = ((-1, -1), {})
         #: The tool of each ability called (PERF: made once, not on every call).
         self._ability_tools: Memo[Ability, Tool] = Memo(1024)
-        #: The tools of the abilities shown in REST by name, for the registry's version
-        #: (PERF: a call finds its tool with one look-up, not a scan of the registry).
-        self._by_name: tuple[int, dict[str, Tool]] = (-1, {})
+        #: ``(version, tools)``: the tools of the abilities shown in REST by name, for that
+        #: version of the registry (PERF: a call finds its tool with one look-up, not a
+        #: scan of the registry; read it, :meth:`find` makes it).
+        self.shown: tuple[int, dict[str, Tool]] = (-1, {})
 
     def _route_tools(self) -> dict[str, Tool]:
         server = self.host.rest_get_server()
@@ -428,13 +429,13 @@ class Toolbox:
         """The tool named ``name``, None when there is none (of two abilities whose names
         give the same tool name, the first registered)."""
         registry = self.host.abilities
-        version, tools = self._by_name
+        version, tools = self.shown
         if version != registry.version:
             shown: dict[str, Tool] = {}
             for each in registry.get_all():
                 if each.show_in_rest and each.name.replace("/", "-") not in shown:
                     shown[each.name.replace("/", "-")] = self._ability_tool(each)
-            version, tools = self._by_name = (registry.version, shown)
+            version, tools = self.shown = (registry.version, shown)
         found = tools.get(name)
         if found is not None:
             return found
