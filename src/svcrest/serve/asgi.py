@@ -12,6 +12,7 @@ from types import CoroutineType
 from typing import Any
 
 from svcrest.http.exchange import (
+    BODILESS_METHODS,
     USUAL_METHODS,
     HttpRequest,
     HttpResponse,
@@ -44,6 +45,8 @@ ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 _CLOSE = (b"connection", b"close")
+#: The raw names of the header lines that can announce a body.
+_BODY_LINES = frozenset({b"content-length", b"transfer-encoding"})
 _new = object.__new__
 
 
@@ -251,11 +254,14 @@ async def handle_asgi(
             return
     http, sent_id = _request(scope)
     headers = http.headers
-    reader = (
-        _body_reader(headers, receive, host.max_body_size)
-        if headers_announce_body(http.method, headers)
-        else None
+    # PERF: a request with neither body line is answered without asking its headers (two
+    # Python calls less: an ASGI GET 89,650 → 88,541 instructions, bench/instructions.py).
+    single = headers.single
+    announced = http.method not in BODILESS_METHODS or (
+        (single is None or not _BODY_LINES.isdisjoint(single))
+        and headers_announce_body(http.method, headers)
     )
+    reader = _body_reader(headers, receive, host.max_body_size) if announced else None
     answer = await respond(host, http, reader, sent_id)  # names the request for an access log
     # PERF: one test for both rare answers (the wrapped site's, a stream).
     if type(answer) is not HttpResponse:
