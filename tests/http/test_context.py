@@ -118,3 +118,43 @@ def test_the_serving_factory_sets_every_field() -> None:
     assert ctx == RequestContext(
         is_rest=True, secure=True, host="a.example", client="10.0.0.7", request_id="r-1"
     )
+
+
+def test_each_adapter_sets_every_request_field() -> None:
+    """Both adapters set the fields one by one (no generated ``__init__``): a field added to
+    ``HttpRequest`` and not set by one of them fails here."""
+    from svcrest.serve.asgi import _request as asgi_request
+    from svcrest.serve.wsgi import _request as wsgi_request
+
+    environ = {
+        "REQUEST_METHOD": "get",
+        "PATH_INFO": "/svc-json/f/v1/see",
+        "QUERY_STRING": "q=1",
+        "SERVER_NAME": "s.example",
+        "REMOTE_ADDR": "10.1.2.3",
+        "HTTP_HOST": "H.example:8443",
+        "wsgi.url_scheme": "https",
+    }
+    scope = {
+        "type": "http",
+        "method": "get",
+        "scheme": "https",
+        "path": "/svc-json/f/v1/see",
+        "query_string": b"q=1",
+        "headers": [(b"host", b"H.example:8443")],
+        "client": ("10.1.2.3", 5000),
+    }
+    expected = {
+        "method": "GET",
+        "path": "/svc-json/f/v1/see",
+        "query_string": "q=1",
+        "headers": [("Host", "H.example:8443")],
+        "body": b"",
+        "scheme": "https",
+        "host": "h.example",
+        "client": "10.1.2.3",
+    }
+    for http in (wsgi_request(environ), asgi_request(scope)[0]):
+        fields = {field.name: getattr(http, field.name) for field in dataclasses.fields(http)}
+        fields["headers"] = [(name.title(), value) for name, value in http.headers.items_list()]
+        assert fields == expected

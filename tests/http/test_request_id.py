@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -80,6 +81,32 @@ def test_made_ids_differ() -> None:
     ids = {new_request_id() for _ in range(1000)}
     assert len(ids) == 1000
     assert all(MADE.fullmatch(made) for made in ids)
+
+
+def test_made_ids_count_up_across_blocks() -> None:
+    """Ids are made by blocks of 256 (the last two digits appended): 600 in a row share the
+    process's prefix and count up by one, across the blocks' ends."""
+    ids = [new_request_id() for _ in range(600)]
+    assert {made[:16] for made in ids} == {ids[0][:16]}
+    counters = [int(made[16:], 16) for made in ids]
+    assert counters == list(range(counters[0], counters[0] + 600))
+
+
+def test_threads_share_the_ids_without_a_repeat() -> None:
+    """The server's threads take ids at once: every id made once, every one well formed."""
+    taken: list[list[str]] = [[] for _ in range(4)]
+
+    def take(into: list[str]) -> None:
+        into.extend(new_request_id() for _ in range(3000))
+
+    threads = [threading.Thread(target=take, args=(into,)) for into in taken]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = [made for into in taken for made in into]
+    assert len(set(every)) == len(every) == 12000
+    assert all(MADE.fullmatch(made) for made in every)
 
 
 def test_a_forked_worker_makes_ids_of_its_own() -> None:
