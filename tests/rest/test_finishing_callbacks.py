@@ -390,3 +390,31 @@ def test_a_pre_serve_filter_that_reads_the_headers_changes_nothing(
     response, seen = both(client_for, make, ORIGIN)
     assert seen == [{"Allow": "GET", **dict(CORS)}]
     assert response.headers["allow"] == "GET"
+
+
+@pytest.mark.parametrize("change", [False, True])
+def test_a_post_dispatch_filter_alone(client_for: ClientFor, change: bool) -> None:
+    # No rest_pre_serve_request callback: the lines the client gets are the step's, the
+    # filter's change, and the CORS lines after them.
+    def make(seen: list[Any]) -> App:
+        app = make_app()
+
+        def posted(response: Response, server: Any, request: Request) -> Any:
+            seen.append(response.header_tuple())
+            if change:
+                response.header("Allow", "GET, HEAD")
+                response.header("X-Posted", "1", replace=False)
+            return response
+
+        app.hooks.add_filter("rest_post_dispatch", posted)
+        return app
+
+    allow = "GET, HEAD" if change else "GET"
+    for headers in (ORIGIN, None):
+        response, seen = both(client_for, make, headers)
+        assert seen == [(("Allow", "GET"),)]
+        assert response.headers["allow"] == allow
+        assert ("x-posted" in response.headers) is change
+        cors = response.headers.get("access-control-allow-origin")
+        assert cors == ("http://example.com" if headers else None)
+        assert response.json() == DATA
