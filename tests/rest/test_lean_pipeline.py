@@ -19,7 +19,7 @@ from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
 from svcrest.http.headers import Headers, asgi_header_lines
 from svcrest.rest import wire
 from svcrest.rest.defaults import (
-    default_allow_lines,
+    StepWithCallbacks,
     default_own_lines,
     rest_filter_response_fields,
     rest_handle_options_request,
@@ -431,12 +431,17 @@ def test_the_default_step_stays_with_extra_filters_on_the_finishing_hooks() -> N
     assert not server.plan().after_default
     assert server.plan().default_step is default_own_lines
     app.hooks.add_filter("rest_pre_serve_request", lambda served, *args: served)
-    assert server.plan().default_step is default_own_lines
+    step = server.plan().default_step
+    assert isinstance(getattr(step, "__self__", None), StepWithCallbacks)
+    assert (len(step.__self__.post), len(step.__self__.pre)) == (0, 1)  # type: ignore[union-attr]
     app.hooks.add_filter("rest_post_dispatch", lambda response, *args: response)
     plan = server.plan()
     assert plan.default_finish
     assert plan.after_default
-    assert plan.default_step is default_allow_lines
+    with_callbacks = getattr(plan.default_step, "__self__", None)
+    assert isinstance(with_callbacks, StepWithCallbacks)
+    assert with_callbacks.post == plan.post_dispatch_after_default
+    assert with_callbacks.pre == plan.pre_serve_after_default
     assert len(plan.post_dispatch_after_default) == 1
     assert len(plan.pre_serve_after_default) == 1
 

@@ -33,9 +33,11 @@ class Response:
         self.data: Any = data
         self.status = status
         # PERF: the response's own header lines live in a plain list until someone asks for
-        # ``headers``; the pipeline's default filters append to it directly.
+        # ``headers``; the pipeline's default filters append to it directly. A tuple there is
+        # the REST pipeline's own lines, shared as they are (never changed in place: copied
+        # on the first change), so that it can tell whether a callback changed them.
         self._headers: Headers | None = None
-        self._lines: list[tuple[str, str]] | None = None
+        self._lines: list[tuple[str, str]] | tuple[tuple[str, str], ...] | None = None
         if headers is not None:
             self.headers = headers
         self.matched_route = ""
@@ -48,7 +50,10 @@ class Response:
         """The response's own header lines (case-insensitive, multi-valued)."""
         headers = self._headers
         if headers is None:
-            headers = self._headers = Headers.from_lines(self._lines or [])
+            lines = self._lines
+            headers = self._headers = Headers.from_lines(
+                lines if type(lines) is list else list(lines or ())
+            )
             self._lines = None
         return headers
 
@@ -86,17 +91,21 @@ class Response:
     def add_header_lines(self, lines: Iterable[tuple[str, str]]) -> None:
         """Append header lines (as ``headers.add`` for each; creates no ``Headers``)."""
         headers = self._headers
+        own = self._lines
         if headers is not None:
             headers.extend(lines)
-        elif self._lines is None:
+        elif own is None:
             self._lines = list(lines)
+        elif type(own) is list:
+            own.extend(lines)
         else:
-            self._lines.extend(lines)
+            self._lines = [*own, *lines]
 
     def replace_lines(self, lines: Iterable[tuple[str, str]]) -> None:
-        """Make ``lines`` the response's own header lines, in place of every line it had."""
+        """Make ``lines`` the response's own header lines, in place of every line it had (a
+        tuple is kept as it is: it is copied on the first change, never changed in place)."""
         self._headers = None
-        self._lines = list(lines)
+        self._lines = lines if type(lines) is tuple else list(lines)
 
     def set_header_line(self, name: str, value: str) -> None:
         """Replace every line of ``name`` with one (as ``headers[name] = value``)."""

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any
 
-from svcrest.chains import Pending, run_chain, run_chain_async
+from svcrest.chains import Pending, run_chain
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
@@ -31,7 +31,6 @@ from svcrest.http.forms import MIN_BOUNDED_LENGTH, parse_query
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.rest.answer import answer, error_answer, finish
-from svcrest.rest.defaults import rest_send_cors_headers
 from svcrest.rest.embed import EnvelopeResponse, embed_answer
 from svcrest.rest.fields import links_wanted
 from svcrest.rest.timing import server_timing_line
@@ -48,7 +47,6 @@ __all__ = [
     "error_answer",
     "finish",
     "finish_hooks",
-    "finished_after_default",
     "posted_response",
     "resolve_current_user",
     "serve_rest",
@@ -128,9 +126,10 @@ async def finish_hooks(
     """The rest of WordPress's ``serve_request`` after dispatch: ``rest_post_dispatch``,
     ``_envelope``, ``rest_pre_serve_request`` (a callback answering True there has served the
     body itself: the data is dropped). :func:`serve_rest` runs them for a request with a
-    query string, or when a hook does not start with its default filter (else the default
-    step, :func:`~svcrest.rest.defaults.default_own_lines`, and
-    :func:`finished_after_default`)."""
+    query string, or when a hook does not start with its default filter (else the plan's
+    default step: :func:`~svcrest.rest.defaults.default_own_lines`, or
+    :class:`~svcrest.rest.defaults.StepWithCallbacks` when a hook has callbacks after its
+    default filter)."""
     # PERF: without a query string, without the ``_fields`` filter (``plan.query_only``: a
     # WSGI GET 109,562 → 107,995 instructions, bench/instructions.py); an empty chain not
     # run (a site without the default filters pays no runner call).
@@ -148,68 +147,6 @@ async def finish_hooks(
     if served:
         result.data = None
     return result
-
-
-def finished_after_default(
-    plan: PipelinePlan,
-    own: tuple[tuple[str, str], ...],
-    result: Response,
-    request: Request,
-    server: RestServer,
-) -> Any:
-    """The callbacks after the default ones, once the default step made the response's own
-    lines ``own`` (without the CORS lines while ``rest_post_dispatch`` has callbacks of its
-    own): ``rest_post_dispatch``'s, the CORS filter, ``rest_pre_serve_request``'s (one
-    answering True has served the body itself: the data is dropped). Each sees the response
-    as the filters before it leave it, as :func:`finish_hooks` runs them.
-
-    The response and its own lines after them, as a tuple, or an awaitable of it from the
-    first callback answering with an awaitable. PERF: no coroutine and not the general
-    chains: one plain extra filter costs an ASGI GET 5,961 instructions on
-    ``rest_pre_serve_request`` (6,599 before) and 9,816 on ``rest_post_dispatch`` (11,202),
-    bench/instructions.py."""
-    result.replace_lines(own)
-    post = plan.post_dispatch_after_default
-    if post:
-        posted = run_chain(post, result, server, request)
-        if type(posted) is Pending:
-            return _posted_later(plan, posted, result, request, server)
-        if posted is not result:
-            result = posted_response(posted, result, request)
-        rest_send_cors_headers(False, result, request, server)
-    # PERF: written out, not shared with _posted_later (a Python call less).
-    pre_serve = plan.pre_serve_after_default
-    served = run_chain(pre_serve, False, result, request, server) if pre_serve else False
-    if type(served) is Pending:
-        return _served_later(served, result)
-    if served:
-        result.data = None
-    return result, result.header_tuple()
-
-
-async def _posted_later(
-    plan: PipelinePlan, posted: Any, result: Response, request: Request, server: RestServer
-) -> tuple[Response, tuple[tuple[str, str], ...]]:
-    """:func:`finished_after_default` once an ``async`` ``rest_post_dispatch`` callback
-    has answered."""
-    posted = await posted
-    if posted is not result:
-        result = posted_response(posted, result, request)
-    rest_send_cors_headers(False, result, request, server)
-    served = await run_chain_async(plan.pre_serve_after_default, False, (result, request, server))
-    if served:
-        result.data = None
-    return result, result.header_tuple()
-
-
-async def _served_later(
-    served: Any, result: Response
-) -> tuple[Response, tuple[tuple[str, str], ...]]:
-    """:func:`finished_after_default` once an ``async`` ``rest_pre_serve_request`` callback
-    has answered."""
-    if await served:
-        result.data = None
-    return result, result.header_tuple()
 
 
 def posted_response(posted: Any, result: Response, request: Request) -> Response:
@@ -296,13 +233,13 @@ async def serve_rest(
     step = plan.default_step
     if step is not None and not request.may_have_query:
         # PERF: the default filters' work (Allow, CORS) as one step, see DEFAULT_FINISH;
-        # without the CORS lines while ``rest_post_dispatch`` has callbacks of its own.
+        # with the callbacks after them when a hook has some (it then answers the response
+        # and its lines: StepWithCallbacks).
         own = step(result, server, request)
         if type(own) is not tuple:
             own = await own
         if plan.after_default:
-            finished = finished_after_default(plan, own, result, request, server)
-            result, own = finished if type(finished) is tuple else await finished
+            result, own = own
     else:
         result = await finish_hooks(plan, server, request, result)
         own = result.header_tuple()

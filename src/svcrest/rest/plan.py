@@ -156,7 +156,7 @@ class PipelinePlan:
         hooks: Hooks,
         schemes: AuthSchemes | None = None,
         default_finish: tuple[Chain, Chain] | None = None,
-        default_steps: tuple[Callable[..., Any], Callable[..., Any]] | None = None,
+        default_steps: tuple[Callable[..., Any], Callable[[Chain, Chain], Any]] | None = None,
     ) -> None:
         self.version = hooks.version  # read first: a change while preparing is seen next time
         chains = [hooks.prepared(name, count) for name, count in PIPELINE_HOOKS]
@@ -195,12 +195,18 @@ class PipelinePlan:
         self.pre_serve_after_default: Chain = self.pre_serve[1:]
         #: Whether either hook has callbacks after its default one.
         self.after_default = bool(self.post_dispatch_after_default or self.pre_serve_after_default)
-        #: The default step the pipeline runs (of ``default_steps``: the first, or the
-        #: second while ``rest_post_dispatch`` has callbacks after its default one), None
-        #: when :attr:`default_finish` is False. PERF: chosen here, not per request.
+        #: The default step the pipeline runs, None when :attr:`default_finish` is False: of
+        #: ``default_steps``, the first (it answers the response's own lines), or, while a
+        #: hook has callbacks after its default one, the step the second makes of them (it
+        #: answers the response and its lines). PERF: chosen here, not per request.
         self.default_step: Callable[..., Any] | None = None
         if self.default_finish and default_steps is not None:
-            self.default_step = default_steps[1 if self.post_dispatch_after_default else 0]
+            step, with_callbacks = default_steps
+            self.default_step = (
+                with_callbacks(self.post_dispatch_after_default, self.pre_serve_after_default)
+                if self.after_default
+                else step
+            )
         #: ``svc_rate_limit`` over ``(value, request)`` (``svcrest.rest.guard``).
         self.rate_limit: Chain = hooks.prepared("svc_rate_limit", 2)
         #: ``rest_pre_dispatch`` for a request whose method is not OPTIONS.
