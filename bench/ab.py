@@ -79,13 +79,15 @@ def main(argv: list[str] | None = None) -> int:
             url, headers, _pid = stack.enter_context(
                 served(target, f"ab-{target.name.replace('/', '_')}", cpus)
             )
-            harness.run_wrk(url, settings=warm, cpus=cpus, headers=headers)
+            harness.run_wrk(url, settings=warm, cpus=cpus, headers=headers, body=target.body)
             urls.append((url, headers))
         rates: list[list[float]] = [[], []]
         for pair in range(args.pairs):
             for side in (0, 1) if pair % 2 == 0 else (1, 0):
                 url, headers = urls[side]
-                run = harness.run_wrk(url, settings=burst, cpus=cpus, headers=headers)
+                run = harness.run_wrk(
+                    url, settings=burst, cpus=cpus, headers=headers, body=targets[side].body
+                )
                 rates[side].append(run.rps)
             ratio = rates[0][-1] / rates[1][-1]
             print(

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -364,15 +365,21 @@ def check_response(
     headers: Mapping[str, str] | None = None,
     status: int = 200,
     json_subset: Mapping[str, object] | None = None,
+    body: bytes = b"",
 ) -> None:
     """One request with httpx before measuring: the target must answer what we expect.
 
-    ``json_subset``: keys and values the JSON object in the body must hold.
+    ``json_subset``: keys and values the JSON object in the body must hold. With ``body``,
+    a POST of that JSON body instead of a GET.
     """
     import httpx
 
     try:
-        resp = httpx.get(url, headers=dict(headers or {}), timeout=60)
+        if body:
+            sent = {**(headers or {}), "Content-Type": "application/json"}
+            resp = httpx.post(url, headers=sent, content=body, timeout=60)
+        else:
+            resp = httpx.get(url, headers=dict(headers or {}), timeout=60)
     except httpx.HTTPError as exc:
         raise ServerError(f"GET {url} failed: {exc!r}") from exc
     if resp.status_code != status:
@@ -481,6 +488,21 @@ def _cpu_seconds(pid: int) -> float | None:
     return own + sum(_cpu_seconds(child) or 0.0 for child in _children(pid))
 
 
+def _post_script(body: bytes) -> Path:
+    """A wrk script that POSTs ``body`` (ASCII JSON) in every request, written once per body."""
+    text = body.decode("ascii")
+    name = f"svcrest-bench-post-{hashlib.sha1(body).hexdigest()[:12]}.lua"
+    script = Path(tempfile.gettempdir()) / name
+    if not script.exists():
+        lua = (
+            'wrk.method = "POST"\n'
+            f"wrk.body = {json.dumps(text)}\n"
+            'wrk.headers["Content-Type"] = "application/json"\n'
+        )
+        script.write_text(lua)
+    return script
+
+
 def run_wrk(
     url: str,
     *,
@@ -488,8 +510,11 @@ def run_wrk(
     cpus: Cpus,
     headers: Mapping[str, str] | None = None,
     server_pid: int | None = None,
+    body: bytes = b"",
 ) -> WrkResult:
     """Warm up for ``settings.warmup`` seconds, then measure ``settings.duration`` seconds.
+
+    With ``body``, every request is a POST of that JSON body (a wrk script sets it).
 
     With ``server_pid``, also the server's CPU use during the measurement: below ~0.95 on a
     server that 64 connections keep busy, something else was using its CPU.
@@ -498,6 +523,8 @@ def run_wrk(
     for name, value in (headers or {}).items():
         header_args += ["-H", f"{name}: {value}"]
     base = ["wrk", "-t1", f"-c{settings.connections}", "--latency", *header_args]
+    if body:
+        base += ["-s", str(_post_script(body))]
     if settings.warmup > 0:
         warm = cpus.pin(cpus.load, [*base, f"-d{settings.warmup}s", url])
         subprocess.run(warm, capture_output=True, check=False, timeout=settings.warmup + 60)

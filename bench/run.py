@@ -32,6 +32,9 @@ import harness
 ITEM_PATH = "/svc-json/demo/v1/items/42"
 MISS_PATH = "/svc-json/demo/v1/nothing/42"
 ITEM = {"id": 42, "title": "item"}
+POST_PATH = "/svc-json/demo/v1/items"
+#: The JSON body of the POST targets (the same item back: ``ITEM``).
+POST_BODY = b'{"id": 42, "title": "item"}'
 ORIGIN = {"Origin": "http://example.com"}
 #: A value as long as a real auth cookie's (login|expiration|token|HMAC); only sent, never
 #: checked (the raw targets ignore it).
@@ -57,6 +60,8 @@ class Target:
     env: tuple[tuple[str, str], ...] = ()
     #: Header lines wrk sends besides ``Origin`` (fixed ones; ``auth`` logs in instead).
     sends: tuple[tuple[str, str], ...] = ()
+    #: A JSON body: every request is a POST of it (``Content-Type: application/json``).
+    body: bytes = b""
 
     @property
     def expect(self) -> Mapping[str, object]:
@@ -117,6 +122,38 @@ TARGETS = (
         origin=True,
         server="granian",
         interface="rsgi",
+    ),
+    # A small JSON body POSTed (targets/svcrest_post.py): what reading a body costs on each
+    # interface (RSGI and ASGI read it under the body deadline's timer).
+    Target(
+        "svcrest-post-granian-asgi",
+        "svcrest_post",
+        POST_PATH,
+        svcrest=True,
+        origin=True,
+        server="granian",
+        body=POST_BODY,
+    ),
+    Target(
+        "svcrest-post-granian-rsgi",
+        "svcrest_post",
+        POST_PATH,
+        svcrest=True,
+        origin=True,
+        server="granian",
+        interface="rsgi",
+        body=POST_BODY,
+    ),
+    Target(
+        "svcrest-post-granian-wsgi",
+        "svcrest_post",
+        POST_PATH,
+        svcrest=True,
+        origin=True,
+        server="granian",
+        interface="wsgi",
+        attribute="app.wsgi",
+        body=POST_BODY,
     ),
     Target(
         "svcrest-uvicorn-wsgi",
@@ -221,7 +258,7 @@ def served(
             harness.check_response(url, headers=headers, status=401)
             headers.update(harness.login(server.url))
         harness.check_response(
-            url, headers=headers, status=target.status, json_subset=target.expect
+            url, headers=headers, status=target.status, json_subset=target.expect, body=target.body
         )
         yield url, headers, server.pid
 
@@ -233,7 +270,9 @@ def measure_target(
     settings = harness.WrkSettings(args.duration, args.warmup, args.connections)
     label = f"{target.name}-r{len(result.runs) + 1}"
     with served(target, label, cpus) as (url, headers, pid):
-        run = harness.run_wrk(url, settings=settings, cpus=cpus, headers=headers, server_pid=pid)
+        run = harness.run_wrk(
+            url, settings=settings, cpus=cpus, headers=headers, server_pid=pid, body=target.body
+        )
     result.runs.append(run)
     cpu = harness.cpu_cells(run)[0]
     print(

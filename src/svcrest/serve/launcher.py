@@ -107,7 +107,9 @@ LOG_FORMATS: Final = ("text", "json")
 DEFAULT_SERVER: Final = "granian"
 DEFAULT_INTERFACE: Final = "asgi"
 #: Each server's interface when none is asked for: ASGI on both (uvicorn's WSGI bridge is
-#: half as fast as its ASGI; granian's WSGI cannot bound a silent body).
+#: half as fast as its ASGI; granian's WSGI cannot bound a silent body; granian's RSGI is
+#: faster, but leaves out of a request every header line whose value is not ASCII, so a
+#: ``Cookie`` line that also holds another application's UTF-8 cookie logs the user out).
 SERVER_INTERFACES: Final = {"granian": "asgi", "uvicorn": "asgi"}
 #: The most Python threads per granian WSGI worker by default: requests run in them, so a
 #: blocking callback holds one thread, not the worker (see :func:`granian_threads`).
