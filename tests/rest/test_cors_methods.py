@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from svcrest import App, Request, public
+from svcrest.rest.defaults import MAX_ORIGIN_LENGTH, CorsLines
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
@@ -151,3 +152,25 @@ def test_the_option_is_keyword_only() -> None:
     parameter = inspect.signature(App).parameters["cors_allow_methods"]
     assert parameter.kind is inspect.Parameter.KEYWORD_ONLY
     assert parameter.default is None
+
+
+def test_the_cors_lines_of_each_origin_are_remembered_within_bounds() -> None:
+    cors = CorsLines("GET, POST")
+    assert cors.lines("https://a.example") == (
+        ("Access-Control-Allow-Origin", "https://a.example"),
+        ("Access-Control-Allow-Methods", "GET, POST"),
+        ("Access-Control-Allow-Credentials", "true"),
+    )
+    assert cors.lines("https://a.example/path") == ()
+    assert cors.lines("null")[0] == ("Access-Control-Allow-Origin", "null")
+    assert set(cors.memo) == {"https://a.example", "https://a.example/path", "null"}
+    # A value longer than an Origin can be is answered (refused) but never kept.
+    long = "https://" + "a" * MAX_ORIGIN_LENGTH + ".example"
+    assert cors.lines(long) == ()
+    assert long not in cors.memo
+    # Many origins: the memory is emptied when full, never larger than its bound.
+    for n in range(1000):
+        assert cors.lines(f"https://h{n}.example")[0][1] == f"https://h{n}.example"
+        assert len(cors.memo) <= 256
+    # 3 kept before, emptied on the 254th, 510th and 766th new origin: 1 + 234 after.
+    assert len(cors.memo) == 235

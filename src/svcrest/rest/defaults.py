@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any, Protocol
 
-from svcrest.bounded import Memo
 from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chain, run_chain_async
 from svcrest.hooks import Hooks
 from svcrest.http.context import current_context, is_rest_request
@@ -177,36 +176,50 @@ def cors_allow_methods_value(methods: str | Iterable[str]) -> str:
 _CORS_LINES_MAX = 256
 
 
+class _CorsMemo(dict[str, tuple[tuple[str, str], ...]]):
+    """Origin → CORS lines, computed on a miss (:meth:`__missing__`): a hit is the dict's
+    own look-up, in C. SECURITY: bounded in entries and bytes (see :data:`_CORS_LINES_MAX`)."""
+
+    __slots__ = ("methods",)
+
+    def __init__(self, methods: str) -> None:
+        super().__init__()
+        self.methods = methods
+
+    def __missing__(self, origin: str) -> tuple[tuple[str, str], ...]:
+        allowed = sanitize_origin(origin)
+        lines: tuple[tuple[str, str], ...] = (
+            ()
+            if allowed is None
+            else (
+                ("Access-Control-Allow-Origin", allowed),
+                ("Access-Control-Allow-Methods", self.methods),
+                ("Access-Control-Allow-Credentials", "true"),
+            )
+        )
+        if len(origin) <= MAX_ORIGIN_LENGTH:
+            if len(self) >= _CORS_LINES_MAX:
+                self.clear()
+            self[origin] = lines
+        return lines
+
+
 class CorsLines:
     """The CORS header lines a site sends for each Origin, with its
     ``Access-Control-Allow-Methods`` (one per site: ``App(cors_allow_methods=...)``).
 
-    ``get(origin)`` reads the memory (None when not kept); ``lines(origin)`` computes and
-    keeps."""
+    ``lines(origin)`` answers them: remembered for the few origins a site sees (one look-up
+    in C), computed and kept on the first request from an origin."""
 
-    __slots__ = ("get", "memo", "methods")
+    __slots__ = ("lines", "memo", "methods")
 
     def __init__(self, methods: str = CORS_ALLOW_METHODS) -> None:
         self.methods = methods
-        self.memo: Memo[str, tuple[tuple[str, str], ...]] = Memo(_CORS_LINES_MAX, MAX_ORIGIN_LENGTH)
-        self.get = self.memo.get
-
-    def lines(self, origin: str) -> tuple[tuple[str, str], ...]:
-        """The CORS header lines answering ``origin``; none for an origin not echoed."""
-        lines = self.memo.get(origin)
-        if lines is None:
-            allowed = sanitize_origin(origin)
-            lines = (
-                ()
-                if allowed is None
-                else (
-                    ("Access-Control-Allow-Origin", allowed),
-                    ("Access-Control-Allow-Methods", self.methods),
-                    ("Access-Control-Allow-Credentials", "true"),
-                )
-            )
-            self.memo.keep(origin, lines)
-        return lines
+        self.memo = _CorsMemo(methods)
+        #: ``lines(origin)``: the CORS header lines answering ``origin``; none for an origin
+        #: not echoed. PERF: the memory's own bound ``__getitem__`` (no Python frame on a
+        #: hit; a method computing on a miss cost a request with an Origin a Python call).
+        self.lines: Callable[[str], tuple[tuple[str, str], ...]] = self.memo.__getitem__
 
 
 #: The lines of a server whose site names no methods (the spec's default list).
@@ -225,10 +238,7 @@ def rest_send_cors_headers(served: Any, response: Any, request: Request, server:
     origin = request.headers.get_joined("origin")
     if origin is not None and isinstance(response, Response):
         cors: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-        # PERF: the memo read in place (a Python call less on every request with an Origin).
-        lines = cors.get(origin)
-        if lines is None:
-            lines = cors.lines(origin)
+        lines = cors.lines(origin)
         if lines:
             # PERF: usually none is set yet, and adding beats three replacing writes.
             if response.has_header("access-control-allow-origin"):
@@ -247,8 +257,7 @@ def _cors_of(request: Request, server: Any) -> tuple[tuple[str, str], ...]:
     if origin is None:
         return ()
     cors: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-    lines = cors.get(origin)
-    return cors.lines(origin) if lines is None else lines
+    return cors.lines(origin)
 
 
 def default_own_lines(response: Response, server: Any, request: Request, cors: bool = True) -> Any:
@@ -287,10 +296,7 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
     if origin is None:
         return (("Allow", value),) if value else ()
     # PERF: :func:`_cors_of` written out (a Python call less a request with an Origin).
-    memory: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-    lines = memory.get(origin)
-    if lines is None:
-        lines = memory.lines(origin)
+    lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
     return (("Allow", value), *lines) if value else lines
 
 
@@ -390,9 +396,8 @@ class StepWithCallbacks:
         if origin is not None:
             # The CORS filter: its lines after the step's while nothing touched them.
             if bare and response._lines is own:
-                memory: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-                lines = memory.get(origin)
-                response._lines = own = (*own, *(memory.lines(origin) if lines is None else lines))
+                lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
+                response._lines = own = (*own, *lines)
             else:
                 rest_send_cors_headers(False, response, request, server)
         if self.pre:
@@ -421,10 +426,7 @@ class StepWithCallbacks:
         if origin is None:
             own = (("Allow", value),) if value else ()
         else:
-            memory: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-            lines = memory.get(origin)
-            if lines is None:
-                lines = memory.lines(origin)
+            lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
             own = (("Allow", value), *lines) if value else lines
         response._lines = own
         served = self.pre_call(False, response, request, server)
@@ -461,9 +463,8 @@ class StepWithCallbacks:
             if origin is None:
                 return response, own
             # The CORS filter: its lines after the step's, which nothing touched.
-            memory: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-            lines = memory.get(origin)
-            response._lines = own = (*own, *(memory.lines(origin) if lines is None else lines))
+            lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
+            response._lines = own = (*own, *lines)
             return response, own
         if origin is not None:
             rest_send_cors_headers(False, response, request, server)
