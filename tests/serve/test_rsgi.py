@@ -12,7 +12,6 @@ import signal
 import time
 from collections.abc import AsyncIterator, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import Any
 
 import orjson
@@ -421,24 +420,6 @@ def test_a_stopping_server_ends_a_stream_at_once(
         assert site.app.streams.open == 0
 
     asyncio.run(check())
-
-
-@pytest.fixture
-def handlers() -> Iterator[list[tuple[int, str]]]:
-    """A server's handlers of SIGTERM and SIGINT (recording each call), restored after."""
-    called: list[tuple[int, str]] = []
-    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
-
-    def server_handler(signum: int, frame: FrameType | None) -> None:
-        called.append((signum, "server"))
-
-    for signum in saved:
-        signal.signal(signum, server_handler)
-    try:
-        yield called
-    finally:
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
 
 
 def test_the_workers_start_opens_the_streams_and_a_signal_ends_them(

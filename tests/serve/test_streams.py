@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Iterator
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -17,25 +15,6 @@ import pytest
 from svcrest import App
 from svcrest.http.streams import StreamSlots
 from svcrest.serve.streams import close_on_signals
-
-
-@pytest.fixture
-def handlers() -> Iterator[list[tuple[int, str]]]:
-    """A server's handlers of SIGTERM and SIGINT (recording each call), restored after."""
-    called: list[tuple[int, str]] = []
-    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
-
-    def server_handler(signum: int, frame: FrameType | None) -> None:
-        called.append((signum, "server"))
-
-    for signum in saved:
-        signal.signal(signum, server_handler)
-    try:
-        yield called
-    finally:
-        for signum, handler in saved.items():
-            signal.signal(signum, handler)
-
 
 _Lifespan = tuple["asyncio.Queue[dict[str, Any]]", "asyncio.Queue[Any]", "asyncio.Future[None]"]
 
