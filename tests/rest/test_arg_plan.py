@@ -468,6 +468,71 @@ def test_a_raised_error_in_an_async_sanitize_callback_of_a_later_bucket() -> Non
     assert app.rest_do_request(refused).data["data"]["params"] == {"a": "a says no."}
 
 
+#: The table's arguments without ``validate_callback`` (a plan then runs its lean path), and
+#: two strings holding only a pattern (checked with the pattern's ``search`` in place).
+LEAN_ARGS: dict[str, Any] = {
+    **{
+        name: {key: value for key, value in definition.items() if key != "validate_callback"}
+        for name, definition in ARGS.items()
+    },
+    "slug": {"type": "string", "pattern": "^[a-z]+$"},
+    "code": {"type": "string", "pattern": "[0-9]", "default": "x1"},
+}
+LEAN_CASES = [
+    *CASES,
+    ("slug-ok", "GET", "7", {**OK, "slug": "abc"}, None, None),
+    ("slug-upper", "GET", "7", {**OK, "slug": "ABC"}, None, None),
+    ("slug-trailing-newline", "GET", "7", {**OK, "slug": "abc\n"}, None, None),
+    ("slug-int-json", "POST", "7", {}, {**OK, "slug": 5}, None),
+    ("slug-null-json", "POST", "7", {}, {**OK, "slug": None}, None),
+    ("slug-and-count", "GET", "7", {**OK, "slug": "A", "count": "0"}, None, None),
+    ("code-default", "GET", "7", OK, None, None),
+    ("code-bad", "GET", "7", {**OK, "code": "xy"}, None, None),
+    ("code-json-list", "POST", "7", {}, {**OK, "code": ["1"]}, None),
+]
+
+
+def lean_site(lean: bool) -> App:
+    """:func:`site` with :data:`LEAN_ARGS`, its plans on the lean path or (False) on the
+    generic one."""
+    app = App()
+    app.register_rest_route(
+        "t/v1",
+        r"/things/(?P<id>\d+)",
+        {
+            "methods": ["GET", "POST"],
+            "callback": answer,
+            "permission_callback": public,
+            "args": copy.deepcopy(LEAN_ARGS),
+        },
+    )
+    entry = app.rest_get_server().table.get(r"/t/v1/things/(?P<id>\d+)")
+    assert entry is not None
+    for prepared in entry.prepared:
+        assert prepared.arg_plan.lean
+        prepared.arg_plan.lean = lean
+    return app
+
+
+@pytest.mark.parametrize("case", LEAN_CASES, ids=[case[0] for case in LEAN_CASES])
+def test_a_plan_without_validate_callbacks_answers_as_the_generic_step(case: Any) -> None:
+    generic = json.dumps(answered(lean_site(False), case), indent=1, default=repr)
+    app = lean_site(True)
+    assert json.dumps(answered(app, case), indent=1, default=repr) == generic
+    assert json.dumps(answered(app, case), indent=1, default=repr) == generic
+
+
+def test_a_plan_with_a_validate_callback_is_not_lean() -> None:
+    from svcrest.rest.validation import ArgPlan
+
+    assert not ArgPlan(ARGS).lean
+    assert ArgPlan(LEAN_ARGS).lean
+    searched = {check[0]: check[3] for check in ArgPlan(LEAN_ARGS).lean_checks}
+    assert searched["slug"] is not None and searched["code"] is not None
+    # A pattern with other keywords keeps its quick predicate.
+    assert searched["name"] is None and searched["color"] is None
+
+
 if __name__ == "__main__":  # the answers of the tree this runs against, as the JSON file
     json.dump(
         {case[0]: answered(site(), case) for case in CASES},

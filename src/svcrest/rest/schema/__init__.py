@@ -30,6 +30,7 @@ from svcrest.rest.schema.common import HELP_KEYWORDS
 from svcrest.rest.schema.quick import (
     UNSURE,
     accepted_type,
+    pattern_search,
     quick_check,
     quick_sanitizer,
     unchanged_type,
@@ -38,6 +39,7 @@ from svcrest.rest.schema.quick import (
 __all__ = [
     "UNSURE",
     "accepted_type",
+    "pattern_search",
     "quick_check",
     "quick_sanitizer",
     "sanitize_value",
