@@ -33,7 +33,6 @@ from svcrest.rest.invoke import fitted
 from svcrest.rest.schema import (
     UNSURE,
     accepted_type,
-    pattern_search,
     quick_check,
     quick_sanitizer,
     sanitize_value,
@@ -205,24 +204,6 @@ _Check = tuple[
 _Clean = tuple[
     str, Mapping[str, Any], type | None, Sanitizer | None, Callable[..., Any] | None, bool
 ]
-#: A check of a plan without ``validate_callback``s (:attr:`ArgPlan.lean`): name,
-#: definition, accepted type, the pattern's ``search`` of a string schema holding only a
-#: pattern (:func:`svcrest.rest.schema.pattern_search`, else None), quick predicate (None
-#: with a ``search``), settled default.
-_LeanCheck = tuple[
-    str, Mapping[str, Any], type | None, Callable[[str], Any] | None, Predicate | None, Any
-]
-#: A sanitising of a lean plan: :data:`_Clean`, then the cleans from this one on when it has
-#: a ``sanitize_callback`` (handed to :meth:`ArgPlan._sanitize`), else None.
-_LeanClean = tuple[
-    str,
-    Mapping[str, Any],
-    type | None,
-    Sanitizer | None,
-    Callable[..., Any] | None,
-    bool,
-    "tuple[_Clean, ...] | None",
-]
 
 
 class ArgPlan:
@@ -254,9 +235,6 @@ class ArgPlan:
         "bucket",
         "checks",
         "cleans",
-        "lean",
-        "lean_checks",
-        "lean_cleans",
         "positions",
         "present",
         "refetch",
@@ -312,21 +290,6 @@ class ArgPlan:
         self.positions = {check[0]: index for index, check in enumerate(checks)}
         #: A ``validate_callback`` may change the request: sanitising reads it again.
         self.refetch = any(check[4] is not None for check in checks)
-        #: Without a ``validate_callback`` the checks never wait: :meth:`run` makes them and
-        #: the sanitising (up to the first ``sanitize_callback`` with a value to sanitise)
-        #: in its own frame, with a pattern's ``search`` called without the predicate's
-        #: frame. PERF: two Python frames less a request, three for a pattern argument.
-        self.lean = not self.refetch
-        self.lean_checks: tuple[_LeanCheck, ...] = tuple(
-            (name, definition, accepted, search, None if search is not None else quick, settle)
-            for (name, definition, accepted, quick, _, settle), search in zip(
-                self.checks, (pattern_search(check[1]) for check in self.checks), strict=True
-            )
-        )
-        self.lean_cleans: tuple[_LeanClean, ...] = tuple(
-            (*clean, None if clean[4] is None else self.cleans[index:])
-            for index, clean in enumerate(self.cleans)
-        )
 
     def run(self, request: Request, args: Mapping[str, Any]) -> RestError | Later | None:
         """Defaults, required arguments, checks, then sanitising of the handler's ``args``
@@ -353,8 +316,6 @@ class ArgPlan:
         for name in self.required:
             if params.get(name) is None:
                 return _missing_params(self.required, params)
-        if self.lean:
-            return self._run_lean(request, buckets, params)
         invalid = self._validate(request, buckets, params, self.checks, None)
         if invalid is not None:
             if type(invalid) is dict:
@@ -364,58 +325,6 @@ class ArgPlan:
             buckets = request.param_buckets()
             params = _merged(buckets)
         return self._sanitize(request, buckets, params, self.cleans, None)
-
-    def _run_lean(
-        self, request: Request, buckets: Buckets, params: dict[str, Any]
-    ) -> RestError | Later | None:
-        """The checks and the sanitising of a plan without ``validate_callback``s: what
-        :meth:`_validate` then :meth:`_sanitize` do (see :attr:`lean`)."""
-        invalid: dict[str, RestError] | None = None
-        for name, definition, accepted, search, quick, settled in self.lean_checks:
-            value = params.get(name, _NOTHING)
-            if value is None:
-                if not _sent_null(buckets, name):
-                    continue
-            elif value is settled or value is _NOTHING:
-                continue  # left out, or the default itself, checked at registration
-            if type(value) is accepted:
-                continue
-            if search is not None:
-                if type(value) is str and search(value) is not None:
-                    continue
-            elif quick is not None and quick(value):
-                continue
-            error = validate_value(value, definition, name)
-            if error is not None:
-                invalid = _noted(invalid, name, error)
-        if invalid is not None:
-            return _invalid_params(invalid)
-        return self._sanitize_lean(request, buckets, params)
-
-    def _sanitize_lean(
-        self, request: Request, buckets: Buckets, params: dict[str, Any]
-    ) -> RestError | Later | None:
-        """:meth:`_sanitize` of a lean plan, in place up to the first argument with a
-        ``sanitize_callback`` and a value (the generic loop from there)."""
-        invalid: dict[str, RestError] | None = None
-        for name, definition, unchanged, sanitizer, _, settled, rest in self.lean_cleans:
-            if name not in params:
-                continue
-            if rest is not None:  # a sanitize_callback: the generic loop from here
-                return self._sanitize(request, buckets, params, rest, invalid)
-            for bucket in buckets[:-1] if settled else buckets:
-                if name not in bucket or (value := bucket[name]) is None:
-                    continue
-                if type(value) is unchanged:
-                    continue  # PERF: sanitising gives the value itself
-                result = UNSURE if sanitizer is None else sanitizer(value)
-                if result is UNSURE:
-                    result = sanitize_value(value, definition, name)
-                    if isinstance(result, RestError):
-                        invalid = _noted(invalid, name, result)
-                        break
-                bucket[name] = result
-        return None if invalid is None else _invalid_params(invalid)
 
     def check(self, request: Request) -> RestError | Later | None:
         """The required arguments and the checks alone (the request's buckets as they are)."""

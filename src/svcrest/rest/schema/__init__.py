@@ -30,7 +30,6 @@ from svcrest.rest.schema.common import HELP_KEYWORDS
 from svcrest.rest.schema.quick import (
     UNSURE,
     accepted_type,
-    pattern_search,
     quick_check,
     quick_sanitizer,
     unchanged_type,
@@ -39,7 +38,6 @@ from svcrest.rest.schema.quick import (
 __all__ = [
     "UNSURE",
     "accepted_type",
-    "pattern_search",
     "quick_check",
     "quick_sanitizer",
     "sanitize_value",

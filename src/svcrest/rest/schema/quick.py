@@ -38,7 +38,6 @@ __all__ = [
     "Predicate",
     "Sanitizer",
     "accepted_type",
-    "pattern_search",
     "quick_check",
     "quick_sanitizer",
     "unchanged_type",
@@ -323,22 +322,6 @@ def accepted_type(schema: Mapping[str, Any]) -> type | None:
     if not isinstance(kind, str) or kind not in _UNCHANGED or not _NEUTRAL.issuperset(schema):
         return None
     return _UNCHANGED[kind] if isinstance(schema.get("required", False), bool) else None
-
-
-def pattern_search(schema: Mapping[str, Any]) -> Callable[[str], Any] | None:
-    """The ``search`` of the compiled ``pattern`` of a ``string`` schema holding nothing
-    else to check (no lengths, no ``enum``), else None: the caller tests ``type(value) is
-    str and search(value) is not None`` inline, which is what :func:`quick_check` answers
-    for such a schema, a Python call less (PERF)."""
-    if schema.get("type") != "string" or not _STRING_KEYS.issuperset(schema):
-        return None
-    if "minLength" in schema or "maxLength" in schema or "enum" in schema:
-        return None
-    if not isinstance(schema.get("required", False), bool):
-        return None
-    pattern = schema.get("pattern")
-    compiled = compile_pattern(pattern) if isinstance(pattern, str) else None
-    return None if compiled is None else compiled.search
 
 
 def unchanged_type(schema: Mapping[str, Any]) -> type | None:
