@@ -383,6 +383,7 @@ def test_callbacks_added_after_runs_are_called_with_the_arguments() -> None:
     app.hooks.add_action(AFTER, lambda *args: seen.append(("after", *args)))
     assert ability.execute({"a": 2, "b": 2}) == 4
     assert seen == [("after", "test/add-numbers", {"a": 2, "b": 2}, 4)]
+
     # A callback added by the execute callback itself runs after it, in the same run.
     def execute(input: Any) -> Any:
         app.hooks.add_action(BEFORE, lambda *args: seen.append(("before", *args)))
