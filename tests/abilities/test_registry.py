@@ -12,6 +12,7 @@ import pytest
 import svcrest
 from svcrest import App, Request, RestError, current_user
 from svcrest.app import DoingItWrong
+from svcrest.hooks import Hooks
 from svcrest.http.context import as_current_user
 from svcrest.http.user import User
 
@@ -346,6 +347,65 @@ def test_execution_actions_fire_around_a_successful_run() -> None:
     seen.clear()
     ability.execute({"a": 1})
     assert seen == []
+
+
+BEFORE, AFTER = "svc_before_execute_ability", "svc_after_execute_ability"
+
+
+def test_actions_without_callbacks_are_counted_without_running_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = _app()
+    ability = _add(app)
+    ran: list[str] = []
+    do_action = Hooks.do_action
+
+    def counted(hooks: Hooks, name: str, *args: Any) -> None:
+        ran.append(name)
+        do_action(hooks, name, *args)
+
+    monkeypatch.setattr(Hooks, "do_action", counted)
+    for _ in range(3):
+        assert ability.execute({"a": 1, "b": 2}) == 3
+    assert (app.hooks.did_action(BEFORE), app.hooks.did_action(AFTER)) == (3, 3)
+    assert ran.count(BEFORE) <= 1 and ran.count(AFTER) <= 1  # the first run may look
+    # An output refused counts the first action, not the second (as do_action would).
+    bad = _add(app, "test/bad-output", execute_callback=lambda input: "three")
+    assert isinstance(bad.execute({"a": 1, "b": 2}), RestError)
+    assert (app.hooks.did_action(BEFORE), app.hooks.did_action(AFTER)) == (4, 3)
+
+
+def test_callbacks_added_after_runs_are_called_with_the_arguments() -> None:
+    app = _app()
+    ability = _add(app)
+    assert ability.execute({"a": 1, "b": 2}) == 3
+    seen: list[tuple[Any, ...]] = []
+    app.hooks.add_action(AFTER, lambda *args: seen.append(("after", *args)))
+    assert ability.execute({"a": 2, "b": 2}) == 4
+    assert seen == [("after", "test/add-numbers", {"a": 2, "b": 2}, 4)]
+
+    # A callback added by the execute callback itself runs after it, in the same run.
+    def execute(input: Any) -> Any:
+        app.hooks.add_action(BEFORE, lambda *args: seen.append(("before", *args)))
+        return input["a"]
+
+    later = _add(app, "test/adds-a-callback", execute_callback=execute)
+    seen.clear()
+    assert later.execute({"a": 5, "b": 0}) == 5
+    assert seen == [("after", "test/adds-a-callback", {"a": 5, "b": 0}, 5)]
+    assert later.execute({"a": 6, "b": 0}) == 6
+    assert seen[1:] == [
+        ("before", "test/adds-a-callback", {"a": 6, "b": 0}),
+        ("after", "test/adds-a-callback", {"a": 6, "b": 0}, 6),
+    ]
+    assert (app.hooks.did_action(BEFORE), app.hooks.did_action(AFTER)) == (4, 4)
+    # Removed again: counted still, and not called.
+    app.hooks.remove_all_actions(BEFORE)
+    app.hooks.remove_all_actions(AFTER)
+    seen.clear()
+    assert ability.execute({"a": 1, "b": 1}) == 2
+    assert seen == []
+    assert (app.hooks.did_action(BEFORE), app.hooks.did_action(AFTER)) == (5, 5)
 
 
 # -- current_user -------------------------------------------------------------------------------
