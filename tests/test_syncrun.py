@@ -129,3 +129,21 @@ def test_the_result_is_not_kept_after_it_was_returned(wait: str) -> None:
 
     result = weakref.ref(run_in_context(make(), contextvars.copy_context()))
     assert result() is None
+
+
+def test_a_closed_private_loop_is_replaced_and_used_by_what_waits() -> None:
+    async def running_loop() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    async def waits_then_tells() -> asyncio.AbstractEventLoop:
+        await asyncio.sleep(0.001)
+        return asyncio.get_running_loop()
+
+    first = run_sync(running_loop)
+    assert run_sync(running_loop) is first
+    first.close()
+    second = run_sync(running_loop)
+    assert second is not first
+    assert not second.is_closed()
+    assert run_sync(waits_then_tells) is second
+    assert run_sync(running_loop) is second
