@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import Any
 
 import pytest
+
+from svcrest import App, Request, public
+
+
+def echo_site(fast: Callable[..., Any]) -> tuple[App, list[Any]]:
+    """A site with ``POST t/v1/echo`` answering the JSON body it got and ``GET t/v1/fast``
+    answering with ``fast``; the list holds the bodies the echo saw."""
+    site = App("http://127.0.0.1:8000")
+    seen: list[Any] = []
+
+    def echo(request: Request) -> Any:
+        seen.append(request.get_json_params())
+        return {"echo": request.get_json_params()}
+
+    site.register_rest_route(
+        "t/v1", "/echo", {"methods": "POST", "callback": echo, "permission_callback": public}
+    )
+    site.register_rest_route(
+        "t/v1", "/fast", {"methods": "GET", "callback": fast, "permission_callback": public}
+    )
+    return site, seen
 
 
 @pytest.fixture

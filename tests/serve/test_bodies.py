@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from svcrest import App, Request, public
+from svcrest import App
 from svcrest.serve import bodies
 from svcrest.serve.bodies import (
     ENV_BODY_READERS,
@@ -24,8 +24,10 @@ from svcrest.serve.bodies import (
     address_share,
     body_readers,
     body_timeout,
+    declared_too_long,
     slow_body_readers,
 )
+from tests.serve.conftest import echo_site
 
 TIMEOUT = 0.4
 ECHO = "/svc-json/t/v1/echo"
@@ -54,19 +56,7 @@ def short_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def app() -> Iterator[tuple[App, list[Any]]]:
     """A site with an echo route; the list holds the bodies its callback saw."""
-    site = App("http://127.0.0.1:8000")
-    seen: list[Any] = []
-
-    def echo(request: Request) -> Any:
-        seen.append(request.get_json_params())
-        return {"echo": request.get_json_params()}
-
-    site.register_rest_route(
-        "t/v1", "/echo", {"methods": "POST", "callback": echo, "permission_callback": public}
-    )
-    site.register_rest_route(
-        "t/v1", "/fast", {"methods": "GET", "callback": lambda: "ok", "permission_callback": public}
-    )
+    site, seen = echo_site(lambda: "ok")
     yield site, seen
     site.store.close()
 
@@ -107,6 +97,27 @@ def test_half_of_the_threads_may_read_bodies() -> None:
 
 def test_one_address_may_hold_half_of_the_reading_places() -> None:
     assert [address_share(readers) for readers in (1, 2, 3, 4, 8)] == [1, 1, 1, 2, 4]
+
+
+@pytest.mark.parametrize(
+    ("declared", "too_long"),
+    [
+        (None, False),
+        ("", False),
+        ("10", False),
+        ("11", True),
+        (" 11 ", True),
+        ("0011", True),
+        ("-5", False),
+        ("1e9", False),
+        ("10, 10", False),
+        ("99999999999999999999999", True),
+    ],
+)
+def test_a_declared_length_over_the_limit_is_refused_before_reading(
+    declared: str | None, too_long: bool
+) -> None:
+    assert declared_too_long(declared, 10) is too_long
 
 
 # -- WSGI ------------------------------------------------------------------------------------

@@ -17,12 +17,13 @@ from typing import Any
 import orjson
 import pytest
 
-from svcrest import App, Request, public
+from svcrest import App
 from svcrest.serve.bodies import ENV_BODY_TIMEOUT
 from svcrest.serve.rsgi import RSGIScopeHeaders, _request, rsgi_del, rsgi_init
 from svcrest.serve.streams import STOPPING_COMMENT
 from tests.conftest import raw_request
 from tests.rest.test_store_collection import TASKS, Site
+from tests.serve.conftest import echo_site
 
 ECHO = "/svc-json/t/v1/echo"
 FAST = "/svc-json/t/v1/fast"
@@ -149,26 +150,9 @@ def post(path: str, body: bytes, content_type: str = "application/json", **kw: A
 
 @pytest.fixture
 def app() -> Iterator[tuple[App, list[Any]]]:
-    """A site with an echo route; the list holds the bodies its callback saw."""
-    site = App("http://127.0.0.1:8000")
-    seen: list[Any] = []
-
-    def echo(request: Request) -> Any:
-        seen.append(request.get_json_params())
-        return {"echo": request.get_json_params()}
-
-    site.register_rest_route(
-        "t/v1", "/echo", {"methods": "POST", "callback": echo, "permission_callback": public}
-    )
-    site.register_rest_route(
-        "t/v1",
-        "/fast",
-        {
-            "methods": "GET",
-            "callback": lambda request: {"dup": request.get_header("x-dup")},
-            "permission_callback": public,
-        },
-    )
+    """A site with an echo route (the list holds the bodies its callback saw) and a GET
+    answering its ``X-Dup`` header."""
+    site, seen = echo_site(lambda request: {"dup": request.get_header("x-dup")})
     yield site, seen
     site.store.close()
 

@@ -18,8 +18,9 @@ __all__ = [
 
 
 HeadersInit = Mapping[str, str] | Iterable[tuple[str, str]] | None
-#: Header lines in order and their index (lower-cased name → values).
-Lines = tuple[list[tuple[str, str]], dict[str, list[str]]]
+#: Header lines in order and their index (lower-cased name → values), or None for an index
+#: built from the lines the first time a look-up needs it.
+Lines = tuple[list[tuple[str, str]], dict[str, list[str]] | None]
 
 
 def _join(key: str, values: list[str]) -> str:
@@ -283,8 +284,9 @@ class OnDemandHeaders(Headers):
     _listed_lines: Headers | None
 
     def _list_lines(self) -> Lines:
-        """The lines in order and their index (lower-cased name → values); called once, the
-        first time they are needed. The subclass lets go of its own form then."""
+        """The lines in order and their index (lower-cased name → values, or None to have
+        :class:`Headers` build it); called once, the first time they are needed. The
+        subclass lets go of its own form then."""
         raise NotImplementedError
 
     def listed(self) -> Headers:

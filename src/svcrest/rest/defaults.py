@@ -35,6 +35,8 @@ class ServerView(Protocol):
 
     hooks: Hooks
     table: RouteTable
+    #: The site's CORS lines (:func:`site_cors`).
+    cors: CorsLines
 
     def get_data_for_route(
         self, route: str, handlers: list[Handler], context: str = "view"
@@ -60,6 +62,7 @@ __all__ = [
     "rest_send_allow_header",
     "rest_send_cors_headers",
     "sanitize_origin",
+    "site_cors",
     "step_with_callbacks",
 ]
 
@@ -226,6 +229,13 @@ class CorsLines:
 _DEFAULT_CORS = CorsLines()
 
 
+def site_cors(site: Any) -> CorsLines:
+    """The CORS lines of ``site`` (its ``cors``), or the spec's default methods' for a site
+    settings object without any: what a REST server holds as its ``cors``."""
+    cors: CorsLines | None = getattr(site, "cors", None)
+    return cors or _DEFAULT_CORS
+
+
 def cors_lines(origin: str) -> tuple[tuple[str, str], ...]:
     """The CORS header lines answering ``origin`` with the default methods; none for an
     origin not echoed."""
@@ -237,8 +247,7 @@ def rest_send_cors_headers(served: Any, response: Any, request: Request, server:
     WordPress does)."""
     origin = request.headers.get_joined("origin")
     if origin is not None and isinstance(response, Response):
-        cors: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
-        lines = cors.lines(origin)
+        lines = server.cors.lines(origin)
         if lines:
             # PERF: usually none is set yet, and adding beats three replacing writes.
             if response.has_header("access-control-allow-origin"):
@@ -256,7 +265,7 @@ def _cors_of(request: Request, server: Any) -> tuple[tuple[str, str], ...]:
     origin = request.headers.get_joined("origin")
     if origin is None:
         return ()
-    cors: CorsLines = getattr(server.app, "cors", None) or _DEFAULT_CORS
+    cors: CorsLines = server.cors
     return cors.lines(origin)
 
 
@@ -296,7 +305,7 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
     if origin is None:
         return (("Allow", value),) if value else ()
     # PERF: :func:`_cors_of` written out (a Python call less a request with an Origin).
-    lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
+    lines = server.cors.lines(origin)
     return (("Allow", value), *lines) if value else lines
 
 
@@ -399,26 +408,20 @@ class StepWithCallbacks:
             response._headers = None
         response._lines = own
         if self.post:
-            posted = self.post_call(response, server, request)
-            if posted is not response:
-                if type(posted) not in NOT_AWAITABLE and is_awaitable(posted):
-                    return self._later(_POSTED, posted, response, server, request)
-                response = _posted(posted, response)
+            posted = self._post(response, server, request)
+            if not isinstance(posted, Response):
+                return posted  # awaits a callback's answer
+            response = posted
         origin = request.headers.get_joined("origin")
         if origin is not None:
             # The CORS filter: its lines after the step's while nothing touched them.
             if bare and response._lines is own:
-                lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
+                lines = server.cors.lines(origin)
                 response._lines = own = (*own, *lines)
             else:
                 rest_send_cors_headers(False, response, request, server)
         if self.pre:
-            served = self.pre_call(False, response, request, server)
-            if served is not False:
-                if type(served) not in NOT_AWAITABLE and is_awaitable(served):
-                    return self._later(_SERVED, served, response, server, request)
-                if served:
-                    response.data = None
+            return self._serve(response, own, server, request)
         return response, own if response._lines is own else response.header_tuple()
 
     def run_pre(self, response: Response, server: Any, request: Request) -> Any:
@@ -436,16 +439,10 @@ class StepWithCallbacks:
         if origin is None:
             own = (("Allow", value),) if value else ()
         else:
-            lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
+            lines = server.cors.lines(origin)
             own = (("Allow", value), *lines) if value else lines
         response._lines = own
-        served = self.pre_call(False, response, request, server)
-        if served is not False:
-            if type(served) not in NOT_AWAITABLE and is_awaitable(served):
-                return self._later(_SERVED, served, response, server, request)
-            if served:
-                response.data = None
-        return response, own if response._lines is own else response.header_tuple()
+        return self._serve(response, own, server, request)
 
     def run_post(self, response: Response, server: Any, request: Request) -> Any:
         """:meth:`run` of a step without ``rest_pre_serve_request`` callbacks (``post``'s
@@ -461,22 +458,44 @@ class StepWithCallbacks:
             return self.run(response, server, request)
         own: tuple[tuple[str, str], ...] = (("Allow", value),) if value else ()
         response._lines = own
-        posted = self.post_call(response, server, request)
-        if posted is not response:
-            if type(posted) not in NOT_AWAITABLE and is_awaitable(posted):
-                return self._later(_POSTED, posted, response, server, request)
-            response = _posted(posted, response)
+        posted = self._post(response, server, request)
+        if not isinstance(posted, Response):
+            return posted  # awaits a callback's answer
+        response = posted
         origin = request.headers.get_joined("origin")
         if response._lines is own:
             if origin is None:
                 return response, own
             # The CORS filter: its lines after the step's, which nothing touched.
-            lines = (getattr(server.app, "cors", None) or _DEFAULT_CORS).lines(origin)
+            lines = server.cors.lines(origin)
             response._lines = own = (*own, *lines)
             return response, own
         if origin is not None:
             rest_send_cors_headers(False, response, request, server)
         return response, response.header_tuple()
+
+    def _post(self, response: Response, server: Any, request: Request) -> Any:
+        """``rest_post_dispatch``'s callbacks on ``response``: the response they leave, or
+        the rest of the step as a coroutine once one answers with an awaitable."""
+        posted = self.post_call(response, server, request)
+        if posted is response:
+            return response
+        if type(posted) not in NOT_AWAITABLE and is_awaitable(posted):
+            return self._later(_POSTED, posted, response, server, request)
+        return _posted(posted, response)
+
+    def _serve(
+        self, response: Response, own: tuple[tuple[str, str], ...], server: Any, request: Request
+    ) -> Any:
+        """``rest_pre_serve_request``'s callbacks on ``response`` (whose lines are the step's
+        ``own`` until a callback changes them), and the step's answer (see :meth:`run`)."""
+        served = self.pre_call(False, response, request, server)
+        if served is not False:
+            if type(served) not in NOT_AWAITABLE and is_awaitable(served):
+                return self._later(_SERVED, served, response, server, request)
+            if served:
+                response.data = None
+        return response, own if response._lines is own else response.header_tuple()
 
     async def _later(
         self, stage: int, pending: Any, response: Response, server: Any, request: Request

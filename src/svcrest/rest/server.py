@@ -14,7 +14,7 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response, rest_ensure_response
 from svcrest.http.scope import scope_error
-from svcrest.rest.defaults import DEFAULT_FINISH, DEFAULT_STEPS
+from svcrest.rest.defaults import DEFAULT_FINISH, DEFAULT_STEPS, CorsLines, site_cors
 from svcrest.rest.guard import Ticket, enter_guard
 from svcrest.rest.plan import PipelinePlan
 from svcrest.rest.routing.definitions import Handler
@@ -67,6 +67,9 @@ class RestServer:
     def __init__(self, app: SiteSettings) -> None:
         self.app = app
         self.hooks = app.hooks
+        #: The CORS lines answering each Origin (the site's ``cors``), read by the default
+        #: ``rest_pre_serve_request`` filter.
+        self.cors: CorsLines = site_cors(app)
         self._plan = PipelinePlan(self.hooks, self.app.auth_schemes, DEFAULT_FINISH, DEFAULT_STEPS)
         self.table = RouteTable()
         #: Root index ``authentication`` entries (scheme name → its description) besides

@@ -25,7 +25,7 @@ from svcrest.http.exchange import (
 from svcrest.http.headers import Headers
 from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.http.streams import StreamSlots
-from svcrest.serve.bodies import body_timeout, body_timeout_error
+from svcrest.serve.bodies import body_timeout, body_timeout_error, declared_too_long
 from svcrest.serve.streams import close_on_signals, send_stream
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
@@ -83,7 +83,7 @@ def _body_reader(
     declared = headers.get_joined("content-length")
 
     async def read() -> bytes | None:
-        if declared and declared.strip().isdigit() and int(declared) > limit:
+        if declared_too_long(declared, limit):
             return None
         first, later = _message_now(receive)
         if first is not None and not first.get("more_body", False):

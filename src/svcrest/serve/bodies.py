@@ -106,6 +106,16 @@ def address_share(readers: int) -> int:
     return max(1, readers // 2)
 
 
+def declared_too_long(declared: str | None, limit: int) -> bool:
+    """Whether a request's ``Content-Length`` value (None without one) declares a body longer
+    than ``limit``. SECURITY: such a body is refused before any of it is read; a value that
+    is not a number declares nothing (the body is read and bounded as it comes)."""
+    if not declared:
+        return False
+    digits = declared.strip()
+    return digits.isdigit() and int(digits) > limit
+
+
 def body_timeout_error(seconds: float) -> BodyReadError:
     """The 408 of a body not received within ``seconds``."""
     return BodyReadError(

@@ -38,7 +38,7 @@ from svcrest.http.exchange import (
 )
 from svcrest.http.headers import Headers, Lines, OnDemandHeaders
 from svcrest.http.streams import StreamSlots
-from svcrest.serve.bodies import body_timeout, body_timeout_error
+from svcrest.serve.bodies import body_timeout, body_timeout_error, declared_too_long
 from svcrest.serve.streams import close_on_signals, pump_stream
 from svcrest.site.host import ASGIApp, SiteHost
 from svcrest.site.respond import SiteForward, respond
@@ -122,15 +122,7 @@ class RSGIScopeHeaders(OnDemandHeaders):
         raw = self._raw
         assert raw is not None  # listed once
         self._raw = None
-        items = raw.items()
-        index: dict[str, list[str]] = {}
-        for name, value in items:
-            values = index.get(name)
-            if values is None:
-                index[name] = [value]
-            else:
-                values.append(value)
-        return items, index
+        return raw.items(), None  # Headers indexes them when a look-up needs it
 
     def get_joined(self, name: str) -> str | None:
         """The value of ``name`` (lower case), or None (see :meth:`Headers.get_joined`)."""
@@ -206,7 +198,7 @@ def _body_reader(
     declared = headers.get_joined("content-length")
 
     async def read() -> bytes | None:
-        if declared and declared.strip().isdigit() and int(declared) > limit:
+        if declared_too_long(declared, limit):
             return None
         seconds = body_timeout()
         try:
