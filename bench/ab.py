@@ -3,6 +3,7 @@
 Usage::
 
     python bench/ab.py A B [--pairs 30] [--burst 2] [--connections 64]
+                           [--a-env KEY=VALUE ...] [--b-env KEY=VALUE ...]
 
 ``A`` and ``B`` are target names of ``run.py`` (``svcrest``, ``svcrest-granian-wsgi``,
 ``svcrest-granian-rsgi``, ``svcrest-auth-granian-wsgi``, ``falcon-granian-wsgi``…), each
@@ -12,6 +13,12 @@ optionally followed by
 
     python bench/ab.py svcrest svcrest@/tmp/old/src
     python bench/ab.py svcrest-auth-granian-wsgi svcrest-granian-wsgi
+
+``--a-env`` / ``--b-env`` add to one side's server environment (repeatable): granian reads
+each of its command-line options from a ``GRANIAN_*`` variable, so one target can be paired
+with itself under another of granian's settings (those the harness does not pass itself)::
+
+    python bench/ab.py svcrest-granian-asgi svcrest-granian-asgi --a-env GRANIAN_RUNTIME_MODE=st
 
 Why: on a shared machine one ``run.py`` round can lose a third of its rate to a neighbour,
 so a difference of a few percent between two targets measured seconds apart is noise. Here
@@ -36,17 +43,24 @@ import harness
 from run import TARGETS, Target, served
 
 
-def target_of(spec: str) -> Target:
-    """A ``run.py`` target from ``NAME`` or ``NAME@SRC``."""
+def target_of(spec: str, env: list[str] | None = None) -> Target:
+    """A ``run.py`` target from ``NAME`` or ``NAME@SRC``, with ``env`` (``KEY=VALUE``
+    strings) added to its server's environment."""
     name, _, src = spec.partition("@")
     found = {target.name: target for target in TARGETS}.get(name)
     if found is None:
         raise SystemExit(
             f"ab: unknown target {name!r}; one of: {', '.join(t.name for t in TARGETS)}"
         )
-    if not src:
+    pairs = [tuple(item.split("=", 1)) for item in env or ()]
+    if any(len(pair) != 2 for pair in pairs):
+        raise SystemExit(f"ab: an environment setting is KEY=VALUE: {env}")
+    if src:
+        pairs.insert(0, ("PYTHONPATH", str(Path(src).resolve())))
+    if not pairs:
         return found
-    return replace(found, name=spec, env=(("PYTHONPATH", str(Path(src).resolve())),))
+    label = spec + "".join(f"+{item}" for item in env or ())
+    return replace(found, name=label, env=tuple((key, value) for key, value in pairs))
 
 
 def median_interval(ratios: list[float], draws: int = 2000, seed: int = 1) -> tuple[float, float]:
@@ -66,8 +80,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, default=2, help="seconds of load per half")
     parser.add_argument("--warmup", type=int, default=2, help="seconds per server, once")
     parser.add_argument("--connections", type=int, default=64)
+    for letter in ("a", "b"):
+        parser.add_argument(
+            f"--{letter}-env",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"add to {letter.upper()}'s server environment (repeatable)",
+        )
     args = parser.parse_args(argv)
-    targets = [target_of(args.a), target_of(args.b)]
+    targets = [target_of(args.a, args.a_env), target_of(args.b, args.b_env)]
     harness.ensure_env(__file__, need_wrk=True)
     cpus = harness.pick_cpus()
     warm = harness.WrkSettings(args.warmup, 0, args.connections)

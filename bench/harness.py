@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -269,6 +270,20 @@ def granian_command(target: str, port: int, interface: str = "asgi") -> list[str
 
 
 SERVER_COMMANDS = {"uvicorn": uvicorn_command, "granian": granian_command}
+#: A target's environment may add options to its server's command line (``ab.py --a-env
+#: SVCREST_BENCH_SERVER_ARGS="--access-log"``), after those above: the last one of a
+#: ``--x / --no-x`` pair is the one the server takes.
+ENV_SERVER_ARGS = "SVCREST_BENCH_SERVER_ARGS"
+
+
+def server_command(
+    server: str, target: str, port: int, interface: str, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """The command of ``server`` serving ``target``, with the options of ``env``'s
+    :data:`ENV_SERVER_ARGS` added."""
+    command = SERVER_COMMANDS[server](target, port, interface)
+    extra = (env or {}).get(ENV_SERVER_ARGS, "")
+    return [*command, *shlex.split(extra)]
 
 
 @contextlib.contextmanager
@@ -289,7 +304,7 @@ def uvicorn_server(
     port = free_port()
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     log_path = LOG_DIR / f"{label}.log"
-    command = SERVER_COMMANDS[server](f"{module}:{attribute}", port, interface)
+    command = server_command(server, f"{module}:{attribute}", port, interface, env)
     cmd = cpus.pin(cpus.server, [*wrap, *command])
     full_env = {**os.environ, "SVCREST_BENCH_HOME": f"http://127.0.0.1:{port}", **(env or {})}
     with log_path.open("wb") as log:

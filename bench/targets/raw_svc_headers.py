@@ -55,3 +55,25 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     headers = [*HEADERS, (b"Content-Length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+#: The same lines with their names in lower case, as ASGI's specification asks of a server's
+#: request lines (``bench/served_instructions.py raw-granian-asgi-svc-headers-lower``: what
+#: the names' case costs granian, which writes every name in lower case on HTTP/1.1 anyway).
+LOWER_HEADERS = [(name.lower(), value) for name, value in HEADERS]
+
+
+async def lower(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """:func:`app` sending :data:`LOWER_HEADERS`."""
+    if scope["type"] == "lifespan":
+        await lifespan(receive, send)
+        return
+    found = item_id(scope["method"], scope["path"])
+    if found is not None:
+        status = 200
+        body = json.dumps({"id": found, "title": "item"}, separators=(",", ":")).encode()
+    else:
+        status, body = 404, NOT_FOUND
+    headers = [*LOWER_HEADERS, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
