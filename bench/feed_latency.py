@@ -6,6 +6,7 @@ Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
     python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--pause 0.05]
                                  [--subscribers 0,100,1000] [--subscribers-on a|b]
                                  [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
+                                 [--parse] [--profile FILE]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -23,9 +24,12 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   while ``--subscribers`` SSE streams of the same collection (each receiving every write) are
   held by one asyncio client process (a child of this one) on host ``--subscribers-on``;
   the configurations are interleaved over ``--rounds`` and the best round of each is kept.
+  The subscriber process counts the events in the bytes it receives (``--parse``: each
+  event parsed by httpx-sse, a client that took as much CPU as host A on these cores).
   Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), the events the
   subscribers received per second, the CPU each process used (a share of one core: the
-  hosts, PostgreSQL's server when this script started it, the subscriber process, this one)
+  hosts, PostgreSQL's server when this script started it, the subscriber process, this one;
+  *host A loop*: host A's event loop's thread alone, its other threads apart)
   and host A's CPU milliseconds per write; and the server's side of the goal, from host A's
   own process CPU (``/proc``; the clients', which share this machine's cores, apart):
   *host A vs 0*, its CPU a write without subscribers over that with them, and *host A
@@ -101,6 +105,16 @@ def tree_cpu(root: int) -> float:
         total += times.get(pid, 0.0)
         todo += [child for child, parent in parents.items() if parent == pid]
     return total
+
+
+def thread_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of the main thread of process ``pid`` (a server's
+    event loop's thread), from ``/proc``."""
+    try:
+        fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port(address: str) -> int:
@@ -389,10 +403,12 @@ def rates(
             with subscribers(holder, count, options.parse) as held:
                 watched = {**pids, "subscribers": held.pid, "writer": -1}
                 before = {name: tree_cpu(pid) for name, pid in watched.items() if pid}
+                loop_before = thread_cpu(pids["host A"])
                 began = time.monotonic()
                 rate, failed = asyncio.run(write_rate(writer, options.writers, options.seconds))
                 elapsed = time.monotonic() - began
                 used = {n: (tree_cpu(watched[n]) - b) / elapsed for n, b in before.items()}
+                used["host A loop"] = (thread_cpu(pids["host A"]) - loop_before) / elapsed
             if failed:
                 print(f"  {failed} writes failed with {count} subscribers")
             entry = found[count]

@@ -473,7 +473,8 @@ class _Tail:
             if type(render).load is not FeedRender.load:
                 # PERF: one query for a read's items, not one an item (a thousand streams
                 # on the writing worker of bench/feed_latency.py: a read every few tenths
-                # of a second carries tens of changes).
+                # of a second carries tens of changes; PostgreSQL, 50 items: 0.12 ms of
+                # the worker's CPU against 1.22 ms).
                 for change, loaded in zip(read, render.load_all(read), strict=True):
                     shared.loaded[(render, change.seq)] = loaded
             changes = (window.changes if going_on and window is not None else ()) + tuple(read)
