@@ -271,6 +271,7 @@ async def hold_streams(url: str, count: int, parse: bool) -> None:
     from httpx_sse import EventSource
 
     received = [0]
+    chunks = [0]
     ready = [0]
     refused = [0]
     all_open = asyncio.Event()
@@ -296,6 +297,7 @@ async def hold_streams(url: str, count: int, parse: bool) -> None:
                     async for data in response.aiter_raw():
                         data = carry + data
                         received[0] += data.count(b"\nevent: ")
+                        chunks[0] += 1
                         carry = data[-7:]
                     return
                 body = (await response.aread()).decode(errors="replace")
@@ -319,7 +321,7 @@ async def hold_streams(url: str, count: int, parse: bool) -> None:
         await asyncio.wait_for(all_open.wait(), 60)
         print(f"ready {refused[0]}", flush=True)
         await asyncio.to_thread(sys.stdin.read)  # until the parent closes it
-        print(received[0], flush=True)
+        print(received[0], chunks[0], flush=True)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -331,6 +333,7 @@ class Held:
 
     pid: int
     received: int = 0
+    chunks: int = 0  # the reads of the streams' bytes (without --parse): ~their sends
     refused: int = 0  # 503s while opening the streams (each opened again)
 
 
@@ -351,7 +354,8 @@ def subscribers(url: str, count: int, parse: bool = False) -> Iterator[Held]:
         held = Held(child.pid, refused=int(line.split()[1]))
         yield held
         child.stdin.close()
-        held.received = int(child.stdout.readline().strip() or 0)
+        counts = [*child.stdout.readline().split(), "0", "0"][:2]
+        held.received, held.chunks = int(counts[0]), int(counts[1])
         child.wait(timeout=30)
     finally:
         if child.poll() is None:
@@ -388,6 +392,7 @@ class Rate:
     subscribers: int
     rounds: list[float] = field(default_factory=list)
     events_per_s: float = 0.0
+    sends_per_s: float = 0.0  # a stream's reads a second (~host A's wakes of it)
     cpu: dict[str, float] = field(default_factory=dict)  # share of one core, best round
     load: str = ""
 
@@ -415,6 +420,7 @@ def rates(
             entry.rounds.append(rate)
             if rate == max(entry.rounds):
                 entry.events_per_s = held.received / elapsed
+                entry.sends_per_s = held.chunks / elapsed / count if count else 0.0
                 entry.cpu = used
                 entry.load = load()
             cpu = ", ".join(f"{n} {v * 100:.0f} %" for n, v in used.items())
@@ -436,11 +442,12 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
     print("of one core in that round, a process with its children):\n")
     names = sorted({n for entry in found for n in entry.cpu})
     print(
-        "| subscribers | writes/s (best) | each round | vs 0 | events received/s | "
+        "| subscribers | writes/s (best) | each round | vs 0 | events received/s |"
+        " reads a stream/s | "
         + " | ".join(f"CPU {n}" for n in names)
         + " | host A CPU ms/write | host A vs 0 | fan-out | host A alone | load |"
     )
-    print("| ---: | ---: | --- | ---: | ---: | " + "---: | " * (len(names) + 4) + "--- |")
+    print("| ---: | ---: | --- | ---: | ---: | ---: | " + "---: | " * (len(names) + 4) + "--- |")
     base = max(found[0].rounds) if found and found[0].subscribers == 0 else None
     base_cost = cost_per_write(found[0]) if base else 0.0
     for entry in found:
@@ -455,7 +462,8 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         alone = f"{1 - fan_out:.2f}" if base_cost else "-"
         print(
             f"| {entry.subscribers:,} | {best:.1f} | {each} | {ratio} |"
-            f" {entry.events_per_s:,.0f} | {cpu} | {per_write:.2f} | {own} |"
+            f" {entry.events_per_s:,.0f} | {entry.sends_per_s:.1f} | {cpu} |"
+            f" {per_write:.2f} | {own} |"
             f" {fan_out * 100:.1f} % | {alone} | {entry.load} |"
         )
     print(

@@ -672,6 +672,39 @@ def test_streams_of_one_viewer_at_one_position_share_their_chunk(
     run(check())
 
 
+def test_the_shared_read_of_a_wake_counts_as_its_work(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waker = change_waker(site.app.store)
+    kind = site.tasks.table.object_type
+    site.app.hooks.add_filter("svc_changes_coalesce", lambda seconds: 0.05)
+    slow = [False]
+
+    def slow_changes_after(*args: Any) -> list[Change]:
+        if slow[0]:  # 20 ms of the reading thread's CPU
+            until = time.thread_time() + 0.02
+            while time.thread_time() < until:
+                pass
+        return changes_after(*args)
+
+    monkeypatch.setattr(change_feed, "changes_after", slow_changes_after)
+
+    async def check() -> None:
+        one = Stream(site.app, CHANGES, SSE, "")
+        await one.start()
+        await one.until(b"\n\n")
+        await until_waiting(site, 1)
+        slow[0] = True
+        await asyncio.to_thread(site.seed, "a")
+        assert len(await one.events(1)) == 1
+        await until_waiting(site, 1)
+        # One stream's steps are microseconds; its read's 20 ms over the share: 0.4 s.
+        assert 0.4 <= waker.hold(kind) < LONGEST_HOLD
+        await one.leave()
+
+    run(check())
+
+
 def test_the_streams_work_after_a_wake_is_measured_and_holds_the_next_wakes_back(
     site: Site,
 ) -> None:
