@@ -298,8 +298,9 @@ class ChangeWaker:
             # the wall time would be a larger share of the worker's time: 1,000 streams
             # on the writing worker of bench/feed_latency.py took 14 % of a core beyond
             # its writes (0.54 of its writes a second) where it got a third of one.
-            waited = self.queued() - self._queued_at.get(object_type, 0.0)
-            hold = max(self.coalesce, min(hold + max(waited, 0.0), LONGEST_HOLD))
+            since = self._queued_at.get(object_type)
+            waited = 0.0 if since is None else max(self.queued() - since, 0.0)
+            hold = max(self.coalesce, min(hold + waited, LONGEST_HOLD))
         return last + hold
 
     async def wait(self, object_type: str, token: int, timeout: float) -> bool:
