@@ -504,6 +504,61 @@ def test_commits_in_quick_succession_wake_streams_at_most_once_a_coalescing_inte
     run(check())
 
 
+def test_the_items_of_one_read_of_the_log_are_read_in_one_query(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.app.hooks.add_filter("svc_changes_coalesce", lambda seconds: 0.2)
+    reads = Counted(monkeypatch)
+    table = site.tasks.table
+    queries: list[list[int]] = []  # the ids each read of items asked for
+    table_get, table_get_many = table.get, table.get_many
+
+    def get(item_id: int) -> Any:
+        queries.append([item_id])
+        return table_get(item_id)
+
+    def get_many(item_ids: Any) -> Any:
+        ids = list(item_ids)
+        found = table_get_many(ids)
+        if len(set(ids)) > 1:  # (one id: a get, counted there)
+            queries.append(ids)
+        return found
+
+    monkeypatch.setattr(table, "get", get)
+    monkeypatch.setattr(table, "get_many", get_many)
+
+    async def check() -> None:
+        one = Stream(site.app, CHANGES, SSE, "")
+        await one.start()
+        assert await one.until(b"\n\n") == b": keep-alive\n\n"
+        await until_waiting(site, 1)
+        before = reads.calls
+        await asyncio.to_thread(site.seed, *(f"t{n}" for n in range(1, 61)))
+        chunks = await chunks_until(one, 60)
+        events = b"".join(chunks).split(b"\n\n")[:-1]
+        assert [event.split(b"\n")[0] for event in events] == [
+            b"id: " + cursor(n).encode() for n in range(1, 61)
+        ]
+        # One query of items a read of the log, each item of the read asked for once.
+        assert len(queries) <= reads.calls - before < 60
+        assert sorted(n for ids in queries for n in ids) == list(range(1, 61))
+        await one.leave()
+
+    run(check())
+
+
+def test_the_items_read_together_are_those_that_exist(site: Site) -> None:
+    site.seed("a", "b", "c")
+    site.tasks.table.delete(2)
+    found = site.tasks.table.get_many([3, 1, 2, 1, 999, 0, -4])
+    assert sorted(found) == [1, 3]
+    assert found[1] == site.tasks.table.get(1)
+    assert found[3]["title"] == "c"
+    assert site.tasks.table.get_many([]) == {}
+    assert site.tasks.table.get_many([2]) == {}
+    assert site.tasks.table.get_many([3]) == {3: site.tasks.table.get(3)}
+
+
 def test_a_commit_after_a_quiet_spell_goes_at_once_one_soon_after_a_wake_waits(
     site: Site,
 ) -> None:
@@ -613,6 +668,39 @@ def test_streams_of_one_viewer_at_one_position_share_their_chunk(
         assert got[2] == got[3] == got[4]
         for one in opened:
             await one.leave()
+
+    run(check())
+
+
+def test_the_shared_read_of_a_wake_counts_as_its_work(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waker = change_waker(site.app.store)
+    kind = site.tasks.table.object_type
+    site.app.hooks.add_filter("svc_changes_coalesce", lambda seconds: 0.05)
+    slow = [False]
+
+    def slow_changes_after(*args: Any) -> list[Change]:
+        if slow[0]:  # 20 ms of the reading thread's CPU
+            until = time.thread_time() + 0.02
+            while time.thread_time() < until:
+                pass
+        return changes_after(*args)
+
+    monkeypatch.setattr(change_feed, "changes_after", slow_changes_after)
+
+    async def check() -> None:
+        one = Stream(site.app, CHANGES, SSE, "")
+        await one.start()
+        await one.until(b"\n\n")
+        await until_waiting(site, 1)
+        slow[0] = True
+        await asyncio.to_thread(site.seed, "a")
+        assert len(await one.events(1)) == 1
+        await until_waiting(site, 1)
+        # One stream's steps are microseconds; its read's 20 ms over the share: 0.4 s.
+        assert 0.4 <= waker.hold(kind) < LONGEST_HOLD
+        await one.leave()
 
     run(check())
 

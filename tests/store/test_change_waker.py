@@ -283,3 +283,69 @@ def test_the_steps_counted_are_those_of_the_tasks_woken_not_work_queued_before()
     asyncio.run(check())
     assert len(counted) == 1
     assert 0.06 <= counted[0] < 0.15
+
+
+def test_the_time_the_readers_loop_waited_for_a_core_does_not_count_as_its_time() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    queued = [3.0]  # seconds the loop's thread has waited for a core so far
+    try:
+        waker = ChangeWaker(store, coalesce=0.05, waited=lambda: queued[0])
+        waker._wake({"note"})
+        woken = waker._woken_at["note"]
+        waker.spent("note", 0.01)  # a twentieth: 0.2 s of the loop's own time
+        waker._wake({"note"})  # a commit soon after: held back
+        queued[0] += 0.3  # a busy machine kept the loop off its core that long meanwhile
+        waker._wake_due(woken + 0.21)  # past the work's twentieth of the wall time
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.49)
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.51)  # 0.2 s of the loop's own time and 0.3 s waited
+        assert waker.token("note") == 2
+        queued[0] += 60.0  # never longer than the longest hold
+        waker.spent("note", 0.01)
+        waker._wake({"note"})
+        waker._wake_due(woken + 0.51 + LONGEST_HOLD)
+        assert waker.token("note") == 3
+    finally:
+        store.close()
+
+
+def test_a_wait_for_a_core_holds_back_no_wake_without_work() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    queued = [0.0]
+    try:
+        waker = ChangeWaker(store, coalesce=0.05, waited=lambda: queued[0])
+        waker._wake({"note"})
+        woken = waker._woken_at["note"]
+        waker._wake({"note"})
+        queued[0] += 0.5  # no work reported: the coalescing interval alone holds it
+        waker._wake_due(woken + 0.06)
+        assert waker.token("note") == 2
+    finally:
+        store.close()
+
+
+def test_the_waker_reads_how_long_its_readers_loop_waited_for_a_core() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store, coalesce=0.05)
+    schedstat = Path(f"/proc/self/task/{threading.get_native_id()}/schedstat")
+
+    async def main() -> tuple[float, float, float]:
+        assert waker.queued() == 0.0  # no reader waited yet: no loop known
+        await waker.wait("note", waker.token("note"), 0.01)
+        direct = int(schedstat.read_text().split()[1]) / 1e9 if schedstat.exists() else 0.0
+        # Read by another thread (the waker's does): still this loop's thread's figure.
+        queued = await asyncio.to_thread(waker.queued)
+        return direct, queued, await asyncio.to_thread(waker.queued)
+
+    try:
+        direct, queued, again = asyncio.run(main())
+        if schedstat.exists():  # Linux: the thread's wait on a run queue, in nanoseconds
+            assert direct <= queued <= again < direct + 1.0
+        else:
+            assert queued == again == 0.0
+    finally:
+        store.close()

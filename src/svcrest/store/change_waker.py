@@ -39,13 +39,16 @@ and while changes keep coming the next wake waits until that work is at most ``s
 :data:`LONGEST_HOLD` seconds (the work is the CPU time of the loop's thread). A handful of
 readers never reach it; a thousand streams on one worker do, and are then woken less
 often, each wake carrying more changes: the writes served by the same worker keep the rest
-of its time.
+of its time. The loop's time is the wall time less the time its thread waited for a core
+(Linux: the thread's ``schedstat``): on a busy machine, where the worker gets a fraction of
+a core, the wakes' work stays that share of what the worker gets, not of the wall clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 import time
 import weakref
@@ -142,6 +145,41 @@ def count_steps(wake: Callable[[], None], spent: Callable[[float], None]) -> Non
     loop.call_soon(span.end)
 
 
+class _RunQueue:
+    """The seconds a thread of this process has waited for a core so far (Linux: the
+    second field of its ``schedstat``, in nanoseconds; 0.0 where there is none). The file
+    stays open while the thread is the same (PERF: a ``pread``, ~2 µs)."""
+
+    __slots__ = ("_fd", "_tid")
+
+    def __init__(self) -> None:
+        self._tid = 0
+        self._fd = -1
+
+    def __call__(self, tid: int) -> float:
+        if tid != self._tid:
+            self.close()
+            self._tid = tid
+            try:
+                self._fd = os.open(f"/proc/self/task/{tid}/schedstat", os.O_RDONLY)
+            except OSError:  # not Linux, or no scheduler statistics: no wait counted
+                self._fd = -1
+        if self._fd < 0:
+            return 0.0
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
+
+
 def _time_out(future: asyncio.Future[bool]) -> None:
     if not future.done():
         future.set_result(False)
@@ -154,7 +192,8 @@ class ChangeWaker:
     none; the attribute may be changed while readers wait: a change feed sets it to its
     site's ``svc_changes_coalesce``, :data:`COALESCE` by default); ``share``: the most of
     an event loop's time a type's wakes may take while its changes keep coming (see
-    :meth:`spent`)."""
+    :meth:`spent`); ``waited``: returns the seconds the readers' event loop thread has
+    waited for a core so far (None: :meth:`queued` reads it from the system)."""
 
     def __init__(
         self,
@@ -164,6 +203,7 @@ class ChangeWaker:
         fallback: float = FALLBACK,
         coalesce: float = 0.0,
         share: float = FAN_OUT_SHARE,
+        waited: Callable[[], float] | None = None,
     ) -> None:
         # Weak: the process's table of wakers must not keep a store alive.
         self._store = weakref.ref(store)
@@ -183,8 +223,16 @@ class ChangeWaker:
         #: Object type → the seconds of event loop time its readers took after its last
         #: wake (as reported, :meth:`spent`).
         self._spent: dict[str, float] = {}
-        #: How many times readers were woken (tests and benchmarks).
+        #: Object type → :meth:`queued` when its readers were last woken; the thread of
+        #: the loop the last reader waited on (its native id) and its run queue's reader.
+        self._queued_at: dict[str, float] = {}
+        self._waited = waited
+        self._loop_thread = 0
+        self._run_queue = _RunQueue()
+        #: How many times readers were woken, and the seconds of their loops' time reported
+        #: by :meth:`spent` in all (tests and benchmarks).
         self.wakes = 0
+        self.counted = 0.0
         self._waiting: dict[str, _Futures] = {}
         self._waiters = 0
         self._thread: threading.Thread | None = None
@@ -220,6 +268,7 @@ class ChangeWaker:
             if object_type not in spent and len(spent) >= _MAX_TYPES:
                 spent.clear()  # (forgotten: a type's wakes are held back by coalesce alone)
             spent[object_type] = spent.get(object_type, 0.0) + seconds
+            self.counted += seconds
 
     def hold(self, object_type: str) -> float:
         """The shortest time, in seconds, between two wakes of ``object_type``'s readers
@@ -229,6 +278,30 @@ class ChangeWaker:
         coalesce = self.coalesce
         work = self._spent.get(object_type, 0.0) / self.share if self.share > 0 else 0.0
         return max(coalesce, min(work, LONGEST_HOLD))
+
+    def queued(self) -> float:
+        """The seconds the thread of the readers' event loop (the loop the last reader
+        waited on) has waited for a core so far: time that was not the loop's."""
+        if self._waited is not None:
+            return self._waited()
+        thread = self._loop_thread
+        return self._run_queue(thread) if thread else 0.0
+
+    def _due(self, object_type: str, last: float) -> float:
+        """(Under the lock.) When the next wake of ``object_type``'s readers, last woken
+        at ``last``, is due while its changes keep coming: :meth:`hold` after ``last``,
+        plus the time their loop waited for a core since when their work holds it back
+        (at most :data:`LONGEST_HOLD` after ``last``, or :attr:`coalesce`)."""
+        hold = self.hold(object_type)
+        if hold > self.coalesce and hold < LONGEST_HOLD:
+            # PERF: on a busy machine the worker gets a fraction of a core, and a share of
+            # the wall time would be a larger share of the worker's time: 1,000 streams
+            # on the writing worker of bench/feed_latency.py took 14 % of a core beyond
+            # its writes (0.54 of its writes a second) where it got a third of one.
+            since = self._queued_at.get(object_type)
+            waited = 0.0 if since is None else max(self.queued() - since, 0.0)
+            hold = max(self.coalesce, min(hold + waited, LONGEST_HOLD))
+        return last + hold
 
     async def wait(self, object_type: str, token: int, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for a change of ``object_type`` committed after
@@ -242,6 +315,7 @@ class ChangeWaker:
                 return True
             self._waiting.setdefault(object_type, {}).setdefault(loop, set()).add(future)
             self._waiters += 1
+            self._loop_thread = threading.get_native_id()
             self._start()
         # PERF: a future and a timer, not asyncio.wait (a waiter, a set and callbacks more):
         # 1,000 streams wait again after every wake.
@@ -390,7 +464,7 @@ class ChangeWaker:
             for kind, at in deferred.items():
                 last = woken_at.get(kind)
                 if last is not None:  # the readers' work reported since may hold it longer
-                    at = deferred[kind] = max(at, last + self.hold(kind))
+                    at = deferred[kind] = max(at, self._due(kind, last))
                 if at <= now:
                     due.add(kind)
             for kind in due:
@@ -408,9 +482,9 @@ class ChangeWaker:
             if kind in deferred:
                 continue
             last = woken_at.get(kind)
-            hold = self.hold(kind) if last is not None else 0.0
-            if last is not None and now - last < hold:
-                deferred[kind] = last + hold
+            due = self._due(kind, last) if last is not None else now
+            if due > now:
+                deferred[kind] = due
             else:
                 now_woken.add(kind)
         return now_woken
@@ -432,19 +506,23 @@ class ChangeWaker:
                     self._everyone += max(counts.values())
                     counts.clear()
                     self._woken_at.clear()
+                    self._queued_at.clear()
                 self._everyone += 1
                 # Everyone's wake carries the wakes held back.
                 self._deferred.clear()
                 self._spent.clear()  # a new wake: its readers' work is counted anew
                 kinds = list(self._waiting)
             else:
-                woken_at = self._woken_at
+                woken_at, queued_at = self._woken_at, self._queued_at
                 if len(woken_at) + len(object_types) > _MAX_TYPES:
                     woken_at.clear()  # (forgotten: a type's next wake is not held back)
+                    queued_at.clear()
                 spent = self._spent
+                queued = self.queued()
                 for kind in object_types:
                     counts[kind] = counts.get(kind, 0) + 1
                     woken_at[kind] = now
+                    queued_at[kind] = queued
                     spent.pop(kind, None)  # a new wake: its readers' work is counted anew
                 kinds = [kind for kind in object_types if kind in self._waiting]
             by_loop = self._waiting_for(kinds)

@@ -1074,6 +1074,12 @@ class _ChangeRender(FeedRender):
             return None
         return self._collection.table.get(change.item_id)
 
+    def load_all(self, changes: Sequence[Change]) -> list[Any]:
+        items = self._collection.table.get_many(
+            change.item_id for change in changes if change.event != "deleted"
+        )
+        return [None if c.event == "deleted" else items.get(c.item_id) for c in changes]
+
     def allowed(self, change: Change, loaded: Any, request: Request) -> bool:
         if change.event == "deleted":
             return self._collection._may_read(request.user, None)
