@@ -9,7 +9,7 @@ import pytest
 
 from svcrest import App, public
 from svcrest.http.context import REQUEST_CONTEXT, RequestContext
-from svcrest.rest.urls import rewrite_rules
+from svcrest.rest.urls import rest_route_of, rewrite_rules
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
@@ -248,3 +248,24 @@ def test_bad_settings_are_refused() -> None:
         App("example.org")
     with pytest.raises(ValueError):
         App(HOME, timezone="Mars/Olympus")
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "route"),
+    [
+        ("/wp/svc-json", "", "/"),
+        ("/wp/svc-json/", "", "/"),
+        ("/wp/svc-json//", "", "/"),
+        ("/wp/svc-json/a/b", "", "/a/b"),
+        ("/wp/svc-json/a/b/", "", "/a/b"),
+        ("/wp/svc-json/a/b//", "", "/a/b/"),
+        ("/wp/svc-jsonx/a", "", None),
+        ("/wp/svc-jsonx/a", "rest_route=/c/d/", "/c/d"),
+        ("/wp/other", "rest_route=c", "/c"),
+        ("/wp/other", "rest_route=", None),
+        ("/wp/other", "", None),
+        ("/wp", "", None),
+    ],
+)
+def test_rest_route_of_a_path_and_query(path: str, query: str, route: str | None) -> None:
+    assert rest_route_of("/wp/svc-json", path, query) == route

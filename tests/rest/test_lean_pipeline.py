@@ -7,6 +7,8 @@ once per shape: each test here pins a case where a shortcut could have changed a
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +17,7 @@ import pytest
 from svcrest import App, Request, Response, RestError, public
 from svcrest.bounded import Memo
 from svcrest.http import exchange, headers
-from svcrest.http.exchange import HttpResponse, host_name, remembered_host_name
+from svcrest.http.exchange import HttpRequest, HttpResponse, host_name, remembered_host_name
 from svcrest.http.headers import Headers, asgi_header_lines
 from svcrest.rest import wire
 from svcrest.rest.defaults import (
@@ -26,6 +28,7 @@ from svcrest.rest.defaults import (
     rest_send_allow_header,
 )
 from svcrest.rest.plan import PipelinePlan
+from svcrest.site.respond import respond
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]
@@ -484,3 +487,25 @@ def test_an_async_post_dispatch_filter_after_the_default_one(client_for: ClientF
     assert response.headers["x-async"] == "1"
     assert response.headers["allow"] == "GET"
     assert response.headers["access-control-allow-credentials"] == "true"
+
+
+def test_dispatch_and_the_answer_step_set_every_slot_their_constructors_set() -> None:
+    """A callback's dict becomes its Response, and the answer step makes its HttpResponse,
+    without calling the class (for speed): each must come out as the constructor makes it
+    (a slot left unset would raise AttributeError when read)."""
+    app = make_app()
+    response = app.rest_do_request("/demo/v1/items/7")
+    made = Response(response.data)
+    for name in Response.__slots__:
+        if name not in ("matched_route", "matched_handler"):
+            assert getattr(response, name) == getattr(made, name), name
+    assert response.matched_route == "/demo/v1/items/(?P<id>\\d+)"
+    assert response.matched_handler is not None
+
+    answered = asyncio.run(respond(app, HttpRequest("GET", ITEM), None))
+    assert type(answered) is HttpResponse
+    fields = {field.name: getattr(answered, field.name) for field in dataclasses.fields(answered)}
+    assert fields["status"] == 200 and fields["content_length"] is None
+    assert fields["body"] == b'{"id":7,"title":"t","extra":true}'
+    assert answered == HttpResponse(**fields)
+    assert len(answered.wire_prefix) == len(answered.headers)

