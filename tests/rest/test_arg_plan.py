@@ -552,7 +552,8 @@ def test_a_request_with_only_url_parameters_answers_as_the_generic_step(
     generic_plan = generic.rest_get_server().table.get(r"/t/v1/u/(?P<key>[^/]+)")
     assert generic_plan is not None
     generic_plan.prepared[0].arg_plan.lean = None  # the generic step alone
-    got, want = [], []
+    got: list[Any] = []
+    want: list[Any] = []
     for each, into in ((app, got), (generic, want)):
         CALLS.clear()
         response = each.rest_do_request(Request("GET", f"/t/v1/u/{key}"))
