@@ -760,7 +760,8 @@ def test_the_checked_run_is_used_once(app: App) -> None:
     chosen = app.rest_get_server().table.handler_for(route, "GET")
     assert chosen is not None
     _, handler, params = chosen
-    controller = handler.definition["permission_callback"].__self__
+    permission: Any = handler.definition["permission_callback"]
+    controller = permission.__self__
     request = Request("GET", route)
     request.url_params = dict(params)
     assert controller.can_run(request) is True
