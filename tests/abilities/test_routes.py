@@ -4,6 +4,7 @@ wpRestAbilitiesV1CategoriesController tests, ported), over both adapters."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Callable
@@ -733,6 +734,43 @@ def test_a_run_checks_the_permission_once_before_the_callback(
     assert asked == [4]
     assert ability.execute("x").code == "ability_invalid_input"
     assert asked == [4]
+
+
+def test_the_checked_run_is_used_once(app: App) -> None:
+    """The run the permission check allowed is run once without a second check: the run
+    route's callback answering the same request again checks the permission again."""
+    asked: list[Any] = []
+
+    def allowed(input: Any) -> bool:
+        asked.append(input)
+        return True
+
+    app.register_ability(
+        "test/once",
+        label="Once",
+        description="Counts its permission checks.",
+        category="general",
+        input_schema={"type": "integer", "default": 1},
+        output_schema={"type": "integer"},
+        execute_callback=lambda input: input * 2,
+        permission_callback=allowed,
+        annotations={"readonly": True},
+    )
+    route = "/svc-abilities/v1/abilities/test/once/run"
+    chosen = app.rest_get_server().table.handler_for(route, "GET")
+    assert chosen is not None
+    _, handler, params = chosen
+    permission: Any = handler.definition["permission_callback"]
+    controller = permission.__self__
+    request = Request("GET", route)
+    request.url_params = dict(params)
+    assert controller.can_run(request) is True
+    assert asked == [1]
+    assert controller.run(request).data == 2
+    assert asked == [1]
+    again = controller.run(request)  # not allowed by a check any more: the whole run
+    assert asyncio.run(again).data == 2
+    assert asked == [1, 1]
 
 
 def test_async_callbacks_run_as_the_request_user(

@@ -476,3 +476,99 @@ if __name__ == "__main__":  # the answers of the tree this runs against, as the 
         default=repr,
     )
     print()
+
+
+def _url_site(args: dict[str, Any]) -> App:
+    app = App()
+    app.register_rest_route(
+        "t/v1",
+        r"/u/(?P<key>[^/]+)",
+        {"methods": "GET", "callback": answer, "permission_callback": public, "args": args},
+    )
+    return app
+
+
+def _key_check(value: Any, request: Request, key: str) -> Any:
+    CALLS.append(("key_check", value))
+    return value != "no"
+
+
+#: args, the URL's key, and whether the request leaves the step nothing to do.
+URL_ONLY_CASES: list[tuple[str, dict[str, Any], str, bool]] = [
+    ("pattern-ok", {"key": {"type": "string", "pattern": "^[a-z]+$"}}, "abc", True),
+    ("pattern-refused", {"key": {"type": "string", "pattern": "^[a-z]+$"}}, "A1", False),
+    ("integer-coerced", {"key": {"type": "integer"}}, "42", False),
+    ("integer-refused", {"key": {"type": "integer", "minimum": 50}}, "42", False),
+    (
+        "validate-callback",
+        {"key": {"type": "string", "validate_callback": _key_check}},
+        "no",
+        False,
+    ),
+    ("sanitize-callback", {"key": {"type": "string", "sanitize_callback": shout}}, "hey", False),
+    (
+        "required-missing",
+        {"key": {"type": "string"}, "other": {"type": "string", "required": True}},
+        "abc",
+        False,
+    ),
+    (
+        "required-default",
+        {"key": {"type": "string"}, "other": {"type": "string", "required": True, "default": "d"}},
+        "abc",
+        True,
+    ),
+    (
+        "null-default-callback",
+        {"key": {"type": "string"}, "input": {"default": None, "sanitize_callback": shout}},
+        "abc",
+        True,
+    ),
+    (
+        "list-default",
+        {"key": {"type": "string"}, "tags": {"type": "array", "default": "a,b"}},
+        "abc",
+        False,
+    ),
+    (
+        "settled-default",
+        {"key": {"type": "string"}, "n": {"type": "integer", "default": 3}},
+        "x",
+        True,
+    ),
+    ("not-an-arg", {"other": {"type": "integer", "default": 1}}, "abc", True),
+]
+
+
+@pytest.mark.parametrize("case", URL_ONLY_CASES, ids=[case[0] for case in URL_ONLY_CASES])
+def test_a_request_with_only_url_parameters_answers_as_the_generic_step(
+    case: tuple[str, dict[str, Any], str, bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from svcrest.rest.validation import ArgPlan
+
+    _, args, key, shortcut = case
+    app = _url_site(copy.deepcopy(args))
+    generic = _url_site(copy.deepcopy(args))
+    generic_plan = generic.rest_get_server().table.get(r"/t/v1/u/(?P<key>[^/]+)")
+    assert generic_plan is not None
+    generic_plan.prepared[0].arg_plan.lean = None  # the generic step alone
+    got: list[Any] = []
+    want: list[Any] = []
+    for each, into in ((app, got), (generic, want)):
+        CALLS.clear()
+        response = each.rest_do_request(Request("GET", f"/t/v1/u/{key}"))
+        into.append((response.status, json.dumps(response.data, default=repr), list(CALLS)))
+    assert got == want
+    # Whether the shortcut answered (the generic walk is not run then), and with a query
+    # parameter not.
+    answers: list[bool] = []
+    original = ArgPlan._url_only
+
+    def noted(self: ArgPlan, url: dict[str, Any]) -> bool:
+        answers.append(original(self, url))
+        return answers[-1]
+
+    monkeypatch.setattr(ArgPlan, "_url_only", noted)
+    app.rest_do_request(Request("GET", f"/t/v1/u/{key}"))
+    app.rest_do_request(Request("GET", f"/t/v1/u/{key}", query={"unrelated": "1"}))
+    assert answers == [shortcut]

@@ -33,6 +33,11 @@ CLOSED = {
     "properties": {"a": {"type": "string", "required": True}},
     "additionalProperties": False,
 }
+#: An ability's usual output schema: an open object of plain strings, none required.
+STRINGS = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
+}
 VALUES: list[Any] = [
     None,
     True,
@@ -98,6 +103,7 @@ VALUES: list[Any] = [
 SCHEMAS: list[dict[str, Any]] = [
     OBJECT,
     CLOSED,
+    STRINGS,
     {"type": "string"},
     {"type": "integer"},
     {"type": "number"},
@@ -148,6 +154,34 @@ def test_the_values_it_accepts() -> None:
     closed = quick_check(CLOSED)
     assert closed is not None
     assert [value for value in VALUES if closed(value)] == [{"a": "b"}]
+
+
+def test_an_object_of_strings_is_decided_by_the_quick_check() -> None:
+    check = quick_check(STRINGS)
+    assert check is not None
+    values = [*VALUES, {"name": "n", "description": "d", "c": [1]}, {"description": None}]
+    # Every dict is decided as the full check decides it (``""`` and ``[]``, empty objects
+    # to WordPress, are left to the full check).
+    assert [value for value in values if check(value)] == [
+        value
+        for value in values
+        if type(value) is dict and validate_value(value, STRINGS, "output") is None
+    ]
+    # Declared strings, anything else left open; a property not a string refused.
+    assert [value for value in values if check(value)] == [
+        {},
+        {"name": "n"},
+        {"name": "n", "count": 3, "on": False, "nested": {"x": 4}},
+        {"name": "n", "count": "3"},
+        {"name": "n", "count": "x"},
+        {"count": 1},
+        {"name": "n", "nested": {"x": "y"}},
+        {"name": "n", "other": [1]},
+        {"a": "b"},
+        {"a": "b", "c": 1},
+        {"c": 1},
+        {"name": "n", "description": "d", "c": [1]},
+    ]
 
 
 @pytest.mark.parametrize(

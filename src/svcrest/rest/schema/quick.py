@@ -227,6 +227,16 @@ def _object_check(schema: Mapping[str, Any], depth: int) -> Predicate | None:
         return None
     required = _required_names(schema, properties)
     closed = additional is False
+    if not required and not closed and all(check is _is_str for check in checks.values()):
+        return _strings_check(frozenset(checks))
+    return _properties_check(checks, required, closed)
+
+
+def _properties_check(
+    checks: dict[str, Predicate], required: tuple[str, ...], closed: bool
+) -> Predicate:
+    """The predicate of an object: its ``required`` names held, each property it holds
+    accepted by its check, and (``closed``) no other."""
 
     def accepts(value: Any) -> bool:
         if type(value) is not dict:
@@ -241,6 +251,23 @@ def _object_check(schema: Mapping[str, Any], depth: int) -> Predicate | None:
                     return False
             # PERF: a string property holding a string accepted without a call.
             elif not (check is _is_str and type(item) is str) and not check(item):
+                return False
+        return True
+
+    return accepts
+
+
+def _strings_check(names: frozenset[str]) -> Predicate:
+    """The predicate of an open object whose properties ``names`` are plain strings, none
+    required: each of them it holds is a string. PERF: the usual output schema of an
+    ability, a set look-up an item and no call (an MCP ``tools/call`` 154,849 → 154,266
+    instructions, bench/mcp_call.py)."""
+
+    def accepts(value: Any) -> bool:
+        if type(value) is not dict:
+            return False
+        for name, item in value.items():  # noqa: SIM110 - PERF: not all() over a generator
+            if type(item) is not str and name in names:
                 return False
         return True
 
