@@ -158,7 +158,7 @@ async def fan_out(
 
     draining = asyncio.ensure_future(drain())
     watching = asyncio.ensure_future(watch())
-    waker = change_waker(books.app.store)
+    waker = change_waker(books.table.store)
     began, loop_began, counted = cpu(), time.thread_time(), waker.counted
     await asyncio.to_thread(write)
     await asyncio.sleep(0.3)  # the last write's events
