@@ -211,13 +211,13 @@ async def serve_rest(
     # ``determine_current_user``, then ``rest_authentication_errors`` (one chain): only the
     # callbacks of the schemes whose credentials the request carries, and those of no
     # scheme (PERF: without credentials, usually none; a cookie request skips Basic's).
-    authentication = plan.authentication_by_carried[
+    authenticate = plan.authenticate_by_carried[
         plan.carried(request.headers, request.query_string, request.raw_body)
     ]
-    if authentication is None:
+    if authenticate is None:
         request.user = ctx.user
     else:
-        verdict = run_chain(authentication, ctx.user, request)
+        verdict = authenticate(ctx.user, request)
         if type(verdict) is Pending:
             verdict = await verdict
         request.user = ctx.user
