@@ -8,13 +8,14 @@ the answer step (:mod:`svcrest.rest.answer`: format, body, validator, 304, codin
 result into the HTTP answer.
 
 Every hook chain runs through :func:`svcrest.chains.run_chain`: plainly until a callback
-answers with an awaitable, then in one coroutine awaited here. Speed comes from preparing,
-not from a second path: the hooks' chains are fitted once per version of the registry
-(:class:`~svcrest.rest.plan.PipelinePlan`), so a hook with one more callback costs that
-call; routes prepare their handlers (fitted callbacks, the Allow value or chain) when the
-table changes and remember their matches; the default filters
-append to a response's plain list of header lines (no ``Headers`` object unless someone asks
-for one); and the REST header block is encoded for the wire once per discovery Link value.
+answers with an awaitable, then in one coroutine awaited here (authentication whose chain
+holds one scheme's callbacks only is that scheme's ``alone`` function, one call). Speed
+comes from preparing, not from a second path: the hooks' chains are fitted once per version
+of the registry (:class:`~svcrest.rest.plan.PipelinePlan`), so a hook with one more callback
+costs that call; routes prepare their handlers (fitted callbacks, the Allow value or chain)
+when the table changes and remember their matches; the default filters append to a
+response's plain list of header lines (no ``Headers`` object unless someone asks for one);
+and the REST header block is encoded for the wire once per discovery Link value.
 """
 
 from __future__ import annotations
