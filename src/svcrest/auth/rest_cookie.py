@@ -236,11 +236,14 @@ class CookieAuth:
             return True
         auth = self._service or self.service()
         token = ctx.session_token
-        verdict = (
-            auth.nonces.verify(nonce, NONCE_ACTION, ctx.user.id, token)  # PERF: no wrapper
-            if isinstance(nonce, str)
-            else False
-        )
+        user_id = ctx.user.id
+        if type(nonce) is str and type(user_id) is int and type(token) is str:
+            # PERF: the types verify tests known here (~400 instructions less).
+            verdict = auth.nonces.verified(nonce, NONCE_ACTION, user_id, token)
+        else:
+            verdict = isinstance(nonce, str) and auth.nonces.verify(
+                nonce, NONCE_ACTION, user_id, token
+            )
         if not verdict:  # row 4
             return RestError(
                 "rest_cookie_invalid_nonce", "Cookie nonce is invalid", {"status": 403}
