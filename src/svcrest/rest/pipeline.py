@@ -219,10 +219,13 @@ async def serve_rest(
         request.user = ctx.user
     else:
         verdict = authenticate(ctx.user, request)
-        if type(verdict) is Pending:
-            verdict = await verdict
         request.user = ctx.user
-        error = verdict if isinstance(verdict, RestError) else None
+        # PERF: True (a valid cookie and nonce) is neither pending nor an error.
+        if verdict is not True:
+            if type(verdict) is Pending:
+                verdict = await verdict
+                request.user = ctx.user
+            error = verdict if isinstance(verdict, RestError) else None
     authenticated = perf_counter() if timed else 0.0
     result = (
         Response.from_error(error)
