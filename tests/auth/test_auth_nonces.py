@@ -285,3 +285,21 @@ def test_the_memo_of_verified_nonces_is_bounded() -> None:
     long_token = "t" * 300
     assert manager.verify(manager.create("svc_rest", 1, long_token), "svc_rest", 1, long_token)
     assert ("svc_rest", long_token) not in {(key[1], key[3]) for key in manager._verified}
+
+
+def test_verified_answers_as_verify_for_arguments_of_their_types() -> None:
+    manager, clock = make()
+    nonce = manager.create("svc_rest", 7, "tok")
+    assert manager.verified(nonce, "svc_rest", 7, "tok") == 1
+    assert manager.verified(nonce, "svc_rest", 8, "tok") is False
+    assert manager.verified(nonce, "svc_rest", 7, "other") is False
+    assert manager.verified("0" * 32, "svc_rest", 7, "tok") is False
+    assert manager.verified("short", "svc_rest", 7, "tok") is False
+    clock.now += HALF
+    assert (
+        manager.verified(nonce, "svc_rest", 7, "tok")
+        == 2
+        == manager.verify(nonce, "svc_rest", 7, "tok")
+    )
+    clock.now += HALF
+    assert manager.verified(nonce, "svc_rest", 7, "tok") is False

@@ -12,6 +12,7 @@ from svcrest import App, Request, public
 from svcrest.auth.passwords import ScryptParams
 from svcrest.hooks import Hooks
 from svcrest.http.headers import Headers
+from svcrest.http.user import ANONYMOUS
 from svcrest.rest.auth_schemes import CHOSEN_ONE_BY_ONE, AuthScheme, AuthSchemes
 from svcrest.rest.plan import PipelinePlan, adopt_user
 from tests.conftest import SiteClient
@@ -252,6 +253,41 @@ def test_a_cookie_request_skips_the_application_password_callbacks() -> None:
     # before the cookie check's), as the whole chain.
     both = chains[COOKIE_BIT | BASIC_BIT]
     assert both == (cookie[0], basic[0], adopt_user, basic[1], cookie[1]) == plan.authentication
+
+
+def test_a_cookie_request_runs_the_cookie_schemes_alone_function() -> None:
+    app = App()
+    cookie = app.auth_schemes.schemes[0]
+    assert cookie.alone is not None
+    plan = app.rest_get_server().plan()
+    assert plan.authenticate_by_carried[0] is None
+    assert plan.authenticate_by_carried[COOKIE_BIT] == cookie.alone
+    # Basic's callbacks have no alone function: their chain runs through the runner.
+    assert plan.authenticate_by_carried[BASIC_BIT] != cookie.alone
+    assert plan.authenticate_by_carried[COOKIE_BIT | BASIC_BIT] != cookie.alone
+
+
+def test_another_callback_or_a_removed_one_turns_the_alone_function_off() -> None:
+    app = App()
+    cookie = app.auth_schemes.schemes[0]
+    ran: list[str] = []
+
+    def plugin(result: Any, request: Request) -> Any:
+        ran.append("plugin")
+        return result
+
+    app.hooks.add_filter("rest_authentication_errors", plugin, 50)
+    plan = app.rest_get_server().plan()
+    authenticate = plan.authenticate_by_carried[COOKIE_BIT]
+    assert authenticate is not None and authenticate != cookie.alone
+    request = Request.from_http("GET", "/x", "", Headers([("Cookie", "a=b")]), b"")
+    authenticate(ANONYMOUS, request)
+    assert ran == ["plugin"]
+    app.hooks.remove_filter("rest_authentication_errors", plugin, 50)
+    assert app.rest_get_server().plan().authenticate_by_carried[COOKIE_BIT] == cookie.alone
+    _, check_errors, _ = cookie.callbacks[1]
+    app.hooks.remove_filter("rest_authentication_errors", check_errors, 100)
+    assert app.rest_get_server().plan().authenticate_by_carried[COOKIE_BIT] != cookie.alone
 
 
 def test_a_scheme_without_carriers_runs_with_any_credentials() -> None:

@@ -163,10 +163,12 @@ class AuthService:
         self.session_cache: SessionCache | None = open_session_cache(store, entries)
         #: The memo of valid cookies, on a store that marks its changes (SQLite), else None.
         self.verified_cookies: VerifiedCookies | None = None
-        self._change_mark: Callable[[], int | None] = _no_mark
+        #: The store's change mark (``ChangeMarkingStore.change_mark``) while there is a
+        #: memo; else a function answering None.
+        self.change_mark: Callable[[], int | None] = _no_mark
         if isinstance(store, ChangeMarkingStore) and entries > 0:
             self.verified_cookies = VerifiedCookies(entries)
-            self._change_mark = store.change_mark
+            self.change_mark = store.change_mark
         #: Cookies whose HMAC was found right, with their password fragment (None when off).
         self.known_signatures = KnownSignatures() if entries > 0 else None
 
@@ -223,23 +225,6 @@ class AuthService:
         """A ``Set-Cookie`` header value that makes the browser drop the auth cookie."""
         return _set_cookie("", secure, "; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Max-Age=0")
 
-    def remembered_cookie(self, value: str) -> VerifiedCookie | None:
-        """What the memo of valid cookies holds for ``value`` while nothing was written to
-        the store since it was verified and it is still valid now; None otherwise (or
-        without a memo). Fires no action: a caller answering from it stands in for
-        :meth:`validate_cookie`'s ``auth_cookie_valid`` (``svcrest.hooks.Hooks.has_only``)."""
-        memo = self.verified_cookies
-        if memo is None:
-            return None
-        mark = self._change_mark()
-        if mark is None:
-            return None
-        now = self.clock()
-        # PERF: VerifiedCookies.get written out for the hit at the memo's own mark (a Python
-        # call less); any other mark takes the method, which empties the memo for a newer one.
-        known = memo.entries.get(value) if mark == memo.mark else memo.get(value, mark, now)
-        return known if known is not None and now <= known.valid_until else None
-
     def validate_cookie(self, value: str | None) -> tuple[User, str] | None:
         """The (user, session token) of a valid auth cookie value, else None; never raises on
         any value (store errors propagate).
@@ -259,7 +244,7 @@ class AuthService:
         if memo is not None:
             # PERF: a cookie found valid since the last write to the database is answered
             # from the memo (svcrest.auth.verified_cookies says why that is safe).
-            mark = self._change_mark()
+            mark = self.change_mark()
             if mark is not None:
                 # PERF: VerifiedCookies.get written out for the hit at the memo's own mark
                 # (a Python call less a check); any other mark takes the method, which

@@ -8,13 +8,14 @@ the answer step (:mod:`svcrest.rest.answer`: format, body, validator, 304, codin
 result into the HTTP answer.
 
 Every hook chain runs through :func:`svcrest.chains.run_chain`: plainly until a callback
-answers with an awaitable, then in one coroutine awaited here. Speed comes from preparing,
-not from a second path: the hooks' chains are fitted once per version of the registry
-(:class:`~svcrest.rest.plan.PipelinePlan`), so a hook with one more callback costs that
-call; routes prepare their handlers (fitted callbacks, the Allow value or chain) when the
-table changes and remember their matches; the default filters
-append to a response's plain list of header lines (no ``Headers`` object unless someone asks
-for one); and the REST header block is encoded for the wire once per discovery Link value.
+answers with an awaitable, then in one coroutine awaited here (authentication whose chain
+holds one scheme's callbacks only is that scheme's ``alone`` function, one call). Speed
+comes from preparing, not from a second path: the hooks' chains are fitted once per version
+of the registry (:class:`~svcrest.rest.plan.PipelinePlan`), so a hook with one more callback
+costs that call; routes prepare their handlers (fitted callbacks, the Allow value or chain)
+when the table changes and remember their matches; the default filters append to a
+response's plain list of header lines (no ``Headers`` object unless someone asks for one);
+and the REST header block is encoded for the wire once per discovery Link value.
 """
 
 from __future__ import annotations
@@ -211,17 +212,20 @@ async def serve_rest(
     # ``determine_current_user``, then ``rest_authentication_errors`` (one chain): only the
     # callbacks of the schemes whose credentials the request carries, and those of no
     # scheme (PERF: without credentials, usually none; a cookie request skips Basic's).
-    authentication = plan.authentication_by_carried[
+    authenticate = plan.authenticate_by_carried[
         plan.carried(request.headers, request.query_string, request.raw_body)
     ]
-    if authentication is None:
+    if authenticate is None:
         request.user = ctx.user
     else:
-        verdict = run_chain(authentication, ctx.user, request)
-        if type(verdict) is Pending:
-            verdict = await verdict
+        verdict = authenticate(ctx.user, request)
         request.user = ctx.user
-        error = verdict if isinstance(verdict, RestError) else None
+        # PERF: True (a valid cookie and nonce) is neither pending nor an error.
+        if verdict is not True:
+            if type(verdict) is Pending:
+                verdict = await verdict
+                request.user = ctx.user
+            error = verdict if isinstance(verdict, RestError) else None
     authenticated = perf_counter() if timed else 0.0
     result = (
         Response.from_error(error)

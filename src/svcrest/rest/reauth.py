@@ -11,7 +11,7 @@ password (on any host) make it answer False.
 
 from __future__ import annotations
 
-from svcrest.chains import Pending, run_chain
+from svcrest.chains import Pending
 from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
@@ -36,12 +36,12 @@ async def still_authenticated(server: RestServer, request: Request, ctx: Request
     token = REQUEST_CONTEXT.set(fresh)
     try:
         plan = server.plan()
-        chain = plan.authentication_by_carried[
+        authenticate = plan.authenticate_by_carried[
             plan.carried(again.headers, again.query_string, again.raw_body)
         ]
         verdict = None
-        if chain is not None:
-            verdict = run_chain(chain, fresh.user, again)
+        if authenticate is not None:
+            verdict = authenticate(fresh.user, again)
             if type(verdict) is Pending:
                 verdict = await verdict
     finally:
