@@ -15,6 +15,7 @@ from typing import Any
 
 from svcrest.auth.cookies import COOKIE_NAME, parse_cookie_header
 from svcrest.auth.service import AuthService
+from svcrest.auth.verified_cookies import VerifiedCookie
 from svcrest.bounded import BoundedDict
 from svcrest.hooks import Hooks
 from svcrest.http.context import RequestContext, current_context
@@ -134,18 +135,11 @@ class CookieAuth:
             hooks = service.hooks
             if hooks.version != self._checked:
                 self._check(hooks)
-            # PERF: a cookie found valid since the store last changed (the memo's hit of
-            # ``validate_cookie``, read here: 2 calls less), while the cookie status is the
-            # one callback of ``auth_cookie_valid``: the action counted and its work done
-            # here (its call, the callback's and a dict copy less; a plugin's callback on the
-            # action turns this off and is called as before). SECURITY: an entry counts only
-            # at the memo's own change mark (any write empties it) and until it expires.
-            memo = service.verified_cookies
-            known = None
-            if self._quiet and memo is not None and service.change_mark() == memo.mark:
-                known = memo.entries.get(value)
-                if known is not None and service.clock() > known.valid_until:
-                    known = None
+            # PERF: while the cookie status is the one callback of ``auth_cookie_valid``,
+            # a remembered cookie is answered here: the action counted and its work done
+            # (its call, the callback's and a dict copy less; a plugin's callback on the
+            # action turns this off and is called as before).
+            known = self._remembered(service, value) if self._quiet else None
             if known is not None:
                 hooks.count_action("auth_cookie_valid")
                 ctx = current_context()
@@ -177,13 +171,9 @@ class CookieAuth:
         # of ``auth_cookie_valid``. Any other case takes :meth:`cookie_user`.
         if value is not None and ctx is not None and service is not None and self._quiet:
             hooks = service.hooks
-            memo = service.verified_cookies
             if (
                 hooks.version == self._checked
-                and memo is not None
-                and service.change_mark() == memo.mark
-                and (known := memo.entries.get(value)) is not None
-                and service.clock() <= known.valid_until
+                and (known := self._remembered(service, value)) is not None
             ):
                 hooks.count_action("auth_cookie_valid")
                 ctx.cookie_status = True
@@ -201,6 +191,20 @@ class CookieAuth:
             ctx.user = found
         request.user = ctx.user
         return self.check_errors(None, request)
+
+    @staticmethod
+    def _remembered(service: AuthService, value: str) -> VerifiedCookie | None:
+        """What the memo of valid cookies holds for ``value`` (a cookie found valid since
+        the store last changed: ``validate_cookie``'s memo hit, without its action), or
+        None. SECURITY: an entry counts only at the memo's own change mark (any write to
+        the store empties it) and until it expires."""
+        memo = service.verified_cookies
+        if memo is None or service.change_mark() != memo.mark:
+            return None
+        known = memo.entries.get(value)
+        if known is None or service.clock() > known.valid_until:
+            return None
+        return known
 
     def _check(self, hooks: Hooks) -> None:
         """Whether ``auth_cookie_valid`` has no callback but :attr:`on_valid`, at the hooks'
