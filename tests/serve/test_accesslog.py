@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import sys
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -14,7 +15,7 @@ import svcrest
 from svcrest import App
 from svcrest.http.context import RequestContext
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG, LOGGED_REQUEST, _AccessLog
-from svcrest.serve.accesslog import RedactSecrets, redact
+from svcrest.serve.accesslog import ACCESS_FORMAT, AccessFormatter, RedactSecrets, redact
 
 
 @pytest.mark.parametrize(
@@ -360,3 +361,30 @@ def test_plain_values_run_no_regular_expression(monkeypatch: pytest.MonkeyPatch)
     record = _granian_record("/a\x1b", "_wpnonce=1")
     assert log_filter.filter(record) is True
     assert calls == ["escape_controls", "redact"]
+
+
+def test_the_access_formatter_writes_logging_formatter_s_line() -> None:
+    """granian's text configuration names :class:`AccessFormatter`, which writes what
+    ``logging.Formatter(ACCESS_FORMAT)`` writes, an exception's traceback included."""
+    from granian.log import LOGGING_CONFIG
+
+    from svcrest.serve.launcher import _log_config
+
+    access = _log_config(LOGGING_CONFIG, "access")["formatters"]["access"]
+    assert access["()"] == "svcrest.serve.accesslog.AccessFormatter"
+    assert access["fmt"] == ACCESS_FORMAT == "%(message)s request_id=%(request_id)s"
+    plain = logging.Formatter(ACCESS_FORMAT)
+    record = _granian_record("/a\x1b", "pwd=1")
+    record.request_id = "r-1"
+    assert AccessFormatter(ACCESS_FORMAT).format(record) == plain.format(record)
+    assert plain.format(record).endswith(" 200 1.235 request_id=r-1")
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        failed = logging.LogRecord(
+            "granian.access", logging.ERROR, "x", 1, "m %s", ("a",), sys.exc_info()
+        )
+    failed.request_id = "-"
+    line = AccessFormatter(ACCESS_FORMAT).format(failed)
+    assert line == plain.format(failed)
+    assert line.startswith("m a request_id=-\nTraceback") and line.endswith("RuntimeError: boom")
