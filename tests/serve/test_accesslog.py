@@ -4,18 +4,32 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import io
 import logging
+import os
+import signal
+import subprocess
 import sys
+import time
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import svcrest
 from svcrest import App
 from svcrest.http.context import RequestContext
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG, LOGGED_REQUEST, _AccessLog
-from svcrest.serve.accesslog import ACCESS_FORMAT, AccessFormatter, RedactSecrets, redact
+from svcrest.serve.accesslog import (
+    ACCESS_FORMAT,
+    FLUSH_DELAY,
+    AccessFormatter,
+    AccessHandler,
+    RedactSecrets,
+    redact,
+)
 
 
 @pytest.mark.parametrize(
@@ -388,3 +402,124 @@ def test_the_access_formatter_writes_logging_formatter_s_line() -> None:
     line = AccessFormatter(ACCESS_FORMAT).format(failed)
     assert line == plain.format(failed)
     assert line.startswith("m a request_id=-\nTraceback") and line.endswith("RuntimeError: boom")
+
+
+# -- the access handler: a flush every half second, every line written ---------------------------
+
+
+class _Stream(io.StringIO):
+    """A stream that notes when it was flushed and what it held then."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed: list[tuple[float, str]] = []
+
+    def flush(self) -> None:
+        self.flushed.append((time.monotonic(), self.getvalue()))
+
+
+def test_the_access_handler_flushes_within_a_second_not_every_line() -> None:
+    from svcrest.serve.launcher import _log_config
+
+    stream = _Stream()
+    handler = AccessHandler(stream)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    started = time.monotonic()
+    for number in range(100):
+        handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "line %d", (number,), None))
+    assert stream.flushed == []  # written into the buffer, not flushed a line
+    lines = "".join(f"line {number}\n" for number in range(100))
+    assert stream.getvalue() == lines
+    deadline = started + 5
+    while not stream.flushed:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    [(when, held)] = stream.flushed
+    assert FLUSH_DELAY <= when - started < 1.0, when - started
+    assert held == lines
+    # A later line is flushed again within the delay; handler.flush() (logging.shutdown at
+    # exit, a new configuration) flushes at once.
+    handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "late", None, None))
+    while len(stream.flushed) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert stream.flushed[1][1].endswith("line 99\nlate\n")
+    handler.flush()
+    assert len(stream.flushed) == 3
+    # Both servers' access handlers are this one (on standard output, as theirs).
+    from granian.log import LOGGING_CONFIG as GRANIAN
+    from uvicorn.config import LOGGING_CONFIG as UVICORN
+
+    for base in (GRANIAN, UVICORN):
+        for log_format in ("text", "json"):
+            access = _log_config(base, "access", log_format)["handlers"]["access"]
+            assert access["class"] == "svcrest.serve.accesslog.AccessHandler"
+            assert access["stream"] == "ext://sys.stdout"
+
+
+_WORKER = """
+import logging.config, multiprocessing, sys
+from granian.log import LOGGING_CONFIG
+from svcrest.serve.launcher import _log_config
+from tests.serve.test_accesslog import _granian_record
+
+
+def worker():  # as a granian worker: configured in the forked process, then returns
+    logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1]))
+    logger = logging.getLogger("granian.access")
+    for number in range(3):
+        logger.handle(_granian_record(f"/line/{number}"))
+
+
+process = multiprocessing.get_context("fork").Process(target=worker)
+process.start()
+process.join()
+logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1]))
+logging.getLogger("granian.access").handle(_granian_record("/main"))
+"""
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_every_line_is_written_when_a_worker_or_the_process_ends(
+    tmp_path: Path, log_format: str
+) -> None:
+    """No line waits for the flush at an exit: a worker process flushes its standard
+    output as it returns, the main process at ``logging.shutdown``."""
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(script), log_format],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stderr
+    paths = [f"/line/{number}" for number in range(3)] + ["/main"]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 4, done.stdout
+    for line, path in zip(lines, paths, strict=True):
+        assert f"GET {path} HTTP/1.1" in line, line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_the_last_lines_are_written_at_sigterm(tmp_path: Path, server: str) -> None:
+    """A server stopped right after its last answers has written their lines."""
+    from tests.e2e.test_serving_options import free_port, running, serve_command
+
+    port = free_port()
+    command = serve_command(port, "--server", server, "--workers", "2")
+    with running(command, tmp_path, port) as served:
+        for number in range(20):
+            httpx.get(
+                f"{served.url}/svc-json/?n={number}", headers={"X-Request-Id": f"stop-{number}"}
+            )
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(timeout=30)
+        output = served.output()
+    for number in range(20):
+        assert f"request_id=stop-{number}" in output, output[-3000:]

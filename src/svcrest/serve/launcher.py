@@ -51,7 +51,12 @@ from typing import Any, Final
 
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
 from svcrest.serve import forwarded, uvicorn_wsgi
-from svcrest.serve.accesslog import ACCESS_FORMAT, AccessFormatter, RedactSecrets
+from svcrest.serve.accesslog import (
+    ACCESS_FORMAT,
+    AccessFormatter,
+    AccessHandler,
+    RedactSecrets,
+)
 from svcrest.serve.admin import DEFAULT_ADMIN_HOST, AdminServer, store_probe
 from svcrest.serve.bodies import (
     DEFAULT_BODY_TIMEOUT,
@@ -119,6 +124,7 @@ GRANIAN_WSGI_THREADS: Final = 8
 ENV_HEADER_TIMEOUT: Final = "SVCREST_HEADER_TIMEOUT"
 _REDACT_FILTER: Final = {"()": f"{RedactSecrets.__module__}.{RedactSecrets.__qualname__}"}
 _ACCESS_FORMATTER: Final = f"{AccessFormatter.__module__}.{AccessFormatter.__qualname__}"
+_ACCESS_HANDLER: Final = f"{AccessHandler.__module__}.{AccessHandler.__qualname__}"
 _JSON_FORMATTER: Final = {"()": f"{JsonFormatter.__module__}.{JsonFormatter.__qualname__}"}
 #: What every access-log line ends with.
 _ACCESS_ID: Final = " request_id=%(request_id)s"
@@ -211,6 +217,8 @@ def _log_config(
     config.setdefault("filters", {})["svcrest_redact"] = dict(_REDACT_FILTER)
     handler = config["handlers"][access_handler]
     handler["filters"] = [*handler.get("filters", []), "svcrest_redact"]
+    if handler.get("class") == "logging.StreamHandler":  # both servers'
+        handler["class"] = _ACCESS_HANDLER  # a flush every half second, not every line
     formatters = config["formatters"]
     if log_format == "json":
         for name in formatters:
