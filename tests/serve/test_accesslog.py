@@ -506,13 +506,14 @@ def test_every_line_is_written_when_a_worker_or_the_process_ends(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
 @pytest.mark.parametrize("server", ["granian", "uvicorn"])
-def test_the_last_lines_are_written_at_sigterm(tmp_path: Path, server: str) -> None:
+def test_the_last_lines_are_written_at_sigterm(tmp_path: Path, server: str, workers: str) -> None:
     """A server stopped right after its last answers has written their lines."""
     from tests.e2e.test_serving_options import free_port, running, serve_command
 
     port = free_port()
-    command = serve_command(port, "--server", server, "--workers", "2")
+    command = serve_command(port, "--server", server, "--workers", workers)
     with running(command, tmp_path, port) as served:
         for number in range(20):
             httpx.get(
