@@ -18,6 +18,11 @@ The same filter gives each access-log record the request's id (``request_id``, "
 answer had none: a refused connection), which the launcher's formats print last
 (``request_id=…``): the id the adapter sent as ``X-Request-Id``; and the matched route's
 pattern (``route``) and the user's id (``user_id``), which the JSON format prints.
+
+The launcher writes the lines with :class:`AccessHandler` (both servers: a flush half a
+second after the first line not yet flushed, not one a line; none lost at a stop) and
+granian's text lines with :class:`AccessFormatter` (the same bytes as ``logging.Formatter``
+with :data:`ACCESS_FORMAT`).
 """
 
 from __future__ import annotations
@@ -88,9 +93,9 @@ def _clean(value: str) -> str:
     """``value`` redacted and escaped. PERF: most values (a path without ``=``, an empty
     query string) need neither: ``=`` absent leaves :func:`redact` nothing to do, and a
     printable text (``str.isprintable``: false for every C0, DEL and C1 character) without
-    a backslash leaves :func:`escape_controls` nothing; three C-level checks instead of two
-    regular expressions (granian's access line, 1,000 requests under callgrind: the filter
-    from ~41,000 instructions a request to ~…)."""
+    a backslash leaves :func:`escape_controls` nothing: three C-level checks instead of two
+    regular expressions, and only on the client's values (granian's worker with the access
+    log, 1,000 requests under callgrind: 325,650 → 295,718 instructions a request)."""
     if "=" in value:
         value = redact(value)
     if value.isprintable() and "\\" not in value:
@@ -149,7 +154,8 @@ class AccessFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         # PERF: the message and the id straight into the line, without the format's style
-        # object and its date check (…).
+        # object and its date check (granian's worker, callgrind: 295,718 → 289,128
+        # instructions a request).
         if record.exc_info or record.exc_text or record.stack_info:
             return super().format(record)
         record.message = record.getMessage()
@@ -181,7 +187,8 @@ class AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._flusher: threading.Thread | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        # PERF: no flush (a write system call) a line (…).
+        # PERF: no flush (a write system call) a line: 289,128 → 285,509 instructions a
+        # request in granian's worker (callgrind), besides the system call's own time.
         try:
             self.stream.write(self.format(record) + self.terminator)
         except RecursionError:
