@@ -446,16 +446,32 @@ def test_the_access_handler_flushes_within_a_second_not_every_line() -> None:
     assert stream.flushed[1][1].endswith("line 99\nlate\n")
     handler.flush()
     assert len(stream.flushed) == 3
-    # Both servers' access handlers are this one (on standard output, as theirs).
+    # granian's access handler is this one (on standard output, as its own); uvicorn's stays
+    # a StreamHandler (its process re-raises SIGTERM once stopped: no flush at its end).
     from granian.log import LOGGING_CONFIG as GRANIAN
     from uvicorn.config import LOGGING_CONFIG as UVICORN
 
-    for base in (GRANIAN, UVICORN):
-        for log_format in ("text", "json"):
-            access = _log_config(base, "access", log_format)["handlers"]["access"]
-            assert access["class"] == "svcrest.serve.accesslog.AccessHandler"
-            assert access["stream"] == "ext://sys.stdout"
+    from svcrest.serve.launcher import ServeConfig, granian_options, uvicorn_options
 
+    for log_format in ("text", "json"):
+        config = ServeConfig(asgi_factory="a:b", wsgi_factory="a:c", log_format=log_format)
+        access = granian_options(config)["log_dictconfig"]["handlers"]["access"]
+        assert access["class"] == "svcrest.serve.accesslog.AccessHandler"
+        assert access["stream"] == "ext://sys.stdout"
+        access = uvicorn_options(config)["log_config"]["handlers"]["access"]
+        assert access["class"] == "logging.StreamHandler"
+        assert _log_config(GRANIAN, "access", log_format) == _log_config(
+            GRANIAN, "access", log_format, buffered=False
+        )
+        assert (
+            _log_config(UVICORN, "access", log_format, buffered=True)["handlers"]["access"]["class"]
+            == "svcrest.serve.accesslog.AccessHandler"
+        )
+
+
+#: The environment of a process whose standard output is buffered, as it is by default
+#: off a terminal (``PYTHONUNBUFFERED`` would write each line at once, flushed or not).
+_BUFFERED = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
 
 _WORKER = """
 import logging.config, multiprocessing, sys
@@ -465,7 +481,8 @@ from tests.serve.test_accesslog import _granian_record
 
 
 def worker():  # as a granian worker: configured in the forked process, then returns
-    logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1]))
+    config = _log_config(LOGGING_CONFIG, "access", sys.argv[1], buffered=True)
+    logging.config.dictConfig(config)
     logger = logging.getLogger("granian.access")
     for number in range(3):
         logger.handle(_granian_record(f"/line/{number}"))
@@ -474,7 +491,7 @@ def worker():  # as a granian worker: configured in the forked process, then ret
 process = multiprocessing.get_context("fork").Process(target=worker)
 process.start()
 process.join()
-logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1]))
+logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1], buffered=True))
 logging.getLogger("granian.access").handle(_granian_record("/main"))
 """
 
@@ -495,7 +512,7 @@ def test_every_line_is_written_when_a_worker_or_the_process_ends(
         timeout=60,
         check=False,
         cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
+        env={**_BUFFERED, "PYTHONPATH": str(root)},
     )
     assert done.returncode == 0, done.stderr
     paths = [f"/line/{number}" for number in range(3)] + ["/main"]
@@ -514,7 +531,7 @@ def test_the_last_lines_are_written_at_sigterm(tmp_path: Path, server: str, work
 
     port = free_port()
     command = serve_command(port, "--server", server, "--workers", workers)
-    with running(command, tmp_path, port) as served:
+    with running(command, tmp_path, port, env={"PYTHONUNBUFFERED": ""}) as served:
         for number in range(20):
             httpx.get(
                 f"{served.url}/svc-json/?n={number}", headers={"X-Request-Id": f"stop-{number}"}
@@ -524,3 +541,31 @@ def test_the_last_lines_are_written_at_sigterm(tmp_path: Path, server: str, work
         output = served.output()
     for number in range(20):
         assert f"request_id=stop-{number}" in output, output[-3000:]
+
+
+_FORKED = """
+import logging, os, sys, time
+from svcrest.serve.accesslog import AccessHandler
+
+handler = AccessHandler(sys.stdout)
+handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "parent", None, None))
+pid = os.fork()
+if pid == 0:  # a line of the child, then an exit that flushes nothing: only the timer does
+    handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "child", None, None))
+    time.sleep(1.5)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def test_a_process_forked_after_a_line_flushes_its_own() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=_BUFFERED,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "child" in done.stdout.splitlines(), done.stdout

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import threading
 import time
+import weakref
 from typing import Any, Final
 from urllib.parse import unquote_plus
 
@@ -182,6 +184,18 @@ class AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def __init__(self, stream: Any = None) -> None:
         super().__init__(stream)
+        self._forked()
+        # A process forked after a line has no flushing thread: it starts its own.
+        handler = weakref.ref(self)
+
+        def forked() -> None:
+            live = handler()
+            if live is not None:
+                live._forked()
+
+        os.register_at_fork(after_in_child=forked)
+
+    def _forked(self) -> None:
         self._due = False
         self._wake = threading.Event()
         self._flusher: threading.Thread | None = None

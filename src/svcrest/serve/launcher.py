@@ -208,16 +208,23 @@ class ServeConfig:
 
 
 def _log_config(
-    base: Mapping[str, Any], access_handler: str, log_format: str = "text"
+    base: Mapping[str, Any],
+    access_handler: str,
+    log_format: str = "text",
+    *,
+    buffered: bool = False,
 ) -> dict[str, Any]:
     """The server's logging configuration with secrets redacted from its access lines and
     the request id at the end of each (``request_id=…``, set by the redacting filter); with
-    ``log_format`` ``"json"``, every formatter writes one JSON object a line instead."""
+    ``log_format`` ``"json"``, every formatter writes one JSON object a line instead. With
+    ``buffered`` (granian: its workers flush standard output as they end, SIGTERM included;
+    uvicorn's re-raise the signal and would lose the lines not yet flushed), the access
+    lines go through :class:`~svcrest.serve.accesslog.AccessHandler`."""
     config = copy.deepcopy(dict(base))
     config.setdefault("filters", {})["svcrest_redact"] = dict(_REDACT_FILTER)
     handler = config["handlers"][access_handler]
     handler["filters"] = [*handler.get("filters", []), "svcrest_redact"]
-    if handler.get("class") == "logging.StreamHandler":  # both servers'
+    if buffered and handler.get("class") == "logging.StreamHandler":
         handler["class"] = _ACCESS_HANDLER  # a flush every half second, not every line
     formatters = config["formatters"]
     if log_format == "json":
@@ -296,7 +303,7 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
         "workers": config.workers,
         "reload": config.reload,
         "log_access": config.access_log,
-        "log_dictconfig": _log_config(LOGGING_CONFIG, "access", config.log_format),
+        "log_dictconfig": _log_config(LOGGING_CONFIG, "access", config.log_format, buffered=True),
         "backpressure": limits.max_concurrency,
         "workers_kill_timeout": max(1, round(limits.graceful_timeout)),
         "http1_settings": HTTP1Settings(
