@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import io
 import logging
 import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -24,9 +22,7 @@ from svcrest.http.context import RequestContext
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG, LOGGED_REQUEST, _AccessLog
 from svcrest.serve.accesslog import (
     ACCESS_FORMAT,
-    FLUSH_DELAY,
     AccessFormatter,
-    AccessHandler,
     RedactSecrets,
     redact,
 )
@@ -404,69 +400,7 @@ def test_the_access_formatter_writes_logging_formatter_s_line() -> None:
     assert line.startswith("m a request_id=-\nTraceback") and line.endswith("RuntimeError: boom")
 
 
-# -- the access handler: a flush every half second, every line written ---------------------------
-
-
-class _Stream(io.StringIO):
-    """A stream that notes when it was flushed and what it held then."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.flushed: list[tuple[float, str]] = []
-
-    def flush(self) -> None:
-        self.flushed.append((time.monotonic(), self.getvalue()))
-
-
-def test_the_access_handler_flushes_within_a_second_not_every_line() -> None:
-    from svcrest.serve.launcher import _log_config
-
-    stream = _Stream()
-    handler = AccessHandler(stream)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    started = time.monotonic()
-    for number in range(100):
-        handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "line %d", (number,), None))
-    assert stream.flushed == []  # written into the buffer, not flushed a line
-    lines = "".join(f"line {number}\n" for number in range(100))
-    assert stream.getvalue() == lines
-    deadline = started + 5
-    while not stream.flushed:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    [(when, held)] = stream.flushed
-    assert FLUSH_DELAY <= when - started < 1.0, when - started
-    assert held == lines
-    # A later line is flushed again within the delay; handler.flush() (logging.shutdown at
-    # exit, a new configuration) flushes at once.
-    handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "late", None, None))
-    while len(stream.flushed) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    assert stream.flushed[1][1].endswith("line 99\nlate\n")
-    handler.flush()
-    assert len(stream.flushed) == 3
-    # granian's access handler is this one (on standard output, as its own); uvicorn's stays
-    # a StreamHandler (its process re-raises SIGTERM once stopped: no flush at its end).
-    from granian.log import LOGGING_CONFIG as GRANIAN
-    from uvicorn.config import LOGGING_CONFIG as UVICORN
-
-    from svcrest.serve.launcher import ServeConfig, granian_options, uvicorn_options
-
-    for log_format in ("text", "json"):
-        config = ServeConfig(asgi_factory="a:b", wsgi_factory="a:c", log_format=log_format)
-        access = granian_options(config)["log_dictconfig"]["handlers"]["access"]
-        assert access["class"] == "svcrest.serve.accesslog.AccessHandler"
-        assert access["stream"] == "ext://sys.stdout"
-        access = uvicorn_options(config)["log_config"]["handlers"]["access"]
-        assert access["class"] == "logging.StreamHandler"
-        assert _log_config(GRANIAN, "access", log_format) == _log_config(
-            GRANIAN, "access", log_format, buffered=False
-        )
-        assert (
-            _log_config(UVICORN, "access", log_format, buffered=True)["handlers"]["access"]["class"]
-            == "svcrest.serve.accesslog.AccessHandler"
-        )
+# -- every line written at a stop ------------------------------------------------------------------
 
 
 #: The environment of a process whose standard output is buffered, as it is by default
@@ -481,7 +415,7 @@ from tests.serve.test_accesslog import _granian_record
 
 
 def worker():  # as a granian worker: configured in the forked process, then returns
-    config = _log_config(LOGGING_CONFIG, "access", sys.argv[1], buffered=True)
+    config = _log_config(LOGGING_CONFIG, "access", sys.argv[1])
     logging.config.dictConfig(config)
     logger = logging.getLogger("granian.access")
     for number in range(3):
@@ -491,7 +425,7 @@ def worker():  # as a granian worker: configured in the forked process, then ret
 process = multiprocessing.get_context("fork").Process(target=worker)
 process.start()
 process.join()
-logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1], buffered=True))
+logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1]))
 logging.getLogger("granian.access").handle(_granian_record("/main"))
 """
 
@@ -500,8 +434,8 @@ logging.getLogger("granian.access").handle(_granian_record("/main"))
 def test_every_line_is_written_when_a_worker_or_the_process_ends(
     tmp_path: Path, log_format: str
 ) -> None:
-    """No line waits for the flush at an exit: a worker process flushes its standard
-    output as it returns, the main process at ``logging.shutdown``."""
+    """Every access line is on standard output when a worker (a forked process, as granian's)
+    or the process ends, with standard output buffered as it is off a terminal."""
     script = tmp_path / "worker.py"
     script.write_text(_WORKER)
     root = Path(__file__).resolve().parents[2]
@@ -541,31 +475,3 @@ def test_the_last_lines_are_written_at_sigterm(tmp_path: Path, server: str, work
         output = served.output()
     for number in range(20):
         assert f"request_id=stop-{number}" in output, output[-3000:]
-
-
-_FORKED = """
-import logging, os, sys, time
-from svcrest.serve.accesslog import AccessHandler
-
-handler = AccessHandler(sys.stdout)
-handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "parent", None, None))
-pid = os.fork()
-if pid == 0:  # a line of the child, then an exit that flushes nothing: only the timer does
-    handler.handle(logging.LogRecord("a", logging.INFO, "x", 1, "child", None, None))
-    time.sleep(1.5)
-    os._exit(0)
-os.waitpid(pid, 0)
-"""
-
-
-def test_a_process_forked_after_a_line_flushes_its_own() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _FORKED],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=_BUFFERED,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "child" in done.stdout.splitlines(), done.stdout

@@ -19,32 +19,23 @@ answer had none: a refused connection), which the launcher's formats print last
 (``request_id=…``): the id the adapter sent as ``X-Request-Id``; and the matched route's
 pattern (``route``) and the user's id (``user_id``), which the JSON format prints.
 
-The launcher writes the lines with :class:`AccessHandler` (both servers: a flush half a
-second after the first line not yet flushed, not one a line; none lost at a stop) and
-granian's text lines with :class:`AccessFormatter` (the same bytes as ``logging.Formatter``
-with :data:`ACCESS_FORMAT`).
+The launcher writes granian's text lines with :class:`AccessFormatter` (the same bytes as
+``logging.Formatter`` with :data:`ACCESS_FORMAT`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
-import threading
-import time
-import weakref
-from typing import Any, Final
+from typing import Final
 from urllib.parse import unquote_plus
 
 from svcrest.http.request_id import LOGGED_REQUEST
 
 __all__ = [
     "ACCESS_FORMAT",
-    "FLUSH_DELAY",
     "REDACTED",
     "AccessFormatter",
-    "AccessHandler",
     "RedactSecrets",
     "escape_controls",
     "redact",
@@ -166,63 +157,3 @@ class AccessFormatter(logging.Formatter):
 
 #: The format :class:`AccessFormatter` writes.
 ACCESS_FORMAT: Final = "%(message)s request_id=%(request_id)s"
-
-
-#: Seconds an access line may wait in the stream's buffer before :class:`AccessHandler`
-#: flushes it.
-FLUSH_DELAY: Final = 0.5
-
-
-class AccessHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The handler of the access lines in ``svcrest serve``: a ``logging.StreamHandler``
-    that writes each line into its stream's buffer and flushes the stream at most
-    :data:`FLUSH_DELAY` seconds after the first line not yet flushed (a thread of its own,
-    started with the first line), and at :meth:`flush` (``logging.shutdown`` at exit and a
-    new logging configuration call it); a worker process of either server that stops on
-    SIGTERM flushes ``sys.stdout``, where both servers' access lines go, as it ends. Every
-    line is written, in order, within about half a second, and none is lost at a stop."""
-
-    def __init__(self, stream: Any = None) -> None:
-        super().__init__(stream)
-        self._forked()
-        # A process forked after a line has no flushing thread: it starts its own.
-        handler = weakref.ref(self)
-
-        def forked() -> None:
-            live = handler()
-            if live is not None:
-                live._forked()
-
-        os.register_at_fork(after_in_child=forked)
-
-    def _forked(self) -> None:
-        self._due = False
-        self._wake = threading.Event()
-        self._flusher: threading.Thread | None = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        # PERF: no flush (a write system call) a line: 289,128 → 285,509 instructions a
-        # request in granian's worker (callgrind), besides the system call's own time.
-        try:
-            self.stream.write(self.format(record) + self.terminator)
-        except RecursionError:
-            raise
-        except Exception:
-            self.handleError(record)
-        if not self._due:
-            self._due = True
-            if self._flusher is None:
-                self._flusher = threading.Thread(
-                    target=self._flush_later, name="svcrest-access-log", daemon=True
-                )
-                self._flusher.start()
-            self._wake.set()
-
-    def _flush_later(self) -> None:
-        while True:
-            self._wake.wait()
-            time.sleep(FLUSH_DELAY)
-            self._wake.clear()
-            self._due = False  # a line written from here on sets it again
-            with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream
-                self.flush()

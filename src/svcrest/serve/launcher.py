@@ -54,7 +54,6 @@ from svcrest.serve import forwarded, uvicorn_wsgi
 from svcrest.serve.accesslog import (
     ACCESS_FORMAT,
     AccessFormatter,
-    AccessHandler,
     RedactSecrets,
 )
 from svcrest.serve.admin import DEFAULT_ADMIN_HOST, AdminServer, store_probe
@@ -124,7 +123,6 @@ GRANIAN_WSGI_THREADS: Final = 8
 ENV_HEADER_TIMEOUT: Final = "SVCREST_HEADER_TIMEOUT"
 _REDACT_FILTER: Final = {"()": f"{RedactSecrets.__module__}.{RedactSecrets.__qualname__}"}
 _ACCESS_FORMATTER: Final = f"{AccessFormatter.__module__}.{AccessFormatter.__qualname__}"
-_ACCESS_HANDLER: Final = f"{AccessHandler.__module__}.{AccessHandler.__qualname__}"
 _JSON_FORMATTER: Final = {"()": f"{JsonFormatter.__module__}.{JsonFormatter.__qualname__}"}
 #: What every access-log line ends with.
 _ACCESS_ID: Final = " request_id=%(request_id)s"
@@ -208,24 +206,15 @@ class ServeConfig:
 
 
 def _log_config(
-    base: Mapping[str, Any],
-    access_handler: str,
-    log_format: str = "text",
-    *,
-    buffered: bool = False,
+    base: Mapping[str, Any], access_handler: str, log_format: str = "text"
 ) -> dict[str, Any]:
     """The server's logging configuration with secrets redacted from its access lines and
     the request id at the end of each (``request_id=…``, set by the redacting filter); with
-    ``log_format`` ``"json"``, every formatter writes one JSON object a line instead. With
-    ``buffered`` (granian: its workers flush standard output as they end, SIGTERM included;
-    uvicorn's re-raise the signal and would lose the lines not yet flushed), the access
-    lines go through :class:`~svcrest.serve.accesslog.AccessHandler`."""
+    ``log_format`` ``"json"``, every formatter writes one JSON object a line instead."""
     config = copy.deepcopy(dict(base))
     config.setdefault("filters", {})["svcrest_redact"] = dict(_REDACT_FILTER)
     handler = config["handlers"][access_handler]
     handler["filters"] = [*handler.get("filters", []), "svcrest_redact"]
-    if buffered and handler.get("class") == "logging.StreamHandler":
-        handler["class"] = _ACCESS_HANDLER  # a flush every half second, not every line
     formatters = config["formatters"]
     if log_format == "json":
         for name in formatters:
@@ -303,7 +292,7 @@ def granian_options(config: ServeConfig) -> dict[str, Any]:
         "workers": config.workers,
         "reload": config.reload,
         "log_access": config.access_log,
-        "log_dictconfig": _log_config(LOGGING_CONFIG, "access", config.log_format, buffered=True),
+        "log_dictconfig": _log_config(LOGGING_CONFIG, "access", config.log_format),
         "backpressure": limits.max_concurrency,
         "workers_kill_timeout": max(1, round(limits.graceful_timeout)),
         "http1_settings": HTTP1Settings(
