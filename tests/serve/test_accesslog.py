@@ -5,15 +5,27 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
+import signal
+import subprocess
+import sys
 from collections.abc import MutableMapping
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import svcrest
 from svcrest import App
+from svcrest.http.context import RequestContext
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG, LOGGED_REQUEST, _AccessLog
-from svcrest.serve.accesslog import RedactSecrets, redact
+from svcrest.serve.accesslog import (
+    ACCESS_FORMAT,
+    AccessFormatter,
+    RedactSecrets,
+    redact,
+)
 
 
 @pytest.mark.parametrize(
@@ -197,3 +209,269 @@ def test_a_handler_that_raises_is_logged_under_its_route(
     assert record.__dict__["route"] == r"/t/v1/boom/(?P<id>\d+)"
     assert record.__dict__["request_id"] == "line-1"
     assert record.exc_info is not None and str(record.exc_info[1]) == "the handler's own mistake"
+
+
+# -- each line exactly, through the launcher's own configuration ------------------------------
+
+#: granian's access format (``granian.log.DEFAULT_ACCESSLOG_FMT``, which ``svcrest serve``
+#: keeps) and the fields of its record.
+GRANIAN_FORMAT = '[%(time)s] %(addr)s - "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).3f'
+
+
+def _granian_record(path: str, query: str = "", method: str = "GET") -> logging.LogRecord:
+    record = logging.LogRecord(
+        "granian.access", logging.INFO, __file__, 1, GRANIAN_FORMAT, None, None
+    )
+    record.args = {
+        "addr": "127.0.0.1",
+        "time": "2026-11-28 16:50:00 +0000",
+        "dt_ms": 1.23456,
+        "status": 200,
+        "path": path,
+        "query_string": query,
+        "method": method,
+        "scheme": "http",
+        "protocol": "HTTP/1.1",
+    }
+    return record
+
+
+def _access_line(server: str, record: logging.LogRecord) -> str:
+    """``record`` written as the access handler of ``svcrest serve``'s text configuration
+    for ``server`` writes it: its filter, then its formatter."""
+    import logging.config
+
+    from svcrest.serve.launcher import _log_config
+
+    if server == "granian":
+        from granian.log import LOGGING_CONFIG
+    else:
+        from uvicorn.config import LOGGING_CONFIG
+    config = _log_config(LOGGING_CONFIG, "access")
+    configurator = logging.config.DictConfigurator(config)
+    formatter = configurator.configure_formatter(dict(config["formatters"]["access"]))
+    token = LOGGED_REQUEST.set(RequestContext(request_id="edge-1"))
+    try:
+        assert RedactSecrets().filter(record) is True
+    finally:
+        LOGGED_REQUEST.reset(token)
+    line: str = formatter.format(record)
+    return line
+
+
+_GRANIAN_LINE = (
+    '[2026-11-28 16:50:00 +0000] 127.0.0.1 - "GET {} HTTP/1.1" 200 1.235 request_id=edge-1'
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "logged_path", "logged_query"),
+    [
+        ("/svc-json/demo/v1/items/42", "", "/svc-json/demo/v1/items/42", ""),
+        ("/a\x1b[2Jb", "", "/a\\x1b[2Jb", ""),
+        ("/a\\b", "", "/a\\\\b", ""),
+        ("/n\r\n127.0.0.1 - x", "", "/n\\x0d\\x0a127.0.0.1 - x", ""),
+        ("/c1\x85\x9b\x7f", "", "/c1\\x85\\x9b\\x7f", ""),
+        ("/nbsp\xa0é", "", "/nbsp\xa0é", ""),
+        ("/n", "_wpnonce=abc&x=1", "/n", "_wpnonce=[redacted]&x=1"),
+        ("/n", "%5Fwpnonce[]=abc", "/n", "%5Fwpnonce[]=[redacted]"),
+        ("/n", "PassWord=p\x00", "/n", "PassWord=[redacted]"),
+        ("/n", "x=\x1b", "/n", "x=\\x1b"),
+        ("/a;pwd=1", "", "/a;pwd=[redacted]", ""),
+        ("/a=b", "page=2", "/a=b", "page=2"),
+    ],
+    ids=[
+        "plain",
+        "escape",
+        "backslash",
+        "decoded-crlf",
+        "c1-and-del",
+        "printable-unicode",
+        "nonce",
+        "encoded-nonce-brackets",
+        "password-and-nul",
+        "control-in-query",
+        "secret-in-path",
+        "equals-kept",
+    ],
+)
+def test_a_granian_line_exactly(path: str, query: str, logged_path: str, logged_query: str) -> None:
+    record = _granian_record(path, query)
+    assert _access_line("granian", record) == _GRANIAN_LINE.format(logged_path)
+    assert isinstance(record.args, dict)
+    assert (record.args["path"], record.args["query_string"]) == (logged_path, logged_query)
+
+
+def test_a_granian_method_and_header_are_escaped() -> None:
+    record = _granian_record("/", "", method="G\x1bT")
+    assert _access_line("granian", record) == _GRANIAN_LINE.format("/").replace("GET", "G\\x1bT")
+    # A header's value (granian's ``%(header{…})s``, field ``_h0``) comes from the client too.
+    record = logging.LogRecord(
+        "granian.access", logging.INFO, __file__, 1, "%(path)s %(_h0)s", None, None
+    )
+    record.args = {"path": "/", "_h0": "agent\r\nx=1\\", "time": "t", "addr": "a"}
+    assert _access_line("granian", record) == "/ agent\\x0d\\x0ax=1\\\\ request_id=edge-1"
+
+
+@pytest.mark.parametrize(
+    ("client", "path", "logged"),
+    [
+        ("127.0.0.1:5", "/svc-json/", '127.0.0.1:5 - "GET /svc-json/ HTTP/1.1" 200'),
+        (
+            "127.0.0.1:5",
+            "/a\x1b\\?pwd=x",
+            '127.0.0.1:5 - "GET /a\\x1b\\\\?pwd=[redacted] HTTP/1.1" 200',
+        ),
+        (
+            "1.2.3.4\r\n:0",
+            "/?%5Fwpnonce[]=n",
+            '1.2.3.4\\x0d\\x0a:0 - "GET /?%5Fwpnonce[]=[redacted] HTTP/1.1" 200',
+        ),
+        ("127.0.0.1:5", "/\x9b", '127.0.0.1:5 - "GET /\\x9b HTTP/1.1" 200'),
+    ],
+    ids=["plain", "escape-and-password", "forwarded-address-and-nonce", "c1"],
+)
+def test_a_uvicorn_line_exactly(client: str, path: str, logged: str) -> None:
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        __file__,
+        1,
+        '%s - "%s %s HTTP/%s" %d',
+        (client, "GET", path, "1.1", 200),
+        None,
+    )
+    # uvicorn's AccessFormatter: level prefix, its line, the status phrase (no colours
+    # off a terminal).
+    assert _access_line("uvicorn", record) == f"INFO:     {logged} OK request_id=edge-1"
+
+
+def test_plain_values_run_no_regular_expression(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PERF: a line without ``=`` nor control character is left as it is, without the
+    redacting and escaping expressions; the constant message is cleaned once."""
+    from svcrest.serve import accesslog
+
+    calls: list[str] = []
+
+    def counted(name: str) -> Any:
+        real = getattr(accesslog, name)
+
+        def call(text: str) -> Any:
+            calls.append(name)
+            return real(text)
+
+        return call
+
+    for name in ("redact", "escape_controls"):
+        monkeypatch.setattr(accesslog, name, counted(name))
+    log_filter = RedactSecrets()
+    for _ in range(3):
+        assert log_filter.filter(_granian_record("/svc-json/demo/v1/items/42")) is True
+    assert calls == []
+    record = _granian_record("/a\x1b", "_wpnonce=1")
+    assert log_filter.filter(record) is True
+    assert calls == ["escape_controls", "redact"]
+
+
+def test_the_access_formatter_writes_logging_formatter_s_line() -> None:
+    """granian's text configuration names :class:`AccessFormatter`, which writes what
+    ``logging.Formatter(ACCESS_FORMAT)`` writes, an exception's traceback included."""
+    from granian.log import LOGGING_CONFIG
+
+    from svcrest.serve.launcher import _log_config
+
+    access = _log_config(LOGGING_CONFIG, "access")["formatters"]["access"]
+    assert access["()"] == "svcrest.serve.accesslog.AccessFormatter"
+    assert access["fmt"] == ACCESS_FORMAT == "%(message)s request_id=%(request_id)s"
+    plain = logging.Formatter(ACCESS_FORMAT)
+    record = _granian_record("/a\x1b", "pwd=1")
+    record.request_id = "r-1"
+    assert AccessFormatter(ACCESS_FORMAT).format(record) == plain.format(record)
+    assert plain.format(record).endswith(" 200 1.235 request_id=r-1")
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        failed = logging.LogRecord(
+            "granian.access", logging.ERROR, "x", 1, "m %s", ("a",), sys.exc_info()
+        )
+    failed.request_id = "-"
+    line = AccessFormatter(ACCESS_FORMAT).format(failed)
+    assert line == plain.format(failed)
+    assert line.startswith("m a request_id=-\nTraceback") and line.endswith("RuntimeError: boom")
+
+
+# -- every line written at a stop ------------------------------------------------------------------
+
+
+#: The environment of a process whose standard output is buffered, as it is by default
+#: off a terminal (``PYTHONUNBUFFERED`` would write each line at once, flushed or not).
+_BUFFERED = {key: value for key, value in os.environ.items() if key != "PYTHONUNBUFFERED"}
+
+_WORKER = """
+import logging.config, multiprocessing, sys
+from granian.log import LOGGING_CONFIG
+from svcrest.serve.launcher import _log_config
+from tests.serve.test_accesslog import _granian_record
+
+
+def worker():  # as a granian worker: configured in the forked process, then returns
+    config = _log_config(LOGGING_CONFIG, "access", sys.argv[1])
+    logging.config.dictConfig(config)
+    logger = logging.getLogger("granian.access")
+    for number in range(3):
+        logger.handle(_granian_record(f"/line/{number}"))
+
+
+process = multiprocessing.get_context("fork").Process(target=worker)
+process.start()
+process.join()
+logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", sys.argv[1]))
+logging.getLogger("granian.access").handle(_granian_record("/main"))
+"""
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_every_line_is_written_when_a_worker_or_the_process_ends(
+    tmp_path: Path, log_format: str
+) -> None:
+    """Every access line is on standard output when a worker (a forked process, as granian's)
+    or the process ends, with standard output buffered as it is off a terminal."""
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER)
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(script), log_format],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=root,
+        env={**_BUFFERED, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stderr
+    paths = [f"/line/{number}" for number in range(3)] + ["/main"]
+    lines = done.stdout.splitlines()
+    assert len(lines) == 4, done.stdout
+    for line, path in zip(lines, paths, strict=True):
+        assert f"GET {path} HTTP/1.1" in line, line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_the_last_lines_are_written_at_sigterm(tmp_path: Path, server: str, workers: str) -> None:
+    """A server stopped right after its last answers has written their lines."""
+    from tests.e2e.test_serving_options import free_port, running, serve_command
+
+    port = free_port()
+    command = serve_command(port, "--server", server, "--workers", workers)
+    with running(command, tmp_path, port, env={"PYTHONUNBUFFERED": ""}) as served:
+        for number in range(20):
+            httpx.get(
+                f"{served.url}/svc-json/?n={number}", headers={"X-Request-Id": f"stop-{number}"}
+            )
+        served.process.send_signal(signal.SIGTERM)
+        served.process.wait(timeout=30)
+        output = served.output()
+    for number in range(20):
+        assert f"request_id=stop-{number}" in output, output[-3000:]

@@ -161,3 +161,50 @@ def test_a_line_of_the_command_line() -> None:
         "failed",
         "Traceback …",
     )
+
+
+def _raw_line(record: logging.LogRecord) -> str:
+    """The JSON line written for ``record``, its time replaced by ``T``."""
+    token = LOGGED_REQUEST.set(_answered())
+    try:
+        RedactSecrets().filter(record)
+    finally:
+        LOGGED_REQUEST.reset(token)
+    return TIME.sub("T", JsonFormatter().format(record))
+
+
+def test_granian_json_lines_exactly() -> None:
+    """Every shape of a client's path and query string, in the exact bytes of its line."""
+    cases = [
+        ("/plain", "", "/plain", "/plain"),
+        ("/e\x1b\\", "", "/e\\\\x1b\\\\\\\\", "/e\\\\x1b\\\\\\\\"),
+        (
+            "/n\r\n",
+            "%5Fwpnonce[]=abc",
+            "/n\\\\x0d\\\\x0a",
+            "/n\\\\x0d\\\\x0a?%5Fwpnonce[]=[redacted]",
+        ),
+        ("/c1\x9b", "_wpnonce=n&a=\x85", "/c1\\\\x9b", "/c1\\\\x9b?_wpnonce=[redacted]&a=\\\\x85"),
+        ("/u\xa0é", "x=é", "/u\\u00a0\\u00e9", "/u\\u00a0\\u00e9?x=\\u00e9"),
+    ]
+    for path, query, message_path, logged_path in cases:
+        record = logging.LogRecord(
+            "granian.access", logging.INFO, "log.py", 1, '"%(method)s %(path)s"', None, None
+        )
+        record.args = {
+            "addr": "127.0.0.1",
+            "time": "t",
+            "dt_ms": 2.0,
+            "status": 200,
+            "path": path,
+            "query_string": query,
+            "method": "GET",
+            "scheme": "http",
+            "protocol": "HTTP/1.1",
+        }
+        assert _raw_line(record) == (
+            '{"time": "T", "level": "INFO", "logger": "granian.access", "message": '
+            f'"\\"GET {message_path}\\"", "request_id": "edge-1", "method": "GET", '
+            '"route": "/demo/v1/notes/(?P<id>\\\\d+)", "status": 200, "duration_ms": 2.0, '
+            f'"user_id": 5, "path": "{logged_path}"}}'
+        ), (path, query)

@@ -18,6 +18,9 @@ The same filter gives each access-log record the request's id (``request_id``, "
 answer had none: a refused connection), which the launcher's formats print last
 (``request_id=…``): the id the adapter sent as ``X-Request-Id``; and the matched route's
 pattern (``route``) and the user's id (``user_id``), which the JSON format prints.
+
+The launcher writes granian's text lines with :class:`AccessFormatter` (the same bytes as
+``logging.Formatter`` with :data:`ACCESS_FORMAT`).
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ from urllib.parse import unquote_plus
 
 from svcrest.http.request_id import LOGGED_REQUEST
 
-__all__ = ["REDACTED", "RedactSecrets", "escape_controls", "redact"]
+__all__ = [
+    "ACCESS_FORMAT",
+    "REDACTED",
+    "AccessFormatter",
+    "RedactSecrets",
+    "escape_controls",
+    "redact",
+]
 
 REDACTED: Final = "[redacted]"
 _SECRETS: Final = frozenset({"_wpnonce", "pwd", "password"})
@@ -72,14 +82,37 @@ def redact(text: str) -> str:
     return path + mark + _PAIR.sub(_redact_pair, query)
 
 
-def _redact_value(value: object) -> object:
-    return escape_controls(redact(value)) if isinstance(value, str) else value
+def _clean(value: str) -> str:
+    """``value`` redacted and escaped. PERF: most values (a path without ``=``, an empty
+    query string) need neither: ``=`` absent leaves :func:`redact` nothing to do, and a
+    printable text (``str.isprintable``: false for every C0, DEL and C1 character) without
+    a backslash leaves :func:`escape_controls` nothing: three C-level checks instead of two
+    regular expressions, and only on the client's values (granian's worker with the access
+    log, 1,000 requests under callgrind: 325,650 → 295,718 instructions a request)."""
+    if "=" in value:
+        value = redact(value)
+    if value.isprintable() and "\\" not in value:
+        return value
+    return escape_controls(value)
+
+
+#: The values of granian's access record that granian makes itself (the peer's address,
+#: the date, the duration, the status, the scheme and the protocol): no client's character
+#: reaches them. Every other value (``path``, ``query_string``, ``method``, a header's
+#: ``_hN``) is cleaned.
+_GRANIAN_OWN: Final = frozenset({"addr", "time", "dt_ms", "status", "scheme", "protocol"})
 
 
 class RedactSecrets(logging.Filter):
     """A logging filter that redacts secret query values in the record and escapes its
     control characters (never drops one), and names the request's id in it
     (``record.request_id``)."""
+
+    def __init__(self, name: str = "") -> None:
+        super().__init__(name)
+        # PERF: a server logs every line with one constant message (its format): cleaned
+        # once, kept while it comes again (one slot, replaced whole: threads share it).
+        self._message: tuple[object, object] = (None, None)
 
     def filter(self, record: logging.LogRecord) -> bool:
         ctx = LOGGED_REQUEST.get()
@@ -88,11 +121,39 @@ class RedactSecrets(logging.Filter):
         else:
             record.request_id = ctx.request_id or "-"
             record.route, record.user_id = ctx.matched_route, ctx.user.id
-        if isinstance(record.msg, str):
-            record.msg = escape_controls(redact(record.msg))
+        message = record.msg
+        known, cleaned = self._message
+        if message is not known:
+            cleaned = _clean(message) if isinstance(message, str) else message
+            self._message = (message, cleaned)
+        record.msg = cleaned
         args = record.args
-        if isinstance(args, tuple):
-            record.args = tuple(_redact_value(value) for value in args)
-        elif isinstance(args, dict):
-            record.args = {key: _redact_value(value) for key, value in args.items()}
+        if isinstance(args, dict):  # granian's record: only the client's values
+            for key, value in args.items():
+                if key not in _GRANIAN_OWN and isinstance(value, str):
+                    args[key] = _clean(value)
+        elif isinstance(args, tuple):  # uvicorn's: address, method, path, version, status
+            record.args = tuple(
+                _clean(value) if isinstance(value, str) else value for value in args
+            )
         return True
+
+
+class AccessFormatter(logging.Formatter):
+    """The text formatter of granian's access lines in ``svcrest serve``: the server's
+    message, then `` request_id=…``; the same line as ``logging.Formatter`` with the format
+    :data:`ACCESS_FORMAT`, which it is given (a record with an exception or a stack is left
+    to ``logging.Formatter``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        # PERF: the message and the id straight into the line, without the format's style
+        # object and its date check (granian's worker, callgrind: 295,718 → 289,128
+        # instructions a request).
+        if record.exc_info or record.exc_text or record.stack_info:
+            return super().format(record)
+        record.message = record.getMessage()
+        return f"{record.message} request_id={record.__dict__['request_id']}"
+
+
+#: The format :class:`AccessFormatter` writes.
+ACCESS_FORMAT: Final = "%(message)s request_id=%(request_id)s"

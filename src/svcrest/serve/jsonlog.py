@@ -38,6 +38,9 @@ __all__ = [
 
 #: The environment variable ``svcrest serve`` sets for its workers: ``text`` or ``json``.
 ENV_LOG_FORMAT: Final = "SVCREST_LOG_FORMAT"
+#: ``json.dumps(fields, default=str)``, its encoder made once. PERF: ``json.dumps`` with an
+#: argument builds a ``JSONEncoder`` a call: ~1 µs of a line's ~17 µs (the same bytes).
+_ENCODE: Final = json.JSONEncoder(default=str).encode
 
 
 def _access_fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -91,7 +94,7 @@ class JsonFormatter(logging.Formatter):
         fields = json_fields(record)
         if record.exc_info:
             fields["exception"] = self.formatException(record.exc_info)
-        return json.dumps(fields, default=str)
+        return _ENCODE(fields)
 
 
 def json_line(
@@ -103,7 +106,7 @@ def json_line(
     fields = json_fields(record)
     if exception:
         fields["exception"] = exception
-    return json.dumps(fields, default=str)
+    return _ENCODE(fields)
 
 
 def site_handler() -> logging.Handler:

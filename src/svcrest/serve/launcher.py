@@ -51,7 +51,11 @@ from typing import Any, Final
 
 from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
 from svcrest.serve import forwarded, uvicorn_wsgi
-from svcrest.serve.accesslog import RedactSecrets
+from svcrest.serve.accesslog import (
+    ACCESS_FORMAT,
+    AccessFormatter,
+    RedactSecrets,
+)
 from svcrest.serve.admin import DEFAULT_ADMIN_HOST, AdminServer, store_probe
 from svcrest.serve.bodies import (
     DEFAULT_BODY_TIMEOUT,
@@ -118,6 +122,7 @@ GRANIAN_WSGI_THREADS: Final = 8
 #: ``BoundedHttpToolsProtocol``).
 ENV_HEADER_TIMEOUT: Final = "SVCREST_HEADER_TIMEOUT"
 _REDACT_FILTER: Final = {"()": f"{RedactSecrets.__module__}.{RedactSecrets.__qualname__}"}
+_ACCESS_FORMATTER: Final = f"{AccessFormatter.__module__}.{AccessFormatter.__qualname__}"
 _JSON_FORMATTER: Final = {"()": f"{JsonFormatter.__module__}.{JsonFormatter.__qualname__}"}
 #: What every access-log line ends with.
 _ACCESS_ID: Final = " request_id=%(request_id)s"
@@ -221,6 +226,8 @@ def _log_config(
     else:
         formatter = formatters[handler["formatter"]]
         formatter["fmt"] = formatter["fmt"] + _ACCESS_ID
+        if formatter.get("()") == "logging.Formatter" and formatter["fmt"] == ACCESS_FORMAT:
+            formatter["()"] = _ACCESS_FORMATTER  # granian's: the same line, written faster
     return config
 
 
