@@ -47,6 +47,7 @@ from svcrest.serve.accesslog import (
         ("/n?_wpnonce=a?b=c&x=1", "/n?_wpnonce=[redacted]&x=1"),
         ("/n?_wpnonce=", "/n?_wpnonce=[redacted]"),
         ("%5Fwpnonce=abc&x=1", "%5Fwpnonce=[redacted]&x=1"),
+        ("/n?_wpnonce=ab\x85cd\xa0ef&x=1", "/n?_wpnonce=[redacted]&x=1"),
     ],
     ids=[
         "only",
@@ -65,6 +66,7 @@ from svcrest.serve.accesslog import (
         "question-mark-in-value",
         "empty",
         "encoded-query-string",
+        "unicode-spaces-in-value",
     ],
 )
 def test_redact(text: str, expected: str) -> None:

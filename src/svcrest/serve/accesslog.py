@@ -43,8 +43,11 @@ __all__ = [
 
 REDACTED: Final = "[redacted]"
 _SECRETS: Final = frozenset({"_wpnonce", "pwd", "password"})
-#: A ``name=value`` pair at the start of a query string or after ``&`` or ``;``.
-_PAIR: Final = re.compile(r"(?:^|(?<=[&;]))([^&;=#\s\"]+)=([^&;#\s\"]*)")
+#: A ``name=value`` pair at the start of a query string or after ``&`` or ``;``; it ends at
+#: ASCII white space (the space before ``HTTP/1.1`` in a request line). SECURITY: ASCII only:
+#: the site reads a value up to ``&`` or ``;``, so a secret holding ``\x85`` or ``\xa0``
+#: (Unicode white space) is redacted whole, not up to that character.
+_PAIR: Final = re.compile(r"(?:^|(?<=[&;]))([^&;=#\s\"]+)=([^&;#\s\"]*)", re.ASCII)
 
 
 #: A control character (C0, DEL, C1) or a backslash.
