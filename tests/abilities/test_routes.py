@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from svcrest import App, Request, RestError, current_user, public
+from svcrest.abilities import routes
 from svcrest.auth.passwords import ScryptParams
 from tests.conftest import SiteClient
 
@@ -801,3 +802,64 @@ def test_async_callbacks_run_as_the_request_user(
     assert response.json() == {"id": app.users.get_by_login("ed").id, "login": "ed"}  # type: ignore[union-attr]
     assert response.headers["allow"] == "GET, POST, DELETE"
     assert _error(client.get(_run("test/async-user")))[:2] == (401, "rest_ability_cannot_execute")
+
+
+def _deny(input: Any = None) -> bool:
+    return False
+
+
+# (permission callback, input schema, the query's input, whether the run has nothing to
+# check: a public ability that takes no input, run without one)
+_RUNS: list[tuple[Any, Any, Any, bool]] = [
+    (public, None, None, True),
+    (public, None, "x", False),
+    (public, {"type": "integer", "default": 3}, None, False),
+    (public, {"type": ["integer", "null"]}, None, False),
+    (public, {"type": "integer"}, "4", False),
+    (_can_read, None, None, False),
+    (_deny, None, None, False),
+]
+
+
+@pytest.mark.parametrize(("permission", "schema", "given", "unchecked"), _RUNS)
+def test_a_run_with_nothing_to_check_answers_as_the_whole_run(
+    app: App, permission: Any, schema: Any, given: Any, unchecked: bool
+) -> None:
+    """A public ability that takes no input, run without one, has nothing for the
+    permission check to hand over: its run answers as WordPress's whole ``execute`` (the
+    input and permission checks, the actions, the callback, the output check)."""
+    options: dict[str, Any] = {"input_schema": schema} if schema else {}
+    app.register_ability(
+        "test/plain",
+        label="Plain",
+        description="Answers what it was given.",
+        category="general",
+        output_schema={"type": "object"},
+        execute_callback=(lambda input: {"got": input}) if schema else (lambda: {"got": None}),
+        permission_callback=permission,
+        annotations={"readonly": True},
+        **options,
+    )
+    ability = app.abilities.by_name["test/plain"]
+    route = "/svc-abilities/v1/abilities/test/plain/run"
+    chosen = app.rest_get_server().table.handler_for(route, "GET")
+    assert chosen is not None
+    _, handler, params = chosen
+    permission_check: Any = handler.definition["permission_callback"]
+    controller = permission_check.__self__
+    request = Request("GET", route, query={} if given is None else {"input": given})
+    request.url_params = dict(params)
+    before = app.hooks.did_action("svc_before_execute_ability")
+    routes._ALLOWED_RUN.set(None)  # nothing left by another test
+    verdict = controller.can_run(request)
+    if verdict is not True:
+        assert not unchecked
+        return
+    assert (routes._ALLOWED_RUN.get() is None) is unchecked
+    answer = controller.run(request)
+    if not isinstance(answer, dict):
+        answer = asyncio.run(answer) if asyncio.iscoroutine(answer) else answer
+        answer = answer.data if hasattr(answer, "data") else answer
+    whole = asyncio.run(ability.execute_async(ability.normalize_input(given)))
+    assert answer == (whole if isinstance(whole, dict) else whole.to_dict())
+    assert app.hooks.did_action("svc_before_execute_ability") == before + 2

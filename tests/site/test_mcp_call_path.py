@@ -204,3 +204,60 @@ def _session(app: App, client_for: Any) -> Mcp:
     )
     assert opened.status_code == 200, opened.text
     return Mcp(app, client, opened.headers["mcp-session-id"], {}, {}, {})
+
+
+_INPUT_SCHEMAS: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    ({}, {}),
+    ({"input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}, {}),
+    ({"input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}, {"n": 5}),
+    ({"input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}, {"n": "5"}),
+    ({"input_schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}, {"n": "x"}),
+    ({"input_schema": {"type": "object", "additionalProperties": False}}, {"extra": 1}),
+    ({"input_schema": {"type": "integer"}}, {"input": 3}),
+    ({"input_schema": {"type": "integer"}}, {}),
+    ({"input_schema": {"type": "string"}}, {"input": "a b"}),
+    ({"annotations": {"destructive": True, "idempotent": True}}, {}),
+    (
+        {
+            "annotations": {"destructive": True, "idempotent": True},
+            "input_schema": {"type": "object", "properties": {"id": {"type": "integer"}}},
+        },
+        {"id": 2},
+    ),
+    ({"annotations": {"readonly": False}}, {}),
+    (
+        {
+            "annotations": {"readonly": False},
+            "input_schema": {"type": "object", "properties": {"id": {"type": "integer"}}},
+        },
+        {"id": 2},
+    ),
+]
+
+
+@pytest.mark.parametrize(("options", "arguments"), _INPUT_SCHEMAS)
+def test_a_query_input_tool_call_answers_as_the_general_request(
+    client_for: Any, options: dict[str, Any], arguments: dict[str, Any]
+) -> None:
+    """The request of an ability tool whose input goes in the query (GET and DELETE runs, an
+    object input), made in ``_tools_call`` from the tool's prepared parts, answers as
+    ``Tool.request``'s: the same answer and the same input seen by the callback."""
+    seen: list[Any] = []
+
+    def echo(input: Any = None) -> dict[str, Any]:
+        seen.append(input)
+        return {"got": input}
+
+    app = App(mcp=True)
+    app.register_ability_category("site", label="Site", description="About this site.")
+    _ability(app, "site/echo", execute_callback=echo, **options)
+    mcp = _session(app, client_for)
+    endpoint = app.pages["/mcp"].handler.__self__  # type: ignore[attr-defined]
+    tool = endpoint.tools.find("site-echo")
+    assert tool is not None
+    assert tool.query_input is (tool.method != "POST" and not tool.wrap_input)
+    fast = mcp.call("site-echo", arguments)
+    tool.query_input = False  # the general path: Tool.request
+    general = mcp.call("site-echo", arguments)
+    assert fast == general
+    assert seen[: len(seen) // 2] == seen[len(seen) // 2 :]

@@ -372,7 +372,8 @@ class AbilitiesController:
                 if token is not None:
                     DISPATCH_USER.reset(token)
         if verdict is True:  # PERF: :meth:`_verdict` of the usual answer written out
-            _ALLOWED_RUN.set([request, ability, input, user])
+            if input is not None or not ability.plain_run:
+                _ALLOWED_RUN.set([request, ability, input, user])
             return True
         if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
             return self._can_run_later(verdict, request, ability, input)
@@ -421,7 +422,10 @@ class AbilitiesController:
         # PERF: internal dispatch has set the user (the test of _as_user, a call nearer).
         token = None if DISPATCH_USER.get() is user else _as_user(user)
         try:
-            if (
+            if input is None and ability.plain_run:
+                # Nothing to hand over: what ``execute`` checks passes without a look.
+                result = ability.run_permitted(None)
+            elif (
                 allowed is not None
                 and allowed[0] is request
                 and allowed[1] is ability

@@ -72,6 +72,7 @@ _LINE_NAMES: Final = ("origin", "content-type", "accept", _SESSION_NAME, VERSION
 _RAW_JSON_TYPE: Final = _JSON_TYPE.encode()
 _FOREIGN: Final = "Forbidden: foreign Origin"
 _DISPATCH_ASYNC: Final = RestServer.dispatch_async
+_new: Final = object.__new__
 
 
 class McpHost(SiteHost, ToolHost, Protocol):
@@ -103,11 +104,21 @@ def _refusal(status: int, error: ProtocolError) -> HttpResponse:
 
 def _answered(answer_type: str, body: bytes, extra: tuple[tuple[str, str], ...]) -> HttpResponse:
     """The 200 carrying a JSON-RPC answer, as JSON or as one SSE ``message`` event."""
+    # PERF: every field set here, without the generated ``__init__`` (a class call with a
+    # Python ``__init__``: a ping 93,784 → 91,935 instructions, bench/mcp_call.py).
+    answer = _new(HttpResponse)
+    answer.status = 200
     if answer_type == _SSE_TYPE:
-        stream = b"event: message\ndata: " + body + b"\n\n"
-        return HttpResponse(200, [*_SSE_LINES, *extra], stream, wire_prefix=_SSE_WIRE)
-    # PERF: _plain's answer with a body written out (a call less).
-    return HttpResponse(200, [*_JSON_LINES, *extra], body, wire_prefix=_JSON_WIRE)
+        answer.headers = [*_SSE_LINES, *extra]
+        answer.body = b"event: message\ndata: " + body + b"\n\n"
+        answer.wire_prefix = _SSE_WIRE
+    else:
+        answer.headers = [*_JSON_LINES, *extra]
+        answer.body = body
+        answer.wire_prefix = _JSON_WIRE
+    answer.content_length = None
+    answer.request_id = ""
+    return answer
 
 
 _Line = bytes | None
@@ -460,9 +471,17 @@ class McpEndpoint:
         if scope is not None and not tool.in_scope(scope):
             # Internal dispatch would refuse it too; refused before reading the arguments.
             return tool_result(tool, Response.from_error(scope_error()))
-        internal = tool.request(arguments, http.headers)
-        if isinstance(internal, RestError):
-            return tool_result(tool, Response.from_error(internal))
+        if tool.query_input:
+            # PERF: :meth:`Tool.request` of an ability's tool whose arguments are the
+            # query's ``input``, written out (tools/call 150,280 → 148,560 instructions,
+            # bench/mcp_call.py).
+            query = {"input": arguments} if arguments else {}
+            internal = Request.for_dispatch(tool.method, tool.route, http.headers, query)
+        else:
+            made = tool.request(arguments, http.headers)
+            if isinstance(made, RestError):
+                return tool_result(tool, Response.from_error(made))
+            internal = made
         internal.user = ctx.user
         server = self.host.rest_server
         if (

@@ -113,6 +113,7 @@ class Tool:
         "output_schema",
         "path_names",
         "permission",
+        "query_input",
         "route",
         "template",
         "title",
@@ -136,6 +137,10 @@ class Tool:
         self.path_names: tuple[str, ...] = ()
         #: An ability's run route (made once).
         self.route = ""
+        #: True: an ability's tool whose arguments are the run's ``input`` in the query (a
+        #: GET or DELETE run, an object input): ``tools/call`` makes its request without
+        #: :meth:`request` (PERF: a Python call less).
+        self.query_input = False
         self.body = False
         self.handler: Handler | None = None
         self.permission: Callable[..., Any] | None = None
@@ -251,6 +256,7 @@ def ability_tool(ability: Ability) -> Tool:
     }
     tool.method = expected_method(ability)
     tool.route = f"/{NAMESPACE}/abilities/{ability.name}/run"
+    tool.query_input = tool.method != "POST" and not wrap_input
     return tool
 
 
