@@ -571,4 +571,26 @@ def test_a_request_with_only_url_parameters_answers_as_the_generic_step(
     monkeypatch.setattr(ArgPlan, "_url_only", noted)
     app.rest_do_request(Request("GET", f"/t/v1/u/{key}"))
     app.rest_do_request(Request("GET", f"/t/v1/u/{key}", query={"unrelated": "1"}))
-    assert answers == [shortcut]
+    entry = app.rest_get_server().table.get(r"/t/v1/u/(?P<key>[^/]+)")
+    assert entry is not None
+    if entry.prepared[0].arg_plan.lean is None:  # known at registration: never tried
+        assert (shortcut, answers) == (False, [])
+    else:
+        assert answers == [shortcut]
+
+
+#: The cases whose route never tries the shortcut, known when it is registered: the URL's
+#: ``key`` is an argument that sanitising turns into an integer or that has a callback, or a
+#: default is not settled.
+NEVER_LEAN = {"integer-coerced", "integer-refused", "validate-callback", "sanitize-callback"}
+NEVER_LEAN |= {"list-default"}
+
+
+@pytest.mark.parametrize("case", URL_ONLY_CASES, ids=[case[0] for case in URL_ONLY_CASES])
+def test_a_route_whose_url_brings_a_never_lean_argument_never_tries_the_shortcut(
+    case: tuple[str, dict[str, Any], str, bool],
+) -> None:
+    name, args, _, _ = case
+    entry = _url_site(copy.deepcopy(args)).rest_get_server().table.get(r"/t/v1/u/(?P<key>[^/]+)")
+    assert entry is not None
+    assert (entry.prepared[0].arg_plan.lean is None) is (name in NEVER_LEAN)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,13 +100,18 @@ class PreparedHandler:
         "respond",
     )
 
-    def __init__(self, definition: Handler, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        definition: Handler,
+        options: Mapping[str, Any] | None = None,
+        url_names: Iterable[str] | None = None,
+    ) -> None:
         self.definition = definition
         self.methods = definition["methods"]
         self.args = definition["args"]
         #: The argument step (defaults validated and sanitised, required names, each
         #: schema's quick checks), prepared here. PERF: not per request.
-        self.arg_plan = ArgPlan(self.args)
+        self.arg_plan = ArgPlan(self.args, url_names=url_names)
         permission = definition.get("permission_callback")
         self.permission = None if permission is None or permission is public else fitted(permission)
         callback = definition["callback"]
@@ -329,7 +334,10 @@ class RouteEntry:
     def prepare(self) -> None:
         """Prepare the handlers, :attr:`permissionless_allow` and :attr:`allow_chain` (after
         ``handlers`` changed)."""
-        prepared = tuple(PreparedHandler(handler, self.options) for handler in self.handlers)
+        url_names = tuple(self.pattern.tail.groupindex)
+        prepared = tuple(
+            PreparedHandler(handler, self.options, url_names) for handler in self.handlers
+        )
         value: str | None = None
         chain: Chain = ()
         if all(handler.permission is None for handler in prepared):
