@@ -6,7 +6,7 @@ Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
     python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--pause 0.05]
                                  [--subscribers 0,100,1000] [--subscribers-on a|b]
                                  [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
-                                 [--parse] [--profile FILE]
+                                 [--parse] [--raw] [--profile FILE]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -25,7 +25,9 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   held by one asyncio client process (a child of this one) on host ``--subscribers-on``;
   the configurations are interleaved over ``--rounds`` and the best round of each is kept.
   The subscriber process counts the events in the bytes it receives (``--parse``: each
-  event parsed by httpx-sse, a client that took as much CPU as host A on these cores).
+  event parsed by httpx-sse, a client that took as much CPU as host A on these cores;
+  ``--raw``: each stream read off its socket without an HTTP client, the least CPU the
+  subscribers can take of the cores host A shares).
   Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), the events the
   subscribers received per second, the CPU each process used (a share of one core: the
   hosts, PostgreSQL's server when this script started it, the subscriber process, this one;
@@ -57,7 +59,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,10 +265,66 @@ async def latency(writer: str, reader: str, writes: int, pause: float) -> Latenc
 # The subscriber process ---------------------------------------------------------------
 
 
-async def hold_streams(url: str, count: int, parse: bool) -> None:
+async def raw_stream(
+    url: str, opened: Callable[[], None], received: list[int], chunks: list[int]
+) -> int:
+    """Read an SSE stream of the changes on ``url`` over a socket of its own, without an
+    HTTP client, until it ends: ``opened`` is called once the answer is 200; its events
+    and reads are added to ``received`` and ``chunks`` as they come. The answer's status."""
+    address = url.split("://", 1)[1].rstrip("/")
+    host, port = address.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        head = f"GET {CHANGES} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream"
+        writer.write(head.encode() + b"\r\n\r\n")
+        status = int((await reader.readuntil(b"\r\n\r\n")).split(b" ", 2)[1])
+        if status != 200:
+            return status
+        opened()
+        carry = b""
+        while data := await reader.read(65536):
+            data = carry + data
+            received[0] += data.count(b"\nevent: ")
+            chunks[0] += 1
+            carry = data[-7:]
+        return status
+    finally:
+        writer.close()
+
+
+async def one_raw(
+    url: str,
+    opened: tuple[list[int], int, asyncio.Event],
+    received: list[int],
+    chunks: list[int],
+    refused: list[int],
+) -> None:
+    """One stream of :func:`hold_streams` read by :func:`raw_stream` (opened again after a
+    503), its events and reads added to ``received`` and ``chunks``; ``opened``: the count
+    of streams open, how many there will be, and the event set when all are."""
+    ready, count, all_open = opened
+
+    def one_more() -> None:
+        ready[0] += 1
+        if ready[0] == count:
+            all_open.set()
+
+    status = 0
+    for _attempt in range(50):
+        status = await raw_stream(url, one_more, received, chunks)
+        if status != 503:
+            break
+        refused[0] += 1
+        await asyncio.sleep(random.uniform(0.1, 0.5))
+    if status != 200:
+        print(f"stream refused: {status}", flush=True)
+        os._exit(1)
+
+
+async def hold_streams(url: str, count: int, parse: bool, raw: bool = False) -> None:
     """``count`` SSE streams of the changes on ``url``; prints ``ready`` once every one is
-    open, counts the events they receive (``parse``: each parsed by httpx-sse), prints the
-    count when stdin closes."""
+    open, counts the events they receive (``parse``: each parsed by httpx-sse; ``raw``:
+    read off their sockets without an HTTP client), prints the count when stdin closes."""
     import httpx
     from httpx_sse import EventSource
 
@@ -314,7 +372,12 @@ async def hold_streams(url: str, count: int, parse: bool) -> None:
         tasks: list[asyncio.Task[None]] = []
         for start in range(0, count, 50):  # opened fifty at a time
             tasks += [
-                asyncio.create_task(one(client)) for _ in range(start, min(count, start + 50))
+                asyncio.create_task(
+                    one_raw(url, (ready, count, all_open), received, chunks, refused)
+                    if raw
+                    else one(client)
+                )
+                for _ in range(start, min(count, start + 50))
             ]
             while ready[0] < len(tasks):
                 await asyncio.sleep(0.01)
@@ -338,13 +401,14 @@ class Held:
 
 
 @contextlib.contextmanager
-def subscribers(url: str, count: int, parse: bool = False) -> Iterator[Held]:
+def subscribers(url: str, count: int, parse: bool = False, raw: bool = False) -> Iterator[Held]:
     """A child process holding ``count`` streams of the changes on ``url``."""
     if count == 0:
         yield Held(0)
         return
     command = [sys.executable, __file__, "--hold", url, "--streams", str(count)]
     command += ["--parse"] if parse else []
+    command += ["--raw"] if raw else []
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert child.stdin is not None and child.stdout is not None
     try:
@@ -405,7 +469,7 @@ def rates(
     found = {count: Rate(count) for count in options.subscribers}
     for _ in range(options.rounds):
         for count in options.subscribers:
-            with subscribers(holder, count, options.parse) as held:
+            with subscribers(holder, count, options.parse, options.raw) as held:
                 watched = {**pids, "subscribers": held.pid, "writer": -1}
                 before = {name: tree_cpu(pid) for name, pid in watched.items() if pid}
                 loop_before = thread_cpu(pids["host A"])
@@ -547,12 +611,17 @@ def main() -> None:
     parser.add_argument(
         "--parse", action="store_true", help="the subscribers parse each event (httpx-sse)"
     )
+    parser.add_argument(
+        "--raw",
+        action="store_true",
+        help="the subscribers read their sockets without an HTTP client (the least CPU)",
+    )
     parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--streams", type=int, default=0, help=argparse.SUPPRESS)
     options = parser.parse_args()
     limit = raise_open_files()
     if options.hold:
-        asyncio.run(hold_streams(options.hold, options.streams, options.parse))
+        asyncio.run(hold_streams(options.hold, options.streams, options.parse, options.raw))
         return
     options.subscribers = [int(n) for n in options.subscribers.split(",")]
     if max(options.subscribers) * 3 + 200 > limit:

@@ -285,6 +285,34 @@ def test_the_steps_counted_are_those_of_the_tasks_woken_not_work_queued_before()
     assert 0.06 <= counted[0] < 0.15
 
 
+def test_the_wake_itself_counts_with_the_steps_of_the_tasks_it_wakes() -> None:
+    counted: list[float] = []
+
+    async def check() -> None:
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[None]] = [loop.create_future() for _ in range(2)]
+
+        async def reader(future: asyncio.Future[None]) -> None:
+            await future
+            busy(0.02)  # its step after the wake
+
+        readers = [asyncio.ensure_future(reader(future)) for future in futures]
+        await asyncio.sleep(0)  # each waits
+
+        def wake() -> None:  # resolving a thousand futures takes time of its own
+            busy(0.1)
+            for future in futures:
+                future.set_result(None)
+
+        count_steps(wake, counted.append)
+        await asyncio.gather(*readers)
+        await asyncio.sleep(0.01)
+
+    asyncio.run(check())
+    assert len(counted) == 1
+    assert 0.14 <= counted[0] < 0.25
+
+
 def test_the_time_the_readers_loop_waited_for_a_core_does_not_count_as_its_time() -> None:
     store = SqliteStore(":memory:")
     ensure_change_log(store)
