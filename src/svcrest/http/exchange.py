@@ -19,7 +19,6 @@ __all__ = [
     "headers_announce_body",
     "host_name",
     "known_host_name",
-    "made_response",
     "remembered_host_name",
     "safe_header_line",
     "safe_lines",
@@ -255,31 +254,6 @@ class HttpResponse:
                 line = _SAFE_LENGTH_LINES.keep(length, ("Content-Length", str(length)))
             safe.append(line)
         return safe
-
-
-_new = object.__new__
-
-
-def made_response(
-    status: int,
-    headers: list[tuple[str, str]],
-    body: bytes,
-    wire_prefix: tuple[tuple[bytes, bytes], ...],
-) -> HttpResponse:
-    """``HttpResponse(status, headers, body, wire_prefix=wire_prefix)``: every field set
-    here, next to the class, without the class call.
-
-    PERF: a class call with the generated Python ``__init__`` costs a frame more than this
-    function's (written out in the answer step: a WSGI GET 86,038 → 84,424 instructions,
-    bench/instructions.py); tests/rest/test_lean_pipeline.py reads every field back."""
-    response = _new(HttpResponse)
-    response.status = status
-    response.headers = headers
-    response.body = body
-    response.content_length = None
-    response.wire_prefix = wire_prefix
-    response.request_id = ""
-    return response
 
 
 class HttpStream(HttpResponse):

@@ -42,7 +42,7 @@ from svcrest.http.answer_json import (
 from svcrest.http.compression import MIN_SIZE, breach_prone, compress, negotiated_coding
 from svcrest.http.context import RequestContext
 from svcrest.http.errors import RestError
-from svcrest.http.exchange import HttpResponse, HttpStream, made_response
+from svcrest.http.exchange import HttpResponse, HttpStream
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -71,6 +71,8 @@ __all__ = [
 
 logger = logging.getLogger("svcrest")
 
+#: ``object.__new__``, bound once (see :func:`answer`).
+_new = object.__new__
 _NO_BODY_STATUSES = frozenset({204, 304})
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 _VARY_ENCODING = ("Vary", "Accept-Encoding")
@@ -127,7 +129,16 @@ def answer(
         else:
             tag = lines[own_tag][1]
     pending = ctx.pending_headers
-    answered = made_response(status, [*lines, *pending] if pending else [*lines], body, wire)
+    # PERF: every field set here, in field order, without the generated ``__init__`` (a class
+    # call with a Python ``__init__``: a WSGI GET 86,038 → 84,424 instructions,
+    # bench/instructions.py); tests/rest/test_lean_pipeline.py reads every field back.
+    answered = _new(HttpResponse)
+    answered.status = status
+    answered.headers = [*lines, *pending] if pending else [*lines]
+    answered.body = body
+    answered.content_length = None
+    answered.wire_prefix = wire
+    answered.request_id = ""
     if not short:
         return coded_answer(answered, request, own_tag, tagged, formats, settings.auth_schemes)
     if tag is None:
