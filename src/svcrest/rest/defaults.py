@@ -377,11 +377,13 @@ class StepWithCallbacks:
     lines put on the response as the tuple they are (the response copies them on its first
     change) and taken back as they are while no callback changed them, a chain of one
     callback called directly, and the CORS lines added to the step's tuple while no
-    callback touched it: one plain extra filter costs an ASGI GET 1,376 instructions on
+    callback touched it: one plain extra filter costs an ASGI GET 1,892 instructions on
     ``rest_pre_serve_request`` (5,962 with the step and the general chains run after it)
-    and 1,776 on ``rest_post_dispatch`` (9,839), bench/instructions.py; the filter's own
+    and 2,474 on ``rest_post_dispatch`` (9,839), bench/instructions.py; the filter's own
     call, with ``*args``, is ~770 of it, the usual case's test in one function
-    (:func:`_bare_allow`, shared by the three runs) ~400."""
+    (:func:`_bare_allow`, shared by the three runs) ~400, each hook's stage in one method
+    (:meth:`_post`, :meth:`_serve`, shared by the runs) ~500 (1,376 and 1,776 with each
+    stage written out twice)."""
 
     __slots__ = ("post", "post_call", "pre", "pre_call")
 
