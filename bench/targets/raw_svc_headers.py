@@ -43,6 +43,17 @@ HEADERS = [
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """Serve the one route with svcrest's header lines; lifespan events are acknowledged."""
+    await _serve(scope, receive, send, HEADERS, b"Content-Length")
+
+
+async def _serve(
+    scope: dict[str, Any],
+    receive: Any,
+    send: Any,
+    lines: list[tuple[bytes, bytes]],
+    length_name: bytes,
+) -> None:
+    """Answer ``scope`` with ``lines`` and a length line named ``length_name``."""
     if scope["type"] == "lifespan":
         await lifespan(receive, send)
         return
@@ -52,7 +63,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = json.dumps({"id": found, "title": "item"}, separators=(",", ":")).encode()
     else:
         status, body = 404, NOT_FOUND
-    headers = [*HEADERS, (b"Content-Length", str(len(body)).encode())]
+    headers = [*lines, (length_name, str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -65,15 +76,4 @@ LOWER_HEADERS = [(name.lower(), value) for name, value in HEADERS]
 
 async def lower(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """:func:`app` sending :data:`LOWER_HEADERS`."""
-    if scope["type"] == "lifespan":
-        await lifespan(receive, send)
-        return
-    found = item_id(scope["method"], scope["path"])
-    if found is not None:
-        status = 200
-        body = json.dumps({"id": found, "title": "item"}, separators=(",", ":")).encode()
-    else:
-        status, body = 404, NOT_FOUND
-    headers = [*LOWER_HEADERS, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await _serve(scope, receive, send, LOWER_HEADERS, b"content-length")
