@@ -13,8 +13,8 @@ from svcrest.auth.passwords import ScryptParams
 from svcrest.hooks import Hooks
 from svcrest.http.headers import Headers
 from svcrest.http.user import ANONYMOUS
-from svcrest.rest.auth_schemes import CHOSEN_ONE_BY_ONE, AuthScheme, AuthSchemes
-from svcrest.rest.plan import PipelinePlan, adopt_user
+from svcrest.rest.auth_schemes import CHOSEN_ONE_BY_ONE, AuthScheme, AuthSchemes, adopt_user
+from svcrest.rest.plan import PipelinePlan
 from tests.conftest import SiteClient
 
 ClientFor = Callable[..., SiteClient]

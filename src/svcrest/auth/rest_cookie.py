@@ -22,7 +22,7 @@ from svcrest.http.context import RequestContext, current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.user import ANONYMOUS, User
-from svcrest.rest.auth_schemes import AuthScheme, AuthSchemes
+from svcrest.rest.auth_schemes import AuthScheme, AuthSchemes, adopt_user
 
 __all__ = [
     "COOKIE_ACTIONS",
@@ -182,14 +182,7 @@ class CookieAuth:
                 # Rows 1 and 2 of check_errors let a valid cookie through: its nonce decides
                 # (PERF: check_errors' call and tests less).
                 return self._nonce_check(ctx, request)
-        found = self.cookie_user(user, request)
-        if ctx is None:
-            if found is not None:
-                request.user = found
-            return None
-        if found is not None:
-            ctx.user = found
-        request.user = ctx.user
+        adopt_user(self.cookie_user(user, request), request)
         return self.check_errors(None, request)
 
     @staticmethod

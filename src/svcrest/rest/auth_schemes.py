@@ -34,6 +34,7 @@ from typing import Any
 
 from svcrest.hooks import Hooks
 from svcrest.http.compression import ALWAYS_SECRET_LINES
+from svcrest.http.context import REQUEST_CONTEXT
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 
@@ -44,6 +45,7 @@ __all__ = [
     "AuthScheme",
     "AuthSchemes",
     "CredentialRule",
+    "adopt_user",
 ]
 
 #: The hooks a scheme's callbacks may be attached to.
@@ -63,6 +65,22 @@ CONTENT_ALLOW_HEADERS = (
 #: after them share one choice (all their callbacks run when it carries any one's
 #: credentials), so a site has at most ``2 ** (CHOSEN_ONE_BY_ONE + 1)`` authentication chains.
 CHOSEN_ONE_BY_ONE = 6
+
+
+def adopt_user(user: Any, request: Request) -> None:
+    """The step of the authentication chain between its two hooks (and of a scheme's
+    ``alone`` function between its two callbacks): the user
+    ``determine_current_user`` answered becomes the current one (the context's and the
+    request's; the anonymous user stays for None), and ``rest_authentication_errors`` starts
+    from None."""
+    ctx = REQUEST_CONTEXT.get()  # PERF: no current_context() call (a Python call a request)
+    if ctx is None:
+        if user is not None:
+            request.user = user
+        return
+    if user is not None:
+        ctx.user = user
+    request.user = ctx.user
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,9 +14,8 @@ from typing import Any, TypeVar
 
 from svcrest.chains import Chain, run_chain
 from svcrest.hooks import Hooks
-from svcrest.http.context import REQUEST_CONTEXT
 from svcrest.http.request import Request
-from svcrest.rest.auth_schemes import AUTH_HOOKS, AuthSchemes
+from svcrest.rest.auth_schemes import AUTH_HOOKS, AuthSchemes, adopt_user
 
 __all__ = ["PIPELINE_HOOKS", "PipelinePlan", "leaves_query", "options_only", "query_only"]
 
@@ -108,21 +107,6 @@ PIPELINE_HOOKS: tuple[tuple[str, int], ...] = (
     ("rest_post_dispatch", 3),
     ("rest_pre_serve_request", 4),
 )
-
-
-def adopt_user(user: Any, request: Request) -> None:
-    """The step of :attr:`PipelinePlan.authentication` between its two hooks: the user
-    ``determine_current_user`` answered becomes the current one (the context's and the
-    request's; the anonymous user stays for None), and ``rest_authentication_errors`` starts
-    from None."""
-    ctx = REQUEST_CONTEXT.get()  # PERF: no current_context() call (a Python call a request)
-    if ctx is None:
-        if user is not None:
-            request.user = user
-        return
-    if user is not None:
-        ctx.user = user
-    request.user = ctx.user
 
 
 class PipelinePlan:
