@@ -3,6 +3,7 @@
 Usage::
 
     python bench/idle_streams.py [--streams 1000] [--seconds 5] [--writes 60] [--every 0.05]
+        [--uvloop]
 
 Opens ``--streams`` Server-Sent Events streams of a ``StoreCollection``'s changes on one App
 (SQLite file store) through its ASGI interface, in one event loop as one worker holds them,
@@ -182,5 +183,12 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--writes", type=int, default=60, help="fan-out writes (0: none)")
     parser.add_argument("--every", type=float, default=0.05, help="seconds between writes")
+    parser.add_argument("--uvloop", action="store_true", help="on uvloop (the servers' loop)")
     args = parser.parse_args()
-    asyncio.run(main(args.streams, args.seconds, args.writes, args.every))
+    if args.uvloop:
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main(args.streams, args.seconds, args.writes, args.every))
+    else:
+        asyncio.run(main(args.streams, args.seconds, args.writes, args.every))
