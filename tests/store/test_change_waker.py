@@ -19,9 +19,11 @@ from svcrest.store.base import Store
 from svcrest.store.change_waker import (
     FAN_OUT_SHARE,
     LONGEST_HOLD,
+    WAKE_SLICE,
     ChangeWaker,
     change_waker,
     count_steps,
+    wake_in_slices,
 )
 from svcrest.store.changes import ensure_change_log, record_change
 from svcrest.store.postgres import PostgresStore
@@ -540,5 +542,65 @@ def test_the_deadlines_of_woken_readers_do_not_pile_up() -> None:
         # Each wake's readers wait again with a later deadline than the timer's; the
         # deadlines of the woken are dropped in bulk, not kept until their time.
         assert max(heaps) <= 2 * readers + 64
+    finally:
+        store.close()
+
+
+# -- a wake of many readers, a slice at a time ---------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", _loops())
+def test_a_wake_of_many_readers_lets_other_callbacks_run_between_its_slices(kind: str) -> None:
+    log: list[object] = []
+    counted: list[float] = []
+    readers = 3 * WAKE_SLICE + 10
+
+    async def reader(number: int, future: asyncio.Future[bool]) -> None:
+        assert await future is True
+        log.append(number)
+
+    async def check() -> None:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(readers)]
+        tasks = [asyncio.ensure_future(reader(n, f)) for n, f in enumerate(futures)]
+        await asyncio.sleep(0)  # every reader awaits its future
+        futures[1].cancel()  # one left meanwhile: skipped
+        wake_in_slices(futures, True, counted.append)
+        loop.call_soon(log.append, "other")  # e.g. a request's data read by the loop
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    _run(kind, check)
+    # The first slice's readers, then what was queued after the wake, then the rest.
+    assert log.index("other") == WAKE_SLICE - 1
+    assert [entry for entry in log if entry != "other"] == [n for n in range(readers) if n != 1]
+    assert len(counted) == 4  # each slice's wake and steps counted
+    assert all(seconds >= 0 for seconds in counted)
+
+
+def test_a_wake_of_more_readers_than_a_slice_wakes_them_all() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store, coalesce=0.05)
+    readers = 2 * WAKE_SLICE + 1
+
+    async def check() -> list[bool]:
+        while waker.wakes == 0:  # the thread's first look wakes everyone
+            await waker.wait("note", waker.token("note"), 0.05)
+        waker._spent.clear()
+        token = waker.token("note")
+        tasks = [asyncio.ensure_future(waker.wait("note", token, 5)) for _ in range(readers)]
+        while waker.waiters < readers:
+            await asyncio.sleep(0.01)
+        began = time.monotonic()
+        waker._wake({"note"})
+        woken = await asyncio.gather(*tasks)
+        assert time.monotonic() - began < 1.0
+        await asyncio.sleep(0.05)  # (the last slice's count comes after its steps)
+        return woken
+
+    try:
+        assert asyncio.run(check()) == [True] * readers
+        assert "note" in waker._spent  # the slices' steps counted
+        assert waker.waiters == 0
     finally:
         store.close()
