@@ -25,7 +25,9 @@ the listener's socket, or a read of the wal-index header: microseconds); while n
 it drains a PostgreSQL listener once a second (SECURITY: an unread listener holds back the
 server's notification queue) and otherwise ends, to start again with the next reader.
 Readers on any event loop (an ASGI server's, a WSGI thread's own) are woken with one
-``call_soon_threadsafe`` per loop.
+``call_soon_threadsafe`` per loop, :data:`WAKE_SLICE` of them a turn of the loop (the
+requests it serves meanwhile are not held up by a thousand streams' steps); their time-outs
+share one timer per loop.
 
 Coalescing: while changes of an object type keep coming, its readers are woken at most once
 every ``coalesce`` seconds (change feeds set it, :data:`COALESCE` by default), so that each
@@ -232,7 +234,9 @@ class _Deadlines:
     (1,000 streams woken a few times a second on the writing worker); here a wait costs a
     push on a heap and its end clearing one field, and the timer moves only when a reader
     waits with an earlier deadline than the earliest (a stream's next wait is later than
-    the others': rarely)."""
+    the others': rarely). A wake and the next wait of 1,000 readers: 4.2-4.8 µs a reader
+    on uvloop against 5.6-6.1 with a timer each (asyncio's loop: 5.1-5.3 against 6.6-7.3);
+    13.8 KiB of Python heap an idle stream on uvloop against 14.1 (bench/idle_streams.py)."""
 
     __slots__ = ("_armed", "_context", "_heap", "_loop", "_number", "_timer", "live")
 
