@@ -3,6 +3,7 @@
 Usage::
 
     python bench/idle_streams.py [--streams 1000] [--seconds 5] [--writes 60] [--every 0.05]
+        [--uvloop]
 
 Opens ``--streams`` Server-Sent Events streams of a ``StoreCollection``'s changes on one App
 (SQLite file store) through its ASGI interface, in one event loop as one worker holds them,
@@ -13,7 +14,9 @@ fan-out: ``--writes`` writes ``--every`` seconds apart (from a thread) while eve
 receives each, and the process's CPU milliseconds per write (the writes' own included: a
 few hundred microseconds; compare trees in one run, the machine's load moves it), and how
 long after its commit each write's event reached the first stream (p50 / p99 / max: the
-wait that coalescing and the hold on a wake's work add while writes keep coming).
+wait that coalescing and the hold on a wake's work add while writes keep coming), and
+the loop thread's CPU time between two turns of a timer 2 ms on meanwhile (p99 / max:
+how long the streams' work keeps the loop from anything else, a request's data say).
 """
 
 from __future__ import annotations
@@ -123,6 +126,16 @@ async def main(count: int, seconds: float, writes: int, every: float) -> None:
     app.store.close()
 
 
+async def probe(stop: asyncio.Event, lags: list[float]) -> None:
+    """Until ``stop``: a timer 2 ms on, again and again; ``lags`` gets the CPU time of the
+    loop's thread from one to the next (the longest: the most work a request's data read
+    by the loop waits behind; the thread's waits for a core on a busy machine apart)."""
+    while not stop.is_set():
+        began = time.thread_time()
+        await asyncio.sleep(0.002)
+        lags.append(time.thread_time() - began)
+
+
 async def fan_out(
     books: StoreCollection, received: list[asyncio.Queue[Any]], writes: int, every: float
 ) -> tuple[float, list[float]]:
@@ -156,8 +169,10 @@ async def fan_out(
             books.table.insert({"title": f"book {number}"})
             time.sleep(every)
 
+    lags: list[float] = []
     draining = asyncio.ensure_future(drain())
     watching = asyncio.ensure_future(watch())
+    probing = asyncio.ensure_future(probe(stop, lags))
     waker = change_waker(books.table.store)
     began, loop_began, counted = cpu(), time.thread_time(), waker.counted
     await asyncio.to_thread(write)
@@ -173,6 +188,13 @@ async def fan_out(
     stop.set()
     watching.cancel()
     await draining
+    await probing
+    lags.sort()
+    p99 = lags[min(len(lags) - 1, len(lags) * 99 // 100)]
+    print(
+        f"the loop's work between two turns of a timer 2 ms on: p99 {p99 * 1000:.1f} ms,"
+        f" max {lags[-1] * 1000:.1f} ms of its thread's CPU"
+    )
     return spent / writes, waits
 
 
@@ -182,5 +204,12 @@ if __name__ == "__main__":
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--writes", type=int, default=60, help="fan-out writes (0: none)")
     parser.add_argument("--every", type=float, default=0.05, help="seconds between writes")
+    parser.add_argument("--uvloop", action="store_true", help="on uvloop (the servers' loop)")
     args = parser.parse_args()
-    asyncio.run(main(args.streams, args.seconds, args.writes, args.every))
+    if args.uvloop:
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main(args.streams, args.seconds, args.writes, args.every))
+    else:
+        asyncio.run(main(args.streams, args.seconds, args.writes, args.every))

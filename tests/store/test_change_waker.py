@@ -9,8 +9,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,9 +19,11 @@ from svcrest.store.base import Store
 from svcrest.store.change_waker import (
     FAN_OUT_SHARE,
     LONGEST_HOLD,
+    WAKE_SLICE,
     ChangeWaker,
     change_waker,
     count_steps,
+    wake_in_slices,
 )
 from svcrest.store.changes import ensure_change_log, record_change
 from svcrest.store.postgres import PostgresStore
@@ -375,5 +378,229 @@ def test_the_waker_reads_how_long_its_readers_loop_waited_for_a_core() -> None:
             assert direct <= queued <= again < direct + 1.0
         else:
             assert queued == again == 0.0
+    finally:
+        store.close()
+
+
+# -- the waits' deadlines: one timer per event loop ----------------------------------------------
+
+
+def _loops() -> list[str]:
+    return ["asyncio", "uvloop"]
+
+
+def _run(kind: str, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    if kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main())
+    else:
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", _loops())
+def test_each_wait_ends_at_its_own_deadline(kind: str) -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store)
+    ended: dict[float, tuple[bool, float, float]] = {}
+
+    async def reader(timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        timed = await waker.wait("note", waker.token("note"), timeout)
+        ended[timeout] = (timed, loop.time(), began + timeout)
+
+    async def check() -> None:
+        while waker.wakes == 0:  # the thread's first look wakes everyone
+            await waker.wait("note", waker.token("note"), 0.05)
+        # Each its own deadline, the latest first: the shared timer moves to the earliest.
+        await asyncio.gather(*(reader(timeout) for timeout in (0.3, 0.2, 0.1, 0.25, 0.15)))
+
+    try:
+        _run(kind, check)
+        order = sorted(ended, key=lambda timeout: ended[timeout][1])
+        assert order == [0.1, 0.15, 0.2, 0.25, 0.3]
+        for timeout, (timed, at, deadline) in ended.items():
+            assert timed is False, timeout  # timed out, not woken
+            assert deadline - 1e-6 <= at < deadline + 0.04, timeout  # never early
+        assert waker.waiters == 0
+        assert waker._deadlines == {}  # nobody waits: the loop's deadlines are gone
+    finally:
+        store.close()
+
+
+def test_one_timer_a_loop_however_many_readers_wait() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store)
+    timers: list[asyncio.TimerHandle] = []
+    readers = 1000
+
+    def live() -> int:
+        return sum(not timer.cancelled() for timer in timers)
+
+    async def reader(number: int, rounds: int) -> int:
+        woken = 0
+        for _ in range(rounds):
+            woken += await waker.wait("note", waker.token("note"), 30 + number / readers)
+        return woken
+
+    async def check() -> None:
+        while waker.wakes == 0:  # the thread's first look wakes everyone
+            await waker.wait("note", waker.token("note"), 0.05)
+        loop = asyncio.get_running_loop()
+        call_at = loop.call_at
+
+        def counted(when: float, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+            timer = call_at(when, *args, **kwargs)
+            if getattr(args[0], "__name__", "") != "_set_result_unless_cancelled":
+                timers.append(timer)  # not the test's own sleeps
+            return timer
+
+        loop.call_at = counted  # type: ignore[method-assign,assignment]  # (call_later calls it too)
+        tasks = [asyncio.ensure_future(reader(number, 3)) for number in range(readers)]
+        for woken in range(3):
+            while waker.waiters < readers:
+                await asyncio.sleep(0.01)
+            assert live() == 1  # one timer for all of them
+            assert len(timers) <= woken + 1  # later deadlines than the first: no new timer
+            waker._wake({"note"})
+            while waker.waiters and waker.token("note") == woken:
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
+        assert await asyncio.gather(*tasks) == [3] * readers
+        assert live() == 0  # nobody waits: the timer is cancelled
+
+    try:
+        asyncio.run(check())
+    finally:
+        store.close()
+
+
+def test_a_reader_that_leaves_leaves_the_loops_deadlines() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store)
+
+    async def check() -> None:
+        while waker.wakes == 0:  # the thread's first look wakes everyone
+            await waker.wait("note", waker.token("note"), 0.05)
+        loop = asyncio.get_running_loop()
+        token = waker.token("note")
+        tasks = [asyncio.ensure_future(waker.wait("note", token, 5 + n)) for n in range(3)]
+        await asyncio.sleep(0.01)
+        deadlines = waker._deadlines[loop]
+        assert deadlines.live == 3
+        tasks[0].cancel()  # the reader with the earliest deadline leaves
+        await asyncio.sleep(0.01)
+        assert tasks[0].cancelled()
+        assert (waker.waiters, deadlines.live) == (2, 2)
+        # Its future is no longer held (the shared timer holds no reader).
+        assert sum(entry[2] is not None for entry in deadlines._heap) == 2
+        for task in tasks[1:]:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert (waker.waiters, deadlines.live) == (0, 0)
+        assert loop not in waker._deadlines
+        assert deadlines._timer is None
+
+    try:
+        asyncio.run(check())
+    finally:
+        store.close()
+
+
+def test_the_deadlines_of_woken_readers_do_not_pile_up() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store)
+    readers = 200
+    heaps: list[int] = []
+
+    async def reader() -> None:
+        for _ in range(20):
+            await waker.wait("note", waker.token("note"), 30)
+
+    async def check() -> None:
+        while waker.wakes == 0:
+            await waker.wait("note", waker.token("note"), 0.05)
+        loop = asyncio.get_running_loop()
+        tasks = [asyncio.ensure_future(reader()) for _ in range(readers)]
+        for woken in range(20):
+            while waker.waiters < readers:
+                await asyncio.sleep(0.005)
+            heaps.append(len(waker._deadlines[loop]._heap))
+            waker._wake({"note"})
+            while waker.token("note") == woken:
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(0.01)
+        await asyncio.gather(*tasks)
+
+    try:
+        asyncio.run(check())
+        # Each wake's readers wait again with a later deadline than the timer's; the
+        # deadlines of the woken are dropped in bulk, not kept until their time.
+        assert max(heaps) <= 2 * readers + 64
+    finally:
+        store.close()
+
+
+# -- a wake of many readers, a slice at a time ---------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", _loops())
+def test_a_wake_of_many_readers_lets_other_callbacks_run_between_its_slices(kind: str) -> None:
+    log: list[object] = []
+    counted: list[float] = []
+    readers = 3 * WAKE_SLICE + 10
+
+    async def reader(number: int, future: asyncio.Future[bool]) -> None:
+        assert await future is True
+        log.append(number)
+
+    async def check() -> None:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(readers)]
+        tasks = [asyncio.ensure_future(reader(n, f)) for n, f in enumerate(futures)]
+        await asyncio.sleep(0)  # every reader awaits its future
+        futures[1].cancel()  # one left meanwhile: skipped
+        wake_in_slices(futures, True, counted.append)
+        loop.call_soon(log.append, "other")  # e.g. a request's data read by the loop
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    _run(kind, check)
+    # The first slice's readers, then what was queued after the wake, then the rest.
+    assert log.index("other") == WAKE_SLICE - 1
+    assert [entry for entry in log if entry != "other"] == [n for n in range(readers) if n != 1]
+    assert len(counted) == 4  # each slice's wake and steps counted
+    assert all(seconds >= 0 for seconds in counted)
+
+
+def test_a_wake_of_more_readers_than_a_slice_wakes_them_all() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store, coalesce=0.05)
+    readers = 2 * WAKE_SLICE + 1
+
+    async def check() -> list[bool]:
+        while waker.wakes == 0:  # the thread's first look wakes everyone
+            await waker.wait("note", waker.token("note"), 0.05)
+        waker._spent.clear()
+        token = waker.token("note")
+        tasks = [asyncio.ensure_future(waker.wait("note", token, 5)) for _ in range(readers)]
+        while waker.waiters < readers:
+            await asyncio.sleep(0.01)
+        began = time.monotonic()
+        waker._wake({"note"})
+        woken = await asyncio.gather(*tasks)
+        assert time.monotonic() - began < 1.0
+        await asyncio.sleep(0.05)  # (the last slice's count comes after its steps)
+        return woken
+
+    try:
+        assert asyncio.run(check()) == [True] * readers
+        assert "note" in waker._spent  # the slices' steps counted
+        assert waker.waiters == 0
     finally:
         store.close()

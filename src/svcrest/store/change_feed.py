@@ -82,7 +82,7 @@ from svcrest.http.streams import (
     wanted_stream,
 )
 from svcrest.store.base import Store
-from svcrest.store.change_waker import COALESCE, change_waker, count_steps
+from svcrest.store.change_waker import COALESCE, change_waker, wake_in_slices
 from svcrest.store.changes import (
     Change,
     changes_after,
@@ -325,13 +325,7 @@ def _settle(
     """On the readers' loop: the shared read they waited for ended (``failed``: its error);
     ``spent`` is told how long they took until each waited again (a stream's step: its
     chunk, its send, its next wait)."""
-    count_steps(lambda: _end_each(waiting, failed), spent)
-
-
-def _end_each(waiting: list[_Ended], failed: BaseException | None) -> None:
-    for ended in waiting:
-        if not ended.done():
-            ended.set_result(failed)
+    wake_in_slices(waiting, failed, spent)
 
 
 def _seq(change: Change) -> int:
