@@ -35,6 +35,7 @@ __all__ = [
     "ForwardedWSGI",
     "TrustedPeers",
     "asgi_from_env",
+    "call_factory",
     "configure",
     "rsgi_from_env",
     "wsgi_from_env",
@@ -156,7 +157,9 @@ class ForwardedASGI:
         self.app = app
         self.peers = peers
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> Any:
+        """The site's answer to ``scope`` (what the site returns: its status for svcrest's
+        App, which an access line names)."""
         client = scope.get("client")
         if scope.get("type") == "http" and client and client[0] in self.peers:
             proto, forwarded_for = _forwarded_lines(scope.get("headers", ()))
@@ -167,7 +170,7 @@ class ForwardedASGI:
             address = self.peers.client(forwarded_for) if forwarded_for else ""
             if address:
                 scope["client"] = (address, 0)
-        await self.app(scope, receive, send)
+        return await self.app(scope, receive, send)
 
 
 def _rsgi_address(host: str) -> str:
@@ -225,12 +228,18 @@ def configure(target: str, allow_ips: str) -> None:
     os.environ[ENV_ALLOW_IPS] = allow_ips
 
 
-def _site_from_env() -> Any:
-    module, _, name = os.environ[ENV_TARGET].partition(":")
+def call_factory(target: str) -> Any:
+    """What the factory ``target`` (``module:function``, a dotted function name allowed)
+    returns."""
+    module, _, name = target.partition(":")
     factory: Any = importlib.import_module(module)
     for part in name.split("."):
         factory = getattr(factory, part)
     return factory()
+
+
+def _site_from_env() -> Any:
+    return call_factory(os.environ[ENV_TARGET])
 
 
 def _peers_from_env() -> TrustedPeers:
