@@ -95,13 +95,14 @@ def _granian_line(configure: Any, log_format: str, scope: dict[str, Any], status
     from granian.log import DEFAULT_ACCESSLOG_FMT
 
     assert DEFAULT_ACCESSLOG_FMT == GRANIAN_FORMAT
-    stream = configure(log_format)
-    _build_access_logger(DEFAULT_ACCESSLOG_FMT)(ARRIVED, CLOCK, scope, status)
+    stream: io.StringIO = configure(log_format)
+    logger = _build_access_logger(DEFAULT_ACCESSLOG_FMT)  # type: ignore[no-untyped-call]
+    logger(ARRIVED, CLOCK, scope, status)
     return stream.getvalue()
 
 
 def _svcrest_line(configure: Any, log_format: str, scope: dict[str, Any], status: int) -> str:
-    stream = configure(log_format)
+    stream: io.StringIO = configure(log_format)
     line = AccessLine(log_format)
     line.write(scope, status, ARRIVED, CLOCK)
     assert line.resolve() is True  # straight to the handler, no record
@@ -355,6 +356,8 @@ def test_a_wrapped_site_s_streamed_answer_and_its_exception(
     it raised after its answer's head."""
 
     async def site(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/silent":  # no answer at all: granian answers and logs 500
+            return
         await send({"type": "http.response.start", "status": 206, "headers": []})
         for chunk in (b"a", b"b"):
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
@@ -368,9 +371,11 @@ def test_a_wrapped_site_s_streamed_answer_and_its_exception(
     assert raised == []
     events, raised = _served(app, _scope("/fails"))
     assert events[-1] == "line 500" and [str(exc) for exc in raised] == ["the site's mistake"]
-    first, second = logged_requests.getvalue().splitlines()
+    assert _served(app, _scope("/silent")) == (["line 500"], [])
+    first, second, third = logged_requests.getvalue().splitlines()
     assert ' "GET /page HTTP/1.1" 206 0.000 request_id=' in first
     assert ' "GET /fails HTTP/1.1" 500 0.000 request_id=' in second
+    assert ' "GET /silent HTTP/1.1" 500 0.000 request_id=' in third
 
 
 def test_lifespan_passes_through(logged_requests: io.StringIO) -> None:

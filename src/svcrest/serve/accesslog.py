@@ -369,10 +369,10 @@ class AccessLine:
 
 class AccessLogged:
     """An ASGI application (svcrest's App, maybe behind :class:`~svcrest.serve.forwarded.
-    ForwardedASGI`) whose HTTP requests each get granian's access line (:class:`AccessLine`),
-    where granian's own ``--access-log`` writes it: once the application returned (after its
-    last ``send``, so the answer is not delayed), with the status it answered (returned by
-    :func:`svcrest.serve.asgi.handle_asgi`), or 500 when it raised, as granian logs it."""
+    ForwardedASGI`) whose HTTP requests each get granian's access line (:class:`AccessLine`)
+    where granian's own ``--access-log`` writes it: around the application, once it returned
+    (after its last ``send``: the answer is not delayed), with the status it started its
+    answer with, or 500 when it raised or answered nothing, as granian logs it."""
 
     __slots__ = ("app", "line")
 
@@ -385,11 +385,21 @@ class AccessLogged:
             await self.app(scope, receive, send)
             return
         started, clock = time(), perf_counter()
-        status = 500
+        sent = [500]
+
+        async def sending(message: Any) -> None:
+            # PERF: the status read where it passes (granian keeps it in Rust): a call a
+            # message, against the ~125,000 instructions of granian's record.
+            if message["type"] == "http.response.start":
+                sent[0] = message["status"]
+            await send(message)
+
         try:
-            status = await self.app(scope, receive, send)
-        finally:
-            self.line.write(scope, status, started, clock)
+            await self.app(scope, receive, sending)
+        except BaseException:
+            self.line.write(scope, 500, started, clock)
+            raise
+        self.line.write(scope, sent[0], started, clock)
 
 
 def configure(target: str) -> None:

@@ -180,22 +180,17 @@ async def forward_to_site(
     scope: ASGIScope,
     receive: ASGIReceive,
     send: ASGISend,
-) -> int:
-    """Hand a non-REST request to the wrapped site app, adding ``lines`` to its answer; the
-    status it sent (500 when it sent none)."""
+) -> None:
+    """Hand a non-REST request to the wrapped site app, adding ``lines`` to its answer."""
     extra = encode_lines(lines)
-    sent = [500]
 
     async def send_with_lines(message: MutableMapping[str, Any]) -> None:
-        if message.get("type") == "http.response.start":
-            sent[0] = int(message.get("status", 500))
-            if extra:
-                message = dict(message)
-                message["headers"] = [*message.get("headers", []), *extra]
+        if message.get("type") == "http.response.start" and extra:
+            message = dict(message)
+            message["headers"] = [*message.get("headers", []), *extra]
         await send(message)
 
     await site(scope, receive, send_with_lines)
-    return sent[0]
 
 
 def _request(scope: ASGIScope) -> tuple[HttpRequest, str]:
@@ -238,10 +233,8 @@ def _request(scope: ASGIScope) -> tuple[HttpRequest, str]:
 
 async def handle_asgi(
     host: SiteHost, scope: ASGIScope, receive: ASGIReceive, send: ASGISend
-) -> int | None:
-    """Serve one ASGI connection scope of ``host``'s site; for an HTTP request, the status
-    answered (what an access line names: :class:`svcrest.serve.accesslog.AccessLogged`;
-    a server ignores it)."""
+) -> None:
+    """Serve one ASGI connection scope of ``host``'s site."""
     kind = scope["type"]
     if kind != "http":
         if kind == "lifespan":
@@ -250,7 +243,7 @@ async def handle_asgi(
             await answer_lifespan(receive, send, mine)
         elif kind == "websocket":
             await send({"type": "websocket.close", "code": 1000})
-        return None
+        return
     check = host.process_check  # an in-memory store split by several workers: refused
     if check.pending or check.refusal is not None:
         check.decide(host.store_in_memory)
@@ -258,7 +251,7 @@ async def handle_asgi(
             start = {"status": 503, "headers": check.refusal.wire_headers()}
             await send({"type": "http.response.start", **start})
             await send({"type": "http.response.body", "body": check.refusal.body})
-            return 503
+            return
     http, sent_id = _request(scope)
     headers = http.headers
     # PERF: a request with neither body line is answered without asking its headers (two
@@ -275,15 +268,14 @@ async def handle_asgi(
         if type(answer) is HttpStream:  # a change feed's stream (svcrest.serve.streams)
             slots = getattr(host, "streams", None)
             await send_stream(answer, receive, send, slots if type(slots) is StreamSlots else None)
-            return answer.status
+            return
         assert type(answer) is SiteForward
         site = host.site
         assert site is not None  # respond forwards only when there is a site app
-        return await forward_to_site(site, answer.lines, scope, receive, send)
+        await forward_to_site(site, answer.lines, scope, receive, send)
+        return
     wire = answer.wire_headers()
-    status = answer.status
-    if status == 408:  # RFC 9110: the server closes the connection after a 408
+    if answer.status == 408:  # RFC 9110: the server closes the connection after a 408
         wire.append(_CLOSE)
-    await send({"type": "http.response.start", "status": status, "headers": wire})
+    await send({"type": "http.response.start", "status": answer.status, "headers": wire})
     await send({"type": "http.response.body", "body": answer.body})
-    return status

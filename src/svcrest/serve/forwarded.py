@@ -157,9 +157,7 @@ class ForwardedASGI:
         self.app = app
         self.peers = peers
 
-    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> Any:
-        """The site's answer to ``scope`` (what the site returns: its status for svcrest's
-        App, which an access line names)."""
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         client = scope.get("client")
         if scope.get("type") == "http" and client and client[0] in self.peers:
             proto, forwarded_for = _forwarded_lines(scope.get("headers", ()))
@@ -170,7 +168,7 @@ class ForwardedASGI:
             address = self.peers.client(forwarded_for) if forwarded_for else ""
             if address:
                 scope["client"] = (address, 0)
-        return await self.app(scope, receive, send)
+        await self.app(scope, receive, send)
 
 
 def _rsgi_address(host: str) -> str:
