@@ -221,20 +221,21 @@ class _Stamps:
     the last microsecond of its second (which ``datetime`` rounds up to the next one) is
     written afresh, so every stamp is the one granian would write."""
 
-    __slots__ = ("_high", "_low", "_stamp", "_zone")
+    __slots__ = ("_zone", "high", "low", "stamp")
 
     def __init__(self) -> None:
         self._zone = datetime.now().astimezone().tzinfo
-        self._low = self._high = 0.0
-        self._stamp = ""
+        #: ``stamp`` is the date of every time from ``low`` (included) to ``high``.
+        self.low = self.high = 0.0
+        self.stamp = ""
 
     def made(self, seconds: float) -> str:
-        if self._low <= seconds < self._high:
-            return self._stamp
+        if self.low <= seconds < self.high:
+            return self.stamp
         whole = float(int(seconds))
         stamp = datetime.fromtimestamp(seconds, tz=self._zone).strftime("%Y-%m-%d %H:%M:%S %z")
         if seconds - whole < 0.999999:
-            self._low, self._high, self._stamp = whole, whole + 0.999999, stamp
+            self.low, self.high, self.stamp = whole, whole + 0.999999, stamp
         return stamp
 
 
@@ -299,26 +300,38 @@ class AccessLine:
         if handler is None:
             self.resolve()
             handler = self._handler
-        stamp = self._stamps.made(started)
+        stamps = self._stamps
+        # PERF: the second's stamp and the plain values' tests inline (no Python call).
+        stamp = stamps.stamp if stamps.low <= started < stamps.high else stamps.made(started)
         if handler is False:
             if self._logger.isEnabledFor(logging.INFO):
-                fields = _fields(scope, status, dt_ms, stamp)
-                self._logger.info(GRANIAN_FORMAT, fields)
+                self._logger.info(GRANIAN_FORMAT, _fields(scope, status, dt_ms, stamp))
             return
         ctx = LOGGED_REQUEST.get()
-        request_id = "-" if ctx is None else ctx.request_id or "-"
         method = scope.get("method", "-")
         if method not in _PLAIN_METHODS:
             method = _clean(method)
-        path = _clean(scope["path"])
+        path = scope["path"]
+        if "=" in path or "\\" in path or not path.isprintable():
+            path = _clean(path)
         version = scope["http_version"]
         protocol = _PROTOCOLS.get(version) or f"HTTP/{version}"
         message = f'[{stamp}] {scope["client"][0]} - "{method} {path} {protocol}" {status} '
         if self._json:
             line = self._json_line(scope, ctx, message, method, path, status, dt_ms)
         else:
+            request_id = "-" if ctx is None else ctx.request_id or "-"
             line = f"{message}{dt_ms:.3f} request_id={request_id}"
-        self._emit(handler, line)
+        try:  # as StreamHandler.emit writes a record: under its lock, flushed
+            with handler.lock:
+                stream = handler.stream
+                stream.write(line + handler.terminator)
+                stream.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            record = logging.LogRecord(ACCESS_LOGGER, logging.INFO, "", 0, line, None, None)
+            handler.handleError(record)
 
     @staticmethod
     def _json_line(
@@ -349,22 +362,6 @@ class AccessLine:
                 "path": path,
             }
         )
-
-    @staticmethod
-    def _emit(handler: Any, line: str) -> None:
-        """``line`` written as ``StreamHandler.emit`` writes a record's (under the handler's
-        lock, its terminator, flushed; a failure reported by ``handleError``)."""
-        try:
-            with handler.lock:
-                stream = handler.stream
-                stream.write(line + handler.terminator)
-                stream.flush()
-        except RecursionError:
-            raise
-        except Exception:
-            handler.handleError(
-                logging.LogRecord(ACCESS_LOGGER, logging.INFO, "", 0, line, None, None)
-            )
 
 
 class AccessLogged:
