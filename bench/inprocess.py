@@ -139,7 +139,7 @@ def access_logged(app: Any, writer: str) -> Any:
     from granian.asgi import _build_access_logger
     from granian.log import DEFAULT_ACCESSLOG_FMT
 
-    log = _build_access_logger(DEFAULT_ACCESSLOG_FMT)
+    log = _build_access_logger(DEFAULT_ACCESSLOG_FMT)  # type: ignore[no-untyped-call]
 
     async def granian_logged(scope: Any, receive: Any, send: Any) -> None:
         # granian's _http_logger: the status it keeps in Rust (proto.sent_response_code)
