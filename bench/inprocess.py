@@ -115,6 +115,44 @@ def asgi_case(app: Any, path: str, headers: list[tuple[bytes, bytes]], expect: i
     return run
 
 
+def access_logged(app: Any, writer: str) -> Any:
+    """``app`` with ``svcrest serve``'s access log as a granian ASGI worker has it (the
+    launcher's text configuration, its lines to ``/dev/null``): ``writer`` ``"svcrest"`` for
+    svcrest's own line (``svcrest.serve.accesslog.AccessLogged``, the default since session
+    19), ``"granian"`` for granian's record (its ASGI glue's logger, the default before)."""
+    import logging
+    import logging.config
+
+    from granian.log import LOGGING_CONFIG
+
+    from svcrest.http.request_id import ACCESS_LOG
+    from svcrest.serve import accesslog
+    from svcrest.serve.launcher import _log_config
+
+    logging.config.dictConfig(_log_config(LOGGING_CONFIG, "access", "text"))
+    (handler,) = logging.getLogger("granian.access").handlers
+    assert isinstance(handler, logging.StreamHandler)
+    handler.setStream(open(os.devnull, "w"))  # noqa: SIM115 - the process's life
+    ACCESS_LOG.on = True
+    if writer == "svcrest":
+        return accesslog.AccessLogged(app, accesslog.AccessLine("text"))
+    from granian.asgi import _build_access_logger
+    from granian.log import DEFAULT_ACCESSLOG_FMT
+
+    log = _build_access_logger(DEFAULT_ACCESSLOG_FMT)  # type: ignore[no-untyped-call]
+
+    async def granian_logged(scope: Any, receive: Any, send: Any) -> None:
+        # granian's _http_logger: the status it keeps in Rust (proto.sent_response_code)
+        # is the one the answer's head had.
+        started, clock = time.time(), time.perf_counter()
+        try:
+            await app(scope, receive, send)
+        finally:
+            log(started, clock, scope, 200)
+
+    return granian_logged
+
+
 class _RSGIHeaders(dict[str, list[str]]):
     """A stand-in for granian's ``RSGIHeaders`` (lower-case name → its values): ``in`` and
     ``get_all`` are dict operations in C here (granian's are Rust calls); a name not there

@@ -8,7 +8,9 @@ Usage::
 Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
 ``rest_pre_serve_request`` filter, the same with one extra ``rest_post_dispatch`` filter,
 a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie + nonce GET, an RSGI GET through
-stand-ins for granian's scope and protocol) runs twice under
+stand-ins for granian's scope and protocol, the ASGI GET with ``svcrest serve``'s access
+line written by svcrest (``logged``) or by granian's ASGI glue (``logged-granian``), to
+``/dev/null``) runs twice under
 ``valgrind --tool=callgrind``: once warming up only, once with ``--requests`` more requests;
 the difference divided by the number of requests is the cost of one request in CPU
 instructions. Unlike seconds, the count does not change when other processes share the
@@ -32,7 +34,18 @@ from pathlib import Path
 from callgrind import collected
 
 HERE = Path(__file__).resolve().parent
-CASES = ["plain", "filter", "post-filter", "404", "auth", "wsgi", "wsgi-auth", "rsgi"]
+CASES = [
+    "plain",
+    "filter",
+    "post-filter",
+    "404",
+    "auth",
+    "wsgi",
+    "wsgi-auth",
+    "rsgi",
+    "logged",
+    "logged-granian",
+]
 LABELS = {
     "plain": "anonymous GET",
     "filter": "+1 pre_serve filter",
@@ -42,6 +55,8 @@ LABELS = {
     "wsgi": "WSGI anonymous GET",
     "wsgi-auth": "WSGI cookie + nonce GET",
     "rsgi": "RSGI anonymous GET",
+    "logged": "GET + access line (svcrest's)",
+    "logged-granian": "GET + access line (granian's)",
 }
 
 
@@ -69,6 +84,8 @@ def child(kind: str, requests: int) -> None:
         )
         headers = []
     path = "/svc-json/demo/v1/nothing/42" if kind == "404" else inprocess.PATH
+    if kind.startswith("logged"):
+        app = inprocess.access_logged(app, "granian" if kind == "logged-granian" else "svcrest")
     if kind == "rsgi":
         run = inprocess.rsgi_case(app, path, headers, 200)
     else:

@@ -105,6 +105,24 @@ TARGETS = (
         ),
     ),
     Target("svcrest-granian-asgi", "svcrest_plain", svcrest=True, origin=True, server="granian"),
+    # `svcrest serve`'s default: the access log on (targets/svcrest_served.py), written by
+    # svcrest (`-served`) or, as before session 19, by granian (`-served-granian-log`).
+    Target(
+        "svcrest-granian-asgi-served",
+        "svcrest_served",
+        svcrest=True,
+        origin=True,
+        server="granian",
+        attribute="logged",
+    ),
+    Target(
+        "svcrest-granian-asgi-served-granian-log",
+        "svcrest_served",
+        svcrest=True,
+        origin=True,
+        server="granian",
+        env=(("SVCREST_BENCH_SERVER_ARGS", "--access-log"),),
+    ),
     Target(
         "svcrest-granian-wsgi",
         "svcrest_plain",

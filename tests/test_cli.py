@@ -28,7 +28,7 @@ from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
-from svcrest.serve import forwarded, launcher
+from svcrest.serve import accesslog, forwarded, launcher
 from svcrest.site.processes import ENV_WORKERS
 from tests.cli_run import USING, run
 
@@ -126,6 +126,7 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         ENV_WORKERS,
         forwarded.ENV_TARGET,
         forwarded.ENV_ALLOW_IPS,
+        accesslog.ENV_ACCESS_TARGET,
         launcher.ENV_BODY_TIMEOUT,
         launcher.ENV_BODY_READERS,
     ):
@@ -1332,15 +1333,16 @@ def test_serve_defaults_to_granian_asgi(
     assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (asgi)" in out
     [options] = granian_calls
     assert_redacting_access_log(options.pop("log_dictconfig"))
+    # svcrest writes the access line itself, around the site (tests/serve/test_access_line.py).
     assert options == {
-        "target": "svcrest.cli:app_from_env",
+        "target": "svcrest.serve.accesslog:asgi_from_env",
         "factory": True,
         "address": "127.0.0.1",
         "port": port,
         "interface": Interfaces.ASGI,
         "workers": 1,
         "reload": False,
-        "log_access": True,
+        "log_access": False,
         "backpressure": 1024,
         "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
@@ -1348,6 +1350,7 @@ def test_serve_defaults_to_granian_asgi(
     }
     assert (os.environ[ENV_DB], os.environ[ENV_HOME]) == (db, home)
     assert (os.environ[ENV_PLUGINS], os.environ[cli.ENV_DEMO]) == ("", "0")
+    assert os.environ["SVCREST_ACCESS_TARGET"] == "svcrest.cli:app_from_env"
     # What the worker builds: the site without the demo.
     site = cli.app_from_env()
     assert isinstance(site, App)
@@ -1369,15 +1372,16 @@ def test_serve_granian_asgi_options(
     assert f"Serving {home}/ (REST API at {home}/svc-json/) with granian (asgi)" in out
     [options] = granian_calls
     assert_redacting_access_log(options.pop("log_dictconfig"))
+    # svcrest writes the access line itself, around the site (tests/serve/test_access_line.py).
     assert options == {
-        "target": "svcrest.cli:app_from_env",
+        "target": "svcrest.serve.accesslog:asgi_from_env",
         "factory": True,
         "address": "127.0.0.1",
         "port": port,
         "interface": Interfaces.ASGI,
         "workers": 1,
         "reload": False,
-        "log_access": True,
+        "log_access": False,
         "backpressure": 1024,
         "workers_kill_timeout": 30,
         "http1_settings": HTTP1Settings(header_read_timeout=10_000, max_buffer_size=131072),
@@ -1505,7 +1509,14 @@ def test_proxy_headers_on_the_default_server_wrap_the_site(
     assert status == 0
     assert f"with granian ({interface})" in out
     [options] = granian_calls
-    assert options["target"] == wrapper
+    if interface == "asgi":  # svcrest's access line around the forwarded wrapper (granian's place)
+        assert options["target"] == accesslog.ASGI_FACTORY
+        assert os.environ[accesslog.ENV_ACCESS_TARGET] == wrapper
+        logged = accesslog.asgi_from_env()
+        assert isinstance(logged.app, forwarded.ForwardedASGI)
+        logged.app.app.store.close()
+    else:
+        assert options["target"] == wrapper
     assert os.environ[forwarded.ENV_TARGET] == site_factory
     assert os.environ[forwarded.ENV_ALLOW_IPS] == "10.0.0.1"
     # What the workers load: the site wrapped, trusting the allowed address only.

@@ -25,18 +25,32 @@ The launcher writes granian's text lines with :class:`AccessFormatter` (the same
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
-from typing import Final
+from datetime import UTC, datetime
+from time import perf_counter, time
+from typing import Any, Final
 from urllib.parse import unquote_plus
 
+from svcrest.http.context import RequestContext
 from svcrest.http.request_id import LOGGED_REQUEST
+from svcrest.serve.jsonlog import ENV_LOG_FORMAT, JsonFormatter
 
 __all__ = [
     "ACCESS_FORMAT",
+    "ACCESS_LOGGER",
+    "ASGI_FACTORY",
+    "ENV_ACCESS_TARGET",
+    "GRANIAN_FORMAT",
     "REDACTED",
     "AccessFormatter",
+    "AccessLine",
+    "AccessLogged",
     "RedactSecrets",
+    "asgi_from_env",
+    "configure",
     "escape_controls",
     "redact",
 ]
@@ -160,3 +174,241 @@ class AccessFormatter(logging.Formatter):
 
 #: The format :class:`AccessFormatter` writes.
 ACCESS_FORMAT: Final = "%(message)s request_id=%(request_id)s"
+
+
+# -- the line of granian's ASGI interface, written by svcrest -----------------------------------
+
+#: The factory granian's ASGI workers load when ``svcrest serve`` logs access (the default):
+#: the site the factory :data:`ENV_ACCESS_TARGET` names, in :class:`AccessLogged`.
+ASGI_FACTORY: Final = "svcrest.serve.accesslog:asgi_from_env"
+#: The site's own factory (``module:function``) :func:`asgi_from_env` calls.
+ENV_ACCESS_TARGET: Final = "SVCREST_ACCESS_TARGET"
+#: granian's access logger and its line's format (``granian.log.DEFAULT_ACCESSLOG_FMT``).
+ACCESS_LOGGER: Final = "granian.access"
+GRANIAN_FORMAT: Final = (
+    '[%(time)s] %(addr)s - "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).3f'
+)
+#: ``json.dumps(fields, default=str)`` (:class:`~svcrest.serve.jsonlog.JsonFormatter`'s), made
+#: once.
+_ENCODE: Final = json.JSONEncoder(default=str).encode
+#: The methods written as they are (no client character to clean in them).
+_PLAIN_METHODS: Final = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
+)
+#: ``HTTP/`` and each version granian names, written once.
+_PROTOCOLS: Final = {version: f"HTTP/{version}" for version in ("1.0", "1.1", "2", "3")}
+
+
+def _fields(scope: Any, status: int, dt_ms: float, stamp: str) -> dict[str, Any]:
+    """The fields granian's own access record has (its ``log_request_builder``)."""
+    version = scope["http_version"]
+    return {
+        "addr": scope["client"][0],
+        "time": stamp,
+        "dt_ms": dt_ms,
+        "status": status,
+        "path": scope["path"],
+        "query_string": scope["query_string"].decode("latin-1"),
+        "method": scope.get("method", "-"),
+        "scheme": scope["scheme"],
+        "protocol": _PROTOCOLS.get(version) or f"HTTP/{version}",
+    }
+
+
+class _Stamps:
+    """granian's date of a request (``[2026-11-28 16:50:00 +0000]``: local time, the worker's
+    offset as granian reads it once), made once a second. SECURITY of the bytes: a time in
+    the last microsecond of its second (which ``datetime`` rounds up to the next one) is
+    written afresh, so every stamp is the one granian would write."""
+
+    __slots__ = ("_zone", "high", "low", "stamp")
+
+    def __init__(self) -> None:
+        self._zone = datetime.now().astimezone().tzinfo
+        #: ``stamp`` is the date of every time from ``low`` (included) to ``high``.
+        self.low = self.high = 0.0
+        self.stamp = ""
+
+    def made(self, seconds: float) -> str:
+        if self.low <= seconds < self.high:
+            return self.stamp
+        whole = float(int(seconds))
+        stamp = datetime.fromtimestamp(seconds, tz=self._zone).strftime("%Y-%m-%d %H:%M:%S %z")
+        if seconds - whole < 0.999999:
+            self.low, self.high, self.stamp = whole, whole + 0.999999, stamp
+        return stamp
+
+
+def _own_stream(logger: logging.Logger, formatter: type[logging.Formatter]) -> Any:
+    """The one handler of ``logger`` when it is exactly what ``svcrest serve`` configured (a
+    ``StreamHandler`` with :class:`RedactSecrets` and ``formatter``, nothing else on the
+    logger), else None."""
+    handlers = logger.handlers
+    if (
+        logger.disabled
+        or not logger.isEnabledFor(logging.INFO)
+        or logger.filters
+        or logger.propagate
+        or len(handlers) != 1
+    ):
+        return None
+    handler = handlers[0]
+    filters = handler.filters
+    if (
+        type(handler) is not logging.StreamHandler
+        or handler.level > logging.INFO
+        or len(filters) != 1
+        or type(filters[0]) is not RedactSecrets
+        or type(handler.formatter) is not formatter
+    ):
+        return None
+    return handler
+
+
+class AccessLine:
+    """Writes granian's access line of one request, as ``svcrest serve``'s logging
+    configuration writes it, byte for byte (text: granian's line and ``request_id=…``;
+    ``json``: :class:`~svcrest.serve.jsonlog.JsonFormatter`'s object), redacted and escaped
+    as :class:`RedactSecrets` does, without a log record: straight to the stream of the
+    access logger's handler, under its lock, flushed as ``logging`` flushes.
+
+    Where it goes is decided on the worker's first line: when the ``granian.access`` logger
+    is not exactly the launcher's (a plugin or a user gave it another handler, filter or
+    formatter), every line is handed to that logger as granian's own record instead (the
+    same message and fields), so a configuration of the user's own keeps working."""
+
+    __slots__ = ("_handler", "_json", "_logger", "_stamps")
+
+    def __init__(self, log_format: str = "text") -> None:
+        self._json = log_format == "json"
+        self._logger = logging.getLogger(ACCESS_LOGGER)
+        self._handler: Any = None
+        self._stamps = _Stamps()
+
+    def resolve(self) -> bool:
+        """Whether the lines go straight to the handler ``svcrest serve`` configured (decided
+        now; kept for the worker's life)."""
+        formatter: type[logging.Formatter] = JsonFormatter if self._json else AccessFormatter
+        self._handler = _own_stream(self._logger, formatter) or False
+        return self._handler is not False
+
+    def write(self, scope: Any, status: int, started: float, clock: float) -> None:
+        """The line of the request of ``scope`` answered ``status``, which arrived at
+        ``started`` (``time.time``) and ``clock`` (``perf_counter``)."""
+        dt_ms = (perf_counter() - clock) * 1000
+        handler = self._handler
+        if handler is None:
+            self.resolve()
+            handler = self._handler
+        stamps = self._stamps
+        # PERF: the second's stamp and the plain values' tests inline (no Python call).
+        stamp = stamps.stamp if stamps.low <= started < stamps.high else stamps.made(started)
+        if handler is False:
+            if self._logger.isEnabledFor(logging.INFO):
+                self._logger.info(GRANIAN_FORMAT, _fields(scope, status, dt_ms, stamp))
+            return
+        ctx = LOGGED_REQUEST.get()
+        method = scope.get("method", "-")
+        if method not in _PLAIN_METHODS:
+            method = _clean(method)
+        path = scope["path"]
+        if "=" in path or "\\" in path or not path.isprintable():
+            path = _clean(path)
+        version = scope["http_version"]
+        protocol = _PROTOCOLS.get(version) or f"HTTP/{version}"
+        message = f'[{stamp}] {scope["client"][0]} - "{method} {path} {protocol}" {status} '
+        if self._json:
+            line = self._json_line(scope, ctx, message, method, path, status, dt_ms)
+        else:
+            request_id = "-" if ctx is None else ctx.request_id or "-"
+            line = f"{message}{dt_ms:.3f} request_id={request_id}"
+        try:  # as StreamHandler.emit writes a record: under its lock, flushed
+            with handler.lock:
+                stream = handler.stream
+                stream.write(line + handler.terminator)
+                stream.flush()
+        except RecursionError:
+            raise
+        except Exception:
+            record = logging.LogRecord(ACCESS_LOGGER, logging.INFO, "", 0, line, None, None)
+            handler.handleError(record)
+
+    @staticmethod
+    def _json_line(
+        scope: Any,
+        ctx: RequestContext | None,
+        message: str,
+        method: str,
+        path: str,
+        status: int,
+        dt_ms: float,
+    ) -> str:
+        query = scope["query_string"]
+        if query:
+            path = f"{path}?{_clean(query.decode('latin-1'))}"
+        request_id = None if ctx is None else ctx.request_id or None
+        return _ENCODE(
+            {
+                "time": datetime.fromtimestamp(time(), UTC).isoformat(timespec="milliseconds"),
+                "level": "INFO",
+                "logger": ACCESS_LOGGER,
+                "message": f"{message}{dt_ms:.3f}",
+                "request_id": None if request_id == "-" else request_id,
+                "method": method,
+                "route": "" if ctx is None else ctx.matched_route,
+                "status": status,
+                "duration_ms": round(dt_ms, 3),
+                "user_id": 0 if ctx is None else ctx.user.id,
+                "path": path,
+            }
+        )
+
+
+class AccessLogged:
+    """An ASGI application (svcrest's App, maybe behind :class:`~svcrest.serve.forwarded.
+    ForwardedASGI`) whose HTTP requests each get granian's access line (:class:`AccessLine`)
+    where granian's own ``--access-log`` writes it: around the application, once it returned
+    (after its last ``send``: the answer is not delayed), with the status it started its
+    answer with, or 500 when it raised or answered nothing, as granian logs it."""
+
+    __slots__ = ("app", "line")
+
+    def __init__(self, app: Any, line: AccessLine) -> None:
+        self.app = app
+        self.line = line
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, clock = time(), perf_counter()
+        sent = [500]
+
+        async def sending(message: Any) -> None:
+            # PERF: the status read where it passes (granian keeps it in Rust): a call a
+            # message, against the ~125,000 instructions of granian's record.
+            if message["type"] == "http.response.start":
+                sent[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except BaseException:
+            self.line.write(scope, 500, started, clock)
+            raise
+        self.line.write(scope, sent[0], started, clock)
+
+
+def configure(target: str) -> None:
+    """Set the environment :func:`asgi_from_env` reads: the site's factory ``target``."""
+    os.environ[ENV_ACCESS_TARGET] = target
+
+
+def asgi_from_env() -> AccessLogged:
+    """The ASGI factory of granian's workers under ``svcrest serve`` with its access log: the
+    site the factory ``SVCREST_ACCESS_TARGET`` builds, each request's line written by
+    :class:`AccessLine` in the format ``SVCREST_LOG_FORMAT`` names."""
+    from svcrest.serve.forwarded import call_factory
+
+    site = call_factory(os.environ[ENV_ACCESS_TARGET])
+    return AccessLogged(site, AccessLine(os.environ.get(ENV_LOG_FORMAT, "text")))

@@ -35,6 +35,7 @@ __all__ = [
     "ForwardedWSGI",
     "TrustedPeers",
     "asgi_from_env",
+    "call_factory",
     "configure",
     "rsgi_from_env",
     "wsgi_from_env",
@@ -225,12 +226,18 @@ def configure(target: str, allow_ips: str) -> None:
     os.environ[ENV_ALLOW_IPS] = allow_ips
 
 
-def _site_from_env() -> Any:
-    module, _, name = os.environ[ENV_TARGET].partition(":")
+def call_factory(target: str) -> Any:
+    """What the factory ``target`` (``module:function``, a dotted function name allowed)
+    returns."""
+    module, _, name = target.partition(":")
     factory: Any = importlib.import_module(module)
     for part in name.split("."):
         factory = getattr(factory, part)
     return factory()
+
+
+def _site_from_env() -> Any:
+    return call_factory(os.environ[ENV_TARGET])
 
 
 def _peers_from_env() -> TrustedPeers:
