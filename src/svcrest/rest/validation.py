@@ -59,8 +59,8 @@ _NO_DEFAULTS: dict[str, Any] = {}
 _NOTHING = object()
 #: URL values remembered per argument as passing its quick test (PERF: see
 #: :meth:`ArgPlan._url_only`): at most this many, each at most this long.
-_URL_SEEN = 256
-_URL_SEEN_LENGTH = 256
+_URL_SEEN = 64
+_URL_SEEN_LENGTH = 128
 #: An argument's tests of :attr:`ArgPlan.lean`: the type it accepts, its quick test, the type
 #: sanitising leaves as it is, and the URL strings that passed the quick test (or None).
 _Lean = tuple[type | None, Predicate | None, type | None, Memo[str, bool] | None]
