@@ -181,3 +181,13 @@ def test_fitted_chains_per_argument_count_and_emptied_on_change() -> None:
     seen.clear()
     hooks.do_action("act", 6, 7)
     assert seen == [(6, 7), ("two", 6, 7), ("late", 6, 7)]
+
+
+def test_action_counts_are_what_did_action_answers() -> None:
+    hooks = Hooks()
+    hooks.do_action("ran")
+    hooks.count_action("ran")
+    hooks.action_counts["ran"] = hooks.action_counts.get("ran", 0) + 1  # a stand-in's run
+    assert hooks.did_action("ran") == 3
+    assert hooks.action_counts == {"ran": 3}
+    assert hooks.did_action("never") == 0

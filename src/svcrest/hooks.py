@@ -64,7 +64,7 @@ class Hooks:
     without callbacks is one dict lookup.
     """
 
-    __slots__ = ("_callbacks", "_did", "_fitted", "_registered", "version")
+    __slots__ = ("_callbacks", "_fitted", "_registered", "action_counts", "version")
 
     def __init__(self) -> None:
         # name -> priority -> callbacks in insertion order
@@ -76,7 +76,10 @@ class Hooks:
         # and the counts code passes; emptied on change. PERF: a running hook finds its
         # callbacks with one look-up, without a method call (~1,000 instructions).
         self._fitted: dict[tuple[str, int], tuple[Callable[..., Any], ...]] = {}
-        self._did: dict[str, int] = {}
+        #: The runs of each action ``did_action`` answers, by name. A caller standing in for an
+        #: action whose callbacks it knows (see :meth:`count_action`) may add its run here
+        #: itself (PERF: a Python call less).
+        self.action_counts: dict[str, int] = {}
         #: Counts changes to the registry; caches derived from the callbacks compare it.
         self.version = 0
 
@@ -193,7 +196,7 @@ class Hooks:
 
     def do_action(self, name: str, *args: Any) -> None:
         """Run every callback of ``name`` with ``args``; counts the run for ``did_action``."""
-        self._did[name] = self._did.get(name, 0) + 1
+        self.action_counts[name] = self.action_counts.get(name, 0) + 1
         if name not in self._registered:
             return
         count = len(args)
@@ -204,7 +207,7 @@ class Hooks:
         """Count one run of action ``name`` for :meth:`did_action` without running its
         callbacks: for a caller that found them to be only its own (:meth:`has_only`) and did
         their work itself (PERF: a frequent action's call and its callbacks' calls)."""
-        self._did[name] = self._did.get(name, 0) + 1
+        self.action_counts[name] = self.action_counts.get(name, 0) + 1
 
     def has_only(self, name: str, callbacks: tuple[Callable[..., Any], ...]) -> bool:
         """Whether ``callbacks`` (in run order) are every callback of ``name``. A caller
@@ -214,7 +217,7 @@ class Hooks:
 
     def did_action(self, name: str) -> int:
         """How many times ``do_action(name)`` has run."""
-        return self._did.get(name, 0)
+        return self.action_counts.get(name, 0)
 
     def registered(self, name: str) -> tuple[Callable[..., Any], ...]:
         """The callbacks of ``name`` as they were registered, in run order."""

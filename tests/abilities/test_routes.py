@@ -863,3 +863,78 @@ def test_a_run_with_nothing_to_check_answers_as_the_whole_run(
     whole = asyncio.run(ability.execute_async(ability.normalize_input(given)))
     assert answer == (whole if isinstance(whole, dict) else whole.to_dict())
     assert app.hooks.did_action("svc_before_execute_ability") == before + 2
+
+
+# (the ability's options, the request's method, its query)
+_PLAIN_REQUESTS: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
+    ({"annotations": {"readonly": True}}, "GET", {}),
+    ({"annotations": {"readonly": True}}, "GET", {"input": "x"}),
+    ({"annotations": {"readonly": True}}, "GET", {"other": "1"}),
+    ({"annotations": {"readonly": True}}, "HEAD", {}),
+    ({"annotations": {"readonly": True}}, "DELETE", {}),
+    ({"annotations": {"readonly": True}, "show_in_rest": False}, "GET", {}),
+    ({"annotations": {"destructive": True, "idempotent": True}}, "DELETE", {}),
+    ({"annotations": {"destructive": True, "idempotent": True}}, "DELETE", {"input": "1"}),
+    ({"annotations": {"destructive": True, "idempotent": True}}, "GET", {}),
+    ({"annotations": {"readonly": False}}, "POST", {}),
+    ({"annotations": {"readonly": True}, "input_schema": {"type": "integer"}}, "GET", {}),
+    ({"annotations": {"readonly": True}, "permission_callback": _deny}, "GET", {}),
+]
+
+
+def _plain_site(options: dict[str, Any]) -> tuple[App, Any, Any]:
+    app = App()
+    app.register_ability_category("general", label="General", description="General purpose.")
+    schema = options.get("input_schema")
+    app.register_ability(
+        "test/plain",
+        label="Plain",
+        description="Answers what it was given.",
+        category="general",
+        output_schema={"type": "object"},
+        execute_callback=(lambda input: {"got": input}) if schema else (lambda: {"got": None}),
+        permission_callback=options.get("permission_callback", public),
+        **{key: value for key, value in options.items() if key != "permission_callback"},
+    )
+    route = "/svc-abilities/v1/abilities/test/plain/run"
+    chosen = app.rest_get_server().table.handler_for(route, "GET")
+    assert chosen is not None
+    _, handler, params = chosen
+    controller: Any = handler.definition["permission_callback"].__self__  # type: ignore[union-attr]
+    return app, controller, params
+
+
+def _outcome(value: Any) -> Any:
+    if asyncio.iscoroutine(value):
+        value = asyncio.run(value)
+    if isinstance(value, RestError):
+        return ("error", value.to_dict())
+    return ("data", value.data if hasattr(value, "data") else value)
+
+
+@pytest.mark.parametrize(("options", "method", "query"), _PLAIN_REQUESTS)
+def test_a_plain_run_without_input_answers_as_the_general_check_and_run(
+    options: dict[str, Any], method: str, query: dict[str, Any]
+) -> None:
+    """The run route's shortcut for a public ability without input schema asked with its own
+    method (GET or DELETE) and no ``input`` in the query: the permission check's verdict,
+    what it hands over and the run's answer are those of the general check and run."""
+    seen: list[Any] = []
+    for general in (False, True):
+        app, controller, params = _plain_site(options)
+        ability = app.abilities.by_name["test/plain"]
+        if general:
+            ability.plain_method = ""
+        request = Request(method, "/svc-abilities/v1/abilities/test/plain/run", query=query)
+        request.url_params = dict(params)
+        routes._ALLOWED_RUN.set(None)  # nothing left by another test
+        verdict = _outcome(controller.can_run(request))
+        handed = routes._ALLOWED_RUN.get() is not None
+        answer = _outcome(controller.run(request)) if verdict == ("data", True) else None
+        counted = app.hooks.did_action("svc_after_execute_ability")
+        seen.append((verdict, handed, answer, counted))
+    assert seen[0] == seen[1]
+    ability = _plain_site(options)[0].abilities.by_name["test/plain"]
+    plain = not options.get("input_schema") and "permission_callback" not in options
+    run_method = ability.run_method
+    assert ability.plain_method == (run_method if plain and run_method != "POST" else "")

@@ -145,3 +145,30 @@ def test_for_dispatch_builds_what_the_keyword_constructor_builds(
     assert made.json_params == expected.json_params == ({} if json is None else json)
     assert made.get_params() == expected.get_params()
     assert made.url_params == {} and made.default_params == {} and made.body_params == {}
+
+
+def test_lone_url_params_only_when_no_other_bucket_can_hold_a_parameter() -> None:
+    """``lone_url_params``: the URL parameters of a request whose buckets are the URL, the
+    query and the defaults with no query parameter possible; None otherwise."""
+    json_type = {"Content-Type": "application/json"}
+    cases: list[tuple[Request, bool]] = [
+        (Request("GET", "/r"), True),
+        (Request("HEAD", "/r"), True),
+        (Request("GET", "/r", query={"a": "1"}), False),
+        (Request("POST", "/r"), False),
+        (Request("DELETE", "/r"), False),
+        (Request("GET", "/r", raw_body=b'{"a": 1}', headers=json_type), False),
+        (Request("GET", "/r", raw_body=b"a=1"), True),
+        (Request("GET", "/r", json={"a": 1}, headers=json_type), False),
+        (Request.from_http("GET", "/r", "", Headers(), b""), True),
+        (Request.from_http("GET", "/r", "a=1", Headers(), b""), False),
+    ]
+    for request, lone in cases:
+        request.url_params = {"id": "7"}
+        assert request.lone_url_params() == ({"id": "7"} if lone else None)
+        buckets = request.param_buckets()
+        if lone:  # what param_buckets walks: the URL, an empty query, the defaults
+            assert len(buckets) == 3 and not buckets[1]
+    handed = Request("GET", "/r")
+    _ = handed.query_params  # the bucket handed out: a parameter may be set in it
+    assert handed.lone_url_params() is None

@@ -594,3 +594,42 @@ def test_a_route_whose_url_brings_a_never_lean_argument_never_tries_the_shortcut
     entry = _url_site(copy.deepcopy(args)).rest_get_server().table.get(r"/t/v1/u/(?P<key>[^/]+)")
     assert entry is not None
     assert (entry.prepared[0].arg_plan.lean is None) is (name in NEVER_LEAN)
+
+
+def test_a_url_string_is_remembered_once_it_passed_its_quick_test() -> None:
+    """The URL-only test remembers a URL string that passed an argument's quick test (a
+    pattern's regex search) and lets it pass again without the test; a refused string is
+    never remembered and is refused each time as the generic step refuses it; the memory
+    is bounded."""
+    from svcrest.rest import validation
+
+    args = {"key": {"type": "string", "pattern": "^[a-z]+$"}}
+    app = _url_site(copy.deepcopy(args))
+    generic = _url_site(copy.deepcopy(args))
+    route = r"/t/v1/u/(?P<key>[^/]+)"
+    generic_entry = generic.rest_get_server().table.get(route)
+    assert generic_entry is not None
+    generic_entry.prepared[0].arg_plan.lean = None  # the generic step alone
+    entry = app.rest_get_server().table.get(route)
+    assert entry is not None
+    lean = entry.prepared[0].arg_plan.lean
+    assert lean is not None
+    tests = lean["key"]
+    assert tests is not None
+    seen = tests[3]
+    assert seen is not None
+    for key in ("abc", "A1", "abc", "A1", "xyz"):
+        got = app.rest_do_request(Request("GET", f"/t/v1/u/{key}"))
+        want = generic.rest_do_request(Request("GET", f"/t/v1/u/{key}"))
+        assert (got.status, got.data) == (want.status, want.data)
+    assert set(seen.entries) == {"abc", "xyz"}
+    for number in range(validation._URL_SEEN + 5):
+        key = "k" + "".join(chr(ord("a") + int(digit)) for digit in str(number))
+        assert app.rest_do_request(Request("GET", f"/t/v1/u/{key}")).status == 200
+    assert 0 < len(seen.entries) <= validation._URL_SEEN
+    # An argument whose strings need no quick test, or that sanitising changes, has none.
+    for other in ({"key": {"type": "string"}}, {"key": {"type": "integer"}}):
+        plain = _url_site(copy.deepcopy(other)).rest_get_server().table.get(route)
+        assert plain is not None
+        found = (plain.prepared[0].arg_plan.lean or {}).get("key")
+        assert found is None or found[3] is None

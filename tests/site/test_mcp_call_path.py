@@ -261,3 +261,66 @@ def test_a_query_input_tool_call_answers_as_the_general_request(
     general = mcp.call("site-echo", arguments)
     assert fast == general
     assert seen[: len(seen) // 2] == seen[len(seen) // 2 :]
+
+
+#: Plain abilities (public, no input schema) of each run method, and the arguments of a call.
+_PLAIN_CALLS: list[tuple[dict[str, Any], dict[str, Any]]] = [
+    ({}, {}),
+    ({}, {"extra": 1}),
+    ({"annotations": {"destructive": True, "idempotent": True}}, {}),
+    ({"annotations": {"destructive": True, "idempotent": True}}, {"extra": "x"}),
+    ({"annotations": {"readonly": False}}, {}),
+    ({"output_schema": {"type": "object", "properties": {"name": {"type": "integer"}}}}, {}),
+]
+
+
+@pytest.mark.parametrize(("options", "arguments"), _PLAIN_CALLS)
+def test_a_plain_abilitys_tool_call_answers_as_the_general_path(
+    client_for: Any, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], arguments: Any
+) -> None:
+    """A tools/call of a public ability without input schema takes the run route's
+    shortcuts (the argument step's URL-only test without the query bucket, the plain run
+    allowed and run at once, the quiet actions counted without a call): the JSON-RPC answer,
+    the actions counted and the callback's runs are those of the general path."""
+    ran: list[str] = []
+
+    def named() -> dict[str, Any]:
+        ran.append("run")
+        return {"name": "x"}
+
+    app = App(mcp=True)
+    app.register_ability_category("site", label="Site", description="About this site.")
+    _ability(app, "site/plain", execute_callback=named, **options)
+    mcp = _session(app, client_for)
+    ability = app.abilities.by_name["site/plain"]
+    answers: list[Any] = []
+    for _ in range(2):  # the second call after the hooks were found quiet
+        before = app.hooks.did_action("svc_before_execute_ability")
+        after = app.hooks.did_action("svc_after_execute_ability")
+        answer = mcp.rpc("tools/call", {"name": "site-plain", "arguments": arguments})
+        answers.append(
+            (
+                answer,
+                app.hooks.did_action("svc_before_execute_ability") - before,
+                app.hooks.did_action("svc_after_execute_ability") - after,
+                len(ran),
+            )
+        )
+    assert ability.plain_method == ("" if ability.run_method == "POST" else ability.run_method)
+    monkeypatch.setattr(ability, "plain_method", "")  # the general permission check and run
+    monkeypatch.setattr(Request, "lone_url_params", lambda self: None)  # the buckets walked
+    ran.clear()
+    general: list[Any] = []
+    for _ in range(2):
+        before = app.hooks.did_action("svc_before_execute_ability")
+        after = app.hooks.did_action("svc_after_execute_ability")
+        answer = mcp.rpc("tools/call", {"name": "site-plain", "arguments": arguments})
+        general.append(
+            (
+                answer,
+                app.hooks.did_action("svc_before_execute_ability") - before,
+                app.hooks.did_action("svc_after_execute_ability") - after,
+                len(ran),
+            )
+        )
+    assert answers == general

@@ -357,6 +357,18 @@ class Request:
             return (self.url_params, self.json_params, self.query_params, self.default_params)
         return (self.url_params, self.query_params, self.default_params)
 
+    def lone_url_params(self) -> dict[str, Any] | None:
+        """The URL parameters when no other bucket but the defaults can hold a parameter
+        (what :meth:`param_buckets` walks is the URL, the query and the defaults, and no
+        query parameter can exist: :attr:`may_have_query` is false), else None. PERF: the
+        argument step's test of a request whose only parameters are its URL's, without
+        handing out the query bucket (reads of the query afterwards stay without a look)."""
+        if self.may_have_query or self.method in FORM_BODY_METHODS:
+            return None
+        if (self.raw_body or self._json_parsed) and self.is_json_content_type():
+            return None
+        return self.url_params
+
     # -- parameter access -------------------------------------------------------------------
 
     def get_param(self, name: str) -> Any:
