@@ -29,7 +29,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from callgrind import collected
+from callgrind import collected, settle
 
 HERE = Path(__file__).resolve().parent
 CASES = ["plain", "filter", "post-filter", "404", "auth", "wsgi", "wsgi-auth", "rsgi"]
@@ -46,7 +46,8 @@ LABELS = {
 
 
 def child(kind: str, requests: int) -> None:
-    """Run in the measured process: warm up, then ``requests`` requests of ``kind``."""
+    """Run in the measured process: warm up (50 requests), settle the heap
+    (:func:`callgrind.settle`), then ``requests`` requests of ``kind``."""
     sys.path.insert(0, str(HERE))
     import inprocess
 
@@ -57,6 +58,7 @@ def child(kind: str, requests: int) -> None:
             app = inprocess.make_app(permission=True)
             run_wsgi = inprocess.wsgi_case(app, inprocess.PATH, 200, inprocess.login_headers(app))
         run_wsgi(50)
+        settle()
         if requests:
             run_wsgi(requests)
         return
@@ -75,6 +77,7 @@ def child(kind: str, requests: int) -> None:
         run = inprocess.asgi_case(app, path, headers, 404 if kind == "404" else 200)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(run(50))
+    settle()
     if requests:
         loop.run_until_complete(run(requests))
 
