@@ -42,7 +42,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from callgrind import collected
+from callgrind import collected, prime, settle
 
 HERE = Path(__file__).resolve().parent
 BUDGET = HERE / "budget.json"
@@ -101,15 +101,18 @@ class _Wsgi:
 
 
 def child(kind: str, requests: int) -> None:
-    """Run in the measured process: 50 warm-up requests, then ``requests`` more."""
+    """Run in the measured process: 50 warm-up requests, the heap settled
+    (:func:`callgrind.settle`), then ``requests`` more."""
     run = _runner(kind)
     if kind.endswith(("wsgi", "collection")):
         run(50)
+        settle()
         if requests:
             run(requests)
         return
     loop = asyncio.new_event_loop()
     loop.run_until_complete(run(50))
+    settle()
     if requests:
         loop.run_until_complete(run(requests))
 
@@ -121,6 +124,8 @@ def count(kind: str, requests: int) -> int:
 
 def measure(kinds: list[str], requests: int, jobs: int) -> dict[str, int]:
     """Instructions per request of each kind (counted in parallel: counts ignore the load)."""
+    for kind in kinds:  # every bytecode cache written before the counted runs
+        prime([__file__, "--child", kind, "0"])
     runs = [(kind, n) for kind in kinds for n in (0, requests)]
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         totals = dict(zip(runs, pool.map(lambda run: count(*run), runs), strict=True))

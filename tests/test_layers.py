@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
         "svcrest.blocking",
         "svcrest.bounded",
         "svcrest.chains",
+        "svcrest.instances",
     ),
     ("svcrest.http",),
     ("svcrest.hooks",),

@@ -16,8 +16,7 @@ from typing import Any
 from svcrest.http.exchange import HttpRequest
 from svcrest.http.scope import AppPasswordScope
 from svcrest.http.user import ANONYMOUS, User
-
-_new = object.__new__
+from svcrest.instances import without_init
 
 __all__ = [
     "DISPATCH_USER",
@@ -83,7 +82,7 @@ class RequestContext:
         # PERF: every field set here, in field order, without the generated ``__init__``'s
         # frame (a WSGI GET ~1,000 instructions less, bench/budget.py): keep it next to the
         # fields; tests/http/test_context.py reads every field back.
-        ctx = _new(cls)
+        ctx = without_init(cls)
         ctx.is_rest = is_rest
         ctx.user = ANONYMOUS
         ctx.cookie_status = None

@@ -7,11 +7,10 @@ from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.http.headers import Headers, HeadersInit
+from svcrest.instances import without_init
 from svcrest.types import AnswerLike
 
 __all__ = ["Response", "data_response", "rest_ensure_response"]
-
-_new = object.__new__
 
 
 class Response:
@@ -165,7 +164,7 @@ def data_response(data: Any) -> Response:
     PERF: every slot set here, without the class call and its ``__init__`` frame (a WSGI GET
     86,038 → 84,742 instructions, bench/instructions.py, with this written out in dispatch;
     tests/rest/test_lean_pipeline.py reads every slot back): keep it next to ``__init__``."""
-    response = _new(Response)
+    response = without_init(Response)
     response.data = data
     response.status = 200
     response._headers = None

@@ -48,6 +48,7 @@ from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.streams import StreamResponse
 from svcrest.http.tags import body_tag, matching_tag, tag_variant
+from svcrest.instances import without_init
 from svcrest.rest.conditional import READS
 from svcrest.rest.embed import EnvelopeResponse
 from svcrest.rest.server import internal_error
@@ -71,8 +72,6 @@ __all__ = [
 
 logger = logging.getLogger("svcrest")
 
-#: ``object.__new__``, bound once (see :func:`answer`).
-_new = object.__new__
 _NO_BODY_STATUSES = frozenset({204, 304})
 _JSON_OPTIONS = orjson.OPT_NON_STR_KEYS
 _VARY_ENCODING = ("Vary", "Accept-Encoding")
@@ -132,7 +131,7 @@ def answer(
     # PERF: every field set here, in field order, without the generated ``__init__`` (a class
     # call with a Python ``__init__``: a WSGI GET 86,038 → 84,424 instructions,
     # bench/instructions.py); tests/rest/test_lean_pipeline.py reads every field back.
-    answered = _new(HttpResponse)
+    answered = without_init(HttpResponse)
     answered.status = status
     answered.headers = [*lines, *pending] if pending else [*lines]
     answered.body = body

@@ -25,6 +25,7 @@ from svcrest.http.exchange import (
 from svcrest.http.headers import Headers
 from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.http.streams import StreamSlots
+from svcrest.instances import without_init
 from svcrest.serve.bodies import body_timeout, body_timeout_error, declared_too_long
 from svcrest.serve.streams import close_on_signals, send_stream
 from svcrest.site.host import ASGIApp, SiteHost
@@ -47,7 +48,6 @@ ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _CLOSE = (b"connection", b"close")
 #: The raw names of the header lines that can announce a body.
 _BODY_LINES = frozenset({b"content-length", b"transfer-encoding"})
-_new = object.__new__
 
 
 async def answer_lifespan(
@@ -219,7 +219,7 @@ def _request(scope: ASGIScope) -> tuple[HttpRequest, str]:
     # PERF: every field set here, in field order, without the generated ``__init__``'s frame
     # (an ASGI GET 93,732 → 92,424 instructions, bench/instructions.py; keywords cost more);
     # tests/http/test_context.py reads every field back.
-    http = _new(HttpRequest)
+    http = without_init(HttpRequest)
     http.method = USUAL_METHODS.get(method) or str(method).upper()
     http.path = scope["path"]
     http.query_string = raw_query.decode("utf-8", "replace") if raw_query else ""

@@ -19,6 +19,7 @@ from svcrest.http.exchange import (
     remembered_host_name,
 )
 from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
+from svcrest.instances import without_init
 from svcrest.serve.bodies import PacedBodyReads
 from svcrest.site.host import SiteHost
 from svcrest.site.respond import SiteForward, body_error_page, respond
@@ -27,8 +28,6 @@ from svcrest.syncrun import run_in_context
 __all__ = ["WSGIAdapter"]
 
 StartResponse = Callable[..., Any]
-
-_new = object.__new__
 
 
 def _wsgi_str(value: str) -> str:
@@ -55,13 +54,13 @@ def _request(environ: Environ) -> HttpRequest:
     # (a WSGI GET 90,787 → 89,866 instructions, bench/instructions.py; keywords cost more);
     # tests/http/test_context.py reads every field back. The usual methods as they are,
     # ASCII (most paths and queries) without decoding.
-    http = _new(HttpRequest)
+    http = without_init(HttpRequest)
     http.method = USUAL_METHODS.get(method) or str(method).upper()
     http.path = (path if path.isascii() else _wsgi_str(path)) or "/"
     http.query_string = query if query.isascii() else _wsgi_str(query)
     # PERF: the headers made as their ``__init__`` makes them, without its frame (a class call
     # with a Python ``__init__``: a WSGI GET 86,038 → 85,057 instructions).
-    headers = _new(EnvironHeaders)
+    headers = without_init(EnvironHeaders)
     headers._listed_lines = None
     headers._environ = environ
     http.headers = headers

@@ -17,6 +17,7 @@ from typing import Any, Final
 import orjson
 
 from svcrest.http.answer_json import encode_default
+from svcrest.instances import without_init
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -100,7 +101,7 @@ def read_message(body: bytes) -> Message:
         # PERF: every field set here, without the generated ``__init__`` (a class call with
         # a Python ``__init__``: a ping 94,397 → 93,784 instructions, bench/mcp_call.py);
         # tests/site/test_mcp_protocol.py compares it with the constructor's.
-        message = _new(Message)
+        message = without_init(Message)
         message.method = method
         message.id = ident
         message.params = {} if params is None else params
@@ -110,7 +111,6 @@ def read_message(body: bytes) -> Message:
 
 
 _NO_ID: Final = object()
-_new: Final = object.__new__
 _PARAMS: Final = frozenset({dict, type(None)})
 
 
