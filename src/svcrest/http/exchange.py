@@ -188,6 +188,8 @@ _LENGTH_LINES: Memo[int, tuple[bytes, bytes]] = Memo(
 _SAFE_LENGTH_LINES: Memo[int, tuple[str, str]] = Memo(
     _LENGTH_LINES_UNDER, _LENGTH_LINES_UNDER - 1, int
 )
+#: ``_SAFE_LENGTH_LINES.get``, read once (PERF: see :class:`~svcrest.bounded.Memo`).
+_safe_length_line = _SAFE_LENGTH_LINES.get
 
 
 @dataclass(slots=True)
@@ -256,7 +258,7 @@ class HttpResponse:
         # No Content-Length on 1xx, 204 and 304: RFC 9110 forbids it there.
         if status >= 200 and status != 204 and status != 304:
             length = len(self.body) if self.content_length is None else self.content_length
-            line = _SAFE_LENGTH_LINES.get(length)
+            line = _safe_length_line(length)
             if line is None:  # digits: safe as they are
                 line = _SAFE_LENGTH_LINES.keep(length, ("Content-Length", str(length)))
             safe.append(line)
