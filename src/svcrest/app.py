@@ -19,7 +19,7 @@ from svcrest.auth.session_watch import SessionWatch, revocation_marks
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
-from svcrest.http.context import DISPATCH_USER, REQUEST_CONTEXT, current_context
+from svcrest.http.context import DISPATCH_USER, current_context
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -88,6 +88,10 @@ C = TypeVar("C", bound=RestController)
 DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 #: The REST server's own ``dispatch_async`` (a subclass may have its own).
 _DISPATCH_ASYNC = RestServer.dispatch_async
+#: ``DISPATCH_USER``'s ``set`` and ``reset``, bound once. PERF: CPython 3.11 compiles a method
+#: call on an imported name as an attribute load, which makes a bound method at every call.
+_dispatch_user_set = DISPATCH_USER.set
+_dispatch_user_reset = DISPATCH_USER.reset
 
 
 class DoingItWrong(UserWarning):
@@ -370,7 +374,7 @@ class App:
         # of the hooks (this runs on every REST answer; 39 bytecodes and a call before).
         plain = self._plain_link
         if plain[0] == self.hooks.version:
-            ctx = REQUEST_CONTEXT.get()
+            ctx = current_context()
             if ctx is None or not ctx.secure:
                 return plain[1]
         return self._link_header()
@@ -382,7 +386,7 @@ class App:
             return discovery.rest_output_link_header(self)
         # Without URL filters the value depends only on whether https is forced, which needs
         # a request over TLS.
-        ctx = REQUEST_CONTEXT.get()
+        ctx = current_context()
         key = ctx is not None and ctx.secure and https_forced(self.home)
         cache = self._link_cache
         if key not in cache:
@@ -651,7 +655,7 @@ class App:
             req.user = ctx.user
         server = self.rest_server or self.rest_get_server()
         # ``svcrest.current_user()`` inside the dispatch answers the request's user.
-        token = DISPATCH_USER.set(req.user)
+        token = _dispatch_user_set(req.user)
         try:
             if type(server).dispatch_async is _DISPATCH_ASYNC:
                 # PERF: what ``dispatch_async`` runs, without its coroutine (unless a server
@@ -659,7 +663,7 @@ class App:
                 return await server.dispatch_planned(req, server.plan())
             return await server.dispatch_async(req)
         finally:
-            DISPATCH_USER.reset(token)
+            _dispatch_user_reset(token)
 
     def rest_do_request(self, request: Any) -> Response:
         """The sync form of ``rest_do_request_async``."""

@@ -26,7 +26,10 @@ class Memo(Generic[K, V]):
     a key a client chooses (a header value, a path) cannot make it hold much.
 
     Read with :attr:`get` (the dict's own ``get``: no Python frame); write with
-    :meth:`keep`. Racing writers in several threads are safe (each dict operation is
+    :meth:`keep`. PERF: ``memo.get(key)`` written as a method call is a generic look-up in
+    CPython 3.11 (a callable held by an instance is never specialised as a method: ~150
+    instructions a call); a hot path reads ``get`` into a name once (at module level, or a
+    local) and calls that. Racing writers in several threads are safe (each dict operation is
     atomic): at worst an answer is computed twice or the memory emptied early.
     """
 

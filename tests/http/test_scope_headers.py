@@ -129,6 +129,8 @@ def test_the_memories_of_asked_names_stay_bounded(monkeypatch: pytest.MonkeyPatc
     probes: Memo[frozenset[str], frozenset[bytes]] = Memo(2, PROBE_LONGEST, probe_length)
     monkeypatch.setattr(scope_headers, "_RAW_NAMES", names)
     monkeypatch.setattr(scope_headers, "_PROBES", probes)
+    monkeypatch.setattr(scope_headers, "_raw_name_of", names.get)
+    monkeypatch.setattr(scope_headers, "_probe_of", probes.get)
     headers = ScopeHeaders([(b"x-a", b"1")])
     long_name = "x-" + "a" * 63
     assert [headers.get_joined(name) for name in ("x-a", "x-b", "x-c", long_name)] == [

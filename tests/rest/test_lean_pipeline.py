@@ -274,6 +274,7 @@ def test_the_answer_templates_are_bounded(monkeypatch: Any) -> None:
         wire._TEMPLATES_MAX, wire._TEMPLATE_LINES, wire._own_lines_length
     )
     monkeypatch.setattr(wire, "_TEMPLATES", templates)
+    monkeypatch.setattr(wire, "_template_of", templates.get)
     for number in range(wire._TEMPLATES_MAX + 10):
         lines, wire_form, own_tag = wire._template(None, False, False, (("X-N", str(number)),))
         assert own_tag == -1

@@ -124,6 +124,7 @@ def test_environ_headers_answer_as_their_listed_lines(environ: dict[str, Any]) -
 def test_the_memory_of_asked_name_sets_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     remembered: Memo[frozenset[str], Any] = Memo(2, PROBE_LONGEST, probe_length)
     monkeypatch.setattr(environ_module, "_PROBES", remembered)
+    monkeypatch.setattr(environ_module, "_probe_of", remembered.get)
     headers = EnvironHeaders({"HTTP_X_A": "1"})
     many = frozenset(f"x-{n}" for n in range(17))
     long = frozenset({"x-" + "a" * 63})

@@ -177,6 +177,8 @@ _PROBES_MAX = 64
 _PROBES: Memo[frozenset[str], tuple[frozenset[str], bool]] = Memo(
     _PROBES_MAX, PROBE_LONGEST, probe_length
 )
+#: ``_PROBES.get``, read once (PERF: see :class:`~svcrest.bounded.Memo`).
+_probe_of = _PROBES.get
 
 
 def _probe(names: frozenset[str]) -> tuple[frozenset[str], bool]:
@@ -224,7 +226,7 @@ class EnvironHeaders(OnDemandHeaders):
         environ = self._environ
         if environ is None:
             return self.listed().has_any(names)
-        keys, presence_is_enough = _PROBES.get(names) or _probe(names)
+        keys, presence_is_enough = _probe_of(names) or _probe(names)
         if environ.keys().isdisjoint(keys):
             return False
         if presence_is_enough:

@@ -22,6 +22,7 @@ __all__ = [
     "remembered_host_name",
     "safe_header_line",
     "safe_lines",
+    "usual_method",
     "wire_lines",
 ]
 
@@ -67,9 +68,10 @@ _SAFE_AS_IS: set[tuple[str, str]] = set()
 def encode_lines(lines: Iterable[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
     """``wire_lines`` with a bounded memory of recently encoded short lines."""
     cache = _ENCODED
+    encoded_of = cache.get  # PERF: read once (see :class:`~svcrest.bounded.Memo`)
     encoded: list[tuple[bytes, bytes]] = []
     for line in lines:
-        wire = cache.get(line)
+        wire = encoded_of(line)
         if wire is None:
             wire = cache.keep(line, wire_lines((line,))[0])
         encoded.append(wire)
@@ -140,6 +142,12 @@ USUAL_METHODS = {
     method: method for method in ("GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE")
 }
 
+#: ``usual_method(method)``: the method as it is when usual, else None. PERF: the dict's own
+#: ``get``, bound once: CPython 3.11 compiles ``NAME.method(...)`` for a name bound by an
+#: import as an attribute load and a call, which makes a bound method at every call (~300
+#: instructions; see ``tests/test_bound_lookups.py``).
+usual_method = USUAL_METHODS.get
+
 #: Methods whose requests carry no body unless their headers announce one.
 BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
@@ -176,11 +184,15 @@ _LENGTH_LINES_UNDER = 2048
 _LENGTH_LINES: Memo[int, tuple[bytes, bytes]] = Memo(
     _LENGTH_LINES_UNDER, _LENGTH_LINES_UNDER - 1, int
 )
+#: ``_LENGTH_LINES.get``, read once (PERF: see :class:`~svcrest.bounded.Memo`).
+_length_line = _LENGTH_LINES.get
 #: The same as str lines, for WSGI (PERF: a WSGI GET 89,866 → 89,252 instructions,
 #: bench/instructions.py; ``str()`` of an int costs ~500).
 _SAFE_LENGTH_LINES: Memo[int, tuple[str, str]] = Memo(
     _LENGTH_LINES_UNDER, _LENGTH_LINES_UNDER - 1, int
 )
+#: ``_SAFE_LENGTH_LINES.get``, read once (PERF: see :class:`~svcrest.bounded.Memo`).
+_safe_length_line = _SAFE_LENGTH_LINES.get
 
 
 @dataclass(slots=True)
@@ -221,7 +233,7 @@ class HttpResponse:
         # No Content-Length on 1xx, 204 and 304: RFC 9110 forbids it there.
         if status >= 200 and status != 204 and status != 304:
             length = len(self.body) if self.content_length is None else self.content_length
-            line = _LENGTH_LINES.get(length)
+            line = _length_line(length)
             if line is None:
                 line = _LENGTH_LINES.keep(length, (b"Content-Length", str(length).encode("ascii")))
             wire.append(line)
@@ -249,7 +261,7 @@ class HttpResponse:
         # No Content-Length on 1xx, 204 and 304: RFC 9110 forbids it there.
         if status >= 200 and status != 204 and status != 304:
             length = len(self.body) if self.content_length is None else self.content_length
-            line = _SAFE_LENGTH_LINES.get(length)
+            line = _safe_length_line(length)
             if line is None:  # digits: safe as they are
                 line = _SAFE_LENGTH_LINES.keep(length, ("Content-Length", str(length)))
             safe.append(line)

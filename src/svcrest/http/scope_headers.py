@@ -34,6 +34,9 @@ _PROBES: Memo[frozenset[str], frozenset[bytes]] = Memo(_PROBES_MAX, PROBE_LONGES
 _NAMES_MAX = 256
 _NAME_LENGTH = 64
 _RAW_NAMES: Memo[str, bytes] = Memo(_NAMES_MAX, _NAME_LENGTH)
+#: ``_PROBES.get`` and ``_RAW_NAMES.get``, read once (PERF: see :class:`~svcrest.bounded.Memo`).
+_probe_of = _PROBES.get
+_raw_name_of = _RAW_NAMES.get
 
 
 def _raw_name(name: str) -> bytes | None:
@@ -56,7 +59,7 @@ def raw_names(names: frozenset[str]) -> frozenset[bytes]:
     """``names`` (lower case) as the bytes a scope's lines carry them in: what
     ``ScopeHeaders.has_any`` tests against :attr:`ScopeHeaders.single` (remembered, bounded,
     as there)."""
-    return _PROBES.get(names) or _probe(names)
+    return _probe_of(names) or _probe(names)
 
 
 class ScopeHeaders(OnDemandHeaders):
@@ -95,7 +98,7 @@ class ScopeHeaders(OnDemandHeaders):
         if single is None:
             return self.listed().get_joined(name)
         # None, for a name that is not Latin-1, finds no line
-        value = single.get(_RAW_NAMES.get(name) or _raw_name(name))  # type: ignore[arg-type]
+        value = single.get(_raw_name_of(name) or _raw_name(name))  # type: ignore[arg-type]
         return None if value is None else value.decode("latin-1")
 
     def has_any(self, names: frozenset[str]) -> bool:
@@ -103,4 +106,4 @@ class ScopeHeaders(OnDemandHeaders):
         single = self.single
         if single is None:
             return self.listed().has_any(names)
-        return not (_PROBES.get(names) or _probe(names)).isdisjoint(single)
+        return not (_probe_of(names) or _probe(names)).isdisjoint(single)

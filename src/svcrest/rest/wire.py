@@ -112,6 +112,8 @@ def _own_lines_length(key: _TemplateKey) -> int:
 _TEMPLATES: Memo[_TemplateKey, AnswerLines] = Memo(
     _TEMPLATES_MAX, _TEMPLATE_LINES, _own_lines_length
 )
+#: ``_TEMPLATES.get``, read once (PERF: see :class:`~svcrest.bounded.Memo`).
+_template_of = _TEMPLATES.get
 
 
 def _template(
@@ -160,5 +162,5 @@ def answer_lines(
     compat = settings.wordpress_compat
     schemes = settings.auth_schemes
     allow = schemes.allow_headers_compat if compat else schemes.allow_headers
-    found = _TEMPLATES.get((link, no_store, compat, own, allow))
+    found = _template_of((link, no_store, compat, own, allow))
     return found if found is not None else _template(link, no_store, compat, own, allow)

@@ -13,7 +13,6 @@ from typing import Any
 
 from svcrest.http.exchange import (
     BODILESS_METHODS,
-    USUAL_METHODS,
     HttpRequest,
     HttpResponse,
     HttpStream,
@@ -21,6 +20,7 @@ from svcrest.http.exchange import (
     headers_announce_body,
     known_host_name,
     remembered_host_name,
+    usual_method,
 )
 from svcrest.http.headers import Headers
 from svcrest.http.scope_headers import ScopeHeaders
@@ -220,7 +220,7 @@ def _request(scope: ASGIScope) -> tuple[HttpRequest, str]:
     # (an ASGI GET 93,732 → 92,424 instructions, bench/instructions.py; keywords cost more);
     # tests/http/test_context.py reads every field back.
     http = without_init(HttpRequest)
-    http.method = USUAL_METHODS.get(method) or str(method).upper()
+    http.method = usual_method(method) or str(method).upper()
     http.path = scope["path"]
     http.query_string = raw_query.decode("utf-8", "replace") if raw_query else ""
     http.headers = headers

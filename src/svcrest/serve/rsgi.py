@@ -28,13 +28,13 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Protocol
 
 from svcrest.http.exchange import (
-    USUAL_METHODS,
     HttpRequest,
     HttpResponse,
     HttpStream,
     headers_announce_body,
     known_host_name,
     remembered_host_name,
+    usual_method,
 )
 from svcrest.http.headers import Headers, Lines, OnDemandHeaders
 from svcrest.http.streams import StreamSlots
@@ -176,7 +176,7 @@ def _request(scope: RSGIScope) -> tuple[HttpRequest, str]:
     method = scope.method
     # By position, in field order, as the ASGI adapter makes it.
     http = HttpRequest(
-        USUAL_METHODS.get(method) or str(method).upper(),
+        usual_method(method) or str(method).upper(),
         scope.path,
         scope.query_string,
         headers,

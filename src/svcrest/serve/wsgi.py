@@ -11,12 +11,12 @@ from svcrest.http.environ import Environ, EnvironHeaders
 from svcrest.http.errors import BodyReadError
 from svcrest.http.exchange import (
     BODILESS_METHODS,
-    USUAL_METHODS,
     HttpRequest,
     HttpResponse,
     headers_announce_body,
     known_host_name,
     remembered_host_name,
+    usual_method,
 )
 from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
 from svcrest.instances import without_init
@@ -55,7 +55,7 @@ def _request(environ: Environ) -> HttpRequest:
     # tests/http/test_context.py reads every field back. The usual methods as they are,
     # ASCII (most paths and queries) without decoding.
     http = without_init(HttpRequest)
-    http.method = USUAL_METHODS.get(method) or str(method).upper()
+    http.method = usual_method(method) or str(method).upper()
     http.path = (path if path.isascii() else _wsgi_str(path)) or "/"
     http.query_string = query if query.isascii() else _wsgi_str(query)
     # PERF: the headers made as their ``__init__`` makes them, without its frame (a class call

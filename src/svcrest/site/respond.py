@@ -41,6 +41,14 @@ BodyReader = Callable[[], Awaitable[bytes | None]]
 #: bench/instructions.py).
 _serving_context = RequestContext.serving
 
+# PERF: the context variables' methods bound once. CPython 3.11 compiles ``NAME.method(...)``
+# for a name bound by an import as an attribute load and a call, which makes a bound method
+# at every call; the three calls a request here cost ~900 instructions that way
+# (tests/test_bound_lookups.py keeps the request path free of them).
+_enter_context = REQUEST_CONTEXT.set
+_leave_context = REQUEST_CONTEXT.reset
+_settle_until = SETTLE_UNTIL.get
+
 
 @dataclass(frozen=True, slots=True)
 class SiteForward:
@@ -113,7 +121,7 @@ async def respond(
         LOGGED_REQUEST.set(ctx)
     if route is None and host.site is not None:
         return SiteForward((*_link_lines(host), ("X-Request-Id", request_id)))
-    token = REQUEST_CONTEXT.set(ctx)
+    token = _enter_context(ctx)
     try:
         if type(route) is str:
             # PERF: the server as created already (a Python call less a request).
@@ -135,8 +143,8 @@ async def respond(
     except Exception:
         response = _failed(host, ctx, http, route is not None)
     finally:
-        REQUEST_CONTEXT.reset(token)
-    if SETTLE_UNTIL.get():  # a revocation deferred its wait: hold the answer until it passed
+        _leave_context(token)
+    if _settle_until():  # a revocation deferred its wait: hold the answer until it passed
         await wait_settled()
     if http.method == "HEAD":
         response.strip_body_for_head()

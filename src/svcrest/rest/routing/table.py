@@ -529,7 +529,9 @@ class RouteTable:
         if memo[0] != version:  # a merge prepares a route's handlers again: by version
             memo = self._chosen = (version, Memo(MEMO_SIZE, MEMO_PATH, _method_and_path_length))
         key = (method, path)
-        found = memo[1].get(key)
+        # PERF: the memo's ``get`` read, then called (see :class:`~svcrest.bounded.Memo`).
+        chosen = memo[1].get
+        found = chosen(key)
         if found is None:
             found = select_handler(self.matches(path), method)
             if found is not None:
