@@ -34,8 +34,8 @@ def test_response_status_and_header_helpers() -> None:
 def test_from_http_sets_every_slot_as_the_one_initialiser_does(
     method: str, route: str, query_string: str, body: bytes
 ) -> None:
-    """``from_http`` writes ``_fill``'s assignments out (PERF): each slot as ``_fill`` sets it
-    for the same parts, none left unset."""
+    """``from_http`` sets each slot as ``_fill`` sets it for the same parts, none left
+    unset."""
     headers = Headers([("Accept", "application/json")])
     made = Request.from_http(method, route, query_string, headers, body)
     filled = object.__new__(Request)

@@ -167,26 +167,9 @@ class Request:
         The HTTP layer's values need no normalising: ``method`` is upper case already (the
         adapters make it so; PERF: no ``upper()`` call: a WSGI GET 98 instructions less)."""
         request = without_init(cls)  # PERF: no class call and no keyword checks
-        # PERF: what ``_fill`` sets, in its order, without its frame (a call with eight
-        # arguments a request); tests/http/test_http_request_response.py compares every slot
-        # with ``_fill``'s.
-        request.method = method
-        request.route = route
-        request.headers = headers
-        request.raw_body = raw_body
-        request.url_params = {}
-        request.default_params = {}
-        request.query_string = query_string
-        request._query_params = None
-        request.may_have_query = query_string != ""
-        request._body_params = None
-        request._files = None
-        request._form_error = None
-        request._json_params = None
-        request._json_parsed = False
-        request.user = ANONYMOUS
-        request.handler = None
-        request.site = None
+        request._fill(
+            method, route, headers, raw_body, query_string, None, query_string != "", None
+        )
         return request
 
     @classmethod
