@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import re
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import uvicorn
 from svcrest import App, cli
 from svcrest.cli import ENV_DB, ENV_DEMO, ENV_HOME, ENV_PLUGINS, ENV_WORDPRESS_COMPAT, main
 from svcrest.cli import site as cli_site
-from svcrest.serve import launcher
+from svcrest.serve import accesslog, launcher
 from tests.cli_run import USING
 
 DEFAULT_LINE = f"{USING}var/svcrest.db (the default; --db or SVCREST_DB chooses another)\n"
@@ -79,6 +80,7 @@ def empty_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
         cli.ENV_TITLE,
         cli.ENV_API_VERSION,
         launcher.ENV_HEADER_TIMEOUT,
+        accesslog.ENV_ACCESS_TARGET,
     ):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
@@ -430,7 +432,9 @@ def test_serve_creates_the_store_directory_before_plugins_load(
     lines = out.splitlines()
     assert lines[:2] == ["Created the directory var", "Created the database var/bookshelf.db"]
     assert lines[2].startswith("Created user admin with password: ")
-    assert granian_calls[0]["target"] == "svcrest.cli:app_from_env"
+    # granian's workers load svcrest's access line around the site's own factory.
+    assert granian_calls[0]["target"] == accesslog.ASGI_FACTORY
+    assert os.environ[accesslog.ENV_ACCESS_TARGET] == "svcrest.cli:app_from_env"
     # What each granian worker builds, from the variables serve set.
     site = cli.app_from_env()
     try:
