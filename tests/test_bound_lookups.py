@@ -208,3 +208,24 @@ def test_a_remembered_nonce_is_checked_with_specialised_loads() -> None:
     for _ in range(WARM_CALLS):
         assert nonces.verified(nonce, "wp_rest", 7, "token") == 1
     assert unspecialised_loads(NonceManager.verified.__code__, until_return=True) == []
+
+
+def test_a_stored_item_is_read_with_specialised_loads() -> None:
+    """``CollectionTable.get`` reads the tables' store getter (a callable they hold) and
+    calls it: no property read, no method call of a held callable (neither is specialised
+    by CPython 3.11)."""
+    from svcrest.store import open_store
+    from svcrest.store.collection_table import CollectionTable
+    from tests.store.test_collection_table import make_table
+
+    store = open_store(None)
+    try:
+        table = make_table(store)
+        table.migrate()
+        item_id = table.insert({"title": "one"})["id"]
+        for _ in range(WARM_CALLS):
+            item = table.get(item_id)
+        assert item is not None and item["title"] == "one"
+        assert unspecialised_loads(CollectionTable.get.__code__) == []
+    finally:
+        store.close()
