@@ -5,7 +5,13 @@ call) when ``NAME`` is bound by an import in the module: for a C method (a dict'
 context variable's ``set``) that makes a bound method object at every call, ~300
 instructions. The modules every REST request runs through bind such methods once at import
 (``usual_method = USUAL_METHODS.get``, ``current_context = REQUEST_CONTEXT.get``); this test
-keeps it so, by reading their bytecode."""
+keeps it so, by reading their bytecode.
+
+A call of a callable an instance holds (``service.clock()``) is never specialised by CPython
+3.11 (a generic look-up each time, ~150 instructions), and a method call on an instance
+whose attributes outgrew the shared-key values (its dict made a plain dict) takes a slower
+specialisation (a dict look-up of the name each time). The tests at the end run such calls
+until they are specialised and read the adaptive bytecode."""
 
 from __future__ import annotations
 
@@ -14,12 +20,26 @@ import importlib
 import itertools
 import types
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 #: The modules a plain GET runs through, from each adapter to the answer.
 REQUEST_PATH = (
     "svcrest.app",
+    "svcrest.auth.app_password_routes",
+    "svcrest.auth.app_passwords",
+    "svcrest.auth.cookies",
+    "svcrest.auth.nonces",
+    "svcrest.auth.passwords",
+    "svcrest.auth.rest_cookie",
+    "svcrest.auth.service",
+    "svcrest.auth.session_cache",
+    "svcrest.auth.session_watch",
+    "svcrest.auth.sessions",
+    "svcrest.auth.throttle",
+    "svcrest.auth.users",
+    "svcrest.auth.verified_cookies",
     "svcrest.blocking",
     "svcrest.chains",
     "svcrest.http.context",
@@ -32,6 +52,10 @@ REQUEST_PATH = (
     "svcrest.rest.defaults",
     "svcrest.rest.pipeline",
     "svcrest.rest.plan",
+    "svcrest.rest.resources.context_filter",
+    "svcrest.rest.resources.controller",
+    "svcrest.rest.resources.endpoint_args",
+    "svcrest.rest.resources.fields_registry",
     "svcrest.rest.routing.table",
     "svcrest.rest.server",
     "svcrest.rest.urls",
@@ -40,6 +64,10 @@ REQUEST_PATH = (
     "svcrest.serve.rsgi",
     "svcrest.serve.wsgi",
     "svcrest.site.respond",
+    "svcrest.store.collection_columns",
+    "svcrest.store.collection_table",
+    "svcrest.store.sqlite",
+    "svcrest.store.store_collection",
     "svcrest.syncrun",
 )
 
@@ -111,3 +139,93 @@ class _Source:
 
     def get_source(self, name: str) -> str:
         return self.source
+
+
+#: Calls enough for CPython 3.11 to specialise an instruction even after its longest backoff
+#: (an earlier test may have left it unspecialised for another type).
+WARM_CALLS = 5_000
+ADAPTIVE = frozenset({"LOAD_ATTR_ADAPTIVE", "LOAD_METHOD_ADAPTIVE", "LOAD_GLOBAL_ADAPTIVE"})
+
+
+def unspecialised_loads(code: types.CodeType, *, until_return: bool = False) -> list[str]:
+    """The loads of ``code`` still adaptive (never specialised), as ``OPNAME name``; with
+    ``until_return``, only those before the first ``return`` (a fast path's own)."""
+    found = []
+    for instruction in dis.get_instructions(code, adaptive=True):
+        if until_return and instruction.opname == "RETURN_VALUE":
+            break
+        if instruction.opname in ADAPTIVE:
+            found.append(f"{instruction.opname} {instruction.argval}")
+    return found
+
+
+def test_a_method_call_on_a_served_app_is_specialised() -> None:
+    """An App that served a request keeps few enough attributes in its dict for CPython's
+    shared-key values, so ``host.rest_base_path()`` (every request) is specialised for
+    them, not for a plain dict."""
+    from svcrest import App, public
+
+    app = App()
+    route = {"methods": "GET", "callback": lambda r: [1], "permission_callback": public}
+    app.register_rest_route("demo/v1", "/items", route)
+    assert app.rest_do_request("/demo/v1/items").status == 200
+    assert app.rest_output_link_header() is not None
+    code = compile("def base_path(host):\n    return host.rest_base_path()\n", "probe.py", "exec")
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    for _ in range(WARM_CALLS):
+        namespace["base_path"](app)
+    assert unspecialised_loads(namespace["base_path"].__code__) == []
+    ops = [i.opname for i in dis.get_instructions(namespace["base_path"].__code__, adaptive=True)]
+    assert "LOAD_METHOD_WITH_VALUES" in ops
+
+
+def test_the_remembered_cookie_check_reads_the_services_callables() -> None:
+    """``service.change_mark`` and ``service.clock`` are callables the service holds: read,
+    then called, their loads specialise (called as methods they never would)."""
+    from svcrest.auth import rest_cookie
+    from tests.auth.test_auth_service import Env
+
+    env = Env()
+    try:
+        value = env.log_in(env.alice).value
+        assert env.auth.validate_cookie(value) is not None
+        for _ in range(WARM_CALLS):
+            known = rest_cookie._remembered(env.auth, value)
+        assert known is not None and known.user.id == env.alice.id
+        assert unspecialised_loads(rest_cookie._remembered.__code__) == []
+    finally:
+        env.store.close()
+
+
+def test_a_remembered_nonce_is_checked_with_specialised_loads() -> None:
+    """``NonceManager.verified``'s memo hit (to its first return) reads the manager's clock
+    as an attribute, then calls it."""
+    from svcrest.auth.nonces import NonceManager
+
+    nonces = NonceManager(b"secret", lambda: 1_700_000_000.0)
+    nonce = nonces.create("wp_rest", 7, "token")
+    for _ in range(WARM_CALLS):
+        assert nonces.verified(nonce, "wp_rest", 7, "token") == 1
+    assert unspecialised_loads(NonceManager.verified.__code__, until_return=True) == []
+
+
+def test_a_stored_item_is_read_with_specialised_loads() -> None:
+    """``CollectionTable.get`` reads the tables' store getter (a callable they hold) and
+    calls it: no property read, no method call of a held callable (neither is specialised
+    by CPython 3.11)."""
+    from svcrest.store import open_store
+    from svcrest.store.collection_table import CollectionTable
+    from tests.store.test_collection_table import make_table
+
+    store = open_store(None)
+    try:
+        table = make_table(store)
+        table.migrate()
+        item_id = table.insert({"title": "one"})["id"]
+        for _ in range(WARM_CALLS):
+            item = table.get(item_id)
+        assert item is not None and item["title"] == "one"
+        assert unspecialised_loads(CollectionTable.get.__code__) == []
+    finally:
+        store.close()

@@ -225,7 +225,10 @@ class CollectionTable:
     @property
     def store(self) -> Store:
         """The store, with this table (and the change log) migrated."""
-        return self._tables.store()
+        # PERF: the tables' getter is a callable they hold: read, then called (called as a
+        # method, a generic look-up each time).
+        store = self._tables.store
+        return store()
 
     def migrate(self) -> None:
         """Create the table, or add the columns of properties it lacks, and the indexes of
@@ -350,7 +353,10 @@ class CollectionTable:
         """The item ``item_id``, or None when there is none."""
         if not _valid_id(item_id):
             return None
-        store = self.store
+        # PERF: :attr:`store` written out (a property read is not specialised by CPython
+        # 3.11: a generic look-up and a Python call each item GET).
+        migrated = self._tables.store
+        store = migrated()
         row = store.read_one(
             f'SELECT {self._names} FROM {quote(self.table)} WHERE "id" = ?', (item_id,)
         )

@@ -211,6 +211,19 @@ def _expected_version(request: Request) -> int | None:
     return int(found.group(1)) if found is not None else None
 
 
+def _shaped_data(item: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
+    """The keys of ``item`` a ``shape`` keeps, nested values filtered by its context (a
+    function of the module, not a static method: one read through ``self`` is not a method
+    call CPython 3.11 specialises)."""
+    keys, nested, context = shape
+    data = {key: item[key] for key in keys if key in item}
+    for key, schema in nested:
+        value = data.get(key)
+        if isinstance(value, dict | list):
+            data[key] = rest_filter_response_by_context(value, schema, context)
+    return data
+
+
 class StoreCollection(RestController):
     """A resource whose items are rows of a table in the site's store (SQLite or
     PostgreSQL), on WordPress's ``WP_REST_Controller``: register it with
@@ -368,7 +381,10 @@ class StoreCollection(RestController):
     # -- the site ------------------------------------------------------------------------------
 
     def _host(self) -> StoreHost:
-        return cast(StoreHost, self.app)
+        # PERF: the bound site read in place (a property read is not specialised by CPython
+        # 3.11: a generic look-up and a Python call); :attr:`app` raises when unbound.
+        app = self._app
+        return cast(StoreHost, self.app if app is None else app)
 
     def _store(self) -> Store:
         return self._host().store
@@ -515,24 +531,16 @@ class StoreCollection(RestController):
     def _collection_url(self) -> str | None:
         """The collection's URL, from which an item's is made (None when a ``rest_url``
         filter may change each URL: then each is asked for)."""
-        app = self.app
+        app = self._app  # PERF: as in _host
+        if app is None:
+            app = self.app
         if app.hooks.has_callbacks("rest_url"):
             return None
         return app.rest_url(f"/{self.namespace}/{self.rest_base}")
 
-    @staticmethod
-    def _data(item: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
-        keys, nested, context = shape
-        data = {key: item[key] for key in keys if key in item}
-        for key, schema in nested:
-            value = data.get(key)
-            if isinstance(value, dict | list):
-                data[key] = rest_filter_response_by_context(value, schema, context)
-        return data
-
     def _collected(self, item: Mapping[str, Any], shape: _Shape, collection: str) -> Any:
         """An item of a list answer (``prepare_response_for_collection`` of its answer)."""
-        data = self._data(item, shape)
+        data = _shaped_data(item, shape)
         item_id = item.get("id")
         if self._own_links:
             data["_links"] = self.prepare_links(item)
@@ -546,7 +554,7 @@ class StoreCollection(RestController):
     def _shaped(
         self, item: Mapping[str, Any], request: Request, shape: _Shape, collection: str | None
     ) -> Response:
-        response = Response(self._data(item, shape))
+        response = Response(_shaped_data(item, shape))
         item_id = item.get("id")
         if self._own_links:
             response.links = self.prepare_links(item)
@@ -569,7 +577,8 @@ class StoreCollection(RestController):
 
     def _shape(self, request: Request) -> _Shape | None:
         """The keys of an answer to ``request`` (None: too unusual to work out here)."""
-        fields_version = self.app.rest_fields.version
+        app = self._app  # PERF: as in _host
+        fields_version = (self.app if app is None else app).rest_fields.version
         if fields_version != self._fields_seen[0]:
             self._fields_seen = (fields_version, bool(self.get_additional_fields()))
         if self._fields_seen[1]:
@@ -587,7 +596,8 @@ class StoreCollection(RestController):
         if not isinstance(context, str):
             return None
         memo_key = (context, fields_key, fields_version)
-        shape = self._shapes.get(memo_key)
+        known = self._shapes.get  # PERF: the memo's get, read then called (Memo says why)
+        shape = known(memo_key)
         if shape is None:
             shape = self._shapes.keep(memo_key, self._work_out_shape(request, context))
         return shape
