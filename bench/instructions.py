@@ -30,6 +30,7 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from callgrind import collected, prime, settle
 
@@ -45,6 +46,7 @@ CASES = [
     "rsgi",
     "logged",
     "logged-granian",
+    "post",
 ]
 LABELS = {
     "plain": "anonymous GET",
@@ -57,7 +59,10 @@ LABELS = {
     "rsgi": "RSGI anonymous GET",
     "logged": "GET + access line (svcrest's)",
     "logged-granian": "GET + access line (granian's)",
+    "post": "JSON POST (one message)",
 }
+#: The ``post`` case's body, as the ``svcrest-post-*`` targets send it.
+POST_BODY = b'{"id": 42, "title": "item"}'
 
 
 def child(kind: str, requests: int) -> None:
@@ -77,6 +82,9 @@ def child(kind: str, requests: int) -> None:
         if requests:
             run_wsgi(requests)
         return
+    if kind == "post":
+        run_post(inprocess, requests)
+        return
     if kind == "auth":
         app = inprocess.make_app(permission=True)
         headers = inprocess.login_headers(app)
@@ -92,6 +100,24 @@ def child(kind: str, requests: int) -> None:
         run = inprocess.rsgi_case(app, path, headers, 200)
     else:
         run = inprocess.asgi_case(app, path, headers, 404 if kind == "404" else 200)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(run(50))
+    settle()
+    if requests:
+        loop.run_until_complete(run(requests))
+
+
+def run_post(inprocess: Any, requests: int) -> None:
+    """The ``post`` case: ``targets/svcrest_post.py``'s route, its small JSON body handed
+    over in one ``http.request`` message (what an ASGI server does for every small POST)."""
+    sys.path.insert(0, str(HERE / "targets"))
+    from svcrest_post import app
+
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(POST_BODY)).encode()),
+    ]
+    run = inprocess.asgi_case(app, "/svc-json/demo/v1/items", headers, 200, "POST", POST_BODY)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(run(50))
     settle()
