@@ -10,7 +10,8 @@ Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
 a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie + nonce GET, an RSGI GET through
 stand-ins for granian's scope and protocol, the ASGI GET with ``svcrest serve``'s access
 line written by svcrest (``logged``) or by granian's ASGI glue (``logged-granian``), to
-``/dev/null``) runs twice under
+``/dev/null``), and a small JSON POST to ``targets/svcrest_post.py``'s route, its body in one
+``http.request`` message (``post``)) runs twice under
 ``valgrind --tool=callgrind``: once warming up only, once with ``--requests`` more requests;
 the difference divided by the number of requests is the cost of one request in CPU
 instructions. Unlike seconds, the count does not change when other processes share the
