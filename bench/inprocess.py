@@ -71,12 +71,12 @@ def make_app(
     return app
 
 
-def _scope(path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
+def _scope(path: str, headers: list[tuple[bytes, bytes]], method: str = "GET") -> dict[str, Any]:
     return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
-        "method": "GET",
+        "method": method,
         "scheme": "http",
         "path": path,
         "raw_path": path.encode(),
@@ -93,10 +93,18 @@ def _scope(path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
     }
 
 
-def asgi_case(app: Any, path: str, headers: list[tuple[bytes, bytes]], expect: int) -> Any:
-    """A coroutine function running ``n`` requests; checks the first answer's status."""
-    scope = _scope(path, headers)
-    request_message = {"type": "http.request", "body": b"", "more_body": False}
+def asgi_case(
+    app: Any,
+    path: str,
+    headers: list[tuple[bytes, bytes]],
+    expect: int,
+    method: str = "GET",
+    body: bytes = b"",
+) -> Any:
+    """A coroutine function running ``n`` requests (``body`` in one message, as a server
+    hands over a small body it read already); checks the first answer's status."""
+    scope = _scope(path, headers, method)
+    request_message = {"type": "http.request", "body": body, "more_body": False}
     status: list[int] = []
 
     async def receive() -> dict[str, Any]:

@@ -10,7 +10,8 @@ Each case of ``bench/inprocess.py`` (anonymous GET, the same with one extra
 a 404, a cookie + nonce GET, a WSGI GET, a WSGI cookie + nonce GET, an RSGI GET through
 stand-ins for granian's scope and protocol, the ASGI GET with ``svcrest serve``'s access
 line written by svcrest (``logged``) or by granian's ASGI glue (``logged-granian``), to
-``/dev/null``) runs twice under
+``/dev/null``), and a small JSON POST to ``targets/svcrest_post.py``'s route, its body in one
+``http.request`` message (``post``)) runs twice under
 ``valgrind --tool=callgrind``: once warming up only, once with ``--requests`` more requests;
 the difference divided by the number of requests is the cost of one request in CPU
 instructions. Unlike seconds, the count does not change when other processes share the
@@ -30,6 +31,7 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from callgrind import collected, prime, settle
 
@@ -45,6 +47,7 @@ CASES = [
     "rsgi",
     "logged",
     "logged-granian",
+    "post",
 ]
 LABELS = {
     "plain": "anonymous GET",
@@ -57,7 +60,10 @@ LABELS = {
     "rsgi": "RSGI anonymous GET",
     "logged": "GET + access line (svcrest's)",
     "logged-granian": "GET + access line (granian's)",
+    "post": "JSON POST (one message)",
 }
+#: The ``post`` case's body, as the ``svcrest-post-*`` targets send it.
+POST_BODY = b'{"id": 42, "title": "item"}'
 
 
 def child(kind: str, requests: int) -> None:
@@ -77,6 +83,9 @@ def child(kind: str, requests: int) -> None:
         if requests:
             run_wsgi(requests)
         return
+    if kind == "post":
+        run_post(inprocess, requests)
+        return
     if kind == "auth":
         app = inprocess.make_app(permission=True)
         headers = inprocess.login_headers(app)
@@ -92,6 +101,24 @@ def child(kind: str, requests: int) -> None:
         run = inprocess.rsgi_case(app, path, headers, 200)
     else:
         run = inprocess.asgi_case(app, path, headers, 404 if kind == "404" else 200)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(run(50))
+    settle()
+    if requests:
+        loop.run_until_complete(run(requests))
+
+
+def run_post(inprocess: Any, requests: int) -> None:
+    """The ``post`` case: ``targets/svcrest_post.py``'s route, its small JSON body handed
+    over in one ``http.request`` message (what an ASGI server does for every small POST)."""
+    sys.path.insert(0, str(HERE / "targets"))
+    from svcrest_post import app
+
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(POST_BODY)).encode()),
+    ]
+    run = inprocess.asgi_case(app, "/svc-json/demo/v1/items", headers, 200, "POST", POST_BODY)
     loop = asyncio.new_event_loop()
     loop.run_until_complete(run(50))
     settle()

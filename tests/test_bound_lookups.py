@@ -71,6 +71,20 @@ REQUEST_PATH = (
     "svcrest.syncrun",
 )
 
+#: The modules an MCP ``tools/call`` of an ability runs through besides those above: the
+#: transport, the abilities' run route and the ability's run, the argument step, the actions.
+MCP_PATH = (
+    "svcrest.abilities.ability",
+    "svcrest.abilities.registry",
+    "svcrest.abilities.routes",
+    "svcrest.hooks",
+    "svcrest.rest.validation",
+    "svcrest.site.mcp.endpoint",
+    "svcrest.site.mcp.protocol",
+    "svcrest.site.mcp.tools",
+    "svcrest.site.pages",
+)
+
 #: The access log's branch (``LOGGED_REQUEST``) runs only when the server logs requests.
 ALLOWED = frozenset({"LOGGED_REQUEST"})
 #: Code that runs when a route is registered, not per request.
@@ -111,7 +125,7 @@ def bound_at_each_call(module: types.ModuleType) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("name", REQUEST_PATH)
+@pytest.mark.parametrize("name", REQUEST_PATH + MCP_PATH)
 def test_request_path_binds_no_c_method_per_call(name: str) -> None:
     assert bound_at_each_call(importlib.import_module(name)) == []
 

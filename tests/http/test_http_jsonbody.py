@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from svcrest import App, Request
+from svcrest.http import jsonbody
 from svcrest.http.errors import RestError
 from svcrest.http.jsonbody import (
     MAX_JSON_DEPTH,
@@ -490,3 +491,53 @@ def test_the_long_numbers_checked_are_bounded(number: bytes) -> None:
     assert decode_json_body(short) == orjson.loads(short)
     single = b'["' + b"1" * 1_000_000 + b'"]'
     assert decode_json_body(single) == orjson.loads(single)
+
+
+def _outcome(parse: Callable[[bytes], Any], raw: bytes) -> Any:
+    """What ``parse`` makes of ``raw``: the value, or the refusal's code and data."""
+    try:
+        return ("value", parse(raw))
+    except RestError as error:
+        return ("refused", error.code, error.message, error.data)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"id": 42, "title": "item"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": {}}}',
+        b"[1, 2, 3]",
+        b'"text"',
+        b"12",
+        b"null",
+        b"[" * 512 + b"]" * 512,  # at the limit, the fast path's last body
+        b"[" * 511 + b"{}" + b"]" * 511,
+        b"[" * 513 + b"]" * 513,  # past it: the wrapped parse refuses
+        b"[" * 512 + b"{}" + b"]" * 512,
+        b'["' + b"[" * 600 + b'"]',  # brackets in a string: wrapped, accepted
+        b"[" + b"[]," * 600 + b"[]]",  # 602 brackets, depth 2
+        b'{"a": 1,}',  # invalid: orjson's message either way
+        b'{"a": 1} x',
+        b"[1, 2",
+        b"[" * 512,  # unclosed at the limit
+        b"[" * 600,  # unclosed past it
+        b"{" * 300 + b"[" * 300,
+        b"1 2",
+    ],
+)
+def test_a_body_of_few_brackets_parses_as_the_wrapped_parse(raw: bytes) -> None:
+    """A body of at most 512 opening brackets is parsed as it is: the value or the refusal
+    (code, message, data) are the wrapped parse's."""
+    assert _outcome(jsonbody._parse, raw) == _outcome(jsonbody._parse_wrapped, raw)
+
+
+def test_a_small_body_is_parsed_without_the_wrapping_arrays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_walk(wrapped: Any) -> Any:
+        raise AssertionError("unwrapped")
+
+    monkeypatch.setattr(jsonbody, "_unwrap", no_walk)
+    assert decode_json_body(b'{"id": 42, "title": "item"}') == {"id": 42, "title": "item"}
+    with pytest.raises(AssertionError):  # 602 brackets: the wrapped parse
+        decode_json_body(b"[" + b"[]," * 600 + b"[]]")

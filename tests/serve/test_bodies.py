@@ -501,3 +501,108 @@ def test_asgi_a_body_longer_than_allowed_that_came_at_once_is_413(
         },
     )
     assert seen == []
+
+
+MIB10 = 10 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("lengths", "chunks", "limit", "expected"),
+    [
+        ([b"29"], [BODY], MIB10, BODY),  # a small JSON POST: the common case
+        ([b"29"], [BODY], 29, BODY),  # exactly at the limit
+        ([b"29"], [BODY], 28, None),  # one byte past it
+        ([b"5"], [BODY], 10, None),  # a Content-Length that lies: the bytes count
+        ([b"999999"], [BODY], MIB10, BODY),  # six characters: at most 999,999 bytes
+        ([b"999999"], [BODY], 999_999, BODY),  # the shortcut's own limit
+        ([b"999999"], [BODY], 999_998, None),  # below it: parsed, and too long
+        ([b"10485760"], [BODY], MIB10, BODY),  # seven characters: parsed, not too long
+        ([b"10485761"], [BODY], MIB10, None),  # refused before reading
+        ([b"99999999999999999999999"], [BODY], MIB10, None),
+        ([b" 11 "], [BODY], 10, None),
+        ([b"0011"], [BODY], 10, None),
+        ([b"00000000000000000029"], [BODY], MIB10, BODY),
+        ([b"-5"], [BODY], MIB10, BODY),  # not a number: the body read and bounded
+        ([b"29", b"29"], [BODY], MIB10, BODY),  # the line twice: joined, not a number
+        ([b"11", b"11"], [BODY], 10, None),  # ... and the bytes still count
+        ([], [BODY[:5], BODY[5:20], BODY[20:]], MIB10, BODY),  # chunked, several messages
+        ([], [BODY[:5], BODY[5:20], BODY[20:]], 20, None),  # ... passing the limit
+        ([b"29"], [BODY[:5], b"", BODY[5:]], MIB10, BODY),  # an empty message between
+        ([b"29"], [], MIB10, b""),  # the client disconnected before any byte
+        ([b"29"], [BODY[:5]], MIB10, BODY[:5]),  # ... after a part
+        ([b"0"], [b""], MIB10, b""),
+    ],
+)
+@pytest.mark.parametrize("arrives", ["in its first step", "after waiting", "as a future"])
+def test_asgi_a_body_read_at_once_is_the_general_paths(
+    lengths: list[bytes],
+    chunks: list[bytes],
+    limit: int,
+    expected: bytes | None,
+    arrives: str,
+) -> None:
+    """The body of a ``receive`` that has its message in its first step (read without a
+    timer, its Content-Length checked from the raw line) is what the general path reads of
+    the same messages (a ``receive`` that waits, one that gives futures, each under the
+    deadline), and what ``declared_too_long`` and the chunks say."""
+    from svcrest.http.scope_headers import ScopeHeaders
+    from svcrest.serve.asgi import _body_reader
+
+    messages = [*_parts(*chunks), {"type": "http.disconnect"}]
+    lines = [(b"host", b"127.0.0.1:8000"), *((b"content-length", n) for n in lengths)]
+    headers = ScopeHeaders(lines)
+    declared = ", ".join(n.decode() for n in lengths) or None
+    joined = b"".join(chunks)
+    assert expected == (
+        None if declared_too_long(declared, limit) or len(joined) > limit else joined
+    )
+
+    async def receive() -> Any:
+        if arrives == "after waiting":
+            await asyncio.sleep(0)
+        return messages.pop(0)
+
+    def future() -> Any:
+        done = asyncio.get_running_loop().create_future()
+        asyncio.get_running_loop().call_soon(done.set_result, messages.pop(0))
+        return done
+
+    async def read() -> bytes | None:
+        given = future if arrives == "as a future" else receive
+        return await _body_reader(headers, headers.single, given, limit)()
+
+    assert asyncio.run(read()) == expected
+
+
+def test_asgi_a_body_of_one_message_is_read_without_a_timer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The common case takes no deadline (none read from the environment, no timer); a
+    body of several messages does."""
+    from svcrest.http.scope_headers import ScopeHeaders
+    from svcrest.serve import asgi
+
+    asked: list[float] = []
+
+    def deadline() -> float:
+        asked.append(TIMEOUT)
+        return TIMEOUT
+
+    monkeypatch.setattr(asgi, "body_timeout", deadline)
+    headers = ScopeHeaders([(b"content-length", b"29")])
+
+    def read(*chunks: bytes) -> bytes | None:
+        messages = _parts(*chunks)
+
+        async def receive() -> Any:
+            return messages.pop(0)
+
+        async def run() -> bytes | None:
+            return await asgi._body_reader(headers, headers.single, receive, MIB10)()
+
+        return asyncio.run(run())
+
+    assert read(BODY) == BODY
+    assert asked == []
+    assert read(BODY[:5], BODY[5:]) == BODY
+    assert asked == [TIMEOUT]

@@ -21,7 +21,7 @@ from typing import Any
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
 from svcrest.chains import NOT_AWAITABLE, Pending
-from svcrest.http.context import DISPATCH_USER, REQUEST_CONTEXT
+from svcrest.http.context import DISPATCH_USER, current_context
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -41,6 +41,12 @@ _NOT_KEY = re.compile(r"[^a-z0-9_\-]")
 _QUERY_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 #: The types of input a hook may change in place (JSON's containers).
 _MUTABLE = frozenset({dict, list})
+# PERF: the context variable's methods bound once: ``DISPATCH_USER.get()`` on a name an
+# import bound is an attribute load and a call in CPython 3.11, a bound method made at
+# every call (~300 instructions).
+_dispatch_user = DISPATCH_USER.get
+_set_dispatch_user = DISPATCH_USER.set
+_reset_dispatch_user = DISPATCH_USER.reset
 
 #: The run the route's permission check has just allowed in this context: the request, the
 #: ability, its input and the user. The run route's callback then runs the ability without
@@ -174,11 +180,11 @@ def _answer(result: Any) -> Any:
 
 async def _answer_later(pending: Any, user: Any) -> Any:
     """:func:`_answer` once an async run has finished (run as ``user``)."""
-    token = DISPATCH_USER.set(user)
+    token = _set_dispatch_user(user)
     try:
         result = await pending
     finally:
-        DISPATCH_USER.reset(token)
+        _reset_dispatch_user(token)
     return _answer(result)
 
 
@@ -193,14 +199,14 @@ def _as_user(user: User) -> Token[User | None] | None:
     """Make ``user`` the one :func:`~svcrest.current_user` answers, unless it is already
     (PERF: internal dispatch and an HTTP request have set it): the token to reset, or
     None."""
-    current = DISPATCH_USER.get()
+    current = _dispatch_user()
     if current is user:
         return None
     if current is None:
-        ctx = REQUEST_CONTEXT.get()
+        ctx = current_context()
         if ctx is not None and ctx.user is user:
             return None
-    return DISPATCH_USER.set(user)
+    return _set_dispatch_user(user)
 
 
 _METHOD_MESSAGES = {
@@ -378,7 +384,7 @@ class AbilitiesController:
                 verdict = ability.permission_verdict(input)
             finally:
                 if token is not None:
-                    DISPATCH_USER.reset(token)
+                    _reset_dispatch_user(token)
         if verdict is True:  # PERF: :meth:`_verdict` of the usual answer written out
             if input is not None or not ability.plain_run:
                 _ALLOWED_RUN.set([request, ability, input, user])
@@ -391,11 +397,11 @@ class AbilitiesController:
         self, pending: Any, request: Request, ability: Ability, input: Any
     ) -> bool | RestError:
         """:meth:`can_run` once an async permission callback answered (run as the user)."""
-        token = DISPATCH_USER.set(request.user)
+        token = _set_dispatch_user(request.user)
         try:
             verdict = await pending
         finally:
-            DISPATCH_USER.reset(token)
+            _reset_dispatch_user(token)
         return self._verdict(verdict, request, ability, input)
 
     @staticmethod
@@ -430,7 +436,7 @@ class AbilitiesController:
         )
         user = request.user
         # PERF: internal dispatch has set the user (the test of _as_user, a call nearer).
-        token = None if DISPATCH_USER.get() is user else _as_user(user)
+        token = None if _dispatch_user() is user else _as_user(user)
         try:
             if input is None and ability.plain_run:
                 # Nothing to hand over: what ``execute`` checks passes without a look.
@@ -451,7 +457,7 @@ class AbilitiesController:
                 result = ability.execute_async(input)
         finally:
             if token is not None:
-                DISPATCH_USER.reset(token)
+                _reset_dispatch_user(token)
         if type(result) is dict:  # PERF: the usual result (see _answer), a call less
             return result
         if type(result) is Pending:

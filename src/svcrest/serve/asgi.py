@@ -48,6 +48,10 @@ ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 _CLOSE = (b"connection", b"close")
 #: The raw names of the header lines that can announce a body.
 _BODY_LINES = frozenset({b"content-length", b"transfer-encoding"})
+#: A Content-Length value shorter than this many characters declares at most
+#: ``_SHORT_LIMIT`` bytes.
+_SHORT_LENGTH = 7
+_SHORT_LIMIT = 999_999
 
 
 async def answer_lifespan(
@@ -73,25 +77,50 @@ async def answer_lifespan(
 
 
 def _body_reader(
-    headers: Headers, receive: ASGIReceive, limit: int
+    headers: Headers, single: dict[bytes, bytes] | None, receive: ASGIReceive, limit: int
 ) -> Callable[[], Awaitable[bytes | None]]:
     """Reads the body once: its bytes, or None when it is longer than ``limit``
     (SECURITY: refused from Content-Length before reading, or as soon as the stream passes
     the limit); raises ``BodyReadError`` (408) when the whole body has not come within the
-    body deadline (``svcrest.serve.bodies``)."""
-    # PERF: one line looked up, the lines not decoded and indexed (figure below).
-    declared = headers.get_joined("content-length")
+    body deadline (``svcrest.serve.bodies``). ``single`` is the lines of ``headers`` by raw
+    name when no name came twice (:attr:`ScopeHeaders.single`), else None."""
+    if single is None:
+        declared = headers.get_joined("content-length")
+    else:
+        # PERF: one line read in C. A value of at most six characters declares at most
+        # 999,999 bytes: never past a limit of that or more (the default's 10 MiB), so it is
+        # neither decoded nor parsed (with the first step inline below: a JSON POST
+        # 202,147 → 198,351 instructions, bench/instructions.py --cases post).
+        raw = single.get(b"content-length")
+        declared = (
+            None
+            if raw is None or (len(raw) < _SHORT_LENGTH and limit >= _SHORT_LIMIT)
+            else raw.decode("latin-1")
+        )
 
     async def read() -> bytes | None:
-        if declared_too_long(declared, limit):
+        if declared is not None and declared_too_long(declared, limit):
             return None
-        first, later = _message_now(receive)
-        if first is not None and not first.get("more_body", False):
-            # The whole body came already: nothing waited, no deadline to keep. PERF: no
-            # timer, no deadline read from the environment; with the look-up above, an MCP
-            # ping 191,999 → 131,414 instructions (bench/mcp_call.py --instructions).
-            chunk = b"" if first.get("type") == "http.disconnect" else first.get("body", b"")
-            return None if len(chunk) > limit else chunk
+        # PERF: the first message asked here, and taken without a timer when ``receive``
+        # gives it in its first step (a server's does for a body it read already: every
+        # small JSON POST); with the look-up above, an MCP ping 191,999 → 131,414
+        # instructions (bench/mcp_call.py --instructions). Inline, not a helper's call.
+        waiting = receive()
+        first: Any = None
+        later: Awaitable[Any] | None = waiting
+        if type(waiting) is CoroutineType:
+            try:
+                pending = waiting.send(None)
+            except StopIteration as done:
+                first, later = done.value, None
+                if not first.get("more_body", False):
+                    # The whole body came already: nothing waited, no deadline to keep.
+                    if first.get("type") == "http.disconnect":
+                        return b""
+                    chunk = first.get("body", b"")
+                    return None if len(chunk) > limit else chunk
+            else:
+                later = _Resumed(waiting, pending)
         seconds = body_timeout()
         try:
             async with asyncio.timeout(seconds):
@@ -100,20 +129,6 @@ def _body_reader(
             raise body_timeout_error(seconds) from None
 
     return read
-
-
-def _message_now(receive: ASGIReceive) -> tuple[Any, Awaitable[Any] | None]:
-    """``(message, None)`` when ``receive`` has the next message at once (its coroutine
-    finishes in its first step, as a server's does for a body it read already); else
-    ``(None, the awaitable giving it)``, to be awaited under the body deadline."""
-    waiting = receive()
-    if type(waiting) is not CoroutineType:
-        return None, waiting
-    try:
-        pending = waiting.send(None)
-    except StopIteration as done:
-        return done.value, None
-    return None, _Resumed(waiting, pending)
 
 
 class _Resumed:
@@ -261,7 +276,7 @@ async def handle_asgi(
         (single is None or not _BODY_LINES.isdisjoint(single))
         and headers_announce_body(http.method, headers)
     )
-    reader = _body_reader(headers, receive, host.max_body_size) if announced else None
+    reader = _body_reader(headers, single, receive, host.max_body_size) if announced else None
     answer = await respond(host, http, reader, sent_id)  # names the request for an access log
     # PERF: one test for both rare answers (the wrapped site's, a stream).
     if type(answer) is not HttpResponse:
