@@ -112,6 +112,11 @@ def test_one_address_may_hold_half_of_the_reading_places() -> None:
         ("1e9", False),
         ("10, 10", False),
         ("99999999999999999999999", True),
+        # Digits of other scripts are no HTTP length (RFC 9110: 1*DIGIT, ASCII): nothing
+        # declared, nothing raised ("²" is a digit to str.isdigit, not to int()).
+        ("²", False),
+        ("\u0661\u0661", False),
+        ("1\u0661", False),
     ],
 )
 def test_a_declared_length_over_the_limit_is_refused_before_reading(

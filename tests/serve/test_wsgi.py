@@ -315,3 +315,24 @@ def test_wsgi_called_from_a_running_event_loop() -> None:
 
     status, _, body = asyncio.run(main())
     assert (status, body) == ("200 OK", b'{"mark":"caller"}')
+
+
+@pytest.mark.parametrize("length", ["²", "\u0661\u0661", "1\u0661"])
+def test_a_content_length_of_other_scripts_digits_declares_nothing(length: str) -> None:
+    """RFC 9110's Content-Length is ASCII digits: one of another script's digits (a digit to
+    ``str.isdigit``, not always to ``int()``) declares no length, so the body is not read
+    (the stream does not say it ends on its own) and the request is answered, never a 500."""
+    import io
+
+    from tests.serve.conftest import echo_site
+
+    site, seen = echo_site(lambda: {})
+    environ = _environ("/svc-json/t/v1/echo")
+    environ.update(
+        REQUEST_METHOD="POST",
+        CONTENT_TYPE="application/json",
+        CONTENT_LENGTH=length,
+    )
+    environ["wsgi.input"] = io.BytesIO(b'{"a": 1}')
+    status, _, body = _call(site, environ)
+    assert (status, body, seen) == ("200 OK", b'{"echo":null}', [None])

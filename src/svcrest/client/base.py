@@ -110,7 +110,7 @@ def _retry_after(value: str | None) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # ("²" is a digit to isdigit, not to float)
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)

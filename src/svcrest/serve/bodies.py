@@ -113,7 +113,7 @@ def declared_too_long(declared: str | None, limit: int) -> bool:
     if not declared:
         return False
     digits = declared.strip()
-    return digits.isdigit() and int(digits) > limit
+    return digits.isascii() and digits.isdigit() and int(digits) > limit
 
 
 def body_timeout_error(seconds: float) -> BodyReadError:

@@ -127,7 +127,7 @@ def _length(scope: Message) -> int | None:
     for name, value in scope.get("headers", ()):
         if name.lower() == b"content-length":
             text = value.decode("latin-1").strip()
-            return int(text) if text.isdigit() else None
+            return int(text) if text.isascii() and text.isdigit() else None
     return None
 
 

@@ -107,7 +107,7 @@ def _read_body(environ: Environ, limit: int, reads: PacedBodyReads) -> bytes | N
     stream = environ.get("wsgi.input")
     client = environ.get("REMOTE_ADDR") or ""
     raw_length = str(environ.get("CONTENT_LENGTH") or "").strip()
-    if raw_length.isdigit():
+    if raw_length.isascii() and raw_length.isdigit():  # SECURITY: RFC 9110 digits only
         length = int(raw_length)
         if length > limit:
             return None
