@@ -184,3 +184,15 @@ def test_a_body_not_sent_in_time_is_answered_408(
         "message": "The request body was not received within 0.2 seconds.",
         "data": {"status": 408, "body_timeout": 0.2},
     }
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(b"12", 12), (b" 7 ", 7), (b"\xc2\xb2", None), (b"\xb2", None), (b"1e3", None), (b"", None)],
+)
+def test_the_announced_length_is_ascii_digits_only(value: bytes, expected: int | None) -> None:
+    """``²`` (latin-1 ``\\xb2``) is a digit to ``str.isdigit`` but not to ``int()``."""
+    from svcrest.serve.uvicorn_wsgi import _length
+
+    scope = {"headers": [(b"host", b"a"), (b"Content-Length", value)]}
+    assert _length(scope) == expected
