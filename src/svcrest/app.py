@@ -19,7 +19,7 @@ from svcrest.auth.session_watch import SessionWatch, revocation_marks
 from svcrest.dates import resolve_timezone
 from svcrest.dates import rest_get_date_with_gmt as _date_with_gmt
 from svcrest.hooks import Hooks
-from svcrest.http.context import DISPATCH_USER, current_context
+from svcrest.http.context import current_context, enter_dispatch_user, leave_dispatch_user
 from svcrest.http.forms import parse_form
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -88,10 +88,6 @@ C = TypeVar("C", bound=RestController)
 DEFAULT_MAX_BODY_SIZE = 10 * 1024 * 1024
 #: The REST server's own ``dispatch_async`` (a subclass may have its own).
 _DISPATCH_ASYNC = RestServer.dispatch_async
-#: ``DISPATCH_USER``'s ``set`` and ``reset``, bound once. PERF: CPython 3.11 compiles a method
-#: call on an imported name as an attribute load, which makes a bound method at every call.
-_dispatch_user_set = DISPATCH_USER.set
-_dispatch_user_reset = DISPATCH_USER.reset
 
 
 class DoingItWrong(UserWarning):
@@ -686,7 +682,7 @@ class App:
             req.user = ctx.user
         server = self.rest_server or self.rest_get_server()
         # ``svcrest.current_user()`` inside the dispatch answers the request's user.
-        token = _dispatch_user_set(req.user)
+        token = enter_dispatch_user(req.user)
         try:
             if type(server).dispatch_async is _DISPATCH_ASYNC:
                 # PERF: what ``dispatch_async`` runs, without its coroutine (unless a server
@@ -694,7 +690,7 @@ class App:
                 return await server.dispatch_planned(req, server.plan())
             return await server.dispatch_async(req)
         finally:
-            _dispatch_user_reset(token)
+            leave_dispatch_user(token)
 
     def rest_do_request(self, request: Any) -> Response:
         """The sync form of ``rest_do_request_async``."""

@@ -21,7 +21,12 @@ from typing import Any
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
 from svcrest.chains import NOT_AWAITABLE, Pending
-from svcrest.http.context import DISPATCH_USER, current_context
+from svcrest.http.context import (
+    current_context,
+    dispatch_user,
+    enter_dispatch_user,
+    leave_dispatch_user,
+)
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
@@ -41,12 +46,6 @@ _NOT_KEY = re.compile(r"[^a-z0-9_\-]")
 _QUERY_METHODS = frozenset({"GET", "HEAD", "DELETE"})
 #: The types of input a hook may change in place (JSON's containers).
 _MUTABLE = frozenset({dict, list})
-# PERF: the context variable's methods bound once: ``DISPATCH_USER.get()`` on a name an
-# import bound is an attribute load and a call in CPython 3.11, a bound method made at
-# every call (~300 instructions).
-_dispatch_user = DISPATCH_USER.get
-_set_dispatch_user = DISPATCH_USER.set
-_reset_dispatch_user = DISPATCH_USER.reset
 
 #: The run the route's permission check has just allowed in this context: the request, the
 #: ability, its input and the user. The run route's callback then runs the ability without
@@ -180,11 +179,11 @@ def _answer(result: Any) -> Any:
 
 async def _answer_later(pending: Any, user: Any) -> Any:
     """:func:`_answer` once an async run has finished (run as ``user``)."""
-    token = _set_dispatch_user(user)
+    token = enter_dispatch_user(user)
     try:
         result = await pending
     finally:
-        _reset_dispatch_user(token)
+        leave_dispatch_user(token)
     return _answer(result)
 
 
@@ -199,14 +198,14 @@ def _as_user(user: User) -> Token[User | None] | None:
     """Make ``user`` the one :func:`~svcrest.current_user` answers, unless it is already
     (PERF: internal dispatch and an HTTP request have set it): the token to reset, or
     None."""
-    current = _dispatch_user()
+    current = dispatch_user()
     if current is user:
         return None
     if current is None:
         ctx = current_context()
         if ctx is not None and ctx.user is user:
             return None
-    return _set_dispatch_user(user)
+    return enter_dispatch_user(user)
 
 
 _METHOD_MESSAGES = {
@@ -384,7 +383,7 @@ class AbilitiesController:
                 verdict = ability.permission_verdict(input)
             finally:
                 if token is not None:
-                    _reset_dispatch_user(token)
+                    leave_dispatch_user(token)
         if verdict is True:  # PERF: :meth:`_verdict` of the usual answer written out
             if input is not None or not ability.plain_run:
                 _ALLOWED_RUN.set([request, ability, input, user])
@@ -397,11 +396,11 @@ class AbilitiesController:
         self, pending: Any, request: Request, ability: Ability, input: Any
     ) -> bool | RestError:
         """:meth:`can_run` once an async permission callback answered (run as the user)."""
-        token = _set_dispatch_user(request.user)
+        token = enter_dispatch_user(request.user)
         try:
             verdict = await pending
         finally:
-            _reset_dispatch_user(token)
+            leave_dispatch_user(token)
         return self._verdict(verdict, request, ability, input)
 
     @staticmethod
@@ -436,7 +435,7 @@ class AbilitiesController:
         )
         user = request.user
         # PERF: internal dispatch has set the user (the test of _as_user, a call nearer).
-        token = None if _dispatch_user() is user else _as_user(user)
+        token = None if dispatch_user() is user else _as_user(user)
         try:
             if input is None and ability.plain_run:
                 # Nothing to hand over: what ``execute`` checks passes without a look.
@@ -457,7 +456,7 @@ class AbilitiesController:
                 result = ability.execute_async(input)
         finally:
             if token is not None:
-                _reset_dispatch_user(token)
+                leave_dispatch_user(token)
         if type(result) is dict:  # PERF: the usual result (see _answer), a call less
             return result
         if type(result) is Pending:

@@ -25,7 +25,10 @@ __all__ = [
     "as_current_user",
     "current_context",
     "current_user",
+    "dispatch_user",
+    "enter_dispatch_user",
     "is_rest_request",
+    "leave_dispatch_user",
 ]
 
 
@@ -117,7 +120,10 @@ REQUEST_CONTEXT: ContextVar[RequestContext | None] = ContextVar(
 
 #: ``current_context()``: the context of the HTTP request being served, or None outside one.
 #: PERF: the context variable's own ``get``, no Python frame (an authenticated request asks
-#: for its context four times or more).
+#: for its context four times or more). Modules that import a context variable call its
+#: methods through names like this one, bound once: CPython 3.11 compiles ``NAME.method()``
+#: for a name an import bound as an attribute load and a call, a bound method made at every
+#: call (~240 instructions; tests/test_bound_lookups.py keeps the request path free of it).
 current_context = REQUEST_CONTEXT.get
 
 
@@ -132,6 +138,11 @@ def is_rest_request() -> bool:
 #: The user an internal dispatch (``rest_do_request``) or an ability run is running as, None
 #: outside one: it outranks the HTTP request's user in :func:`current_user`.
 DISPATCH_USER: ContextVar[User | None] = ContextVar("svcrest_dispatch_user", default=None)
+#: ``DISPATCH_USER``'s ``get``, ``set`` and ``reset``, bound once (PERF: see
+#: :data:`current_context`).
+dispatch_user = DISPATCH_USER.get
+enter_dispatch_user = DISPATCH_USER.set
+leave_dispatch_user = DISPATCH_USER.reset
 
 
 def current_user() -> User:

@@ -143,9 +143,8 @@ USUAL_METHODS = {
 }
 
 #: ``usual_method(method)``: the method as it is when usual, else None. PERF: the dict's own
-#: ``get``, bound once: CPython 3.11 compiles ``NAME.method(...)`` for a name bound by an
-#: import as an attribute load and a call, which makes a bound method at every call (~300
-#: instructions; see ``tests/test_bound_lookups.py``).
+#: ``get``, bound once for the modules that import it (why: :data:`~svcrest.http.context.
+#: current_context`).
 usual_method = USUAL_METHODS.get
 
 #: Methods whose requests carry no body unless their headers announce one.

@@ -73,9 +73,7 @@ def adopt_user(user: Any, request: Request) -> None:
     ``determine_current_user`` answered becomes the current one (the context's and the
     request's; the anonymous user stays for None), and ``rest_authentication_errors`` starts
     from None."""
-    # PERF: the variable's own ``get`` bound once (no Python frame; ``REQUEST_CONTEXT.get()``
-    # would make a bound method at every call: CPython 3.11 compiles a method call on an
-    # imported name as an attribute load).
+    # PERF: the variable's own ``get``, bound once (see current_context).
     ctx = current_context()
     if ctx is None:
         if user is not None:

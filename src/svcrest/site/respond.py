@@ -41,10 +41,8 @@ BodyReader = Callable[[], Awaitable[bytes | None]]
 #: bench/instructions.py).
 _serving_context = RequestContext.serving
 
-# PERF: the context variables' methods bound once. CPython 3.11 compiles ``NAME.method(...)``
-# for a name bound by an import as an attribute load and a call, which makes a bound method
-# at every call; the three calls a request here cost ~900 instructions that way
-# (tests/test_bound_lookups.py keeps the request path free of them).
+# PERF: the context variables' methods bound once (why: :data:`~svcrest.http.context.
+# current_context`; these three calls cost a request ~700 instructions otherwise).
 _enter_context = REQUEST_CONTEXT.set
 _leave_context = REQUEST_CONTEXT.reset
 _settle_until = SETTLE_UNTIL.get

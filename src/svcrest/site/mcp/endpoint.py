@@ -34,7 +34,7 @@ import orjson
 from svcrest.bounded import BoundedDict, Memo
 from svcrest.chains import Pending, run_chain
 from svcrest.constants import REST_API_VERSION
-from svcrest.http.context import DISPATCH_USER, RequestContext
+from svcrest.http.context import RequestContext, enter_dispatch_user, leave_dispatch_user
 from svcrest.http.errors import RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse, wire_lines
 from svcrest.http.headers import Headers
@@ -54,10 +54,6 @@ from svcrest.site.mcp.tools import Tool, Toolbox, ToolHost, tool_result, tool_re
 
 __all__ = ["MCP_PATH", "McpEndpoint", "McpHost", "install_mcp_page"]
 
-# PERF: the context variable's methods bound once (a name an import bound: in CPython 3.11
-# ``DISPATCH_USER.set(...)`` makes a bound method at every call, ~300 instructions).
-_set_dispatch_user = DISPATCH_USER.set
-_reset_dispatch_user = DISPATCH_USER.reset
 
 MCP_PATH: Final = "/mcp"
 SESSION_HEADER: Final = "Mcp-Session-Id"
@@ -321,7 +317,7 @@ class McpEndpoint:
                 # (``current_user()`` answers it), and its answer's envelope written around
                 # the data's one encoding.
                 internal = result[1]
-                token = _set_dispatch_user(ctx.user)
+                token = enter_dispatch_user(ctx.user)
                 try:
                     if self._plain_dispatch and type(server).dispatch_async is _DISPATCH_ASYNC:
                         # PERF: what the site's ``rest_do_request_async`` runs, a coroutine
@@ -331,7 +327,7 @@ class McpEndpoint:
                     else:
                         response = await host.rest_do_request_async(internal)
                 finally:
-                    _reset_dispatch_user(token)
+                    leave_dispatch_user(token)
                 # The request's metrics and access log name the route the tool ran.
                 ctx.matched_route = response.matched_route
                 body = tool_result_body(message.id, result[0], response)
