@@ -199,9 +199,8 @@ _PLAIN_METHODS: Final = frozenset(
 _PROTOCOLS: Final = {version: f"HTTP/{version}" for version in ("1.0", "1.1", "2", "3")}
 
 
-def _fields(scope: Any, status: int, dt_ms: float, stamp: str) -> dict[str, Any]:
+def _fields(scope: Any, status: int, dt_ms: float, stamp: str, protocol: str) -> dict[str, Any]:
     """The fields granian's own access record has (its ``log_request_builder``)."""
-    version = scope["http_version"]
     return {
         "addr": scope["client"][0],
         "time": stamp,
@@ -211,7 +210,7 @@ def _fields(scope: Any, status: int, dt_ms: float, stamp: str) -> dict[str, Any]
         "query_string": scope["query_string"].decode("latin-1"),
         "method": scope.get("method", "-"),
         "scheme": scope["scheme"],
-        "protocol": _PROTOCOLS.get(version) or f"HTTP/{version}",
+        "protocol": protocol,
     }
 
 
@@ -303,9 +302,12 @@ class AccessLine:
         stamps = self._stamps
         # PERF: the second's stamp and the plain values' tests inline (no Python call).
         stamp = stamps.stamp if stamps.low <= started < stamps.high else stamps.made(started)
+        version = scope["http_version"]
+        protocol = _PROTOCOLS.get(version) or f"HTTP/{version}"
         if handler is False:
             if self._logger.isEnabledFor(logging.INFO):
-                self._logger.info(GRANIAN_FORMAT, _fields(scope, status, dt_ms, stamp))
+                fields = _fields(scope, status, dt_ms, stamp, protocol)
+                self._logger.info(GRANIAN_FORMAT, fields)
             return
         ctx = LOGGED_REQUEST.get()
         method = scope.get("method", "-")
@@ -314,8 +316,6 @@ class AccessLine:
         path = scope["path"]
         if "=" in path or "\\" in path or not path.isprintable():
             path = _clean(path)
-        version = scope["http_version"]
-        protocol = _PROTOCOLS.get(version) or f"HTTP/{version}"
         message = f'[{stamp}] {scope["client"][0]} - "{method} {path} {protocol}" {status} '
         if self._json:
             line = self._json_line(scope, ctx, message, method, path, status, dt_ms)
