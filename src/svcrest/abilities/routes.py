@@ -14,7 +14,7 @@ categories. Listing and showing need the ``read`` capability (401 anonymous, 403
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -222,6 +222,8 @@ class AbilitiesController:
         self.registry = registry
         self.rest_url = rest_url
         self._by_name = registry.by_name
+        #: The run handler's arguments as registered (see :meth:`is_own_run`).
+        self._run_args: dict[str, Any] = {}
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -463,6 +465,32 @@ class AbilitiesController:
             return _answer_later(result, user)
         return _answer(result)
 
+    def is_own_run(self, definition: Mapping[str, Any]) -> bool:
+        """Whether ``definition`` is this controller's run handler with the arguments it was
+        registered with (``name`` from the URL, ``input`` defaulting to null): a run of a
+        plain ability asked with its run method and no ``input`` then passes the argument
+        step and the permission check without a look, and answers :meth:`plain_answer`."""
+        args = definition.get("args")
+        return (
+            definition.get("callback") == self.run
+            and definition.get("permission_callback") == self.can_run
+            and isinstance(args, Mapping)
+            and len(args) == len(self._run_args)
+            and all(args.get(name) == arg for name, arg in self._run_args.items())
+        )
+
+    @staticmethod
+    def plain_answer(ability: Ability) -> Any:
+        """What :meth:`run` answers for a plain run (``ability.plain_method``) asked with
+        that method and no ``input``, run as the current user: the ability's result, the
+        run route's answer of it, or a coroutine of that answer for an async callback."""
+        result = ability.run_permitted(None)
+        if type(result) is dict:
+            return result
+        if type(result) is Pending:
+            return _answer_later(result, dispatch_user())
+        return _answer(result)
+
     # -- registration -----------------------------------------------------------------------
 
     def register(self, server: Any) -> None:
@@ -476,6 +504,13 @@ class AbilitiesController:
                 "pattern": f"^{_NAME_PATTERN}$",
             }
         }
+        input_arg = {
+            "description": "Input parameters for the ability execution.",
+            "type": _ANY_TYPE,
+            "default": None,
+            "sanitize_callback": self.coerce_input,
+        }
+        self._run_args = {**name_arg, "input": input_arg}
         server.register_route(
             NAMESPACE,
             f"{base}/abilities/(?P<name>{_NAME_PATTERN}?)/run",
@@ -487,14 +522,7 @@ class AbilitiesController:
                     "permission_callback": self.can_run,
                     # The answer is the ability's result itself, of its output schema.
                     "response_schema": _run_result_schema,
-                    "args": {
-                        "input": {
-                            "description": "Input parameters for the ability execution.",
-                            "type": _ANY_TYPE,
-                            "default": None,
-                            "sanitize_callback": self.coerce_input,
-                        }
-                    },
+                    "args": {"input": input_arg},
                 },
                 "schema": _run_schema,
             },
