@@ -1,7 +1,8 @@
-"""A ``tools/call`` of a plain ability (public, no input schema, a GET or DELETE run) without
-arguments runs the ability directly when the run route's dispatch would add nothing to it:
-no internal request, match, argument step or permission gate. Each test compares such a call
-with the same call dispatched (the general path: ``Tool.plain`` off) over varied callbacks:
+"""A ``tools/call`` of an ability without input schema whose run is a GET or DELETE, called
+without arguments, runs the ability directly when the run route's dispatch would add nothing to it:
+no internal request, match, argument step or permission gate (its permission callback is
+asked once, as the run route's check asks it). Each test compares such a call
+with the same call dispatched (the general path: ``Tool.inputless`` off) over varied callbacks:
 the HTTP status and the exact answer bytes, the actions counted, the callback's runs and the
 user it ran as, the route named for the metrics and the log line of a callback that fails;
 and shows that anything on the dispatch that could change the answer (hooks of the
@@ -122,10 +123,20 @@ def _who() -> dict[str, Any]:
     return {"name": svcrest.current_user().login, "id": svcrest.current_user().id}
 
 
+def _can_edit() -> bool:
+    return svcrest.current_user().can("edit_posts")
+
+
+async def _async_can_edit() -> bool:
+    await asyncio.sleep(0)
+    return svcrest.current_user().can("edit_posts")
+
+
 _OBJECT = {"type": "object", "properties": {"name": {"type": "string"}}}
 
-#: A plain ability's options: callbacks answering every kind of result, output schemas that
-#: accept and refuse it, the DELETE run.
+#: An ability's options: callbacks answering every kind of result, output schemas that
+#: accept and refuse it, the DELETE run, permission callbacks allowing and refusing in every
+#: way, sync and async.
 _CASES: dict[str, dict[str, Any]] = {
     "dict": {},
     "dict of its schema": {"output_schema": _OBJECT},
@@ -157,6 +168,28 @@ _CASES: dict[str, dict[str, Any]] = {
     "DELETE, the caller": {
         "annotations": {"destructive": True, "idempotent": True},
         "execute_callback": _who,
+    },
+    "allowed": {"permission_callback": lambda: True},
+    "allowed, its input": {"permission_callback": lambda input: input is None},
+    "refused": {"permission_callback": lambda: False},
+    "refused by a truthy value": {"permission_callback": lambda: 1},
+    "by capability": {"permission_callback": _can_edit, "execute_callback": _who},
+    "refused with a status": {
+        "permission_callback": lambda: RestError("site_no", "No.", {"status": 418}),
+    },
+    "refused without a status": {"permission_callback": lambda: RestError("site_no", "No.")},
+    "refused, raised": {"permission_callback": _refuses},
+    "a permission that fails": {"permission_callback": _raises},
+    "async, by capability": {"permission_callback": _async_can_edit, "execute_callback": _who},
+    "async allowed, async run": {
+        "permission_callback": _async_can_edit,
+        "execute_callback": _async_dict,
+    },
+    "async, refused raised": {"permission_callback": _async_refuses},
+    "async permission that fails": {"permission_callback": _async_raises},
+    "DELETE, by capability": {
+        "annotations": {"destructive": True, "idempotent": True},
+        "permission_callback": _can_edit,
     },
 }
 
@@ -217,7 +250,7 @@ def test_a_direct_run_answers_as_the_dispatched_one(
     caplog.set_level(logging.ERROR, logger="svcrest")
     direct = _observed(site, caplog, headers)
     assert dispatched == []  # run directly: no internal request was made
-    site.tool().plain = False  # the general path: the run route dispatched
+    site.tool().inputless = False  # the general path: the run route dispatched
     general = _observed(site, caplog, headers)
     assert len(dispatched) == 2
     assert direct == general
@@ -301,7 +334,7 @@ def test_a_change_the_dispatch_could_make_sends_the_call_through_it(
     _DISPATCHERS[change](site.app)
     changed = [site.call(), site.call()]
     assert dispatched == [f"/svc-abilities/v1/abilities/{NAME}/run"] * 2
-    site.tool().plain = False
+    site.tool().inputless = False
     general = [site.call(), site.call()]
     if change == "svc_rate_limit":  # the limit counts on: both refused now
         changed = changed[1:] * 2
@@ -336,13 +369,12 @@ def test_calls_with_arguments_or_a_scope_or_other_abilities_are_dispatched(clien
     assert dispatched == [f"/svc-abilities/v1/abilities/{NAME}/run"]
     for options in (
         {"input_schema": {"type": "object"}},
-        {"permission_callback": lambda: True},
         {"annotations": {"readonly": False}},
     ):
         other = _site(client_for, **options)
         assert other.call({}).status_code == 200
         assert len(other.dispatched) == 1
-        assert other.tool().plain is False
+        assert other.tool().inputless is False
 
 
 def test_a_registry_or_route_table_change_is_seen(client_for: Any) -> None:

@@ -142,10 +142,10 @@ class _ToolRun(tuple[Tool, Request]):
     __slots__ = ()
 
 
-class _PlainCall(tuple[Tool]):
-    """A ``tools/call`` of a plain ability's tool (:attr:`Tool.plain`) without arguments
-    and without an application password's scope: ``(tool,)``, for :meth:`serve` to run
-    directly when nothing on the run route's dispatch can change its answer (see
+class _DirectCall(tuple[Tool]):
+    """A ``tools/call`` without arguments nor an application password's scope of an
+    ability's tool without input (:attr:`Tool.inputless`): ``(tool,)``, for :meth:`serve`
+    to run directly when nothing on the run route's dispatch can change its answer (see
     :meth:`McpEndpoint._direct_of`)."""
 
     __slots__ = ()
@@ -341,8 +341,8 @@ class McpEndpoint:
         try:
             method = self._methods.get(message.method or "", self._unknown)
             result = method(message, http, ctx)
-            if type(result) is _PlainCall:
-                result = self._plain_call(result[0], message.id, server, plan, http, ctx)
+            if type(result) is _DirectCall:
+                result = self._direct_call(result[0], message.id, server, plan, http, ctx)
             if type(result) is _ToolRun:
                 # PERF: the tool's internal dispatch (its request made by :meth:`_tools_call`)
                 # awaited here, not in a coroutine of its own, as the caller
@@ -532,8 +532,8 @@ class McpEndpoint:
         if scope is not None and not tool.in_scope(scope):
             # Internal dispatch would refuse it too; refused before reading the arguments.
             return tool_result(tool, Response.from_error(scope_error()))
-        if tool.plain and not arguments and scope is None:
-            return _PlainCall((tool,))
+        if tool.inputless and not arguments and scope is None:
+            return _DirectCall((tool,))
         return self._tool_run(tool, arguments, http, ctx)
 
     @staticmethod
@@ -556,7 +556,7 @@ class McpEndpoint:
         internal.user = ctx.user
         return _ToolRun((tool, internal))
 
-    def _plain_call(
+    def _direct_call(
         self,
         tool: Tool,
         ident: str | int | None,
@@ -565,16 +565,17 @@ class McpEndpoint:
         http: HttpRequest,
         ctx: RequestContext,
     ) -> Any:
-        """A call of a plain ability's tool without arguments (:class:`_PlainCall`): its
+        """A call of an ability's tool without input or arguments (:class:`_DirectCall`): its
         JSON-RPC answer, a coroutine of it, or the :class:`_ToolRun` to dispatch.
 
         Run directly when :meth:`_direct_of` found that the run route's dispatch would add
-        nothing to the ability's run: what the permission check and the run callback do
-        for a plain run (``AbilitiesController.plain_answer``: the actions, the callback,
-        the output check), as the caller, with the same answer, the same 500 and log line
-        of a callback that fails, and the run route named for the metrics and the access
-        log. PERF: no internal request, match, argument step, permission gate nor
-        Response (tools/call 127,875 → 105,557 instructions, bench/mcp_call.py)."""
+        nothing to the ability's run: what the run route's permission check and callback
+        do for it (``AbilitiesController.direct_answer``: the permission callback asked
+        once, the actions, the callback, the output check), as the caller, with the same
+        answer or refusal, the same 500 and log line of a callback that fails, and the run
+        route named for the metrics and the access log. PERF: no internal request, match,
+        argument step, permission gate nor Response (tools/call 127,875 → 105,557
+        instructions, bench/mcp_call.py)."""
         known: _Direct = tool.direct
         if not (
             known
@@ -587,11 +588,12 @@ class McpEndpoint:
             tool.direct = known
         route = known[3]
         ability = tool.ability
-        if not route or ability is None or not ability.plain_method or not ability.show_in_rest:
+        if not route or ability is None or ability.input_schema or not ability.show_in_rest:
             return self._tool_run(tool, {}, http, ctx)
-        token = enter_dispatch_user(ctx.user)
+        user = ctx.user
+        token = enter_dispatch_user(user)
         try:
-            answer = known[6].plain_answer(ability)
+            answer = known[6].direct_answer(ability, user)
         except Exception:
             answer = self._direct_failure(tool, route, server, http, ctx)
         finally:
@@ -601,9 +603,9 @@ class McpEndpoint:
             return tool_data_body(ident, tool, answer)
         if isinstance(answer, (Response, RestError)):
             return tool_result_body(ident, tool, _response_of(answer))
-        return self._plain_later(answer, ident, tool, route, server, http, ctx)
+        return self._direct_later(answer, ident, tool, route, server, http, ctx)
 
-    async def _plain_later(
+    async def _direct_later(
         self,
         pending: Any,
         ident: str | int | None,
@@ -613,7 +615,7 @@ class McpEndpoint:
         http: HttpRequest,
         ctx: RequestContext,
     ) -> bytes:
-        """:meth:`_plain_call`'s answer once an async callback has finished."""
+        """:meth:`_direct_call`'s answer once an async callback has finished."""
         try:
             answer = await pending
         except Exception:

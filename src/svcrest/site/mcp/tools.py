@@ -117,12 +117,12 @@ class Tool:
         "direct",
         "handler",
         "input_schema",
+        "inputless",
         "method",
         "name",
         "output_schema",
         "path_names",
         "permission",
-        "plain",
         "query_input",
         "route",
         "template",
@@ -151,10 +151,9 @@ class Tool:
         #: GET or DELETE run, an object input): ``tools/call`` makes its request without
         #: :meth:`request` (PERF: a Python call less).
         self.query_input = False
-        #: True: an ability's tool of a plain run (``Ability.plain_method``: public, no input
-        #: schema, a GET or DELETE run); a call without arguments may run it directly (see
-        #: ``McpEndpoint``).
-        self.plain = False
+        #: True: an ability's tool without input schema whose run method is GET or DELETE;
+        #: a call without arguments may run it directly (see ``McpEndpoint``).
+        self.inputless = False
         #: What the endpoint found out about running the tool directly, for one pipeline
         #: plan, route table and registry (its own business; empty until it asks).
         self.direct: tuple[Any, ...] = ()
@@ -274,7 +273,7 @@ def ability_tool(ability: Ability) -> Tool:
     tool.method = expected_method(ability)
     tool.route = f"/{NAMESPACE}/abilities/{ability.name}/run"
     tool.query_input = tool.method != "POST" and not wrap_input
-    tool.plain = tool.query_input and bool(ability.plain_method)
+    tool.inputless = tool.query_input and not ability.input_schema
     return tool
 
 
