@@ -534,14 +534,6 @@ class McpEndpoint:
             return tool_result(tool, Response.from_error(scope_error()))
         if tool.inputless and not arguments and scope is None:
             return _DirectCall((tool,))
-        return self._tool_run(tool, arguments, http, ctx)
-
-    @staticmethod
-    def _tool_run(
-        tool: Tool, arguments: dict[str, Any], http: HttpRequest, ctx: RequestContext
-    ) -> Any:
-        """The tool and its internal request for :meth:`serve` to dispatch, or the tool
-        result of a request that cannot be made."""
         if tool.query_input:
             # PERF: :meth:`Tool.request` of an ability's tool whose arguments are the
             # query's ``input``, written out (tools/call 150,280 → 148,560 instructions,
@@ -589,7 +581,10 @@ class McpEndpoint:
         route = known[3]
         ability = tool.ability
         if not route or ability is None or ability.input_schema or not ability.show_in_rest:
-            return self._tool_run(tool, {}, http, ctx)
+            # Dispatched: the request :meth:`_tools_call` makes for a query input, empty.
+            internal = Request.for_dispatch(tool.method, tool.route, http.headers, {})
+            internal.user = ctx.user
+            return _ToolRun((tool, internal))
         user = ctx.user
         token = enter_dispatch_user(user)
         try:
