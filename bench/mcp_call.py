@@ -4,19 +4,24 @@ Usage::
 
     python bench/mcp_call.py [--rounds 15] [--calls 3000] [--json]
 
-One ``App(mcp=True)`` has the callback ``site_name()`` twice: as the readonly ability
-``bench/site-name`` (an object output schema) and as the route ``GET /svc-json/bench/v1/name``.
-Both are public. The ASGI callable is driven in-process (no sockets, as ``inprocess.py``),
-each case a loop of requests with the best mean time per call of ``--rounds`` rounds (noise
-only ever slows a round down):
+One ``App(mcp=True)`` has the callback ``site_name()`` as the readonly ability
+``bench/site-name`` (an object output schema, no input schema), as the route ``GET
+/svc-json/bench/v1/name``, and as the readonly ability ``bench/site-name-typed`` (the same
+with an input schema). All are public. The ASGI callable is driven in-process (no sockets,
+as ``inprocess.py``), each case a loop of requests with the best mean time per call of
+``--rounds`` rounds (noise only ever slows a round down):
 
 - ``REST GET``: ``GET /svc-json/bench/v1/name``;
 - ``REST GET of the run route``: ``GET /svc-json/svc-abilities/v1/abilities/bench/site-name/run``
   (what ``tools/call`` dispatches internally);
 - ``MCP tools/call``: ``POST /mcp`` with ``{"method": "tools/call", "params": {"name":
-  "bench-site-name", "arguments": {}}}`` and a session id;
+  "bench-site-name", "arguments": {}}}`` and a session id (an ability without input called
+  without arguments on a site whose dispatch would add nothing to its run: run directly);
 - ``MCP ping``: ``POST /mcp`` with ``ping``: the transport alone (a POST with a body read,
   the JSON-RPC message, authentication, the session);
+- ``MCP tools/call, dispatched``: the call of ``bench/site-name-typed``, the same callback
+  with an input schema (an object, by default empty): a tool with input is never run
+  directly, its call is the internal dispatch of its run route;
 - ``internal GET`` and ``internal GET of the run route``: ``app.rest_do_request_async`` of
   the plain route and of the run route, without HTTP (what a ``tools/call`` dispatches).
 
@@ -71,6 +76,20 @@ def make_app() -> Any:
         label="Site name",
         description="The site's name.",
         category="bench",
+        output_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
+        },
+        execute_callback=site_name,
+        permission_callback=svcrest.public,
+        annotations={"readonly": True},
+    )
+    app.register_ability(
+        "bench/site-name-typed",
+        label="Site name (typed input)",
+        description="The site's name, with an input schema: its calls are dispatched.",
+        category="bench",
+        input_schema={"type": "object", "properties": {}, "default": {}},
         output_schema={
             "type": "object",
             "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
@@ -182,16 +201,23 @@ def make_cases(app: Any, loop: asyncio.AbstractEventLoop) -> dict[str, Any]:
         (b"mcp-protocol-version", b"2025-06-18"),
         (b"content-length", str(len(call)).encode()),
     ]
+    typed = call.replace(b'"bench-site-name"', b'"bench-site-name-typed"')
     return {
-        **core_cases(app, mcp_headers, call, ping, ping_length),
+        **core_cases(app, mcp_headers, call, ping, ping_length, typed),
         **internal_cases(app),
     }
 
 
 def core_cases(
-    app: Any, mcp_headers: list[tuple[bytes, bytes]], call: bytes, ping: bytes, ping_length: Any
+    app: Any,
+    mcp_headers: list[tuple[bytes, bytes]],
+    call: bytes,
+    ping: bytes,
+    ping_length: Any,
+    typed: bytes,
 ) -> dict[str, Any]:
-    """The four cases over ASGI."""
+    """The five cases over ASGI."""
+    typed_length = (b"content-length", str(len(typed)).encode())
     return {
         "REST GET": case(app, "GET", "/svc-json/bench/v1/name", []),
         "REST GET of the run route": case(
@@ -199,6 +225,9 @@ def core_cases(
         ),
         "MCP tools/call": case(app, "POST", "/mcp", mcp_headers, call),
         "MCP ping": case(app, "POST", "/mcp", [*mcp_headers[:-1], ping_length], ping),
+        "MCP tools/call, dispatched": case(
+            app, "POST", "/mcp", [*mcp_headers[:-1], typed_length], typed
+        ),
     }
 
 

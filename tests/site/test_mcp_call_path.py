@@ -324,3 +324,21 @@ def test_a_plain_abilitys_tool_call_answers_as_the_general_path(
             )
         )
     assert answers == general
+
+
+def test_a_notification_is_answered_202_only_with_an_open_session(mcp: Mcp) -> None:
+    """A notification or a response to the server gets its 202 after the session's checks,
+    as a request does (and an ``initialize`` notification, needing none, at once)."""
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    reply = {"jsonrpc": "2.0", "id": 3, "result": {}}
+    for message in (note, reply):
+        missing = mcp.post(message)
+        assert missing.status_code == 400
+        assert missing.json() == error(None, -32600, "Bad Request: Missing session ID")
+        unknown = mcp.post(message, {"Mcp-Session-Id": "nope.00"})
+        assert unknown.status_code == 404
+        assert unknown.json() == error(None, -32600, "Session not found")
+        accepted = mcp.post(message, {"Mcp-Session-Id": mcp.session})
+        assert (accepted.status_code, accepted.content) == (202, b"")
+    initialize = mcp.post({"jsonrpc": "2.0", "method": "initialize", "params": {}})
+    assert (initialize.status_code, initialize.content) == (202, b"")

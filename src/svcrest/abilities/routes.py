@@ -14,7 +14,7 @@ categories. Listing and showing need the ``read`` capability (401 anonymous, 403
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -187,6 +187,34 @@ async def _answer_later(pending: Any, user: Any) -> Any:
     return _answer(result)
 
 
+def _denial(verdict: Any, user: User) -> RestError:
+    """The run's refusal by a permission callback's ``verdict`` (anything but True)."""
+    denied = 403 if user.is_logged_in else 401
+    if isinstance(verdict, RestError):
+        return _status(verdict, denied)
+    return RestError(
+        "rest_ability_cannot_execute",
+        "Sorry, you are not allowed to execute this ability.",
+        {"status": denied},
+    )
+
+
+async def _direct_later(pending: Any, ability: Ability, user: User) -> Any:
+    """:meth:`AbilitiesController.direct_answer` once an async permission callback
+    answered (run as ``user``)."""
+    token = enter_dispatch_user(user)
+    try:
+        verdict = await pending
+        if verdict is not True:
+            return _denial(verdict, user)
+        result = ability.run_permitted(None)
+        if type(result) is Pending:
+            result = await result
+    finally:
+        leave_dispatch_user(token)
+    return _answer(result)
+
+
 def expected_method(ability: Ability) -> str:
     """The run method an ability's annotations ask for: GET for ``readonly``, DELETE for
     ``destructive`` and ``idempotent``, POST otherwise (WordPress's
@@ -222,6 +250,8 @@ class AbilitiesController:
         self.registry = registry
         self.rest_url = rest_url
         self._by_name = registry.by_name
+        #: The run handler's arguments as registered (see :meth:`is_own_run`).
+        self._run_args: dict[str, Any] = {}
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -409,14 +439,7 @@ class AbilitiesController:
         if verdict is True:
             _ALLOWED_RUN.set([request, ability, input, user])
             return True
-        denied = 403 if user.is_logged_in else 401
-        if isinstance(verdict, RestError):
-            return _status(verdict, denied)
-        return RestError(
-            "rest_ability_cannot_execute",
-            "Sorry, you are not allowed to execute this ability.",
-            {"status": denied},
-        )
+        return _denial(verdict, user)
 
     def run(self, request: Request) -> Any:
         """``GET|POST|DELETE /abilities/<name>/run``: the ability's result as the body; its
@@ -463,6 +486,41 @@ class AbilitiesController:
             return _answer_later(result, user)
         return _answer(result)
 
+    def is_own_run(self, definition: Mapping[str, Any]) -> bool:
+        """Whether ``definition`` is this controller's run handler with the arguments it was
+        registered with (``name`` from the URL, ``input`` defaulting to null): a run of an
+        ability without input schema asked with its GET or DELETE run method and no
+        ``input`` then passes the argument step without a look, and its permission check
+        and run answer :meth:`direct_answer`."""
+        args = definition.get("args")
+        return (
+            definition.get("callback") == self.run
+            and definition.get("permission_callback") == self.can_run
+            and isinstance(args, Mapping)
+            and len(args) == len(self._run_args)
+            and all(args.get(name) == arg for name, arg in self._run_args.items())
+        )
+
+    @staticmethod
+    def direct_answer(ability: Ability, user: User) -> Any:
+        """What :meth:`can_run` then :meth:`run` answer together for a request by ``user``
+        (the current user) of an ability without input schema, with its GET or DELETE run
+        method and no ``input``: the ability's result, the run route's answer of it, the
+        RestError refusing it (its permission callback asked once, without input), or a
+        coroutine of one of those for an async callback."""
+        if not ability.is_public:
+            verdict = ability.permission_verdict(None)
+            if verdict is not True:
+                if type(verdict) not in NOT_AWAITABLE and not isinstance(verdict, RestError):
+                    return _direct_later(verdict, ability, user)
+                return _denial(verdict, user)
+        result = ability.run_permitted(None)
+        if type(result) is dict:
+            return result
+        if type(result) is Pending:
+            return _answer_later(result, user)
+        return _answer(result)
+
     # -- registration -----------------------------------------------------------------------
 
     def register(self, server: Any) -> None:
@@ -476,6 +534,13 @@ class AbilitiesController:
                 "pattern": f"^{_NAME_PATTERN}$",
             }
         }
+        input_arg = {
+            "description": "Input parameters for the ability execution.",
+            "type": _ANY_TYPE,
+            "default": None,
+            "sanitize_callback": self.coerce_input,
+        }
+        self._run_args = {**name_arg, "input": input_arg}
         server.register_route(
             NAMESPACE,
             f"{base}/abilities/(?P<name>{_NAME_PATTERN}?)/run",
@@ -487,14 +552,7 @@ class AbilitiesController:
                     "permission_callback": self.can_run,
                     # The answer is the ability's result itself, of its output schema.
                     "response_schema": _run_result_schema,
-                    "args": {
-                        "input": {
-                            "description": "Input parameters for the ability execution.",
-                            "type": _ANY_TYPE,
-                            "default": None,
-                            "sanitize_callback": self.coerce_input,
-                        }
-                    },
+                    "args": {"input": input_arg},
                 },
                 "schema": _run_schema,
             },

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from svcrest.abilities.routes import AbilitiesController
 from svcrest.bounded import BoundedDict, Memo
 from svcrest.chains import Pending, run_chain
 from svcrest.constants import REST_API_VERSION
@@ -40,7 +41,7 @@ from svcrest.http.exchange import HttpRequest, HttpResponse, wire_lines
 from svcrest.http.headers import Headers
 from svcrest.http.qvalues import q_weights
 from svcrest.http.request import Request
-from svcrest.http.response import Response
+from svcrest.http.response import Response, data_response, rest_ensure_response
 from svcrest.http.scope import scope_error
 from svcrest.http.scope_headers import ScopeHeaders, raw_names
 from svcrest.instances import without_init
@@ -50,7 +51,14 @@ from svcrest.rest.server import RestServer
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp import protocol
 from svcrest.site.mcp.protocol import Message, ProtocolError
-from svcrest.site.mcp.tools import Tool, Toolbox, ToolHost, tool_result, tool_result_body
+from svcrest.site.mcp.tools import (
+    Tool,
+    Toolbox,
+    ToolHost,
+    tool_data_body,
+    tool_result,
+    tool_result_body,
+)
 
 __all__ = ["MCP_PATH", "McpEndpoint", "McpHost", "install_mcp_page"]
 
@@ -75,6 +83,7 @@ _LINE_NAMES: Final = ("origin", "content-type", "accept", _SESSION_NAME, VERSION
 _RAW_JSON_TYPE: Final = _JSON_TYPE.encode()
 _FOREIGN: Final = "Forbidden: foreign Origin"
 _DISPATCH_ASYNC: Final = RestServer.dispatch_async
+_DISPATCH_PLANNED: Final = RestServer.dispatch_planned
 
 
 class McpHost(SiteHost, ToolHost, Protocol):
@@ -131,6 +140,21 @@ class _ToolRun(tuple[Tool, Request]):
     to dispatch (PERF: a tuple made without a Python-level constructor)."""
 
     __slots__ = ()
+
+
+class _DirectCall(tuple[Tool]):
+    """A ``tools/call`` without arguments nor an application password's scope of an
+    ability's tool without input (:attr:`Tool.inputless`): ``(tool,)``, for :meth:`serve`
+    to run directly when nothing on the run route's dispatch can change its answer (see
+    :meth:`McpEndpoint._direct_of`)."""
+
+    __slots__ = ()
+
+
+#: :attr:`Tool.direct` of a tool whose calls are dispatched: ``(plan, route table version,
+#: registry version, "", args, len(args), None)``; of one run directly, the run route's
+#: pattern, its handler's args and their number, and the abilities' controller.
+_Direct = tuple[Any, int, int, str, Any, int, Any]
 
 
 def _lines_of(headers: Headers) -> tuple[_Line, _Line, _Line, _Line, _Line]:
@@ -213,6 +237,14 @@ def _weight(weights: dict[str, float], media_type: str) -> float:
         if weight is not None:
             return weight
     return 0.0
+
+
+def _response_of(answer: Any) -> Response:
+    """The Response the run route's dispatch makes of its callback's answer."""
+    kind = type(answer)
+    if kind is dict or kind is list:
+        return data_response(answer)
+    return RestServer.to_response(rest_ensure_response(answer))
 
 
 def _own_dispatch(host: Any) -> bool:
@@ -301,8 +333,6 @@ class McpEndpoint:
         if isinstance(admitted, HttpResponse):  # the refusal
             return admitted
         answer_type, message = admitted
-        if not message.is_request:
-            return _plain(202)
         extra: tuple[tuple[str, str], ...] = (
             ((SESSION_HEADER, protocol.new_session_id(self.host.secret_key)),)
             if message.method == "initialize"
@@ -311,6 +341,8 @@ class McpEndpoint:
         try:
             method = self._methods.get(message.method or "", self._unknown)
             result = method(message, http, ctx)
+            if type(result) is _DirectCall:
+                result = self._direct_call(result[0], message.id, server, plan, http, ctx)
             if type(result) is _ToolRun:
                 # PERF: the tool's internal dispatch (its request made by :meth:`_tools_call`)
                 # awaited here, not in a coroutine of its own, as the caller
@@ -332,9 +364,9 @@ class McpEndpoint:
                 ctx.matched_route = response.matched_route
                 body = tool_result_body(message.id, result[0], response)
             else:
-                if type(result) is not dict:  # a method that runs something: its coroutine
-                    result = await result
-                body = protocol.result_body(message.id, result)
+                if type(result) is not dict and type(result) is not bytes:
+                    result = await result  # a method that runs something: its coroutine
+                body = result if type(result) is bytes else protocol.result_body(message.id, result)
         except ProtocolError as error:
             body = protocol.error_body(message.id, error)
         return _answered(answer_type, body, extra)
@@ -383,8 +415,9 @@ class McpEndpoint:
         session: _Line,
         version: _Line,
     ) -> tuple[str, Message] | HttpResponse:
-        """The answer's type and the message of a POST that may go on, or the refusal: 415
-        or 406 by its lines, 400 for a message that is not one, 400 or 404 for a session
+        """The answer's type and the request message of a POST that may go on, else the
+        202 of a notification or a response to the server that may, or the refusal: 415 or
+        406 by its lines, 400 for a message that is not one, 400 or 404 for a session
         missing, not issued here or ended, or a version not served (``initialize`` needs
         no session). PERF: one call for the three steps, the usual values (JSON, an
         ``Accept`` and a session seen before) read without a call: a ping and a
@@ -402,7 +435,7 @@ class McpEndpoint:
         except ProtocolError as error:
             return _refusal(400, error)
         if message.method == "initialize":
-            return answer_type, message
+            return (answer_type, message) if message.is_request else _plain(202)
         if (
             session is None
             or self._checked.entries.get(session) is not True
@@ -412,6 +445,8 @@ class McpEndpoint:
             problem = self._session_problem(session, version)
             if problem is not None:
                 return problem
+        if not message.is_request:
+            return _plain(202)  # a notification or a response to the server: no answer
         return answer_type, message
 
     def _session_problem(self, session: _Line, version: _Line) -> HttpResponse | None:
@@ -497,6 +532,8 @@ class McpEndpoint:
         if scope is not None and not tool.in_scope(scope):
             # Internal dispatch would refuse it too; refused before reading the arguments.
             return tool_result(tool, Response.from_error(scope_error()))
+        if tool.inputless and not arguments and scope is None:
+            return _DirectCall((tool,))
         if tool.query_input:
             # PERF: :meth:`Tool.request` of an ability's tool whose arguments are the
             # query's ``input``, written out (tools/call 150,280 → 148,560 instructions,
@@ -510,6 +547,132 @@ class McpEndpoint:
             internal = made
         internal.user = ctx.user
         return _ToolRun((tool, internal))
+
+    def _direct_call(
+        self,
+        tool: Tool,
+        ident: str | int | None,
+        server: RestServer,
+        plan: PipelinePlan,
+        http: HttpRequest,
+        ctx: RequestContext,
+    ) -> Any:
+        """A call of an ability's tool without input or arguments (:class:`_DirectCall`): its
+        JSON-RPC answer, a coroutine of it, or the :class:`_ToolRun` to dispatch.
+
+        Run directly when :meth:`_direct_of` found that the run route's dispatch would add
+        nothing to the ability's run: what the run route's permission check and callback
+        do for it (``AbilitiesController.direct_answer``: the permission callback asked
+        once, the actions, the callback, the output check), as the caller, with the same
+        answer or refusal, the same 500 and log line of a callback that fails, and the run
+        route named for the metrics and the access log. PERF: no internal request, match,
+        argument step, permission gate nor Response (tools/call 127,875 → 105,557
+        instructions, bench/mcp_call.py)."""
+        known: _Direct = tool.direct
+        if not (
+            known
+            and known[0] is plan
+            and known[1] == server.table.version
+            and known[2] == self.host.abilities.version
+            and len(known[4]) == known[5]
+        ):
+            known = self._direct_of(tool, server, plan)
+            tool.direct = known
+        route = known[3]
+        ability = tool.ability
+        if not route or ability is None or ability.input_schema or not ability.show_in_rest:
+            # Dispatched: the request :meth:`_tools_call` makes for a query input, empty.
+            internal = Request.for_dispatch(tool.method, tool.route, http.headers, {})
+            internal.user = ctx.user
+            return _ToolRun((tool, internal))
+        user = ctx.user
+        token = enter_dispatch_user(user)
+        try:
+            answer = known[6].direct_answer(ability, user)
+        except Exception:
+            answer = self._direct_failure(tool, route, server, http, ctx)
+        finally:
+            leave_dispatch_user(token)
+        ctx.matched_route = route
+        if type(answer) is dict:
+            return tool_data_body(ident, tool, answer)
+        if isinstance(answer, (Response, RestError)):
+            return tool_result_body(ident, tool, _response_of(answer))
+        return self._direct_later(answer, ident, tool, route, server, http, ctx)
+
+    async def _direct_later(
+        self,
+        pending: Any,
+        ident: str | int | None,
+        tool: Tool,
+        route: str,
+        server: RestServer,
+        http: HttpRequest,
+        ctx: RequestContext,
+    ) -> bytes:
+        """:meth:`_direct_call`'s answer once an async callback has finished."""
+        try:
+            answer = await pending
+        except Exception:
+            answer = self._direct_failure(tool, route, server, http, ctx)
+        return tool_result_body(ident, tool, _response_of(answer))
+
+    @staticmethod
+    def _direct_failure(
+        tool: Tool, route: str, server: RestServer, http: HttpRequest, ctx: RequestContext
+    ) -> Response:
+        """The 500 of a callback that failed in a direct run, logged as the dispatch of the
+        tool's internal request logs it (call in the ``except`` block)."""
+        request = Request.for_dispatch(tool.method, tool.route, http.headers, {})
+        request.user = ctx.user
+        response = Response.from_error(server.unexpected_error(request, route))
+        response.matched_route = route
+        return response
+
+    def _direct_of(self, tool: Tool, server: RestServer, plan: PipelinePlan) -> _Direct:
+        """:attr:`Tool.direct` for ``plan``, the route table and the registry as they are
+        now: the tool runs directly only when its run route's dispatch would add nothing to
+        the ability's run. The dispatch is the site's own and the server's; the plan has no
+        ``rest_pre_dispatch``, ``rest_request_before_callbacks``, ``rest_dispatch_request``,
+        ``rest_request_after_callbacks`` nor ``svc_rate_limit`` callback; the route has no
+        idempotency or rate limit option; the handler serving the tool's method there is the
+        abilities' own run handler with its own arguments, callback and permission check,
+        unwrapped; the registry holds this ability under its name."""
+        key = (plan, server.table.version, self.host.abilities.version)
+        dispatched: _Direct = (*key, "", (), 0, None)
+        ability = tool.ability
+        server_class = type(server)
+        if (
+            ability is None
+            or not self._plain_dispatch
+            or server_class.dispatch_async is not _DISPATCH_ASYNC
+            or server_class.dispatch_planned is not _DISPATCH_PLANNED
+            or plan.pre_dispatch_no_options
+            or plan.before_callbacks
+            or plan.dispatch_request
+            or plan.after_callbacks
+            or plan.rate_limit
+        ):
+            return dispatched
+        chosen = server.table.handler_for(tool.route, tool.method)
+        if chosen is None:
+            return dispatched
+        entry, handler, url_params = chosen
+        definition = handler.definition
+        controller = getattr(definition.get("callback"), "__self__", None)
+        if (
+            entry.guard is not None
+            or url_params != {"name": ability.name}
+            or not isinstance(controller, AbilitiesController)
+            or not controller.is_own_run(definition)
+            or controller.registry.by_name.get(ability.name) is not ability
+            or handler.callback is not definition["callback"]
+            or handler.permission is not definition["permission_callback"]
+            or handler.args is not definition["args"]
+        ):
+            return dispatched
+        args = definition["args"]
+        return (*key, entry.route, args, len(args), controller)
 
     def _resource_uris(self) -> tuple[str, str]:
         return self.host.get_rest_url(), self.host.home + "/" + _OPENAPI_NAME

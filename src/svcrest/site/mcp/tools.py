@@ -49,7 +49,15 @@ from svcrest.rest.routing.template import route_template
 from svcrest.rest.server import RestServer
 from svcrest.rest.settings import SiteSettings
 
-__all__ = ["Tool", "ToolHost", "Toolbox", "ability_tool", "tool_result", "tool_result_body"]
+__all__ = [
+    "Tool",
+    "ToolHost",
+    "Toolbox",
+    "ability_tool",
+    "tool_data_body",
+    "tool_result",
+    "tool_result_body",
+]
 
 logger = logging.getLogger("svcrest")
 
@@ -106,8 +114,10 @@ class Tool:
         "annotations",
         "body",
         "description",
+        "direct",
         "handler",
         "input_schema",
+        "inputless",
         "method",
         "name",
         "output_schema",
@@ -141,6 +151,12 @@ class Tool:
         #: GET or DELETE run, an object input): ``tools/call`` makes its request without
         #: :meth:`request` (PERF: a Python call less).
         self.query_input = False
+        #: True: an ability's tool without input schema whose run method is GET or DELETE;
+        #: a call without arguments may run it directly (see ``McpEndpoint``).
+        self.inputless = False
+        #: What the endpoint found out about running the tool directly, for one pipeline
+        #: plan, route table and registry (its own business; empty until it asks).
+        self.direct: tuple[Any, ...] = ()
         self.body = False
         self.handler: Handler | None = None
         self.permission: Callable[..., Any] | None = None
@@ -257,6 +273,7 @@ def ability_tool(ability: Ability) -> Tool:
     tool.method = expected_method(ability)
     tool.route = f"/{NAMESPACE}/abilities/{ability.name}/run"
     tool.query_input = tool.method != "POST" and not wrap_input
+    tool.inputless = tool.query_input and not ability.input_schema
     return tool
 
 
@@ -489,7 +506,11 @@ def tool_result_body(ident: str | int | None, tool: Tool, response: Response) ->
             default=encode_default,
             option=_JSON_OPTIONS,
         )
-    data = response.data
+    return tool_data_body(ident, tool, response.data)
+
+
+def tool_data_body(ident: str | int | None, tool: Tool, data: Any) -> bytes:
+    """:func:`tool_result_body` of a success (status below 400) whose data is ``data``."""
     if tool.wrap_output and (tool.output_schema is not None or not isinstance(data, dict)):
         data = {"result": data}
     encoded = orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
