@@ -55,6 +55,35 @@ def test_scope_headers_answer_as_their_decoded_lines(raw: list[tuple[bytes, byte
     assert lazy == decoded
 
 
+@given(
+    st.lists(st.tuples(st.sampled_from(NAMES), st.sampled_from(VALUES)), max_size=8),
+    st.booleans(),
+)
+def test_the_asgi_adapters_headers_are_the_scopes_as_the_class_makes_them(
+    raw: list[tuple[bytes, bytes]], as_tuple: bool
+) -> None:
+    """The ASGI adapter makes a request's ``ScopeHeaders`` without the class call: the same
+    state as ``ScopeHeaders(lines)``, and the same answers, for a list or any other iterable
+    of pairs (a name that comes twice included)."""
+    from svcrest.serve.asgi import _request
+
+    lines: Any = tuple(raw) if as_tuple else raw
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": lines}
+    made = _request(scope)[0].headers
+    assert type(made) is ScopeHeaders
+    expected = ScopeHeaders(lines)
+    if expected.single is None:  # a name came twice: the adapter asked Host of the listed lines
+        expected.get_joined("host")
+    assert (made.single, made._raw, made._listed_lines) == (
+        expected.single,
+        expected._raw,
+        expected._listed_lines,
+    )
+    assert made._raw is None or type(made._raw) is list
+    assert _answers(made) == _answers(expected)
+    assert made.items_list() == expected.items_list()
+
+
 def test_a_name_that_comes_twice_is_answered_joined() -> None:
     headers = ScopeHeaders([(b"cookie", b"a=1"), (b"accept", b"x"), (b"cookie", b"b=2")])
     assert headers.get_joined("cookie") == "a=1; b=2"

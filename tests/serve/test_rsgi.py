@@ -7,6 +7,7 @@ wrapped ASGI site app. Real granian processes: tests/e2e (``granian-rsgi`` cases
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import signal
 import time
@@ -235,6 +236,38 @@ def test_header_lines_are_read_from_the_scope_on_demand() -> None:
 def test_the_host_and_client_come_from_the_scope(scope: FakeScope, host: str, client: str) -> None:
     http, sent_id = _request(scope)
     assert (http.host, http.client, sent_id) == (host, client, "")
+
+
+def test_the_adapter_sets_every_request_field() -> None:
+    """The RSGI adapter sets the request's fields one by one (no generated ``__init__``) and
+    keeps the scope's lines as ``RSGIScopeHeaders(lines)`` does: a field added to
+    ``HttpRequest`` and not set here fails."""
+    scope = FakeScope(
+        "get",
+        "/svc-json/f/v1/see",
+        "q=1",
+        lines=[("host", "H.example:8443"), ("x-request-id", "r-7")],
+        scheme="https",
+        client="10.1.2.3:5000",
+    )
+    http, sent_id = _request(scope)
+    fields = {item.name: getattr(http, item.name) for item in dataclasses.fields(http)}
+    headers = fields.pop("headers")
+    assert (fields, sent_id) == (
+        {
+            "method": "GET",
+            "path": "/svc-json/f/v1/see",
+            "query_string": "q=1",
+            "body": b"",
+            "scheme": "https",
+            "host": "h.example",
+            "client": "10.1.2.3",
+        },
+        "r-7",
+    )
+    assert type(headers) is RSGIScopeHeaders
+    assert (headers._raw, headers._listed_lines) == (scope.headers, None)
+    assert headers.items_list() == RSGIScopeHeaders(FakeHeaders(scope.lines)).items_list()
 
 
 def test_a_websocket_is_closed(app: tuple[App, list[Any]]) -> None:

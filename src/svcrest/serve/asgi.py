@@ -212,11 +212,19 @@ def _request(scope: ASGIScope) -> tuple[HttpRequest, str]:
     """The request of an HTTP ``scope`` and the ``X-Request-Id`` its client sent ("" for
     none); its header lines are read from the scope on demand (:class:`ScopeHeaders`). The
     one place an :class:`HttpRequest` is made from a scope."""
-    headers = ScopeHeaders(scope["headers"])
+    # PERF: the scope's lines kept as ``ScopeHeaders.__init__`` keeps them, without the class
+    # call and its ``__init__`` frame; tests/http/test_scope_headers.py reads them back.
+    headers = without_init(ScopeHeaders)
+    headers._listed_lines = None
+    pairs = scope["headers"]
+    if type(pairs) is not list:
+        pairs = list(pairs)
+    by_name = dict(pairs)
+    headers._raw = pairs
+    single = headers.single = by_name if len(by_name) == len(pairs) else None
     method = scope["method"]
     raw_query = scope.get("query_string")
     client = scope.get("client")
-    single = headers.single
     if single is None:  # a name came twice: its lines joined
         host_line = headers.get_joined("host")
         sent_id = headers.get_joined("x-request-id") or ""
