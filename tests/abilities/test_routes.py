@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from svcrest import App, Request, RestError, current_user, public
+from svcrest import App, Request, Response, RestError, current_user, public
 from svcrest.abilities import routes
 from svcrest.auth.passwords import ScryptParams
 from tests.conftest import SiteClient
@@ -938,3 +938,34 @@ def test_a_plain_run_without_input_answers_as_the_general_check_and_run(
     plain = not options.get("input_schema") and "permission_callback" not in options
     run_method = ability.run_method
     assert ability.plain_method == (run_method if plain and run_method != "POST" else "")
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_response_returned_by_an_ability_is_the_run_routes_answer(
+    app: App, client_for: ClientFor, kind: str
+) -> None:
+    """As WordPress's ``rest_ensure_response`` keeps a ``WP_REST_Response``: the run route
+    answers with the callback's own status, headers and data (not a Response wrapping it)."""
+
+    def made() -> Response:
+        return Response({"name": "r"}, status=201, headers={"X-Made": "yes"})
+
+    async def made_later() -> Response:
+        await asyncio.sleep(0)
+        return made()
+
+    app.register_ability(
+        "test/made-response",
+        label="Made response",
+        description="Answers with a response of its own.",
+        category="general",
+        execute_callback=made if kind == "sync" else made_later,
+        permission_callback=public,
+        annotations={"readonly": True},
+    )
+    response = client_for(app).get(_run("test/made-response"))
+    assert (response.status_code, response.json(), response.headers["x-made"]) == (
+        201,
+        {"name": "r"},
+        "yes",
+    )

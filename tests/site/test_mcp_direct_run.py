@@ -254,8 +254,21 @@ def test_a_direct_run_answers_as_the_dispatched_one(
     general = _observed(site, caplog, headers)
     assert len(dispatched) == 2
     assert direct == general
-    if case != "a Response":  # (the answer of a Response's data cannot be encoded: a 500)
-        assert direct[0][5] == "/svc-abilities/v1/abilities/(?P<name>[a-zA-Z0-9\\-\\/]+?)/run"
+    assert direct[0][5] == "/svc-abilities/v1/abilities/(?P<name>[a-zA-Z0-9\\-\\/]+?)/run"
+
+
+def test_a_response_of_the_callback_is_the_tools_result(client_for: Any) -> None:
+    """An ability answering with a Response of its own (kept as WordPress's
+    ``rest_ensure_response`` keeps one): the tool's result is its data, on both paths."""
+    site = _site(client_for, **_CASES["a Response"])
+    expected = (
+        b'{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":'
+        b'"{\\"name\\":\\"r\\"}"}],"structuredContent":{"name":"r"},"isError":false}}'
+    )
+    assert (site.call().status_code, site.call().content) == (200, expected)
+    site.tool().inputless = False  # the general path: the run route dispatched
+    assert site.call().content == expected
+    assert len(site.dispatched) == 1
 
 
 def test_a_direct_runs_answer_and_its_actions(client_for: Any) -> None:

@@ -174,6 +174,8 @@ def _answer(result: Any) -> Any:
         return result
     if isinstance(result, RestError):
         return _status(result, 500)
+    if isinstance(result, Response):  # kept as it is, as WordPress's rest_ensure_response
+        return result
     return Response(result)
 
 
