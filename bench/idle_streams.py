@@ -34,6 +34,7 @@ import resource
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,16 +125,47 @@ async def main(
         per_write, waits = await fan_out(books, received, writes, every, profile)
         print(f"{writes} writes {every * 1000:.0f} ms apart to {count} streams:", end=" ")
         print(f"{per_write * 1000:.2f} ms of CPU a write")
-        if waits:
-            waits.sort()
-            p50, p99 = waits[len(waits) // 2], waits[min(len(waits) - 1, len(waits) * 99 // 100)]
-            print(
-                f"write to the first stream: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f}", end=""
-            )
-            print(f" ms, max {waits[-1] * 1000:.0f} ms ({len(waits)} events)")
+        report_waits(waits)
     leave.set()
     await asyncio.gather(*tasks)
     app.store.close()
+
+
+def report_waits(waits: list[float]) -> None:
+    """Print the p50, p99 and max of the seconds from a write to its event."""
+    if not waits:
+        return
+    waits.sort()
+    p50, p99 = waits[len(waits) // 2], waits[min(len(waits) - 1, len(waits) * 99 // 100)]
+    print(f"write to the first stream: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f}", end="")
+    print(f" ms, max {waits[-1] * 1000:.0f} ms ({len(waits)} events)")
+
+
+def report_loop(loop: float, counted: float, writes: int, wakes: int, streams: int) -> None:
+    """Print the loop thread's CPU a write, the wakes' counted steps a write and a stream
+    and wake."""
+    print(
+        f"the loop's thread: {loop / writes * 1000:.2f} ms a write (the clients' draining"
+        f" apart), of which the wakes' counted steps {counted / writes * 1000:.2f} ms"
+    )
+    if streams and wakes:
+        print(
+            f"{wakes} wakes: the counted steps {counted / wakes / streams * 1e6:.2f} µs"
+            " a stream a wake"
+        )
+
+
+async def profiled(write: Callable[[], None], profile: str | None) -> None:
+    """Run ``write`` on a thread and wait for its last events (0.3 s), the loop's thread
+    under cProfile meanwhile when ``profile`` names a file for it."""
+    profiler = cProfile.Profile()
+    if profile:
+        profiler.enable()
+    await asyncio.to_thread(write)
+    await asyncio.sleep(0.3)  # the last write's events
+    profiler.disable()
+    if profile:
+        profiler.dump_stats(profile)
 
 
 async def probe(stop: asyncio.Event, lags: list[float]) -> None:
@@ -189,27 +221,12 @@ async def fan_out(
     watching = asyncio.ensure_future(watch())
     probing = asyncio.ensure_future(probe(stop, lags))
     waker = change_waker(books.table.store)
-    profiler = cProfile.Profile() if profile else None
-    if profiler is not None:
-        profiler.enable()
     began, loop_began, counted, wakes = cpu(), time.thread_time(), waker.counted, waker.wakes
-    await asyncio.to_thread(write)
-    await asyncio.sleep(0.3)  # the last write's events
+    await profiled(write, profile)
     spent = cpu() - began
     loop = time.thread_time() - loop_began - drained[0]
     counted, wakes = waker.counted - counted, waker.wakes - wakes
-    if profiler is not None and profile:
-        profiler.disable()
-        profiler.dump_stats(profile)
-    print(
-        f"the loop's thread: {loop / writes * 1000:.2f} ms a write (the clients' draining"
-        f" apart), of which the wakes' counted steps {counted / writes * 1000:.2f} ms"
-    )
-    if received and wakes:
-        print(
-            f"{wakes} wakes: the counted steps {counted / wakes / len(received) * 1e6:.2f} µs"
-            " a stream a wake"
-        )
+    report_loop(loop, counted, writes, wakes, len(received))
     await asyncio.sleep(0.9)  # (a wake may be held back up to 1 s)
     stop.set()
     watching.cancel()

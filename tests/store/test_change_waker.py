@@ -7,6 +7,7 @@ writes."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -604,3 +605,80 @@ def test_a_wake_of_more_readers_than_a_slice_wakes_them_all() -> None:
         assert waker.waiters == 0
     finally:
         store.close()
+
+
+class Ahead:
+    """A reader ahead of a waker's wakes: what it was told, on which thread, and whether
+    the reader it reads for was woken already."""
+
+    def __init__(self, waker: ChangeWaker, fail: bool = False) -> None:
+        self.waker = waker
+        self.fail = fail
+        self.seen: list[tuple[int, bool, bool]] = []
+        self.reader: asyncio.Future[bool] | None = None
+
+    def read(self, token: int) -> None:
+        reader = self.reader
+        on_thread = threading.current_thread() is self.waker._thread
+        self.seen.append((token, on_thread, reader is not None and reader.done()))
+        if self.fail:
+            raise RuntimeError("the store went away")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_wake_reads_ahead_on_the_waker_thread_before_its_readers_are_told(
+    two_stores: tuple[Store, Store], fail: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    here, there = two_stores
+    waker = change_waker(here)
+    ahead = Ahead(waker, fail)
+    waker.read_ahead("note", ahead.read)
+
+    async def check() -> None:
+        warm = waker.token("note")
+        await waker.wait("note", warm, 10)  # the first look wakes everyone (a relay may start)
+        token = waker.token("note")
+        reader = ahead.reader = asyncio.ensure_future(waker.wait("note", token, 5))
+        await asyncio.sleep(0.1)
+        ahead.seen.clear()
+        await asyncio.to_thread(write, there, "note")
+        assert await reader is True  # woken, the read ahead failing or not
+        assert ahead.seen == [(token + 1, True, False)]
+
+    asyncio.run(check())
+    assert ("reading ahead of a wake: the store went away" in caplog.text) is fail
+
+
+def test_a_read_ahead_is_held_weakly_and_never_from_another_thread() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store)
+    waker._start = lambda: None  # type: ignore[method-assign]  # no thread: the test wakes
+    kept, dropped = Ahead(waker), Ahead(waker)
+    waker.read_ahead("note", kept.read)
+    waker.read_ahead("note", dropped.read)
+    seen = dropped.seen
+    del dropped
+    gc.collect()
+
+    async def check() -> None:
+        token = waker.token("note")
+        reader = asyncio.ensure_future(waker.wait("note", token, 5))
+        await asyncio.sleep(0.05)
+        waker._wake({"note"})  # not the waker's thread: its readers read the log themselves
+        assert await reader is True
+        assert kept.seen == []
+        waker._thread = threading.current_thread()  # as the thread does
+        reader = asyncio.ensure_future(waker.wait("note", token + 1, 5))
+        await asyncio.sleep(0.05)
+        waker._wake({"note"})
+        waker._thread = None
+        assert await reader is True
+        assert kept.seen == [(token + 2, True, False)]
+        assert seen == []
+        assert len(waker._ahead["note"]) == 2  # the dead one goes with the next one added
+        waker.read_ahead("note", kept.read)
+        assert len(waker._ahead["note"]) == 2
+
+    asyncio.run(check())
+    store.close()

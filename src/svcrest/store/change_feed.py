@@ -410,6 +410,7 @@ class _Tail:
         "_store",
         "ahead",
         "begun",
+        "joined",
         "reads",
         "render",
         "window",
@@ -427,11 +428,13 @@ class _Tail:
         #: its own: a reader that leaves cancels only its own), settled with the read's
         #: error or None.
         self._pending: dict[asyncio.AbstractEventLoop, list[_Ended]] | None = None
-        #: How many reads of the log began, how many ended, and how many were read
-        #: ahead of a wake (tests and benchmarks).
+        #: How many reads of the log began, how many ended, how many were read ahead of
+        #: a wake, and how many times a reader waited for a read under way (tests and
+        #: benchmarks).
         self.begun = 0
         self.reads = 0
         self.ahead = 0
+        self.joined = 0
 
     def read_ahead(self, token: int) -> None:
         """(The waker's thread, waking this feed's readers.) Read the changes after the
@@ -493,6 +496,7 @@ class _Tail:
                     number = self.begun
                     starts = True
                 else:  # PERF: settled by one call a loop, however many wait there
+                    self.joined += 1
                     loop = asyncio.get_running_loop()
                     ended = loop.create_future()
                     pending.setdefault(loop, []).append(ended)

@@ -384,7 +384,7 @@ class ChangeWaker:
         logged and the readers are woken as usual."""
         with self._lock:
             kept = [ref for ref in self._ahead.get(object_type, ()) if ref() is not None]
-            kept.append(weakref.WeakMethod(read))  # type: ignore[arg-type]
+            kept.append(weakref.WeakMethod(read))
             self._ahead[object_type] = kept
 
     def _read_ahead(self, kinds: list[str]) -> None:
