@@ -180,20 +180,22 @@ def test_the_readers_work_after_a_wake_holds_the_next_wakes_back() -> None:
     store = SqliteStore(":memory:")
     ensure_change_log(store)
     try:
-        waker = ChangeWaker(store, coalesce=0.05)  # a twentieth of the loop's time at most
-        assert waker.share == FAN_OUT_SHARE == 0.05
+        waker = ChangeWaker(store, coalesce=0.05)  # a twenty-fifth of the loop's time at most
+        assert waker.share == FAN_OUT_SHARE == 0.04
         assert waker.hold("note") == 0.05
         waker._wake({"note"})  # as the thread does when it sees a commit
         woken = waker._woken_at["note"]
         waker.spent("note", 0.02)  # the readers' first steps
         waker.spent("note", 0.01)  # their chunks and sends after the shared read
-        assert waker.hold("note") == pytest.approx(0.6)
+        assert waker.hold("note") == pytest.approx(0.75)
         assert waker.hold("task") == 0.05  # another type's readers: their own work
         waker._wake({"note"})  # a commit soon after: held back
         assert waker.token("note") == 1
         waker._wake_due(woken + 0.1)  # past the coalescing interval, not past the hold
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.61)
+        waker._wake_due(woken + 0.74)
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.76)
         assert waker.token("note") == 2
         assert waker.hold("note") == 0.05  # a new wake: its readers' work counted anew
         waker.spent("note", 60.0)
@@ -213,7 +215,9 @@ def test_work_reported_after_a_wake_was_held_back_holds_it_longer() -> None:
         waker.spent("note", 0.02)  # the readers' work comes in meanwhile
         waker._wake_due(woken + 0.06)
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.41)
+        waker._wake_due(woken + 0.49)
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.51)
         assert waker.token("note") == 2
     finally:
         store.close()
@@ -325,19 +329,19 @@ def test_the_time_the_readers_loop_waited_for_a_core_does_not_count_as_its_time(
         waker = ChangeWaker(store, coalesce=0.05, waited=lambda: queued[0])
         waker._wake({"note"})
         woken = waker._woken_at["note"]
-        waker.spent("note", 0.01)  # a twentieth: 0.2 s of the loop's own time
+        waker.spent("note", 0.01)  # a twenty-fifth: 0.25 s of the loop's own time
         waker._wake({"note"})  # a commit soon after: held back
         queued[0] += 0.3  # a busy machine kept the loop off its core that long meanwhile
-        waker._wake_due(woken + 0.21)  # past the work's twentieth of the wall time
+        waker._wake_due(woken + 0.26)  # past the work's twenty-fifth of the wall time
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.49)
+        waker._wake_due(woken + 0.54)
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.51)  # 0.2 s of the loop's own time and 0.3 s waited
+        waker._wake_due(woken + 0.56)  # 0.25 s of the loop's own time and 0.3 s waited
         assert waker.token("note") == 2
         queued[0] += 60.0  # never longer than the longest hold
         waker.spent("note", 0.01)
         waker._wake({"note"})
-        waker._wake_due(woken + 0.51 + LONGEST_HOLD)
+        waker._wake_due(woken + 0.56 + LONGEST_HOLD)
         assert waker.token("note") == 3
     finally:
         store.close()

@@ -31,7 +31,7 @@ once every ``svc_changes_coalesce`` seconds (a filter, :data:`COALESCE` by defau
 committed since the last; the first change after a quieter spell wakes them at once. Each
 wake's work on the event loop (its streams' chunks and sends) is measured and reported to
 the waker, which holds the next wake back further while that work would take more than a
-twentieth of the loop's time (:data:`~svcrest.store.change_waker.FAN_OUT_SHARE`; a thousand
+twenty-fifth of the loop's time (:data:`~svcrest.store.change_waker.FAN_OUT_SHARE`; a thousand
 streams on the writing worker: a wake every few tenths of a second, each carrying more
 changes).
 

@@ -37,7 +37,7 @@ never held back longer than ``coalesce`` seconds after the previous wake (and th
 next look), unless the readers' work on a wake is long: the feeds report how long their
 readers of a type kept their event loop busy after its last wake (:meth:`ChangeWaker.spent`),
 and while changes keep coming the next wake waits until that work is at most ``share``
-(:data:`FAN_OUT_SHARE`, a twentieth) of the time since the last wake, and at most
+(:data:`FAN_OUT_SHARE`, a twenty-fifth) of the time since the last wake, and at most
 :data:`LONGEST_HOLD` seconds (the work is the CPU time of the loop's thread). A handful of
 readers never reach it; a thousand streams on one worker do, and are then woken less
 often, each wake carrying more changes: the writes served by the same worker keep the rest
@@ -94,9 +94,13 @@ COALESCE: Final = 0.05
 #: time between two wakes).
 # PERF: 1,000 SSE streams on the writing worker of bench/feed_latency.py (PostgreSQL) cost
 # it 9.5 ms of CPU a write at a coalescing of 0.05 s; with their work held to a tenth of the
-# loop's wall time, 2.4 ms. A twentieth of its CPU time leaves room for the work a wake
-# costs outside its streams' steps (the waker's thread, the shared read, timers).
-FAN_OUT_SHARE: Final = 0.05
+# loop's wall time, 2.4 ms. A small share of its CPU time leaves room for the work a wake
+# costs outside its streams' steps (the waker's thread, timers, the pool's threads waiting
+# for the interpreter lock). A twenty-fifth since each stream's step a wake costs less (one
+# step, not two; its viewer key kept): 1,000 streams in process 14.0-18.0 -> 11.3-12.2 us a
+# stream a wake, the write to its event on the first stream p50 180-186 ms at a twentieth
+# before, 184-190 ms at a twenty-fifth now (bench/idle_streams.py --uvloop).
+FAN_OUT_SHARE: Final = 0.04
 #: The longest, in seconds, a wake is held back for its readers' work.
 LONGEST_HOLD: Final = 1.0
 #: Seconds between two drains of an idle listener; seconds an idle thread without a
