@@ -97,9 +97,9 @@ COALESCE: Final = 0.05
 # loop's wall time, 2.4 ms. A small share of its CPU time leaves room for the work a wake
 # costs outside its streams' steps (the waker's thread, timers, the pool's threads waiting
 # for the interpreter lock). A twenty-fifth since each stream's step a wake costs less (one
-# step, not two; its viewer key kept): 1,000 streams in process 14.0-18.0 -> 11.3-12.2 us a
-# stream a wake, the write to its event on the first stream p50 180-186 ms at a twentieth
-# before, 184-190 ms at a twenty-fifth now (bench/idle_streams.py --uvloop).
+# step, not two; its viewer key kept): 1,000 streams in process 14.0-18.4 -> 11.3-13.5 µs a
+# stream a wake, the write to its event on the first stream p50 180-214 ms at a twentieth
+# before, 184-193 ms at a twenty-fifth now (bench/idle_streams.py --uvloop).
 FAN_OUT_SHARE: Final = 0.04
 #: The longest, in seconds, a wake is held back for its readers' work.
 LONGEST_HOLD: Final = 1.0
