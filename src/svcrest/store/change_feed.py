@@ -38,13 +38,17 @@ changes).
 Shared work (PERF): however many streams and long-polls of a collection wait in a process,
 one read of the log a wake serves them all. The feed's window (:data:`WINDOW` changes at
 most, per store) holds the changes read last; a reader woken asks it for the changes after
-its own cursor, and only the first to ask after a wake reads the log (one
-``changes_after`` query, and for a :class:`FeedRender` that loads items, one read of each
-item changed), the others wait for that read. A reader behind the window reads the log
-itself, by pages, until it catches up. Each subscriber's read permission is asked per
-change, but subscribers with the same :meth:`FeedRender.viewer` key (the same user, and the
-same arguments shaping the answer) share one rendering of a change, kept for that read only
-(bounded in count and bytes). A stream sends what it has ready in one chunk.
+its own cursor. The log is read once a wake (one ``changes_after`` query, and for a
+:class:`FeedRender` that loads items, one query for the items changed): by the waker's
+thread before it wakes the readers (:meth:`ChangeWaker.read_ahead
+<svcrest.store.change_waker.ChangeWaker.read_ahead>`: each reader is then woken once, its
+changes ready), else by the first reader to ask, the others waiting for that read. A
+reader behind the window reads the log itself, by pages, until it catches up. Each
+subscriber's read permission is asked per change, but subscribers with the same
+:meth:`FeedRender.viewer` key (the same user, and the same arguments shaping the answer)
+share one rendering of a change, kept for that read only (bounded in count and bytes); a
+stream works its key out once, and again when its render's :meth:`FeedRender.viewer_stamp`
+moves. A stream sends what it has ready in one chunk.
 
 A long-poll's wait runs on the request's event loop under ASGI. Under WSGI the adapter runs
 the request on the server's own thread, which the wait holds for up to ``wait`` seconds:
@@ -520,10 +524,11 @@ class _Tail:
         number: int,
         render: FeedRender,
     ) -> None:
-        """(The blocking pool.) Read the changes after the window's end (after ``seq``
-        when the window is gone or behind it: a new window), load what they name for
-        ``render``, and put the new window in place. Its CPU time counts as the work of
-        the wake it serves (:meth:`ChangeWaker.spent`)."""
+        """(The blocking pool, or the waker's thread reading ahead of a wake.) Read the
+        changes after the window's end (after ``seq`` when the window is gone or behind
+        it: a new window), load what they name for ``render``, and put the new window in
+        place. Its CPU time counts as the work of the wake it serves
+        (:meth:`ChangeWaker.spent`)."""
         began = time.thread_time()
         try:
             window = self.window
@@ -541,10 +546,10 @@ class _Tail:
                 # the worker's CPU against 1.22 ms).
                 for change, loaded in zip(read, render.load_all(read), strict=True):
                     shared.loaded[(render, change.seq)] = loaded
-            kept = going_on and window is not None
-            changes = (window.changes if kept and window is not None else ()) + tuple(read)
-            seqs = (window.seqs if kept and window is not None else ()) + tuple(map(_seq, read))
-            base = window.base if kept and window is not None else after
+            kept = window if going_on else None
+            changes = (kept.changes if kept is not None else ()) + tuple(read)
+            seqs = (kept.seqs if kept is not None else ()) + tuple(map(_seq, read))
+            base = kept.base if kept is not None else after
             if len(changes) > WINDOW:
                 base = changes[-WINDOW - 1].seq
                 changes, seqs = changes[-WINDOW:], seqs[-WINDOW:]
@@ -880,11 +885,10 @@ class ChangeFeed:
         key: Hashable | None,
     ) -> bytes:
         """The events of ``page`` for ``request``'s subscriber (``key``: its viewer key),
-        in one chunk: each change
-        it may read now (asked of ``render`` for this subscriber), its view rendered once
-        per viewer key for every stream of this read (``shared``); the whole chunk made
-        once per viewer key for the streams at the same position, when every permission
-        of the page is the key's."""
+        in one chunk: each change it may read now (asked of ``render`` for this
+        subscriber), its view rendered once per viewer key for every stream of this read
+        (``shared``); the whole chunk made once per viewer key for the streams at the same
+        position, when every permission of the page is the key's."""
         cursors: dict[int, str] | None = None
         if issued is None:  # the page reaches the log's end as last read
             when = self._clock()
