@@ -3,7 +3,7 @@
 Usage::
 
     python bench/idle_streams.py [--streams 1000] [--seconds 5] [--writes 60] [--every 0.05]
-        [--uvloop]
+        [--uvloop] [--share 0.05] [--profile FILE]
 
 Opens ``--streams`` Server-Sent Events streams of a ``StoreCollection``'s changes on one App
 (SQLite file store) through its ASGI interface, in one event loop as one worker holds them,
@@ -17,18 +17,24 @@ long after its commit each write's event reached the first stream (p50 / p99 / m
 wait that coalescing and the hold on a wake's work add while writes keep coming), and
 the loop thread's CPU time between two turns of a timer 2 ms on meanwhile (p99 / max:
 how long the streams' work keeps the loop from anything else, a request's data say).
+The counted steps are also given per stream and wake (the waker's wakes in the run): the
+work each subscriber costs a wake, which the hold turns into latency or CPU. ``--share``
+sets the waker's share (``FAN_OUT_SHARE`` by default; a large one: no hold), ``--streams
+0`` measures the writes alone, ``--profile FILE`` writes a cProfile of the fan-out.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import re
 import resource
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +49,11 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-async def main(count: int, seconds: float, writes: int, every: float) -> None:
+async def main(
+    count: int, seconds: float, writes: int, every: float, share: float | None, profile: str | None
+) -> None:
     folder = tempfile.mkdtemp(prefix="svcrest-idle-")
-    app = App(store=str(Path(folder) / "site.db"), max_streams=count)
+    app = App(store=str(Path(folder) / "site.db"), max_streams=max(count, 1))
     books = app.register_controller(
         StoreCollection(
             "shop/v1",
@@ -55,6 +63,8 @@ async def main(count: int, seconds: float, writes: int, every: float) -> None:
         )
     )
     books.table.insert({"title": "warm"})
+    if share is not None:
+        change_waker(books.table.store).share = share
     received: list[asyncio.Queue[Any]] = []
     leave = asyncio.Event()
 
@@ -107,23 +117,55 @@ async def main(count: int, seconds: float, writes: int, every: float) -> None:
         while b"event: created" not in (await queue.get()).get("body", b""):
             pass
     reached = time.monotonic() - written
-    print(f"{count} idle streams: {held / count / 1024:.1f} KiB of Python heap each")
-    print(f"CPU while idle: {idle_cpu * 100:.1f} % of one core")
-    print(f"one write reached all {count} streams in {reached * 1000:.0f} ms")
+    if count:
+        print(f"{count} idle streams: {held / count / 1024:.1f} KiB of Python heap each")
+        print(f"CPU while idle: {idle_cpu * 100:.1f} % of one core")
+        print(f"one write reached all {count} streams in {reached * 1000:.0f} ms")
     if writes > 0:
-        per_write, waits = await fan_out(books, received, writes, every)
+        per_write, waits = await fan_out(books, received, writes, every, profile)
         print(f"{writes} writes {every * 1000:.0f} ms apart to {count} streams:", end=" ")
         print(f"{per_write * 1000:.2f} ms of CPU a write")
-        if waits:
-            waits.sort()
-            p50, p99 = waits[len(waits) // 2], waits[min(len(waits) - 1, len(waits) * 99 // 100)]
-            print(
-                f"write to the first stream: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f}", end=""
-            )
-            print(f" ms, max {waits[-1] * 1000:.0f} ms ({len(waits)} events)")
+        report_waits(waits)
     leave.set()
     await asyncio.gather(*tasks)
     app.store.close()
+
+
+def report_waits(waits: list[float]) -> None:
+    """Print the p50, p99 and max of the seconds from a write to its event."""
+    if not waits:
+        return
+    waits.sort()
+    p50, p99 = waits[len(waits) // 2], waits[min(len(waits) - 1, len(waits) * 99 // 100)]
+    print(f"write to the first stream: p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f}", end="")
+    print(f" ms, max {waits[-1] * 1000:.0f} ms ({len(waits)} events)")
+
+
+def report_loop(loop: float, counted: float, writes: int, wakes: int, streams: int) -> None:
+    """Print the loop thread's CPU a write, the wakes' counted steps a write and a stream
+    and wake."""
+    print(
+        f"the loop's thread: {loop / writes * 1000:.2f} ms a write (the clients' draining"
+        f" apart), of which the wakes' counted steps {counted / writes * 1000:.2f} ms"
+    )
+    if streams and wakes:
+        print(
+            f"{wakes} wakes: the counted steps {counted / wakes / streams * 1e6:.2f} µs"
+            " a stream a wake"
+        )
+
+
+async def profiled(write: Callable[[], None], profile: str | None) -> None:
+    """Run ``write`` on a thread and wait for its last events (0.3 s), the loop's thread
+    under cProfile meanwhile when ``profile`` names a file for it."""
+    profiler = cProfile.Profile()
+    if profile:
+        profiler.enable()
+    await asyncio.to_thread(write)
+    await asyncio.sleep(0.3)  # the last write's events
+    profiler.disable()
+    if profile:
+        profiler.dump_stats(profile)
 
 
 async def probe(stop: asyncio.Event, lags: list[float]) -> None:
@@ -137,10 +179,15 @@ async def probe(stop: asyncio.Event, lags: list[float]) -> None:
 
 
 async def fan_out(
-    books: StoreCollection, received: list[asyncio.Queue[Any]], writes: int, every: float
+    books: StoreCollection,
+    received: list[asyncio.Queue[Any]],
+    writes: int,
+    every: float,
+    profile: str | None = None,
 ) -> tuple[float, list[float]]:
     """CPU seconds of the process a write while ``writes`` writes reach every stream, and
-    the seconds from each write's commit to its event on the first stream."""
+    the seconds from each write's commit to its event on the first stream (``profile``: a
+    file for a cProfile of the loop's thread meanwhile)."""
     stop = asyncio.Event()
     committed: dict[bytes, float] = {}
     waits: list[float] = []
@@ -156,7 +203,7 @@ async def fan_out(
             await asyncio.sleep(0.05)
 
     async def watch() -> None:  # the first stream: each event's arrival
-        while True:
+        while received:
             body = (await received[0].get()).get("body", b"")
             now = time.monotonic()
             for title in re.findall(rb'"title":"(book \d+)"', body):
@@ -174,16 +221,12 @@ async def fan_out(
     watching = asyncio.ensure_future(watch())
     probing = asyncio.ensure_future(probe(stop, lags))
     waker = change_waker(books.table.store)
-    began, loop_began, counted = cpu(), time.thread_time(), waker.counted
-    await asyncio.to_thread(write)
-    await asyncio.sleep(0.3)  # the last write's events
+    began, loop_began, counted, wakes = cpu(), time.thread_time(), waker.counted, waker.wakes
+    await profiled(write, profile)
     spent = cpu() - began
     loop = time.thread_time() - loop_began - drained[0]
-    counted = waker.counted - counted
-    print(
-        f"the loop's thread: {loop / writes * 1000:.2f} ms a write (the clients' draining"
-        f" apart), of which the wakes' counted steps {counted / writes * 1000:.2f} ms"
-    )
+    counted, wakes = waker.counted - counted, waker.wakes - wakes
+    report_loop(loop, counted, writes, wakes, len(received))
     await asyncio.sleep(0.9)  # (a wake may be held back up to 1 s)
     stop.set()
     watching.cancel()
@@ -205,11 +248,14 @@ if __name__ == "__main__":
     parser.add_argument("--writes", type=int, default=60, help="fan-out writes (0: none)")
     parser.add_argument("--every", type=float, default=0.05, help="seconds between writes")
     parser.add_argument("--uvloop", action="store_true", help="on uvloop (the servers' loop)")
+    parser.add_argument("--share", type=float, help="the waker's share (large: no hold)")
+    parser.add_argument("--profile", help="a file for a cProfile of the fan-out")
     args = parser.parse_args()
+    run = (args.streams, args.seconds, args.writes, args.every, args.share, args.profile)
     if args.uvloop:
         import uvloop
 
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(main(args.streams, args.seconds, args.writes, args.every))
+            runner.run(main(*run))
     else:
-        asyncio.run(main(args.streams, args.seconds, args.writes, args.every))
+        asyncio.run(main(*run))

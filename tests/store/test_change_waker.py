@@ -7,6 +7,7 @@ writes."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -179,20 +180,22 @@ def test_the_readers_work_after_a_wake_holds_the_next_wakes_back() -> None:
     store = SqliteStore(":memory:")
     ensure_change_log(store)
     try:
-        waker = ChangeWaker(store, coalesce=0.05)  # a twentieth of the loop's time at most
-        assert waker.share == FAN_OUT_SHARE == 0.05
+        waker = ChangeWaker(store, coalesce=0.05)  # a twenty-fifth of the loop's time at most
+        assert waker.share == FAN_OUT_SHARE == 0.04
         assert waker.hold("note") == 0.05
         waker._wake({"note"})  # as the thread does when it sees a commit
         woken = waker._woken_at["note"]
         waker.spent("note", 0.02)  # the readers' first steps
         waker.spent("note", 0.01)  # their chunks and sends after the shared read
-        assert waker.hold("note") == pytest.approx(0.6)
+        assert waker.hold("note") == pytest.approx(0.75)
         assert waker.hold("task") == 0.05  # another type's readers: their own work
         waker._wake({"note"})  # a commit soon after: held back
         assert waker.token("note") == 1
         waker._wake_due(woken + 0.1)  # past the coalescing interval, not past the hold
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.61)
+        waker._wake_due(woken + 0.74)
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.76)
         assert waker.token("note") == 2
         assert waker.hold("note") == 0.05  # a new wake: its readers' work counted anew
         waker.spent("note", 60.0)
@@ -212,7 +215,9 @@ def test_work_reported_after_a_wake_was_held_back_holds_it_longer() -> None:
         waker.spent("note", 0.02)  # the readers' work comes in meanwhile
         waker._wake_due(woken + 0.06)
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.41)
+        waker._wake_due(woken + 0.49)
+        assert waker.token("note") == 1
+        waker._wake_due(woken + 0.51)
         assert waker.token("note") == 2
     finally:
         store.close()
@@ -324,19 +329,19 @@ def test_the_time_the_readers_loop_waited_for_a_core_does_not_count_as_its_time(
         waker = ChangeWaker(store, coalesce=0.05, waited=lambda: queued[0])
         waker._wake({"note"})
         woken = waker._woken_at["note"]
-        waker.spent("note", 0.01)  # a twentieth: 0.2 s of the loop's own time
+        waker.spent("note", 0.01)  # a twenty-fifth: 0.25 s of the loop's own time
         waker._wake({"note"})  # a commit soon after: held back
         queued[0] += 0.3  # a busy machine kept the loop off its core that long meanwhile
-        waker._wake_due(woken + 0.21)  # past the work's twentieth of the wall time
+        waker._wake_due(woken + 0.26)  # past the work's twenty-fifth of the wall time
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.49)
+        waker._wake_due(woken + 0.54)
         assert waker.token("note") == 1
-        waker._wake_due(woken + 0.51)  # 0.2 s of the loop's own time and 0.3 s waited
+        waker._wake_due(woken + 0.56)  # 0.25 s of the loop's own time and 0.3 s waited
         assert waker.token("note") == 2
         queued[0] += 60.0  # never longer than the longest hold
         waker.spent("note", 0.01)
         waker._wake({"note"})
-        waker._wake_due(woken + 0.51 + LONGEST_HOLD)
+        waker._wake_due(woken + 0.56 + LONGEST_HOLD)
         assert waker.token("note") == 3
     finally:
         store.close()
@@ -604,3 +609,80 @@ def test_a_wake_of_more_readers_than_a_slice_wakes_them_all() -> None:
         assert waker.waiters == 0
     finally:
         store.close()
+
+
+class Ahead:
+    """A reader ahead of a waker's wakes: what it was told, on which thread, and whether
+    the reader it reads for was woken already."""
+
+    def __init__(self, waker: ChangeWaker, fail: bool = False) -> None:
+        self.waker = waker
+        self.fail = fail
+        self.seen: list[tuple[int, bool, bool]] = []
+        self.reader: asyncio.Future[bool] | None = None
+
+    def read(self, token: int) -> None:
+        reader = self.reader
+        on_thread = threading.current_thread() is self.waker._thread
+        self.seen.append((token, on_thread, reader is not None and reader.done()))
+        if self.fail:
+            raise RuntimeError("the store went away")
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_a_wake_reads_ahead_on_the_waker_thread_before_its_readers_are_told(
+    two_stores: tuple[Store, Store], fail: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    here, there = two_stores
+    waker = change_waker(here)
+    ahead = Ahead(waker, fail)
+    waker.read_ahead("note", ahead.read)
+
+    async def check() -> None:
+        warm = waker.token("note")
+        await waker.wait("note", warm, 10)  # the first look wakes everyone (a relay may start)
+        token = waker.token("note")
+        reader = ahead.reader = asyncio.ensure_future(waker.wait("note", token, 5))
+        await asyncio.sleep(0.1)
+        ahead.seen.clear()
+        await asyncio.to_thread(write, there, "note")
+        assert await reader is True  # woken, the read ahead failing or not
+        assert ahead.seen == [(token + 1, True, False)]
+
+    asyncio.run(check())
+    assert ("reading ahead of a wake: the store went away" in caplog.text) is fail
+
+
+def test_a_read_ahead_is_held_weakly_and_never_from_another_thread() -> None:
+    store = SqliteStore(":memory:")
+    ensure_change_log(store)
+    waker = ChangeWaker(store)
+    waker._start = lambda: None  # type: ignore[method-assign]  # no thread: the test wakes
+    kept, dropped = Ahead(waker), Ahead(waker)
+    waker.read_ahead("note", kept.read)
+    waker.read_ahead("note", dropped.read)
+    seen = dropped.seen
+    del dropped
+    gc.collect()
+
+    async def check() -> None:
+        token = waker.token("note")
+        reader = asyncio.ensure_future(waker.wait("note", token, 5))
+        await asyncio.sleep(0.05)
+        waker._wake({"note"})  # not the waker's thread: its readers read the log themselves
+        assert await reader is True
+        assert kept.seen == []
+        waker._thread = threading.current_thread()  # as the thread does
+        reader = asyncio.ensure_future(waker.wait("note", token + 1, 5))
+        await asyncio.sleep(0.05)
+        waker._wake({"note"})
+        waker._thread = None
+        assert await reader is True
+        assert kept.seen == [(token + 2, True, False)]
+        assert seen == []
+        assert len(waker._ahead["note"]) == 2  # the dead one goes with the next one added
+        waker.read_ahead("note", kept.read)
+        assert len(waker._ahead["note"]) == 2
+
+    asyncio.run(check())
+    store.close()

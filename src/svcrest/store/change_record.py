@@ -198,6 +198,9 @@ class _ControllerRender(FeedRender):
         # SECURITY: the whole user (id and roles) and the site: all the asked request holds.
         return (request.user, id(request.site))
 
+    def viewer_stamp(self) -> Hashable | None:
+        return 0  # the key is the request's user and site alone: it never moves
+
     def allowed_by_viewer(self, change: Change) -> bool:
         # SECURITY: an item's check is asked with a request of the change holding only the
         # key's user and site; a deletion's is asked with the subscriber's own request.

@@ -37,7 +37,7 @@ never held back longer than ``coalesce`` seconds after the previous wake (and th
 next look), unless the readers' work on a wake is long: the feeds report how long their
 readers of a type kept their event loop busy after its last wake (:meth:`ChangeWaker.spent`),
 and while changes keep coming the next wake waits until that work is at most ``share``
-(:data:`FAN_OUT_SHARE`, a twentieth) of the time since the last wake, and at most
+(:data:`FAN_OUT_SHARE`, a twenty-fifth) of the time since the last wake, and at most
 :data:`LONGEST_HOLD` seconds (the work is the CPU time of the loop's thread). A handful of
 readers never reach it; a thousand streams on one worker do, and are then woken less
 often, each wake carrying more changes: the writes served by the same worker keep the rest
@@ -94,9 +94,13 @@ COALESCE: Final = 0.05
 #: time between two wakes).
 # PERF: 1,000 SSE streams on the writing worker of bench/feed_latency.py (PostgreSQL) cost
 # it 9.5 ms of CPU a write at a coalescing of 0.05 s; with their work held to a tenth of the
-# loop's wall time, 2.4 ms. A twentieth of its CPU time leaves room for the work a wake
-# costs outside its streams' steps (the waker's thread, the shared read, timers).
-FAN_OUT_SHARE: Final = 0.05
+# loop's wall time, 2.4 ms. A small share of its CPU time leaves room for the work a wake
+# costs outside its streams' steps (the waker's thread, timers, the pool's threads waiting
+# for the interpreter lock). A twenty-fifth since each stream's step a wake costs less (one
+# step, not two; its viewer key kept): 1,000 streams in process 14.0-18.4 -> 11.3-13.5 µs a
+# stream a wake, the write to its event on the first stream p50 180-214 ms at a twentieth
+# before, 184-193 ms at a twenty-fifth now (bench/idle_streams.py --uvloop).
+FAN_OUT_SHARE: Final = 0.04
 #: The longest, in seconds, a wake is held back for its readers' work.
 LONGEST_HOLD: Final = 1.0
 #: Seconds between two drains of an idle listener; seconds an idle thread without a
@@ -371,6 +375,34 @@ class ChangeWaker:
         self._mark: int | None = None
         self._seq = 0
         self._woken_all = 0.0
+        #: Object type → what reads the log ahead of its readers' wake (weak: a feed's
+        #: shared reader of this store; bounded by the feeds of the process).
+        self._ahead: dict[str, list[weakref.WeakMethod[Callable[[int], object]]]] = {}
+
+    def read_ahead(self, object_type: str, read: Callable[[int], object]) -> None:
+        """Call ``read`` (a bound method, held weakly) with ``object_type``'s new
+        :meth:`token` whenever the waker's thread wakes that type's readers, before their
+        event loops are told: a change feed reads the log once there, so that each reader
+        is woken once, with the changes ready (not once to find a read under way and again
+        when it ends). ``read`` blocks the waker's thread meanwhile; an error it raises is
+        logged and the readers are woken as usual."""
+        with self._lock:
+            kept = [ref for ref in self._ahead.get(object_type, ()) if ref() is not None]
+            kept.append(weakref.WeakMethod(read))
+            self._ahead[object_type] = kept
+
+    def _read_ahead(self, kinds: list[str]) -> None:
+        """(The waker's thread, before a wake of ``kinds``.) Call their :meth:`read_ahead`
+        readers."""
+        for kind in kinds:
+            for ref in self._ahead.get(kind, ()):
+                read = ref()
+                if read is None:
+                    continue
+                try:
+                    read(self.token(kind))
+                except Exception as exc:  # the readers read the log themselves
+                    _log.warning("change waker: reading ahead of a wake: %s", exc)
 
     @property
     def waiters(self) -> int:
@@ -438,12 +470,19 @@ class ChangeWaker:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
         with self._lock:
-            if self.token(object_type) != token:
+            if self._counts.get(object_type, 0) + self._everyone != token:  # (token, inlined)
                 return True
-            self._waiting.setdefault(object_type, {}).setdefault(loop, set()).add(future)
+            loops = self._waiting.get(object_type)
+            if loops is None:
+                loops = self._waiting[object_type] = {}
+            futures = loops.get(loop)
+            if futures is None:
+                futures = loops[loop] = set()
+            futures.add(future)
             self._waiters += 1
             self._loop_thread = threading.get_native_id()
-            self._start()
+            if self._thread is None or self._idling:
+                self._start()
         # PERF: a future and a place in the loop's deadlines (one timer a loop), not a timer
         # of its own nor asyncio.wait (a waiter, a set and callbacks more): 1,000 streams
         # wait again after every wake.
@@ -660,6 +699,9 @@ class ChangeWaker:
             by_loop = self._waiting_for(kinds)
         if not by_loop:
             return
+        if self._ahead and threading.current_thread() is self._thread:
+            # PERF: a thousand streams woken once a wake, not twice (bench/idle_streams.py).
+            self._read_ahead(kinds)
         count = _Counter(self, kinds)
         for loop, woken in by_loop.items():
             try:

@@ -1106,6 +1106,12 @@ class _ChangeRender(FeedRender):
     def viewer(self, request: Request) -> Hashable | None:
         return self._collection._view_key(request)
 
+    def viewer_stamp(self) -> Hashable | None:
+        # The key's parts that may move under an open stream: a rest_prepare_<type>
+        # filter added or removed (the hooks' version), fields registered to the type.
+        collection = self._collection
+        return (collection._hooks().version, collection.app.rest_fields.version)
+
     def allowed_by_viewer(self, change: Change) -> bool:
         # SECURITY: the read rule is asked with the user alone (and the item, loaded once
         # for everyone), and the viewer key holds the whole user.

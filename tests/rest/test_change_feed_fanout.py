@@ -1,0 +1,217 @@
+"""A commit's fan-out to many streams of a collection's change feed in one process: the log
+read once a wake, ahead of the wake on the waker's thread, so that each stream is woken
+once (not once to join a read under way and again when it ends); each stream's viewer key
+worked out once, and again only when what it depends on beyond the request moves (a hook
+added); and through it all each subscriber gets exactly its own view of a change (the bytes
+its GET would show), and nothing of an item its read permission refuses now. On both store
+engines, through the App's ASGI interface."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import orjson
+import pytest
+
+from svcrest.http.request import Request
+from svcrest.http.response import Response
+from svcrest.http.user import User
+from svcrest.store.change_waker import change_waker
+from svcrest.store.store_collection import StoreCollection
+from tests.rest.conftest import Clock, cursor
+from tests.rest.test_change_feed_shared import Counted, until_waiting
+from tests.rest.test_change_streams import CHANGES, SSE, Stream
+from tests.rest.test_store_collection import TASKS, Site, view
+
+
+def run(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+async def opened(site: Site, asked: list[tuple[Mapping[str, str], str]]) -> list[Stream]:
+    """Streams of the feed with these headers and query strings, past their first
+    keep-alive, all waiting."""
+    streams = [Stream(site.app, CHANGES, headers, query) for headers, query in asked]
+    for one in streams:
+        await one.start()
+        assert one.status == 200
+        assert await one.until(b"\n\n") == b": keep-alive\n\n"
+    await until_waiting(site, len(streams))
+    return streams
+
+
+async def next_frame(stream: Stream) -> bytes:
+    """The next Server-Sent Event's bytes, keep-alive comments skipped."""
+    while True:
+        block = await stream.until(b"\n\n")
+        if block != b": keep-alive\n\n":
+            return block
+
+
+async def listed(site: Site, headers: Mapping[str, str], query: str = "") -> bytes:
+    """The first item of the collection's GET, as the App answers it over ASGI (the feed's
+    ``data`` is an item as the collection lists it: with its ``_links``)."""
+    (item,) = orjson.loads(await get_body(site, headers, TASKS, query))
+    return orjson.dumps(item)
+
+
+async def get_body(site: Site, headers: Mapping[str, str], path: str, query: str = "") -> bytes:
+    """The body of a GET of ``path`` as the App answers it over ASGI."""
+    asked = Stream(site.app, path, headers, query)
+    await asked.start()
+    assert asked.status == 200
+    body = b""
+    while not asked.ended:
+        body += await asked.body()
+    await asked.leave()
+    return body
+
+
+def test_one_write_each_subscriber_gets_exactly_its_own_view_and_a_refused_one_nothing(
+    store_location: str | None, clock: Clock
+) -> None:
+    allowed = {0, 1, 2, 3, 4}  # who may read the items: sue (4) is struck off before the write
+
+    def read(user: User, item: Mapping[str, Any] | None) -> bool:
+        return item is None or user.id in allowed
+
+    site = Site(store_location, read=read, clock=clock)
+
+    def editors_see_notes(response: Response, item: Any, request: Request) -> Response:
+        if request.user.can("edit_others_posts"):
+            response.data["notes"] = item["notes"]
+        return response
+
+    site.app.hooks.add_filter("rest_prepare_task", editors_see_notes)
+    try:
+
+        async def check() -> None:
+            asked: list[tuple[Mapping[str, str], str]] = [
+                ({**SSE, **site.headers["ed"]}, ""),
+                ({**SSE, **site.headers["al"]}, "_fields=id,title,_links"),
+                ({**SSE, **site.headers["al"]}, ""),
+                (SSE, ""),
+                ({**SSE, **site.headers["sue"]}, ""),
+                ({**SSE, **site.headers["al"]}, ""),
+            ]
+            streams = await opened(site, asked)
+            allowed.discard(4)
+            await asyncio.to_thread(site.seed, "plan")
+            expected = []
+            for headers, query in asked[:4]:
+                plain = {name: value for name, value in headers.items() if name != "Accept"}
+                data = await listed(site, plain, query)
+                expected.append(
+                    b"id: %s\nevent: created\ndata: %s\n\n" % (cursor(1).encode(), data)
+                )
+            assert expected[0].count(b'"notes":""') == 1  # the editor's own view
+            assert b"notes" not in b"".join(expected[1:])
+            assert b'"priority"' not in expected[1]
+            assert len(set(expected)) == 3  # al's and the anonymous GET's are the same
+            refused = streams.pop(4)
+            for one, frame in zip(streams, [*expected, expected[2]], strict=True):
+                got = await next_frame(one)
+                assert got == frame, (got, frame)
+                assert b"event:" not in one.buffer
+            await asyncio.sleep(0.4)  # a keep-alive comes every 0.3 s: nothing else
+            assert b"event:" not in refused.buffer
+            while refused.buffer:
+                assert await refused.until(b"\n\n") == b": keep-alive\n\n"
+            streams.append(refused)
+            for one in streams:
+                await one.leave()
+
+        site.tasks.feed.heartbeat = 0.3
+        run(check())
+    finally:
+        site.app.store.close()
+
+
+def test_a_wake_reads_the_log_ahead_and_wakes_each_stream_once(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.seed("a")
+    reads = Counted(monkeypatch)
+
+    async def check() -> None:
+        streams = await opened(site, [(SSE, "")] * 50)
+        tail = site.tasks.feed.tail(site.app.store)
+        ahead, joined, before = tail.ahead, tail.joined, reads.calls
+        await asyncio.to_thread(site.tasks.table.update, 1, {"done": True})
+        for one in streams:
+            assert await one.events(1) == [
+                {"id": cursor(2), "event": "updated", "data": view(1, "a", done=True)}
+            ]
+        await until_waiting(site, 50)
+        assert reads.calls - before == 1
+        assert tail.ahead - ahead == 1  # read on the waker's thread, before the wake
+        assert tail.joined - joined == 0  # no stream woken to wait for a read under way
+        for one in streams:
+            await one.leave()
+
+    run(check())
+
+
+def test_a_streams_viewer_key_is_worked_out_once_until_the_hooks_change(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site.seed("a")
+    keys: list[Hashable | None] = []
+    view_key = StoreCollection._view_key
+
+    def counted(collection: StoreCollection, request: Request) -> Hashable | None:
+        key = view_key(collection, request)
+        keys.append(key)
+        return key
+
+    monkeypatch.setattr(StoreCollection, "_view_key", counted)
+
+    async def check() -> None:
+        waker = change_waker(site.app.store)
+        waker.coalesce = 0  # each write its own wake
+        # Two anonymous subscribers, one asking for the notes by a header the key does
+        # not hold: one rendering for both, until a filter looks at the header.
+        streams = await opened(site, [(SSE, ""), ({**SSE, "X-Notes": "yes"}, "")])
+        for priority in (1, 2, 3):
+            await asyncio.to_thread(site.tasks.table.update, 1, {"priority": priority})
+            for one in streams:
+                (event,) = await one.events(1)
+                assert event["data"] == view(1, "a", priority=priority)
+        assert len(keys) == 2  # once a stream, not once a wake
+
+        def notes_by_header(response: Response, item: Any, request: Request) -> Response:
+            if request.get_header("X-Notes"):
+                response.data["notes"] = item["notes"]
+            return response
+
+        site.app.hooks.add_filter("rest_prepare_task", notes_by_header)
+        await asyncio.to_thread(site.tasks.table.update, 1, {"notes": "by header"})
+        (plain,) = await streams[0].events(1)
+        (noted,) = await streams[1].events(1)
+        assert plain["data"] == view(1, "a", priority=3)
+        assert noted["data"] == {**view(1, "a", priority=3), "notes": "by header"}
+        assert keys[2:] == [None, None]  # worked out again: the filter shares nothing
+        for one in streams:
+            await one.leave()
+
+    run(check())
+
+
+def test_the_window_finds_a_page_by_position(site: Site) -> None:
+    site.seed("a", "b", "c")
+
+    async def check() -> None:
+        streams = await opened(site, [(SSE, f"since={cursor(1)}")])
+        got = await streams[0].events(2)
+        assert [event["id"] for event in got] == [cursor(2), cursor(3)]
+        window = site.tasks.feed.tail(site.app.store).window
+        assert window is not None
+        assert window.seqs == tuple(change.seq for change in window.changes)
+        assert [change.seq for change in window.page(1, 10)[0]] == [2, 3]
+        assert [change.seq for change in window.page(2, 1)[0]] == [3]
+        assert window.page(3, 10)[0] == ()
+        await streams[0].leave()
+
+    run(check())
