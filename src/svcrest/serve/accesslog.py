@@ -192,6 +192,10 @@ GRANIAN_FORMAT: Final = (
 #: ``json.dumps(fields, default=str)`` (:class:`~svcrest.serve.jsonlog.JsonFormatter`'s), made
 #: once.
 _ENCODE: Final = json.JSONEncoder(default=str).encode
+#: A string as ``json.dumps`` writes it (``ensure_ascii``: the encoder's own function).
+_JSON_STRING: Final = json.encoder.encode_basestring_ascii
+#: Three digits of each thousandth.
+_THOUSANDTHS: Final = tuple(f"{n:03d}" for n in range(1000))
 #: The methods written as they are (no client character to clean in them).
 _PLAIN_METHODS: Final = frozenset(
     {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
@@ -242,6 +246,44 @@ class _Stamps:
         return stamp
 
 
+class _UtcStamps:
+    """The JSON lines' ``time`` (``2026-11-18T11:06:40.262+00:00``: UTC to the millisecond, as
+    ``datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")`` writes
+    it), its date and time of day made once a second. The microseconds are rounded as
+    ``datetime`` rounds them (half to even, from the same double), then cut to milliseconds;
+    a time that rounds up to the next second is written afresh."""
+
+    __slots__ = ("high", "low", "prefix")
+
+    def __init__(self) -> None:
+        #: ``prefix`` is the date and time of day of every time from ``low`` to ``high``.
+        self.low = self.high = 0.0
+        self.prefix = ""
+
+    def made(self, seconds: float) -> str:
+        low = self.low
+        if low <= seconds < self.high:
+            micro = round((seconds - low) * 1e6)  # datetime's: the fraction, half to even
+            if micro < 1_000_000:
+                return f"{self.prefix}.{_THOUSANDTHS[micro // 1000]}+00:00"
+        if seconds >= 0:
+            whole = float(int(seconds))
+            self.low, self.high = whole, whole + 1.0
+            self.prefix = datetime.fromtimestamp(whole, UTC).isoformat()[:19]
+        return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
+
+
+def _json_milliseconds(dt_ms: float, duration: str) -> str:
+    """``json.dumps(round(dt_ms, 3))`` from ``duration``, ``f"{dt_ms:.3f}"``: both round the
+    same double to the same three decimals, and the shortest text of the double nearest to
+    a decimal of at most 15 digits is that decimal (its trailing zeros dropped, ``.0`` kept).
+    PERF: two string steps, not ``round`` and ``repr`` (~4,000 instructions)."""
+    if not -1e11 < dt_ms < 1e11:
+        return repr(round(dt_ms, 3))
+    shortest = duration.rstrip("0")
+    return shortest + "0" if shortest[-1] == "." else shortest
+
+
 def _own_stream(logger: logging.Logger, formatter: type[logging.Formatter]) -> Any:
     """The one handler of ``logger`` when it is exactly what ``svcrest serve`` configured (a
     ``StreamHandler`` with :class:`RedactSecrets` and ``formatter``, nothing else on the
@@ -280,13 +322,14 @@ class AccessLine:
     formatter), every line is handed to that logger as granian's own record instead (the
     same message and fields), so a configuration of the user's own keeps working."""
 
-    __slots__ = ("_handler", "_json", "_logger", "_stamps")
+    __slots__ = ("_handler", "_json", "_logger", "_stamps", "_utc")
 
     def __init__(self, log_format: str = "text") -> None:
         self._json = log_format == "json"
         self._logger = logging.getLogger(ACCESS_LOGGER)
         self._handler: Any = None
         self._stamps = _Stamps()
+        self._utc = _UtcStamps()
 
     def resolve(self) -> bool:
         """Whether the lines go straight to the handler ``svcrest serve`` configured (decided
@@ -325,8 +368,11 @@ class AccessLine:
         except KeyError:  # granian writes any status with ``%d``
             code = str(int(status))
         if self._json:
-            message = f'[{stamp}] {scope["client"][0]} - "{method} {path} {protocol}" {code} '
-            line = self._json_line(scope, ctx, message, method, path, status, dt_ms)
+            duration = f"{dt_ms:.3f}"
+            message = (
+                f'[{stamp}] {scope["client"][0]} - "{method} {path} {protocol}" {code} {duration}'
+            )
+            line = self._json_line(scope, ctx, message, method, path, status, dt_ms, duration)
             line += handler.terminator
         else:
             request_id = "-" if ctx is None else ctx.request_id or "-"
@@ -351,8 +397,8 @@ class AccessLine:
             record = logging.LogRecord(ACCESS_LOGGER, logging.INFO, "", 0, line, None, None)
             handler.handleError(record)
 
-    @staticmethod
     def _json_line(
+        self,
         scope: Any,
         ctx: RequestContext | None,
         message: str,
@@ -360,25 +406,29 @@ class AccessLine:
         path: str,
         status: int,
         dt_ms: float,
+        duration: str,
     ) -> str:
+        """:class:`~svcrest.serve.jsonlog.JsonFormatter`'s object of the line, written as
+        ``json.dumps`` writes it (its keys in its order, ``", "`` and ``": "`` between them,
+        each string as its ASCII encoder writes one). PERF: no dictionary, no encoder
+        and no ``datetime`` a line (granian's worker, callgrind: ~25,000 instructions less)."""
         query = scope["query_string"]
         if query:
             path = f"{path}?{_clean(query.decode('latin-1'))}"
-        request_id = None if ctx is None else ctx.request_id or None
-        return _ENCODE(
-            {
-                "time": datetime.fromtimestamp(time(), UTC).isoformat(timespec="milliseconds"),
-                "level": "INFO",
-                "logger": ACCESS_LOGGER,
-                "message": f"{message}{dt_ms:.3f}",
-                "request_id": None if request_id == "-" else request_id,
-                "method": method,
-                "route": "" if ctx is None else ctx.matched_route,
-                "status": status,
-                "duration_ms": round(dt_ms, 3),
-                "user_id": 0 if ctx is None else ctx.user.id,
-                "path": path,
-            }
+        if ctx is None:
+            request_id, route, user_id = "null", '""', "0"
+        else:
+            named = ctx.request_id
+            request_id = "null" if not named or named == "-" else _JSON_STRING(named)
+            route, user = _JSON_STRING(ctx.matched_route), ctx.user.id
+            user_id = str(user) if type(user) is int else _ENCODE(user)
+        return (
+            f'{{"time": "{self._utc.made(time())}", "level": "INFO", '
+            f'"logger": "{ACCESS_LOGGER}", "message": {_JSON_STRING(message)}, '
+            f'"request_id": {request_id}, "method": {_JSON_STRING(method)}, "route": {route}, '
+            f'"status": {str(status) if type(status) is int else _ENCODE(status)}, '
+            f'"duration_ms": {_json_milliseconds(dt_ms, duration)}, "user_id": {user_id}, '
+            f'"path": {_JSON_STRING(path)}}}'
         )
 
 
