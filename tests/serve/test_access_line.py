@@ -11,10 +11,14 @@ import io
 import json
 import logging
 import logging.config
+import os
+import sys
 import time
 from collections.abc import Iterator, MutableMapping
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import svcrest
@@ -630,3 +634,46 @@ def test_an_unusual_status_is_written_as_granian_writes_it(access_stream: Any) -
         granian, svcrest_line = _both(access_stream, log_format, _scope(), 999, _EDITOR)
         assert svcrest_line == granian
         assert " 999 " in svcrest_line
+
+
+def _bare_site() -> Any:
+    """The streaming site alone (an ASGI callable), for granian's own access log."""
+
+    async def site(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await _streaming_site(scope, receive, send)
+
+    return site
+
+
+_bare = _bare_site()
+
+
+@pytest.mark.slow
+def test_a_real_granian_logs_the_status_granian_s_own_log_writes(tmp_path: Path) -> None:
+    """granian itself (its worker, its protocol): svcrest's line has the status granian's
+    ``--access-log`` writes for the same site, also where the site fails mid-answer."""
+    from tests.e2e.test_serving_options import free_port, running
+
+    root = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": f"{root}{os.pathsep}{root / 'src'}"}
+    statuses: dict[str, list[str]] = {}
+    for name, options, target in (
+        ("granian", ["--access-log"], "tests.serve.test_access_line:_bare"),
+        ("svcrest", ["--factory"], ASGI_FACTORY),
+    ):
+        port = free_port()
+        command = [sys.executable, "-m", "granian", "--interface", "asgi", "--port", str(port)]
+        command += [*options, target]
+        served_env = {**env, ENV_ACCESS_TARGET: "tests.serve.test_access_line:_bare_site"}
+        with running(command, tmp_path, port, env=served_env) as served:
+            for path in ("/page", "/fails", "/head-only", "/early", "/silent"):
+                with contextlib.suppress(httpx.HTTPError):
+                    httpx.get(f"{served.url}{path}")
+            deadline = time.monotonic() + 10
+            while served.output().count(' "GET /') < 5:
+                assert time.monotonic() < deadline, served.output()[-3000:]
+                time.sleep(0.05)
+            lines = [line for line in served.output().splitlines() if ' "GET /' in line]
+        statuses[name] = [line.split('" ')[1].split()[0] for line in lines]
+    assert statuses["svcrest"] == statuses["granian"] == ["206", "206", "500", "500", "500"]
