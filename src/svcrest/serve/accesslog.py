@@ -411,7 +411,8 @@ class AccessLine:
         """:class:`~svcrest.serve.jsonlog.JsonFormatter`'s object of the line, written as
         ``json.dumps`` writes it (its keys in its order, ``", "`` and ``": "`` between them,
         each string as its ASCII encoder writes one). PERF: no dictionary, no encoder
-        and no ``datetime`` a line (granian's worker, callgrind: ~25,000 instructions less)."""
+        and no ``datetime`` a line (granian's worker, callgrind: 247,276 → 199,055
+        instructions a request with a JSON line)."""
         query = scope["query_string"]
         if query:
             path = f"{path}?{_clean(query.decode('latin-1'))}"
@@ -475,8 +476,9 @@ class AccessLogged:
             await self._watched(scope, receive, send, started, clock)
             return
         # PERF: granian's own record of the status, read as its log reads it: no wrapper
-        # around ``send`` (a closure a request and a coroutine a message: granian's worker,
-        # callgrind, ~2,400 instructions a request).
+        # around ``send``, no closure a request and no coroutine a message (with the lock's
+        # methods and the status's digits below: granian's worker, callgrind, 186,449 →
+        # 180,140 instructions a request).
         try:
             await self.app(scope, receive, send)
         finally:
