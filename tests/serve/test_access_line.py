@@ -5,15 +5,20 @@ configuration, text and JSON, from the same request."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import io
 import json
 import logging
 import logging.config
+import os
+import sys
 import time
 from collections.abc import Iterator, MutableMapping
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import svcrest
@@ -427,3 +432,295 @@ def test_the_worker_factory_wraps_the_site(monkeypatch: pytest.MonkeyPatch) -> N
     assert isinstance(wrapped, AccessLogged) and isinstance(wrapped.app, App)
     assert wrapped.line._json is True
     assert ASGI_FACTORY == "svcrest.serve.accesslog:asgi_from_env"
+
+
+# -- under granian: the status from granian's own record ----------------------------------------
+
+
+def _run_alone(serve: Any) -> None:
+    """Run the coroutine function ``serve`` in a fresh context with the launcher's handler
+    alone on the access logger (pytest's log capture joins every logger that does not
+    propagate)."""
+    logger = logging.getLogger("granian.access")
+    handlers = logger.handlers[:]
+    logger.handlers[:] = [handler for handler in handlers if type(handler) is logging.StreamHandler]
+    try:
+        contextvars.Context().run(asyncio.run, serve())
+    finally:
+        logger.handlers[:] = handlers
+
+
+class _Protocol:
+    """A stand-in for granian's ASGI protocol: ``send`` one of its methods, and
+    ``sent_response_code`` as granian keeps it (500 until the answer's head went out with
+    its first body part, then the head's status)."""
+
+    def __init__(self) -> None:
+        self.sent_response_code = 500
+        self.messages: list[str] = []
+        self._status = 500
+
+    async def send(self, message: MutableMapping[str, Any]) -> None:
+        self.messages.append(message["type"])
+        if message["type"] == "http.response.start":
+            self._status = message["status"]
+        else:
+            self.sent_response_code = self._status
+
+
+def _streaming_site(scope: Any, receive: Any, send: Any) -> Any:
+    async def site() -> None:
+        if scope["path"] == "/silent":
+            return
+        if scope["path"] == "/early":
+            raise RuntimeError("before the head")
+        await send({"type": "http.response.start", "status": 206, "headers": []})
+        if scope["path"] == "/head-only":
+            raise RuntimeError("after the head, before its body")
+        await send({"type": "http.response.body", "body": b"a", "more_body": True})
+        if scope["path"] == "/fails":
+            raise RuntimeError("after a part")
+        await send({"type": "http.response.body", "body": b""})
+
+    return site()
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "error"),
+    [
+        ("/page", 206, ""),
+        ("/fails", 206, "after a part"),
+        ("/head-only", 500, "after the head, before its body"),
+        ("/early", 500, "before the head"),
+        ("/silent", 500, ""),
+    ],
+)
+def test_under_granian_the_status_is_granian_s_own_record(
+    logged_requests: io.StringIO, path: str, status: int, error: str
+) -> None:
+    """With granian's ``send`` the site gets that very ``send`` (no wrapper) and the line
+    has the status granian's own log reads from its protocol: a streamed answer that fails
+    after its head went out is logged with its status, as granian's ``--access-log`` logs it
+    (checked against granian 2.8: 206); an answer whose head never went out, 500."""
+    protocol = _Protocol()
+    seen: list[Any] = []
+
+    async def site(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(send)
+        await _streaming_site(scope, receive, send)
+
+    send = protocol.send
+    wrapped = AccessLogged(site, AccessLine("text"), protocol=_Protocol)
+    raised: list[str] = []
+
+    async def serve() -> None:
+        try:
+            await wrapped(_scope(path), None, send)
+        except RuntimeError as exc:
+            raised.append(str(exc))
+
+    _run_alone(serve)
+    assert seen == [send] and seen[0] is send
+    assert raised == ([error] if error else [])
+    assert logged_requests.getvalue().endswith(
+        f' "GET {path} HTTP/1.1" {status} 0.000 request_id=-\n'
+    )
+
+
+def test_the_default_protocol_is_granian_s() -> None:
+    """The wrapper knows granian's protocol class by default, and that class has the
+    ``sent_response_code`` its log reads and the ``send`` it hands an application."""
+    from granian._granian import ASGIHTTPProtocol  # type: ignore[attr-defined]
+
+    wrapped = AccessLogged(_app(), AccessLine())
+    assert wrapped.protocol is ASGIHTTPProtocol
+    assert hasattr(ASGIHTTPProtocol, "sent_response_code")
+    assert hasattr(ASGIHTTPProtocol, "send")
+
+
+def test_another_send_is_watched_as_before(logged_requests: io.StringIO) -> None:
+    """A ``send`` that is a method of anything but the protocol (or a plain function) is
+    wrapped: the status read as the head passes, 500 when the site raised."""
+
+    class Other(_Protocol):
+        pass
+
+    for path, status in (("/page", 206), ("/fails", 500)):
+        other = Other()
+        wrapped = AccessLogged(_streaming_site, AccessLine("text"), protocol=_Protocol)
+
+        async def serve(wrapped: Any = wrapped, other: Other = other, path: str = path) -> None:
+            with contextlib.suppress(RuntimeError):
+                await wrapped(_scope(path), None, other.send)
+
+        _run_alone(serve)
+        assert other.messages[0] == "http.response.start"
+        assert logged_requests.getvalue().endswith(
+            f' "GET {path} HTTP/1.1" {status} 0.000 request_id=-\n'
+        )
+
+
+# -- the JSON line's parts, as json.dumps and datetime write them --------------------------------
+
+
+def test_the_json_time_is_datetime_s_to_the_millisecond() -> None:
+    """The JSON ``time`` made once a second is ``datetime``'s for every time: half
+    microseconds rounded half to even, a time rounding up to the next second, a second
+    met again after a later one."""
+    import random
+    from datetime import UTC, datetime
+
+    stamps = accesslog._UtcStamps()
+    chooser = random.Random(43)
+    base = 1_795_000_000
+    times = [base + 0.25, base + 0.9999995, base + 0.0000005, base + 0.0000015, base + 0.999]
+    times += [base + 1.9999996, base + 1.5, base + 0.5, base + 2.0]
+    for _ in range(20_000):
+        second = base + chooser.randrange(4)
+        times.append(second + chooser.randrange(1_000_000) / 1e6 + chooser.choice([0, 5e-7]))
+        times.append(second + chooser.random())
+    for seconds in times:
+        wanted = datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
+        assert stamps.made(seconds) == wanted, seconds
+
+
+def test_the_json_duration_is_json_dumps_of_round() -> None:
+    import random
+
+    chooser = random.Random(44)
+    values = [0.0, -0.0, 0.0004, 0.0005, 0.0015, 2.675, 123.4565, 1.2345678, 99_999_999_999.9995]
+    values += [1e11, 5e12, -1.0005, float(10**16)]
+    for _ in range(20_000):
+        values.append(chooser.randrange(10**7) / 1000 + chooser.choice([0.0005, -0.0005, 0.0]))
+        values.append(chooser.uniform(0, 100))
+        values.append(chooser.expovariate(0.001))
+    for value in values:
+        wanted = json.dumps(round(value, 3))
+        assert accesslog._json_milliseconds(value, f"{value:.3f}") == wanted, value
+
+
+@pytest.mark.parametrize(
+    "ctx",
+    [
+        None,
+        RequestContext(request_id="-"),
+        RequestContext(
+            user=User(7, 'é"\\'), request_id="r.1", matched_route='/a/(?P<x>[^/"]+)\u2028'
+        ),
+    ],
+    ids=["no-request", "id-dash", "route-to-escape"],
+)
+@pytest.mark.parametrize(
+    ("path", "query", "method"),
+    [
+        ('/q"uote\\é\u2028', b"a=%22&pwd=x", "GET"),
+        ("/n", b'%5Fwpnonce=abc&x=\xe9"', "POST"),
+        ("/\x00\x7f", b"", 'G"T'),
+    ],
+    ids=["quote-backslash-unicode", "nonce-latin1-quote", "nul-del-quote-method"],
+)
+def test_a_json_line_to_escape_is_granian_s_byte_for_byte(
+    access_stream: Any, ctx: Any, path: str, query: bytes, method: str
+) -> None:
+    """Strings JSON escapes (quotes, backslashes, non-ASCII, U+2028) in every field."""
+    granian, svcrest_line = _both(access_stream, "json", _scope(path, query, method), 200, ctx)
+    assert svcrest_line == granian
+    assert "abc" not in svcrest_line and "=x" not in svcrest_line
+
+
+def test_an_unusual_status_is_written_as_granian_writes_it(access_stream: Any) -> None:
+    """A status outside 100-599 (a site's own number), in both formats."""
+    for log_format in ("text", "json"):
+        granian, svcrest_line = _both(access_stream, log_format, _scope(), 999, _EDITOR)
+        assert svcrest_line == granian
+        assert " 999 " in svcrest_line
+
+
+def _bare_site() -> Any:
+    """The streaming site alone (an ASGI callable), for granian's own access log."""
+
+    async def site(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            await _streaming_site(scope, receive, send)
+
+    return site
+
+
+_bare = _bare_site()
+
+
+@pytest.mark.slow
+def test_a_real_granian_logs_the_status_granian_s_own_log_writes(tmp_path: Path) -> None:
+    """granian itself (its worker, its protocol): svcrest's line has the status granian's
+    ``--access-log`` writes for the same site, also where the site fails mid-answer."""
+    from tests.e2e.test_serving_options import free_port, running
+
+    root = Path(__file__).resolve().parents[2]
+    env = {"PYTHONPATH": f"{root}{os.pathsep}{root / 'src'}"}
+    statuses: dict[str, list[str]] = {}
+    for name, options, target in (
+        ("granian", ["--access-log"], "tests.serve.test_access_line:_bare"),
+        ("svcrest", ["--factory"], ASGI_FACTORY),
+    ):
+        port = free_port()
+        command = [sys.executable, "-m", "granian", "--interface", "asgi", "--port", str(port)]
+        command += [*options, target]
+        served_env = {**env, ENV_ACCESS_TARGET: "tests.serve.test_access_line:_bare_site"}
+        with running(command, tmp_path, port, env=served_env) as served:
+            for path in ("/page", "/fails", "/head-only", "/early", "/silent"):
+                with contextlib.suppress(httpx.HTTPError):
+                    httpx.get(f"{served.url}{path}")
+            deadline = time.monotonic() + 10
+            while served.output().count(' "GET /') < 5:
+                assert time.monotonic() < deadline, served.output()[-3000:]
+                time.sleep(0.05)
+            lines = [line for line in served.output().splitlines() if ' "GET /' in line]
+        statuses[name] = [line.split('" ')[1].split()[0] for line in lines]
+    assert statuses["svcrest"] == statuses["granian"] == ["206", "206", "500", "500", "500"]
+
+
+# -- the JSON line's query string: the redaction's quick test ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        b"_WPNONCE=x",
+        b"PwD=x",
+        b"pAsSwOrD[]=x",
+        b"%5Fwpnonce=x",
+        b"_wp%6Eonce=x",
+        b"_wp%6eonce=x",
+        b"pass%77ord=x",
+        b"%70wd=x",
+        b"%50WD=x",
+        b"x=1&_wpnonce[]=y",
+        b"a=b;pwd=x",
+        b"a=b;PASSWORD=c&d=e",
+        b"q=%0D%0A&pwd=x",
+        b"pwd=x\x00y",
+        b"_wpnonce=ab\x85cd\xa0ef&x=1",
+    ],
+)
+def test_every_spelling_of_a_secret_is_still_redacted(query: bytes) -> None:
+    cleaned = accesslog._clean_query(query)
+    assert cleaned == accesslog._clean(query.decode("latin-1"))
+    assert "[redacted]" in cleaned
+    assert "=x" not in cleaned.replace("q=", "") and "=ab" not in cleaned
+
+
+def test_the_quick_test_writes_what_the_full_cleaning_writes() -> None:
+    """Random query strings made of the secret names' letters in both cases, percent signs
+    and hexadecimal digits, separators, brackets, ``+``, controls and latin-1 bytes: the
+    quick path and :func:`_clean` write the same text for each."""
+    import random
+
+    chooser = random.Random(45)
+    pieces = [b"_wpnonce", b"pwd", b"password", b"nonce", b"PWD", b"PassWord", b"_WP", b"NONC"]
+    pieces += [b"%", b"%5F", b"%5f", b"%77", b"%6E", b"+", b"=", b"&", b";", b"[", b"]", b"?"]
+    pieces += [b"a", b"x", b"1", b"\x00", b"\x1b", b"\x7f", b"\x85", b"\xa0", b"\xe9", b"\\"]
+    for _ in range(20_000):
+        query = b"".join(chooser.choice(pieces) for _ in range(chooser.randrange(1, 12)))
+        assert accesslog._clean_query(query) == accesslog._clean(query.decode("latin-1")), query
+    for query in (b"page=2&per_page=10", b"x=\x1b", b"a\\b=c", b"s=\xe9t\xe9", b"+=+"):
+        assert accesslog._clean_query(query) == accesslog._clean(query.decode("latin-1"))
