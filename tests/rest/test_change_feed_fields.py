@@ -37,6 +37,7 @@ QUERIES = [
     "_fields=id,_links.self",
     "_fields=id,extra",
     "_fields=priority,_embedded",
+    "_fields[]=title&_fields[]=extra",
 ]
 
 
@@ -132,6 +133,7 @@ def test_the_expected_views_are_the_gets(store_location: str | None, clock: Cloc
             "_fields=id,_links.self": {"id": 1, "_links": links},
             "_fields=id,extra": {"id": 1, "extra": "plan!"},
             "_fields=priority,_embedded": {"priority": 0, "_links": links},
+            "_fields[]=title&_fields[]=extra": {"title": "plan", "extra": "plan!"},
         }
     finally:
         site.app.store.close()
