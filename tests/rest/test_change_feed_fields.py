@@ -27,7 +27,7 @@ from tests.rest.test_change_feed_fanout import next_frame, opened
 from tests.rest.test_change_feed_shared import run, until_waiting
 from tests.rest.test_change_streams import SSE, Stream
 from tests.rest.test_controller_changes import Books
-from tests.rest.test_store_collection import TASKS, Site
+from tests.rest.test_store_collection import TASKS, ClientFor, Site
 
 #: The ``_fields`` a subscriber asks for (the empty one: none), each a GET and a feed.
 QUERIES = [
@@ -184,3 +184,24 @@ def test_a_controllers_feed_gives_each_subscriber_its_gets_fields(
         run(check())
     finally:
         app.store.close()
+
+
+@pytest.mark.parametrize("prepared", [False, True], ids=["shared", "prepare-filter"])
+def test_a_long_poll_keeps_its_answer_and_gives_each_entry_the_gets_fields(
+    site: Site, client_for: ClientFor, prepared: bool
+) -> None:
+    """On both adapters (WSGI answers every feed by long-polling): the site's ``_fields``
+    filter leaves the answer's ``changes`` and ``cursor`` alone."""
+    if prepared:
+        site.app.hooks.add_filter("rest_prepare_task", add_extra)
+    site.seed("plan")
+    client = client_for(site.app)
+    for query in QUERIES:
+        item = client.get(f"{TASKS}/1?{query}")
+        assert item.status_code == 200
+        answer = client.get(f"{TASKS}/changes?since={cursor(0)}&{query}")
+        assert answer.status_code == 200
+        assert answer.json() == {
+            "changes": [{"id": cursor(1), "event": "created", "data": item.json()}],
+            "cursor": cursor(1),
+        }, query
