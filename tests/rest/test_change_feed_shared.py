@@ -26,7 +26,7 @@ from svcrest.store.change_waker import LONGEST_HOLD, change_waker
 from svcrest.store.changes import Change, changes_after
 from tests.rest.conftest import T0, Clock, cursor
 from tests.rest.test_change_streams import CHANGES, SSE, Stream, stream
-from tests.rest.test_store_collection import Site, links, view
+from tests.rest.test_store_collection import Site, view
 
 
 class Counted:
@@ -60,6 +60,18 @@ async def until_waiting(site: Site, count: int) -> None:
 
 def run(coroutine: Any) -> Any:
     return asyncio.run(coroutine)
+
+
+async def got(site: Site, headers: Mapping[str, str], task_id: int, query: str = "") -> Any:
+    """A GET of task ``task_id`` with ``query`` as ``headers`` authenticate it: its JSON."""
+    asked = Stream(site.app, f"{CHANGES.rsplit('/', 1)[0]}/{task_id}", headers, query)
+    await asked.start()
+    assert asked.status == 200
+    body = b""
+    while not asked.ended:
+        body += await asked.body()
+    await asked.leave()
+    return orjson.loads(body)
 
 
 def test_fifty_streams_one_commit_one_read_of_the_log_one_item_read_one_render(
@@ -219,9 +231,10 @@ def test_two_users_each_get_their_own_view_and_only_items_they_may_read(
                     assert [event["data"] for event in await one.events(1)] == [
                         view(2, "open", priority=1)
                     ]
-                assert [event["data"] for event in await slim.events(1)] == [
-                    {"id": 2, "title": "open", "_links": links(2)}
-                ]
+                # As the GET with the same _fields: no _links, which it does not name.
+                slim_get = await got(site, {}, 2, "_fields=id,title")
+                assert slim_get == {"id": 2, "title": "open"}
+                assert [event["data"] for event in await slim.events(1)] == [slim_get]
                 await asyncio.to_thread(site.tasks.table.update, 1, {"notes": "ed's eyes only"})
                 await asyncio.to_thread(site.tasks.table.update, 2, {"notes": "seen by ed"})
                 assert [event["data"] for event in await eds.events(2)] == [
@@ -269,13 +282,14 @@ def test_streams_of_one_viewer_share_a_rendering_others_do_not(
             await one.until(b"\n\n")
         await until_waiting(site, len(opened))
         await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 7})
-        for one, (_, query) in zip(opened, asked, strict=True):
-            (event,) = await one.events(1)
-            slim = {"id": 1, "title": "a", "_links": links(1)}
-            assert event["data"] == (slim if query else view(1, "a", priority=7))
+        events = [await one.events(1) for one in opened]
         assert sorted(renders, key=repr) == sorted(
             [(2, None), (3, None), (0, None), (0, "title")], key=repr
         )
+        slim = await got(site, {}, 1, "_fields=title")  # as the GET: neither id nor _links
+        assert slim == {"title": "a"}
+        for (event,), (_, query) in zip(events, asked, strict=True):
+            assert event["data"] == (slim if query else view(1, "a", priority=7))
         for one in opened:
             await one.leave()
 

@@ -85,6 +85,7 @@ from svcrest.http.streams import (
     unless_closing,
     wanted_stream,
 )
+from svcrest.rest.fields import filter_response_fields, links_wanted
 from svcrest.store.base import Store
 from svcrest.store.change_waker import COALESCE, change_waker, wake_in_slices
 from svcrest.store.changes import (
@@ -108,6 +109,7 @@ __all__ = [
     "ChangeFeed",
     "FeedRender",
     "SessionCheck",
+    "as_got",
 ]
 
 _log = logging.getLogger("svcrest.store")
@@ -202,6 +204,34 @@ def _jsonl_frame(cursor: str, event: str, data: bytes) -> bytes:
     )
 
 
+def as_got(answer: Any, request: Request) -> Any:
+    """The data of ``answer`` (a controller's answer to a GET of one item: a Response, or
+    its data) as that GET's answer to ``request``'s user shows it, by the functions that
+    answer goes through: ``_fields`` applied to the data after the ``rest_prepare_<type>``
+    filters (WordPress's ``rest_filter_response_fields``: a field such a filter adds is
+    left out unless named), then the ``_links`` added unless ``_fields`` leaves them out
+    (they stay when it names ``_links`` or ``_embedded``, or nothing)."""
+    if isinstance(answer, Response):
+        data, links = answer.data, answer.links
+    else:
+        data, links = answer, None
+    fields = request.get_param("_fields")
+    if fields is not None:
+        data = filter_response_fields(data, fields)
+    if links and isinstance(data, dict) and (fields is None or links_wanted(fields)):
+        return {**data, "_links": links}
+    return data
+
+
+def _fields_for_entries(request: Request) -> None:
+    """Keep ``request``'s ``_fields`` for its entries' ``data`` alone: moved from its query,
+    which the site's ``rest_filter_response_fields`` reads to filter a whole answer (a
+    long-poll's ``{"changes", "cursor"}`` would be left empty), to its URL parameters,
+    where :meth:`~svcrest.http.request.Request.get_param` finds it first."""
+    if request.query_param("_fields") is not None:
+        request.url_params["_fields"] = request.query_params.pop("_fields")
+
+
 class FeedRender:
     """How a feed shows a change to its subscribers, in parts a process shares among them:
     :meth:`load` once a wake for everyone, :meth:`allowed` per subscriber, :meth:`view` once
@@ -228,8 +258,8 @@ class FeedRender:
         return True
 
     def view(self, change: Change, loaded: Any, request: Request) -> Any:
-        """The entry's ``data``: what ``request``'s GET would show, or None to leave the
-        change out."""
+        """The entry's ``data``: what ``request``'s GET would show (:func:`as_got` of the
+        item's answer), or None to leave the change out."""
         raise NotImplementedError
 
     def viewer(self, request: Request) -> Hashable | None:
@@ -668,8 +698,10 @@ class ChangeFeed:
         for ``text/event-stream`` or ``application/jsonl`` and an ASGI server serves the
         request, bounded by ``host``'s ``streams`` and ended when its
         ``stream_session_check(request)`` answers False (the App's); else the long-poll
-        answer (:meth:`answer`). Each change is rendered in the ``view`` context."""
+        answer (:meth:`answer`). Each change is rendered in the ``view`` context, and
+        ``_fields`` shapes each entry's ``data`` (not the long-poll's answer around them)."""
         request.set_param("context", "view")
+        _fields_for_entries(request)
         kind = wanted_stream(request.get_header("Accept")) if request.method == "GET" else None
         found = getattr(host, "streams", None)
         slots = found if isinstance(found, StreamSlots) else None

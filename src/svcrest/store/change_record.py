@@ -12,12 +12,15 @@ before ``record`` returns. Readers of the feed are woken at the commit (PostgreS
 
 A feed entry's ``data`` is the item as the subscriber's own GET would show it, asked of the
 controller when the entry is sent: ``get_item_permissions_check`` then ``get_item`` with a
-request for ``GET /<ns>/<rest_base>/<id>`` in the ``view`` context by the subscriber; an
-item either refuses (or answers with an error, as a deleted item's 404) is left out. A
-deletion's ``data`` is ``{"id": n}``, shown when ``get_items_permissions_check`` still lets
-the subscriber in. The permission checks are asked per subscriber; ``get_item`` once per
-user (and site) for all the streams a wake serves in a process, since the request it is
-asked with holds nothing else of the subscriber's.
+request for ``GET /<ns>/<rest_base>/<id>`` in the ``view`` context by the subscriber, with
+the subscriber's ``_fields``, which then filters the answer as the GET's is filtered
+(after the ``rest_prepare_<type>`` filters; ``_links`` only when it names them or names
+nothing); an item either refuses (or answers with an error, as a deleted item's 404) is
+left out. A deletion's ``data`` is ``{"id": n}``, shown when
+``get_items_permissions_check`` still lets the subscriber in. The permission checks are
+asked per subscriber; ``get_item`` once per user, site and ``_fields`` for all the streams
+a wake serves in a process, since the request it is asked with holds nothing else of the
+subscriber's.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from svcrest.store.change_feed import (
     FEED_ARGS,
     ChangeFeed,
     FeedRender,
+    as_got,
 )
 from svcrest.store.changes import EVENTS, Change, ensure_change_log, record_change
 from svcrest.store.lazy_tables import LazyTables
@@ -158,8 +162,8 @@ def _renderer(controller: RestController) -> FeedRender:
 
 class _ControllerRender(FeedRender):
     """A controller's feed render: its permission checks asked per subscriber, its
-    ``get_item`` once per user (and site) for every stream of a wake: the request it is
-    asked with holds nothing else of the subscriber's."""
+    ``get_item`` once per user, site and ``_fields`` for every stream of a wake: the
+    request it is asked with holds nothing else of the subscriber's."""
 
     # As in the controller's own GET, its checks and get_item run on the event loop.
     blocking = False
@@ -169,7 +173,11 @@ class _ControllerRender(FeedRender):
         self._route = f"/{controller.namespace}/{controller.rest_base}/"
 
     def _asked(self, change: Change, request: Request) -> Request:
-        asked = Request("GET", self._route + str(change.item_id), query={"context": "view"})
+        query: dict[str, Any] = {"context": "view"}
+        fields = request.get_param("_fields")
+        if fields is not None:
+            query["_fields"] = fields
+        asked = Request("GET", self._route + str(change.item_id), query=query)
         asked.url_params["id"] = change.item_id
         asked.user = request.user
         asked.site = request.site
@@ -188,18 +196,22 @@ class _ControllerRender(FeedRender):
         answer = controller.get_item(self._asked(change, request))
         if isinstance(answer, RestError):
             return None
-        if isinstance(answer, Response):
-            if answer.status >= 400:
-                return None
-            return controller.prepare_response_for_collection(answer)
-        return answer
+        if isinstance(answer, Response) and answer.status >= 400:
+            return None
+        return as_got(answer, request)
 
     def viewer(self, request: Request) -> Hashable | None:
-        # SECURITY: the whole user (id and roles) and the site: all the asked request holds.
-        return (request.user, id(request.site))
+        fields = request.get_param("_fields")
+        if isinstance(fields, list) and all(isinstance(one, str) for one in fields):
+            fields = tuple(fields)
+        elif fields is not None and not isinstance(fields, str):
+            return None  # (an object of names: not shared)
+        # SECURITY: the whole user (id and roles), the site and the ``_fields``: all the
+        # asked request holds.
+        return (request.user, id(request.site), fields)
 
     def viewer_stamp(self) -> Hashable | None:
-        return 0  # the key is the request's user and site alone: it never moves
+        return 0  # the key is the request's user, site and _fields alone: it never moves
 
     def allowed_by_viewer(self, change: Change) -> bool:
         # SECURITY: an item's check is asked with a request of the change holding only the

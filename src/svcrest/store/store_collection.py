@@ -64,6 +64,7 @@ from svcrest.store.change_feed import (
     FEED_ARGS,
     ChangeFeed,
     FeedRender,
+    as_got,
 )
 from svcrest.store.changes import Change
 from svcrest.store.collection_columns import MAX_INT, check_identifier
@@ -437,14 +438,16 @@ class StoreCollection(RestController):
     async def get_changes(self, request: Request) -> Response | RestError:
         """``GET /<rest_base>/changes``: the long-poll of the collection's changes
         (``since``, ``wait``; see :class:`~svcrest.store.change_feed.ChangeFeed`), each item
-        as this user's GET would show it in the ``view`` context, only when the ``read``
-        rule lets this user read it now; events of items deleted since are left out, and a
-        deletion is ``{"id": n}``, shown when the ``read`` rule allows reading the collection
-        (a callable is asked with no item). ``Accept: text/event-stream`` (Server-Sent
-        Events) and ``application/jsonl`` (JSON Lines) get a stream of the same entries
-        when an ASGI server serves the request (:meth:`ChangeFeed.stream`), bounded by the
-        site's ``streams`` and ended when the subscriber's session ends; elsewhere (WSGI,
-        internal requests) the long-poll answer."""
+        as this user's GET would show it in the ``view`` context (the feed's ``_fields``
+        applying to each item as to that GET's answer; ``_embed`` is not followed), only
+        when the ``read`` rule lets this user read it now; events of items deleted since
+        are left out, and a deletion is ``{"id": n}``, shown when the ``read`` rule allows
+        reading the collection (a callable is asked with no item). ``Accept:
+        text/event-stream`` (Server-Sent Events) and ``application/jsonl`` (JSON Lines) get
+        a stream of the same entries when an ASGI server serves the request
+        (:meth:`ChangeFeed.stream`), bounded by the site's ``streams`` and ended when the
+        subscriber's session ends; elsewhere (WSGI, internal requests) the long-poll
+        answer."""
         return await self.feed.serve(request, self._feed_render, self._host())
 
     def _view_key(self, request: Request) -> Hashable | None:
@@ -1098,10 +1101,7 @@ class _ChangeRender(FeedRender):
     def view(self, change: Change, loaded: Any, request: Request) -> Any:
         if change.event == "deleted":
             return {"id": change.item_id}
-        collection = self._collection
-        return collection.prepare_response_for_collection(
-            collection.prepare_item_for_response(loaded, request)
-        )
+        return as_got(self._collection.prepare_item_for_response(loaded, request), request)
 
     def viewer(self, request: Request) -> Hashable | None:
         return self._collection._view_key(request)
