@@ -243,7 +243,7 @@ async def serve_rest(
         # with the callbacks after them when a hook has some (it then answers the response
         # and its lines: StepWithCallbacks).
         own = step(result, server, request)
-        if type(own) is not tuple:
+        if not isinstance(own, tuple):  # PreparedLines too (a tuple)
             own = await own
         if plan.after_default:
             result, own = own
