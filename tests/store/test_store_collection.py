@@ -30,7 +30,7 @@ def test_an_unbound_collection_names_the_missing_binding_wherever_it_needs_the_s
 def test_a_bound_collection_reads_the_site_it_was_bound_to() -> None:
     app = App()
     tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
-    assert tasks._site is app is tasks.app
+    assert tasks._bound_site is app is tasks.app
     assert tasks._store() is app.store
     assert tasks._collection_url() == app.rest_url("/todo/v1/tasks")
     app.store.close()

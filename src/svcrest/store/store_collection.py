@@ -329,7 +329,7 @@ class StoreCollection(RestController):
         #: then. PERF: one attribute read where the request path needs the site (the
         #: :attr:`app` property is not specialised by CPython 3.11: a generic look-up and a
         #: Python call), without a test of being bound at each read.
-        self._site: StoreHost = cast(StoreHost, _Unbound(type(self).__name__))
+        self._bound_site: StoreHost = cast(StoreHost, _Unbound(type(self).__name__))
         self._clock = clock
         self.mcp = bool(mcp)
         if not isinstance(namespace, str) or not namespace.strip("/"):
@@ -399,13 +399,13 @@ class StoreCollection(RestController):
     # -- the site ------------------------------------------------------------------------------
 
     def _store(self) -> Store:
-        return self._site.store
+        return self._bound_site.store
 
     def _now(self) -> float:
-        return self._clock() if self._clock is not None else self._site.clock()
+        return self._clock() if self._clock is not None else self._bound_site.clock()
 
     def _secret(self) -> bytes:
-        return self._site.secret_key
+        return self._bound_site.secret_key
 
     def _retention(self) -> float:
         return float(self._hooks().apply_filters("svc_changes_retention", DEFAULT_RETENTION))
@@ -418,7 +418,7 @@ class StoreCollection(RestController):
         if not hasattr(type(app), "store"):
             raise TypeError("a StoreCollection needs a site with a store (an App)")
         super().bind(app)
-        self._site = cast(StoreHost, app)
+        self._bound_site = cast(StoreHost, app)
 
     def register_routes(self, app: RouteRegistrar) -> None:
         """Register the routes of ``RestController`` with the store's options: writes may
@@ -458,7 +458,7 @@ class StoreCollection(RestController):
         when an ASGI server serves the request (:meth:`ChangeFeed.stream`), bounded by the
         site's ``streams`` and ended when the subscriber's session ends; elsewhere (WSGI,
         internal requests) the long-poll answer."""
-        return await self.feed.serve(request, self._feed_render, self._site)
+        return await self.feed.serve(request, self._feed_render, self._bound_site)
 
     def _view_key(self, request: Request) -> Hashable | None:
         """The key of what the feed shows ``request``'s user of an item (see
@@ -544,7 +544,7 @@ class StoreCollection(RestController):
     def _collection_url(self) -> str | None:
         """The collection's URL, from which an item's is made (None when a ``rest_url``
         filter may change each URL: then each is asked for)."""
-        app = self._site
+        app = self._bound_site
         if app.hooks.has_callbacks("rest_url"):
             return None
         return app.rest_url(f"/{self.namespace}/{self.rest_base}")
@@ -588,7 +588,7 @@ class StoreCollection(RestController):
 
     def _shape(self, request: Request) -> _Shape | None:
         """The keys of an answer to ``request`` (None: too unusual to work out here)."""
-        fields_version = self._site.rest_fields.version
+        fields_version = self._bound_site.rest_fields.version
         if fields_version != self._fields_seen[0]:
             self._fields_seen = (fields_version, bool(self.get_additional_fields()))
         if self._fields_seen[1]:
