@@ -606,8 +606,8 @@ class StoreCollection(RestController):
         if not isinstance(context, str):
             return None
         memo_key = (context, fields_key, fields_version)
-        known = self._shapes.get  # PERF: the memo's get, read then called (Memo says why)
-        shape = known(memo_key)
+        # PERF: the entries' own ``get``, a dict method (specialised), not the memo's held one.
+        shape = self._shapes.entries.get(memo_key)
         if shape is None:
             shape = self._shapes.keep(memo_key, self._work_out_shape(request, context))
         return shape
