@@ -9,15 +9,16 @@ the general one (an equal tuple made afresh).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from svcrest import App, Request, public
+from svcrest import App, Request, Response, public
 from svcrest.http.context import RequestContext
 from svcrest.http.user import ANONYMOUS, User
 from svcrest.rest import wire
-from svcrest.rest.defaults import default_own_lines
+from svcrest.rest.defaults import default_own_lines, rest_send_allow_header, rest_send_cors_headers
 from svcrest.rest.wire import answer_lines, prepared_lines
 
 OWN_LINES = (
@@ -144,3 +145,57 @@ def test_the_default_step_hands_out_one_prepared_tuple_per_route_and_origin() ->
         assert type(found[0]) is wire.PreparedLines
         cors = () if origin != "http://example.com" else server.cors.lines(origin)
         assert found[0] == (("Allow", "GET"), *cors)
+
+
+async def _async_yes(request: Request) -> bool:
+    return True
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [("ETag", '"v1"')],
+        [("X-One", "1"), ("X-Two", "2")],
+        [("ETag", '"v1"'), ("allow", "POST")],  # the filter replaces it: the general path
+        [("Access-Control-Allow-Origin", "*")],  # likewise
+    ],
+)
+@pytest.mark.parametrize("origin", [None, "http://example.com", "http://evil.example\r\n"])
+@pytest.mark.parametrize("cors", [True, False])
+@pytest.mark.parametrize("permission", [public, lambda r: True, _async_yes])
+def test_a_response_with_plain_lines_of_its_own_gets_what_the_filters_give(
+    lines: list[tuple[str, str]], origin: str | None, cors: bool, permission: Any
+) -> None:
+    """The default step's shortcut for a response whose own lines are a plain list (a
+    StoreCollection item's ``ETag``) answers the lines the two filters leave, with the
+    ``Allow`` value remembered or asked of a permission callback (sync or async)."""
+    app = App()
+    route = {"methods": "GET", "callback": lambda r: [1], "permission_callback": public}
+    app.register_rest_route(
+        "demo/v1",
+        "/items",
+        [route, {**route, "methods": "POST", "permission_callback": permission}],
+    )
+    server = app.rest_get_server()
+    answers = []
+    for general in (False, True):
+        request = Request("GET", "/demo/v1/items")
+        if origin is not None:
+            request.headers["Origin"] = origin
+        response = server.dispatch(request)
+        response.add_header_lines(lines)  # a plain list, as set_header_line makes one
+        if general:
+            allowed = rest_send_allow_header(response, server, request)
+            if not isinstance(allowed, Response):
+                asyncio.run(allowed)
+            if cors:
+                rest_send_cors_headers(False, response, request, server)
+            answers.append(response.header_tuple())
+        else:
+            own = default_own_lines(response, server, request, cors)
+            answers.append(own if isinstance(own, tuple) else asyncio.run(own))
+            names = {name.lower() for name, _ in lines}
+            plain = not names & {"allow", "access-control-allow-origin"}
+            assert (response._headers is None) is plain  # the shortcut makes no Headers
+    assert answers[0] == answers[1]
+    assert ("Allow", "GET, POST") in answers[0] or ("allow", "POST") in lines

@@ -327,8 +327,12 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
     PERF: for a response without lines of its own (the usual one) the lines are made as a
     tuple, without the two chains' runs, the filters' calls and the response's list (a WSGI
     GET 105,230 → 97,508 instructions, bench/budget.py's child); a response with lines of
-    its own goes through the filters themselves."""
+    its own goes through the filters themselves, unless they are a plain list the filters
+    would only add to (:func:`_added_to_lines`)."""
     if response.has_headers():
+        added = _added_to_lines(response, server, request, cors)
+        if added is not None:
+            return added
         allowed = rest_send_allow_header(response, server, request)
         if not isinstance(allowed, Response):
             return _own_lines_later(allowed, server, request, cors)
@@ -357,6 +361,68 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
     if origin is None:
         return _ALLOW_LINES[value]
     return server.cors.own[value, origin]
+
+
+#: The lower-case names of the lines the default filters set (``Allow``, the CORS lines).
+_DEFAULT_FILTER_LINES = frozenset(
+    {
+        "allow",
+        "access-control-allow-origin",
+        "access-control-allow-methods",
+        "access-control-allow-credentials",
+    }
+)
+
+
+def _added_to_lines(response: Response, server: Any, request: Request, cors: bool) -> Any:
+    """:func:`default_own_lines` of a response whose own lines are a plain list (no
+    ``Headers`` made) holding none of the lines the filters set, on a route of the table:
+    its lines, then ``Allow`` (the remembered value, else the permission callbacks asked, as
+    :func:`rest_send_allow_header` asks them), then the CORS lines, which is what the filters
+    leave (each adds its lines after the others); an awaitable of them while an ``async``
+    permission callback answers; None for any other response.
+
+    PERF: a StoreCollection item GET (its own ``ETag`` line) makes no ``Headers`` and runs
+    neither filter (bench/budget.py: ~?? instructions less)."""
+    lines = response._lines
+    route = response.matched_route
+    if response._headers is not None or not lines or not route:
+        return None
+    for name, _ in lines:
+        if name.lower() in _DEFAULT_FILTER_LINES:
+            return None
+    entry_of = server.table.get  # PERF: as in default_own_lines
+    entry = entry_of(route)
+    if entry is None:
+        return None
+    value = entry.permissionless_allow
+    if value is None:
+        value = entry.allow_value(request)
+        if type(value) is not str:
+            return _added_later(value, tuple(lines), server, request, cors)
+    return _with_allow(tuple(lines), value, server, request, cors)
+
+
+def _with_allow(
+    lines: tuple[tuple[str, str], ...], value: str, server: Any, request: Request, cors: bool
+) -> tuple[tuple[str, str], ...]:
+    """``lines``, then ``Allow: value`` (none for ""), then the CORS lines unless ``cors``
+    is False (see :func:`_added_to_lines`)."""
+    allow: tuple[tuple[str, str], ...] = (("Allow", value),) if value else ()
+    origin = request.headers.get_joined("origin") if cors else None
+    if origin is None:
+        return (*lines, *allow)
+    lines_of = server.cors.lines  # PERF: as in default_own_lines
+    return (*lines, *allow, *lines_of(origin))
+
+
+async def _added_later(
+    pending: Any, lines: tuple[tuple[str, str], ...], server: Any, request: Request, cors: bool
+) -> tuple[tuple[str, str], ...]:
+    """:func:`_added_to_lines` once an ``async`` permission callback has answered for
+    ``Allow``."""
+    value = await pending
+    return _with_allow(lines, value, server, request, cors)
 
 
 async def _own_lines_later(allowed: Any, server: Any, request: Request, cors: bool) -> Any:
