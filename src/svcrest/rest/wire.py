@@ -127,7 +127,8 @@ class PreparedLines(tuple[tuple[str, str], ...]):
     """Header lines a step made once and hands out for many answers (a memory's value: a
     route's ``Allow`` line, with an origin's CORS lines): a tuple hashed by identity, so the
     answer step's template memory finds their answer's lines without hashing and comparing
-    each line (a WSGI GET with CORS lines ~540 instructions less, bench/budget.py).
+    each line (with the default step handing out one such tuple per route and origin: a WSGI
+    GET with CORS lines 77,604 → 76,187 instructions, bench/budget.py).
 
     Equal to a plain tuple of the same lines, but not the same key: such a tuple is another
     entry of the memory, with the same lines (never a wrong answer). Make them with
