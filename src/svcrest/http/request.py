@@ -377,7 +377,7 @@ class Request:
         url_params = self.url_params
         if name in url_params:
             return url_params[name]
-        if self.lone_url_params() is not None:
+        if not self.may_have_query and self.lone_url_params() is not None:
             # PERF: no query parameter can exist: the defaults answer, and the query bucket
             # is not handed out (a read leaves ``may_have_query`` false, so the steps that
             # look only at query parameters still skip the request).
