@@ -18,8 +18,9 @@ from __future__ import annotations
 import dis
 import importlib
 import itertools
+import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -243,3 +244,61 @@ def test_a_stored_item_is_read_with_specialised_loads() -> None:
         assert unspecialised_loads(CollectionTable.get.__code__) == []
     finally:
         store.close()
+
+
+def unspecialised_loads_run(code: types.CodeType, call: Callable[[], object]) -> list[str]:
+    """The loads of ``code`` that ``call`` runs and that are still adaptive (never
+    specialised), as ``OPNAME name``: the adaptive bytecode read first, then one traced call
+    names the instructions that ran (a branch not taken may stay adaptive)."""
+    adaptive = {
+        instruction.offset: f"{instruction.opname} {instruction.argval}"
+        for instruction in dis.get_instructions(code, adaptive=True)
+        if instruction.opname in ADAPTIVE
+    }
+    ran: set[int] = set()
+
+    def tracer(frame: types.FrameType, event: str, arg: object) -> Any:
+        if frame.f_code is not code:
+            return None
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            ran.add(frame.f_lasti)
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    assert ran, "the traced call did not run the code"
+    return [text for offset, text in sorted(adaptive.items()) if offset in ran]
+
+
+def test_the_default_step_and_the_credential_probe_run_specialised_loads() -> None:
+    """The default step (its usual case: the route's remembered ``Allow`` line with an
+    Origin's CORS lines), a WSGI environ's credential probe (``EnvironHeaders.has_any``) and
+    the credential rule the plan holds run no unspecialised load (the rule is called as
+    ``plan.rule.carried``, a method CPython 3.11 specialises; a callable the plan held was
+    not)."""
+    from svcrest import App, Request, public
+    from svcrest.http.environ import EnvironHeaders
+    from svcrest.rest.auth_schemes import CredentialRule
+    from svcrest.rest.defaults import default_own_lines
+
+    app = App()
+    route = {"methods": "GET", "callback": lambda r: [1], "permission_callback": public}
+    app.register_rest_route("demo/v1", "/items", route)
+    server = app.rest_get_server()
+    request = Request("GET", "/demo/v1/items")
+    request.headers["Origin"] = "http://example.com"
+    response = server.dispatch(request)
+    plan = server.plan()
+    headers = EnvironHeaders({"REQUEST_METHOD": "GET", "HTTP_HOST": "h", "HTTP_ORIGIN": "o"})
+    for _ in range(WARM_CALLS):
+        own = default_own_lines(response, server, request)
+        assert plan.rule.carried(headers, None, None) == 0
+    assert own[0] == ("Allow", "GET")
+    step = default_own_lines.__code__
+    assert unspecialised_loads_run(step, lambda: default_own_lines(response, server, request)) == []
+    for code in (EnvironHeaders.has_any.__code__, CredentialRule.carried.__code__):
+        assert unspecialised_loads_run(code, lambda: plan.rule.carried(headers, None, None)) == []

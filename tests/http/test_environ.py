@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from svcrest.http import environ as environ_module
 from svcrest.http.environ import EnvironHeaders, environ_header_lines
 
 
@@ -93,3 +94,32 @@ def test_a_change_lists_the_lines_first() -> None:
     headers.add("X-Added", "yes")
     assert headers.get_joined("accept") == "*/*"
     assert headers.get_joined("x-added") == "yes"
+
+
+#: Header names and the environ keys that carry them, for the probe's tests.
+_NAMES = {
+    "authorization": "HTTP_AUTHORIZATION",
+    "cookie": "HTTP_COOKIE",
+    "x-wp-nonce": "HTTP_X_WP_NONCE",
+    "x-svc-nonce": "HTTP_X_SVC_NONCE",
+    "x-api-key": "HTTP_X_API_KEY",
+    "content-type": "CONTENT_TYPE",  # and HTTP_CONTENT_TYPE
+}
+
+
+@pytest.mark.parametrize("count", range(1, len(_NAMES) + 1))
+def test_has_any_of_up_to_four_keys_tests_each_and_answers_as_the_keys_view(count: int) -> None:
+    """One to four keys are tested one by one (the fast path), more through the environ's
+    keys view: both answer as the view's ``isdisjoint`` would, for every line present."""
+    names = frozenset(list(_NAMES)[:count])
+    keys, four, _ = environ_module._probe(names)
+    carriers = {key for name in names for key in environ_module._keys_of_name(name)}
+    assert keys == tuple(sorted(carriers))
+    assert (four is not None) is (len(keys) <= 4)
+    if four is not None:
+        assert set(four) == set(keys)
+    for present in [*_NAMES.values(), "HTTP_CONTENT_TYPE", "HTTP_ACCEPT"]:
+        value = "text/plain" if "CONTENT" in present else "x"
+        environ_keys = environ(**{present: value})
+        expected = not environ_keys.keys().isdisjoint(keys)
+        assert EnvironHeaders(environ_keys).has_any(names) is expected, present

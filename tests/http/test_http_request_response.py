@@ -192,3 +192,26 @@ def test_lone_url_params_only_when_no_other_bucket_can_hold_a_parameter() -> Non
     handed = Request("GET", "/r")
     _ = handed.query_params  # the bucket handed out: a parameter may be set in it
     assert handed.lone_url_params() is None
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+@pytest.mark.parametrize("query", ["", "context=edit&extra=1"])
+def test_a_param_read_answers_as_the_buckets_walk_and_hands_out_no_empty_query(
+    method: str, query: str
+) -> None:
+    """``get_param`` of a request whose query can hold nothing answers from the defaults
+    without handing out the query bucket (``may_have_query`` stays false); its answers are
+    the buckets' walk's, for every name and method."""
+
+    def made() -> Request:
+        request = Request.from_http(method, "/x", query, Headers([]), b"")
+        request.url_params = {"id": "7"}
+        request.default_params = {"context": "view", "none": None}
+        return request
+
+    for name in ("id", "context", "extra", "none", "missing"):
+        read, walked = made(), made()
+        general = next((b[name] for b in walked.param_buckets() if name in b), None)
+        assert read.get_param(name) == general, name
+        expected = bool(query) or (method == "POST" and name not in ("id",))
+        assert read.may_have_query is expected, name

@@ -377,6 +377,11 @@ class Request:
         url_params = self.url_params
         if name in url_params:
             return url_params[name]
+        if not self.may_have_query and self.lone_url_params() is not None:
+            # PERF: no query parameter can exist: the defaults answer, and the query bucket
+            # is not handed out (a read leaves ``may_have_query`` false, so the steps that
+            # look only at query parameters still skip the request).
+            return self.default_params.get(name)
         for bucket in self.param_buckets():
             if name in bucket:
                 return bucket[name]

@@ -27,6 +27,7 @@ from svcrest.rest.fields import filter_response_fields
 from svcrest.rest.plan import leaves_query, options_only, query_only
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.routing.table import RouteTable
+from svcrest.rest.wire import prepared_lines
 
 
 class ServerView(Protocol):
@@ -207,18 +208,63 @@ class _CorsMemo(dict[str, tuple[tuple[str, str], ...]]):
         return lines
 
 
+class _OwnLinesMemo(dict[tuple[str, str], tuple[tuple[str, str], ...]]):
+    """(``Allow`` value, Origin) → a response's own lines after the default filters (the
+    ``Allow`` line, then the CORS lines), made once and known to the answer step by identity
+    (:func:`~svcrest.rest.wire.prepared_lines`). SECURITY: bounded like :class:`_CorsMemo`
+    (the ``Allow`` values are the site's routes' method lists)."""
+
+    __slots__ = ("cors",)
+
+    def __init__(self, cors: _CorsMemo) -> None:
+        super().__init__()
+        self.cors = cors
+
+    def __missing__(self, key: tuple[str, str]) -> tuple[tuple[str, str], ...]:
+        value, origin = key
+        lines = self.cors[origin]
+        own = (("Allow", value), *lines) if value else lines
+        if len(origin) <= MAX_ORIGIN_LENGTH:
+            if len(self) >= _CORS_LINES_MAX:
+                self.clear()
+            self[key] = own = prepared_lines(own)
+        return own
+
+
+class _AllowLinesMemo(dict[str, tuple[tuple[str, str], ...]]):
+    """``Allow`` value → the one ``Allow`` line (none for ""), made once and known to the
+    answer step by identity (:func:`~svcrest.rest.wire.prepared_lines`). SECURITY: bounded
+    (the values are the routes' method lists, each a handful of names)."""
+
+    __slots__ = ()
+
+    def __missing__(self, value: str) -> tuple[tuple[str, str], ...]:
+        own = prepared_lines((("Allow", value),) if value else ())
+        if len(self) >= _CORS_LINES_MAX:
+            self.clear()
+        self[value] = own
+        return own
+
+
+#: The ``Allow`` lines of responses without an Origin to answer (see :class:`_AllowLinesMemo`).
+_ALLOW_LINES = _AllowLinesMemo()
+
+
 class CorsLines:
     """The CORS header lines a site sends for each Origin, with its
     ``Access-Control-Allow-Methods`` (one per site: ``App(cors_allow_methods=...)``).
 
     ``lines(origin)`` answers them: remembered for the few origins a site sees (one look-up
-    in C), computed and kept on the first request from an origin."""
+    in C), computed and kept on the first request from an origin. ``own[value, origin]``
+    answers a response's own lines after the default filters (its ``Allow`` line of
+    ``value``, none for "", then the CORS lines), likewise remembered."""
 
-    __slots__ = ("lines", "memo", "methods")
+    __slots__ = ("lines", "memo", "methods", "own")
 
     def __init__(self, methods: str = CORS_ALLOW_METHODS) -> None:
         self.methods = methods
         self.memo = _CorsMemo(methods)
+        self.own = _OwnLinesMemo(self.memo)
         #: ``lines(origin)``: the CORS header lines answering ``origin``; none for an origin
         #: not echoed. PERF: the memory's own bound ``__getitem__`` (no Python frame on a
         #: hit; a method computing on a miss cost a request with an Origin a Python call).
@@ -281,8 +327,12 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
     PERF: for a response without lines of its own (the usual one) the lines are made as a
     tuple, without the two chains' runs, the filters' calls and the response's list (a WSGI
     GET 105,230 → 97,508 instructions, bench/budget.py's child); a response with lines of
-    its own goes through the filters themselves."""
+    its own goes through the filters themselves, unless they are a plain list the filters
+    would only add to (:func:`_added_to_lines`)."""
     if response.has_headers():
+        added = _added_to_lines(response, server, request, cors)
+        if added is not None:
+            return added
         allowed = rest_send_allow_header(response, server, request)
         if not isinstance(allowed, Response):
             return _own_lines_later(allowed, server, request, cors)
@@ -290,8 +340,8 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
             rest_send_cors_headers(False, response, request, server)
         return response.header_tuple()
     route = response.matched_route
-    # PERF: the table's ``get`` and the CORS memory's ``lines`` (functions they hold) read,
-    # then called: ``obj.get(...)`` is a generic method look-up for them (~150 instructions).
+    # PERF: the table's ``get`` (a function it holds) read, then called: ``obj.get(...)`` is
+    # a generic method look-up for it (~150 instructions).
     entry_of = server.table.get
     entry = entry_of(route) if route else None
     if entry is None:
@@ -305,12 +355,74 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
             if type(value) is not str:
                 return _allow_lines_later(value, server, request, cors)
     origin = request.headers.get_joined("origin") if cors else None
+    # PERF: the lines remembered, each the same tuple for every answer of its route (and
+    # Origin), which the answer step knows by identity (bench/budget.py's WSGI GET 77,604 →
+    # 76,187 instructions: its header lines found without hashing the own lines).
     if origin is None:
-        return (("Allow", value),) if value else ()
-    # PERF: :func:`_cors_of` written out (a Python call less a request with an Origin).
-    lines_of = server.cors.lines
-    lines = lines_of(origin)
-    return (("Allow", value), *lines) if value else lines
+        return _ALLOW_LINES[value]
+    return server.cors.own[value, origin]
+
+
+#: The lower-case names of the lines the default filters set (``Allow``, the CORS lines).
+_DEFAULT_FILTER_LINES = frozenset(
+    {
+        "allow",
+        "access-control-allow-origin",
+        "access-control-allow-methods",
+        "access-control-allow-credentials",
+    }
+)
+
+
+def _added_to_lines(response: Response, server: Any, request: Request, cors: bool) -> Any:
+    """:func:`default_own_lines` of a response whose own lines are a plain list (no
+    ``Headers`` made) holding none of the lines the filters set, on a route of the table:
+    its lines, then ``Allow`` (the remembered value, else the permission callbacks asked, as
+    :func:`rest_send_allow_header` asks them), then the CORS lines, which is what the filters
+    leave (each adds its lines after the others); an awaitable of them while an ``async``
+    permission callback answers; None for any other response.
+
+    PERF: a StoreCollection item GET (its own ``ETag`` line) makes no ``Headers`` and runs
+    neither filter (bench/budget.py: 228,785 → 219,831 instructions)."""
+    lines = response._lines
+    route = response.matched_route
+    if response._headers is not None or not lines or not route:
+        return None
+    for name, _ in lines:
+        if name.lower() in _DEFAULT_FILTER_LINES:
+            return None
+    entry_of = server.table.get  # PERF: as in default_own_lines
+    entry = entry_of(route)
+    if entry is None:
+        return None
+    value = entry.permissionless_allow
+    if value is None:
+        value = entry.allow_value(request)
+        if type(value) is not str:
+            return _added_later(value, tuple(lines), server, request, cors)
+    return _with_allow(tuple(lines), value, server, request, cors)
+
+
+def _with_allow(
+    lines: tuple[tuple[str, str], ...], value: str, server: Any, request: Request, cors: bool
+) -> tuple[tuple[str, str], ...]:
+    """``lines``, then ``Allow: value`` (none for ""), then the CORS lines unless ``cors``
+    is False (see :func:`_added_to_lines`)."""
+    allow: tuple[tuple[str, str], ...] = (("Allow", value),) if value else ()
+    origin = request.headers.get_joined("origin") if cors else None
+    if origin is None:
+        return (*lines, *allow)
+    lines_of = server.cors.lines  # PERF: as in default_own_lines
+    return (*lines, *allow, *lines_of(origin))
+
+
+async def _added_later(
+    pending: Any, lines: tuple[tuple[str, str], ...], server: Any, request: Request, cors: bool
+) -> tuple[tuple[str, str], ...]:
+    """:func:`_added_to_lines` once an ``async`` permission callback has answered for
+    ``Allow``."""
+    value = await pending
+    return _with_allow(lines, value, server, request, cors)
 
 
 async def _own_lines_later(allowed: Any, server: Any, request: Request, cors: bool) -> Any:
@@ -409,7 +521,7 @@ class StepWithCallbacks:
             own = (("Allow", value),) if value else ()
         else:  # lines of its own, or a permission chain to ask
             own = default_own_lines(response, server, request, False)
-            if type(own) is not tuple:
+            if not isinstance(own, tuple):  # PreparedLines too
                 return self._later(_LINES, own, response, server, request)
             response._headers = None
         response._lines = own

@@ -212,11 +212,8 @@ async def serve_rest(
     # ``determine_current_user``, then ``rest_authentication_errors`` (one chain): only the
     # callbacks of the schemes whose credentials the request carries, and those of no
     # scheme (PERF: without credentials, usually none; a cookie request skips Basic's).
-    # PERF: the plan's ``carried`` (a bound method it holds) read, then called: called as
-    # ``plan.carried(...)`` it is a generic method look-up (~150 instructions).
-    carried = plan.carried
     authenticate = plan.authenticate_by_carried[
-        carried(request.headers, request.query_string, request.raw_body)
+        plan.rule.carried(request.headers, request.query_string, request.raw_body)
     ]
     if authenticate is None:
         request.user = ctx.user
@@ -243,7 +240,7 @@ async def serve_rest(
         # with the callbacks after them when a hook has some (it then answers the response
         # and its lines: StepWithCallbacks).
         own = step(result, server, request)
-        if type(own) is not tuple:
+        if not isinstance(own, tuple):  # PreparedLines too (a tuple)
             own = await own
         if plan.after_default:
             result, own = own

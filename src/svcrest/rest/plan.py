@@ -121,7 +121,6 @@ class PipelinePlan:
         "authentication_by_carried",
         "authentication_errors",
         "before_callbacks",
-        "carried",
         "default_finish",
         "default_step",
         "determine_current_user",
@@ -134,6 +133,7 @@ class PipelinePlan:
         "pre_serve",
         "pre_serve_after_default",
         "rate_limit",
+        "rule",
         "schemes",
         "version",
     )
@@ -201,10 +201,9 @@ class PipelinePlan:
         #: The site's authentication schemes (an empty registry when none is given).
         self.schemes = schemes if schemes is not None else AuthSchemes(hooks)
         rule = self.schemes.rule
-        #: Whose credentials a request may carry: ``carried(headers, query, body)``, the
-        #: bits of :meth:`~svcrest.rest.auth_schemes.CredentialRule.carried` (of the rule
-        #: the chains below were prepared for).
-        self.carried = rule.carried
+        #: Whose credentials a request may carry (the rule the chains below were prepared
+        #: for): ``rule.carried(headers, query, body)`` answers the bits that index them.
+        self.rule = rule
         #: Authentication per set of carried credentials (indexed by ``carried``'s bits):
         #: the chain without the callbacks of the schemes the request carries nothing of,
         #: None when nothing but the user's adoption is left (the request keeps the current

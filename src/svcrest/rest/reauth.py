@@ -37,7 +37,7 @@ async def still_authenticated(server: RestServer, request: Request, ctx: Request
     try:
         plan = server.plan()
         authenticate = plan.authenticate_by_carried[
-            plan.carried(again.headers, again.query_string, again.raw_body)
+            plan.rule.carried(again.headers, again.query_string, again.raw_body)
         ]
         verdict = None
         if authenticate is not None:

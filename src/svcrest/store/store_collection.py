@@ -225,6 +225,19 @@ def _shaped_data(item: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
     return data
 
 
+class _Unbound:
+    """The site of a collection not bound to one yet: any read of it raises what
+    :attr:`~svcrest.rest.resources.controller.RestController.app` raises."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"{self.owner} is not bound to a site: use app.register_controller")
+
+
 class StoreCollection(RestController):
     """A resource whose items are rows of a table in the site's store (SQLite or
     PostgreSQL), on WordPress's ``WP_REST_Controller``: register it with
@@ -313,6 +326,11 @@ class StoreCollection(RestController):
         mcp: bool = False,
     ) -> None:
         super().__init__()
+        #: The bound site (the App: :meth:`bind`), or one that raises on any read until
+        #: then. PERF: one attribute read where the request path needs the site (the
+        #: :attr:`app` property is not specialised by CPython 3.11: a generic look-up and a
+        #: Python call), without a test of being bound at each read.
+        self._bound_site: StoreHost = cast(StoreHost, _Unbound(type(self).__name__))
         self._clock = clock
         self.mcp = bool(mcp)
         if not isinstance(namespace, str) or not namespace.strip("/"):
@@ -381,20 +399,14 @@ class StoreCollection(RestController):
 
     # -- the site ------------------------------------------------------------------------------
 
-    def _host(self) -> StoreHost:
-        # PERF: the bound site read in place (a property read is not specialised by CPython
-        # 3.11: a generic look-up and a Python call); :attr:`app` raises when unbound.
-        app = self._app
-        return cast(StoreHost, self.app if app is None else app)
-
     def _store(self) -> Store:
-        return self._host().store
+        return self._bound_site.store
 
     def _now(self) -> float:
-        return self._clock() if self._clock is not None else self._host().clock()
+        return self._clock() if self._clock is not None else self._bound_site.clock()
 
     def _secret(self) -> bytes:
-        return self._host().secret_key
+        return self._bound_site.secret_key
 
     def _retention(self) -> float:
         return float(self._hooks().apply_filters("svc_changes_retention", DEFAULT_RETENTION))
@@ -407,6 +419,7 @@ class StoreCollection(RestController):
         if not hasattr(type(app), "store"):
             raise TypeError("a StoreCollection needs a site with a store (an App)")
         super().bind(app)
+        self._bound_site = cast(StoreHost, app)
 
     def register_routes(self, app: RouteRegistrar) -> None:
         """Register the routes of ``RestController`` with the store's options: writes may
@@ -448,7 +461,7 @@ class StoreCollection(RestController):
         (:meth:`ChangeFeed.stream`), bounded by the site's ``streams`` and ended when the
         subscriber's session ends; elsewhere (WSGI, internal requests) the long-poll
         answer."""
-        return await self.feed.serve(request, self._feed_render, self._host())
+        return await self.feed.serve(request, self._feed_render, self._bound_site)
 
     def _view_key(self, request: Request) -> Hashable | None:
         """The key of what the feed shows ``request``'s user of an item (see
@@ -534,9 +547,7 @@ class StoreCollection(RestController):
     def _collection_url(self) -> str | None:
         """The collection's URL, from which an item's is made (None when a ``rest_url``
         filter may change each URL: then each is asked for)."""
-        app = self._app  # PERF: as in _host
-        if app is None:
-            app = self.app
+        app = self._bound_site
         if app.hooks.has_callbacks("rest_url"):
             return None
         return app.rest_url(f"/{self.namespace}/{self.rest_base}")
@@ -580,8 +591,7 @@ class StoreCollection(RestController):
 
     def _shape(self, request: Request) -> _Shape | None:
         """The keys of an answer to ``request`` (None: too unusual to work out here)."""
-        app = self._app  # PERF: as in _host
-        fields_version = (self.app if app is None else app).rest_fields.version
+        fields_version = self._bound_site.rest_fields.version
         if fields_version != self._fields_seen[0]:
             self._fields_seen = (fields_version, bool(self.get_additional_fields()))
         if self._fields_seen[1]:
@@ -599,8 +609,8 @@ class StoreCollection(RestController):
         if not isinstance(context, str):
             return None
         memo_key = (context, fields_key, fields_version)
-        known = self._shapes.get  # PERF: the memo's get, read then called (Memo says why)
-        shape = known(memo_key)
+        # PERF: the entries' own ``get``, a dict method (specialised), not the memo's held one.
+        shape = self._shapes.entries.get(memo_key)
         if shape is None:
             shape = self._shapes.keep(memo_key, self._work_out_shape(request, context))
         return shape

@@ -1,0 +1,74 @@
+"""``svcrest.store.store_collection``'s own parts: the site a collection reads on the request
+path, decided once (the HTTP behaviour is in tests/rest/test_store_collection.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from svcrest import App, StoreCollection
+from svcrest.http.request import Request
+from tests.conftest import SiteClient
+
+SCHEMA = {"title": "task", "type": "object", "properties": {"title": {"type": "string"}}}
+NOT_BOUND = "StoreCollection is not bound to a site: use app.register_controller"
+
+
+def test_an_unbound_collection_names_the_missing_binding_wherever_it_needs_the_site() -> None:
+    """What :attr:`RestController.app` raises, from each reader of the site."""
+    tasks = StoreCollection("todo/v1", "tasks", SCHEMA)
+    with pytest.raises(RuntimeError, match=NOT_BOUND):
+        tasks.app  # noqa: B018
+    with pytest.raises(RuntimeError, match=NOT_BOUND):
+        tasks._store()
+    with pytest.raises(RuntimeError, match=NOT_BOUND):
+        tasks._secret()
+    with pytest.raises(RuntimeError, match=NOT_BOUND):
+        tasks._collection_url()
+    with pytest.raises(RuntimeError, match=NOT_BOUND):
+        tasks._shape(Request("GET", "/todo/v1/tasks/1"))
+
+
+def test_a_bound_collection_reads_the_site_it_was_bound_to() -> None:
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    assert tasks._bound_site is app is tasks.app
+    assert tasks._store() is app.store
+    assert tasks._collection_url() == app.rest_url("/todo/v1/tasks")
+    app.store.close()
+
+
+ClientFor = Callable[..., SiteClient]
+_OTHER = {"date", "x-request-id", "server"}
+
+
+def _answer(response: httpx.Response) -> tuple[int, Any, list[tuple[str, str]]]:
+    lines = [(k, v) for k, v in response.headers.multi_items() if k not in _OTHER]
+    return response.status_code, response.json(), lines
+
+
+@pytest.mark.parametrize("headers", [{}, {"Origin": "http://example.com"}])
+def test_an_item_get_without_a_query_answers_as_one_with_a_query(
+    client_for: ClientFor, headers: dict[str, str]
+) -> None:
+    """Reading the context and ``_fields`` (and the argument step) hand out no empty query
+    bucket, so the item GET stays on the default finishing step; its answer is the general
+    chains' (a query the collection ignores)."""
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA, read=None))
+    item = tasks.table.insert({"title": "one"})
+    client = client_for(app)
+    path = f"/svc-json/todo/v1/tasks/{item['id']}"
+    plain, queried = (
+        client.get(path, headers=headers),
+        client.get(path + "?unused=1", headers=headers),
+    )
+    assert _answer(plain) == _answer(queried)
+    assert plain.json()["title"] == "one"
+    request = Request("GET", f"/todo/v1/tasks/{item['id']}")
+    assert app.rest_get_server().dispatch(request).status == 200
+    assert request.may_have_query is False
+    app.store.close()
