@@ -21,11 +21,13 @@ from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.http.headers import Headers
 from svcrest.http.request import Request
 from svcrest.http.response import Response, data_response
+from svcrest.http.scope_headers import ScopeHeaders
 from svcrest.http.user import ANONYMOUS
 from svcrest.instances import without_init
-from svcrest.serve import asgi, wsgi
+from svcrest.serve import asgi, rsgi, wsgi
 from svcrest.site.mcp import endpoint, protocol
 from svcrest.site.respond import respond
+from tests.serve.test_rsgi import FakeScope
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "svcrest"
 #: Where a ``without_init`` call is written, and the class it makes (``cls`` in a classmethod).
@@ -36,6 +38,9 @@ BUILT_BY_HAND = Counter(
         ("http/response.py", "Response"): 1,  # data_response
         ("rest/answer.py", "HttpResponse"): 1,  # answer
         ("serve/asgi.py", "HttpRequest"): 1,  # _request
+        ("serve/asgi.py", "ScopeHeaders"): 1,  # _request
+        ("serve/rsgi.py", "HttpRequest"): 1,  # _request
+        ("serve/rsgi.py", "RSGIScopeHeaders"): 1,  # _request
         ("serve/wsgi.py", "HttpRequest"): 1,  # _request
         ("serve/wsgi.py", "EnvironHeaders"): 1,  # _request
         ("site/mcp/endpoint.py", "HttpResponse"): 1,  # _answered
@@ -160,6 +165,22 @@ def _adapter_request(http: HttpRequest) -> tuple[object, object]:
     return built, expected
 
 
+def _rsgi_scope() -> FakeScope:
+    return FakeScope(
+        "GET",
+        "/svc-json/f/v1/see",
+        "q=1",
+        lines=[("host", "h.example")],
+        scheme="https",
+        client="10.1.2.3:5000",
+    )
+
+
+def _rsgi_headers() -> tuple[object, object]:
+    scope = _rsgi_scope()
+    return rsgi._request(scope)[0].headers, rsgi.RSGIScopeHeaders(scope.headers)
+
+
 def _environ_headers() -> tuple[object, object]:
     environ = {**ENVIRON, "wsgi.input": io.BytesIO(b"")}
     return wsgi._request(environ).headers, EnvironHeaders(environ)
@@ -203,6 +224,15 @@ CASES: dict[str, tuple[tuple[str, str], Callable[[], tuple[object, object]]]] = 
         ("serve/asgi.py", "HttpRequest"),
         lambda: _adapter_request(asgi._request(SCOPE)[0]),
     ),
+    "asgi-headers": (
+        ("serve/asgi.py", "ScopeHeaders"),
+        lambda: (asgi._request(SCOPE)[0].headers, ScopeHeaders(SCOPE["headers"])),
+    ),
+    "rsgi-request": (
+        ("serve/rsgi.py", "HttpRequest"),
+        lambda: _adapter_request(rsgi._request(_rsgi_scope())[0]),
+    ),
+    "rsgi-headers": (("serve/rsgi.py", "RSGIScopeHeaders"), _rsgi_headers),
     "wsgi-request": (
         ("serve/wsgi.py", "HttpRequest"),
         lambda: _adapter_request(wsgi._request({**ENVIRON})),
