@@ -226,7 +226,7 @@ CASES: dict[str, tuple[tuple[str, str], Callable[[], tuple[object, object]]]] = 
     ),
     "asgi-headers": (
         ("serve/asgi.py", "ScopeHeaders"),
-        lambda: (asgi._request(SCOPE)[0].headers, ScopeHeaders(SCOPE["headers"])),
+        lambda: (asgi._request(SCOPE)[0].headers, ScopeHeaders([(b"host", b"h.example")])),
     ),
     "rsgi-request": (
         ("serve/rsgi.py", "HttpRequest"),
