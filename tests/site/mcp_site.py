@@ -58,12 +58,14 @@ def _bearer(app: App) -> AuthScheme:
     )
 
 
-def plain_ability(app: App, name: str, label: str = "Plain", **extra: Any) -> None:
+def plain_ability(
+    app: App, name: str, label: str = "Plain", description: str = "For a test.", **extra: Any
+) -> None:
     """Register the ability ``name`` in the ``site`` category: public and read-only, its
     run answering ``{"name": "x"}``, unless ``extra`` sets those or adds settings."""
     settings: dict[str, Any] = {
         "label": label,
-        "description": "For a test.",
+        "description": description,
         "category": "site",
         "execute_callback": lambda: {"name": "x"},
         "permission_callback": svcrest.public,

@@ -616,7 +616,7 @@ def test_a_tool_comes_and_goes_with_its_ability(mcp: Mcp) -> None:
         mcp.app,
         "site/info",
         "Site information",
-        description="The site's name, again.",
+        "The site's name, again.",
         execute_callback=lambda: {"name": "again"},
     )
     assert mcp.call("site-info", {}) == text_result({"name": "again"})

@@ -388,11 +388,7 @@ def test_a_registry_or_route_table_change_is_seen(client_for: Any) -> None:
     site.call()
     known = site.tool().direct
     plain_ability(
-        site.app,
-        "site/other",
-        "Other",
-        description="Another.",
-        execute_callback=lambda: {"name": "other"},
+        site.app, "site/other", "Other", "Another.", execute_callback=lambda: {"name": "other"}
     )
     site.call()
     assert site.tool().direct[2] != known[2]  # the registry's version asked again
