@@ -71,32 +71,29 @@ def make_app() -> Any:
 
     app = svcrest.App(mcp=True)
     app.register_ability_category("bench", label="Bench", description="Benchmarks.")
-    app.register_ability(
-        "bench/site-name",
-        label="Site name",
-        description="The site's name.",
-        category="bench",
-        output_schema={
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
-        },
-        execute_callback=site_name,
-        permission_callback=svcrest.public,
-        annotations={"readonly": True},
-    )
-    app.register_ability(
+
+    def site_name_ability(name: str, label: str, description: str, **extra: Any) -> None:
+        app.register_ability(
+            name,
+            label=label,
+            description=description,
+            category="bench",
+            output_schema={
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
+            },
+            execute_callback=site_name,
+            permission_callback=svcrest.public,
+            annotations={"readonly": True},
+            **extra,
+        )
+
+    site_name_ability("bench/site-name", "Site name", "The site's name.")
+    site_name_ability(
         "bench/site-name-typed",
-        label="Site name (typed input)",
-        description="The site's name, with an input schema: its calls are dispatched.",
-        category="bench",
+        "Site name (typed input)",
+        "The site's name, with an input schema: its calls are dispatched.",
         input_schema={"type": "object", "properties": {}, "default": {}},
-        output_schema={
-            "type": "object",
-            "properties": {"name": {"type": "string"}, "description": {"type": "string"}},
-        },
-        execute_callback=site_name,
-        permission_callback=svcrest.public,
-        annotations={"readonly": True},
     )
     app.register_rest_route(
         "bench/v1",

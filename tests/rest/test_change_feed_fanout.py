@@ -21,52 +21,24 @@ from svcrest.http.user import User
 from svcrest.store.change_waker import change_waker
 from svcrest.store.store_collection import StoreCollection
 from tests.rest.conftest import Clock, cursor
-from tests.rest.test_change_feed_shared import Counted, until_waiting
-from tests.rest.test_change_streams import CHANGES, SSE, Stream
+from tests.rest.feed_sites import (
+    Counted,
+    get_body,
+    next_frame,
+    noted_site,
+    opened,
+    run,
+    until_waiting,
+)
+from tests.rest.test_change_streams import SSE
 from tests.rest.test_store_collection import TASKS, Site, view
-
-
-def run(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
-
-
-async def opened(site: Site, asked: list[tuple[Mapping[str, str], str]]) -> list[Stream]:
-    """Streams of the feed with these headers and query strings, past their first
-    keep-alive, all waiting."""
-    streams = [Stream(site.app, CHANGES, headers, query) for headers, query in asked]
-    for one in streams:
-        await one.start()
-        assert one.status == 200
-        assert await one.until(b"\n\n") == b": keep-alive\n\n"
-    await until_waiting(site, len(streams))
-    return streams
-
-
-async def next_frame(stream: Stream) -> bytes:
-    """The next Server-Sent Event's bytes, keep-alive comments skipped."""
-    while True:
-        block = await stream.until(b"\n\n")
-        if block != b": keep-alive\n\n":
-            return block
 
 
 async def listed(site: Site, headers: Mapping[str, str], query: str = "") -> bytes:
     """The first item of the collection's GET, as the App answers it over ASGI (the feed's
     ``data`` is an item as the collection lists it: with its ``_links``)."""
-    (item,) = orjson.loads(await get_body(site, headers, TASKS, query))
+    (item,) = orjson.loads(await get_body(site.app, TASKS, headers, query))
     return orjson.dumps(item)
-
-
-async def get_body(site: Site, headers: Mapping[str, str], path: str, query: str = "") -> bytes:
-    """The body of a GET of ``path`` as the App answers it over ASGI."""
-    asked = Stream(site.app, path, headers, query)
-    await asked.start()
-    assert asked.status == 200
-    body = b""
-    while not asked.ended:
-        body += await asked.body()
-    await asked.leave()
-    return body
 
 
 def test_one_write_each_subscriber_gets_exactly_its_own_view_and_a_refused_one_nothing(
@@ -77,14 +49,7 @@ def test_one_write_each_subscriber_gets_exactly_its_own_view_and_a_refused_one_n
     def read(user: User, item: Mapping[str, Any] | None) -> bool:
         return item is None or user.id in allowed
 
-    site = Site(store_location, read=read, clock=clock)
-
-    def editors_see_notes(response: Response, item: Any, request: Request) -> Response:
-        if request.user.can("edit_others_posts"):
-            response.data["notes"] = item["notes"]
-        return response
-
-    site.app.hooks.add_filter("rest_prepare_task", editors_see_notes)
+    site = noted_site(store_location, clock, read)
     try:
 
         async def check() -> None:

@@ -23,9 +23,8 @@ from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from tests.rest.conftest import Clock, cursor
-from tests.rest.test_change_feed_fanout import next_frame, opened
-from tests.rest.test_change_feed_shared import run, until_waiting
-from tests.rest.test_change_streams import SSE, Stream
+from tests.rest.feed_sites import get_body, next_frame, opened, run
+from tests.rest.test_change_streams import SSE
 from tests.rest.test_controller_changes import Books
 from tests.rest.test_store_collection import TASKS, ClientFor, Site
 
@@ -48,21 +47,9 @@ def add_extra(response: Response, item: Any, request: Request) -> Response:
     return response
 
 
-async def got(app: App, path: str, headers: Mapping[str, str], query: str) -> bytes:
-    """The body of a GET of ``path`` with ``query`` as ``headers`` authenticate it."""
-    asked = Stream(app, path, headers, query)
-    await asked.start()
-    assert asked.status == 200
-    body = b""
-    while not asked.ended:
-        body += await asked.body()
-    await asked.leave()
-    return body
-
-
 async def polled(app: App, path: str, headers: Mapping[str, str], query: str) -> Any:
     """The long-poll answer of the feed at ``path`` from the log's start."""
-    return orjson.loads(await got(app, path, headers, f"since={cursor(0)}&{query}"))
+    return orjson.loads(await get_body(app, path, headers, f"since={cursor(0)}&{query}"))
 
 
 @pytest.mark.parametrize("prepared", [False, True], ids=["shared", "prepare-filter"])
@@ -82,7 +69,7 @@ def test_a_collection_feeds_each_subscriber_its_gets_fields(
             await asyncio.to_thread(site.seed, "plan")
             for one, (headers, query) in zip(streams, asked, strict=True):
                 plain = {name: value for name, value in headers.items() if name != "Accept"}
-                body = await got(site.app, f"{TASKS}/1", plain, query)
+                body = await get_body(site.app, f"{TASKS}/1", plain, query)
                 frame = await next_frame(one)
                 assert frame == b"id: %s\nevent: created\ndata: %s\n\n" % (
                     cursor(1).encode(),
@@ -113,7 +100,7 @@ def test_the_expected_views_are_the_gets(store_location: str | None, clock: Cloc
 
         async def check() -> dict[str, Any]:
             return {
-                query: orjson.loads(await got(site.app, f"{TASKS}/1", {}, query))
+                query: orjson.loads(await get_body(site.app, f"{TASKS}/1", {}, query))
                 for query in QUERIES
             }
 
@@ -163,15 +150,12 @@ def test_a_controllers_feed_gives_each_subscriber_its_gets_fields(
     try:
 
         async def check() -> None:
-            streams = [Stream(app, f"{path}/changes", SSE, query) for query in queries]
-            for one in streams:
-                await one.start()
-                assert one.status == 200
-                assert await one.until(b"\n\n") == b": keep-alive\n\n"
-            await until_waiting(cast(Site, SimpleNamespace(app=app)), len(streams))
+            asked: list[tuple[Mapping[str, str], str]] = [(SSE, query) for query in queries]
+            shelf = cast(Site, SimpleNamespace(app=app))
+            streams = await opened(shelf, asked, f"{path}/changes")
             await asyncio.to_thread(books.add, "Dune")
             for one, query in zip(streams, queries, strict=True):
-                body = await got(app, f"{path}/1", {}, query)
+                body = await get_body(app, f"{path}/1", {}, query)
                 frame = await next_frame(one)
                 assert frame == b"id: %s\nevent: created\ndata: %s\n\n" % (
                     cursor(1).encode(),

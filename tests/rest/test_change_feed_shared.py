@@ -25,53 +25,15 @@ from svcrest.store import change_feed
 from svcrest.store.change_waker import LONGEST_HOLD, change_waker
 from svcrest.store.changes import Change, changes_after
 from tests.rest.conftest import T0, Clock, cursor
+from tests.rest.feed_sites import Counted, get_body, noted_site, run, until_waiting
 from tests.rest.test_change_streams import CHANGES, SSE, Stream, stream
 from tests.rest.test_store_collection import Site, view
 
 
-class Counted:
-    """``changes_after`` counted (the feed's module's name for it)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls = 0
-        monkeypatch.setattr(change_feed, "changes_after", self)
-
-    def __call__(self, *args: Any) -> list[Change]:
-        self.calls += 1
-        return changes_after(*args)
-
-
-async def until_waiting(site: Site, count: int) -> None:
-    """Until ``count`` readers wait, and again after the waker's first look (which wakes
-    everyone once: it cannot tell what came before it)."""
-    waker = change_waker(site.app.store)
-    deadline = time.monotonic() + 10
-    for pause in (0.3, 0.0):
-        while waker.waiters < count:
-            assert time.monotonic() < deadline, waker.waiters
-            await asyncio.sleep(0.01)
-        # The first look comes once the listener listens (on PostgreSQL the host's relay,
-        # a process of its own, may still be starting): wait for it, then for the readers.
-        while waker.wakes == 0:
-            assert time.monotonic() < deadline, "no first look"
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(pause)
-
-
-def run(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
-
-
 async def got(site: Site, headers: Mapping[str, str], task_id: int, query: str = "") -> Any:
     """A GET of task ``task_id`` with ``query`` as ``headers`` authenticate it: its JSON."""
-    asked = Stream(site.app, f"{CHANGES.rsplit('/', 1)[0]}/{task_id}", headers, query)
-    await asked.start()
-    assert asked.status == 200
-    body = b""
-    while not asked.ended:
-        body += await asked.body()
-    await asked.leave()
-    return orjson.loads(body)
+    path = f"{CHANGES.rsplit('/', 1)[0]}/{task_id}"
+    return orjson.loads(await get_body(site.app, path, headers, query))
 
 
 def test_fifty_streams_one_commit_one_read_of_the_log_one_item_read_one_render(
@@ -201,14 +163,7 @@ def test_two_users_each_get_their_own_view_and_only_items_they_may_read(
     def read(user: User, item: Mapping[str, Any] | None) -> bool:
         return item is None or not item["title"].startswith("secret") or user.can("edit_posts")
 
-    site = Site(store_location, read=read, clock=clock)
-
-    def editors_see_notes(response: Response, item: Any, request: Request) -> Response:
-        if request.user.can("edit_others_posts"):
-            response.data["notes"] = item["notes"]
-        return response
-
-    site.app.hooks.add_filter("rest_prepare_task", editors_see_notes)
+    site = noted_site(store_location, clock, read)
     try:
 
         async def check() -> None:

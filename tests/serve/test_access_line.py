@@ -259,6 +259,19 @@ def _app() -> App:
     return app
 
 
+def _run_alone(serve: Any) -> None:
+    """Run the coroutine function ``serve`` in a fresh context with the launcher's handler
+    alone on the access logger (pytest's log capture joins every logger that does not
+    propagate)."""
+    logger = logging.getLogger("granian.access")
+    handlers = logger.handlers[:]
+    logger.handlers[:] = [handler for handler in handlers if type(handler) is logging.StreamHandler]
+    try:
+        contextvars.Context().run(asyncio.run, serve())
+    finally:
+        logger.handlers[:] = handlers
+
+
 def _served(
     app: Any,
     scope: dict[str, Any],
@@ -292,15 +305,7 @@ def _served(
         except Exception as exc:
             raised.append(exc)
 
-    # pytest's log capture joins every logger that does not propagate: the launcher's
-    # handler alone while the request is served.
-    logger = logging.getLogger("granian.access")
-    handlers = logger.handlers[:]
-    logger.handlers[:] = [handler for handler in handlers if type(handler) is logging.StreamHandler]
-    try:
-        contextvars.Context().run(asyncio.run, serve())
-    finally:
-        logger.handlers[:] = handlers
+    _run_alone(serve)
     return events, raised
 
 
@@ -435,19 +440,6 @@ def test_the_worker_factory_wraps_the_site(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 # -- under granian: the status from granian's own record ----------------------------------------
-
-
-def _run_alone(serve: Any) -> None:
-    """Run the coroutine function ``serve`` in a fresh context with the launcher's handler
-    alone on the access logger (pytest's log capture joins every logger that does not
-    propagate)."""
-    logger = logging.getLogger("granian.access")
-    handlers = logger.handlers[:]
-    logger.handlers[:] = [handler for handler in handlers if type(handler) is logging.StreamHandler]
-    try:
-        contextvars.Context().run(asyncio.run, serve())
-    finally:
-        logger.handlers[:] = handlers
 
 
 class _Protocol:

@@ -58,6 +58,23 @@ def _bearer(app: App) -> AuthScheme:
     )
 
 
+def plain_ability(
+    app: App, name: str, label: str = "Plain", description: str = "For a test.", **extra: Any
+) -> None:
+    """Register the ability ``name`` in the ``site`` category: public and read-only, its
+    run answering ``{"name": "x"}``, unless ``extra`` sets those or adds settings."""
+    settings: dict[str, Any] = {
+        "label": label,
+        "description": description,
+        "category": "site",
+        "execute_callback": lambda: {"name": "x"},
+        "permission_callback": svcrest.public,
+        "annotations": {"readonly": True},
+        **extra,
+    }
+    app.register_ability(name, **settings)
+
+
 def register(app: App) -> None:
     app.auth_schemes.add(_bearer(app))
     app.register_ability_category("site", label="Site", description="About this site.")

@@ -15,7 +15,7 @@ import pytest
 import svcrest
 from svcrest import App
 from tests.conftest import SiteClient
-from tests.site.mcp_site import SUBSCRIBER_TOKEN, register
+from tests.site.mcp_site import SUBSCRIBER_TOKEN, plain_ability, register
 
 ClientFor = Callable[..., SiteClient]
 INIT = {
@@ -612,14 +612,12 @@ def test_a_tool_comes_and_goes_with_its_ability(mcp: Mcp) -> None:
     assert mcp.rpc("tools/call", {"name": "site-info", "arguments": {}}) == error(
         7, -32602, "Unknown tool: site-info"
     )
-    mcp.app.register_ability(
+    plain_ability(
+        mcp.app,
         "site/info",
-        label="Site information",
-        description="The site's name, again.",
-        category="site",
+        "Site information",
+        "The site's name, again.",
         execute_callback=lambda: {"name": "again"},
-        permission_callback=svcrest.public,
-        annotations={"readonly": True},
     )
     assert mcp.call("site-info", {}) == text_result({"name": "again"})
 

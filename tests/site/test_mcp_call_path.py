@@ -14,7 +14,7 @@ import pytest
 
 import svcrest
 from svcrest import App, Request, RestServer
-from tests.site.mcp_site import SUBSCRIBER_TOKEN
+from tests.site.mcp_site import SUBSCRIBER_TOKEN, plain_ability
 from tests.site.test_mcp import JSON_ACCEPT, Mcp, error, make_app, text_result, tool_error
 
 RUN = "/svc-json/svc-abilities/v1/abilities/{}/run"
@@ -31,16 +31,7 @@ def mcp_site(client_for: Any) -> Mcp:
 
 
 def _ability(app: App, name: str, **extra: Any) -> None:
-    options: dict[str, Any] = {
-        "label": "An ability",
-        "description": "For a test.",
-        "category": "site",
-        "execute_callback": lambda: {"name": "x"},
-        "permission_callback": svcrest.public,
-        "annotations": {"readonly": True},
-        **extra,
-    }
-    app.register_ability(name, **options)
+    plain_ability(app, name, "An ability", **extra)
 
 
 def _rest_error(mcp: Mcp, name: str, headers: dict[str, str] | None = None) -> Any:

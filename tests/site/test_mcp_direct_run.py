@@ -27,6 +27,7 @@ from svcrest.http.exchange import HttpRequest, HttpResponse
 from svcrest.site.host import Page, SiteHost
 from svcrest.site.mcp.endpoint import McpEndpoint
 from svcrest.site.mcp.tools import Tool
+from tests.site.mcp_site import plain_ability
 from tests.site.test_mcp import JSON_ACCEPT, basic
 
 NAME = "site/plain"
@@ -83,16 +84,7 @@ class Site:
 def _site(client_for: Any, **options: Any) -> Site:
     app = App(mcp=True)
     app.register_ability_category("site", label="Site", description="About this site.")
-    settings: dict[str, Any] = {
-        "label": "Plain",
-        "description": "For a test.",
-        "category": "site",
-        "execute_callback": lambda: {"name": "x"},
-        "permission_callback": svcrest.public,
-        "annotations": {"readonly": True},
-        **options,
-    }
-    app.register_ability(NAME, **settings)
+    plain_ability(app, NAME, **options)
     app.users.create("editor1", "editor password", roles=["editor"])
     return Site(app, client_for)
 
@@ -395,14 +387,8 @@ def test_a_registry_or_route_table_change_is_seen(client_for: Any) -> None:
     dispatched = site.dispatched
     site.call()
     known = site.tool().direct
-    site.app.register_ability(
-        "site/other",
-        label="Other",
-        description="Another.",
-        category="site",
-        execute_callback=lambda: {"name": "other"},
-        permission_callback=svcrest.public,
-        annotations={"readonly": True},
+    plain_ability(
+        site.app, "site/other", "Other", "Another.", execute_callback=lambda: {"name": "other"}
     )
     site.call()
     assert site.tool().direct[2] != known[2]  # the registry's version asked again
@@ -428,15 +414,7 @@ def test_a_sites_own_dispatch_is_used(client_for: Any) -> None:
     app = App(mcp=True)
     app.hooks.add_filter("svc_rest_server_class", lambda cls: Server)
     app.register_ability_category("site", label="Site", description="About this site.")
-    app.register_ability(
-        NAME,
-        label="Plain",
-        description="For a test.",
-        category="site",
-        execute_callback=lambda: {"name": "x"},
-        permission_callback=svcrest.public,
-        annotations={"readonly": True},
-    )
+    plain_ability(app, NAME)
     site = Site(app, client_for)
     assert orjson.loads(site.call().content)["result"]["structuredContent"] == {"name": "x"}
     assert ran == [f"/svc-abilities/v1/abilities/{NAME}/run"]
