@@ -530,6 +530,23 @@ def test_the_default_protocol_is_granian_s() -> None:
     assert hasattr(ASGIHTTPProtocol, "send")
 
 
+def test_a_granian_keeping_no_status_record_gets_its_send_watched(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A granian whose ASGI protocol has no ``sent_response_code`` (or no such protocol):
+    no protocol is known, so every ``send`` is watched and its status read as it passes."""
+    fake = type(sys)("granian._granian")
+
+    class ASGIHTTPProtocol:
+        def send(self, message: Any) -> None: ...
+
+    fake.ASGIHTTPProtocol = ASGIHTTPProtocol  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "granian._granian", fake)
+    assert AccessLogged(_app(), AccessLine()).protocol is None
+    del fake.ASGIHTTPProtocol
+    assert AccessLogged(_app(), AccessLine()).protocol is None
+
+
 def test_another_send_is_watched_as_before(logged_requests: io.StringIO) -> None:
     """A ``send`` that is a method of anything but the protocol (or a plain function) is
     wrapped: the status read as the head passes, 500 when the site raised."""

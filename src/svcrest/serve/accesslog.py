@@ -463,13 +463,15 @@ class AccessLine:
 
 
 def _granian_protocol() -> Any:
-    """granian's ASGI protocol class (the owner of the ``send`` it hands an application),
-    None without granian."""
+    """granian's ASGI protocol class (the owner of the ``send`` it hands an application)
+    when it keeps the status its log reads (``sent_response_code``), else None (no granian,
+    or one whose protocol keeps no such record: its ``send`` is then watched)."""
     try:
         module = importlib.import_module("granian._granian")
     except ImportError:
         return None
-    return getattr(module, "ASGIHTTPProtocol", None)
+    protocol = getattr(module, "ASGIHTTPProtocol", None)
+    return protocol if hasattr(protocol, "sent_response_code") else None
 
 
 class AccessLogged:
