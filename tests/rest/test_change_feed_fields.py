@@ -22,6 +22,7 @@ from svcrest import App
 from svcrest.http.errors import RestError
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.store.change_feed import UNKEYED, fields_key
 from tests.rest.conftest import Clock, cursor
 from tests.rest.feed_sites import get_body, next_frame, opened, run
 from tests.rest.test_change_streams import SSE
@@ -189,3 +190,24 @@ def test_a_long_poll_keeps_its_answer_and_gives_each_entry_the_gets_fields(
             "changes": [{"id": cursor(1), "event": "created", "data": item.json()}],
             "cursor": cursor(1),
         }, query
+
+
+@pytest.mark.parametrize(
+    ("fields", "key"),
+    [
+        (None, None),
+        ("id,title", "id,title"),
+        (["title", "extra"], ("title", "extra")),
+        (["title", 3], UNKEYED),
+        ({"k": "id"}, UNKEYED),
+        (7, UNKEYED),
+    ],
+)
+def test_a_subscribers_fields_as_part_of_its_viewer_key(fields: Any, key: Any) -> None:
+    """The one decision both feeds' viewer keys take ``_fields`` from: a string as it is,
+    names as a tuple, anything else not shared."""
+    request = Request("GET", "/demo/v1/notes/changes")
+    if fields is not None:
+        request.set_param("_fields", fields)
+    found = fields_key(request)
+    assert found is key if key is None or key is UNKEYED else found == key

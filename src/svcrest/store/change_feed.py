@@ -105,11 +105,13 @@ __all__ = [
     "MAX_COALESCE",
     "MAX_WAIT",
     "SESSION_CHECK",
+    "UNKEYED",
     "WINDOW",
     "ChangeFeed",
     "FeedRender",
     "SessionCheck",
     "as_got",
+    "fields_key",
 ]
 
 _log = logging.getLogger("svcrest.store")
@@ -202,6 +204,22 @@ def _jsonl_frame(cursor: str, event: str, data: bytes) -> bytes:
         event.encode("ascii"),
         data,
     )
+
+
+#: :func:`fields_key` of a ``_fields`` no viewer key can hold (an object of names).
+UNKEYED: Final = object()
+
+
+def fields_key(request: Request) -> Any:
+    """``request``'s ``_fields`` as part of a :meth:`FeedRender.viewer` key: a string as it
+    is, a list of names as a tuple, None when absent, :data:`UNKEYED` for anything else
+    (such a subscriber's renders are not shared)."""
+    raw = request.get_param("_fields")
+    if raw is None or isinstance(raw, str):
+        return raw
+    if isinstance(raw, list) and all(isinstance(one, str) for one in raw):
+        return tuple(raw)
+    return UNKEYED
 
 
 def as_got(answer: Any, request: Request) -> Any:

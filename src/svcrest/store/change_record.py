@@ -41,9 +41,11 @@ from svcrest.store.change_feed import (
     COALESCE,
     DEFAULT_RETENTION,
     FEED_ARGS,
+    UNKEYED,
     ChangeFeed,
     FeedRender,
     as_got,
+    fields_key,
 )
 from svcrest.store.changes import EVENTS, Change, ensure_change_log, record_change
 from svcrest.store.lazy_tables import LazyTables
@@ -201,11 +203,9 @@ class _ControllerRender(FeedRender):
         return as_got(answer, request)
 
     def viewer(self, request: Request) -> Hashable | None:
-        fields = request.get_param("_fields")
-        if isinstance(fields, list) and all(isinstance(one, str) for one in fields):
-            fields = tuple(fields)
-        elif fields is not None and not isinstance(fields, str):
-            return None  # (an object of names: not shared)
+        fields = fields_key(request)
+        if fields is UNKEYED:
+            return None
         # SECURITY: the whole user (id and roles), the site and the ``_fields``: all the
         # asked request holds.
         return (request.user, id(request.site), fields)

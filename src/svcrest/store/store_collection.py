@@ -62,9 +62,11 @@ from svcrest.store.change_feed import (
     COALESCE,
     DEFAULT_RETENTION,
     FEED_ARGS,
+    UNKEYED,
     ChangeFeed,
     FeedRender,
     as_got,
+    fields_key,
 )
 from svcrest.store.changes import Change
 from svcrest.store.collection_columns import MAX_INT, check_identifier
@@ -475,15 +477,11 @@ class StoreCollection(RestController):
             request
         ) is None:  # (fields registered to the type: worked out per request)
             return None
-        raw = request.get_param("_fields")
-        if isinstance(raw, list):
-            if not all(isinstance(one, str) for one in raw):
-                return None
-            raw = tuple(raw)
-        elif raw is not None and not isinstance(raw, str):
+        fields = fields_key(request)
+        if fields is UNKEYED:
             return None
         # SECURITY: the whole user (id and roles), not its id alone, and the site.
-        return (request.user, id(request.site), request.get_param("context"), raw, version)
+        return (request.user, id(request.site), request.get_param("context"), fields, version)
 
     # -- answers -----------------------------------------------------------------------------
 
