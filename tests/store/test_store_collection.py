@@ -41,6 +41,38 @@ def test_a_bound_collection_reads_the_site_it_was_bound_to() -> None:
     app.store.close()
 
 
+class _CountedStore(App):
+    """An App counting the reads of its ``store`` property."""
+
+    store_reads = 0
+
+    @property
+    def store(self) -> Any:
+        self.store_reads += 1
+        return App.store.fget(self)  # type: ignore[attr-defined]
+
+
+def test_a_collection_reads_its_sites_store_once() -> None:
+    """The site's ``store`` (a property of the App) is read on first use only: every item
+    read after it uses the same store the property gives; bound again, the collection reads
+    the new site's."""
+    app = _CountedStore()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    item_id = tasks.table.insert({"title": "one"})["id"]
+    reads = app.store_reads
+    assert reads >= 1
+    for _ in range(3):
+        assert tasks.table.get(item_id) == tasks.table.get(item_id) is not None
+    assert tasks._store() is tasks.table.store is App.store.fget(app)  # type: ignore[attr-defined]
+    assert app.store_reads == reads
+    other = _CountedStore()
+    tasks.bind(other)
+    assert tasks._store() is App.store.fget(other) is not App.store.fget(app)  # type: ignore[attr-defined]
+    assert other.store_reads == 1
+    App.store.fget(app).close()  # type: ignore[attr-defined]
+    App.store.fget(other).close()  # type: ignore[attr-defined]
+
+
 ClientFor = Callable[..., SiteClient]
 _OTHER = {"date", "x-request-id", "server"}
 

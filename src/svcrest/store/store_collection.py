@@ -111,7 +111,8 @@ class StoreHost(ControllerHost, Protocol):
 
     @property
     def store(self) -> Store:
-        """The site's store."""
+        """The site's store, the same one for the site's life once read (the App opens its
+        own on first use): a collection reads it once."""
         ...
 
     @property
@@ -331,6 +332,8 @@ class StoreCollection(RestController):
         #: :attr:`app` property is not specialised by CPython 3.11: a generic look-up and a
         #: Python call), without a test of being bound at each read.
         self._bound_site: StoreHost = cast(StoreHost, _Unbound(type(self).__name__))
+        #: The bound site's store once read (a site's store is its own for its life).
+        self._site_store: Store | None = None
         self._clock = clock
         self.mcp = bool(mcp)
         if not isinstance(namespace, str) or not namespace.strip("/"):
@@ -400,7 +403,13 @@ class StoreCollection(RestController):
     # -- the site ------------------------------------------------------------------------------
 
     def _store(self) -> Store:
-        return self._bound_site.store
+        # PERF: the site's store read once, on first use (its ``store`` is a property: a
+        # Python call CPython 3.11 does not specialise, on each item read before; an item
+        # GET 220,695 → 220,151 instructions, bench/budget.py).
+        store = self._site_store
+        if store is None:
+            store = self._site_store = self._bound_site.store
+        return store
 
     def _now(self) -> float:
         return self._clock() if self._clock is not None else self._bound_site.clock()
@@ -420,6 +429,7 @@ class StoreCollection(RestController):
             raise TypeError("a StoreCollection needs a site with a store (an App)")
         super().bind(app)
         self._bound_site = cast(StoreHost, app)
+        self._site_store = None
 
     def register_routes(self, app: RouteRegistrar) -> None:
         """Register the routes of ``RestController`` with the store's options: writes may
