@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from svcrest import App, StoreCollection
+from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.request import Request
 from tests.conftest import SiteClient
 
@@ -71,6 +72,66 @@ def test_a_collection_reads_its_sites_store_once() -> None:
     assert other.store_reads == 1
     App.store.fget(app).close()  # type: ignore[attr-defined]
     App.store.fget(other).close()  # type: ignore[attr-defined]
+
+
+def test_the_collection_url_is_remembered_per_hooks_version_and_site(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Outside a request over TLS the collection's URL (its items' links) is the one
+    ``rest_url`` gives, asked once per version of the hooks and current site: a URL filter
+    added or removed, a site's home changed or another site made current asks again; a
+    request over TLS asks each time (https may be forced for its host) and is not
+    remembered."""
+    app = App("http://a.test")
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    given = App.rest_url
+    asked: list[str] = []
+
+    def counted(self: App, path: str = "", scheme: str = "json") -> str:
+        asked.append(path)
+        return given(self, path, scheme)
+
+    monkeypatch.setattr(App, "rest_url", counted)
+
+    def urls(expected: str | None, asks: int) -> None:
+        asked.clear()
+        assert [tasks._collection_url() for _ in range(3)] == [expected] * 3
+        assert len(asked) == asks
+        if expected is not None:  # what rest_url gives, the general path
+            assert given(app, "/todo/v1/tasks") == expected
+
+    urls("http://a.test/svc-json/todo/v1/tasks", 1)
+    urls("http://a.test/svc-json/todo/v1/tasks", 0)
+
+    def prefix(value: str) -> str:
+        return "api"
+
+    app.hooks.add_filter("rest_url_prefix", prefix)
+    urls("http://a.test/api/todo/v1/tasks", 1)
+    app.hooks.remove_filter("rest_url_prefix", prefix)
+    urls("http://a.test/svc-json/todo/v1/tasks", 1)
+    app.add_site(1, "http://b.test/blog")
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 1)
+    app.add_site(2, "http://c.test", pretty_permalinks=False)
+    app.blog_id = 2
+    urls("http://c.test/?rest_route=/todo/v1/tasks", 1)
+    app.blog_id = 1
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 1)
+    token = REQUEST_CONTEXT.set(RequestContext(secure=True, host="b.test"))
+    try:
+        urls("https://b.test/blog/svc-json/todo/v1/tasks", 3)
+    finally:
+        REQUEST_CONTEXT.reset(token)
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 0)
+
+    def filtered(url: str, *args: Any) -> str:
+        return url + "?filtered"
+
+    app.hooks.add_filter("rest_url", filtered)
+    urls(None, 0)
+    app.hooks.remove_filter("rest_url", filtered)
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 1)
+    app.store.close()
 
 
 ClientFor = Callable[..., SiteClient]
