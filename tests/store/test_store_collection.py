@@ -12,6 +12,7 @@ import pytest
 from svcrest import App, StoreCollection
 from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.request import Request
+from svcrest.http.user import User
 from tests.conftest import SiteClient
 
 SCHEMA = {"title": "task", "type": "object", "properties": {"title": {"type": "string"}}}
@@ -131,6 +132,79 @@ def test_the_collection_url_is_remembered_per_hooks_version_and_site(
     urls(None, 0)
     app.hooks.remove_filter("rest_url", filtered)
     urls("http://b.test/blog/svc-json/todo/v1/tasks", 1)
+    app.store.close()
+
+
+def test_the_class_own_entity_tag_is_made_without_calling_version_tag(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a ``version_tag`` of its own, a collection's ``ETag`` is the quoted version,
+    what the class's ``version_tag`` gives, made without calling it; a subclass's own
+    ``version_tag`` is called."""
+    called: list[tuple[int, int]] = []
+    given = StoreCollection.version_tag
+
+    def counted(self: StoreCollection, item_id: int, version: int) -> str:
+        called.append((item_id, version))
+        return given(self, item_id, version)
+
+    monkeypatch.setattr(StoreCollection, "version_tag", counted)
+    tasks = StoreCollection("todo/v1", "tasks", SCHEMA)
+    assert [tasks._tag({"id": 3, "version": v}) for v in (1, 7, 12)] == ['"1"', '"7"', '"12"']
+    assert called == []
+    assert tasks._tag({"id": 3, "version": 7}) == f'"{given(tasks, 3, 7)}"'
+
+    class Tagged(StoreCollection):
+        def version_tag(self, item_id: int, version: int) -> str:
+            called.append((item_id, version))
+            return f"{item_id}-{version}"
+
+    assert Tagged("todo/v1", "tasks", SCHEMA)._tag({"id": 3, "version": 7}) == '"3-7"'
+    assert called == [(3, 7)]
+
+
+def _checked(result: Any) -> Any:
+    """A permission check's answer, comparable: True, False or an error's code and status."""
+    return (result.code, result.status) if not isinstance(result, bool) else result
+
+
+@pytest.mark.parametrize("write", ["edit_posts", lambda user, item: user.id == 1])
+def test_an_anonymous_reads_allow_answer_is_the_general_checks(
+    write: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``update_item_permissions_check`` and ``delete_item_permissions_check`` answer an
+    anonymous GET or HEAD (the ``Allow`` header of a read) without the general check, with
+    its answer; every other request (a write, a logged-in user, a callable rule that must
+    see the item) goes through it, and answers as it does."""
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA, write=write))
+    tasks.table.insert({"title": "one"})
+    general = StoreCollection._changeable
+    asked: list[str] = []
+
+    def counted(self: StoreCollection, request: Request, deleting: bool) -> Any:
+        asked.append(request.method)
+        return general(self, request, deleting)
+
+    monkeypatch.setattr(StoreCollection, "_changeable", counted)
+    admin = User(1, "boss", roles=("administrator",))
+    assert admin.can("edit_posts")
+    for method in ("GET", "HEAD", "POST", "PUT", "DELETE"):
+        for user in (None, admin):
+            request = Request(method, "/todo/v1/tasks/1")
+            request.url_params = {"id": "1"}
+            if user is not None:
+                request.user = user
+            for deleting, check in (
+                (False, tasks.update_item_permissions_check),
+                (True, tasks.delete_item_permissions_check),
+            ):
+                asked.clear()
+                answer = _checked(check(request))
+                assert answer == _checked(general(tasks, request, deleting)), (method, user)
+                fast = user is None and method in ("GET", "HEAD") and not callable(write)
+                assert asked == ([] if fast else [method]), (method, user)
+                assert answer is False if fast else True
     app.store.close()
 
 
