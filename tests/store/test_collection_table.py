@@ -3,6 +3,7 @@ change log, and rollbacks."""
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from svcrest.store import Store, StoreError, open_store
+from svcrest.store import Store, StoreError, collection_table, open_store
 from svcrest.store.changes import Change, changes_after, last_change, purge_changes
-from svcrest.store.collection_columns import CollectionError, Column
+from svcrest.store.collection_columns import MAX_INT, CollectionError, Column
 from svcrest.store.collection_query import Filter, Query, Sort, parse_filters, parse_sort
 from svcrest.store.collection_table import CollectionTable, VersionMismatch
 
@@ -886,3 +887,33 @@ def test_an_item_is_read_from_its_row_as_each_columns_from_db_makes_it(
     with pytest.raises(ValueError):
         table._item(rows[0][:-2] + rows[0][-1:])
     assert table._select_one == f'SELECT {table._names} FROM "{table.table}" WHERE "id" = ?'
+
+
+class _Number(enum.IntEnum):
+    ONE = 1
+
+
+def test_a_plain_ids_range_is_tested_without_the_general_check(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get`` tests a plain ``int`` in range itself; any other id (a bool, an int
+    subclass, out of range, not an int) goes through the general check and is answered
+    as it says."""
+    table = make_table(store)
+    table.migrate()
+    table.insert({"title": "one"})
+    general = collection_table._valid_id
+    asked: list[object] = []
+
+    def counted(item_id: object) -> bool:
+        asked.append(item_id)
+        return general(item_id)
+
+    monkeypatch.setattr(collection_table, "_valid_id", counted)
+    assert table.get(1) is not None and table.get(2) is None and table.get(MAX_INT) is None
+    assert asked == []
+    for item_id in (True, _Number.ONE, 0, -1, MAX_INT + 1, 1.0, "1", None):
+        asked.clear()
+        found = table.get(item_id)  # type: ignore[arg-type]
+        assert asked == [item_id]
+        assert (found is not None) is (general(item_id) and item_id == 1), item_id

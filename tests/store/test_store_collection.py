@@ -3,6 +3,7 @@ path, decided once (the HTTP behaviour is in tests/rest/test_store_collection.py
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -206,6 +207,22 @@ def test_an_anonymous_reads_allow_answer_is_the_general_checks(
                 assert asked == ([] if fast else [method]), (method, user)
                 assert answer is False if fast else True
     app.store.close()
+
+
+def test_an_items_shaped_data_is_made_without_a_comprehension() -> None:
+    """The answer's keys are copied by a loop of ``_shaped_data`` itself (a comprehension
+    would be a Python call of its own): the keys the shape names that the item has, in the
+    shape's order, nested values filtered by the context."""
+    from svcrest.store.store_collection import _shaped_data
+
+    code = _shaped_data.__code__
+    assert [const for const in code.co_consts if isinstance(const, types.CodeType)] == []
+    nested = {"type": "object", "properties": {"a": {"context": ["edit"]}, "b": {}}}
+    shape = (("title", "missing", "meta", "id"), (("meta", nested),), "view")
+    item = {"id": 3, "meta": {"a": 1, "b": 2}, "title": "t", "other": 0}
+    data = _shaped_data(item, shape)
+    assert list(data.items()) == [("title", "t"), ("meta", {"b": 2}), ("id", 3)]
+    assert item["meta"] == {"a": 1, "b": 2}  # the item's own value left as it was
 
 
 ClientFor = Callable[..., SiteClient]

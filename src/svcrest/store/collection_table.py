@@ -357,7 +357,8 @@ class CollectionTable:
 
     def get(self, item_id: int) -> dict[str, Any] | None:
         """The item ``item_id``, or None when there is none."""
-        if not _valid_id(item_id):
+        # PERF: a plain int in range tested here; any other asks ``_valid_id`` (a call).
+        if (type(item_id) is not int or not 0 < item_id <= MAX_INT) and not _valid_id(item_id):
             return None
         # PERF: :attr:`store` written out (a property read is not specialised by CPython
         # 3.11: a generic look-up and a Python call each item GET).

@@ -229,7 +229,12 @@ def _shaped_data(item: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
     function of the module, not a static method: one read through ``self`` is not a method
     call CPython 3.11 specialises)."""
     keys, nested, context = shape
-    data = {key: item[key] for key in keys if key in item}
+    # PERF: a loop, not a dict comprehension (a function made and called in CPython 3.11;
+    # with CollectionTable.get's own id test, an item GET 203,676 → 201,226 instructions).
+    data = {}
+    for key in keys:
+        if key in item:
+            data[key] = item[key]
     for key, schema in nested:
         value = data.get(key)
         if isinstance(value, dict | list):
