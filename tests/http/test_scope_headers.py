@@ -155,7 +155,7 @@ def test_any_iterable_of_pairs_is_read() -> None:
 
 def test_the_memories_of_asked_names_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     names: Memo[str, bytes] = Memo(2, scope_headers._NAME_LENGTH)
-    probes: Memo[frozenset[str], frozenset[bytes]] = Memo(2, PROBE_LONGEST, probe_length)
+    probes: Memo[frozenset[str], Any] = Memo(2, PROBE_LONGEST, probe_length)
     monkeypatch.setattr(scope_headers, "_RAW_NAMES", names)
     monkeypatch.setattr(scope_headers, "_PROBES", probes)
     monkeypatch.setattr(scope_headers, "_raw_name_of", names.get)
@@ -175,3 +175,29 @@ def test_the_memories_of_asked_names_stay_bounded(monkeypatch: pytest.MonkeyPatc
     asked = [frozenset({"x-a"}), frozenset({"x-b"}), frozenset({"x-c"})]
     assert [headers.has_any(names) for names in asked] == [True, False, False]
     assert list(probes) == asked[2:]  # emptied when full (at 2)
+
+
+#: Header names (each Latin-1 but the last two), for the probe's tests.
+_PROBED = ["authorization", "cookie", "x-wp-nonce", "x-svc-nonce", "x-api-key", "ß", "€"]
+
+
+@pytest.mark.parametrize("count", range(1, len(_PROBED) + 1))
+def test_has_any_of_up_to_four_names_tests_each_and_answers_as_isdisjoint(count: int) -> None:
+    """One to four names are tested one by one in the scope's lines (the fast path), more
+    through ``isdisjoint``: both answer as ``isdisjoint`` of the names' bytes would, and as
+    the decoded lines do, for every line present; a name no Latin-1 line can have is left
+    out of both."""
+    names = frozenset(_PROBED[:count])
+    raw, four = scope_headers._probe(names)
+    assert raw == frozenset(n.encode("latin-1") for n in _PROBED[:count] if n != "€")
+    assert (four is not None) is (0 < len(raw) <= 4)
+    if four is not None:
+        assert set(four) == raw
+    assert scope_headers.raw_names(names) == raw
+    for present in [*(n.encode("latin-1") for n in _PROBED[:-1]), b"origin", b""]:
+        lines = [(b"host", b"a.test"), (present, b"x")] if present else [(b"host", b"a.test")]
+        headers = ScopeHeaders(lines)
+        assert headers.single is not None
+        expected = not raw.isdisjoint(headers.single)
+        assert headers.has_any(names) is expected, present
+        assert Headers.from_lines(*asgi_header_lines(lines)).has_any(names) is expected, present

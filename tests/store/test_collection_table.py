@@ -3,6 +3,7 @@ change log, and rollbacks."""
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from svcrest.store import Store, StoreError, open_store
+from svcrest.store import Store, StoreError, collection_table, open_store
 from svcrest.store.changes import Change, changes_after, last_change, purge_changes
-from svcrest.store.collection_columns import CollectionError
+from svcrest.store.collection_columns import MAX_INT, CollectionError, Column
 from svcrest.store.collection_query import Filter, Query, Sort, parse_filters, parse_sort
 from svcrest.store.collection_table import CollectionTable, VersionMismatch
 
@@ -837,3 +838,80 @@ def test_extreme_values_round_trip(table: CollectionTable, values: dict[str, Any
     item = table.insert(values)
     assert {name: item[name] for name in values} == values
     assert table.get(item["id"]) == item
+
+
+#: Stored values of each kind, as an engine may hand them back (None in every kind).
+_STORED: dict[str, list[Any]] = {
+    "boolean": [None, 0, 1, True, False],
+    "integer": [None, 0, -3, 2**53, True],
+    "number": [None, 0, 1.5, -2, 3],
+    "json": [None, "[1, 2]", '{"a": null}', b'"x"', "3"],
+    "string": [None, "", "text", 7, "2024-01-02T03:04:05Z"],
+    "date-time": [None, "2024-01-02T03:04:05Z", "2024-01-02T03:04:05"],
+}
+
+
+@pytest.mark.parametrize("kind", list(_STORED))
+def test_a_columns_db_reader_answers_as_from_db(kind: str) -> None:
+    """What a table reading rows calls for a value that is not None gives what
+    ``Column.from_db`` gives, type included."""
+    column = Column("c", kind)  # type: ignore[arg-type]
+    for value in _STORED[kind]:
+        read = None if value is None else column.db_reader(value)
+        assert (read, type(read)) == (column.from_db(value), type(column.from_db(value))), value
+
+
+@pytest.mark.parametrize("wordpress_dates", [False, True])
+def test_an_item_is_read_from_its_row_as_each_columns_from_db_makes_it(
+    store: Store, wordpress_dates: bool
+) -> None:
+    """A row's values become the item through each column's reader: the item
+    ``Column.from_db`` would make, type for type; a row of another length is refused."""
+    table = make_table(store, wordpress_dates=wordpress_dates)
+    rows = [
+        (1, "t", 2, 1.5, 1, "2024-01-02T03:04:05Z", "open", '["a"]', '{"k": 1}', 3),
+        (2, None, None, None, None, None, None, None, None, 1),
+        (3, "", 0, 2, 0, "2024-01-02T03:04:05", "closed", "[]", "{}", 7),
+    ]
+    for row in rows:
+        expected: dict[str, Any] = {"id": row[0]}
+        for column, value in zip(table.columns.values(), row[1:-1], strict=True):
+            expected[column.name] = column.from_db(value)
+        expected["version"] = row[-1]
+        if wordpress_dates and isinstance(expected["due"], str):
+            expected["due"] = expected["due"].removesuffix("Z")
+        item = table._item(row)
+        assert [(k, v, type(v)) for k, v in item.items()] == [
+            (k, v, type(v)) for k, v in expected.items()
+        ]
+    with pytest.raises(ValueError):
+        table._item(rows[0][:-2] + rows[0][-1:])
+    assert table._select_one == f'SELECT {table._names} FROM "{table.table}" WHERE "id" = ?'
+
+
+class _Number(enum.IntEnum):
+    ONE = 1
+
+
+def test_an_id_is_tested_in_get_as_valid_id_tests_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get`` tests the id itself (no call of ``_valid_id``), with its answer: a plain
+    ``int`` or an ``int`` subclass in range is looked up; a bool, an id out of range or
+    not an int finds nothing."""
+    table = make_table(store)
+    table.migrate()
+    table.insert({"title": "one"})
+    general = collection_table._valid_id
+    asked: list[object] = []
+
+    def counted(item_id: object) -> bool:
+        asked.append(item_id)
+        return general(item_id)
+
+    monkeypatch.setattr(collection_table, "_valid_id", counted)
+    ids = (1, 2, MAX_INT, True, _Number.ONE, 0, -1, MAX_INT + 1, 1.0, "1", None)
+    for item_id in ids:
+        found = table.get(item_id)  # type: ignore[arg-type]
+        assert (found is not None) is (general(item_id) and item_id == 1), item_id
+    assert asked == []

@@ -3,6 +3,7 @@ path, decided once (the HTTP behaviour is in tests/rest/test_store_collection.py
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,9 @@ import httpx
 import pytest
 
 from svcrest import App, StoreCollection
+from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.request import Request
+from svcrest.http.user import User
 from tests.conftest import SiteClient
 
 SCHEMA = {"title": "task", "type": "object", "properties": {"title": {"type": "string"}}}
@@ -39,6 +42,187 @@ def test_a_bound_collection_reads_the_site_it_was_bound_to() -> None:
     assert tasks._store() is app.store
     assert tasks._collection_url() == app.rest_url("/todo/v1/tasks")
     app.store.close()
+
+
+class _CountedStore(App):
+    """An App counting the reads of its ``store`` property."""
+
+    store_reads = 0
+
+    @property
+    def store(self) -> Any:
+        self.store_reads += 1
+        return App.store.fget(self)  # type: ignore[attr-defined]
+
+
+def test_a_collection_reads_its_sites_store_once() -> None:
+    """The site's ``store`` (a property of the App) is read on first use only: every item
+    read after it uses the same store the property gives; bound again, the collection reads
+    the new site's."""
+    app = _CountedStore()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    item_id = tasks.table.insert({"title": "one"})["id"]
+    reads = app.store_reads
+    assert reads >= 1
+    for _ in range(3):
+        assert tasks.table.get(item_id) == tasks.table.get(item_id) is not None
+    assert tasks._store() is tasks.table.store is App.store.fget(app)  # type: ignore[attr-defined]
+    assert app.store_reads == reads
+    other = _CountedStore()
+    tasks.bind(other)
+    assert tasks._store() is App.store.fget(other) is not App.store.fget(app)  # type: ignore[attr-defined]
+    assert other.store_reads == 1
+    App.store.fget(app).close()  # type: ignore[attr-defined]
+    App.store.fget(other).close()  # type: ignore[attr-defined]
+
+
+def test_the_collection_url_is_remembered_per_hooks_version_and_site(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Outside a request over TLS the collection's URL (its items' links) is the one
+    ``rest_url`` gives, asked once per version of the hooks and current site: a URL filter
+    added or removed, a site's home changed or another site made current asks again; a
+    request over TLS asks each time (https may be forced for its host) and is not
+    remembered."""
+    app = App("http://a.test")
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    given = App.rest_url
+    asked: list[str] = []
+
+    def counted(self: App, path: str = "", scheme: str = "json") -> str:
+        asked.append(path)
+        return given(self, path, scheme)
+
+    monkeypatch.setattr(App, "rest_url", counted)
+
+    def urls(expected: str | None, asks: int) -> None:
+        asked.clear()
+        assert [tasks._collection_url() for _ in range(3)] == [expected] * 3
+        assert len(asked) == asks
+        if expected is not None:  # what rest_url gives, the general path
+            assert given(app, "/todo/v1/tasks") == expected
+
+    urls("http://a.test/svc-json/todo/v1/tasks", 1)
+    urls("http://a.test/svc-json/todo/v1/tasks", 0)
+
+    def prefix(value: str) -> str:
+        return "api"
+
+    app.hooks.add_filter("rest_url_prefix", prefix)
+    urls("http://a.test/api/todo/v1/tasks", 1)
+    app.hooks.remove_filter("rest_url_prefix", prefix)
+    urls("http://a.test/svc-json/todo/v1/tasks", 1)
+    app.add_site(1, "http://b.test/blog")
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 1)
+    app.add_site(2, "http://c.test", pretty_permalinks=False)
+    app.blog_id = 2
+    urls("http://c.test/?rest_route=/todo/v1/tasks", 1)
+    app.blog_id = 1
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 1)
+    token = REQUEST_CONTEXT.set(RequestContext(secure=True, host="b.test"))
+    try:
+        urls("https://b.test/blog/svc-json/todo/v1/tasks", 3)
+    finally:
+        REQUEST_CONTEXT.reset(token)
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 0)
+
+    def filtered(url: str, *args: Any) -> str:
+        return url + "?filtered"
+
+    app.hooks.add_filter("rest_url", filtered)
+    urls(None, 0)
+    app.hooks.remove_filter("rest_url", filtered)
+    urls("http://b.test/blog/svc-json/todo/v1/tasks", 1)
+    app.store.close()
+
+
+def test_the_class_own_entity_tag_is_made_without_calling_version_tag(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a ``version_tag`` of its own, a collection's ``ETag`` is the quoted version,
+    what the class's ``version_tag`` gives, made without calling it; a subclass's own
+    ``version_tag`` is called."""
+    called: list[tuple[int, int]] = []
+    given = StoreCollection.version_tag
+
+    def counted(self: StoreCollection, item_id: int, version: int) -> str:
+        called.append((item_id, version))
+        return given(self, item_id, version)
+
+    monkeypatch.setattr(StoreCollection, "version_tag", counted)
+    tasks = StoreCollection("todo/v1", "tasks", SCHEMA)
+    assert [tasks._tag({"id": 3, "version": v}) for v in (1, 7, 12)] == ['"1"', '"7"', '"12"']
+    assert called == []
+    assert tasks._tag({"id": 3, "version": 7}) == f'"{given(tasks, 3, 7)}"'
+
+    class Tagged(StoreCollection):
+        def version_tag(self, item_id: int, version: int) -> str:
+            called.append((item_id, version))
+            return f"{item_id}-{version}"
+
+    assert Tagged("todo/v1", "tasks", SCHEMA)._tag({"id": 3, "version": 7}) == '"3-7"'
+    assert called == [(3, 7)]
+
+
+def _checked(result: Any) -> Any:
+    """A permission check's answer, comparable: True, False or an error's code and status."""
+    return (result.code, result.status) if not isinstance(result, bool) else result
+
+
+@pytest.mark.parametrize("write", ["edit_posts", lambda user, item: user.id == 1])
+def test_an_anonymous_reads_allow_answer_is_the_general_checks(
+    write: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``update_item_permissions_check`` and ``delete_item_permissions_check`` answer an
+    anonymous GET or HEAD (the ``Allow`` header of a read) without the general check, with
+    its answer; every other request (a write, a logged-in user, a callable rule that must
+    see the item) goes through it, and answers as it does."""
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA, write=write))
+    tasks.table.insert({"title": "one"})
+    general = StoreCollection._changeable
+    asked: list[str] = []
+
+    def counted(self: StoreCollection, request: Request, deleting: bool) -> Any:
+        asked.append(request.method)
+        return general(self, request, deleting)
+
+    monkeypatch.setattr(StoreCollection, "_changeable", counted)
+    admin = User(1, "boss", roles=("administrator",))
+    assert admin.can("edit_posts")
+    for method in ("GET", "HEAD", "POST", "PUT", "DELETE"):
+        for user in (None, admin):
+            request = Request(method, "/todo/v1/tasks/1")
+            request.url_params = {"id": "1"}
+            if user is not None:
+                request.user = user
+            for deleting, check in (
+                (False, tasks.update_item_permissions_check),
+                (True, tasks.delete_item_permissions_check),
+            ):
+                asked.clear()
+                answer = _checked(check(request))
+                assert answer == _checked(general(tasks, request, deleting)), (method, user)
+                fast = user is None and method in ("GET", "HEAD") and not callable(write)
+                assert asked == ([] if fast else [method]), (method, user)
+                assert answer is False if fast else True
+    app.store.close()
+
+
+def test_an_items_shaped_data_is_made_without_a_comprehension() -> None:
+    """The answer's keys are copied by a loop of ``_shaped_data`` itself (a comprehension
+    would be a Python call of its own): the keys the shape names that the item has, in the
+    shape's order, nested values filtered by the context."""
+    from svcrest.store.store_collection import _shaped_data
+
+    code = _shaped_data.__code__
+    assert [const for const in code.co_consts if isinstance(const, types.CodeType)] == []
+    nested = {"type": "object", "properties": {"a": {"context": ["edit"]}, "b": {}}}
+    shape = (("title", "missing", "meta", "id"), (("meta", nested),), "view")
+    item = {"id": 3, "meta": {"a": 1, "b": 2}, "title": "t", "other": 0}
+    data = _shaped_data(item, shape)
+    assert list(data.items()) == [("title", "t"), ("meta", {"b": 2}), ("id", 3)]
+    assert item["meta"] == {"a": 1, "b": 2}  # the item's own value left as it was
 
 
 ClientFor = Callable[..., SiteClient]

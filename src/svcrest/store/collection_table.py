@@ -170,6 +170,12 @@ class CollectionTable:
         self._default_sort = tuple(default_sort)
         self._plans: dict[str, QueryPlan] = {}
         self._names = ", ".join(quote(name) for name in ("id", *self.columns, "version"))
+        #: The statement reading one item (PERF: made once, not at each read).
+        self._select_one = f'SELECT {self._names} FROM {quote(self.table)} WHERE "id" = ?'
+        #: Each column's name and :attr:`Column.db_reader`, in row order (PERF: ``_item``
+        #: calls no ``from_db`` per value; with the statement above, an item GET of three
+        #: properties 208,267 → 203,676 instructions, bench/budget.py).
+        self._readers = tuple((column.name, column.db_reader) for column in self.columns.values())
         self._steps = tuple(steps)
         #: The date-time columns answered without their "Z".
         self._bare_dates = tuple(
@@ -318,8 +324,8 @@ class CollectionTable:
 
     def _item(self, row: Sequence[Any]) -> dict[str, Any]:
         item: dict[str, Any] = {"id": int(row[0])}
-        for column, value in zip(self.columns.values(), row[1:-1], strict=True):
-            item[column.name] = column.from_db(value)
+        for (name, read), value in zip(self._readers, row[1:-1], strict=True):
+            item[name] = None if value is None else read(value)  # Column.from_db's answer
         item["version"] = int(row[-1])
         for name in self._bare_dates:
             value = item[name]
@@ -351,15 +357,14 @@ class CollectionTable:
 
     def get(self, item_id: int) -> dict[str, Any] | None:
         """The item ``item_id``, or None when there is none."""
-        if not _valid_id(item_id):
+        # PERF: ``_valid_id`` written out (its Python call on every item read before).
+        if isinstance(item_id, bool) or not isinstance(item_id, int) or not 0 < item_id <= MAX_INT:
             return None
         # PERF: :attr:`store` written out (a property read is not specialised by CPython
         # 3.11: a generic look-up and a Python call each item GET).
         migrated = self._tables.store
         store = migrated()
-        row = store.read_one(
-            f'SELECT {self._names} FROM {quote(self.table)} WHERE "id" = ?', (item_id,)
-        )
+        row = store.read_one(self._select_one, (item_id,))
         return None if row is None else self._item(row)
 
     def get_many(self, item_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -434,9 +439,7 @@ class CollectionTable:
     def _unchanged(
         self, conn: Connection, item_id: int, expected_version: int | None
     ) -> dict[str, Any] | VersionMismatch | None:
-        row = conn.execute(
-            f'SELECT {self._names} FROM {quote(self.table)} WHERE "id" = ?', (item_id,)
-        ).fetchone()
+        row = conn.execute(self._select_one, (item_id,)).fetchone()
         if row is None:
             return None
         item = self._item(row)
