@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from svcrest.chains import NOT_AWAITABLE, Chain, Pending, is_awaitable, run_chain, run_chain_async
 from svcrest.hooks import Hooks
@@ -178,6 +178,12 @@ def cors_allow_methods_value(methods: str | Iterable[str]) -> str:
 # for the few origins a site sees). SECURITY: bounded in entries and bytes: only values of at
 # most MAX_ORIGIN_LENGTH characters are kept, and the memory is emptied when full.
 _CORS_LINES_MAX = 256
+#: The names of the CORS lines :func:`rest_send_cors_headers` sends, in their order.
+_CORS_NAMES: Final = (
+    "Access-Control-Allow-Origin",
+    "Access-Control-Allow-Methods",
+    "Access-Control-Allow-Credentials",
+)
 
 
 class _CorsMemo(dict[str, tuple[tuple[str, str], ...]]):
@@ -192,15 +198,9 @@ class _CorsMemo(dict[str, tuple[tuple[str, str], ...]]):
 
     def __missing__(self, origin: str) -> tuple[tuple[str, str], ...]:
         allowed = sanitize_origin(origin)
-        lines: tuple[tuple[str, str], ...] = (
-            ()
-            if allowed is None
-            else (
-                ("Access-Control-Allow-Origin", allowed),
-                ("Access-Control-Allow-Methods", self.methods),
-                ("Access-Control-Allow-Credentials", "true"),
-            )
-        )
+        lines: tuple[tuple[str, str], ...] = ()
+        if allowed is not None:
+            lines = tuple(zip(_CORS_NAMES, (allowed, self.methods, "true"), strict=True))
         if len(origin) <= MAX_ORIGIN_LENGTH:
             if len(self) >= _CORS_LINES_MAX:
                 self.clear()
@@ -364,14 +364,7 @@ def default_own_lines(response: Response, server: Any, request: Request, cors: b
 
 
 #: The lower-case names of the lines the default filters set (``Allow``, the CORS lines).
-_DEFAULT_FILTER_LINES = frozenset(
-    {
-        "allow",
-        "access-control-allow-origin",
-        "access-control-allow-methods",
-        "access-control-allow-credentials",
-    }
-)
+_DEFAULT_FILTER_LINES = frozenset({"allow", *(name.lower() for name in _CORS_NAMES)})
 
 
 def _added_to_lines(response: Response, server: Any, request: Request, cors: bool) -> Any:
