@@ -14,6 +14,7 @@ from svcrest.rest.typed import ReturnedSchema, prepare_typed, response_schema, r
 from svcrest.rest.validation import default_error
 
 __all__ = [
+    "HANDLER_ONLY_OPTIONS",
     "ROUTE_ONLY_OPTIONS",
     "Handler",
     "RoutePatternError",
@@ -58,6 +59,10 @@ class Handler(TypedDict):
     etag_callback: NotRequired[Callable[..., Any]]
     #: True: a PUT, PATCH or DELETE without If-Match answers 428 (with ``etag_callback``).
     require_if_match: NotRequired[bool]
+    #: True: the callback's answer already shows the request's ``_fields`` (applied to the
+    #: parts they name, as a change feed does to each entry), so the site's ``_fields``
+    #: filter (``rest_filter_response_fields``) leaves it whole.
+    fields_applied: NotRequired[bool]
 
 
 def public(request: object = None) -> bool:
@@ -131,6 +136,9 @@ def build_full_route(namespace: str, route: str) -> str:
 #: Options of a whole route that a handler definition cannot carry: inside a handler they
 #: would be ignored (a rate limit the author believes is on, silently off).
 ROUTE_ONLY_OPTIONS = ("schema", "rate_limit", "idempotency")
+#: Options of one handler that a route cannot carry beside its handlers: there they would
+#: name no handler (an answer the author believes is left whole, silently filtered).
+HANDLER_ONLY_OPTIONS = ("fields_applied",)
 
 
 def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> Handler:
@@ -164,6 +172,10 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
                 f"The default of the argument {name!r} does not meet its own schema:"
                 f" {error.message}"
             )
+    if "fields_applied" in merged and not isinstance(merged["fields_applied"], bool):
+        raise RouteDefinitionError(
+            f"fields_applied must be True or False: {merged['fields_applied']!r}"
+        )
     db_timeout = _db_timeout(merged.get("db_timeout"))
     for key in ("callback", "permission_callback"):
         value: Callable[..., Any] | None = merged.get(key)
@@ -244,6 +256,13 @@ def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     """The normalised handlers and the route options of a registration (shapes as
     :func:`handler_definitions` reads them)."""
     handlers_in, options = handler_definitions(args)
+    misplaced = [key for key in HANDLER_ONLY_OPTIONS if key in options]
+    if misplaced:
+        key = misplaced[0]
+        raise RouteDefinitionError(
+            f"{key!r} is an option of a handler, and beside the handlers it would be ignored:"
+            f" put it inside the handler definition ({{0: {{..., {key!r}: True}}}})"
+        )
     common = options.pop("args", None) or {}
     if not isinstance(common, Mapping):
         raise RouteDefinitionError("the route option 'args' must be a mapping")
