@@ -21,7 +21,10 @@ from tests.conftest import SiteClient
 ClientFor = Callable[..., SiteClient]
 ROUTE = "/svc-json/live/v1/feed"
 #: The answer of both routes: a wrapper whose entries a ``_fields`` of ``id,title`` shaped.
-ANSWER = {"changes": [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}], "cursor": "c2"}
+ANSWER: dict[str, Any] = {
+    "changes": [{"id": 1, "title": "a"}, {"id": 2, "title": "b"}],
+    "cursor": "c2",
+}
 
 
 def shaped(request: Request) -> dict[str, Any]:
@@ -100,3 +103,12 @@ def test_the_filter_reads_the_option_from_the_answers_matched_handler() -> None:
     unmarked.matched_handler = {"methods": {"GET": True}}
     assert rest_filter_response_fields(unmarked, server, request).data == {}
     assert rest_filter_response_fields(Response(dict(ANSWER)), server, request).data == {}
+
+
+def test_the_decorator_gives_the_option_to_its_handler(client_for: ClientFor) -> None:
+    app = App()
+    app.route("live/v1", "/feed", permission_callback=public, fields_applied=True)(shaped)
+    assert client_for(app).get(f"{ROUTE}?_fields=id").json() == ANSWER
+    with pytest.warns(DoingItWrong, match="fields_applied must be True or False: 'on'"):
+        app.route("live/v1", "/other", permission_callback=public, fields_applied="on")(shaped)
+    assert app.rest_get_server().table.get("/live/v1/other") is None
