@@ -14,7 +14,6 @@ from svcrest.rest.typed import ReturnedSchema, prepare_typed, response_schema, r
 from svcrest.rest.validation import default_error
 
 __all__ = [
-    "HANDLER_ONLY_OPTIONS",
     "ROUTE_ONLY_OPTIONS",
     "Handler",
     "RoutePatternError",
@@ -145,8 +144,9 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
     """A handler merged over the defaults ``methods="GET"``, ``callback=None`` and ``args={}``
     (its own values win), with the route's shared ``args`` under its own. Raises
     ``RouteDefinitionError`` for a route option (``schema``, ``rate_limit``,
-    ``idempotency``) inside the handler, where it would be ignored, or for an argument
-    whose ``default`` fails its own schema (every request would be refused)."""
+    ``idempotency``) inside the handler, where it would be ignored, for a
+    ``fields_applied`` other than True or False, or for an argument whose ``default``
+    fails its own schema (every request would be refused)."""
     if not isinstance(handler, Mapping):
         raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
     misplaced = [key for key in ROUTE_ONLY_OPTIONS if key in handler]
@@ -254,7 +254,9 @@ def handler_definitions(args: Any) -> tuple[list[Any], dict[str, Any]]:
 
 def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     """The normalised handlers and the route options of a registration (shapes as
-    :func:`handler_definitions` reads them)."""
+    :func:`handler_definitions` reads them). Raises ``RouteDefinitionError`` for a
+    handler's own option (``fields_applied``) beside the handlers, where it would be
+    ignored."""
     handlers_in, options = handler_definitions(args)
     misplaced = [key for key in HANDLER_ONLY_OPTIONS if key in options]
     if misplaced:
