@@ -25,7 +25,7 @@ from svcrest.http.response import Response
 from svcrest.store.change_feed import UNKEYED, fields_key
 from tests.rest.conftest import Clock, cursor
 from tests.rest.feed_sites import get_body, next_frame, opened, run
-from tests.rest.test_change_streams import SSE
+from tests.rest.test_change_streams import JSONL, SSE, stream
 from tests.rest.test_controller_changes import Books
 from tests.rest.test_store_collection import TASKS, ClientFor, Site
 
@@ -211,3 +211,74 @@ def test_a_subscribers_fields_as_part_of_its_viewer_key(fields: Any, key: Any) -
         request.set_param("_fields", fields)
     found = fields_key(request)
     assert found is key if key is None or key is UNKEYED else found == key
+
+
+def test_the_feed_leaves_the_requests_fields_as_the_client_sent_them(
+    site: Site, client_for: ClientFor
+) -> None:
+    """The feed's route says its answer applied ``_fields`` (the handler option
+    ``fields_applied``) instead of moving them out of the request's query: the filters after
+    the callback and after dispatch see the query as sent, and no URL parameter."""
+    seen: list[tuple[str, Any, bool]] = []
+
+    def after_callbacks(response: Any, handler: Any, request: Request) -> Any:
+        seen.append(("after", request.query_params.get("_fields"), "_fields" in request.url_params))
+        return response
+
+    def post_dispatch(response: Any, server: Any, request: Request) -> Any:
+        seen.append(("post", request.query_params.get("_fields"), "_fields" in request.url_params))
+        return response
+
+    site.app.hooks.add_filter("rest_request_after_callbacks", after_callbacks)
+    site.app.hooks.add_filter("rest_post_dispatch", post_dispatch, 20)
+    site.seed("plan")
+    client = client_for(site.app)
+    answer = client.get(f"{TASKS}/changes?since={cursor(0)}&_fields=id,title")
+    assert answer.status_code == 200
+    assert seen == [("after", "id,title", False), ("post", "id,title", False)]
+    routes = site.app.rest_get_server().get_routes("todo/v1")
+    assert [one.get("fields_applied") for one in routes["/todo/v1/tasks/changes"]] == [True]
+
+
+def test_a_long_poll_with_fields_answers_its_exact_body(site: Site, client_for: ClientFor) -> None:
+    """On both adapters: the whole answer, each entry's ``data`` shaped by ``_fields``
+    (WSGI answers a stream's ``Accept`` by long-polling too; ASGI streams it, below)."""
+    site.seed("plan")
+    client = client_for(site.app)
+    accepts: list[dict[str, str]] = [{}]
+    if client.adapter == "wsgi":
+        accepts += [SSE, JSONL]
+    first = cursor(1).encode()
+    for headers in accepts:
+        for query, data in [
+            ("_fields=id,title", b'{"id":1,"title":"plan"}'),
+            ("_fields=done", b'{"done":false}'),
+            ("_fields=changes,cursor", b"{}"),
+        ]:
+            answer = client.get(f"{TASKS}/changes?since={cursor(0)}&{query}", headers=headers)
+            assert answer.status_code == 200
+            assert answer.content == (
+                b'{"changes":[{"id":"%s","event":"created","data":%s}],"cursor":"%s"}'
+                % (first, data, first)
+            ), (headers, query)
+
+
+def test_streams_with_fields_send_their_exact_frames(site: Site) -> None:
+    """Over ASGI: a Server-Sent Event and a JSON line, each entry's ``data`` shaped by
+    ``_fields``, from a feed whose request keeps its query."""
+    site.seed("plan")
+    first = cursor(1).encode()
+    query = f"since={cursor(0)}&_fields=id,title"
+
+    async def check() -> None:
+        async with stream(site.app, SSE, query) as events:
+            assert await next_frame(events) == (
+                b'id: %s\nevent: created\ndata: {"id":1,"title":"plan"}\n\n' % first
+            )
+        async with stream(site.app, JSONL, query) as lines:
+            assert await lines.until(b"\n") == b"\n"  # the keep-alive: a blank line
+            assert await lines.until(b"\n") == (
+                b'{"id":"%s","event":"created","data":{"id":1,"title":"plan"}}\n' % first
+            )
+
+    run(check())

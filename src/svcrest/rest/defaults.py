@@ -129,13 +129,20 @@ async def _allow_later(pending: Any, response: Response) -> Response:
 
 @query_only
 def rest_filter_response_fields(response: Any, server: ServerView, request: Request) -> Any:
-    """``_fields``: keep only the requested (possibly nested, dotted) fields."""
+    """WordPress's ``rest_filter_response_fields``: with the query parameter ``_fields``,
+    keep only the requested (possibly nested, dotted) fields of the answer, or of each
+    object of a list answer. An error, and the answer of a handler registered with
+    ``fields_applied=True`` (its callback applied ``_fields`` itself, to the parts they
+    name), are left whole; the request is never changed."""
     if not request.may_have_query:  # PERF: no query string, no ``_fields``
         return response
     if not isinstance(response, Response) or response.is_error():
         return response
     fields = request.query_param("_fields")
     if fields is None:
+        return response
+    handler = response.matched_handler
+    if handler is not None and handler.get("fields_applied") is True:
         return response
     response.data = filter_response_fields(response.data, fields)
     return response

@@ -241,15 +241,6 @@ def as_got(answer: Any, request: Request) -> Any:
     return data
 
 
-def _fields_for_entries(request: Request) -> None:
-    """Keep ``request``'s ``_fields`` for its entries' ``data`` alone: moved from its query,
-    which the site's ``rest_filter_response_fields`` reads to filter a whole answer (a
-    long-poll's ``{"changes", "cursor"}`` would be left empty), to its URL parameters,
-    where :meth:`~svcrest.http.request.Request.get_param` finds it first."""
-    if request.query_param("_fields") is not None:
-        request.url_params["_fields"] = request.query_params.pop("_fields")
-
-
 class FeedRender:
     """How a feed shows a change to its subscribers, in parts a process shares among them:
     :meth:`load` once a wake for everyone, :meth:`allowed` per subscriber, :meth:`view` once
@@ -717,9 +708,11 @@ class ChangeFeed:
         request, bounded by ``host``'s ``streams`` and ended when its
         ``stream_session_check(request)`` answers False (the App's); else the long-poll
         answer (:meth:`answer`). Each change is rendered in the ``view`` context, and
-        ``_fields`` shapes each entry's ``data`` (not the long-poll's answer around them)."""
+        ``_fields`` shapes each entry's ``data``, not the long-poll's answer around them:
+        a feed's route is registered with the handler option ``fields_applied=True``, so
+        the site's ``_fields`` filter leaves that answer whole (the request is not
+        changed)."""
         request.set_param("context", "view")
-        _fields_for_entries(request)
         kind = wanted_stream(request.get_header("Accept")) if request.method == "GET" else None
         found = getattr(host, "streams", None)
         slots = found if isinstance(found, StreamSlots) else None

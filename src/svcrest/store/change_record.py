@@ -150,6 +150,8 @@ class Changes:
             "callback": get_changes,
             "permission_callback": controller.get_items_permissions_check,
             "args": copy.deepcopy(FEED_ARGS),
+            # Each entry's data shows the request's _fields; the answer stays whole.
+            "fields_applied": True,
         }
 
 

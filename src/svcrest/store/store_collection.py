@@ -475,6 +475,8 @@ class StoreCollection(RestController):
                     public if self.read is None else self.get_items_permissions_check
                 ),
                 "args": copy.deepcopy(FEED_ARGS),
+                # Each entry's data shows the request's _fields; the answer stays whole.
+                "fields_applied": True,
             },
         )
 

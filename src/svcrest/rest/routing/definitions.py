@@ -58,6 +58,10 @@ class Handler(TypedDict):
     etag_callback: NotRequired[Callable[..., Any]]
     #: True: a PUT, PATCH or DELETE without If-Match answers 428 (with ``etag_callback``).
     require_if_match: NotRequired[bool]
+    #: True: the callback's answer already shows the request's ``_fields`` (applied to the
+    #: parts they name, as a change feed does to each entry), so the site's ``_fields``
+    #: filter (``rest_filter_response_fields``) leaves it whole.
+    fields_applied: NotRequired[bool]
 
 
 def public(request: object = None) -> bool:
@@ -131,14 +135,18 @@ def build_full_route(namespace: str, route: str) -> str:
 #: Options of a whole route that a handler definition cannot carry: inside a handler they
 #: would be ignored (a rate limit the author believes is on, silently off).
 ROUTE_ONLY_OPTIONS = ("schema", "rate_limit", "idempotency")
+#: Options of one handler that a route cannot carry beside its handlers: there they would
+#: name no handler (an answer the author believes is left whole, silently filtered).
+HANDLER_ONLY_OPTIONS = ("fields_applied",)
 
 
 def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> Handler:
     """A handler merged over the defaults ``methods="GET"``, ``callback=None`` and ``args={}``
     (its own values win), with the route's shared ``args`` under its own. Raises
     ``RouteDefinitionError`` for a route option (``schema``, ``rate_limit``,
-    ``idempotency``) inside the handler, where it would be ignored, or for an argument
-    whose ``default`` fails its own schema (every request would be refused)."""
+    ``idempotency``) inside the handler, where it would be ignored, for a
+    ``fields_applied`` other than True or False, or for an argument whose ``default``
+    fails its own schema (every request would be refused)."""
     if not isinstance(handler, Mapping):
         raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
     misplaced = [key for key in ROUTE_ONLY_OPTIONS if key in handler]
@@ -164,6 +172,10 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
                 f"The default of the argument {name!r} does not meet its own schema:"
                 f" {error.message}"
             )
+    if "fields_applied" in merged and not isinstance(merged["fields_applied"], bool):
+        raise RouteDefinitionError(
+            f"fields_applied must be True or False: {merged['fields_applied']!r}"
+        )
     db_timeout = _db_timeout(merged.get("db_timeout"))
     for key in ("callback", "permission_callback"):
         value: Callable[..., Any] | None = merged.get(key)
@@ -242,8 +254,17 @@ def handler_definitions(args: Any) -> tuple[list[Any], dict[str, Any]]:
 
 def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     """The normalised handlers and the route options of a registration (shapes as
-    :func:`handler_definitions` reads them)."""
+    :func:`handler_definitions` reads them). Raises ``RouteDefinitionError`` for a
+    handler's own option (``fields_applied``) beside the handlers, where it would be
+    ignored."""
     handlers_in, options = handler_definitions(args)
+    misplaced = [key for key in HANDLER_ONLY_OPTIONS if key in options]
+    if misplaced:
+        key = misplaced[0]
+        raise RouteDefinitionError(
+            f"{key!r} is an option of a handler, and beside the handlers it would be ignored:"
+            f" put it inside the handler definition ({{0: {{..., {key!r}: True}}}})"
+        )
     common = options.pop("args", None) or {}
     if not isinstance(common, Mapping):
         raise RouteDefinitionError("the route option 'args' must be a mapping")
