@@ -179,6 +179,27 @@ def check_url(url: object) -> str:
         raise ValueError(f"a webhook URL is http or https, not {parts.scheme or 'relative'!r}")
     if not host:
         raise ValueError("a webhook URL names a host")
+    # SECURITY: a user name or password would be printed by ``webhook list`` and
+    # ``deliveries`` and kept in every log line naming the URL; and an ``@`` is where URL
+    # parsers disagree about the host (``https://a.example\\@b.example/``: urllib reads
+    # b.example, a browser's parser a.example).
+    if "@" in parts.netloc:
+        raise ValueError("a webhook URL carries no user name or password (deliveries are signed)")
+    return _sendable(url, host)
+
+
+def _sendable(url: str, host: str) -> str:
+    """``url`` when the deliveries' HTTP client can send to it (a host that IDNA accepts,
+    without percent-escapes); ValueError otherwise, so that no delivery of it is queued
+    that no attempt could make."""
+    import httpx  # only here: importing svcrest does not load the HTTP client
+
+    if "%" in host:
+        raise ValueError("not a valid webhook URL: its host has percent-escapes")
+    try:
+        httpx.URL(url).host  # noqa: B018 - decoding the host is the check (as a request's)
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        raise ValueError(f"not a valid webhook URL: {exc}") from None
     return url
 
 
