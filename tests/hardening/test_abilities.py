@@ -87,16 +87,6 @@ POSTED = [
     ("t/double", b'{"input":1.5}', not_of_type("t/double", "input", "integer")),
     ("t/double", b'{"input":"1x"}', not_of_type("t/double", "input", "integer")),
     ("t/double", b'{"input":true}', not_of_type("t/double", "input", "integer")),
-    # Integers beyond the 64-bit range JSON bodies are read in: refused, never answered
-    # with a 500 because the doubled value cannot be written back.
-    ("t/double", b'{"input":1e20}', not_of_type("t/double", "input", "integer")),
-    ("t/double", b'{"input":1e308}', not_of_type("t/double", "input", "integer")),
-    ("t/double", b'{"input":-1e19}', not_of_type("t/double", "input", "integer")),
-    (
-        "t/double",
-        b'{"input":"99999999999999999999999"}',
-        not_of_type("t/double", "input", "integer"),
-    ),
     (
         "t/shape",
         b'{"input":{"a":1}}',
@@ -125,8 +115,6 @@ QUERIED = [
     ("input[]=1", not_of_type("t/shape", "input", "object")),
     ("input[a]=x", not_of_type("t/shape", "input[a]", "integer")),
     ("input[a][]=1", not_of_type("t/shape", "input[a]", "integer")),
-    ("input[a]=99999999999999999999999", not_of_type("t/shape", "input[a]", "integer")),
-    ("input[a]=1e20", not_of_type("t/shape", "input[a]", "integer")),
     ("input[a]=1&input[b]=str", not_of_type("t/shape", "input[b]", "object")),
     ("input[a]=1&input[b][c][d]=1", not_of_type("t/shape", "input[b][c]", "string")),
     (
@@ -184,3 +172,39 @@ def test_other_methods_are_refused(client_for: ClientFor, method: str) -> None:
     assert response.status_code in (404, 405)
     assert answer["data"]["status"] == response.status_code
     assert answer["code"] in ("rest_no_route", "rest_ability_invalid_method")
+
+
+#: Why whole numbers past the 64-bit range still answer 500: an ``integer`` argument's
+#: sanitising turns ``1e20`` (or a URL's ``99999999999999999999999``) into a Python integer
+#: no JSON answer can carry. Refusing it in validation would answer 400 where WordPress
+#: answers 404 for such an id (tests/rest/test_store_collection.py's
+#: test_unknown_id_is_404_invalid_id); saturating it as PHP's cast does would store
+#: ``PHP_INT_MAX`` where the store now refuses the value. The choice is the lead's.
+PAST_64_BITS = "an integer arg past 64 bits is sanitised to an int no JSON answer carries"
+
+
+@pytest.mark.xfail(strict=True, reason=PAST_64_BITS)
+@pytest.mark.parametrize(
+    ("method", "query", "body"),
+    [
+        ("POST", "", b'{"input":1e20}'),
+        ("POST", "", b'{"input":1e308}'),
+        ("POST", "", b'{"input":-1e19}'),
+        ("POST", "", b'{"input":"99999999999999999999999"}'),
+        ("GET", "input[a]=99999999999999999999999", None),
+        ("GET", "input[a]=1e20", None),
+    ],
+    ids=["1e20", "1e308", "-1e19", "string", "query-digits", "query-1e20"],
+)
+def test_whole_numbers_past_64_bits_are_refused_not_a_500(
+    client_for: ClientFor, method: str, query: str, body: bytes | None
+) -> None:
+    name = "t/double" if method == "POST" else "t/shape"
+    response = client_for(make_app()).request(
+        method,
+        f"{RUN.format(name)}?{query}",
+        content=body,
+        headers={"Content-Type": "application/json"} if body else {},
+    )
+    assert response.status_code == 400
+    assert response.json()["code"] == "ability_invalid_input"

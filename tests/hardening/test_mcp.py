@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from svcrest import App, public
+from tests.hardening.test_abilities import PAST_64_BITS
 from tests.site.test_mcp import Mcp, error
 from tests.site.test_mcp import mcp as mcp
 
@@ -143,8 +144,16 @@ def invalid_input(reason: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [
-        (b"1e308", "input is not of type integer."),
-        (b"99999999999999999999999", "input is not of type integer."),
+        pytest.param(
+            b"1e308",
+            "input is not of type integer.",
+            marks=pytest.mark.xfail(strict=True, reason=PAST_64_BITS),
+        ),
+        pytest.param(
+            b"99999999999999999999999",
+            "input is not of type integer.",
+            marks=pytest.mark.xfail(strict=True, reason=PAST_64_BITS),
+        ),
         (b"-1e19", "input must be greater than or equal to 0"),
         (b"1.5", "input is not of type integer."),
         (b'"2"x', None),
