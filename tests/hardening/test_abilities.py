@@ -179,7 +179,9 @@ def test_other_methods_are_refused(client_for: ClientFor, method: str) -> None:
 #: no JSON answer can carry. Refusing it in validation would answer 400 where WordPress
 #: answers 404 for such an id (tests/rest/test_store_collection.py's
 #: test_unknown_id_is_404_invalid_id); saturating it as PHP's cast does would store
-#: ``PHP_INT_MAX`` where the store now refuses the value. The choice is the lead's.
+#: ``PHP_INT_MAX`` where the store now refuses the value; writing it with its digits would
+#: undo tests/rest/test_answer_json.py's test_an_integer_past_64_bits_names_orjsons_reason.
+#: The choice is the lead's.
 PAST_64_BITS = "an integer arg past 64 bits is sanitised to an int no JSON answer carries"
 
 
