@@ -190,10 +190,21 @@ def test_a_deep_arguments_object_is_a_tool_error_not_a_crash(mcp: Mcp) -> None:
     assert orjson.loads(result["content"][0]["text"])["data"]["status"] == 400
 
 
-def test_a_body_past_the_sites_limit_is_413(mcp: Mcp) -> None:
+def test_a_body_past_the_sites_limit_is_413_with_the_json_rpc_error(mcp: Mcp) -> None:
     body = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"a":"' + b"x" * (20 << 20) + b'"}}'
     response = mcp.post(body, {"Mcp-Session-Id": mcp.session})
     assert response.status_code == 413
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == error(None, -32600, "Request Too Large")
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "OPTIONS"])
+def test_another_method_is_405_with_the_json_rpc_error(mcp: Mcp, method: str) -> None:
+    response = mcp.client.request(method, "/mcp", headers={"Accept": "text/event-stream"})
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST, DELETE"
+    assert response.headers["content-type"] == "application/json"
+    assert response.json() == error(None, -32600, "Method Not Allowed")
 
 
 @pytest.mark.parametrize(
