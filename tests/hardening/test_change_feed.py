@@ -6,13 +6,16 @@ expired cursor are in tests/rest/test_change_feed.py; streams in test_change_str
 
 from __future__ import annotations
 
+import asyncio
 import base64
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.rest.conftest import T0, Clock, cursor
+from tests.rest.test_change_streams import Stream
 from tests.rest.test_store_collection import TASKS, ClientFor, Site
 
 CHANGES = f"{TASKS}/changes"
@@ -184,3 +187,25 @@ def test_a_cursor_of_another_time_still_reads_from_its_position(
     answer = client_for(site.app).get(CHANGES, params={"since": issued_later})
     assert answer.status_code == 200
     assert [entry["id"] for entry in answer.json()["changes"]] == [cursor(2)]
+
+
+@pytest.mark.parametrize(
+    ("headers", "query", "name"),
+    [
+        ({"Last-Event-ID": forged("9223372036854775808.1000000000")}, "", "Last-Event-ID"),
+        ({}, "since=" + forged("9223372036854775808.1000000000"), "since"),
+        ({"Last-Event-ID": "x" * 10_000}, "", "Last-Event-ID"),
+    ],
+    ids=["last-event-id-2**63", "since-2**63", "last-event-id-long"],
+)
+@pytest.mark.parametrize("accept", ["text/event-stream", "application/jsonl"])
+def test_a_stream_from_a_forged_cursor_is_400_before_it_starts(
+    site: Site, headers: dict[str, str], query: str, name: str, accept: str
+) -> None:
+    async def check() -> None:
+        opened = Stream(site.app, CHANGES, {"Accept": accept, **headers}, query)
+        await opened.start()
+        assert opened.status == 400
+        assert orjson.loads(await opened.body()) == invalid(name)
+
+    asyncio.run(check())
