@@ -307,3 +307,34 @@ def test_an_answer_json_cannot_carry_is_a_tool_error_as_over_rest(
         "The result of the MCP tool site-huge cannot be sent as JSON: Integer exceeds 64-bit"
         " range; answered rest_internal_error"
     ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "site-count"}},
+        {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "nope"}},
+        {"jsonrpc": "2.0", "method": "no/such/method"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}},
+        {"jsonrpc": "2.0", "id": 7, "error": {"code": -1, "message": "x" * 10_000}},
+    ],
+    ids=["tools-call", "unknown-tool", "unknown-method", "cancelled", "error-reply"],
+)
+def test_a_notification_runs_nothing_and_is_answered_202(mcp: Mcp, message: dict[str, Any]) -> None:
+    ran: list[int] = []
+
+    def count() -> int:
+        ran.append(1)
+        return len(ran)
+
+    mcp.app.register_ability(
+        "site/count",
+        label="Count",
+        description="Counts its runs.",
+        category="site",
+        execute_callback=count,
+        permission_callback=public,
+    )
+    response = mcp.post(message, {"Mcp-Session-Id": mcp.session, **mcp.admin})
+    assert (response.status_code, response.content) == (202, b"")
+    assert ran == []
