@@ -157,8 +157,8 @@ def secret_key(secret: str) -> bytes:
 
 def check_url(url: object) -> str:
     """``url`` when it can be a subscription's: an absolute ``http`` or ``https`` URL with a
-    host, at most 2,048 characters, without whitespace or control characters; ValueError
-    otherwise.
+    host the HTTP client can send to, no user name or password, at most 2,048 characters,
+    without whitespace or control characters; ValueError otherwise.
 
     SECURITY: other schemes (``file:``, ``ftp:``, ``gopher:``…) are refused, so a delivery is
     only ever an HTTP POST. The host is not checked against private or loopback addresses:
@@ -432,8 +432,9 @@ class Webhooks:
         as ``note.created``: ``<object type>.<created|updated|deleted>``, the object type
         being the item schema's ``title``) committed from now on. ``secret``: the
         ``whsec_`` key to sign with (generated when None, then shown as
-        :attr:`Subscription.secret`). ValueError for a URL that is not ``http(s)``, an
-        unknown event name, no events, or a secret that is not ``whsec_`` base64."""
+        :attr:`Subscription.secret`). ValueError for a URL that is not ``http(s)`` (or
+        carries a user name or password, or names a host the HTTP client cannot send to),
+        an unknown event name, no events, or a secret that is not ``whsec_`` base64."""
         checked_url = check_url(url)
         if isinstance(events, str):
             raise ValueError("events is a sequence of event names, not one string")
