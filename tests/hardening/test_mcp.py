@@ -6,6 +6,7 @@ REST error, never a 500. (The ordinary refusals are in tests/site/test_mcp.py.)"
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
@@ -338,3 +339,53 @@ def test_a_notification_runs_nothing_and_is_answered_202(mcp: Mcp, message: dict
     response = mcp.post(message, {"Mcp-Session-Id": mcp.session, **mcp.admin})
     assert (response.status_code, response.content) == (202, b"")
     assert ran == []
+
+
+def raw_post(app: App, headers: list[tuple[bytes, bytes]]) -> tuple[int, bytes]:
+    """A ping POSTed straight to the ASGI interface with header bytes no client would send."""
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    sent: list[Any] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"accept", b"application/json, text/event-stream"),
+            *headers,
+        ],
+        "scheme": "http",
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5000),
+    }
+    asyncio.run(app(scope, receive, send))
+    return sent[0]["status"], sent[1]["body"]
+
+
+@pytest.mark.parametrize(
+    "value", [b"\xff\xfe", b"\xe9", b"a\x00b"], ids=["binary", "latin-1", "nul"]
+)
+@pytest.mark.parametrize(
+    ("name", "status", "message"),
+    [
+        (b"mcp-session-id", 404, "Session not found"),
+        (b"origin", 403, "Forbidden: foreign Origin"),
+        (b"mcp-protocol-version", 400, "Bad Request: Missing session ID"),
+        (b"authorization", 400, "Bad Request: Missing session ID"),
+        (b"cookie", 400, "Bad Request: Missing session ID"),
+    ],
+)
+def test_header_bytes_no_client_sends_are_refused_with_the_json_rpc_error(
+    mcp: Mcp, name: bytes, value: bytes, status: int, message: str
+) -> None:
+    answered, body = raw_post(mcp.app, [(name, value)])
+    assert (answered, orjson.loads(body)) == (status, error(None, -32600, message))
