@@ -184,6 +184,8 @@ class WebhookDeliverer:
                 http_status = response.status_code
         except httpx.HTTPError as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        except (httpx.InvalidURL, UnicodeError) as exc:  # a URL stored before it was checked
+            error = f"InvalidURL: {exc}"
         now = self._clock()
         attempts = delivery.attempts + 1
         if http_status is not None and 200 <= http_status < 300:

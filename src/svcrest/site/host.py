@@ -18,7 +18,7 @@ from svcrest.rest.settings import SiteSettings
 from svcrest.site.edge import RequestEdge, RequestObserver
 from svcrest.site.processes import ProcessCheck
 
-__all__ = ["ASGIApp", "Page", "PageHandler", "RequestObserver", "SiteHost"]
+__all__ = ["ASGIApp", "Page", "PageHandler", "PageRefusal", "RequestObserver", "SiteHost"]
 
 #: An ASGI application (``scope, receive, send``).
 ASGIApp = Callable[
@@ -81,16 +81,30 @@ class SiteHost(SiteSettings, Protocol):
 PageHandler = Callable[[SiteHost, HttpRequest, RequestContext], Awaitable[HttpResponse]]
 
 
+#: A page's own answer to a request the site refuses before its handler: ``(status,
+#: reason)``, say ``(413, "Request Too Large")`` or ``(405, "Method Not Allowed")``.
+PageRefusal = Callable[[int, str], HttpResponse]
+
+
 class Page:
     """A page: its handler and the methods it answers (HEAD follows GET). ``html``: False
     for a page that never answers HTML (an API endpoint), whose answers the framing rule
-    then leaves unread (:func:`svcrest.site.pages.forbid_framing` changes only HTML)."""
+    then leaves unread (:func:`svcrest.site.pages.forbid_framing` changes only HTML).
+    ``refuse``: the page's answer to a body past the site's limit (413) or another method
+    (405, the site adds ``Allow``), in its own format (an API's clients read no HTML
+    page); the site's HTML pages when None."""
 
-    __slots__ = ("handler", "html", "methods")
+    __slots__ = ("handler", "html", "methods", "refuse")
 
     def __init__(
-        self, handler: PageHandler, methods: tuple[str, ...] = ("GET",), *, html: bool = True
+        self,
+        handler: PageHandler,
+        methods: tuple[str, ...] = ("GET",),
+        *,
+        html: bool = True,
+        refuse: PageRefusal | None = None,
     ) -> None:
         self.handler = handler
         self.methods = methods
         self.html = html
+        self.refuse = refuse

@@ -257,14 +257,20 @@ def _not_found(app: SiteHost) -> HttpResponse:
     )
 
 
-def _method_not_allowed(app: SiteHost, methods: tuple[str, ...]) -> HttpResponse:
-    response = html_page(app, "Method not allowed", "<h1>Method not allowed</h1>", status=405)
+def _method_not_allowed(app: SiteHost, page: Page) -> HttpResponse:
+    methods = page.methods
+    if page.refuse is not None:
+        response = page.refuse(405, "Method Not Allowed")
+    else:
+        response = html_page(app, "Method not allowed", "<h1>Method not allowed</h1>", status=405)
     allowed = list(methods) + (["HEAD"] if "GET" in methods else [])
     response.headers.append(("Allow", ", ".join(allowed)))
     return response
 
 
-def _too_large(app: SiteHost) -> HttpResponse:
+def _too_large(app: SiteHost, page: Page) -> HttpResponse:
+    if page.refuse is not None:
+        return page.refuse(413, "Request Too Large")
     return html_page(app, "Request too large", "<h1>Request too large</h1>", status=413)
 
 
@@ -285,11 +291,11 @@ async def serve_page(
         return forbid_framing(_not_found(app))
     body = b"" if read_body is None else await read_body()
     if body is None:
-        return forbid_framing(_too_large(app))
+        return forbid_framing(_too_large(app, page))
     http.body = body
     method = "GET" if http.method == "HEAD" else http.method
     if method not in page.methods:
-        return forbid_framing(_method_not_allowed(app, page.methods))
+        return forbid_framing(_method_not_allowed(app, page))
     response = await page.handler(app, http, ctx)
     # PERF: a page that never answers HTML is not read for it (an MCP ping 3,300
     # instructions less, bench/mcp_call.py --instructions).

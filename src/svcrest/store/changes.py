@@ -85,6 +85,8 @@ _MAX_READ: Final = 1000
 #: The text of a cursor, before base64url: ``<seq>.<time in milliseconds>``.
 _CURSOR_TEXT: Final = re.compile(rb"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,15})")
 _CURSOR_LONGEST: Final = 64
+#: The largest position of the log (its id column is a signed 64-bit integer on both engines).
+_MAX_SEQ: Final = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,10 @@ def decode_cursor(cursor: str) -> tuple[int, float] | None:
     except (binascii.Error, ValueError):
         return None
     found = _CURSOR_TEXT.fullmatch(raw)
-    if found is None or encode_cursor(int(found[1]), int(found[2]) / 1000) != cursor:
+    # SECURITY: a forged position past the log's column range would reach the store's
+    # driver, which cannot bind it (an OverflowError, a 500): it is no cursor.
+    if found is None or int(found[1]) > _MAX_SEQ:
+        return None
+    if encode_cursor(int(found[1]), int(found[2]) / 1000) != cursor:
         return None
     return int(found[1]), int(found[2]) / 1000

@@ -157,8 +157,8 @@ def secret_key(secret: str) -> bytes:
 
 def check_url(url: object) -> str:
     """``url`` when it can be a subscription's: an absolute ``http`` or ``https`` URL with a
-    host, at most 2,048 characters, without whitespace or control characters; ValueError
-    otherwise.
+    host the HTTP client can send to, no user name or password, at most 2,048 characters,
+    without whitespace or control characters; ValueError otherwise.
 
     SECURITY: other schemes (``file:``, ``ftp:``, ``gopher:``…) are refused, so a delivery is
     only ever an HTTP POST. The host is not checked against private or loopback addresses:
@@ -179,6 +179,27 @@ def check_url(url: object) -> str:
         raise ValueError(f"a webhook URL is http or https, not {parts.scheme or 'relative'!r}")
     if not host:
         raise ValueError("a webhook URL names a host")
+    # SECURITY: a user name or password would be printed by ``webhook list`` and
+    # ``deliveries`` and kept in every log line naming the URL; and an ``@`` is where URL
+    # parsers disagree about the host (``https://a.example\\@b.example/``: urllib reads
+    # b.example, a browser's parser a.example).
+    if "@" in parts.netloc:
+        raise ValueError("a webhook URL carries no user name or password (deliveries are signed)")
+    return _sendable(url, host)
+
+
+def _sendable(url: str, host: str) -> str:
+    """``url`` when the deliveries' HTTP client can send to it (a host that IDNA accepts,
+    without percent-escapes); ValueError otherwise, so that no delivery of it is queued
+    that no attempt could make."""
+    import httpx  # only here: importing svcrest does not load the HTTP client
+
+    if "%" in host:
+        raise ValueError("not a valid webhook URL: its host has percent-escapes")
+    try:
+        httpx.URL(url).host  # noqa: B018 - decoding the host is the check (as a request's)
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        raise ValueError(f"not a valid webhook URL: {exc}") from None
     return url
 
 
@@ -411,8 +432,9 @@ class Webhooks:
         as ``note.created``: ``<object type>.<created|updated|deleted>``, the object type
         being the item schema's ``title``) committed from now on. ``secret``: the
         ``whsec_`` key to sign with (generated when None, then shown as
-        :attr:`Subscription.secret`). ValueError for a URL that is not ``http(s)``, an
-        unknown event name, no events, or a secret that is not ``whsec_`` base64."""
+        :attr:`Subscription.secret`). ValueError for a URL that is not ``http(s)`` (or
+        carries a user name or password, or names a host the HTTP client cannot send to),
+        an unknown event name, no events, or a secret that is not ``whsec_`` base64."""
         checked_url = check_url(url)
         if isinstance(events, str):
             raise ValueError("events is a sequence of event names, not one string")

@@ -113,6 +113,12 @@ def _refusal(status: int, error: ProtocolError) -> HttpResponse:
     return _plain(status, protocol.error_body(None, error))
 
 
+def _page_refusal(status: int, reason: str) -> HttpResponse:
+    """The site's refusal of a request before the endpoint reads it (a body past the
+    limit, another method), as the transport's other refusals: a JSON-RPC error."""
+    return _refusal(status, ProtocolError(protocol.INVALID_REQUEST, reason))
+
+
 def _answered(answer_type: str, body: bytes, extra: tuple[tuple[str, str], ...]) -> HttpResponse:
     """The 200 carrying a JSON-RPC answer, as JSON or as one SSE ``message`` event."""
     # PERF: every field set here, without the generated ``__init__`` (a class call with a
@@ -721,5 +727,7 @@ class McpEndpoint:
 def install_mcp_page(host: McpHost) -> McpEndpoint:
     """Serve ``/mcp`` on ``host`` (POST and DELETE; GET answers 405)."""
     endpoint = McpEndpoint(host)
-    host.pages[MCP_PATH] = Page(endpoint.serve, ("POST", "DELETE"), html=False)
+    host.pages[MCP_PATH] = Page(
+        endpoint.serve, ("POST", "DELETE"), html=False, refuse=_page_refusal
+    )
     return endpoint

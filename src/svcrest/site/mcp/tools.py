@@ -34,7 +34,7 @@ from svcrest.abilities.ability import Ability
 from svcrest.abilities.registry import AbilityRegistry
 from svcrest.abilities.routes import NAMESPACE, expected_method
 from svcrest.bounded import Memo
-from svcrest.http.answer_json import encode_default
+from svcrest.http.answer_json import encode_default, one_line, unencodable_reason
 from svcrest.http.context import as_current_user
 from svcrest.http.errors import RestError
 from svcrest.http.headers import Headers
@@ -46,7 +46,7 @@ from svcrest.rest.invoke import fitted
 from svcrest.rest.openapi import build_openapi
 from svcrest.rest.routing.definitions import Handler, public
 from svcrest.rest.routing.template import route_template
-from svcrest.rest.server import RestServer
+from svcrest.rest.server import RestServer, internal_error
 from svcrest.rest.settings import SiteSettings
 
 __all__ = [
@@ -501,19 +501,39 @@ def tool_result_body(ident: str | int | None, tool: Tool, response: Response) ->
     envelope written by hand around the data's one encoding (no dicts built, no
     ``Fragment``)."""
     if response.status >= 400:
-        return orjson.dumps(
-            {"jsonrpc": "2.0", "id": ident, "result": tool_result(tool, response)},
-            default=encode_default,
-            option=_JSON_OPTIONS,
-        )
+        try:
+            return orjson.dumps(
+                {"jsonrpc": "2.0", "id": ident, "result": tool_result(tool, response)},
+                default=encode_default,
+                option=_JSON_OPTIONS,
+            )
+        except orjson.JSONEncodeError as error:
+            return _unencodable_body(ident, tool, error)
     return tool_data_body(ident, tool, response.data)
+
+
+def _unencodable_body(ident: str | int | None, tool: Tool, error: orjson.JSONEncodeError) -> bytes:
+    """The answer to a call whose result JSON cannot carry (a plugin's mistake: an integer
+    past 64 bits, a type no encoder knows), logged on one line: the tool error of the 500
+    the REST route answers, never an exception out of the transport."""
+    logger.error(
+        "The result of the MCP tool %s cannot be sent as JSON: %s; answered rest_internal_error",
+        one_line(tool.name),
+        unencodable_reason(error),
+    )
+    text = orjson.dumps(internal_error().to_dict()).decode()
+    result = {"content": [{"type": "text", "text": text}], "isError": True}
+    return orjson.dumps({"jsonrpc": "2.0", "id": ident, "result": result})
 
 
 def tool_data_body(ident: str | int | None, tool: Tool, data: Any) -> bytes:
     """:func:`tool_result_body` of a success (status below 400) whose data is ``data``."""
     if tool.wrap_output and (tool.output_schema is not None or not isinstance(data, dict)):
         data = {"result": data}
-    encoded = orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
+    try:
+        encoded = orjson.dumps(data, default=encode_default, option=_JSON_OPTIONS)
+    except orjson.JSONEncodeError as error:
+        return _unencodable_body(ident, tool, error)
     return b"".join(
         (
             b'{"jsonrpc":"2.0","id":',
