@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from svcrest import App, StoreCollection
+from svcrest.chains import run_chain
 from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.request import Request
 from svcrest.http.user import User
@@ -255,4 +256,124 @@ def test_an_item_get_without_a_query_answers_as_one_with_a_query(
     request = Request("GET", f"/todo/v1/tasks/{item['id']}")
     assert app.rest_get_server().dispatch(request).status == 200
     assert request.may_have_query is False
+    app.store.close()
+
+
+_ITEM_ROUTE = "/todo/v1/tasks/(?P<id>[\\d]+)"
+_USERS = {
+    "anonymous": User(0),
+    "subscriber": User(3, "sub", roles=("subscriber",)),
+    "author": User(2, "writer", roles=("author",)),
+    "owner": User(1, "boss", roles=("administrator",)),
+}
+
+
+def _owned_by_one(user: User, item: Any) -> bool:
+    return user.id == 1 and (item is None or item.get("title") != "secret")
+
+
+@pytest.mark.parametrize("read", [None, "read", "edit_posts", _owned_by_one])
+@pytest.mark.parametrize(
+    ("write", "owner_field"),
+    [("edit_posts", None), ("edit_posts", "author"), (_owned_by_one, None), ("edit_pages", None)],
+)
+def test_the_item_routes_allow_shortcut_answers_as_its_three_checks(
+    read: Any, write: Any, owner_field: str | None
+) -> None:
+    """For every user, rule, method and context, the item route's Allow value is what its
+    three permission checks answer (WordPress's rest_send_allow_header asks each): the
+    shortcut's where the rules decide it without the item, the checks' elsewhere."""
+    app = App()
+    tasks = app.register_controller(
+        StoreCollection("todo/v1", "tasks", SCHEMA, read=read, write=write, owner_field=owner_field)
+    )
+    mine = tasks.table.insert({"title": "one"} | ({owner_field: 1} if owner_field else {}))
+    theirs = tasks.table.insert({"title": "two"} | ({owner_field: 2} if owner_field else {}))
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None and entry.allow_verdicts == tasks._item_verdicts
+    told = 0
+    for method in ("GET", "HEAD", "OPTIONS", "POST", "DELETE"):
+        for name, user in _USERS.items():
+            for context in (None, "view", "embed", "edit"):
+                for item in (mine, theirs, {"id": 99}):
+                    request = Request(method, f"/todo/v1/tasks/{item['id']}")
+                    request.url_params = {"id": str(item["id"])}
+                    request.user = user
+                    if context is not None:
+                        request.set_param("context", context)
+                    general = run_chain(entry.allow_chain, {}, request)
+                    told += tasks._item_verdicts(request) is not None
+                    assert entry.allow_value(request) == general, (method, name, context, item)
+    plain = not callable(read) and not callable(write)
+    assert (told > 0) is plain
+    app.store.close()
+
+
+def test_an_anonymous_item_get_asks_its_gate_alone(client_for: ClientFor) -> None:
+    """Over HTTP: the gate asks the read check; the Allow header's value is the shortcut's
+    (the chain that asks the three checks is not run), the same as the checks give."""
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA, read="read"))
+    item = tasks.table.insert({"title": "one"})
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None
+    chain = entry.allow_chain
+    request = Request("GET", f"/todo/v1/tasks/{item['id']}")
+    request.url_params = {"id": str(item["id"])}
+    assert run_chain(chain, {}, request) == ""  # anonymous: no read capability
+
+    def not_asked(allowed: Any, request: Request) -> Any:
+        raise AssertionError("the Allow chain was run")
+
+    entry.allow_chain = (not_asked, not_asked)
+    client = client_for(app)
+    refused = client.get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert refused.status_code == 401 and "allow" not in refused.headers
+    tasks.read = None
+    answered = client.get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert answered.status_code == 200 and answered.headers["allow"] == "GET"
+    entry.allow_chain = chain
+    assert run_chain(chain, {}, request) == "GET"
+    app.store.close()
+
+
+class _OwnUpdates(StoreCollection):
+    def update_item_permissions_check(self, request: Request) -> Any:
+        return True
+
+
+class _OwnChanges(StoreCollection):
+    def _changeable(self, request: Request, deleting: bool) -> Any:
+        return not deleting
+
+
+@pytest.mark.parametrize(
+    ("kind", "allow"), [(_OwnUpdates, "GET, POST, PUT, PATCH"), (_OwnChanges, "GET")]
+)
+def test_a_subclass_with_its_own_checks_has_them_asked(
+    kind: type[StoreCollection], allow: str, client_for: ClientFor
+) -> None:
+    app = App()
+    tasks = app.register_controller(kind("todo/v1", "tasks", SCHEMA))
+    item = tasks.table.insert({"title": "one"})
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None and entry.allow_verdicts is None
+    answered = client_for(app).get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert answered.status_code == 200 and answered.headers["allow"] == allow
+    app.store.close()
+
+
+def test_a_handler_added_to_the_item_route_turns_the_shortcut_off(client_for: ClientFor) -> None:
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    item = tasks.table.insert({"title": "one"})
+    app.register_rest_route(
+        "todo/v1",
+        "/tasks/(?P<id>[\\d]+)",
+        {"methods": "LINK", "callback": lambda request: {}, "permission_callback": lambda r: True},
+    )
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None and entry.allow_verdicts is None
+    answered = client_for(app).get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert answered.status_code == 200 and answered.headers["allow"] == "GET, LINK"
     app.store.close()

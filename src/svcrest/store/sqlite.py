@@ -386,7 +386,8 @@ class SqliteStore(StoreBase):
         """
         # PERF: :meth:`_checkout`'s steps written out with ``try``/``finally`` (the
         # ``contextmanager`` is five Python calls a read: its helper, ``__init__``,
-        # ``__enter__``, ``__exit__`` and the generator twice).
+        # ``__enter__``, ``__exit__`` and the generator twice): a StoreCollection item GET
+        # 201,567 → 191,063 instructions (bench/budget.py).
         local = self._local
         conn: sqlite3.Connection | None = local.conn
         if conn is not None:  # inside a block of this thread: its connection
