@@ -77,6 +77,28 @@ def test_a_collection_reads_its_sites_store_once() -> None:
     App.store.fget(other).close()  # type: ignore[attr-defined]
 
 
+def test_a_collections_table_asks_no_python_call_for_its_store_until_bound_again() -> None:
+    """Once the site's store is read, the table's getter is a C callable answering it (no
+    ``_store`` call an item read); a new ``bind`` hands the table ``_store`` again, which
+    reads the new site's store, and the table then answers that one."""
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    item = tasks.table.insert({"title": "one"})
+    getter = tasks.table._tables.store
+    assert not isinstance(getter, types.FunctionType | types.MethodType)
+    assert getter() is tasks._store() is app.store is tasks.table.store
+    assert tasks.table.get(item["id"]) == item
+    other = App()
+    tasks.bind(other)
+    assert tasks.table._tables.store == tasks._store  # asked again, until it has read
+    assert tasks.table.store is other.store is not app.store
+    getter = tasks.table._tables.store
+    assert not isinstance(getter, types.FunctionType | types.MethodType)
+    assert getter() is other.store
+    app.store.close()
+    other.store.close()
+
+
 def test_the_collection_url_is_remembered_per_hooks_version_and_site(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

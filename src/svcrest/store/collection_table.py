@@ -236,6 +236,11 @@ class CollectionTable:
         store = self._tables.store
         return store()
 
+    def follow_store(self, get: Callable[[], Store]) -> None:
+        """Take the store from ``get`` from now on (asked on every use, as the store or
+        getter given at first); the table made or not as before."""
+        self._tables.follow(get)
+
     def migrate(self) -> None:
         """Create the table, or add the columns of properties it lacks, and the indexes of
         the sortable properties; idempotent, and safe when several processes start at once
