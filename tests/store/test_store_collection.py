@@ -399,3 +399,69 @@ def test_a_handler_added_to_the_item_route_turns_the_shortcut_off(client_for: Cl
     answered = client_for(app).get(f"/svc-json/todo/v1/tasks/{item['id']}")
     assert answered.status_code == 200 and answered.headers["allow"] == "GET, LINK"
     app.store.close()
+
+
+def _response(response: Any) -> Any:
+    return response.status, response.data, response.links, response.header_tuple()
+
+
+def test_an_item_get_answers_as_prepare_item_for_response_without_its_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``get_item`` of the class's own rendering makes the answer itself (no
+    ``prepare_item_for_response`` or ``_tag`` call): the same status, data, links and lines
+    as the general path, for each context and ``_fields``; a subclass rendering or tagging
+    its own way is asked."""
+    app = App()
+    schema = SCHEMA | {
+        "properties": {
+            "title": {"type": "string", "context": ["view", "edit", "embed"]},
+            "note": {"type": "string", "default": "", "context": ["edit"]},
+        }
+    }
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", schema, read=None))
+    item = tasks.table.insert({"title": "one", "note": "n"})
+    general = StoreCollection.prepare_item_for_response
+    called: list[str] = []
+
+    def counted(self: StoreCollection, item: Any, request: Request) -> Any:
+        called.append(type(self).__name__)
+        return general(self, item, request)
+
+    monkeypatch.setattr(StoreCollection, "prepare_item_for_response", counted)
+    admin = User(1, "boss", roles=("administrator",))
+    for context in (None, "view", "embed", "edit"):
+        for fields in (None, "id,note", ["title"]):
+            request = Request("GET", f"/todo/v1/tasks/{item['id']}")
+            request.url_params = {"id": item["id"]}
+            request.user = admin
+            for name, value in (("context", context), ("_fields", fields)):
+                if value is not None:
+                    request.set_param(name, value)
+            fast = tasks.get_item(request)
+            assert called == []
+            expected = general(tasks, item, request)
+            expected.set_header_line("ETag", f'"{item["version"]}"')
+            assert _response(fast) == _response(expected), (context, fields)
+
+    class Tagged(StoreCollection):
+        def version_tag(self, item_id: int, version: int) -> str:
+            return f"{item_id}-{version}"
+
+    class Shown(StoreCollection):
+        def prepare_item_for_response(self, item: Any, request: Request) -> Any:
+            response = super().prepare_item_for_response(item, request)
+            response.data["shown"] = True
+            return response
+
+    for kind, path in ((Tagged, "tagged"), (Shown, "shown")):
+        other = app.register_controller(kind("todo/v1", path, schema, table=path))
+        one = other.table.insert({"title": "one"})
+        request = Request("GET", f"/todo/v1/{path}/{one['id']}")
+        request.url_params = {"id": one["id"]}
+        called.clear()
+        answer = other.get_item(request)
+        assert called == [kind.__name__]
+        assert dict(answer.header_tuple())["ETag"] == ('"1-1"' if kind is Tagged else '"1"')
+        assert answer.data.get("shown") is (True if kind is Shown else None)
+    app.store.close()

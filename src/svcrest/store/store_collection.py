@@ -409,6 +409,13 @@ class StoreCollection(RestController):
             and collected is RestController.prepare_response_for_collection
         )
         self._own_tags = kind.version_tag is not StoreCollection.version_tag
+        #: Whether an item is answered as the class's own ``prepare_item_for_response`` and
+        #: ``version_tag`` answer it (:meth:`get_item` then makes the answer itself).
+        self._plain_items = (
+            self._plain
+            and kind.prepare_item_for_response is StoreCollection.prepare_item_for_response
+            and not self._own_tags
+        )
         self.table = CollectionTable(
             self._store,
             item_schema,
@@ -877,6 +884,14 @@ class StoreCollection(RestController):
         item = self.table.get(request.get_param("id"))
         if item is None:
             return self.invalid_id()
+        if self._plain_items and type(item) is dict:
+            # PERF: the class's own prepare_item_for_response and _tag written out (their
+            # two Python calls: an item GET 175,312 → 174,155 instructions, bench/budget.py).
+            shape = self._shape(request)
+            if shape is not None:
+                response = self._shaped(item, request, shape, self._collection_url())
+                response.set_header_line("ETag", f'"{item["version"]}"')
+                return response
         response = self.prepare_item_for_response(item, request)
         response.set_header_line("ETag", self._tag(item))
         return response
