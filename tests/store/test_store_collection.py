@@ -14,6 +14,7 @@ from svcrest import App, StoreCollection
 from svcrest.chains import run_chain
 from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.request import Request
+from svcrest.http.response import Response
 from svcrest.http.user import User
 from tests.conftest import SiteClient
 
@@ -461,6 +462,7 @@ def test_an_item_get_answers_as_prepare_item_for_response_without_its_call(
         request.url_params = {"id": one["id"]}
         called.clear()
         answer = other.get_item(request)
+        assert isinstance(answer, Response)
         assert called == [kind.__name__]
         assert dict(answer.header_tuple())["ETag"] == ('"1-1"' if kind is Tagged else '"1"')
         assert answer.data.get("shown") is (True if kind is Shown else None)
