@@ -370,7 +370,17 @@ class CollectionTable:
         migrated = self._tables.store
         store = migrated()
         row = store.read_one(self._select_one, (item_id,))
-        return None if row is None else self._item(row)
+        if row is None:
+            return None
+        if self._bare_dates:
+            return self._item(row)
+        # PERF: :meth:`_item` written out for a table without WordPress dates (its Python
+        # call each item read: an item GET 174,154 → 173,492 instructions, bench/budget.py).
+        item: dict[str, Any] = {"id": int(row[0])}
+        for (name, read), value in zip(self._readers, row[1:-1], strict=True):
+            item[name] = None if value is None else read(value)
+        item["version"] = int(row[-1])
+        return item
 
     def get_many(self, item_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The items of ``item_ids`` that exist, by id: one query for up to a hundred ids
