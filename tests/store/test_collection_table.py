@@ -915,3 +915,41 @@ def test_an_id_is_tested_in_get_as_valid_id_tests_it(
         found = table.get(item_id)  # type: ignore[arg-type]
         assert (found is not None) is (general(item_id) and item_id == 1), item_id
     assert asked == []
+
+
+@pytest.mark.parametrize("wordpress_dates", [False, True])
+def test_get_makes_the_item_as_item_makes_it_from_its_row(
+    store: Store, wordpress_dates: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``get`` answers the item ``_item`` makes of the row, type for type, itself (no
+    ``_item`` call), with and without WordPress dates."""
+    table = make_table(store, wordpress_dates=wordpress_dates)
+    table.migrate()
+    ids = [
+        table.insert(values)["id"]
+        for values in (
+            {"title": "t", "due": "2024-01-02T03:04:05Z", "tags": ["a"], "meta": {"k": 1}},
+            {"title": ""},
+            {"title": "x", "priority": 7, "score": 2.5, "done": True},
+        )
+    ]
+    general = CollectionTable._item
+    asked: list[int] = []
+
+    def counted(self: CollectionTable, row: Any) -> dict[str, Any]:
+        asked.append(row[0])
+        return general(self, row)
+
+    monkeypatch.setattr(CollectionTable, "_item", counted)
+    for item_id in ids:
+        row = store.read_one(table._select_one, (item_id,))
+        expected = general(table, row)
+        found = table.get(item_id)
+        assert found is not None
+        assert [(k, v, type(v)) for k, v in found.items()] == [
+            (k, v, type(v)) for k, v in expected.items()
+        ]
+    assert asked == []
+    if wordpress_dates:
+        assert table.get(ids[0])["due"] == "2024-01-02T03:04:05"  # type: ignore[index]
+    assert table.get(999) is None

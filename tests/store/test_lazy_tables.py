@@ -125,3 +125,30 @@ def test_make_inside_a_block_is_not_remembered(store: SqliteStore) -> None:
     tables.store()
     assert has_table(store)
     assert maker.calls == 2
+
+
+def test_a_getter_followed_later_is_asked_from_then_on(store: SqliteStore) -> None:
+    """``follow`` before the first use: the tables are made on the new getter's store, once;
+    after it: the getter is the new one itself (asked on every use), nothing made again."""
+    maker, other = Maker(), SqliteStore(":memory:")
+    tables = LazyTables(lambda: other, maker)
+    asked: list[int] = []
+
+    def get() -> Store:
+        asked.append(1)
+        return store
+
+    tables.follow(get)
+    assert tables.store() is store and tables.store() is store
+    assert maker.calls == 1 and has_table(store) and not has_table(other)
+    assert tables.store is get and len(asked) == 2  # once a use
+    again: list[Store] = []
+
+    def then() -> Store:
+        again.append(other)
+        return other
+
+    tables.follow(then)
+    assert tables.store is then and tables.store() is other and maker.calls == 1
+    assert again == [other]
+    other.close()

@@ -11,8 +11,10 @@ import httpx
 import pytest
 
 from svcrest import App, StoreCollection
+from svcrest.chains import run_chain
 from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.request import Request
+from svcrest.http.response import Response
 from svcrest.http.user import User
 from tests.conftest import SiteClient
 
@@ -74,6 +76,28 @@ def test_a_collection_reads_its_sites_store_once() -> None:
     assert other.store_reads == 1
     App.store.fget(app).close()  # type: ignore[attr-defined]
     App.store.fget(other).close()  # type: ignore[attr-defined]
+
+
+def test_a_collections_table_asks_no_python_call_for_its_store_until_bound_again() -> None:
+    """Once the site's store is read, the table's getter is a C callable answering it (no
+    ``_store`` call an item read); a new ``bind`` hands the table ``_store`` again, which
+    reads the new site's store, and the table then answers that one."""
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    item = tasks.table.insert({"title": "one"})
+    getter = tasks.table._tables.store
+    assert not isinstance(getter, types.FunctionType | types.MethodType)
+    assert getter() is tasks._store() is app.store is tasks.table.store
+    assert tasks.table.get(item["id"]) == item
+    other = App()
+    tasks.bind(other)
+    assert tasks.table._tables.store == tasks._store  # asked again, until it has read
+    assert tasks.table.store is other.store is not app.store
+    getter = tasks.table._tables.store
+    assert not isinstance(getter, types.FunctionType | types.MethodType)
+    assert getter() is other.store
+    app.store.close()
+    other.store.close()
 
 
 def test_the_collection_url_is_remembered_per_hooks_version_and_site(
@@ -255,4 +279,197 @@ def test_an_item_get_without_a_query_answers_as_one_with_a_query(
     request = Request("GET", f"/todo/v1/tasks/{item['id']}")
     assert app.rest_get_server().dispatch(request).status == 200
     assert request.may_have_query is False
+    app.store.close()
+
+
+_ITEM_ROUTE = "/todo/v1/tasks/(?P<id>[\\d]+)"
+_USERS = {
+    "anonymous": User(0),
+    "subscriber": User(3, "sub", roles=("subscriber",)),
+    "author": User(2, "writer", roles=("author",)),
+    "owner": User(1, "boss", roles=("administrator",)),
+}
+
+
+def _owned_by_one(user: User, item: Any) -> bool:
+    return user.id == 1 and (item is None or item.get("title") != "secret")
+
+
+@pytest.mark.parametrize("read", [None, "read", "edit_posts", _owned_by_one])
+@pytest.mark.parametrize(
+    ("write", "owner_field"),
+    [("edit_posts", None), ("edit_posts", "author"), (_owned_by_one, None), ("edit_pages", None)],
+)
+def test_the_item_routes_allow_shortcut_answers_as_its_three_checks(
+    read: Any, write: Any, owner_field: str | None
+) -> None:
+    """For every user, rule, method and context, the item route's Allow value is what its
+    three permission checks answer (WordPress's rest_send_allow_header asks each): the
+    shortcut's where the rules decide it without the item, the checks' elsewhere."""
+    app = App()
+    tasks = app.register_controller(
+        StoreCollection("todo/v1", "tasks", SCHEMA, read=read, write=write, owner_field=owner_field)
+    )
+    mine = tasks.table.insert({"title": "one"} | ({owner_field: 1} if owner_field else {}))
+    theirs = tasks.table.insert({"title": "two"} | ({owner_field: 2} if owner_field else {}))
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None and entry.allow_verdicts == tasks._item_verdicts
+    told = 0
+    for method in ("GET", "HEAD", "OPTIONS", "POST", "DELETE"):
+        for name, user in _USERS.items():
+            for context in (None, "view", "embed", "edit"):
+                for item in (mine, theirs, {"id": 99}):
+                    request = Request(method, f"/todo/v1/tasks/{item['id']}")
+                    request.url_params = {"id": str(item["id"])}
+                    request.user = user
+                    if context is not None:
+                        request.set_param("context", context)
+                    general = run_chain(entry.allow_chain, {}, request)
+                    told += tasks._item_verdicts(request) is not None
+                    assert entry.allow_value(request) == general, (method, name, context, item)
+    plain = not callable(read) and not callable(write)
+    assert (told > 0) is plain
+    app.store.close()
+
+
+def test_an_anonymous_item_get_asks_its_gate_alone(
+    client_for: ClientFor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over HTTP: the gate asks the read check; the Allow header's value is the shortcut's
+    (the steps asking the three checks are not run), the same as the checks give."""
+    from svcrest.rest.routing import table as table_module
+
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA, read="read"))
+    item = tasks.table.insert({"title": "one"})
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None
+    request = Request("GET", f"/todo/v1/tasks/{item['id']}")
+    request.url_params = {"id": str(item["id"])}
+    assert run_chain(entry.allow_chain, {}, request) == ""  # anonymous: no read capability
+
+    def not_asked(allowed: Any, request: Request) -> Any:
+        raise AssertionError("a permission callback was asked for Allow")
+
+    monkeypatch.setattr(table_module, "_allow_asker", lambda *args: not_asked)
+    entry.prepare()  # its handlers' Allow steps made again: each refuses to run
+    assert entry.allow_verdicts is not None
+    client = client_for(app)
+    refused = client.get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert refused.status_code == 401 and "allow" not in refused.headers
+    tasks.read = None
+    answered = client.get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert answered.status_code == 200 and answered.headers["allow"] == "GET"
+    monkeypatch.undo()
+    entry.prepare()
+    assert run_chain(entry.allow_chain, {}, request) == "GET"
+    app.store.close()
+
+
+class _OwnUpdates(StoreCollection):
+    def update_item_permissions_check(self, request: Request) -> Any:
+        return True
+
+
+class _OwnChanges(StoreCollection):
+    def _changeable(self, request: Request, deleting: bool) -> Any:
+        return not deleting
+
+
+@pytest.mark.parametrize(
+    ("kind", "allow"), [(_OwnUpdates, "GET, POST, PUT, PATCH"), (_OwnChanges, "GET")]
+)
+def test_a_subclass_with_its_own_checks_has_them_asked(
+    kind: type[StoreCollection], allow: str, client_for: ClientFor
+) -> None:
+    app = App()
+    tasks = app.register_controller(kind("todo/v1", "tasks", SCHEMA))
+    item = tasks.table.insert({"title": "one"})
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None and entry.allow_verdicts is None
+    answered = client_for(app).get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert answered.status_code == 200 and answered.headers["allow"] == allow
+    app.store.close()
+
+
+def test_a_handler_added_to_the_item_route_turns_the_shortcut_off(client_for: ClientFor) -> None:
+    app = App()
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", SCHEMA))
+    item = tasks.table.insert({"title": "one"})
+    app.register_rest_route(
+        "todo/v1",
+        "/tasks/(?P<id>[\\d]+)",
+        {"methods": "LINK", "callback": lambda request: {}, "permission_callback": lambda r: True},
+    )
+    entry = app.rest_get_server().table.get(_ITEM_ROUTE)
+    assert entry is not None and entry.allow_verdicts is None
+    answered = client_for(app).get(f"/svc-json/todo/v1/tasks/{item['id']}")
+    assert answered.status_code == 200 and answered.headers["allow"] == "GET, LINK"
+    app.store.close()
+
+
+def _response(response: Any) -> Any:
+    return response.status, response.data, response.links, response.header_tuple()
+
+
+def test_an_item_get_answers_as_prepare_item_for_response_without_its_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``get_item`` of the class's own rendering makes the answer itself (no
+    ``prepare_item_for_response`` or ``_tag`` call): the same status, data, links and lines
+    as the general path, for each context and ``_fields``; a subclass rendering or tagging
+    its own way is asked."""
+    app = App()
+    schema = SCHEMA | {
+        "properties": {
+            "title": {"type": "string", "context": ["view", "edit", "embed"]},
+            "note": {"type": "string", "default": "", "context": ["edit"]},
+        }
+    }
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", schema, read=None))
+    item = tasks.table.insert({"title": "one", "note": "n"})
+    general = StoreCollection.prepare_item_for_response
+    called: list[str] = []
+
+    def counted(self: StoreCollection, item: Any, request: Request) -> Any:
+        called.append(type(self).__name__)
+        return general(self, item, request)
+
+    monkeypatch.setattr(StoreCollection, "prepare_item_for_response", counted)
+    admin = User(1, "boss", roles=("administrator",))
+    for context in (None, "view", "embed", "edit"):
+        for fields in (None, "id,note", ["title"]):
+            request = Request("GET", f"/todo/v1/tasks/{item['id']}")
+            request.url_params = {"id": item["id"]}
+            request.user = admin
+            for name, value in (("context", context), ("_fields", fields)):
+                if value is not None:
+                    request.set_param(name, value)
+            fast = tasks.get_item(request)
+            assert called == []
+            expected = general(tasks, item, request)
+            expected.set_header_line("ETag", f'"{item["version"]}"')
+            assert _response(fast) == _response(expected), (context, fields)
+
+    class Tagged(StoreCollection):
+        def version_tag(self, item_id: int, version: int) -> str:
+            return f"{item_id}-{version}"
+
+    class Shown(StoreCollection):
+        def prepare_item_for_response(self, item: Any, request: Request) -> Any:
+            response = super().prepare_item_for_response(item, request)
+            response.data["shown"] = True
+            return response
+
+    for kind, path in ((Tagged, "tagged"), (Shown, "shown")):
+        other = app.register_controller(kind("todo/v1", path, schema, table=path))
+        one = other.table.insert({"title": "one"})
+        request = Request("GET", f"/todo/v1/{path}/{one['id']}")
+        request.url_params = {"id": one["id"]}
+        called.clear()
+        answer = other.get_item(request)
+        assert isinstance(answer, Response)
+        assert called == [kind.__name__]
+        assert dict(answer.header_tuple())["ETag"] == ('"1-1"' if kind is Tagged else '"1"')
+        assert answer.data.get("shown") is (True if kind is Shown else None)
     app.store.close()

@@ -564,3 +564,103 @@ def test_a_change_mark_function_taken_early_follows_the_store(each_source: Sqlit
     store.close()
     with pytest.raises(StoreError, match="closed"):
         mark()
+
+
+def _each_kind(tmp_path: Path) -> list[SqliteStore]:
+    stores = [SqliteStore(None), SqliteStore(str(tmp_path / "one.db"))]
+    for store in stores:
+        store.migrate("t", ["CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)"])
+        with store.transaction() as conn:
+            conn.executemany("INSERT INTO items VALUES (?, ?)", [(1, "a"), (2, "b")])
+    return stores
+
+
+_READS = [
+    ("SELECT name FROM items WHERE id = ?", (1,)),
+    ("SELECT id, name FROM items WHERE id = ?", (2,)),
+    ("SELECT name FROM items WHERE id = ?", (3,)),
+    ("SELECT COUNT(*) FROM items", ()),
+]
+
+
+def test_read_one_answers_as_a_read_block_and_gives_its_connection_back(tmp_path: Path) -> None:
+    for store in _each_kind(tmp_path):
+        for sql, params in _READS:
+            with store.read() as conn:
+                expected = conn.execute(sql, params).fetchone()
+            assert store.read_one(sql, params) == expected
+            assert store._local.conn is None
+            if store.path is None:  # the memory store's one connection free again
+                assert store._memory_lock.acquire(blocking=False)
+                store._memory_lock.release()
+            else:  # the pooled connection back in the pool, reused by the next read
+                assert len(store._idle) == 1
+                pooled = store._idle[0]
+                store.read_one("SELECT 1")
+                assert store._idle == [pooled]
+        assert store.read_one("SELECT name FROM items WHERE id = ?", (1,)) == ("a",)
+        assert store.read_one("SELECT name FROM items WHERE id = ?", (9,)) is None
+        store.close()
+
+
+def test_read_one_gives_its_connection_back_when_the_statement_fails(tmp_path: Path) -> None:
+    for store in _each_kind(tmp_path):
+        with pytest.raises(sqlite3.OperationalError) as in_block, store.read() as conn:
+            conn.execute("SELECT x FROM nowhere").fetchone()
+        with pytest.raises(sqlite3.OperationalError) as alone:
+            store.read_one("SELECT x FROM nowhere")
+        assert str(alone.value) == str(in_block.value) == "no such table: nowhere"
+        assert store._local.conn is None
+        if store.path is None:
+            assert store._memory_lock.acquire(blocking=False)
+            store._memory_lock.release()
+        else:
+            assert len(store._idle) == 1
+        assert store.read_one("SELECT COUNT(*) FROM items") == (2,)
+        store.close()
+
+
+def test_read_one_inside_a_block_reads_the_blocks_connection(tmp_path: Path) -> None:
+    store, other = SqliteStore(str(tmp_path / "s.db")), None
+    store.migrate("t", ["CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT)"])
+    other = SqliteStore(str(tmp_path / "s.db"))
+    with store.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM items").fetchone() == (0,)
+        with other.transaction() as writer:  # after the block's snapshot began
+            writer.execute("INSERT INTO items VALUES (1, 'late')")
+        depth = store._local.depth
+        assert store.read_one("SELECT COUNT(*) FROM items") == (0,)  # the block's snapshot
+        with pytest.raises(sqlite3.OperationalError, match="no such table"):
+            store.read_one("SELECT * FROM nowhere")
+        assert store._local.conn is conn and store._local.depth == depth
+    assert store.read_one("SELECT COUNT(*) FROM items") == (1,)
+    with store.transaction() as conn:
+        conn.execute("INSERT INTO items VALUES (2, 'own')")
+        assert store.read_one("SELECT COUNT(*) FROM items") == (2,)  # its own write seen
+        assert store._local.conn is conn and store._local.depth == 0
+    assert store._local.conn is None
+    other.close()
+    store.close()
+
+
+def test_read_one_of_a_closed_store_is_refused(tmp_path: Path) -> None:
+    for store in (SqliteStore(None), SqliteStore(str(tmp_path / "c.db"))):
+        store.close()
+        with pytest.raises(StoreError, match="the store is closed"):
+            store.read_one("SELECT 1")
+        assert store._local.conn is None
+
+
+def test_read_one_takes_no_context_manager(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # PERF: the checkout written out (five Python calls a read saved); it answers as above.
+    stores = _each_kind(tmp_path)
+
+    def refused(self: SqliteStore) -> None:
+        raise AssertionError("read_one went through _checkout")
+
+    monkeypatch.setattr(SqliteStore, "_checkout", refused)
+    for store in stores:
+        assert store.read_one("SELECT name FROM items WHERE id = ?", (2,)) == ("b",)
+        with store.read():
+            assert store.read_one("SELECT COUNT(*) FROM items") == (2,)
+        store.close()

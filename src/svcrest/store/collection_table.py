@@ -93,6 +93,19 @@ def _valid_id(item_id: object) -> bool:
     return isinstance(item_id, int) and not isinstance(item_id, bool) and 0 < item_id <= MAX_INT
 
 
+def _bare(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``read``, its text answers without a final "Z" (WordPress's dates, which name no
+    zone)."""
+
+    def bare(value: Any) -> Any:
+        value = read(value)
+        if isinstance(value, str) and value.endswith("Z"):
+            return value[:-1]
+        return value
+
+    return bare
+
+
 class CollectionTable:
     """The items of one collection, as rows of a table in the site's store.
 
@@ -175,14 +188,17 @@ class CollectionTable:
         #: Each column's name and :attr:`Column.db_reader`, in row order (PERF: ``_item``
         #: calls no ``from_db`` per value; with the statement above, an item GET of three
         #: properties 208,267 → 203,676 instructions, bench/budget.py).
-        self._readers = tuple((column.name, column.db_reader) for column in self.columns.values())
-        self._steps = tuple(steps)
-        #: The date-time columns answered without their "Z".
-        self._bare_dates = tuple(
-            name
-            for name, column in self.columns.items()
-            if wordpress_dates and column.kind == "date-time"
+        #: The date-time columns' readers answer without the "Z" under ``wordpress_dates``.
+        self._readers = tuple(
+            (
+                column.name,
+                _bare(column.db_reader)
+                if wordpress_dates and column.kind == "date-time"
+                else column.db_reader,
+            )
+            for column in self.columns.values()
         )
+        self._steps = tuple(steps)
         self._indexes = [self._check_order(order, "indexes") for order in indexes]
         self._check_order(self._default_sort, "default_sort")
 
@@ -235,6 +251,11 @@ class CollectionTable:
         # method, a generic look-up each time).
         store = self._tables.store
         return store()
+
+    def follow_store(self, get: Callable[[], Store]) -> None:
+        """Take the store from ``get`` from now on (asked on every use, as the store or
+        getter given at first); the table made or not as before."""
+        self._tables.follow(get)
 
     def migrate(self) -> None:
         """Create the table, or add the columns of properties it lacks, and the indexes of
@@ -327,10 +348,6 @@ class CollectionTable:
         for (name, read), value in zip(self._readers, row[1:-1], strict=True):
             item[name] = None if value is None else read(value)  # Column.from_db's answer
         item["version"] = int(row[-1])
-        for name in self._bare_dates:
-            value = item[name]
-            if isinstance(value, str) and value.endswith("Z"):
-                item[name] = value[:-1]
         return item
 
     def _stored(self, values: Mapping[str, Any], creating: bool) -> dict[str, Any]:
@@ -365,7 +382,15 @@ class CollectionTable:
         migrated = self._tables.store
         store = migrated()
         row = store.read_one(self._select_one, (item_id,))
-        return None if row is None else self._item(row)
+        if row is None:
+            return None
+        # PERF: :meth:`_item` written out (its Python call each item read: an item GET
+        # 174,154 → 173,492 instructions, bench/budget.py).
+        item: dict[str, Any] = {"id": int(row[0])}
+        for (name, read), value in zip(self._readers, row[1:-1], strict=True):
+            item[name] = None if value is None else read(value)
+        item["version"] = int(row[-1])
+        return item
 
     def get_many(self, item_ids: Iterable[int]) -> dict[int, dict[str, Any]]:
         """The items of ``item_ids`` that exist, by id: one query for up to a hundred ids

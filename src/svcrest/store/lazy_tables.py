@@ -49,6 +49,15 @@ class LazyTables:
                 self._made()
         return store
 
+    def follow(self, get: Callable[[], Store]) -> None:
+        """Take the store from ``get`` from now on (asked on every use, as the getter given
+        at first): the tables made or not as before. PERF: a getter whose answer is fixed
+        for a while may be a C callable (``itertools.repeat(store).__next__``: no Python
+        frame a use)."""
+        self._get_store = get
+        if self._ready:
+            self.store = get
+
     def make(self) -> None:
         """Make the tables now, even when made before (``ensure`` is idempotent); remembered
         as made unless inside an open block, by the rule of :attr:`store`."""
