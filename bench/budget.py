@@ -3,10 +3,13 @@
 Usage::
 
     python bench/budget.py [--requests 300] [--check] [--write] [--cases wsgi,asgi,auth]
+                           [--in-place] [--json]
 
 Each case runs under ``valgrind --tool=callgrind`` twice (warm-up only, then warm-up plus
 ``--requests`` requests); the difference divided by the number of requests is one request's
-cost in CPU instructions, a figure that does not change with the machine's load. Falcon's
+cost in CPU instructions, a figure that does not change with the machine's load, nor with
+the checkout's path: every child runs from one fixed directory (``callgrind.fixed_paths``;
+``--in-place`` runs them from the checkout instead, to compare). Falcon's
 idiomatic app (``bench/targets/falcon_wsgi.py`` / ``falcon_app.py``: one resource with an
 ``int`` path field answered through ``resp.media``) is counted in the same run under the same
 environ or scope, so each svcrest case becomes a ratio to Falcon on the same interface:
