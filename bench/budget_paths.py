@@ -41,7 +41,7 @@ CHECKOUTS = (
 def copy(root: Path) -> Path:
     """A copy of this checkout's source and benchmarks at ``root``, its ``.venv`` a link to
     the running environment; the copy's interpreter."""
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    ignore = shutil.ignore_patterns(".*", "__pycache__", "*.pyc")  # not bench/.env
     shutil.copytree(CHECKOUT / "src" / "svcrest", root / "src" / "svcrest", ignore=ignore)
     shutil.copytree(HERE, root / "bench", ignore=ignore)
     (root / ".venv").symlink_to(sys.prefix, target_is_directory=True)
