@@ -3,10 +3,13 @@
 Usage::
 
     python bench/budget.py [--requests 300] [--check] [--write] [--cases wsgi,asgi,auth]
+                           [--in-place] [--json]
 
 Each case runs under ``valgrind --tool=callgrind`` twice (warm-up only, then warm-up plus
 ``--requests`` requests); the difference divided by the number of requests is one request's
-cost in CPU instructions, a figure that does not change with the machine's load. Falcon's
+cost in CPU instructions, a figure that does not change with the machine's load, nor with
+the checkout's path: every child runs from one fixed directory (``callgrind.fixed_paths``;
+``--in-place`` runs them from the checkout instead, to compare). Falcon's
 idiomatic app (``bench/targets/falcon_wsgi.py`` / ``falcon_app.py``: one resource with an
 ``int`` path field answered through ``resp.media``) is counted in the same run under the same
 environ or scope, so each svcrest case becomes a ratio to Falcon on the same interface:
@@ -39,10 +42,11 @@ import shutil
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from callgrind import collected, prime, settle
+from callgrind import collected, fixed_paths, prime, settle
 
 HERE = Path(__file__).resolve().parent
 BUDGET = HERE / "budget.json"
@@ -117,18 +121,23 @@ def child(kind: str, requests: int) -> None:
         loop.run_until_complete(run(requests))
 
 
-def count(kind: str, requests: int) -> int:
+def count(kind: str, requests: int, env: dict[str, str] | None = None) -> int:
     """Instructions callgrind counts for one child run."""
-    return collected([__file__, "--child", kind, str(requests)])
+    return collected([__file__, "--child", kind, str(requests)], env)
 
 
-def measure(kinds: list[str], requests: int, jobs: int) -> dict[str, int]:
-    """Instructions per request of each kind (counted in parallel: counts ignore the load)."""
-    for kind in kinds:  # every bytecode cache written before the counted runs
-        prime([__file__, "--child", kind, "0"])
+def measure(kinds: list[str], requests: int, jobs: int, in_place: bool = False) -> dict[str, int]:
+    """Instructions per request of each kind (counted in parallel: counts ignore the load),
+    each child run from the same fixed paths whatever the checkout's (:func:`fixed_paths`),
+    or with ``in_place`` from the checkout itself (its ``src`` first on the path), as before
+    session 21: to see what the fixed paths remove (``bench/budget_paths.py --in-place``)."""
     runs = [(kind, n) for kind in kinds for n in (0, requests)]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        totals = dict(zip(runs, pool.map(lambda run: count(*run), runs), strict=True))
+    env = {"PYTHONPATH": str(HERE.parent / "src")} if in_place else None
+    with nullcontext() if in_place else fixed_paths(), ThreadPoolExecutor(jobs) as pool:
+        for kind in kinds:  # every bytecode cache written before the counted runs
+            prime([__file__, "--child", kind, "0"], env)
+        counted = pool.map(lambda run: count(run[0], run[1], env), runs)
+        totals = dict(zip(runs, counted, strict=True))
     return {kind: (totals[kind, requests] - totals[kind, 0]) // requests for kind in kinds}
 
 
@@ -139,6 +148,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--check", action="store_true", help="exit 1 past a ceiling")
     parser.add_argument("--write", action="store_true", help="lower the ceilings to these")
+    parser.add_argument(
+        "--in-place",
+        action="store_true",
+        help="run the children from the checkout's own paths, not the fixed ones (to compare)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the counts as JSON only")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
@@ -151,7 +166,10 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"unknown case(s) {', '.join(unknown)} (known: {', '.join(CASES)})")
     kinds = sorted({kind for case in cases for kind in CASES[case]})
-    counts = measure(kinds, options.requests, options.jobs)
+    counts = measure(kinds, options.requests, options.jobs, options.in_place)
+    if options.json:
+        print(json.dumps({case: [counts[kind] for kind in CASES[case]] for case in cases}))
+        return 0
     budget = json.loads(BUDGET.read_text())
     tolerance = float(budget["tolerance"])
     ceilings: dict[str, float] = budget["ceilings"]

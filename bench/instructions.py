@@ -19,6 +19,9 @@ machine. With ``--baseline-src`` (a ``src`` directory of another checkout, e.g. 
 ``git worktree`` of an older commit) every case is also counted with that svcrest on
 ``PYTHONPATH``, interleaved, and the ratio is shown; ``--compare NAME=SRC`` adds more trees
 (e.g. a compiled build installed with ``pip install --target``), counted in parallel.
+Every child runs from one fixed directory (``callgrind.fixed_paths``: this checkout's
+``src`` and ``bench`` and each other tree's ``svcrest`` copied to paths of one length), so
+that a count depends on the tree, not on where it is checked out.
 Needs ``valgrind`` (Debian package).
 """
 
@@ -33,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from callgrind import collected, prime, settle
+from callgrind import collected, fixed_paths, prime, settle
 
 HERE = Path(__file__).resolve().parent
 CASES = [
@@ -170,20 +173,32 @@ def main() -> None:
         trees.append((name, src))
     print(f"instructions per request ({options.requests} requests, callgrind)")
     print(f"{'case':24}" + "".join(f" {name:>12}" for name, _ in trees))
-    for kind in options.cases.split(","):
-        if kind not in LABELS:
-            raise SystemExit(f"unknown case {kind!r} (known: {', '.join(CASES)})")
-        # The trees of one case are counted side by side, in parallel (a count does not
-        # change with the load).
-        with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-            futures = [pool.submit(per_request, kind, options.requests, src) for _, src in trees]
-            counts = [future.result() for future in futures]
-        line = f"{LABELS[kind]:24}" + "".join(f" {count:>12,}" for count in counts)
-        if len(counts) > 1:
-            line += "   ratios to the first: " + " ".join(
-                f"{counts[0] / count:.2f}" for count in counts[1:]
-            )
-        print(line, flush=True)
+    unknown = [kind for kind in options.cases.split(",") if kind not in LABELS]
+    if unknown:
+        raise SystemExit(f"unknown case {unknown[0]!r} (known: {', '.join(CASES)})")
+    # Every tree's svcrest copied to a path of the same length in one fixed directory, the
+    # children run from it (callgrind.fixed_paths): the counts depend on the trees, not on
+    # where each one is checked out.
+    with fixed_paths([src for _, src in trees if src]) as copies:
+        moved = iter(copies)
+        sources = [next(moved) if src else None for _, src in trees]
+        for kind in options.cases.split(","):
+            count_trees(kind, options.requests, options.jobs, sources)
+
+
+def count_trees(kind: str, requests: int, jobs: int, sources: list[str | None]) -> None:
+    """Count ``kind`` for each tree and print the line."""
+    # The trees of one case are counted side by side, in parallel (a count does not change
+    # with the load).
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(per_request, kind, requests, src) for src in sources]
+        counts = [future.result() for future in futures]
+    line = f"{LABELS[kind]:24}" + "".join(f" {count:>12,}" for count in counts)
+    if len(counts) > 1:
+        line += "   ratios to the first: " + " ".join(
+            f"{counts[0] / count:.2f}" for count in counts[1:]
+        )
+    print(line, flush=True)
 
 
 if __name__ == "__main__":
