@@ -137,6 +137,14 @@ _PAGE: Final = 100
 #: ``Change`` of five fields, the object type's text shared), so ~200 KB. A reader further
 #: behind reads the log itself.
 WINDOW: Final = 2048
+#: How many windows' worth of changes a feed keeps at most while streams of the process
+#: have yet to send them (their steps late behind the waker's reads ahead).
+# PERF: the waker's thread reads ahead of each wake, whatever the streams' event loop is
+# doing; a busy loop whose last slices of streams had not stepped yet saw the window move
+# past them, and each then read the log (and every item, one query each) by itself: the
+# writes per second in process with 1,000 streams fell from ~2,500 to 475-1,225 in three
+# runs of four (bench/idle_streams.py --uvloop --posters 4). At most ~800 KB a store.
+_LATE_WINDOWS: Final = 4
 #: The most changes one shared read of the log brings in.
 _TAIL_READ: Final = 500
 #: The most views one shared read keeps for its readers, and their bytes.
@@ -463,6 +471,7 @@ class _Tail:
         "ahead",
         "begun",
         "joined",
+        "positions",
         "reads",
         "render",
         "window",
@@ -487,6 +496,10 @@ class _Tail:
         self.reads = 0
         self.ahead = 0
         self.joined = 0
+        #: The streams reading from the window: a stream's number → the position it sent
+        #: up to (set on its loop; a read keeps the changes after the lowest, see
+        #: :data:`_LATE_WINDOWS`). Bounded by the streams open (``--max-streams``).
+        self.positions: dict[int, int] = {}
 
     def read_ahead(self, token: int) -> None:
         """(The waker's thread, waking this feed's readers.) Read the changes after the
@@ -599,8 +612,10 @@ class _Tail:
             seqs = (kept.seqs if kept is not None else ()) + tuple(map(_seq, read))
             base = kept.base if kept is not None else after
             if len(changes) > WINDOW:
-                base = changes[-WINDOW - 1].seq
-                changes, seqs = changes[-WINDOW:], seqs[-WINDOW:]
+                cut = self._cut(seqs)
+                if cut > 0:
+                    base = changes[cut - 1].seq
+                    changes, seqs = changes[cut:], seqs[cut:]
             end = read[-1].seq if read else after
             made = _Window(number, changes, seqs, base, end, token, at_end, next_time, shared)
         except BaseException as exc:
@@ -611,6 +626,17 @@ class _Tail:
         # thread's CPU, best of 40; small beside 1,000 streams' steps, not beside a few).
         change_waker(store).spent(feed.object_type, time.thread_time() - began)
         self._end(made, None, feed.object_type, store)
+
+    def _cut(self, seqs: Sequence[int]) -> int:
+        """How many of the window's changes (at ``seqs``, more than :data:`WINDOW`) to
+        drop: down to :data:`WINDOW`, but none that a stream has yet to send (up to
+        :data:`_LATE_WINDOWS` windows' worth kept)."""
+        cut = len(seqs) - WINDOW
+        # (A copy, made in C: the streams' loop sets their positions meanwhile.)
+        positions = self.positions.copy()
+        if positions:
+            cut = min(cut, bisect_right(seqs, min(positions.values())))
+        return max(cut, len(seqs) - _LATE_WINDOWS * WINDOW)
 
     def _end(
         self, window: _Window | None, failed: BaseException | None, object_type: str, store: Store
@@ -852,6 +878,7 @@ class ChangeFeed:
         waker = change_waker(store)
         tail = self.tail(store)
         read = offload(self._read)
+        positions, mine = tail.positions, id(slot)  # (the slot lives as long as the stream)
         try:
             yield keep_alive  # the head and a first line leave at once
             now = time.monotonic()
@@ -871,6 +898,7 @@ class ChangeFeed:
                 window = await tail.fresh(self, store, seq, token, render, after)
                 after = -1
                 if window is None:  # behind the window: read the log itself, by pages
+                    positions.pop(mine, None)
                     entries, seq, _issued, more = await read(store, seq, request, render)
                     chunk = b"".join(encode(entry) for entry in entries)
                 else:
@@ -880,6 +908,7 @@ class ChangeFeed:
                     chunk, seq, more = await self._window_chunk(
                         window, seq, request, render, frame, key
                     )
+                    positions[mine] = seq  # the window keeps what comes after it
                     # Read to the window's end: what a wake up to its token brought is read.
                     token = max(token, window.token)
                 now = time.monotonic()
@@ -899,6 +928,7 @@ class ChangeFeed:
         except Exception:  # the store went away, a render failed: the client reconnects
             _log.exception("the %s change stream ended on an error", self.object_type)
         finally:
+            positions.pop(mine, None)
             slot.give_back()
 
     async def _window_chunk(
