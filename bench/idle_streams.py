@@ -4,6 +4,7 @@ Usage::
 
     python bench/idle_streams.py [--streams 1000] [--seconds 5] [--writes 60] [--every 0.05]
         [--uvloop] [--share 0.05] [--profile FILE] [--posters 4] [--post-seconds 4]
+        [--send-cost 46]
 
 Opens ``--streams`` Server-Sent Events streams of a ``StoreCollection``'s changes on one App
 (SQLite file store) through its ASGI interface, in one event loop as one worker holds them,
@@ -28,7 +29,10 @@ book through the App's ASGI interface (the write on the blocking pool, as a serv
 for ``--post-seconds``, first before the streams are opened (0 subscribers), then while
 every stream receives each write; for each: writes/s, each POST's latency (p50 / p99 /
 max), the loop's thread CPU a write, and the loop's longest stretches between two turns
-of a 2 ms timer (a POST's data read by the loop waits behind them).
+of a 2 ms timer (a POST's data read by the loop waits behind them). ``--send-cost US``:
+each stream's send of a chunk also keeps the loop's thread busy for that many microseconds
+(a server's send: uvicorn's ``send`` and its TCP write to a loopback socket took ~46 µs of
+host A's loop a call under cProfile, against an ``asyncio.Queue``'s ~1 µs here).
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import resource
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +70,7 @@ async def main(
     profile: str | None,
     posters: int = 0,
     post_seconds: float = 4.0,
+    send_cost: float = 0.0,
 ) -> None:
     folder = tempfile.mkdtemp(prefix="svcrest-idle-")
     app = App(store=str(Path(folder) / "site.db"), max_streams=max(count, 1))
@@ -85,7 +90,7 @@ async def main(
     if posters:
         await post_rate(app, received, posters, post_seconds, "0 streams")
 
-    tasks, held = await opened(app, count, received, leave)
+    tasks, held = await opened(app, count, received, leave, send_cost)
     began_cpu, began = cpu(), time.monotonic()
     await asyncio.sleep(seconds)
     idle_cpu = (cpu() - began_cpu) / (time.monotonic() - began)
@@ -114,7 +119,11 @@ async def left(leave: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
 
 
 async def opened(
-    app: App, count: int, received: list[asyncio.Queue[Any]], leave: asyncio.Event
+    app: App,
+    count: int,
+    received: list[asyncio.Queue[Any]],
+    leave: asyncio.Event,
+    send_cost: float = 0.0,
 ) -> tuple[list[asyncio.Task[None]], int]:
     """``count`` streams of the feed on ``app`` (their messages in ``received``; they end
     once ``leave`` is set), past their first keep-alive: their tasks and the Python heap
@@ -152,7 +161,8 @@ async def opened(
     for _ in range(count):
         queue: asyncio.Queue[Any] = asyncio.Queue()
         received.append(queue)
-        tasks.append(asyncio.ensure_future(app(dict(scope), receiver(), queue.put)))
+        send = queue.put if not send_cost else costly(queue, send_cost)
+        tasks.append(asyncio.ensure_future(app(dict(scope), receiver(), send)))
     for queue in received:  # the head and the first keep-alive of each
         await queue.get()
         await queue.get()
@@ -161,6 +171,18 @@ async def opened(
     held = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
     return tasks, held
+
+
+def costly(queue: asyncio.Queue[Any], seconds: float) -> Callable[[Any], Awaitable[None]]:
+    """A stream's send into ``queue`` that keeps the thread busy ``seconds`` first."""
+
+    async def send(message: Any) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+        await queue.put(message)
+
+    return send
 
 
 def report_idle(count: int, held: int, idle_cpu: float, reached: float) -> None:
@@ -404,9 +426,10 @@ if __name__ == "__main__":
     parser.add_argument("--profile", help="a file for a cProfile of the fan-out")
     parser.add_argument("--posters", type=int, default=0, help="closed-loop POSTs (0: none)")
     parser.add_argument("--post-seconds", type=float, default=4.0, help="each POST round")
+    parser.add_argument("--send-cost", type=float, default=0.0, help="µs of CPU a send")
     args = parser.parse_args()
     run = (args.streams, args.seconds, args.writes, args.every, args.share, args.profile)
-    posting = (args.posters, args.post_seconds)
+    posting = (args.posters, args.post_seconds, args.send_cost / 1e6)
     if args.uvloop:
         import uvloop
 

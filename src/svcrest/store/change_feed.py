@@ -389,12 +389,15 @@ _Ended = asyncio.Future[BaseException | None]
 
 
 def _settle(
-    waiting: list[_Ended], failed: BaseException | None, spent: Callable[[float], None]
+    waiting: list[_Ended],
+    failed: BaseException | None,
+    spent: Callable[[float], None],
+    pace: list[int],
 ) -> None:
     """On the readers' loop: the shared read they waited for ended (``failed``: its error);
     ``spent`` is told how long they took until each waited again (a stream's step: its
-    chunk, its send, its next wait)."""
-    wake_in_slices(waiting, failed, spent)
+    chunk, its send, its next wait; ``pace``: the waker's slice size)."""
+    wake_in_slices(waiting, failed, spent, pace=pace)
 
 
 def _seq(change: Change) -> int:
@@ -650,10 +653,11 @@ class _Tail:
                 self.window = window
                 self.reads += 1
             pending, self._pending = self._pending, None
-        spent = functools.partial(change_waker(store).spent, object_type)
+        waker = change_waker(store)
+        spent = functools.partial(waker.spent, object_type)
         for loop, waiting in (pending or {}).items():
             try:
-                loop.call_soon_threadsafe(_settle, waiting, failed, spent)
+                loop.call_soon_threadsafe(_settle, waiting, failed, spent, waker.pace)
             except RuntimeError:  # the loop was closed: its readers are gone
                 continue
 
