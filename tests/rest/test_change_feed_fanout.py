@@ -287,3 +287,70 @@ def test_a_wake_of_more_changes_than_the_window_leaves_no_stream_behind_it(
             await one.leave()
 
     run(check())
+
+
+def test_a_wake_of_many_changes_is_rendered_in_pieces_the_loop_let_go_between(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wake carrying 20 changes to three streams of one viewer: the first stream renders
+    # them 4 at a time, letting the loop go after each piece (here after every one); the
+    # loop runs other work between the pieces; the other two streams wait for the whole
+    # chunk, not render it again; all three send the same bytes, every change once, in
+    # order, in one chunk.
+    monkeypatch.setattr(change_feed, "_RENDER_PIECE", 4)
+    monkeypatch.setattr(change_feed, "_RENDER_TIME", 0.0)
+    pieces: list[int] = []
+    frames = ChangeFeed._frames
+
+    def counted(feed: ChangeFeed, page: Any, *rest: Any) -> Any:
+        pieces.append(len(page))
+        return frames(feed, page, *rest)
+
+    monkeypatch.setattr(ChangeFeed, "_frames", counted)
+    site.seed("a")
+    writes = 20
+
+    async def check() -> None:
+        streams = await opened(site, [(SSE, "")] * 3)
+        waker = change_waker(site.app.store)
+        waker.coalesce = 1.0  # the first write wakes at once, the next ones together
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
+        for one in streams:
+            assert [event["id"] for event in await one.events(1)] == [cursor(2)]
+        await until_waiting(site, 3)
+        tail = site.tasks.feed.tail(site.app.store)
+        seen: list[int] = []
+        done = asyncio.Event()
+
+        async def watch() -> None:  # once a turn of the loop: the views rendered so far
+            while not done.is_set():
+                window = tail.window
+                seen.append(len(window.shared.views) if window is not None else 0)
+                await asyncio.sleep(0)
+
+        watching = asyncio.ensure_future(watch())
+        del pieces[:]
+
+        def write() -> None:
+            for priority in range(2, writes + 2):
+                site.tasks.table.update(1, {"priority": priority})
+
+        await asyncio.to_thread(write)
+        expected = [cursor(seq) for seq in range(3, writes + 3)]
+        sent = []
+        for one in streams:
+            block = b""
+            for _ in range(writes):
+                block += await next_frame(one)
+            sent.append(block)
+            got = [line for line in block.split(b"\n") if line.startswith(b"id: ")]
+            assert got == [b"id: " + seq.encode() for seq in expected]
+        done.set()
+        await watching
+        assert sent[0] == sent[1] == sent[2]
+        assert pieces == [4] * 5  # rendered once, for all three, in five pieces
+        assert any(0 < count < writes for count in seen)  # the loop ran between pieces
+        for one in streams:
+            await one.leave()
+
+    run(check())

@@ -87,7 +87,7 @@ from svcrest.http.streams import (
 )
 from svcrest.rest.fields import filter_response_fields, links_wanted
 from svcrest.store.base import Store
-from svcrest.store.change_waker import COALESCE, change_waker, wake_in_slices
+from svcrest.store.change_waker import COALESCE, SLICE_TIME, change_waker, wake_in_slices
 from svcrest.store.changes import (
     Change,
     changes_after,
@@ -145,6 +145,11 @@ WINDOW: Final = 2048
 # writes per second in process with 1,000 streams fell from ~2,500 to 475-1,225 in three
 # runs of four (bench/idle_streams.py --uvloop --posters 4). At most ~800 KB a store.
 _LATE_WINDOWS: Final = 4
+#: How many changes a stream renders between two looks at the time its render took; and
+#: the CPU seconds of it after which it lets the event loop go (see
+#: ``ChangeFeed._chunk_in_pieces``).
+_RENDER_PIECE: Final = 32
+_RENDER_TIME: Final = SLICE_TIME
 #: The most changes one shared read of the log brings in.
 _TAIL_READ: Final = 500
 #: The most views one shared read keeps for its readers, and their bytes.
@@ -346,7 +351,7 @@ class _Shared:
     render and change) and the views rendered of them (per render, change and viewer key;
     bounded in count and bytes: past the bounds each reader renders its own)."""
 
-    __slots__ = ("allowed", "chunks", "cursors", "loaded", "read_at", "size", "views")
+    __slots__ = ("allowed", "chunks", "cursors", "loaded", "making", "read_at", "size", "views")
 
     def __init__(self, read_at: float) -> None:
         #: When the read was made (the feed's clock), and the cursors issued at that time.
@@ -357,6 +362,9 @@ class _Shared:
         self.allowed: dict[tuple[FeedRender, int, Hashable], bool] = {}
         #: Whole chunks per render, viewer key, frame, first and last change and time.
         self.chunks: dict[Hashable, bytes] = {}
+        #: The whole chunks being rendered in pieces (their keys as in ``chunks``): what the
+        #: streams needing one await (on the loop of the stream rendering it).
+        self.making: dict[Hashable, asyncio.Future[None]] = {}
         self.size = 0
 
     def load(self, render: FeedRender, change: Change) -> Any:
@@ -954,9 +962,95 @@ class ChangeFeed:
         shared = window.shared
         if render.blocking:
             chunk = await offload(self._chunk)(page, issued, shared, request, render, frame, key)
-        else:
+        elif len(page) <= _RENDER_PIECE:
             chunk = self._chunk(page, issued, shared, request, render, frame, key)
+        else:
+            chunk = await self._chunk_in_pieces(page, issued, shared, request, render, frame, key)
         return chunk, page[-1].seq, more
+
+    async def _chunk_in_pieces(
+        self,
+        page: Sequence[Change],
+        issued: float | None,
+        shared: _Shared,
+        request: Request,
+        render: FeedRender,
+        frame: Callable[[str, str, bytes], bytes],
+        key: Hashable | None,
+    ) -> bytes:
+        """As :meth:`_chunk` (the same bytes), its changes rendered :data:`_RENDER_PIECE`
+        at a time, the event loop let go between two pieces once :data:`_RENDER_TIME` of
+        its thread's CPU went into them (the data of other requests is read meanwhile); the
+        streams needing the same whole chunk meanwhile wait for it, not render it again.
+
+        PERF: a wake carrying hundreds of changes had its first stream render them all in
+        one step of the loop: 1,000 streams in process, the loop's longest stretch between
+        two turns of a timer 12.7-15.3 ms at ~650 writes a second, 59-122 ms at ~2,000, in
+        which no POST was read nor answered (bench/idle_streams.py --posters 4)."""
+        when, cursors = self._when(issued, shared)
+        whole = self._whole(render, key, frame, page, when, cursors, issued)
+        loop = asyncio.get_running_loop()
+        if whole is not None:
+            chunk = shared.chunks.get(whole)
+            if chunk is not None:
+                return chunk
+            making = shared.making.get(whole)
+            if making is not None and making.get_loop() is loop:
+                await asyncio.shield(making)  # (a stream leaving leaves the render alone)
+                chunk = shared.chunks.get(whole)
+                if chunk is not None:
+                    return chunk
+        made: asyncio.Future[None] = loop.create_future()
+        if whole is not None:
+            shared.making.setdefault(whole, made)
+        parts: list[bytes] = []
+        by_viewer = True
+        try:
+            began = time.thread_time()
+            for first in range(0, len(page), _RENDER_PIECE):
+                if time.thread_time() - began >= _RENDER_TIME:
+                    await asyncio.sleep(0)  # the loop's turn: other requests' data
+                    began = time.thread_time()
+                piece = page[first : first + _RENDER_PIECE]
+                part, by = self._frames(piece, when, cursors, shared, request, render, frame, key)
+                parts.append(part)
+                by_viewer = by_viewer and by
+            chunk = b"".join(parts)
+            if whole is not None and by_viewer:
+                shared.keep_chunk(whole, chunk)
+            return chunk
+        finally:
+            if whole is not None and shared.making.get(whole) is made:
+                del shared.making[whole]
+            made.set_result(None)
+
+    def _when(self, issued: float | None, shared: _Shared) -> tuple[float, dict[int, str] | None]:
+        """The time a page's cursors are issued at (``issued``: the page's, None when it
+        reaches the log's end as last read: the read's time while it is recent, else now)
+        and the cursors of the read's time already made (None: not that time)."""
+        if issued is not None:
+            return issued, None
+        when = self._clock()
+        if when - shared.read_at < _READ_TIME_KEPT:
+            return shared.read_at, shared.cursors
+        return when, None
+
+    @staticmethod
+    def _whole(
+        render: FeedRender,
+        key: Hashable | None,
+        frame: Callable[[str, str, bytes], bytes],
+        page: Sequence[Change],
+        when: float,
+        cursors: dict[int, str] | None,
+        issued: float | None,
+    ) -> Hashable | None:
+        """The key of a page's whole chunk for the streams of one viewer (None: not
+        shared)."""
+        if key is not None and (cursors is not None or issued is not None):
+            # PERF: the streams of one viewer at the log's end all send the same bytes.
+            return (render, key, frame, page[0].seq, page[-1].seq, when)
+        return None
 
     def _chunk(
         self,
@@ -973,17 +1067,9 @@ class ChangeFeed:
         subscriber), its view rendered once per viewer key for every stream of this read
         (``shared``); the whole chunk made once per viewer key for the streams at the same
         position, when every permission of the page is the key's."""
-        cursors: dict[int, str] | None = None
-        if issued is None:  # the page reaches the log's end as last read
-            when = self._clock()
-            if when - shared.read_at < _READ_TIME_KEPT:
-                when, cursors = shared.read_at, shared.cursors
-        else:
-            when = issued
-        whole: Hashable | None = None
-        if key is not None and (cursors is not None or issued is not None):
-            # PERF: the streams of one viewer at the log's end all send the same bytes.
-            whole = (render, key, frame, page[0].seq, page[-1].seq, when)
+        when, cursors = self._when(issued, shared)
+        whole = self._whole(render, key, frame, page, when, cursors, issued)
+        if whole is not None:
             chunk = shared.chunks.get(whole)
             if chunk is not None:
                 return chunk
