@@ -87,7 +87,13 @@ from svcrest.http.streams import (
 )
 from svcrest.rest.fields import filter_response_fields, links_wanted
 from svcrest.store.base import Store
-from svcrest.store.change_waker import COALESCE, SLICE_TIME, change_waker, wake_in_slices
+from svcrest.store.change_waker import (
+    COALESCE,
+    SLICE_TIME,
+    ChangeWaker,
+    change_waker,
+    wake_in_slices,
+)
 from svcrest.store.changes import (
     Change,
     changes_after,
@@ -346,6 +352,11 @@ def _feed_render(render: Render | FeedRender) -> FeedRender:
     return render if isinstance(render, FeedRender) else _Plain(render)
 
 
+#: A whole chunk being rendered: the loop of the stream rendering it, and the futures of
+#: the streams there waiting for it.
+_Making = tuple[asyncio.AbstractEventLoop, list["asyncio.Future[None]"]]
+
+
 class _Shared:
     """What the readers of one shared read of the log share: the items it loaded (per
     render and change) and the views rendered of them (per render, change and viewer key;
@@ -364,7 +375,7 @@ class _Shared:
         self.chunks: dict[Hashable, bytes] = {}
         #: The whole chunks being rendered in pieces (their keys as in ``chunks``): what the
         #: streams needing one await (on the loop of the stream rendering it).
-        self.making: dict[Hashable, asyncio.Future[None]] = {}
+        self.making: dict[Hashable, _Making] = {}
         self.size = 0
 
     def load(self, render: FeedRender, change: Change) -> Any:
@@ -918,7 +929,7 @@ class ChangeFeed:
                     if now_stamp is None or now_stamp != stamp:
                         stamp, key = now_stamp, render.viewer(request)
                     chunk, seq, more = await self._window_chunk(
-                        window, seq, request, render, frame, key
+                        window, seq, request, render, frame, key, waker
                     )
                     positions[mine] = seq  # the window keeps what comes after it
                     # Read to the window's end: what a wake up to its token brought is read.
@@ -951,6 +962,7 @@ class ChangeFeed:
         render: FeedRender,
         frame: Callable[[str, str, bytes], bytes],
         key: Hashable | None,
+        waker: ChangeWaker,
     ) -> tuple[bytes, int, bool]:
         """A stream's chunk of the changes after ``seq`` in ``window`` (``key``: its
         render's viewer key), the position read up to and whether changes are left to
@@ -965,7 +977,9 @@ class ChangeFeed:
         elif len(page) <= _RENDER_PIECE:
             chunk = self._chunk(page, issued, shared, request, render, frame, key)
         else:
-            chunk = await self._chunk_in_pieces(page, issued, shared, request, render, frame, key)
+            chunk = await self._chunk_in_pieces(
+                page, issued, shared, request, render, frame, key, waker
+            )
         return chunk, page[-1].seq, more
 
     async def _chunk_in_pieces(
@@ -977,11 +991,14 @@ class ChangeFeed:
         render: FeedRender,
         frame: Callable[[str, str, bytes], bytes],
         key: Hashable | None,
+        waker: ChangeWaker,
     ) -> bytes:
         """As :meth:`_chunk` (the same bytes), its changes rendered :data:`_RENDER_PIECE`
         at a time, the event loop let go between two pieces once :data:`_RENDER_TIME` of
         its thread's CPU went into them (the data of other requests is read meanwhile); the
-        streams needing the same whole chunk meanwhile wait for it, not render it again.
+        streams needing the same whole chunk meanwhile wait for it, not render it again,
+        and are woken in slices when it is done (their steps counted as the wake's work
+        by ``waker``).
 
         PERF: a wake carrying hundreds of changes had its first stream render them all in
         one step of the loop: 1,000 streams in process, the loop's longest stretch between
@@ -995,14 +1012,16 @@ class ChangeFeed:
             if chunk is not None:
                 return chunk
             making = shared.making.get(whole)
-            if making is not None and making.get_loop() is loop:
-                await asyncio.shield(making)  # (a stream leaving leaves the render alone)
+            if making is not None and making[0] is loop:
+                made: asyncio.Future[None] = loop.create_future()
+                making[1].append(made)
+                await made  # (its own: a stream leaving leaves the others waiting)
                 chunk = shared.chunks.get(whole)
                 if chunk is not None:
                     return chunk
-        made: asyncio.Future[None] = loop.create_future()
+        mine: _Making = (loop, [])
         if whole is not None:
-            shared.making.setdefault(whole, made)
+            shared.making.setdefault(whole, mine)
         parts: list[bytes] = []
         by_viewer = True
         try:
@@ -1020,9 +1039,11 @@ class ChangeFeed:
                 shared.keep_chunk(whole, chunk)
             return chunk
         finally:
-            if whole is not None and shared.making.get(whole) is made:
+            if whole is not None and shared.making.get(whole) is mine:
                 del shared.making[whole]
-            made.set_result(None)
+            if mine[1]:  # PERF: a slice at a time, as a wake (a thousand streams wait)
+                spent = functools.partial(waker.spent, self.object_type)
+                wake_in_slices(mine[1], None, spent, pace=waker.pace)
 
     def _when(self, issued: float | None, shared: _Shared) -> tuple[float, dict[int, str] | None]:
         """The time a page's cursors are issued at (``issued``: the page's, None when it
