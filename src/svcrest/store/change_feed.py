@@ -48,7 +48,11 @@ subscriber's read permission is asked per change, but subscribers with the same
 :meth:`FeedRender.viewer` key (the same user, and the same arguments shaping the answer)
 share one rendering of a change, kept for that read only (bounded in count and bytes); a
 stream works its key out once, and again when its render's :meth:`FeedRender.viewer_stamp`
-moves. A stream sends what it has ready in one chunk.
+moves. A stream sends what it has ready in one chunk; a chunk of many changes is rendered
+a piece at a time, the event loop let go between pieces (the other streams of its viewer
+wait for it), and the window keeps the changes a stream of the process has yet to send
+(up to a few windows' worth), so that a stream whose steps come late is not left to read
+the log by itself.
 
 A long-poll's wait runs on the request's event loop under ASGI. Under WSGI the adapter runs
 the request on the server's own thread, which the wait holds for up to ``wait`` seconds:

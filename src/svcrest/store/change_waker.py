@@ -25,7 +25,8 @@ the listener's socket, or a read of the wal-index header: microseconds); while n
 it drains a PostgreSQL listener once a second (SECURITY: an unread listener holds back the
 server's notification queue) and otherwise ends, to start again with the next reader.
 Readers on any event loop (an ASGI server's, a WSGI thread's own) are woken with one
-``call_soon_threadsafe`` per loop, :data:`WAKE_SLICE` of them a turn of the loop (the
+``call_soon_threadsafe`` per loop, a slice of them a turn of the loop, as many as the last
+slice's steps say fit in :data:`SLICE_TIME` of its CPU (at most :data:`WAKE_SLICE`: the
 requests it serves meanwhile are not held up by a thousand streams' steps); their time-outs
 share one timer per loop.
 
