@@ -152,8 +152,9 @@ WINDOW: Final = 2048
 # PERF: the waker's thread reads ahead of each wake, whatever the streams' event loop is
 # doing; a busy loop whose last slices of streams had not stepped yet saw the window move
 # past them, and each then read the log (and every item, one query each) by itself: the
-# writes per second in process with 1,000 streams fell from ~2,500 to 475-1,225 in three
-# runs of four (bench/idle_streams.py --uvloop --posters 4). At most ~800 KB a store.
+# writes per second in process with 1,000 streams fell from ~2,500 to 475-1,225 in five
+# runs of seven, with the window kept 1,931-2,497 (bench/idle_streams.py --uvloop
+# --posters 4). At most ~800 KB a store.
 _LATE_WINDOWS: Final = 4
 #: How many changes a stream renders between two looks at the time its render took; and
 #: the CPU seconds of it after which it lets the event loop go (see
@@ -1001,43 +1002,43 @@ class ChangeFeed:
         at a time, the event loop let go between two pieces once :data:`_RENDER_TIME` of
         its thread's CPU went into them (the data of other requests is read meanwhile); the
         streams needing the same whole chunk meanwhile wait for it, not render it again,
-        and are woken in slices when it is done (their steps counted as the wake's work
-        by ``waker``).
+        and are woken in slices when it is done (their steps, and the pieces rendered
+        after the first let-go, counted as the wake's work by ``waker``).
 
         PERF: a wake carrying hundreds of changes had its first stream render them all in
-        one step of the loop: 1,000 streams in process, the loop's longest stretch between
-        two turns of a timer 12.7-15.3 ms at ~650 writes a second, 59-122 ms at ~2,000, in
-        which no POST was read nor answered (bench/idle_streams.py --posters 4)."""
+        one step of the loop, in which no POST was read nor answered: 1,000 streams in
+        process at ~2,500 writes a second, chunks of 1,500-2,048 changes 17-31 ms a step;
+        at ~700 writes a second the loop's longest stretch 20.8-23.8 ms, 9.5-11.4 with the
+        pieces and the sized slices (bench/idle_streams.py --posters 4 --post-pause 4
+        --send-cost 46)."""
         when, cursors = self._when(issued, shared)
         whole = self._whole(render, key, frame, page, when, cursors, issued)
         loop = asyncio.get_running_loop()
         if whole is not None:
-            chunk = shared.chunks.get(whole)
+            chunk = await self._made_elsewhere(shared, whole, loop)
             if chunk is not None:
                 return chunk
-            making = shared.making.get(whole)
-            if making is not None and making[0] is loop:
-                made: asyncio.Future[None] = loop.create_future()
-                making[1].append(made)
-                await made  # (its own: a stream leaving leaves the others waiting)
-                chunk = shared.chunks.get(whole)
-                if chunk is not None:
-                    return chunk
         mine: _Making = (loop, [])
         if whole is not None:
             shared.making.setdefault(whole, mine)
         parts: list[bytes] = []
         by_viewer = True
+        later = 0.0  # the CPU of the pieces after the first let-go
         try:
             began = time.thread_time()
+            resumed = False
             for first in range(0, len(page), _RENDER_PIECE):
                 if time.thread_time() - began >= _RENDER_TIME:
+                    if resumed:
+                        later += time.thread_time() - began
                     await asyncio.sleep(0)  # the loop's turn: other requests' data
-                    began = time.thread_time()
+                    began, resumed = time.thread_time(), True
                 piece = page[first : first + _RENDER_PIECE]
                 part, by = self._frames(piece, when, cursors, shared, request, render, frame, key)
                 parts.append(part)
                 by_viewer = by_viewer and by
+            if resumed:
+                later += time.thread_time() - began
             chunk = b"".join(parts)
             if whole is not None and by_viewer:
                 shared.keep_chunk(whole, chunk)
@@ -1045,9 +1046,28 @@ class ChangeFeed:
         finally:
             if whole is not None and shared.making.get(whole) is mine:
                 del shared.making[whole]
+            spent = functools.partial(waker.spent, self.object_type)
+            if later:  # the wake's work too, outside the step its slice counted
+                spent(later)
             if mine[1]:  # PERF: a slice at a time, as a wake (a thousand streams wait)
-                spent = functools.partial(waker.spent, self.object_type)
                 wake_in_slices(mine[1], None, spent, pace=waker.pace)
+
+    @staticmethod
+    async def _made_elsewhere(
+        shared: _Shared, whole: Hashable, loop: asyncio.AbstractEventLoop
+    ) -> bytes | None:
+        """The whole chunk ``whole`` as ``shared`` keeps it, waiting first for the stream
+        rendering it on ``loop`` if one does (None: none kept, render it)."""
+        chunk = shared.chunks.get(whole)
+        if chunk is not None:
+            return chunk
+        making = shared.making.get(whole)
+        if making is None or making[0] is not loop:
+            return None
+        made: asyncio.Future[None] = loop.create_future()
+        making[1].append(made)
+        await made  # (its own: a stream leaving leaves the others waiting)
+        return shared.chunks.get(whole)
 
     def _when(self, issued: float | None, shared: _Shared) -> tuple[float, dict[int, str] | None]:
         """The time a page's cursors are issued at (``issued``: the page's, None when it
