@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from svcrest import App, StoreCollection
+from svcrest.store import change_waker as waker_module
 from svcrest.store.change_waker import change_waker
 
 PATH = "/svc-json/shop/v1/books/changes"
@@ -344,9 +345,12 @@ async def post_rate(
     probing = asyncio.ensure_future(probe(stop, lags))
     began, loop_began, cpu_began = time.monotonic(), time.thread_time(), cpu()
     threads_began = threads_cpu()
+    waker = change_waker(app.store)
+    wakes, counted = waker.wakes, waker.counted
     await asyncio.gather(*(poster(number) for number in range(posters)))
     elapsed = time.monotonic() - began
     threads = {n: v - threads_began.get(n, 0.0) for n, v in threads_cpu().items()}
+    wakes, counted = waker.wakes - wakes, waker.counted - counted
     loop = time.thread_time() - loop_began - drained[0]
     spent = cpu() - cpu_began
     stop.set()
@@ -361,6 +365,15 @@ async def post_rate(
     )
     shares = ", ".join(f"{n} {v / elapsed * 100:.0f} %" for n, v in sorted(threads.items()) if v)
     print(f"  threads' CPU (of a core): {shares}")
+    if received and wakes:
+        # (a tree before the sized slices has neither: 64 streams a slice)
+        pace = getattr(waker, "pace", [waker_module.WAKE_SLICE])[0]
+        aim = getattr(waker_module, "SLICE_TIME", None)
+        print(
+            f"  {wakes / elapsed:.1f} wakes a second, each {counted / wakes * 1000:.1f} ms of"
+            f" the loop's counted work, in slices of {pace} streams at the end (aimed at:"
+            f" {'-' if aim is None else f'{aim * 1000:.0f} ms'})"
+        )
 
 
 async def fan_out(
