@@ -6,7 +6,7 @@ Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
     python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--pause 0.05]
                                  [--subscribers 0,100,1000] [--subscribers-on a|b]
                                  [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
-                                 [--parse] [--raw] [--profile FILE]
+                                 [--parse] [--raw] [--nice N] [--profile FILE]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -27,10 +27,16 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   The subscriber process counts the events in the bytes it receives (``--parse``: each
   event parsed by httpx-sse, a client that took as much CPU as host A on these cores;
   ``--raw``: each stream read off its socket without an HTTP client, the least CPU the
-  subscribers can take of the cores host A shares).
-  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), the events the
-  subscribers received per second, the CPU each process used (a share of one core: the
-  hosts, PostgreSQL's server when this script started it, the subscriber process, this one;
+  subscribers can take of the cores host A shares; ``--nice 19``: the subscriber process
+  runs at that niceness, on a core only when nothing else wants it, so that its CPU, which
+  shares the 2 cores with the writers and host A, weighs less on the writes: not the
+  default, whose figure is the honest one; the two side by side say how much of the
+  ratio is the clients' share of the cores).
+  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), each POST's latency
+  (p50 / p99 / max, send to answer: the writers are closed loops, so writes/s is writers
+  over latency), the events the subscribers received per second, the CPU each process
+  used (a share of one core: the hosts, PostgreSQL's server when this script started it,
+  the subscriber process, this one;
   *host A loop*: host A's event loop's thread alone, its other threads apart)
   and host A's CPU milliseconds per write; and the server's side of the goal, from host A's
   own process CPU (``/proc``; the clients', which share this machine's cores, apart):
@@ -401,12 +407,16 @@ class Held:
 
 
 @contextlib.contextmanager
-def subscribers(url: str, count: int, parse: bool = False, raw: bool = False) -> Iterator[Held]:
-    """A child process holding ``count`` streams of the changes on ``url``."""
+def subscribers(
+    url: str, count: int, parse: bool = False, raw: bool = False, nice: int = 0
+) -> Iterator[Held]:
+    """A child process holding ``count`` streams of the changes on ``url`` (``nice``: its
+    niceness, 0 as this one's)."""
     if count == 0:
         yield Held(0)
         return
     command = [sys.executable, __file__, "--hold", url, "--streams", str(count)]
+    command = ["nice", "-n", str(nice), *command] if nice else command
     command += ["--parse"] if parse else []
     command += ["--raw"] if raw else []
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -430,16 +440,22 @@ def subscribers(url: str, count: int, parse: bool = False, raw: bool = False) ->
 # Writes per second -------------------------------------------------------------------
 
 
-async def write_rate(url: str, writers: int, seconds: float) -> tuple[float, int]:
-    """``writers`` connections POSTing for ``seconds``: writes per second, failures."""
+async def write_rate(
+    url: str, writers: int, seconds: float, latencies: list[float] | None = None
+) -> tuple[float, int]:
+    """``writers`` connections POSTing for ``seconds``: writes per second, failures
+    (``latencies`` gets each POST's seconds from its send to its answer)."""
     import httpx
 
     done = [0, 0]
     end = time.monotonic() + seconds
+    took = latencies if latencies is not None else []
 
     async def loop(client: httpx.AsyncClient) -> None:
         while time.monotonic() < end:
+            began = time.perf_counter()
             answer = await client.post(BOOKS, json={"title": "rate"})
+            took.append(time.perf_counter() - began)
             done[0 if answer.status_code == 201 else 1] += 1
 
     limits = httpx.Limits(max_connections=writers)
@@ -457,6 +473,7 @@ class Rate:
     rounds: list[float] = field(default_factory=list)
     events_per_s: float = 0.0
     sends_per_s: float = 0.0  # a stream's reads a second (~host A's wakes of it)
+    posts: str = ""  # the POSTs' latency in the best round (p50 / p99 / max)
     cpu: dict[str, float] = field(default_factory=dict)  # share of one core, best round
     load: str = ""
 
@@ -469,12 +486,16 @@ def rates(
     found = {count: Rate(count) for count in options.subscribers}
     for _ in range(options.rounds):
         for count in options.subscribers:
-            with subscribers(holder, count, options.parse, options.raw) as held:
+            held_by = subscribers(holder, count, options.parse, options.raw, options.nice)
+            with held_by as held:
                 watched = {**pids, "subscribers": held.pid, "writer": -1}
                 before = {name: tree_cpu(pid) for name, pid in watched.items() if pid}
                 loop_before = thread_cpu(pids["host A"])
                 began = time.monotonic()
-                rate, failed = asyncio.run(write_rate(writer, options.writers, options.seconds))
+                took: list[float] = []
+                rate, failed = asyncio.run(
+                    write_rate(writer, options.writers, options.seconds, took)
+                )
                 elapsed = time.monotonic() - began
                 used = {n: (tree_cpu(watched[n]) - b) / elapsed for n, b in before.items()}
                 used["host A loop"] = (thread_cpu(pids["host A"]) - loop_before) / elapsed
@@ -487,10 +508,12 @@ def rates(
                 entry.sends_per_s = held.chunks / elapsed / count if count else 0.0
                 entry.cpu = used
                 entry.load = load()
+                entry.posts = spread(took) if took else "-"
             cpu = ", ".join(f"{n} {v * 100:.0f} %" for n, v in used.items())
+            posts = spread(took) if took else "-"
             print(
-                f"  {count:>5} subscribers: {rate:7.1f} writes/s; CPU {cpu}; load {load()};"
-                f" 503s while opening: {held.refused}",
+                f"  {count:>5} subscribers: {rate:7.1f} writes/s; POST {posts}; CPU {cpu};"
+                f" load {load()}; 503s while opening: {held.refused}",
                 flush=True,
             )
     return list(found.values())
@@ -537,6 +560,9 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         "\nalone: 1 - fan-out, the ratio of the writes/s were host A alone on a core it keeps"
         "\nbusy, its streams' work a second being bounded by its wakes, not by the writes."
     )
+    print("\nPOST latency (send to answer, the writers' side) in each best round:")
+    for entry in found:
+        print(f"  {entry.subscribers:>5} subscribers: {entry.posts}")
 
 
 def cost_per_write(entry: Rate) -> float:
@@ -616,6 +642,13 @@ def main() -> None:
         action="store_true",
         help="the subscribers read their sockets without an HTTP client (the least CPU)",
     )
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="the subscriber process's niceness (19: it takes only a core left idle; not the"
+        " default: the headline figure is the plain run)",
+    )
     parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--streams", type=int, default=0, help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -626,7 +659,8 @@ def main() -> None:
     options.subscribers = [int(n) for n in options.subscribers.split(",")]
     if max(options.subscribers) * 3 + 200 > limit:
         raise SystemExit(f"open files limited to {limit}: raise `ulimit -n`")
-    print(f"load average: {load()}; CPUs: {os.cpu_count()}; open files: {limit}")
+    print(f"load average: {load()}; CPUs: {os.cpu_count()}; open files: {limit}", end="")
+    print(f"; the subscriber process's niceness: {options.nice}")
     logs = ROOT / "bench" / "out" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="svcrest-feed-") as tmp:

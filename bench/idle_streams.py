@@ -3,7 +3,8 @@
 Usage::
 
     python bench/idle_streams.py [--streams 1000] [--seconds 5] [--writes 60] [--every 0.05]
-        [--uvloop] [--share 0.05] [--profile FILE]
+        [--uvloop] [--share 0.05] [--profile FILE] [--posters 4] [--post-seconds 4]
+        [--send-cost 46] [--post-pause 4]
 
 Opens ``--streams`` Server-Sent Events streams of a ``StoreCollection``'s changes on one App
 (SQLite file store) through its ASGI interface, in one event loop as one worker holds them,
@@ -21,6 +22,20 @@ The counted steps are also given per stream and wake (the waker's wakes in the r
 work each subscriber costs a wake, which the hold turns into latency or CPU. ``--share``
 sets the waker's share (``FAN_OUT_SHARE`` by default; a large one: no hold), ``--streams
 0`` measures the writes alone, ``--profile FILE`` writes a cProfile of the fan-out.
+
+``--posters N`` (0: none): the writes per second in process, as ``bench/feed_latency.py``
+measures them on a server but without its clients' processes: ``N`` closed-loop POSTs of a
+book through the App's ASGI interface (the write on the blocking pool, as a server runs it)
+for ``--post-seconds``, first before the streams are opened (0 subscribers), then while
+every stream receives each write; for each: writes/s, each POST's latency (p50 / p99 /
+max), the loop's thread CPU a write, and the loop's longest stretches between two turns
+of a 2 ms timer (a POST's data read by the loop waits behind them). ``--send-cost US``:
+each stream's send of a chunk also keeps the loop's thread busy for that many microseconds
+(a server's send: uvicorn's ``send`` and its TCP write to a loopback socket took ~46 µs of
+host A's loop a call under cProfile, against an ``asyncio.Queue``'s ~1 µs here).
+``--post-pause MS``: each poster waits that long after each answer (a server's client
+and HTTP round trip: 4 writers on a server wrote ~900 a second, 4.4 ms a write, against
+~2,500 a second here), so that a wake carries as many changes as on a server.
 """
 
 from __future__ import annotations
@@ -34,11 +49,12 @@ import resource
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from svcrest import App, StoreCollection
+from svcrest.store import change_waker as waker_module
 from svcrest.store.change_waker import change_waker
 
 PATH = "/svc-json/shop/v1/books/changes"
@@ -50,7 +66,16 @@ def cpu() -> float:
 
 
 async def main(
-    count: int, seconds: float, writes: int, every: float, share: float | None, profile: str | None
+    count: int,
+    seconds: float,
+    writes: int,
+    every: float,
+    share: float | None,
+    profile: str | None,
+    posters: int = 0,
+    post_seconds: float = 4.0,
+    send_cost: float = 0.0,
+    post_pause: float = 0.0,
 ) -> None:
     folder = tempfile.mkdtemp(prefix="svcrest-idle-")
     app = App(store=str(Path(folder) / "site.db"), max_streams=max(count, 1))
@@ -67,6 +92,47 @@ async def main(
         change_waker(books.table.store).share = share
     received: list[asyncio.Queue[Any]] = []
     leave = asyncio.Event()
+    if posters:
+        await post_rate(app, received, posters, post_seconds, "0 streams", post_pause)
+
+    tasks, held = await opened(app, count, received, leave, send_cost)
+    began_cpu, began = cpu(), time.monotonic()
+    await asyncio.sleep(seconds)
+    idle_cpu = (cpu() - began_cpu) / (time.monotonic() - began)
+    written = time.monotonic()
+    await asyncio.to_thread(books.table.insert, {"title": "news"})
+    for queue in received:
+        while b"event: created" not in (await queue.get()).get("body", b""):
+            pass
+    reached = time.monotonic() - written
+    report_idle(count, held, idle_cpu, reached)
+    if posters:
+        await post_rate(app, received, posters, post_seconds, f"{count} streams", post_pause)
+    if writes > 0:
+        per_write, waits = await fan_out(books, received, writes, every, profile)
+        print(f"{writes} writes {every * 1000:.0f} ms apart to {count} streams:", end=" ")
+        print(f"{per_write * 1000:.2f} ms of CPU a write")
+        report_waits(waits)
+    await left(leave, tasks)
+    app.store.close()
+
+
+async def left(leave: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """The streams' clients leave: until their requests end."""
+    leave.set()
+    await asyncio.gather(*tasks)
+
+
+async def opened(
+    app: App,
+    count: int,
+    received: list[asyncio.Queue[Any]],
+    leave: asyncio.Event,
+    send_cost: float = 0.0,
+) -> tuple[list[asyncio.Task[None]], int]:
+    """``count`` streams of the feed on ``app`` (their messages in ``received``; they end
+    once ``leave`` is set), past their first keep-alive: their tasks and the Python heap
+    they hold."""
 
     async def receive_once() -> dict[str, Any]:
         return {"type": "http.request", "body": b"", "more_body": False}
@@ -100,7 +166,8 @@ async def main(
     for _ in range(count):
         queue: asyncio.Queue[Any] = asyncio.Queue()
         received.append(queue)
-        tasks.append(asyncio.ensure_future(app(dict(scope), receiver(), queue.put)))
+        send = queue.put if not send_cost else costly(queue, send_cost)
+        tasks.append(asyncio.ensure_future(app(dict(scope), receiver(), send)))
     for queue in received:  # the head and the first keep-alive of each
         await queue.get()
         await queue.get()
@@ -108,27 +175,27 @@ async def main(
     gc.collect()
     held = tracemalloc.get_traced_memory()[0] - before
     tracemalloc.stop()
-    began_cpu, began = cpu(), time.monotonic()
-    await asyncio.sleep(seconds)
-    idle_cpu = (cpu() - began_cpu) / (time.monotonic() - began)
-    written = time.monotonic()
-    await asyncio.to_thread(books.table.insert, {"title": "news"})
-    for queue in received:
-        while b"event: created" not in (await queue.get()).get("body", b""):
+    return tasks, held
+
+
+def costly(queue: asyncio.Queue[Any], seconds: float) -> Callable[[Any], Awaitable[None]]:
+    """A stream's send into ``queue`` that keeps the thread busy ``seconds`` first."""
+
+    async def send(message: Any) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
             pass
-    reached = time.monotonic() - written
+        await queue.put(message)
+
+    return send
+
+
+def report_idle(count: int, held: int, idle_cpu: float, reached: float) -> None:
+    """Print the heap an idle stream holds, the CPU while idle and one write's reach."""
     if count:
         print(f"{count} idle streams: {held / count / 1024:.1f} KiB of Python heap each")
         print(f"CPU while idle: {idle_cpu * 100:.1f} % of one core")
         print(f"one write reached all {count} streams in {reached * 1000:.0f} ms")
-    if writes > 0:
-        per_write, waits = await fan_out(books, received, writes, every, profile)
-        print(f"{writes} writes {every * 1000:.0f} ms apart to {count} streams:", end=" ")
-        print(f"{per_write * 1000:.2f} ms of CPU a write")
-        report_waits(waits)
-    leave.set()
-    await asyncio.gather(*tasks)
-    app.store.close()
 
 
 def report_waits(waits: list[float]) -> None:
@@ -176,6 +243,137 @@ async def probe(stop: asyncio.Event, lags: list[float]) -> None:
         began = time.thread_time()
         await asyncio.sleep(0.002)
         lags.append(time.thread_time() - began)
+
+
+def threads_cpu() -> dict[str, float]:
+    """CPU seconds so far of this process's Python threads, by name (the numbered threads of
+    one pool summed; Linux's ``/proc``, else nothing)."""
+    import os
+    import threading
+
+    tick = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    for thread in threading.enumerate():
+        try:
+            with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        name = re.sub(r"_\d+$", "", thread.name)
+        found[name] = found.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return found
+
+
+def percentiles(values: list[float]) -> str:
+    """p50 / p99 / max of ``values`` (seconds) in milliseconds."""
+    if not values:
+        return "-"
+    values = sorted(values)
+    p50, p99 = values[len(values) // 2], values[min(len(values) - 1, len(values) * 99 // 100)]
+    return f"p50 {p50 * 1000:.2f}, p99 {p99 * 1000:.2f}, max {values[-1] * 1000:.2f} ms"
+
+
+async def post_once(app: App, body: bytes) -> int:
+    """POST a book through ``app``'s ASGI interface; the answer's status."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/svc-json/shop/v1/books",
+        "query_string": b"",
+        "headers": [
+            (b"host", b"127.0.0.1:8000"),
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+        ],
+        "server": ("127.0.0.1", 8000),
+        "client": ("127.0.0.1", 5001),
+    }
+    status = [0]
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            status[0] = message["status"]
+
+    await app(scope, receive, send)
+    return status[0]
+
+
+async def post_rate(
+    app: App,
+    received: list[asyncio.Queue[Any]],
+    posters: int,
+    seconds: float,
+    label: str,
+    pause: float = 0.0,
+) -> None:
+    """``posters`` closed-loop POSTs for ``seconds`` while ``received``'s streams get each
+    write (their queues drained as a client would): print writes/s, the POSTs' latency,
+    the loop's thread CPU a write and the loop's stretches between two turns of a timer."""
+    stop = asyncio.Event()
+    latencies: list[float] = []
+    failed = [0]
+    drained = [0.0]
+    end = time.monotonic() + seconds
+
+    async def drain() -> None:
+        while not stop.is_set():
+            began = time.thread_time()
+            for queue in received:
+                while not queue.empty():
+                    queue.get_nowait()
+            drained[0] += time.thread_time() - began
+            await asyncio.sleep(0.05)
+
+    async def poster(number: int) -> None:
+        body = b'{"title": "post %d"}' % number
+        while time.monotonic() < end:
+            began = time.perf_counter()
+            status = await post_once(app, body)
+            latencies.append(time.perf_counter() - began)
+            if status != 201:
+                failed[0] += 1
+            if pause:
+                await asyncio.sleep(pause)
+
+    await post_once(app, b'{"title": "warm-up"}')
+    lags: list[float] = []
+    draining = asyncio.ensure_future(drain())
+    probing = asyncio.ensure_future(probe(stop, lags))
+    began, loop_began, cpu_began = time.monotonic(), time.thread_time(), cpu()
+    threads_began = threads_cpu()
+    waker = change_waker(app.store)
+    wakes, counted = waker.wakes, waker.counted
+    await asyncio.gather(*(poster(number) for number in range(posters)))
+    elapsed = time.monotonic() - began
+    threads = {n: v - threads_began.get(n, 0.0) for n, v in threads_cpu().items()}
+    wakes, counted = waker.wakes - wakes, waker.counted - counted
+    loop = time.thread_time() - loop_began - drained[0]
+    spent = cpu() - cpu_began
+    stop.set()
+    await draining
+    await probing
+    done = len(latencies)
+    print(
+        f"{label}, {posters} posters for {seconds:.0f} s: {done / elapsed:.0f} writes/s"
+        f" ({failed[0]} failed); POST latency {percentiles(latencies)}; CPU a write: the"
+        f" process {spent / done * 1000:.2f} ms, the loop's thread {loop / done * 1000:.2f}"
+        f" ms; the loop between two turns of a 2 ms timer {percentiles(lags)} of its CPU"
+    )
+    shares = ", ".join(f"{n} {v / elapsed * 100:.0f} %" for n, v in sorted(threads.items()) if v)
+    print(f"  threads' CPU (of a core): {shares}")
+    if received and wakes:
+        # (a tree before the sized slices has neither: 64 streams a slice)
+        pace = getattr(waker, "pace", [waker_module.WAKE_SLICE])[0]
+        aim = getattr(waker_module, "SLICE_TIME", None)
+        print(
+            f"  {wakes / elapsed:.1f} wakes a second, each {counted / wakes * 1000:.1f} ms of"
+            f" the loop's counted work, in slices of {pace} streams at the end (aimed at:"
+            f" {'-' if aim is None else f'{aim * 1000:.0f} ms'})"
+        )
 
 
 async def fan_out(
@@ -250,12 +448,17 @@ if __name__ == "__main__":
     parser.add_argument("--uvloop", action="store_true", help="on uvloop (the servers' loop)")
     parser.add_argument("--share", type=float, help="the waker's share (large: no hold)")
     parser.add_argument("--profile", help="a file for a cProfile of the fan-out")
+    parser.add_argument("--posters", type=int, default=0, help="closed-loop POSTs (0: none)")
+    parser.add_argument("--post-seconds", type=float, default=4.0, help="each POST round")
+    parser.add_argument("--send-cost", type=float, default=0.0, help="µs of CPU a send")
+    parser.add_argument("--post-pause", type=float, default=0.0, help="ms after each POST")
     args = parser.parse_args()
     run = (args.streams, args.seconds, args.writes, args.every, args.share, args.profile)
+    posting = (args.posters, args.post_seconds, args.send_cost / 1e6, args.post_pause / 1000)
     if args.uvloop:
         import uvloop
 
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(main(*run))
+            runner.run(main(*run, *posting))
     else:
-        asyncio.run(main(*run))
+        asyncio.run(main(*run, *posting))

@@ -9,6 +9,9 @@ engines, through the App's ASGI interface."""
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
+import time
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -18,7 +21,9 @@ import pytest
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.user import User
-from svcrest.store.change_waker import change_waker
+from svcrest.store import change_feed
+from svcrest.store.change_feed import ChangeFeed
+from svcrest.store.change_waker import WAKE_SLICE, change_waker
 from svcrest.store.store_collection import StoreCollection
 from tests.rest.conftest import Clock, cursor
 from tests.rest.feed_sites import (
@@ -178,5 +183,201 @@ def test_the_window_finds_a_page_by_position(site: Site) -> None:
         assert [change.seq for change in window.page(2, 1)[0]] == [3]
         assert window.page(3, 10)[0] == ()
         await streams[0].leave()
+
+    run(check())
+
+
+def test_a_stream_whose_loop_is_late_is_not_left_behind_the_window(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The waker's thread reads ahead of each wake whatever the readers' loop does; while
+    # the loop is busy elsewhere (here: blocked), wake after wake moves the window on. A
+    # stream that has not sent a change yet keeps it in the window (up to four windows'
+    # worth): it sends it from the shared read, it does not read the log, and every item,
+    # by itself.
+    monkeypatch.setattr(change_feed, "WINDOW", 4)
+    monkeypatch.setattr(change_feed, "_TAIL_READ", 2)
+    alone: list[int] = []
+    read_alone = ChangeFeed._read
+
+    def counted(feed: ChangeFeed, store: Any, seq: int, *rest: Any) -> Any:
+        alone.append(seq)
+        return read_alone(feed, store, seq, *rest)
+
+    monkeypatch.setattr(ChangeFeed, "_read", counted)
+    site.seed("a")
+    writes = 10
+
+    async def check() -> None:
+        streams = await opened(site, [(SSE, "")] * 3)
+        waker = change_waker(site.app.store)
+        waker.coalesce = 0  # each write its own wake, read ahead on the waker's thread
+        tail = site.tasks.feed.tail(site.app.store)
+        ahead = tail.ahead
+
+        def write() -> None:
+            for priority in range(1, writes + 1):
+                site.tasks.table.update(1, {"priority": priority})
+                time.sleep(waker.interval * 2.5)  # its own look
+
+        writer = threading.Thread(target=write)
+        writer.start()
+        writer.join()  # (the loop blocked meanwhile)
+        deadline = time.monotonic() + 5
+        while tail.ahead - ahead < 3:  # the window moved on, wake after wake
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        expected = [cursor(seq) for seq in range(2, writes + 2)]
+        for one in streams:
+            assert [event["id"] for event in await one.events(writes)] == expected
+        assert alone == []
+        window = tail.window
+        assert window is not None and len(window.changes) <= 4 * 4
+        for one in streams:
+            await one.leave()
+
+    run(check())
+
+
+def test_a_wake_of_more_changes_than_the_window_leaves_no_stream_behind_it(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wake carrying more changes than the window holds, to more streams than a slice: the
+    # first streams woken read on (a read of a few changes at a time), the last ones still
+    # wait for their slice. Every stream gets every change once, in order, from the shared
+    # reads: none falls behind the window to read the log (and every item) by itself.
+    monkeypatch.setattr(change_feed, "WINDOW", 8)
+    monkeypatch.setattr(change_feed, "_TAIL_READ", 4)
+    alone: list[int] = []
+    read_alone = ChangeFeed._read
+
+    def counted(feed: ChangeFeed, store: Any, seq: int, *rest: Any) -> Any:
+        alone.append(seq)
+        return read_alone(feed, store, seq, *rest)
+
+    monkeypatch.setattr(ChangeFeed, "_read", counted)
+    site.seed("a")
+    count, writes = WAKE_SLICE * 3 + 5, 30
+
+    async def check() -> None:
+        streams = await opened(site, [(SSE, "")] * count)
+        waker = change_waker(site.app.store)
+        waker.coalesce = 1.0  # the first write wakes at once, the next ones together
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
+        for one in streams:
+            assert [event["id"] for event in await one.events(1)] == [cursor(2)]
+        await until_waiting(site, count)
+        wakes = waker.wakes
+
+        def write() -> None:
+            for priority in range(2, writes + 2):
+                site.tasks.table.update(1, {"priority": priority})
+
+        await asyncio.to_thread(write)
+        expected = [cursor(seq) for seq in range(3, writes + 3)]
+        for one in streams:
+            got = await one.events(writes)
+            assert [event["id"] for event in got] == expected
+            # (each event's data: the item as it is when read, after the last write)
+            assert all(event["data"] == view(1, "a", priority=writes + 1) for event in got)
+        assert waker.wakes - wakes == 1  # one wake carried them all
+        assert alone == []
+        window = site.tasks.feed.tail(site.app.store).window
+        assert window is not None and len(window.changes) <= 4 * 8
+        for one in streams:
+            await one.leave()
+
+    run(check())
+
+
+class Pieces:
+    """``ChangeFeed._frames`` counted: the size of each piece rendered and its CPU."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sizes: list[int] = []
+        self.took: list[float] = []
+        self._frames = ChangeFeed._frames
+        pieces = self
+
+        def counted(feed: ChangeFeed, page: Any, *rest: Any) -> Any:
+            pieces.sizes.append(len(page))
+            began = time.thread_time()
+            try:
+                return pieces._frames(feed, page, *rest)
+            finally:
+                pieces.took.append(time.thread_time() - began)
+
+        monkeypatch.setattr(ChangeFeed, "_frames", counted)
+
+
+def test_a_wake_of_many_changes_is_rendered_in_pieces_the_loop_let_go_between(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wake carrying 20 changes to three streams of one viewer: the first stream renders
+    # them 4 at a time, letting the loop go after each piece (here after every one); the
+    # loop runs other work between the pieces; the other two streams wait for the whole
+    # chunk, not render it again; all three send the same bytes, every change once, in
+    # order, in one chunk.
+    monkeypatch.setattr(change_feed, "_RENDER_PIECE", 4)
+    monkeypatch.setattr(change_feed, "_RENDER_TIME", 0.0)
+    pieces = Pieces(monkeypatch)
+    site.seed("a")
+    writes = 20
+
+    async def check() -> None:
+        streams = await opened(site, [(SSE, "")] * 3)
+        waker = change_waker(site.app.store)
+        waker.coalesce = 1.0  # the first write wakes at once, the next ones together
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
+        for one in streams:
+            assert [event["id"] for event in await one.events(1)] == [cursor(2)]
+        await until_waiting(site, 3)
+        tail = site.tasks.feed.tail(site.app.store)
+        seen: list[int] = []
+        done = asyncio.Event()
+
+        async def watch() -> None:  # once a turn of the loop: the views rendered so far
+            while not done.is_set():
+                window = tail.window
+                seen.append(len(window.shared.views) if window is not None else 0)
+                await asyncio.sleep(0)
+
+        watching = asyncio.ensure_future(watch())
+        del pieces.sizes[:], pieces.took[:]
+        reported: list[float] = []
+        report = waker.spent
+
+        def spent(object_type: str, seconds: float) -> None:
+            if sys._getframe(1).f_code.co_name == "_chunk_in_pieces":  # the render's own
+                reported.append(seconds)
+            report(object_type, seconds)
+
+        monkeypatch.setattr(waker, "spent", spent)
+
+        def write() -> None:
+            for priority in range(2, writes + 2):
+                site.tasks.table.update(1, {"priority": priority})
+
+        await asyncio.to_thread(write)
+        expected = [cursor(seq) for seq in range(3, writes + 3)]
+        sent = []
+        for one in streams:
+            block = b""
+            for _ in range(writes):
+                block += await next_frame(one)
+            sent.append(block)
+            got = [line for line in block.split(b"\n") if line.startswith(b"id: ")]
+            assert got == [b"id: " + seq.encode() for seq in expected]
+        done.set()
+        await watching
+        assert sent[0] == sent[1] == sent[2]
+        assert pieces.sizes == [4] * 5  # rendered once, for all three, in five pieces
+        assert any(0 < count < writes for count in seen)  # the loop ran between pieces
+        # The pieces after the first let-go ran outside the step its slice counted: their
+        # CPU is reported to the waker as the wake's work, at once.
+        later = sum(pieces.took[1:])
+        assert len(reported) == 1 and reported[0] >= later, (reported, pieces.took)
+        for one in streams:
+            await one.leave()
 
     run(check())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -20,6 +21,7 @@ from svcrest.store.base import Store
 from svcrest.store.change_waker import (
     FAN_OUT_SHARE,
     LONGEST_HOLD,
+    SLICE_TIME,
     WAKE_SLICE,
     ChangeWaker,
     change_waker,
@@ -580,6 +582,54 @@ def test_a_wake_of_many_readers_lets_other_callbacks_run_between_its_slices(kind
     assert [entry for entry in log if entry != "other"] == [n for n in range(readers) if n != 1]
     assert len(counted) == 4  # each slice's wake and steps counted
     assert all(seconds >= 0 for seconds in counted)
+
+
+def _burn(seconds: float) -> None:
+    """Keep this thread's CPU busy for ``seconds``."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+@pytest.mark.parametrize("kind", _loops())
+def test_the_slices_of_a_wake_of_costly_readers_hold_the_loop_a_millisecond(kind: str) -> None:
+    # Each reader's step costs 0.2 ms of CPU (a stream's chunk and its send on a server):
+    # after the first slice, a slice holds as many readers as fit in SLICE_TIME (1 ms):
+    # 5, so what the loop has to do meanwhile (a request's data, a write's end) waits for
+    # at most ~1 ms of them.
+    step = 0.0002
+    readers = 3 * WAKE_SLICE
+    log: list[int] = []
+    turns: list[int] = []
+    pace = [WAKE_SLICE]
+
+    async def reader(number: int, future: asyncio.Future[bool]) -> None:
+        assert await future is True
+        _burn(step)
+        log.append(number)
+
+    async def check() -> None:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(readers)]
+        tasks = [asyncio.ensure_future(reader(n, f)) for n, f in enumerate(futures)]
+        await asyncio.sleep(0)  # every reader awaits its future
+
+        def poll() -> None:  # once a turn of the loop, as the loop polls its sockets
+            turns.append(len(log))
+            if len(log) < readers:
+                loop.call_soon(poll)
+
+        wake_in_slices(futures, True, lambda seconds: None, pace=pace)
+        loop.call_soon(poll)
+        await asyncio.gather(*tasks)
+
+    _run(kind, check)
+    assert log == list(range(readers))  # every reader woken, once, in order
+    between = [after - before for before, after in itertools.pairwise(turns)]
+    fit = round(SLICE_TIME / step)
+    assert turns[0] == WAKE_SLICE  # the first slice: the size the last wake ended with
+    assert all(1 <= count <= fit + 1 for count in between), (turns, between)
+    assert fit - 1 <= pace[0] <= fit + 1  # the next wake's first slice
 
 
 def test_a_wake_of_more_readers_than_a_slice_wakes_them_all() -> None:

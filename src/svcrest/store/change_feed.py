@@ -48,7 +48,11 @@ subscriber's read permission is asked per change, but subscribers with the same
 :meth:`FeedRender.viewer` key (the same user, and the same arguments shaping the answer)
 share one rendering of a change, kept for that read only (bounded in count and bytes); a
 stream works its key out once, and again when its render's :meth:`FeedRender.viewer_stamp`
-moves. A stream sends what it has ready in one chunk.
+moves. A stream sends what it has ready in one chunk; a chunk of many changes is rendered
+a piece at a time, the event loop let go between pieces (the other streams of its viewer
+wait for it), and the window keeps the changes a stream of the process has yet to send
+(up to a few windows' worth), so that a stream whose steps come late is not left to read
+the log by itself.
 
 A long-poll's wait runs on the request's event loop under ASGI. Under WSGI the adapter runs
 the request on the server's own thread, which the wait holds for up to ``wait`` seconds:
@@ -87,7 +91,13 @@ from svcrest.http.streams import (
 )
 from svcrest.rest.fields import filter_response_fields, links_wanted
 from svcrest.store.base import Store
-from svcrest.store.change_waker import COALESCE, change_waker, wake_in_slices
+from svcrest.store.change_waker import (
+    COALESCE,
+    SLICE_TIME,
+    ChangeWaker,
+    change_waker,
+    wake_in_slices,
+)
 from svcrest.store.changes import (
     Change,
     changes_after,
@@ -137,6 +147,20 @@ _PAGE: Final = 100
 #: ``Change`` of five fields, the object type's text shared), so ~200 KB. A reader further
 #: behind reads the log itself.
 WINDOW: Final = 2048
+#: How many windows' worth of changes a feed keeps at most while streams of the process
+#: have yet to send them (their steps late behind the waker's reads ahead).
+# PERF: the waker's thread reads ahead of each wake, whatever the streams' event loop is
+# doing; a busy loop whose last slices of streams had not stepped yet saw the window move
+# past them, and each then read the log (and every item, one query each) by itself: the
+# writes per second in process with 1,000 streams fell from ~2,500 to 475-1,225 in five
+# runs of seven, with the window kept 1,931-2,497 (bench/idle_streams.py --uvloop
+# --posters 4). At most ~800 KB a store.
+_LATE_WINDOWS: Final = 4
+#: How many changes a stream renders between two looks at the time its render took; and
+#: the CPU seconds of it after which it lets the event loop go (see
+#: ``ChangeFeed._chunk_in_pieces``).
+_RENDER_PIECE: Final = 32
+_RENDER_TIME: Final = SLICE_TIME
 #: The most changes one shared read of the log brings in.
 _TAIL_READ: Final = 500
 #: The most views one shared read keeps for its readers, and their bytes.
@@ -324,12 +348,17 @@ def _feed_render(render: Render | FeedRender) -> FeedRender:
     return render if isinstance(render, FeedRender) else _Plain(render)
 
 
+#: A whole chunk being rendered: the loop of the stream rendering it, and the futures of
+#: the streams there waiting for it.
+_Making = tuple[asyncio.AbstractEventLoop, list["asyncio.Future[None]"]]
+
+
 class _Shared:
     """What the readers of one shared read of the log share: the items it loaded (per
     render and change) and the views rendered of them (per render, change and viewer key;
     bounded in count and bytes: past the bounds each reader renders its own)."""
 
-    __slots__ = ("allowed", "chunks", "cursors", "loaded", "read_at", "size", "views")
+    __slots__ = ("allowed", "chunks", "cursors", "loaded", "making", "read_at", "size", "views")
 
     def __init__(self, read_at: float) -> None:
         #: When the read was made (the feed's clock), and the cursors issued at that time.
@@ -340,6 +369,9 @@ class _Shared:
         self.allowed: dict[tuple[FeedRender, int, Hashable], bool] = {}
         #: Whole chunks per render, viewer key, frame, first and last change and time.
         self.chunks: dict[Hashable, bytes] = {}
+        #: The whole chunks being rendered in pieces (their keys as in ``chunks``): what the
+        #: streams needing one await (on the loop of the stream rendering it).
+        self.making: dict[Hashable, _Making] = {}
         self.size = 0
 
     def load(self, render: FeedRender, change: Change) -> Any:
@@ -372,12 +404,15 @@ _Ended = asyncio.Future[BaseException | None]
 
 
 def _settle(
-    waiting: list[_Ended], failed: BaseException | None, spent: Callable[[float], None]
+    waiting: list[_Ended],
+    failed: BaseException | None,
+    spent: Callable[[float], None],
+    pace: list[int],
 ) -> None:
     """On the readers' loop: the shared read they waited for ended (``failed``: its error);
     ``spent`` is told how long they took until each waited again (a stream's step: its
-    chunk, its send, its next wait)."""
-    wake_in_slices(waiting, failed, spent)
+    chunk, its send, its next wait; ``pace``: the waker's slice size)."""
+    wake_in_slices(waiting, failed, spent, pace=pace)
 
 
 def _seq(change: Change) -> int:
@@ -454,6 +489,7 @@ class _Tail:
         "ahead",
         "begun",
         "joined",
+        "positions",
         "reads",
         "render",
         "window",
@@ -478,6 +514,10 @@ class _Tail:
         self.reads = 0
         self.ahead = 0
         self.joined = 0
+        #: The streams reading from the window: a stream's number → the position it sent
+        #: up to (set on its loop; a read keeps the changes after the lowest, see
+        #: :data:`_LATE_WINDOWS`). Bounded by the streams open (``--max-streams``).
+        self.positions: dict[int, int] = {}
 
     def read_ahead(self, token: int) -> None:
         """(The waker's thread, waking this feed's readers.) Read the changes after the
@@ -590,8 +630,10 @@ class _Tail:
             seqs = (kept.seqs if kept is not None else ()) + tuple(map(_seq, read))
             base = kept.base if kept is not None else after
             if len(changes) > WINDOW:
-                base = changes[-WINDOW - 1].seq
-                changes, seqs = changes[-WINDOW:], seqs[-WINDOW:]
+                cut = self._cut(seqs)
+                if cut > 0:
+                    base = changes[cut - 1].seq
+                    changes, seqs = changes[cut:], seqs[cut:]
             end = read[-1].seq if read else after
             made = _Window(number, changes, seqs, base, end, token, at_end, next_time, shared)
         except BaseException as exc:
@@ -602,6 +644,17 @@ class _Tail:
         # thread's CPU, best of 40; small beside 1,000 streams' steps, not beside a few).
         change_waker(store).spent(feed.object_type, time.thread_time() - began)
         self._end(made, None, feed.object_type, store)
+
+    def _cut(self, seqs: Sequence[int]) -> int:
+        """How many of the window's changes (at ``seqs``, more than :data:`WINDOW`) to
+        drop: down to :data:`WINDOW`, but none that a stream has yet to send (up to
+        :data:`_LATE_WINDOWS` windows' worth kept)."""
+        cut = len(seqs) - WINDOW
+        # (A copy, made in C: the streams' loop sets their positions meanwhile.)
+        positions = self.positions.copy()
+        if positions:
+            cut = min(cut, bisect_right(seqs, min(positions.values())))
+        return max(cut, len(seqs) - _LATE_WINDOWS * WINDOW)
 
     def _end(
         self, window: _Window | None, failed: BaseException | None, object_type: str, store: Store
@@ -615,10 +668,11 @@ class _Tail:
                 self.window = window
                 self.reads += 1
             pending, self._pending = self._pending, None
-        spent = functools.partial(change_waker(store).spent, object_type)
+        waker = change_waker(store)
+        spent = functools.partial(waker.spent, object_type)
         for loop, waiting in (pending or {}).items():
             try:
-                loop.call_soon_threadsafe(_settle, waiting, failed, spent)
+                loop.call_soon_threadsafe(_settle, waiting, failed, spent, waker.pace)
             except RuntimeError:  # the loop was closed: its readers are gone
                 continue
 
@@ -845,6 +899,7 @@ class ChangeFeed:
         waker = change_waker(store)
         tail = self.tail(store)
         read = offload(self._read)
+        positions, mine = tail.positions, id(slot)  # (the slot lives as long as the stream)
         try:
             yield keep_alive  # the head and a first line leave at once
             now = time.monotonic()
@@ -864,6 +919,7 @@ class ChangeFeed:
                 window = await tail.fresh(self, store, seq, token, render, after)
                 after = -1
                 if window is None:  # behind the window: read the log itself, by pages
+                    positions.pop(mine, None)
                     entries, seq, _issued, more = await read(store, seq, request, render)
                     chunk = b"".join(encode(entry) for entry in entries)
                 else:
@@ -871,8 +927,9 @@ class ChangeFeed:
                     if now_stamp is None or now_stamp != stamp:
                         stamp, key = now_stamp, render.viewer(request)
                     chunk, seq, more = await self._window_chunk(
-                        window, seq, request, render, frame, key
+                        window, seq, request, render, frame, key, waker
                     )
+                    positions[mine] = seq  # the window keeps what comes after it
                     # Read to the window's end: what a wake up to its token brought is read.
                     token = max(token, window.token)
                 now = time.monotonic()
@@ -892,6 +949,7 @@ class ChangeFeed:
         except Exception:  # the store went away, a render failed: the client reconnects
             _log.exception("the %s change stream ended on an error", self.object_type)
         finally:
+            positions.pop(mine, None)
             slot.give_back()
 
     async def _window_chunk(
@@ -902,6 +960,7 @@ class ChangeFeed:
         render: FeedRender,
         frame: Callable[[str, str, bytes], bytes],
         key: Hashable | None,
+        waker: ChangeWaker,
     ) -> tuple[bytes, int, bool]:
         """A stream's chunk of the changes after ``seq`` in ``window`` (``key``: its
         render's viewer key), the position read up to and whether changes are left to
@@ -913,9 +972,123 @@ class ChangeFeed:
         shared = window.shared
         if render.blocking:
             chunk = await offload(self._chunk)(page, issued, shared, request, render, frame, key)
-        else:
+        elif len(page) <= _RENDER_PIECE:
             chunk = self._chunk(page, issued, shared, request, render, frame, key)
+        else:
+            chunk = await self._chunk_in_pieces(
+                page, issued, shared, request, render, frame, key, waker
+            )
         return chunk, page[-1].seq, more
+
+    async def _chunk_in_pieces(
+        self,
+        page: Sequence[Change],
+        issued: float | None,
+        shared: _Shared,
+        request: Request,
+        render: FeedRender,
+        frame: Callable[[str, str, bytes], bytes],
+        key: Hashable | None,
+        waker: ChangeWaker,
+    ) -> bytes:
+        """As :meth:`_chunk` (the same bytes), its changes rendered :data:`_RENDER_PIECE`
+        at a time, the event loop let go between two pieces once :data:`_RENDER_TIME` of
+        its thread's CPU went into them (the data of other requests is read meanwhile); the
+        streams needing the same whole chunk meanwhile wait for it, not render it again,
+        and are woken in slices when it is done (their steps, and the pieces rendered
+        after the first let-go, counted as the wake's work by ``waker``).
+
+        PERF: a wake carrying hundreds of changes had its first stream render them all in
+        one step of the loop, in which no POST was read nor answered: 1,000 streams in
+        process at ~2,500 writes a second, chunks of 1,500-2,048 changes 17-31 ms a step;
+        at ~700 writes a second the loop's longest stretch 20.8-23.8 ms, 9.5-11.4 with the
+        pieces and the sized slices (bench/idle_streams.py --posters 4 --post-pause 4
+        --send-cost 46)."""
+        when, cursors = self._when(issued, shared)
+        whole = self._whole(render, key, frame, page, when, cursors, issued)
+        loop = asyncio.get_running_loop()
+        if whole is not None:
+            chunk = await self._made_elsewhere(shared, whole, loop)
+            if chunk is not None:
+                return chunk
+        mine: _Making = (loop, [])
+        if whole is not None:
+            shared.making.setdefault(whole, mine)
+        parts: list[bytes] = []
+        by_viewer = True
+        later = 0.0  # the CPU of the pieces after the first let-go
+        try:
+            began = time.thread_time()
+            resumed = False
+            for first in range(0, len(page), _RENDER_PIECE):
+                if time.thread_time() - began >= _RENDER_TIME:
+                    if resumed:
+                        later += time.thread_time() - began
+                    await asyncio.sleep(0)  # the loop's turn: other requests' data
+                    began, resumed = time.thread_time(), True
+                piece = page[first : first + _RENDER_PIECE]
+                part, by = self._frames(piece, when, cursors, shared, request, render, frame, key)
+                parts.append(part)
+                by_viewer = by_viewer and by
+            if resumed:
+                later += time.thread_time() - began
+            chunk = b"".join(parts)
+            if whole is not None and by_viewer:
+                shared.keep_chunk(whole, chunk)
+            return chunk
+        finally:
+            if whole is not None and shared.making.get(whole) is mine:
+                del shared.making[whole]
+            spent = functools.partial(waker.spent, self.object_type)
+            if later:  # the wake's work too, outside the step its slice counted
+                spent(later)
+            if mine[1]:  # PERF: a slice at a time, as a wake (a thousand streams wait)
+                wake_in_slices(mine[1], None, spent, pace=waker.pace)
+
+    @staticmethod
+    async def _made_elsewhere(
+        shared: _Shared, whole: Hashable, loop: asyncio.AbstractEventLoop
+    ) -> bytes | None:
+        """The whole chunk ``whole`` as ``shared`` keeps it, waiting first for the stream
+        rendering it on ``loop`` if one does (None: none kept, render it)."""
+        chunk = shared.chunks.get(whole)
+        if chunk is not None:
+            return chunk
+        making = shared.making.get(whole)
+        if making is None or making[0] is not loop:
+            return None
+        made: asyncio.Future[None] = loop.create_future()
+        making[1].append(made)
+        await made  # (its own: a stream leaving leaves the others waiting)
+        return shared.chunks.get(whole)
+
+    def _when(self, issued: float | None, shared: _Shared) -> tuple[float, dict[int, str] | None]:
+        """The time a page's cursors are issued at (``issued``: the page's, None when it
+        reaches the log's end as last read: the read's time while it is recent, else now)
+        and the cursors of the read's time already made (None: not that time)."""
+        if issued is not None:
+            return issued, None
+        when = self._clock()
+        if when - shared.read_at < _READ_TIME_KEPT:
+            return shared.read_at, shared.cursors
+        return when, None
+
+    @staticmethod
+    def _whole(
+        render: FeedRender,
+        key: Hashable | None,
+        frame: Callable[[str, str, bytes], bytes],
+        page: Sequence[Change],
+        when: float,
+        cursors: dict[int, str] | None,
+        issued: float | None,
+    ) -> Hashable | None:
+        """The key of a page's whole chunk for the streams of one viewer (None: not
+        shared)."""
+        if key is not None and (cursors is not None or issued is not None):
+            # PERF: the streams of one viewer at the log's end all send the same bytes.
+            return (render, key, frame, page[0].seq, page[-1].seq, when)
+        return None
 
     def _chunk(
         self,
@@ -932,17 +1105,9 @@ class ChangeFeed:
         subscriber), its view rendered once per viewer key for every stream of this read
         (``shared``); the whole chunk made once per viewer key for the streams at the same
         position, when every permission of the page is the key's."""
-        cursors: dict[int, str] | None = None
-        if issued is None:  # the page reaches the log's end as last read
-            when = self._clock()
-            if when - shared.read_at < _READ_TIME_KEPT:
-                when, cursors = shared.read_at, shared.cursors
-        else:
-            when = issued
-        whole: Hashable | None = None
-        if key is not None and (cursors is not None or issued is not None):
-            # PERF: the streams of one viewer at the log's end all send the same bytes.
-            whole = (render, key, frame, page[0].seq, page[-1].seq, when)
+        when, cursors = self._when(issued, shared)
+        whole = self._whole(render, key, frame, page, when, cursors, issued)
+        if whole is not None:
             chunk = shared.chunks.get(whole)
             if chunk is not None:
                 return chunk

@@ -25,7 +25,8 @@ the listener's socket, or a read of the wal-index header: microseconds); while n
 it drains a PostgreSQL listener once a second (SECURITY: an unread listener holds back the
 server's notification queue) and otherwise ends, to start again with the next reader.
 Readers on any event loop (an ASGI server's, a WSGI thread's own) are woken with one
-``call_soon_threadsafe`` per loop, :data:`WAKE_SLICE` of them a turn of the loop (the
+``call_soon_threadsafe`` per loop, a slice of them a turn of the loop, as many as the last
+slice's steps say fit in :data:`SLICE_TIME` of its CPU (at most :data:`WAKE_SLICE`: the
 requests it serves meanwhile are not held up by a thousand streams' steps); their time-outs
 share one timer per loop.
 
@@ -67,6 +68,7 @@ __all__ = [
     "CHANNEL",
     "FAN_OUT_SHARE",
     "LONGEST_HOLD",
+    "SLICE_TIME",
     "WAKE_SLICE",
     "ChangeWaker",
     "change_waker",
@@ -117,15 +119,26 @@ _MAX_TYPES: Final = 1024
 # turns of a 2 ms timer during a fan-out 12.9-15.3 ms, with slices of 64 4.1-4.5 ms
 # (bench/idle_streams.py --uvloop, 1,000 streams, 400 writes 2 ms apart).
 WAKE_SLICE: Final = 64
+#: The CPU seconds of its readers' steps a slice of a wake aims at (the next slice's size
+#: is worked out from the last one's steps).
+# PERF: on a server a stream's step a wake also sends its chunk (uvicorn's send and a TCP
+# write: ~60 µs in all, against ~12 µs in process), so 64 of them kept the loop from a
+# request's data for ~4 ms; a POST's answer crosses the loop several times (its body
+# read, its write's end from the blocking pool, its answer sent). 1,000 streams in process
+# with a send of 46 µs: the loop's longest stretch 20.8-23.8 ms with slices of 64, 11.9-14.4
+# sized (bench/idle_streams.py --posters 4 --post-pause 4 --send-cost 46).
+SLICE_TIME: Final = 0.001
 
 _Futures = dict[asyncio.AbstractEventLoop, set["asyncio.Future[bool]"]]
 _T = TypeVar("_T")
 
 
-def _resolve(futures: list[asyncio.Future[bool]], spent: Callable[[float], None]) -> None:
+def _resolve(
+    futures: list[asyncio.Future[bool]], spent: Callable[[float], None], pace: list[int]
+) -> None:
     """On the futures' loop: wake each one still waiting; ``spent`` is told how long the
-    readers woken took until each waited again."""
-    wake_in_slices(futures, True, spent)
+    readers woken took until each waited again (``pace``: see :func:`wake_in_slices`)."""
+    wake_in_slices(futures, True, spent, pace=pace)
 
 
 def wake_in_slices(
@@ -133,16 +146,59 @@ def wake_in_slices(
     result: _T,
     spent: Callable[[float], None],
     start: int = 0,
+    *,
+    pace: list[int] | None = None,
 ) -> None:
     """On the futures' event loop: resolve those of ``futures`` not done yet with
-    ``result``, :data:`WAKE_SLICE` at a time from ``start``: the next slice is resolved
-    once the steps of the tasks the last one woke have run, so that what the loop queued
-    meanwhile (the data of other requests read off their sockets) runs between two slices.
+    ``result``, a slice at a time from ``start``: the next slice is resolved once the
+    steps of the tasks the last one woke have run, so that what the loop queued meanwhile
+    (the data of other requests read off their sockets) runs between two slices. The
+    first slice is :data:`WAKE_SLICE` readers (or ``pace[0]``: the size the last wake
+    ended with, which this one updates), each next one as many as the last one's steps
+    say fit in :data:`SLICE_TIME` of the loop (at least one, at most :data:`WAKE_SLICE`).
     ``spent`` is told the CPU time of each slice's wake and steps (:func:`count_steps`)."""
-    end = start + WAKE_SLICE
-    count_steps(lambda: _resolve_each(futures, result, start, end), spent)
+    size = WAKE_SLICE if pace is None else pace[0]
+    _wake_slice(futures, result, spent, start, size, pace)
+
+
+def _wake_slice(
+    futures: Sequence[asyncio.Future[_T]],
+    result: _T,
+    spent: Callable[[float], None],
+    start: int,
+    size: int,
+    pace: list[int] | None,
+) -> None:
+    end = start + size
+    took = [0.0]
+
+    def counted(seconds: float) -> None:
+        took[0] = seconds
+        spent(seconds)
+
+    count_steps(lambda: _resolve_each(futures, result, start, end), counted)
     if end < len(futures):
-        asyncio.get_running_loop().call_soon(wake_in_slices, futures, result, spent, end)
+        asyncio.get_running_loop().call_soon(
+            _next_slice, futures, result, spent, end, size, took, pace
+        )
+
+
+def _next_slice(
+    futures: Sequence[asyncio.Future[_T]],
+    result: _T,
+    spent: Callable[[float], None],
+    start: int,
+    size: int,
+    took: list[float],
+    pace: list[int] | None,
+) -> None:
+    """The last slice's steps ran (``took``: their CPU time, counted just before this
+    call): the next slice, sized by them."""
+    if took[0] > 0:
+        size = max(1, min(WAKE_SLICE, int(size * SLICE_TIME / took[0])))
+        if pace is not None:
+            pace[0] = size
+    _wake_slice(futures, result, spent, start, size, pace)
 
 
 def _resolve_each(futures: Sequence[asyncio.Future[_T]], result: _T, start: int, end: int) -> None:
@@ -364,6 +420,9 @@ class ChangeWaker:
         self.counted = 0.0
         self._waiting: dict[str, _Futures] = {}
         self._waiters = 0
+        #: How many readers the next wake resolves in its first slice: the size its last
+        #: slice ended with (:func:`wake_in_slices`).
+        self.pace = [WAKE_SLICE]
         #: Per event loop, its waiting readers' deadlines (one timer a loop).
         self._deadlines: dict[asyncio.AbstractEventLoop, _Deadlines] = {}
         self._thread: threading.Thread | None = None
@@ -705,7 +764,7 @@ class ChangeWaker:
         count = _Counter(self, kinds)
         for loop, woken in by_loop.items():
             try:
-                loop.call_soon_threadsafe(_resolve, woken, count)
+                loop.call_soon_threadsafe(_resolve, woken, count, self.pace)
             except RuntimeError:  # the loop was closed: its readers are gone
                 continue
 
