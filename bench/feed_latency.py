@@ -44,6 +44,12 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   alone*, one core less the *fan-out* (its CPU beyond what its writes cost without
   subscribers): the ratio of the writes per second were host A alone on a core it keeps
   busy, the streams' work a second being bounded by the wakes, not by the writes.
+  Each round's line also gives, with subscribers (``--raw``), a stream's socket reads a
+  second (a read brings at most 64 KiB: a send of a wake's changes may take several), the
+  *bursts* they come in (a read more than 50 ms after the last: host A's sends of that
+  stream, about its wakes a second), its bytes a second and an event's; host A's loop thread
+  in the kernel (*host A loop sys*: its sockets' sends) and each of host A's other threads
+  (``python <id>``: the blocking pool's, the change waker's; user + system, and system).
   ``--profile FILE``: host A runs under cProfile (its event loop's thread). The servers' logs
   go to ``bench/out/logs/``.
 

@@ -38,9 +38,10 @@ changes).
 Shared work (PERF): however many streams and long-polls of a collection wait in a process,
 one read of the log a wake serves them all. The feed's window (:data:`WINDOW` changes at
 most, per store) holds the changes read last; a reader woken asks it for the changes after
-its own cursor. The log is read once a wake (one ``changes_after`` query, and for a
-:class:`FeedRender` that loads items, one query for the items changed): by the waker's
-thread before it wakes the readers (:meth:`ChangeWaker.read_ahead
+its own cursor. The log is read once a wake (its changes whole, up to the window's size,
+in ``changes_after`` queries of a few hundred, and for a :class:`FeedRender` that loads
+items, one query for the items changed): by the waker's thread before it wakes the
+readers (:meth:`ChangeWaker.read_ahead
 <svcrest.store.change_waker.ChangeWaker.read_ahead>`: each reader is then woken once, its
 changes ready), else by the first reader to ask, the others waiting for that read. A
 reader behind the window reads the log itself, by pages, until it catches up. Each
@@ -161,7 +162,8 @@ _LATE_WINDOWS: Final = 4
 #: ``ChangeFeed._chunk_in_pieces``).
 _RENDER_PIECE: Final = 32
 _RENDER_TIME: Final = SLICE_TIME
-#: The most changes one shared read of the log brings in.
+#: The most changes one query of a shared read of the log brings in (a read makes more
+#: queries, up to :data:`WINDOW` changes, until it reaches the log's end).
 _TAIL_READ: Final = 500
 #: The most views one shared read keeps for its readers, and their bytes.
 _VIEWS: Final = 4096
