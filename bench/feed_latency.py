@@ -84,6 +84,9 @@ SSE = {"Accept": "text/event-stream"}
 #: Seconds without a read after which a stream's next read starts a new burst (a send of
 #: host A: a wake, which come at least 50 ms apart; its bytes may take several reads).
 _BURST_GAP = 0.05
+#: The same for the gaps longer than a split send's (a wake's send that uvicorn's flow
+#: control or the socket's buffer cut in two): about host A's wakes of the stream alone.
+_WAKE_GAP = 0.3
 
 
 def raise_open_files() -> int:
@@ -337,6 +340,7 @@ async def raw_stream(
             chunks[1] += len(data) - len(carry)
             now = time.monotonic()
             chunks[2] += now - last > _BURST_GAP
+            chunks[3] += now - last > _WAKE_GAP
             last = now
             carry = data[-7:]
         return status
@@ -381,7 +385,8 @@ async def hold_streams(url: str, count: int, parse: bool, raw: bool = False) -> 
     from httpx_sse import EventSource
 
     received = [0]
-    chunks = [0, 0, 0]  # the reads of the streams' sockets, their bytes, their bursts
+    # the reads of the streams' sockets, their bytes, their bursts, their longer pauses
+    chunks = [0, 0, 0, 0]
     ready = [0]
     refused = [0]
     all_open = asyncio.Event()
@@ -452,6 +457,7 @@ class Held:
     chunks: int = 0  # the reads of the streams' bytes (without --parse): ~their sends
     bytes: int = 0  # the bytes they read (without --parse)
     bursts: int = 0  # their reads after a gap (--raw): host A's sends, its wakes
+    spells: int = 0  # their reads after a longer gap (--raw): the wakes, a send split or not
     refused: int = 0  # 503s while opening the streams (each opened again)
 
 
@@ -477,8 +483,8 @@ def subscribers(
         held = Held(child.pid, refused=int(line.split()[1]))
         yield held
         child.stdin.close()
-        counts = [*child.stdout.readline().split(), "0", "0", "0", "0"][:4]
-        held.received, held.chunks, held.bytes, held.bursts = (int(n) for n in counts)
+        counts = [*child.stdout.readline().split(), "0", "0", "0", "0", "0"][:5]
+        held.received, held.chunks, held.bytes, held.bursts, held.spells = map(int, counts)
         child.wait(timeout=30)
     finally:
         if child.poll() is None:
@@ -576,7 +582,8 @@ def rates(
             )
             streamed = (
                 f"; a stream {held.chunks / elapsed / count:.1f} reads/s"
-                f" in {held.bursts / elapsed / count:.2f} bursts/s,"
+                f" in {held.bursts / elapsed / count:.2f} bursts/s"
+                f" ({held.spells / elapsed / count:.2f} after {_WAKE_GAP:.1f} s without),"
                 f" {held.bytes / elapsed / count / 1000:.0f} kB/s,"
                 f" {held.bytes / max(held.received, 1):.0f} B an event"
                 if count and held.bytes
