@@ -7,6 +7,7 @@ Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
                                  [--subscribers 0,100,1000] [--subscribers-on a|b]
                                  [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
                                  [--parse] [--raw] [--nice N] [--profile FILE]
+                                 [--switch S]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -50,6 +51,9 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   stream, about its wakes a second), its bytes a second and an event's; host A's loop thread
   in the kernel (*host A loop sys*: its sockets' sends) and each of host A's other threads
   (``python <id>``: the blocking pool's, the change waker's; user + system, and system).
+  ``--switch S``: both hosts run with ``sys.setswitchinterval(S)`` (Python's is 5 ms: a
+  blocking pool's thread waiting for the interpreter lock while the loop's thread runs a
+  wake's steps waits that long).
   ``--profile FILE``: host A runs under cProfile (its event loop's thread). The servers' logs
   go to ``bench/out/logs/``.
 
@@ -191,13 +195,26 @@ def wait_for(address: str, port: int, process: subprocess.Popen[bytes], log: Pat
 
 @contextlib.contextmanager
 def serving(
-    db: str, addresses: list[str], logs: Path, streams: int, profile: str | None = None
+    db: str,
+    addresses: list[str],
+    logs: Path,
+    streams: int,
+    profile: str | None = None,
+    switch: float | None = None,
 ) -> Iterator[list[tuple[str, int]]]:
     """``svcrest serve --server uvicorn`` on each address, one site on ``db``; their URLs
     and process ids. ``profile``: a file for host A's cProfile statistics (written when it
-    stops)."""
+    stops); ``switch``: the servers' interpreter switch interval in seconds (None: 5 ms,
+    Python's), set by a ``sitecustomize`` module of ``logs``'s."""
     processes: list[tuple[str, int, subprocess.Popen[bytes], Path]] = []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    paths = [str(ROOT), str(ROOT / "src")]
+    if switch is not None:
+        custom = logs / "switch"
+        custom.mkdir(exist_ok=True)
+        text = f"import sys\n\nsys.setswitchinterval({switch!r})\n"
+        (custom / "sitecustomize.py").write_text(text)
+        paths.insert(0, str(custom))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     options = ["--server", "uvicorn", "--interface", "asgi", "--db", db, *PLUGIN]
     # each stream also counts against --max-concurrency (uvicorn: 503 past it)
     options += ["--max-streams", str(streams), "--max-concurrency", str(streams + 100)]
@@ -679,7 +696,7 @@ def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) ->
         db = str(tmp / "feed.db")
         addresses = ["127.0.0.1"]
     try:
-        with serving(db, addresses, logs, streams, options.profile) as hosts:
+        with serving(db, addresses, logs, streams, options.profile, options.switch) as hosts:
             (a, a_pid), (b, b_pid) = hosts[0], hosts[-1]
             print(f"\n{store}: host A {a}, host B {b} (load {load()})", flush=True)
             lat = asyncio.run(latency(a, b, options.writes, options.pause))
@@ -732,6 +749,14 @@ def main() -> None:
         default=0,
         help="the subscriber process's niceness (19: it takes only a core left idle; not the"
         " default: the headline figure is the plain run)",
+    )
+    parser.add_argument(
+        "--switch",
+        type=float,
+        metavar="S",
+        help="the servers' interpreter switch interval in seconds (sys.setswitchinterval;"
+        " default Python's 0.005): how long the loop's thread keeps the interpreter lock"
+        " from a blocking pool's thread waiting for it",
     )
     parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--streams", type=int, default=0, help=argparse.SUPPRESS)
