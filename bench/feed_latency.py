@@ -7,6 +7,7 @@ Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
                                  [--subscribers 0,100,1000] [--subscribers-on a|b]
                                  [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
                                  [--parse] [--raw] [--nice N] [--profile FILE]
+                                 [--switch S]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -44,6 +45,15 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   alone*, one core less the *fan-out* (its CPU beyond what its writes cost without
   subscribers): the ratio of the writes per second were host A alone on a core it keeps
   busy, the streams' work a second being bounded by the wakes, not by the writes.
+  Each round's line also gives, with subscribers (``--raw``), a stream's socket reads a
+  second (a read brings at most 64 KiB: a send of a wake's changes may take several), the
+  *bursts* they come in (a read more than 50 ms after the last: host A's sends of that
+  stream, about its wakes a second), its bytes a second and an event's; host A's loop thread
+  in the kernel (*host A loop sys*: its sockets' sends) and each of host A's other threads
+  (``python <id>``: the blocking pool's, the change waker's; user + system, and system).
+  ``--switch S``: both hosts run with ``sys.setswitchinterval(S)`` (Python's is 5 ms: a
+  blocking pool's thread waiting for the interpreter lock while the loop's thread runs a
+  wake's steps waits that long).
   ``--profile FILE``: host A runs under cProfile (its event loop's thread). The servers' logs
   go to ``bench/out/logs/``.
 
@@ -75,6 +85,12 @@ BOOKS = "/svc-json/shop/v1/books"
 CHANGES = f"{BOOKS}/changes"
 PLUGIN = ["--plugin", "tests.e2e.store_site:register", "--no-demo"]
 SSE = {"Accept": "text/event-stream"}
+#: Seconds without a read after which a stream's next read starts a new burst (a send of
+#: host A: a wake, which come at least 50 ms apart; its bytes may take several reads).
+_BURST_GAP = 0.05
+#: The same for the gaps longer than a split send's (a wake's send that uvicorn's flow
+#: control or the socket's buffer cut in two): about host A's wakes of the stream alone.
+_WAKE_GAP = 0.3
 
 
 def raise_open_files() -> int:
@@ -118,11 +134,43 @@ def tree_cpu(root: int) -> float:
 def thread_cpu(pid: int) -> float:
     """CPU seconds (user + system) of the main thread of process ``pid`` (a server's
     event loop's thread), from ``/proc``."""
+    return sum(thread_times(pid))
+
+
+def thread_times(pid: int) -> tuple[float, float]:
+    """CPU seconds in user and in system (kernel) mode of the main thread of process
+    ``pid``, from ``/proc``."""
     try:
         fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return 0.0, 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / ticks, int(fields[12]) / ticks
+
+
+def threads_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) of each thread of process ``pid`` but its main one,
+    by the thread's name and id (``python 1234``: Python 3.11 names no thread), from
+    ``/proc``; ``<name> sys``: their system (kernel) part."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    found: dict[str, float] = {}
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        if task.name == str(pid):
+            continue
+        try:
+            head, rest = (task / "stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        name = f"{head.split('(', 1)[1]} {task.name}"
+        fields = rest.split()
+        user, kernel = int(fields[11]) / ticks, int(fields[12]) / ticks
+        found[name] = found.get(name, 0.0) + user + kernel
+        found[f"{name} sys"] = found.get(f"{name} sys", 0.0) + kernel
+    return found
 
 
 def free_port(address: str) -> int:
@@ -147,13 +195,26 @@ def wait_for(address: str, port: int, process: subprocess.Popen[bytes], log: Pat
 
 @contextlib.contextmanager
 def serving(
-    db: str, addresses: list[str], logs: Path, streams: int, profile: str | None = None
+    db: str,
+    addresses: list[str],
+    logs: Path,
+    streams: int,
+    profile: str | None = None,
+    switch: float | None = None,
 ) -> Iterator[list[tuple[str, int]]]:
     """``svcrest serve --server uvicorn`` on each address, one site on ``db``; their URLs
     and process ids. ``profile``: a file for host A's cProfile statistics (written when it
-    stops)."""
+    stops); ``switch``: the servers' interpreter switch interval in seconds (None: 5 ms,
+    Python's), set by a ``sitecustomize`` module of ``logs``'s."""
     processes: list[tuple[str, int, subprocess.Popen[bytes], Path]] = []
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "src")])}
+    paths = [str(ROOT), str(ROOT / "src")]
+    if switch is not None:
+        custom = logs / "switch"
+        custom.mkdir(exist_ok=True)
+        text = f"import sys\n\nsys.setswitchinterval({switch!r})\n"
+        (custom / "sitecustomize.py").write_text(text)
+        paths.insert(0, str(custom))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     options = ["--server", "uvicorn", "--interface", "asgi", "--db", db, *PLUGIN]
     # each stream also counts against --max-concurrency (uvicorn: 503 past it)
     options += ["--max-streams", str(streams), "--max-concurrency", str(streams + 100)]
@@ -288,10 +349,16 @@ async def raw_stream(
             return status
         opened()
         carry = b""
+        last = 0.0
         while data := await reader.read(65536):
             data = carry + data
             received[0] += data.count(b"\nevent: ")
             chunks[0] += 1
+            chunks[1] += len(data) - len(carry)
+            now = time.monotonic()
+            chunks[2] += now - last > _BURST_GAP
+            chunks[3] += now - last > _WAKE_GAP
+            last = now
             carry = data[-7:]
         return status
     finally:
@@ -335,7 +402,8 @@ async def hold_streams(url: str, count: int, parse: bool, raw: bool = False) -> 
     from httpx_sse import EventSource
 
     received = [0]
-    chunks = [0]
+    # the reads of the streams' sockets, their bytes, their bursts, their longer pauses
+    chunks = [0, 0, 0, 0]
     ready = [0]
     refused = [0]
     all_open = asyncio.Event()
@@ -362,6 +430,7 @@ async def hold_streams(url: str, count: int, parse: bool, raw: bool = False) -> 
                         data = carry + data
                         received[0] += data.count(b"\nevent: ")
                         chunks[0] += 1
+                        chunks[1] += len(data) - len(carry)
                         carry = data[-7:]
                     return
                 body = (await response.aread()).decode(errors="replace")
@@ -390,7 +459,7 @@ async def hold_streams(url: str, count: int, parse: bool, raw: bool = False) -> 
         await asyncio.wait_for(all_open.wait(), 60)
         print(f"ready {refused[0]}", flush=True)
         await asyncio.to_thread(sys.stdin.read)  # until the parent closes it
-        print(received[0], chunks[0], flush=True)
+        print(received[0], *chunks, flush=True)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -403,6 +472,9 @@ class Held:
     pid: int
     received: int = 0
     chunks: int = 0  # the reads of the streams' bytes (without --parse): ~their sends
+    bytes: int = 0  # the bytes they read (without --parse)
+    bursts: int = 0  # their reads after a gap (--raw): host A's sends, its wakes
+    spells: int = 0  # their reads after a longer gap (--raw): the wakes, a send split or not
     refused: int = 0  # 503s while opening the streams (each opened again)
 
 
@@ -428,8 +500,8 @@ def subscribers(
         held = Held(child.pid, refused=int(line.split()[1]))
         yield held
         child.stdin.close()
-        counts = [*child.stdout.readline().split(), "0", "0"][:2]
-        held.received, held.chunks = int(counts[0]), int(counts[1])
+        counts = [*child.stdout.readline().split(), "0", "0", "0", "0", "0"][:5]
+        held.received, held.chunks, held.bytes, held.bursts, held.spells = map(int, counts)
         child.wait(timeout=30)
     finally:
         if child.poll() is None:
@@ -473,6 +545,7 @@ class Rate:
     rounds: list[float] = field(default_factory=list)
     events_per_s: float = 0.0
     sends_per_s: float = 0.0  # a stream's reads a second (~host A's wakes of it)
+    bytes_per_s: float = 0.0  # a stream's bytes received a second
     posts: str = ""  # the POSTs' latency in the best round (p50 / p99 / max)
     cpu: dict[str, float] = field(default_factory=dict)  # share of one core, best round
     load: str = ""
@@ -490,7 +563,8 @@ def rates(
             with held_by as held:
                 watched = {**pids, "subscribers": held.pid, "writer": -1}
                 before = {name: tree_cpu(pid) for name, pid in watched.items() if pid}
-                loop_before = thread_cpu(pids["host A"])
+                loop_before = thread_times(pids["host A"])
+                threads_before = threads_cpu(pids["host A"])
                 began = time.monotonic()
                 took: list[float] = []
                 rate, failed = asyncio.run(
@@ -498,7 +572,15 @@ def rates(
                 )
                 elapsed = time.monotonic() - began
                 used = {n: (tree_cpu(watched[n]) - b) / elapsed for n, b in before.items()}
-                used["host A loop"] = (thread_cpu(pids["host A"]) - loop_before) / elapsed
+                loop_user, loop_sys = thread_times(pids["host A"])
+                used["host A loop"] = (loop_user + loop_sys - sum(loop_before)) / elapsed
+                # the loop's thread in the kernel (its sockets' sends): grows with the bytes
+                used["host A loop sys"] = (loop_sys - loop_before[1]) / elapsed
+                threads = threads_cpu(pids["host A"])
+                others = {
+                    name: (seconds - threads_before.get(name, 0.0)) / elapsed
+                    for name, seconds in threads.items()
+                }
             if failed:
                 print(f"  {failed} writes failed with {count} subscribers")
             entry = found[count]
@@ -506,14 +588,28 @@ def rates(
             if rate == max(entry.rounds):
                 entry.events_per_s = held.received / elapsed
                 entry.sends_per_s = held.chunks / elapsed / count if count else 0.0
+                entry.bytes_per_s = held.bytes / elapsed / count if count else 0.0
                 entry.cpu = used
                 entry.load = load()
                 entry.posts = spread(took) if took else "-"
             cpu = ", ".join(f"{n} {v * 100:.0f} %" for n, v in used.items())
             posts = spread(took) if took else "-"
+            threads_line = ", ".join(
+                f"{n} {v * 100:.1f} %" for n, v in sorted(others.items()) if v >= 0.005
+            )
+            streamed = (
+                f"; a stream {held.chunks / elapsed / count:.1f} reads/s"
+                f" in {held.bursts / elapsed / count:.2f} bursts/s"
+                f" ({held.spells / elapsed / count:.2f} after {_WAKE_GAP:.1f} s without),"
+                f" {held.bytes / elapsed / count / 1000:.0f} kB/s,"
+                f" {held.bytes / max(held.received, 1):.0f} B an event"
+                if count and held.bytes
+                else ""
+            )
             print(
                 f"  {count:>5} subscribers: {rate:7.1f} writes/s; POST {posts}; CPU {cpu};"
-                f" load {load()}; 503s while opening: {held.refused}",
+                f" load {load()}; 503s while opening: {held.refused}{streamed};"
+                f" host A's other threads: {threads_line}",
                 flush=True,
             )
     return list(found.values())
@@ -530,11 +626,15 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
     names = sorted({n for entry in found for n in entry.cpu})
     print(
         "| subscribers | writes/s (best) | each round | vs 0 | events received/s |"
-        " reads a stream/s | "
+        " reads a stream/s | kB a stream/s | "
         + " | ".join(f"CPU {n}" for n in names)
         + " | host A CPU ms/write | host A vs 0 | fan-out | host A alone | load |"
     )
-    print("| ---: | ---: | --- | ---: | ---: | ---: | " + "---: | " * (len(names) + 4) + "--- |")
+    print(
+        "| ---: | ---: | --- | ---: | ---: | ---: | ---: | "
+        + "---: | " * (len(names) + 4)
+        + "--- |"
+    )
     base = max(found[0].rounds) if found and found[0].subscribers == 0 else None
     base_cost = cost_per_write(found[0]) if base else 0.0
     for entry in found:
@@ -549,7 +649,8 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         alone = f"{1 - fan_out:.2f}" if base_cost else "-"
         print(
             f"| {entry.subscribers:,} | {best:.1f} | {each} | {ratio} |"
-            f" {entry.events_per_s:,.0f} | {entry.sends_per_s:.1f} | {cpu} |"
+            f" {entry.events_per_s:,.0f} | {entry.sends_per_s:.1f} |"
+            f" {entry.bytes_per_s / 1000:.0f} | {cpu} |"
             f" {per_write:.2f} | {own} |"
             f" {fan_out * 100:.1f} % | {alone} | {entry.load} |"
         )
@@ -595,7 +696,7 @@ def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) ->
         db = str(tmp / "feed.db")
         addresses = ["127.0.0.1"]
     try:
-        with serving(db, addresses, logs, streams, options.profile) as hosts:
+        with serving(db, addresses, logs, streams, options.profile, options.switch) as hosts:
             (a, a_pid), (b, b_pid) = hosts[0], hosts[-1]
             print(f"\n{store}: host A {a}, host B {b} (load {load()})", flush=True)
             lat = asyncio.run(latency(a, b, options.writes, options.pause))
@@ -648,6 +749,14 @@ def main() -> None:
         default=0,
         help="the subscriber process's niceness (19: it takes only a core left idle; not the"
         " default: the headline figure is the plain run)",
+    )
+    parser.add_argument(
+        "--switch",
+        type=float,
+        metavar="S",
+        help="the servers' interpreter switch interval in seconds (sys.setswitchinterval;"
+        " default Python's 0.005): how long the loop's thread keeps the interpreter lock"
+        " from a blocking pool's thread waiting for it",
     )
     parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)
     parser.add_argument("--streams", type=int, default=0, help=argparse.SUPPRESS)

@@ -290,6 +290,53 @@ def test_a_wake_of_more_changes_than_the_window_leaves_no_stream_behind_it(
     run(check())
 
 
+def test_a_wake_of_more_changes_than_a_read_brings_is_read_ahead_whole_and_sent_in_one_chunk(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wake carrying more changes than one query of the log brings in (reads of 3 here, of
+    # 500 on a server, whose wakes carry ~600-900 changes): the waker's thread reads them all
+    # before the wake, so that each stream is woken once and sends every change in one
+    # chunk, not a first page and, after a read of the next page on the pool that every
+    # stream waits for, a second one.
+    monkeypatch.setattr(change_feed, "_TAIL_READ", 3)
+    site.seed("a")
+    reads = Counted(monkeypatch)
+    count, writes = 5, 10
+
+    async def check() -> None:
+        streams = await opened(site, [(SSE, "")] * count)
+        waker = change_waker(site.app.store)
+        waker.coalesce = 1.0  # the first write wakes at once, the next ones together
+        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
+        for one in streams:
+            assert [event["id"] for event in await one.events(1)] == [cursor(2)]
+        await until_waiting(site, count)
+        tail = site.tasks.feed.tail(site.app.store)
+        wakes, before = waker.wakes, reads.calls
+        ahead, joined, begun = tail.ahead, tail.joined, tail.begun
+
+        def write() -> None:
+            for priority in range(2, writes + 2):
+                site.tasks.table.update(1, {"priority": priority})
+
+        await asyncio.to_thread(write)
+        for one in streams:
+            chunk = await one.body()
+            assert chunk.count(b"\nevent: updated\n") == writes
+            one.buffer = chunk
+            got = await one.events(writes)
+            assert [event["id"] for event in got] == [cursor(seq) for seq in range(3, 13)]
+        await until_waiting(site, count)
+        assert waker.wakes - wakes == 1
+        assert tail.begun - begun == 1 and tail.ahead - ahead == 1  # one read, ahead
+        assert tail.joined - joined == 0  # no stream waited for a read after its wake
+        assert reads.calls - before == 4  # its queries: 3 + 3 + 3 + 1 changes
+        for one in streams:
+            await one.leave()
+
+    run(check())
+
+
 class Pieces:
     """``ChangeFeed._frames`` counted: the size of each piece rendered and its CPU."""
 

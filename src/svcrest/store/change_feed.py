@@ -38,9 +38,10 @@ changes).
 Shared work (PERF): however many streams and long-polls of a collection wait in a process,
 one read of the log a wake serves them all. The feed's window (:data:`WINDOW` changes at
 most, per store) holds the changes read last; a reader woken asks it for the changes after
-its own cursor. The log is read once a wake (one ``changes_after`` query, and for a
-:class:`FeedRender` that loads items, one query for the items changed): by the waker's
-thread before it wakes the readers (:meth:`ChangeWaker.read_ahead
+its own cursor. The log is read once a wake (its changes whole, up to the window's size,
+in ``changes_after`` queries of a few hundred, and for a :class:`FeedRender` that loads
+items, one query for the items changed): by the waker's thread before it wakes the
+readers (:meth:`ChangeWaker.read_ahead
 <svcrest.store.change_waker.ChangeWaker.read_ahead>`: each reader is then woken once, its
 changes ready), else by the first reader to ask, the others waiting for that read. A
 reader behind the window reads the log itself, by pages, until it catches up. Each
@@ -161,7 +162,8 @@ _LATE_WINDOWS: Final = 4
 #: ``ChangeFeed._chunk_in_pieces``).
 _RENDER_PIECE: Final = 32
 _RENDER_TIME: Final = SLICE_TIME
-#: The most changes one shared read of the log brings in.
+#: The most changes one query of a shared read of the log brings in (a read makes more
+#: queries, up to :data:`WINDOW` changes, until it reaches the log's end).
 _TAIL_READ: Final = 500
 #: The most views one shared read keeps for its readers, and their bytes.
 _VIEWS: Final = 4096
@@ -613,10 +615,7 @@ class _Tail:
             window = self.window
             going_on = window is not None and window.base <= seq <= window.end
             after = window.end if going_on and window is not None else seq
-            read = changes_after(store, feed.object_type, after, _TAIL_READ + 1)
-            at_end = len(read) <= _TAIL_READ
-            next_time = 0.0 if at_end else read[_TAIL_READ].time
-            read = read[:_TAIL_READ]
+            read, at_end, next_time = self._changes(store, feed.object_type, after)
             shared = _Shared(feed._clock())
             if type(render).load is not FeedRender.load:
                 # PERF: one query for a read's items, not one an item (a thousand streams
@@ -644,6 +643,28 @@ class _Tail:
         # thread's CPU, best of 40; small beside 1,000 streams' steps, not beside a few).
         change_waker(store).spent(feed.object_type, time.thread_time() - began)
         self._end(made, None, feed.object_type, store)
+
+    @staticmethod
+    def _changes(store: Store, object_type: str, after: int) -> tuple[list[Change], bool, float]:
+        """The changes after ``after``, a query of :data:`_TAIL_READ` at a time until the
+        log's end or :data:`WINDOW` changes; whether the log's end was reached, else the
+        time of the first change left to read.
+
+        PERF: a wake's changes read whole before its readers are woken: on a server at ~600
+        writes a second a wake carries more changes than one query brings (500), and each
+        stream was woken to send the first page, then waited for the next page's read on
+        the blocking pool (woken again, a second send): two steps and sends a stream a wake
+        (1,000 streams on the writing worker of bench/feed_latency.py: 1.4 bursts of bytes
+        a stream a second with the wakes held to one a second)."""
+        read: list[Change] = []
+        while True:
+            page = changes_after(store, object_type, after, _TAIL_READ + 1)
+            read += page[:_TAIL_READ]
+            if len(page) <= _TAIL_READ:
+                return read, True, 0.0
+            if len(read) >= WINDOW:
+                return read, False, page[_TAIL_READ].time
+            after = read[-1].seq
 
     def _cut(self, seqs: Sequence[int]) -> int:
         """How many of the window's changes (at ``seqs``, more than :data:`WINDOW`) to
