@@ -187,6 +187,20 @@ def test_the_window_finds_a_page_by_position(site: Site) -> None:
     run(check())
 
 
+def reads_alone(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The positions from which a stream reads the log by itself (``ChangeFeed._read``,
+    behind the window), recorded from now on."""
+    alone: list[int] = []
+    read_alone = ChangeFeed._read
+
+    def counted(feed: ChangeFeed, store: Any, seq: int, *rest: Any) -> Any:
+        alone.append(seq)
+        return read_alone(feed, store, seq, *rest)
+
+    monkeypatch.setattr(ChangeFeed, "_read", counted)
+    return alone
+
+
 def test_a_stream_whose_loop_is_late_is_not_left_behind_the_window(
     site: Site, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -197,14 +211,7 @@ def test_a_stream_whose_loop_is_late_is_not_left_behind_the_window(
     # by itself.
     monkeypatch.setattr(change_feed, "WINDOW", 4)
     monkeypatch.setattr(change_feed, "_TAIL_READ", 2)
-    alone: list[int] = []
-    read_alone = ChangeFeed._read
-
-    def counted(feed: ChangeFeed, store: Any, seq: int, *rest: Any) -> Any:
-        alone.append(seq)
-        return read_alone(feed, store, seq, *rest)
-
-    monkeypatch.setattr(ChangeFeed, "_read", counted)
+    alone = reads_alone(monkeypatch)
     site.seed("a")
     writes = 10
 
@@ -248,14 +255,7 @@ def test_a_wake_of_more_changes_than_the_window_leaves_no_stream_behind_it(
     # reads: none falls behind the window to read the log (and every item) by itself.
     monkeypatch.setattr(change_feed, "WINDOW", 8)
     monkeypatch.setattr(change_feed, "_TAIL_READ", 4)
-    alone: list[int] = []
-    read_alone = ChangeFeed._read
-
-    def counted(feed: ChangeFeed, store: Any, seq: int, *rest: Any) -> Any:
-        alone.append(seq)
-        return read_alone(feed, store, seq, *rest)
-
-    monkeypatch.setattr(ChangeFeed, "_read", counted)
+    alone = reads_alone(monkeypatch)
     site.seed("a")
     count, writes = WAKE_SLICE * 3 + 5, 30
 
