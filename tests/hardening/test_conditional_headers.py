@@ -13,10 +13,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 
 from svcrest import App
 from tests.conftest import SiteClient, raw_request
+from tests.e2e.test_many_hosts import serving
 from tests.rest.test_conditional import PLAIN, THING, Thing
 from tests.rest.test_conditional import _app as thing_app
 from tests.rest.test_guard import THINGS
@@ -199,3 +201,26 @@ def test_the_longest_key_and_its_quoted_spelling_are_one_key(client_for: ClientF
     other = client.post(THINGS, json={"title": "tea"}, headers={"Idempotency-Key": f'"{longest}"'})
     assert (other.status_code, other.json()["code"]) == (422, "rest_idempotency_mismatch")
     assert calls == ["milk"]
+
+
+# -- over real servers -----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["granian", "uvicorn"])
+def test_a_long_if_none_match_is_answered_by_a_real_server(
+    server: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The servers take heads up to 128 KiB, so the whole header reaches the site: answered
+    at once (a quadratic parse of 100,000 blanks took minutes, its event loop blocked)."""
+    db = str(tmp_path_factory.mktemp(f"inm-{server}") / "s.db")
+    options = ["--server", server, "--db", db, "--plugin", "tests.e2e.header_site:register"]
+    long = "a" + " " * 100_000 + "b"
+    with (
+        serving([("127.0.0.1", options, None)]) as (host,),
+        httpx.Client(base_url=host.url, timeout=20) as client,
+    ):
+        response = client.get("/svc-json/t/v1/echo", headers={"If-None-Match": long})
+        assert response.status_code == 200
+        assert response.json()["headers"]["if-none-match"] == long
+        assert client.get("/svc-json/t/v1/echo").status_code == 200
