@@ -215,3 +215,20 @@ def test_a_nonce_in_a_json_body_is_not_read(client_for: ClientFor) -> None:
     response = client.post(ME, json={"_wpnonce": nonce})
     assert (response.status_code, response.json()) == (200, {"id": 0})
     assert "x-svc-nonce" not in response.headers
+
+
+@pytest.mark.parametrize(
+    ("query", "form", "status"),
+    [("forged", "{nonce}", 200), ("{nonce}", "forged", 403), ("{nonce}", "", 403)],
+    ids=["good-form", "forged-form", "empty-form"],
+)
+def test_a_form_bodys_nonce_wins_over_the_query_strings(
+    client_for: ClientFor, query: str, form: str, status: int
+) -> None:
+    """WordPress reads ``$_REQUEST``, the query string's fields merged under the POST body's."""
+    client, nonce = _logged_in(client_for)
+    response = client.post(
+        f"{ME}?_wpnonce={query.format(nonce=nonce)}", data={"_wpnonce": form.format(nonce=nonce)}
+    )
+    assert response.status_code == status
+    assert response.json() == ({"id": 1} if status == 200 else INVALID_NONCE)
