@@ -127,8 +127,8 @@ def test_an_override_to_options_answers_the_route_help(client_for: ClientFor) ->
 
 @pytest.mark.xfail(
     strict=True,
-    reason="WordPress sends no body after an override to HEAD; the adapters decide the body "
-    "from the request line's method (serve/asgi.py, serve/wsgi.py: other helpers' files).",
+    reason="WordPress sends no body after an override to HEAD; the body is stripped by the "
+    "request line's method (site/respond.py: another helper's file).",
 )
 def test_an_override_to_head_sends_no_body(client_for: ClientFor) -> None:
     response = client_for(make_app()).post(ECHO, headers={"X-HTTP-Method-Override": "HEAD"})
