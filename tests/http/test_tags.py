@@ -61,6 +61,10 @@ def test_tag_base(tag: str, formats: tuple[str, ...], base: str) -> None:
         ('"a" , W/"b"', None),
         ("v7", None),  # unquoted: not a tag
         ("", None),
+        ('junk"v7-msgpack"', None),  # a tag inside junk is not a member
+        ('w/"v7"', None),  # the weak indicator is upper-case
+        ('junk, "v7"', '"v7"'),  # a malformed member is skipped to its comma
+        (',, ,"v7"', '"v7"'),
     ],
 )
 def test_matching_tag_names_the_tag_to_answer_the_304_with(
@@ -79,6 +83,9 @@ def test_matching_tag_names_the_tag_to_answer_the_304_with(
         ('W/"v7"', False),  # a weak tag never matches strongly
         ('"v8"', False),
         ("", False),
+        ("**", False),
+        ('junk"v7"', False),
+        ('junk, "v7"', True),
     ],
 )
 def test_strong_match(header: str, expected: bool) -> None:

@@ -59,14 +59,21 @@ MAX_REMEMBERED_HEADER = 1024
 
 
 def nonce_from_request(request: Request, wordpress_compat: bool = False) -> Any:
-    """The nonce a request carries: ``_wpnonce`` (query or form body) first, then
+    """The nonce a request carries: ``_wpnonce`` (form body, then query string) first, then
     ``X-SVC-Nonce`` (with ``wordpress_compat``, then WordPress's ``X-WP-Nonce``, which
-    clients written for WordPress send); None when none is sent."""
-    # PERF: no body and no query string (most reads) means no bucket to parse.
+    clients written for WordPress send); None when none is sent. A form body's field wins
+    over the query string's, as in WordPress's ``$_REQUEST`` (the GET fields merged under
+    the POST ones)."""
+    # PERF: no body and no query string (most reads) means no bucket to parse; a request
+    # without a body parses none.
     if request.raw_body or request.may_have_query:
-        for bucket in (request.query_params, request.body_params):
-            if "_wpnonce" in bucket:
-                return bucket["_wpnonce"]
+        if request.raw_body:
+            body = request.body_params
+            if "_wpnonce" in body:
+                return body["_wpnonce"]
+        query = request.query_params
+        if "_wpnonce" in query:
+            return query["_wpnonce"]
     nonce = request.headers.get_joined("x-svc-nonce")
     if nonce is None and wordpress_compat:
         nonce = request.headers.get_joined("x-wp-nonce")

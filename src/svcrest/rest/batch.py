@@ -30,9 +30,10 @@ from urllib.parse import urlsplit
 
 from svcrest.blocking import inline
 from svcrest.http.errors import RestError
-from svcrest.http.forms import parse_form
+from svcrest.http.forms import parse_query
 from svcrest.http.request import Request
 from svcrest.http.response import Response
+from svcrest.rest.embed import EnvelopeResponse
 from svcrest.rest.pipeline import envelope_response, finish_hooks
 from svcrest.rest.routing.definitions import Handler
 from svcrest.rest.schema import validate_value
@@ -122,23 +123,28 @@ class _Item:
         self.handler: Handler | None = None
         #: The handler's argument step, prepared at registration.
         self.arg_plan: ArgPlan | None = None
+        #: The request's own refusal: its path or query string unreadable, its route not
+        #: in batches.
         self.error: RestError | None = None
+        self.request: Request | None = None
         built = _build_request(spec, user)
         if isinstance(built, RestError):
             self.error = built
-            self.request: Request | None = None
         else:
-            self.request = built
+            self.request, self.error = built
 
     def fresh(self, user: Any) -> Request:
         """A new Request for the run (validation may have changed the first one)."""
         built = _build_request(self.spec, user)
-        assert isinstance(built, Request)
-        return built
+        assert not isinstance(built, RestError)
+        return built[0]
 
 
-def _build_request(spec: Mapping[str, Any], user: Any) -> Request | RestError:
-    """A Request of one batch item (WordPress: method, path with query, headers, body)."""
+def _build_request(
+    spec: Mapping[str, Any], user: Any
+) -> tuple[Request, RestError | None] | RestError:
+    """A Request of one batch item (WordPress: method, path with query, headers, body) and
+    the refusal of its query string, or the error of a path that cannot be read."""
     path = spec.get("path")
     try:
         parts = urlsplit(path) if isinstance(path, str) else None
@@ -146,6 +152,15 @@ def _build_request(spec: Mapping[str, Any], user: Any) -> Request | RestError:
         parts = None
     if parts is None or not parts.path.startswith("/"):
         return RestError("parse_path_failed", "Could not parse the path.", {"status": 400})
+    # SECURITY: a query string past PHP's limits is refused in the request's slot, as the
+    # HTTP layer refuses one, never run with part of its parameters.
+    query: dict[str, Any] | None = None
+    refused: RestError | None = None
+    if parts.query:
+        try:
+            query = parse_query(parts.query)
+        except RestError as error:
+            refused = error
     headers: list[tuple[str, str]] = []
     for name, value in (spec.get("headers") or {}).items():
         for line in value if isinstance(value, list) else [value]:
@@ -154,12 +169,12 @@ def _build_request(spec: Mapping[str, Any], user: Any) -> Request | RestError:
     request = Request(
         str(spec.get("method") or "POST"),
         parts.path,
-        query=parse_form(parts.query) if parts.query else None,
+        query=query,
         body=body if isinstance(body, Mapping) and body else None,
         headers=headers,
     )
     request.user = user
-    return request
+    return request, refused
 
 
 class BatchController:
@@ -278,6 +293,11 @@ class BatchController:
             with child_span("batch", request.method, request.route):
                 response = await server.dispatch_async(request)
         response = await finish_hooks(server.plan(), server, request, response)
+        if isinstance(response, EnvelopeResponse):
+            # ``?_envelope`` in the request's path: its slot is its one envelope (WordPress
+            # envelopes only the outer answer), with its own status, which an atomic batch
+            # reads to roll back.
+            response = response.enveloped
         return _slot(response, request)
 
     async def serve(self, batch: Request) -> Response:

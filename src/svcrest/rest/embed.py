@@ -57,9 +57,12 @@ class EnvelopeResponse(Response):
 
 
 def parse_embed_param(value: Any) -> Literal[True] | list[str]:
-    """WordPress's ``rest_parse_embed_param``: True for every rel, or the rels listed."""
+    """WordPress's ``rest_parse_embed_param``: True for every rel, or the rels listed (a
+    comma-separated string, a list, or the values of a PHP array)."""
     if value is None or value is True:
         return True
+    if isinstance(value, dict):  # ``_embed[a]=author``: a PHP array, read for its values
+        value = list(value.values())
     items = value if isinstance(value, list) else str(value).split(",")
     rels = [str(item).strip() for item in items if str(item).strip()]
     if not rels or (len(rels) == 1 and rels[0].lower() in _ALL):
@@ -81,6 +84,9 @@ def request_for_link(settings: SiteSettings, href: str, route_of: RouteOf) -> Re
         return None
     query = parse_form(link.query) if link.query else {}
     query.pop("rest_route", None)
+    # WordPress envelopes only the outer answer: an ``_envelope`` in a link's own query
+    # string would otherwise embed an envelope in place of the linked data.
+    query.pop("_envelope", None)
     if not query.get("context"):
         query["context"] = "embed"
     return Request("GET", route, query=query)

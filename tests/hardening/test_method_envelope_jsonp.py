@@ -1,0 +1,290 @@
+"""Hostile ``_method`` / ``X-HTTP-Method-Override``, ``_envelope`` and ``_jsonp`` on both
+adapters (WordPress's ``serve_request``). An override counts on POST only; an unknown,
+empty-looking, NUL or 5,000-character method answers 405 ``rest_no_route`` with ``Allow``
+and is never reflected. ``_envelope`` (any value, an array too) wraps every answer, errors
+included (a 404, 401, 405, 415, invalid JSON, a raising callback without its text), in a
+200. ``_jsonp`` is not offered: the answer stays JSON with ``nosniff`` and a callback name is
+never reflected. (The ordinary cases are in tests/test_serving.py and tests/rest/.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from svcrest import App, Request, RestError, public
+from tests.conftest import SiteClient
+
+ClientFor = Callable[..., SiteClient]
+ECHO = "/svc-json/t/v1/echo"
+ALLOWED = "GET, POST, PUT, PATCH, DELETE"
+NOT_ALLOWED = {
+    "code": "rest_no_route",
+    "message": "No route was found matching the URL and request method.",
+    "data": {"status": 405},
+}
+
+
+def make_app() -> App:
+    app = App("http://127.0.0.1:8000")
+
+    def echo(request: Request) -> dict[str, Any]:
+        return {"method": request.method}
+
+    def boom(request: Request) -> Any:
+        raise ValueError("secret text of the failure")
+
+    app.register_rest_route(
+        "t/v1", "/echo", {"methods": ALLOWED, "callback": echo, "permission_callback": public}
+    )
+    app.register_rest_route(
+        "t/v1",
+        "/teapot",
+        {
+            "methods": "GET, POST",
+            "callback": lambda request: RestError("t_teapot", "Short.", {"status": 418, "x": 1}),
+            "permission_callback": public,
+        },
+    )
+    app.register_rest_route("t/v1", "/boom", {"callback": boom, "permission_callback": public})
+    app.register_rest_route(
+        "t/v1", "/secret", {"callback": lambda r: {}, "permission_callback": lambda r: False}
+    )
+    return app
+
+
+@pytest.mark.parametrize(
+    ("query", "headers", "method"),
+    [
+        ("?_method=PUT", {"X-HTTP-Method-Override": "DELETE"}, "PUT"),  # the parameter first
+        ("?_method[]=PUT", {}, "POST"),  # not a string: no override
+        ("?_method[a]=DELETE", {}, "POST"),
+        ("", {"X-HTTP-Method-Override": "  patch  "}, "PATCH"),
+        ("?_method=%20", {}, "POST"),  # blank: not an override
+    ],
+    ids=["parameter-over-header", "parameter-list", "parameter-map", "header-padded", "blank"],
+)
+def test_method_override_sources(
+    client_for: ClientFor, query: str, headers: dict[str, str], method: str
+) -> None:
+    response = client_for(make_app()).post(ECHO + query, headers=headers)
+    assert (response.status_code, response.json()) == (200, {"method": method})
+
+
+@pytest.mark.parametrize(
+    ("query", "headers"),
+    [
+        ("?_method=FOO", {}),
+        ("?_method=G%20ET", {}),
+        ("?_method=%00", {}),
+        ("?_method=%3Cscript%3Ealert(1)%3C/script%3E", {}),
+        ("?_method=" + "X" * 5000, {}),
+        ("", {"X-HTTP-Method-Override": "TRACE"}),
+        ("", {"X-HTTP-Method-Override": "CONNECT"}),
+        ("", {"X-HTTP-Method-Override": "<script>"}),
+        ("", {"X-HTTP-Method-Override": "Y" * 5000}),
+    ],
+    ids=[
+        "unknown",
+        "inner-blank",
+        "nul",
+        "markup",
+        "5000-characters",
+        "trace",
+        "connect",
+        "header-markup",
+        "header-5000-characters",
+    ],
+)
+def test_an_unknown_override_is_a_405_never_reflected(
+    client_for: ClientFor, query: str, headers: dict[str, str]
+) -> None:
+    response = client_for(make_app()).post(ECHO + query, headers=headers)
+    assert (response.status_code, response.json()) == (405, NOT_ALLOWED)
+    assert response.headers["allow"] == ALLOWED
+    for sent in ("FOO", "script", "XXXXX", "YYYYY", "TRACE", "CONNECT"):
+        assert sent.lower() not in response.text.lower()
+        assert all(sent.lower() not in value.lower() for value in response.headers.values())
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+def test_an_override_on_another_method_than_post_is_ignored(
+    client_for: ClientFor, method: str
+) -> None:
+    client = client_for(make_app())
+    for override in ({"X-HTTP-Method-Override": "FOO"}, {}):
+        query = "" if override else "?_method=FOO"
+        response = client.request(method, ECHO + query, headers=override)
+        assert (response.status_code, response.json()) == (200, {"method": method})
+
+
+def test_an_override_to_options_answers_the_route_help(client_for: ClientFor) -> None:
+    response = client_for(make_app()).post(ECHO, headers={"X-HTTP-Method-Override": "OPTIONS"})
+    assert response.status_code == 200
+    assert response.json()["endpoints"] == [{"methods": ALLOWED.split(", "), "args": {}}]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="WordPress sends no body after an override to HEAD; the body is stripped by the "
+    "request line's method (site/respond.py: another helper's file).",
+)
+def test_an_override_to_head_sends_no_body(client_for: ClientFor) -> None:
+    response = client_for(make_app()).post(ECHO, headers={"X-HTTP-Method-Override": "HEAD"})
+    assert (response.status_code, response.content) == (200, b"")
+
+
+# -- _envelope -----------------------------------------------------------------------------------
+
+
+def _envelope(body: Any, status: int, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    return {"body": body, "status": status, "headers": headers or {}}
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "kwargs", "expected"),
+    [
+        ("GET", ECHO + "?_envelope=0", {}, _envelope({"method": "GET"}, 200, {"Allow": ALLOWED})),
+        ("GET", ECHO + "?_envelope[]=1", {}, _envelope({"method": "GET"}, 200, {"Allow": ALLOWED})),
+        (
+            "GET",
+            "/svc-json/t/v1/teapot?_envelope",
+            {},
+            _envelope(
+                {"code": "t_teapot", "message": "Short.", "data": {"status": 418, "x": 1}},
+                418,
+                {"Allow": "GET, POST"},
+            ),
+        ),
+        (
+            "GET",
+            "/svc-json/t/v1/nothing?_envelope",
+            {},
+            _envelope({**NOT_ALLOWED, "data": {"status": 404}}, 404),
+        ),
+        (
+            "GET",
+            "/svc-json/t/v1/secret?_envelope",
+            {},
+            _envelope(
+                {
+                    "code": "rest_forbidden",
+                    "message": "Sorry, you are not allowed to do that.",
+                    "data": {"status": 401},
+                },
+                401,
+            ),
+        ),
+        (
+            "GET",
+            "/svc-json/t/v1/boom?_envelope",
+            {},
+            _envelope(
+                {
+                    "code": "rest_internal_error",
+                    "message": "Internal server error.",
+                    "data": {"status": 500},
+                },
+                500,
+                {"Allow": "GET"},
+            ),
+        ),
+        (
+            "POST",
+            ECHO + "?_envelope&_method=FOO",
+            {},
+            _envelope(NOT_ALLOWED, 405, {"Allow": ALLOWED}),
+        ),
+        (
+            "POST",
+            ECHO + "?_envelope",
+            {
+                "content": b"x" * 100,
+                "headers": {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+            },
+            _envelope(
+                {
+                    "code": "rest_unsupported_content_encoding",
+                    "message": "Request bodies must be sent without a content coding.",
+                    "data": {"status": 415},
+                },
+                415,
+                {"Accept-Encoding": "identity", "Allow": ALLOWED},
+            ),
+        ),
+    ],
+    ids=[
+        "value-0",
+        "array",
+        "error",
+        "no-route",
+        "refused",
+        "raises",
+        "unknown-override",
+        "coded-body",
+    ],
+)
+def test_envelope_wraps_every_answer_in_a_200(
+    client_for: ClientFor, method: str, url: str, kwargs: dict[str, Any], expected: Any
+) -> None:
+    response = client_for(make_app()).request(method, url, **kwargs)
+    assert (response.status_code, response.json()) == (200, expected)
+    assert b"secret text" not in response.content
+
+
+def test_envelope_of_invalid_json(client_for: ClientFor) -> None:
+    response = client_for(make_app()).post(
+        ECHO + "?_envelope", content=b"{", headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 200
+    envelope = response.json()
+    assert (envelope["status"], envelope["body"]["code"]) == (400, "rest_invalid_json")
+
+
+def test_envelope_never_answers_304(client_for: ClientFor) -> None:
+    response = client_for(make_app()).get(ECHO + "?_envelope", headers={"If-None-Match": "*"})
+    assert response.status_code == 200
+    assert response.json()["status"] == 200
+
+
+# -- _jsonp --------------------------------------------------------------------------------------
+
+HOSTILE_CALLBACKS = [
+    "cb",
+    "alert(1)//",
+    "<script>alert(1)</script>",
+    "a\u2028b",
+    "x" * 5000,
+    "jQuery123.cb[0]",
+]
+
+
+@pytest.mark.parametrize("callback", HOSTILE_CALLBACKS, ids=repr)
+def test_jsonp_is_not_offered_and_a_callback_is_never_reflected(
+    client_for: ClientFor, callback: str
+) -> None:
+    response = client_for(make_app()).get(ECHO, params={"_jsonp": callback})
+    assert response.headers["content-type"] == "application/json; charset=UTF-8"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert callback not in response.text
+    assert response.text.startswith("{")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="WordPress answers 400 rest_callback_disabled to any _jsonp when JSONP is off; "
+    "svcrest ignores the parameter. The check belongs in serve_rest "
+    "(rest/pipeline.py: another helper's file).",
+)
+@pytest.mark.parametrize("callback", ["cb", "alert(1)//"], ids=["plain", "hostile"])
+def test_jsonp_answers_wordpress_rest_callback_disabled(
+    client_for: ClientFor, callback: str
+) -> None:
+    response = client_for(make_app()).get(ECHO, params={"_jsonp": callback})
+    assert response.status_code == 400
+    assert response.json() == {
+        "code": "rest_callback_disabled",
+        "message": "JSONP support is disabled on this site.",
+        "data": {"status": 400},
+    }
