@@ -39,11 +39,7 @@ from svcrest.rest.schema.common import (
 )
 from svcrest.rest.schema.formats import FORMAT_SANITIZERS, check_format
 
-__all__ = [
-    "matching_schema",
-    "sanitize_value",
-    "validate_value",
-]
+__all__ = ["matching_schema", "sanitize_value", "validate_value"]
 
 
 def _validate_string(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
@@ -127,14 +123,12 @@ def _validate_number(value: Any, schema: Mapping[str, Any], param: str) -> RestE
     return _validate_bounds(number, schema, param)
 
 
-_PAST_64_BITS = (
-    f"must be between {INT64_MIN} (inclusive) and {INT64_MAX} (inclusive)"  # rest_out_of_bounds
-)
+#: The message of an ``integer`` past PHP's 64-bit range: WordPress's wording for a range.
+_PAST_64_BITS = f"must be between {INT64_MIN} (inclusive) and {INT64_MAX} (inclusive)"
 
 
-def _past_64_bits(param: str) -> RestError:
-    """The ``rest_out_of_bounds`` refusal of an ``integer`` outside PHP's 64-bit range, in
-    WordPress's wording for a range."""
+def _out_of_64_bits(param: str) -> RestError:
+    """The ``rest_out_of_bounds`` refusal of an ``integer`` outside PHP's 64-bit range."""
     return param_error("rest_out_of_bounds", f"{param} {_PAST_64_BITS}", param)
 
 
@@ -145,7 +139,7 @@ def _validate_integer(value: Any, schema: Mapping[str, Any], param: str) -> Rest
     # The schema's own bounds are told first; then the range every integer of WordPress's
     # has (PHP's): past it, no JSON answer would carry the value back (a 500 otherwise).
     if error is None and not INT64_MIN <= to_number(value) <= INT64_MAX:  # type: ignore[operator]
-        error = _past_64_bits(param)
+        error = _out_of_64_bits(param)
     return error
 
 

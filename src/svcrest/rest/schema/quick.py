@@ -4,10 +4,10 @@ per schema (when a route or an ability is registered), never per value.
 ``quick_check(schema)`` gives a predicate that answers True only for values the schema
 certainly accepts (a string within its lengths, matching its ``pattern`` and ``enum``; an
 integer of 64 bits or a string of digits within ``minimum`` / ``maximum``; a boolean; an
-object of the declared plain properties…), or None for a schema holding a keyword it does not cover. A
-value the predicate does not accept is checked by :func:`validate_value` as always, so every
-error keeps WordPress's code and message: the predicate only spares the full walk of a
-valid value.
+object of the declared plain properties…), or None for a schema holding a keyword it does
+not cover. A value the predicate does not accept is checked by :func:`validate_value` as
+always, so every error keeps WordPress's code and message: the predicate only spares the
+full walk of a valid value.
 
 ``quick_sanitizer(schema)`` gives a function answering what :func:`sanitize_value` answers
 for the values it is sure of (a string for a ``string``, ``"42"`` → 42 for an ``integer``,
