@@ -390,6 +390,19 @@ def test_route_options_inside_a_handler_are_refused(option: str, value: Any) -> 
     assert app.register_rest_route("demo/v1", "/x", {0: handler, option: value}) is True
 
 
+def test_a_handler_option_beside_the_handlers_is_refused() -> None:
+    app = App()
+    handler = {"permission_callback": public, "callback": cb}
+    route = {0: handler, "fields_applied": True}
+    assert _notices(lambda: app.register_rest_route("demo/v1", "/x", route)) == [
+        "'fields_applied' is an option of a handler, and beside the handlers it would be"
+        " ignored: put it inside the handler definition ({0: {..., 'fields_applied': True}})"
+    ]
+    assert "/demo/v1/x" not in app.rest_get_server().get_routes()
+    # Inside the handler it is the handler's.
+    assert app.register_rest_route("demo/v1", "/x", {0: {**handler, "fields_applied": True}})
+
+
 def test_the_route_decorator_gives_route_options_to_the_route() -> None:
     app = App()
 

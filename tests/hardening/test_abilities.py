@@ -160,9 +160,29 @@ def test_large_but_valid_input_runs(client_for: ClientFor, body: bytes, keys: in
 
 def test_the_largest_integers_run(client_for: ClientFor) -> None:
     client = client_for(make_app())
-    for number in (2**63 - 1, -(2**62)):
+    # Integers are PHP's, 64-bit: the ends of the range, in and out.
+    for number in (2**62 - 1, -(2**62)):
         response = client.post(RUN.format("t/double"), json={"input": number})
         assert (response.status_code, response.json()) == (200, number * 2)
+    for number in (2**63 - 1, -(2**63)):
+        response = client.get(RUN.format("t/shape"), params={"input[a]": str(number)})
+        assert (response.status_code, response.json()) == (200, {"a": number})
+
+
+def test_an_output_past_64_bits_is_the_abilitys_invalid_output(client_for: ClientFor) -> None:
+    response = client_for(make_app()).post(RUN.format("t/double"), json={"input": 2**63 - 1})
+    reason = (
+        "output must be between -9223372036854775808 (inclusive) and 9223372036854775807"
+        " (inclusive)"
+    )
+    assert (response.status_code, response.json()) == (
+        500,
+        {
+            "code": "ability_invalid_output",
+            "message": f'Ability "t/double" has invalid output. Reason: {reason}',
+            "data": {"status": 500},
+        },
+    )
 
 
 @pytest.mark.parametrize("method", ["DELETE", "PUT", "PATCH"])
@@ -174,18 +194,6 @@ def test_other_methods_are_refused(client_for: ClientFor, method: str) -> None:
     assert answer["code"] in ("rest_no_route", "rest_ability_invalid_method")
 
 
-#: Why whole numbers past the 64-bit range still answer 500: an ``integer`` argument's
-#: sanitising turns ``1e20`` (or a URL's ``99999999999999999999999``) into a Python integer
-#: no JSON answer can carry. Refusing it in validation would answer 400 where WordPress
-#: answers 404 for such an id (tests/rest/test_store_collection.py's
-#: test_unknown_id_is_404_invalid_id); saturating it as PHP's cast does would store
-#: ``PHP_INT_MAX`` where the store now refuses the value; writing it with its digits would
-#: undo tests/rest/test_answer_json.py's test_an_integer_past_64_bits_names_orjsons_reason.
-#: The choice is the lead's.
-PAST_64_BITS = "an integer arg past 64 bits is sanitised to an int no JSON answer carries"
-
-
-@pytest.mark.xfail(strict=True, reason=PAST_64_BITS)
 @pytest.mark.parametrize(
     ("method", "query", "body"),
     [

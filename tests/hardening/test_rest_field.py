@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from tests.hardening.test_abilities import PAST_64_BITS
 from tests.rest.test_store_collection import TASKS, ClientFor, Site
 
 META_SCHEMA: dict[str, Any] = {
@@ -106,15 +105,53 @@ def test_a_value_against_the_fields_schema_is_400_and_nothing_is_kept(
     assert (site.updates, site.meta) == (0, {})
 
 
-@pytest.mark.xfail(strict=True, reason=PAST_64_BITS)
-@pytest.mark.parametrize("size", ["1e20", 1e20], ids=["string", "float"])
+@pytest.mark.parametrize(
+    "size", ["1e20", 1e20, 2**63, "9" * 30], ids=["string", "float", "2**63", "30-digits"]
+)
+@pytest.mark.parametrize("method", ["POST", "PATCH"])
 def test_a_size_past_64_bits_is_refused_not_a_500(
+    site: Fielded, client_for: ClientFor, method: str, size: Any
+) -> None:
+    url = TASKS if method == "POST" else f"{TASKS}/1"
+    response = client_for(site.app).request(
+        method, url, json={"title": "x", "meta": {"size": size}}, headers=site.headers["ed"]
+    )
+    reason = (
+        "meta[size] must be between -9223372036854775808 (inclusive) and 9223372036854775807"
+        " (inclusive)"
+    )
+    assert (response.status_code, response.json()) == (
+        400,
+        {
+            "code": "rest_invalid_param",
+            "message": "Invalid parameter(s): meta",
+            "data": {
+                "status": 400,
+                "params": {"meta": reason},
+                "details": {
+                    "meta": {
+                        "code": "rest_out_of_bounds",
+                        "message": reason,
+                        "data": {"param": "meta[size]"},
+                    }
+                },
+            },
+        },
+    )
+    assert titles(site) == ["a"]
+    assert (site.updates, site.meta) == (0, {})
+
+
+@pytest.mark.parametrize("size", [2**63 - 1, "9.2e18"], ids=["2**63-1", "9.2e18"])
+def test_a_size_at_the_end_of_64_bits_is_kept(
     site: Fielded, client_for: ClientFor, size: Any
 ) -> None:
-    response = client_for(site.app).post(
-        TASKS, json={"title": "x", "meta": {"size": size}}, headers=site.headers["ed"]
+    response = client_for(site.app).request(
+        "PATCH", f"{TASKS}/1", json={"meta": {"size": size}}, headers=site.headers["ed"]
     )
-    assert response.status_code == 400
+    assert response.status_code == 200
+    assert site.meta == {1: {"size": int(float(size)) if isinstance(size, str) else size}}
+    assert response.json()["meta"] == {"size": site.meta[1]["size"]}
 
 
 @pytest.mark.parametrize(

@@ -238,6 +238,22 @@ def test_closed_store_refuses_use(store_location: str | None) -> None:
     store.close()
     with pytest.raises(StoreError, match="the store is closed"), store.read():
         pass  # pragma: no cover
+    with pytest.raises(StoreError, match="the store is closed"):
+        store.read_one("SELECT 1")
+
+
+def test_a_failed_read_one_gives_its_connection_back(store: Store) -> None:
+    store.migrate("t", [ITEMS])
+    for _ in range(12):  # more than a pool holds: a connection kept would exhaust it
+        with pytest.raises(Exception, match=r"no_such_table|does not exist"):
+            store.read_one("SELECT * FROM no_such_table")
+        assert not store.in_block()
+    assert tuple(store.read_one("SELECT COUNT(*) FROM items")) == (0,)
+    with store.read():
+        with pytest.raises(Exception, match=r"no_such_table|does not exist"):
+            store.read_one("SELECT * FROM no_such_table")
+        assert store.in_block()
+    assert not store.in_block()
 
 
 def test_threads_write_without_losing_anything(store: Store) -> None:

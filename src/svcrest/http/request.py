@@ -377,10 +377,15 @@ class Request:
         url_params = self.url_params
         if name in url_params:
             return url_params[name]
-        if not self.may_have_query and self.lone_url_params() is not None:
-            # PERF: no query parameter can exist: the defaults answer, and the query bucket
-            # is not handed out (a read leaves ``may_have_query`` false, so the steps that
-            # look only at query parameters still skip the request).
+        if (
+            not self.may_have_query
+            and self.method not in FORM_BODY_METHODS
+            and not ((self.raw_body or self._json_parsed) and self.is_json_content_type())
+        ):
+            # PERF: no query parameter can exist (``lone_url_params``'s test, written out:
+            # no call a read): the defaults answer, and the query bucket is not handed out
+            # (a read leaves ``may_have_query`` false, so the steps that look only at query
+            # parameters still skip the request).
             return self.default_params.get(name)
         for bucket in self.param_buckets():
             if name in bucket:

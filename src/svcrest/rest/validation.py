@@ -40,6 +40,7 @@ from svcrest.rest.schema import (
     unchanged_type,
     validate_value,
 )
+from svcrest.rest.schema.common import within_64_bits
 from svcrest.rest.schema.quick import Predicate, Sanitizer
 
 __all__ = [
@@ -484,6 +485,8 @@ class ArgPlan:
                 continue  # PERF: left out, or the default itself, checked at registration
             if type(value) is not accepted and (quick is None or not quick(value)):
                 error = validate_value(value, definition, name)
+                if error is not None and error.code == "rest_out_of_bounds":
+                    error = _from_path(value, definition, name, buckets[0], error)
                 if error is not None:
                     invalid = _noted(invalid, name, error)
                     continue
@@ -572,6 +575,18 @@ class ArgPlan:
             invalid = _noted(invalid, name, error)
         rest = self.cleans[self.positions[name] + 1 :]
         return await settle(self._sanitize(request, buckets, _merged(buckets), rest, invalid))
+
+
+def _from_path(
+    value: Any, definition: Mapping[str, Any], name: str, url: dict[str, Any], error: RestError
+) -> RestError | None:
+    """The error of ``value`` refused as out of bounds: ``error`` itself, but for a value
+    from the route's path pattern (the URL bucket), checked as PHP reads it (a whole number
+    past 64 bits as the nearest end of the range): WordPress answers a URL's id of thirty
+    digits with the resource's own not-found (``rest_post_invalid_id``), not a 400."""
+    if url.get(name, _NOTHING) is not value:
+        return error
+    return validate_value(within_64_bits(value), definition, name)
 
 
 def _called(callback: Callable[..., Any], value: Any, request: Request, name: str) -> Any:

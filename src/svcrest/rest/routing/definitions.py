@@ -140,6 +140,15 @@ ROUTE_ONLY_OPTIONS = ("schema", "rate_limit", "idempotency")
 HANDLER_ONLY_OPTIONS = ("fields_applied",)
 
 
+def _refuse_misplaced(where: Mapping[str, Any], keys: tuple[str, ...], message: str) -> None:
+    """Raise ``RouteDefinitionError`` with ``message`` (a ``str.format`` template of
+    ``key``) for the first of ``keys`` that ``where`` holds: an option written where it
+    would be ignored."""
+    for key in keys:
+        if key in where:
+            raise RouteDefinitionError(message.format(key=key))
+
+
 def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]) -> Handler:
     """A handler merged over the defaults ``methods="GET"``, ``callback=None`` and ``args={}``
     (its own values win), with the route's shared ``args`` under its own. Raises
@@ -149,13 +158,12 @@ def normalise_handler(handler: Mapping[str, Any], common_args: Mapping[str, Any]
     fails its own schema (every request would be refused)."""
     if not isinstance(handler, Mapping):
         raise RouteDefinitionError(f"a handler definition must be a mapping: {handler!r}")
-    misplaced = [key for key in ROUTE_ONLY_OPTIONS if key in handler]
-    if misplaced:
-        key = misplaced[0]
-        raise RouteDefinitionError(
-            f"{key!r} is a route option, and inside a handler definition it would be ignored:"
-            f" move it out of the handler, next to the handlers ({{0: handler, {key!r}: ...}})"
-        )
+    _refuse_misplaced(
+        handler,
+        ROUTE_ONLY_OPTIONS,
+        "{key!r} is a route option, and inside a handler definition it would be ignored:"
+        " move it out of the handler, next to the handlers ({{0: handler, {key!r}: ...}})",
+    )
     merged: dict[str, Any] = {"methods": "GET", "callback": None, "args": {}}
     merged.update(handler)
     merged["methods"] = normalise_methods(merged["methods"])
@@ -258,13 +266,12 @@ def split_route_args(args: Any) -> tuple[list[Handler], dict[str, Any]]:
     handler's own option (``fields_applied``) beside the handlers, where it would be
     ignored."""
     handlers_in, options = handler_definitions(args)
-    misplaced = [key for key in HANDLER_ONLY_OPTIONS if key in options]
-    if misplaced:
-        key = misplaced[0]
-        raise RouteDefinitionError(
-            f"{key!r} is an option of a handler, and beside the handlers it would be ignored:"
-            f" put it inside the handler definition ({{0: {{..., {key!r}: True}}}})"
-        )
+    _refuse_misplaced(
+        options,
+        HANDLER_ONLY_OPTIONS,
+        "{key!r} is an option of a handler, and beside the handlers it would be ignored:"
+        " put it inside the handler definition ({{0: {{..., {key!r}: True}}}})",
+    )
     common = options.pop("args", None) or {}
     if not isinstance(common, Mapping):
         raise RouteDefinitionError("the route option 'args' must be a mapping")

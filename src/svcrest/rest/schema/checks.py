@@ -11,6 +11,8 @@ from typing import Any
 
 from svcrest.http.errors import RestError
 from svcrest.rest.schema.common import (
+    INT64_MAX,
+    INT64_MIN,
     TYPES,
     Validator,
     as_dict,
@@ -121,10 +123,23 @@ def _validate_number(value: Any, schema: Mapping[str, Any], param: str) -> RestE
     return _validate_bounds(number, schema, param)
 
 
+#: The message of an ``integer`` past PHP's 64-bit range: WordPress's wording for a range.
+_PAST_64_BITS = f"must be between {INT64_MIN} (inclusive) and {INT64_MAX} (inclusive)"
+
+
+def _out_of_64_bits(param: str) -> RestError:
+    """The ``rest_out_of_bounds`` refusal of an ``integer`` outside PHP's 64-bit range."""
+    return param_error("rest_out_of_bounds", f"{param} {_PAST_64_BITS}", param)
+
+
 def _validate_integer(value: Any, schema: Mapping[str, Any], param: str) -> RestError | None:
     error = _validate_number(value, schema, param)
     if error is None and not is_integer(value):
         error = type_error(param, "integer")
+    # The schema's own bounds are told first; then the range every integer of WordPress's
+    # has (PHP's): past it, no JSON answer would carry the value back (a 500 otherwise).
+    if error is None and not INT64_MIN <= to_number(value) <= INT64_MAX:  # type: ignore[operator]
+        error = _out_of_64_bits(param)
     return error
 
 
@@ -222,11 +237,18 @@ def _all_pass(items: list[Any], schema: Mapping[str, Any], type_name: str) -> bo
         return False
     if type_name == "string":
         return _strings_pass(items, schema)
-    if type_name == "boolean" or not any(key in schema for key in _BOUND_KEYWORDS):
+    if type_name == "boolean":
+        return True
+    bounded = any(key in schema for key in _BOUND_KEYWORDS)
+    if type_name == "number" and not bounded:
         return True
     # Bounds make an interval: the smallest and largest items pass, so every item does.
     low, high = min(items), max(items)
-    return _validate_bounds(low, schema, "") is None and _validate_bounds(high, schema, "") is None
+    if type_name == "integer" and not (low >= INT64_MIN and high <= INT64_MAX):
+        return False
+    return not bounded or (
+        _validate_bounds(low, schema, "") is None and _validate_bounds(high, schema, "") is None
+    )
 
 
 def _validate_items(

@@ -13,6 +13,8 @@ from svcrest.http.errors import RestError
 
 __all__ = [
     "HELP_KEYWORDS",
+    "INT64_MAX",
+    "INT64_MIN",
     "TYPES",
     "Validator",
     "as_dict",
@@ -36,7 +38,12 @@ __all__ = [
     "to_number",
     "type_error",
     "values_equal",
+    "within_64_bits",
 ]
+
+#: The range of an ``integer``: PHP's, 64-bit, as WordPress's integers are.
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
 
 #: The JSON-schema type names WordPress knows.
 TYPES = ("array", "object", "string", "number", "integer", "boolean", "null")
@@ -142,6 +149,21 @@ def is_integer(value: Any) -> bool:
     """WordPress's ``rest_is_integer``: a number (or numeric string) with no fraction."""
     number = to_number(value)
     return isinstance(number, int) or (isinstance(number, float) and number.is_integer())
+
+
+def _past_64_bits(value: Any) -> bool:
+    """Whether ``value`` is a whole number (or numeric string) past PHP's 64-bit range."""
+    number = to_number(value)
+    return number is not None and not INT64_MIN <= number <= INT64_MAX and is_integer(number)
+
+
+def within_64_bits(value: Any) -> Any:
+    """``value``, or, for a whole number past PHP's 64-bit range, the nearest end of the
+    range: what PHP's ``(int)`` cast makes of such a numeric string (a URL's id of thirty
+    digits is read by WordPress as ``PHP_INT_MAX``)."""
+    if not _past_64_bits(value):
+        return value
+    return INT64_MAX if to_number(value) > 0 else INT64_MIN  # type: ignore[operator]
 
 
 def is_boolean(value: Any) -> bool:
@@ -269,13 +291,20 @@ def join_list(words: list[str]) -> str:
 
 
 def best_type(value: Any, types: Sequence[Any]) -> Any:
-    """The first type in ``types`` that ``value`` satisfies (``""`` prefers string)."""
+    """The first type in ``types`` that ``value`` satisfies (``""`` prefers string). A whole
+    number past PHP's 64-bit range is PHP's float: ``integer`` is its type only when no
+    other listed type fits it (``number``, ``string``…); it is then refused as out of range."""
     if isinstance(value, str) and value == "" and "string" in types:
         return "string"
+    past_64_bits = False
     for type_name in types:
         check = _TYPE_CHECKS.get(type_name) if isinstance(type_name, str) else None
         if check is not None and check(value):
-            return type_name
+            if type_name != "integer" or not _past_64_bits(value):
+                return type_name
+            past_64_bits = True
+    if past_64_bits:
+        return "integer"
     unknown = [type_name for type_name in types if type_name not in TYPES]
     return unknown[0] if unknown else None  # WordPress lets unknown types pass
 

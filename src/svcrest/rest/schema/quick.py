@@ -3,11 +3,11 @@ per schema (when a route or an ability is registered), never per value.
 
 ``quick_check(schema)`` gives a predicate that answers True only for values the schema
 certainly accepts (a string within its lengths, matching its ``pattern`` and ``enum``; an
-integer or a string of digits within ``minimum`` / ``maximum``; a boolean; an object of the
-declared plain properties…), or None for a schema holding a keyword it does not cover. A
-value the predicate does not accept is checked by :func:`validate_value` as always, so every
-error keeps WordPress's code and message: the predicate only spares the full walk of a
-valid value.
+integer of 64 bits or a string of digits within ``minimum`` / ``maximum``; a boolean; an
+object of the declared plain properties…), or None for a schema holding a keyword it does
+not cover. A value the predicate does not accept is checked by :func:`validate_value` as
+always, so every error keeps WordPress's code and message: the predicate only spares the
+full walk of a valid value.
 
 ``quick_sanitizer(schema)`` gives a function answering what :func:`sanitize_value` answers
 for the values it is sure of (a string for a ``string``, ``"42"`` → 42 for an ``integer``,
@@ -31,7 +31,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from svcrest.rest.schema.common import TYPES, compile_pattern, is_real
+from svcrest.rest.schema.common import INT64_MAX, INT64_MIN, TYPES, compile_pattern, is_real
 
 __all__ = [
     "UNSURE",
@@ -105,7 +105,7 @@ def _integer(value: Any) -> int | None:
     """The integer an ``integer`` argument certainly reads ``value`` as, else None."""
     kind = type(value)
     if kind is int:
-        return value  # type: ignore[no-any-return]
+        return value if INT64_MIN <= value <= INT64_MAX else None
     return _digits(value) if kind is str else None
 
 
@@ -163,9 +163,9 @@ def _string_check(schema: Mapping[str, Any]) -> Predicate | None:
 
 def _is_integer(value: Any) -> bool:
     kind = type(value)
-    return kind is int or (
-        kind is str and value.isdigit() and value.isascii() and len(value) <= _MAX_DIGITS
-    )
+    if kind is int:
+        return INT64_MIN <= value <= INT64_MAX  # type: ignore[no-any-return]
+    return kind is str and value.isdigit() and value.isascii() and len(value) <= _MAX_DIGITS
 
 
 def _is_number(value: Any) -> bool:
@@ -339,16 +339,19 @@ _SANITIZERS: Final[dict[str, Sanitizer]] = {
 
 #: The types whose values sanitising leaves as they are, by schema type.
 _UNCHANGED: Final[dict[str, type]] = {"string": str, "integer": int, "boolean": bool}
+#: The types every value of which a plain schema of the type accepts, by schema type (not
+#: ``int`` for an ``integer``: one past 64 bits is refused).
+_ACCEPTED: Final[dict[str, type]] = {"string": str, "boolean": bool}
 
 
 def accepted_type(schema: Mapping[str, Any]) -> type | None:
     """The Python type every value of which ``schema`` accepts (``str`` for a plain
-    ``string``, ``int`` for a plain ``integer``, ``bool`` for ``boolean``), else None: a
-    test the caller makes inline, without a call (PERF)."""
+    ``string``, ``bool`` for ``boolean``), else None: a test the caller makes inline,
+    without a call (PERF). None for an ``integer``: an ``int`` past 64 bits is refused."""
     kind = schema.get("type")
-    if not isinstance(kind, str) or kind not in _UNCHANGED or not _NEUTRAL.issuperset(schema):
+    if not isinstance(kind, str) or kind not in _ACCEPTED or not _NEUTRAL.issuperset(schema):
         return None
-    return _UNCHANGED[kind] if isinstance(schema.get("required", False), bool) else None
+    return _ACCEPTED[kind] if isinstance(schema.get("required", False), bool) else None
 
 
 def unchanged_type(schema: Mapping[str, Any]) -> type | None:
