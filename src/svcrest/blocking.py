@@ -29,12 +29,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
+from svcrest.ctxvars import context_variable
+
 __all__ = ["MAX_THREADS", "inline", "inline_context", "is_offloaded", "offload"]
 
 #: Threads of the pool that blocking callbacks run in (per process).
 MAX_THREADS: Final = 32
 
-_INLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("svcrest_inline", default=False)
+_INLINE: contextvars.ContextVar[bool] = context_variable("svcrest_inline", False)
 #: ``_INLINE.set``, bound once (PERF: handed to ``Context.run``, it was bound at every call).
 _inline_set = _INLINE.set
 _pool: ThreadPoolExecutor | None = None
