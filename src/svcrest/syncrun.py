@@ -12,9 +12,9 @@ import threading
 import types
 from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["on_shared_loop", "run_in_context", "run_sync"]
+__all__ = ["THREAD_RUN", "on_shared_loop", "run_in_context", "run_sync"]
 
 
 class _LoopHolder:
@@ -30,7 +30,18 @@ class _LoopHolder:
             self.loop.close()
 
 
-_loops = threading.local()
+class _ThreadRun(threading.local):
+    """One thread's private loop and its driver (``state``, once made), and whether the run
+    under way calls offloaded functions in place (``inline``)."""
+
+    inline = False
+
+
+#: This thread's run (see ``_ThreadRun``): ``THREAD_RUN.inline`` is True while
+#: :func:`run_in_context` runs a coroutine with ``inline=True`` on this thread (a WSGI
+#: request: :func:`svcrest.blocking.offload` then calls the function in place).
+THREAD_RUN: Final = _ThreadRun()
+_loops = THREAD_RUN
 _get_running_loop = asyncio.events._get_running_loop
 _set_running_loop = asyncio.events._set_running_loop
 
@@ -99,11 +110,15 @@ def _new_driver(
     return driver, send, result
 
 
-def run_in_context(coroutine: Coroutine[Any, Any, Any], context: contextvars.Context) -> Any:
+def run_in_context(
+    coroutine: Coroutine[Any, Any, Any], context: contextvars.Context, inline: bool = False
+) -> Any:
     """Run ``coroutine`` to completion from sync code, in ``context``: a context made for it
     alone (e.g. a ``copy_context()``), so what it sets in context variables stays there, as
     with a Task. Also when this thread is already running an event loop (then in a helper
-    thread).
+    thread). ``inline``: offloaded functions are called in place while it runs (and in a
+    helper thread's run started inside it), not in the blocking pool: for a request that has
+    a server thread of its own (the WSGI adapter's).
 
     The coroutine is first driven without the event loop, and handed to the loop only when
     it waits for something real. PERF: a dispatch whose callbacks are all plain finishes in
@@ -115,34 +130,58 @@ def run_in_context(coroutine: Coroutine[Any, Any, Any], context: contextvars.Con
     # PERF: asks without raising (``get_running_loop`` raises a RuntimeError outside a loop).
     if _get_running_loop() is not None:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(context.run, asyncio.run, coroutine).result()
-    # PERF: the thread's loop, driver (and its ``send``) and result box in one thread-local
-    # read (two reads before: a WSGI GET 86,414 → 85,982 instructions, bench/instructions.py).
+            helper = pool.submit(_helper_run, coroutine, context, inline or _loops.inline)
+            return helper.result()
+    if inline:
+        # PERF: the flag is a thread-local, not a context variable: the request's context
+        # then holds only what the request sets (the WSGI GET 75,885 -> 74,572 instructions
+        # without the inline flag's variable and ``inline_context``'s copy, bench/budget.py).
+        outer = _loops.inline
+        _loops.inline = True
     try:
-        loop: asyncio.AbstractEventLoop
-        loop, driver, send, result = _loops.state
-    except AttributeError:  # this thread's first call
-        loop = _new_thread_loop()
-        driver, send, result = _new_driver(loop)
-    if loop.is_closed():
-        loop = _new_thread_loop()
-        _loops.state = loop, driver, send, result
-    _set_running_loop(loop)
-    try:
-        waited_on = context.run(send, coroutine)
-    except BaseException:
-        _new_driver(loop)  # this one ended with the coroutine's exception
-        raise
+        # PERF: the thread's loop, driver (and its ``send``) and result box in one
+        # thread-local read (two reads before: a WSGI GET 86,414 → 85,982 instructions,
+        # bench/instructions.py).
+        try:
+            loop: asyncio.AbstractEventLoop
+            loop, driver, send, result = _loops.state
+        except AttributeError:  # this thread's first call
+            loop = _new_thread_loop()
+            driver, send, result = _new_driver(loop)
+        if loop.is_closed():
+            loop = _new_thread_loop()
+            _loops.state = loop, driver, send, result
+        _set_running_loop(loop)
+        try:
+            waited_on = context.run(send, coroutine)
+        except BaseException:
+            _new_driver(loop)  # this one ended with the coroutine's exception
+            raise
+        finally:
+            _set_running_loop(None)
+        if waited_on is _DONE:
+            value = result[0]
+            result[0] = None
+            return value
+        # The coroutine waits for something: the loop resumes it, through this driver.
+        _new_driver(loop)
+        task = loop.create_task(_resume(driver, result, waited_on), context=context)
+        return loop.run_until_complete(task)
     finally:
-        _set_running_loop(None)
-    if waited_on is _DONE:
-        value = result[0]
-        result[0] = None
-        return value
-    # The coroutine waits for something: the loop resumes it, through this driver.
-    _new_driver(loop)
-    task = loop.create_task(_resume(driver, result, waited_on), context=context)
-    return loop.run_until_complete(task)
+        if inline:
+            _loops.inline = outer
+
+
+def _helper_run(
+    coroutine: Coroutine[Any, Any, Any], context: contextvars.Context, inline: bool
+) -> Any:
+    """``coroutine`` run to its end by ``asyncio.run`` in ``context`` (in a helper thread,
+    see :func:`run_in_context`), offloaded functions in place when ``inline``."""
+    _loops.inline = inline
+    try:
+        return context.run(asyncio.run, coroutine)
+    finally:
+        _loops.inline = False
 
 
 async def _resume(driver: _Driver, result: list[Any], waited_on: Any) -> Any:
