@@ -9,10 +9,10 @@ before it, so any edit of the package could move two of a request's variables in
 (or out of it). Every context variable of the package is made by :func:`context_variable`,
 which gives each a first-level slot of its own, whatever the addresses.
 
-PERF: the request context's variable forced into the slot of the WSGI adapter's inline flag
-(the two variables of a WSGI request's context) costs a WSGI GET +1,737 instructions in the
-map's ``set``, ``reset`` and the frees of its nodes (callgrind, 300 requests); the same
-collision happening by accident moved the instruction budget by +2.5 %.
+PERF: the request context's variable forced into the slot of the inline flag's variable
+(both then in a WSGI request's context) cost a WSGI GET +1,737 instructions in the map's
+``set``, ``reset`` and the frees of its nodes (callgrind, 300 requests); the same collision
+happening by accident had moved the instruction budget by +2.5 %.
 """
 
 from __future__ import annotations
