@@ -198,7 +198,7 @@ def test_an_inline_run_calls_offloaded_functions_in_place_also_after_a_wait() ->
     import asyncio
     import contextvars
 
-    from svcrest.syncrun import THREAD_RUN, run_in_context
+    from svcrest.syncrun import run_in_context, runs_inline
 
     names: list[str] = []
     flags: list[bool] = []
@@ -209,15 +209,15 @@ def test_an_inline_run_calls_offloaded_functions_in_place_also_after_a_wait() ->
 
     def serve() -> None:
         run_in_context(call(), contextvars.copy_context(), True)
-        flags.append(THREAD_RUN.inline)
+        flags.append(runs_inline())
         run_in_context(call(), contextvars.copy_context())  # not inline: the pool
-        flags.append(THREAD_RUN.inline)
+        flags.append(runs_inline())
 
     _in_a_fresh_thread(serve)
     assert names[0] == "fresh"
     assert names[1].startswith(POOL)
     assert flags == [False, False]
-    assert THREAD_RUN.inline is False
+    assert runs_inline() is False
 
 
 def test_a_helper_run_inside_an_inline_run_is_inline_too() -> None:

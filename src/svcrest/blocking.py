@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from svcrest.ctxvars import context_variable
-from svcrest.syncrun import THREAD_RUN
+from svcrest.syncrun import runs_inline
 
 __all__ = ["MAX_THREADS", "inline", "inline_context", "is_offloaded", "offload"]
 
@@ -104,7 +104,7 @@ def offload(function: Callable[..., Any]) -> Callable[..., Any]:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # driven from sync code: already on a request thread of its own
             loop = None
-        if loop is None or _INLINE.get() or THREAD_RUN.inline:
+        if loop is None or _INLINE.get() or runs_inline():
             return function(*args)
         context = contextvars.copy_context()
         return await loop.run_in_executor(_executor(), context.run, function, *args)

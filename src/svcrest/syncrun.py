@@ -12,9 +12,9 @@ import threading
 import types
 from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final
+from typing import Any
 
-__all__ = ["THREAD_RUN", "on_shared_loop", "run_in_context", "run_sync"]
+__all__ = ["on_shared_loop", "run_in_context", "run_sync", "runs_inline"]
 
 
 class _LoopHolder:
@@ -30,18 +30,7 @@ class _LoopHolder:
             self.loop.close()
 
 
-class _ThreadRun(threading.local):
-    """One thread's private loop and its driver (``state``, once made), and whether the run
-    under way calls offloaded functions in place (``inline``)."""
-
-    inline = False
-
-
-#: This thread's run (see ``_ThreadRun``): ``THREAD_RUN.inline`` is True while
-#: :func:`run_in_context` runs a coroutine with ``inline=True`` on this thread (a WSGI
-#: request: :func:`svcrest.blocking.offload` then calls the function in place).
-THREAD_RUN: Final = _ThreadRun()
-_loops = THREAD_RUN
+_loops = threading.local()
 _get_running_loop = asyncio.events._get_running_loop
 _set_running_loop = asyncio.events._set_running_loop
 
@@ -52,6 +41,23 @@ def on_shared_loop() -> bool:
     blocks holds every request of the process, not only the caller's."""
     loop = _get_running_loop()
     return loop is not None and loop is not getattr(_loops, "loop", None)
+
+
+def runs_inline() -> bool:
+    """Whether this thread is running a coroutine whose offloaded functions are called in
+    place: inside :func:`run_in_context` with ``inline=True`` (a WSGI request), or in a
+    helper thread's run started inside one."""
+    mode = getattr(_loops, "mode", None)
+    return mode is not None and mode[0]
+
+
+def _thread_mode() -> list[bool]:
+    """This thread's ``[inline]`` box (see :func:`runs_inline`), made at its first use."""
+    try:
+        mode: list[bool] = _loops.mode
+    except AttributeError:
+        mode = _loops.mode = [False]
+    return mode
 
 
 def _new_thread_loop() -> asyncio.AbstractEventLoop:
@@ -99,14 +105,14 @@ def _new_driver(
     loop: asyncio.AbstractEventLoop,
 ) -> tuple[_Driver, Callable[[Any], Any], list[Any]]:
     """A new driver for this thread (started: waiting for a coroutine), its bound ``send``
-    and its result box, kept with the thread's ``loop`` (one thread-local read a call finds
-    all four). PERF: ``send`` bound once, not at every call (a WSGI GET 83,758 → 83,427
-    instructions, bench/instructions.py)."""
+    and its result box, kept with the thread's ``loop`` and its inline box (one thread-local
+    read a call finds all five). PERF: ``send`` bound once, not at every call (a WSGI GET
+    83,758 → 83,427 instructions, bench/instructions.py)."""
     result: list[Any] = [None]
     driver = _driver(result)
     send = driver.send
     send(None)
-    _loops.state = loop, driver, send, result
+    _loops.state = loop, driver, send, result, _thread_mode()
     return driver, send, result
 
 
@@ -130,27 +136,27 @@ def run_in_context(
     # PERF: asks without raising (``get_running_loop`` raises a RuntimeError outside a loop).
     if _get_running_loop() is not None:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            helper = pool.submit(_helper_run, coroutine, context, inline or _loops.inline)
+            helper = pool.submit(_helper_run, coroutine, context, inline or runs_inline())
             return helper.result()
-    if inline:
-        # PERF: the flag is a thread-local, not a context variable: the request's context
-        # then holds only what the request sets (the WSGI GET 75,885 -> 74,572 instructions
-        # without the inline flag's variable and ``inline_context``'s copy, bench/budget.py).
-        outer = _loops.inline
-        _loops.inline = True
+    # PERF: the thread's loop, driver (and its ``send``), result box and inline box in one
+    # thread-local read (two reads before: a WSGI GET 86,414 → 85,982 instructions,
+    # bench/instructions.py).
     try:
-        # PERF: the thread's loop, driver (and its ``send``) and result box in one
-        # thread-local read (two reads before: a WSGI GET 86,414 → 85,982 instructions,
-        # bench/instructions.py).
-        try:
-            loop: asyncio.AbstractEventLoop
-            loop, driver, send, result = _loops.state
-        except AttributeError:  # this thread's first call
-            loop = _new_thread_loop()
-            driver, send, result = _new_driver(loop)
-        if loop.is_closed():
-            loop = _new_thread_loop()
-            _loops.state = loop, driver, send, result
+        loop: asyncio.AbstractEventLoop
+        loop, driver, send, result, mode = _loops.state
+    except AttributeError:  # this thread's first call
+        loop = _new_thread_loop()
+        driver, send, result = _new_driver(loop)
+        mode = _thread_mode()
+    if loop.is_closed():
+        loop = _new_thread_loop()
+        _loops.state = loop, driver, send, result, mode
+    if inline:
+        # PERF: a box of the thread's run, not a context variable: the request's context
+        # holds only what the request sets (a WSGI GET 75,885 -> 74,851, bench/budget.py).
+        outer = mode[0]
+        mode[0] = True
+    try:
         _set_running_loop(loop)
         try:
             waited_on = context.run(send, coroutine)
@@ -169,7 +175,7 @@ def run_in_context(
         return loop.run_until_complete(task)
     finally:
         if inline:
-            _loops.inline = outer
+            mode[0] = outer
 
 
 def _helper_run(
@@ -177,11 +183,12 @@ def _helper_run(
 ) -> Any:
     """``coroutine`` run to its end by ``asyncio.run`` in ``context`` (in a helper thread,
     see :func:`run_in_context`), offloaded functions in place when ``inline``."""
-    _loops.inline = inline
+    mode = _thread_mode()
+    mode[0] = inline
     try:
         return context.run(asyncio.run, coroutine)
     finally:
-        _loops.inline = False
+        mode[0] = False
 
 
 async def _resume(driver: _Driver, result: list[Any], waited_on: Any) -> Any:
