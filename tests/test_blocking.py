@@ -174,3 +174,110 @@ def test_inline_context_of_a_thread_without_context_variables() -> None:
     thread.join(10)
     assert names == ["fresh", "fresh"]  # in place, both times
     assert seen == ["", ""]  # the second context did not see what the first set
+
+
+def _in_a_fresh_thread(work: Callable[[], None]) -> None:
+    """Run ``work`` on a new thread (a server thread: its context is empty)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # reported on the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="fresh")
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive()
+    if failed:
+        raise failed[0]
+
+
+def test_an_inline_run_calls_offloaded_functions_in_place_also_after_a_wait() -> None:
+    import asyncio
+    import contextvars
+
+    from svcrest.syncrun import run_in_context, runs_inline
+
+    names: list[str] = []
+    flags: list[bool] = []
+
+    async def call() -> None:
+        await asyncio.sleep(0.001)  # the thread's loop takes the run over
+        await offload(lambda: names.append(threading.current_thread().name))()
+
+    def serve() -> None:
+        run_in_context(call(), contextvars.copy_context(), True)
+        flags.append(runs_inline())
+        run_in_context(call(), contextvars.copy_context())  # not inline: the pool
+        flags.append(runs_inline())
+
+    _in_a_fresh_thread(serve)
+    assert names[0] == "fresh"
+    assert names[1].startswith(POOL)
+    assert flags == [False, False]
+    assert runs_inline() is False
+
+
+def test_a_helper_run_inside_an_inline_run_is_inline_too() -> None:
+    # rest_do_request from a sync callback of a WSGI request: the thread's loop is running,
+    # so the nested run goes to a helper thread, where offloaded functions stay in place.
+    import asyncio
+    import contextvars
+
+    from svcrest.syncrun import run_in_context, run_sync
+
+    names: list[str] = []
+
+    async def nested() -> None:
+        await offload(lambda: names.append(threading.current_thread().name))()
+
+    async def request() -> None:
+        await asyncio.sleep(0)
+        run_sync(nested)
+        names.append("after " + threading.current_thread().name)
+
+    def serve() -> None:
+        run_in_context(request(), contextvars.copy_context(), True)
+        run_in_context(request(), contextvars.copy_context())  # not inline: the pool
+
+    _in_a_fresh_thread(serve)
+    assert len(names) == 4
+    assert not names[0].startswith(POOL) and names[0] != "fresh"  # the helper thread
+    assert names[1] == "after fresh"
+    assert names[2].startswith(POOL)
+    assert names[3] == "after fresh"
+
+
+def test_a_wsgi_request_context_holds_only_the_request_context() -> None:
+    # The WSGI request's "blocking" callbacks run in place through the thread's run, not a
+    # context variable: the request's context holds the one variable the request sets.
+    import contextvars
+
+    from tests.conftest import raw_request
+
+    app = App("http://127.0.0.1:8000")
+    held: list[list[str]] = []
+    ran: list[str] = []
+
+    def where(request: Request) -> dict[str, Any]:
+        held.append(sorted(v.name.split("~")[0] for v in contextvars.copy_context()))
+        ran.append(threading.current_thread().name)
+        return {"ok": True}
+
+    def allowed(request: Request) -> bool:
+        return True
+
+    handler = {"methods": "GET", "callback": where, "permission_callback": allowed}
+    app.register_rest_route("t/v1", "/plain", handler)
+    app.register_rest_route("t/v1", "/blocking", {**handler, "blocking": True})
+
+    def serve() -> None:
+        for route in ("plain", "blocking"):
+            status, _, body = raw_request(app, "wsgi", "GET", f"/svc-json/t/v1/{route}", [])
+            assert (status, body) == (200, b'{"ok":true}')
+
+    _in_a_fresh_thread(serve)
+    assert held == [["svcrest_request_context"], ["svcrest_request_context"]]
+    assert ran == ["fresh", "fresh"]

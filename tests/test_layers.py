@@ -18,6 +18,7 @@ PACKAGE = SRC / "svcrest"
 LAYERS: list[tuple[str, ...]] = [
     (
         "svcrest.constants",
+        "svcrest.ctxvars",
         "svcrest.types",
         "svcrest.dates",
         "svcrest.syncrun",

@@ -5,8 +5,9 @@ A route handler registered with ``"blocking": True`` has its sync ``callback`` a
 runs the function in this module's pool (at most :data:`MAX_THREADS` threads, the caller's
 context variables copied), so a callback that waits on a lock or a slow query delays only
 its own request while the event loop keeps answering the others. The WSGI adapter runs
-every request inline (:func:`inline_context`): there is no loop to keep free, and the
-function is called in place, on the server's own request thread. Internal dispatch driven
+every request inline (``run_in_context(..., inline=True)``, a flag of the thread's run, not
+a context variable): there is no loop to keep free, and the function is called in place, on
+the server's own request thread. Internal dispatch driven
 from sync code (``rest_do_request`` outside a loop) runs the pipeline on a private loop, so
 the function goes to the pool as under ASGI: it works, at the cost of the hop.
 
@@ -29,12 +30,15 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
+from svcrest.ctxvars import context_variable
+from svcrest.syncrun import runs_inline
+
 __all__ = ["MAX_THREADS", "inline", "inline_context", "is_offloaded", "offload"]
 
 #: Threads of the pool that blocking callbacks run in (per process).
 MAX_THREADS: Final = 32
 
-_INLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("svcrest_inline", default=False)
+_INLINE: contextvars.ContextVar[bool] = context_variable("svcrest_inline", False)
 #: ``_INLINE.set``, bound once (PERF: handed to ``Context.run``, it was bound at every call).
 _inline_set = _INLINE.set
 _pool: ThreadPoolExecutor | None = None
@@ -67,9 +71,9 @@ class inline:  # used as a function: ``with inline():``
 def inline_context() -> contextvars.Context:
     """A copy of the current context in which offloaded functions run in place, as within
     :func:`inline`: for a coroutine run in it on a thread of its own (the WSGI adapter's
-    request). PERF: one copy and one ``set``, no ``with`` block around the run; a thread with
-    no context variables of its own (a server thread, usually) gets a copy of one made
-    once."""
+    requests use ``run_in_context(..., inline=True)`` instead, which adds no variable to the
+    request's context). PERF: one copy and one ``set``, no ``with`` block around the run; a
+    thread with no context variables of its own gets a copy of one made once."""
     context = contextvars.copy_context()
     if not context:
         return _EMPTY_INLINE.copy()
@@ -100,7 +104,7 @@ def offload(function: Callable[..., Any]) -> Callable[..., Any]:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # driven from sync code: already on a request thread of its own
             loop = None
-        if loop is None or _INLINE.get():
+        if loop is None or _INLINE.get() or runs_inline():
             return function(*args)
         context = contextvars.copy_context()
         return await loop.run_in_executor(_executor(), context.run, function, *args)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Coroutine, Generator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["on_shared_loop", "run_in_context", "run_sync"]
+__all__ = ["on_shared_loop", "run_in_context", "run_sync", "runs_inline"]
 
 
 class _LoopHolder:
@@ -41,6 +41,23 @@ def on_shared_loop() -> bool:
     blocks holds every request of the process, not only the caller's."""
     loop = _get_running_loop()
     return loop is not None and loop is not getattr(_loops, "loop", None)
+
+
+def runs_inline() -> bool:
+    """Whether this thread is running a coroutine whose offloaded functions are called in
+    place: inside :func:`run_in_context` with ``inline=True`` (a WSGI request), or in a
+    helper thread's run started inside one."""
+    mode = getattr(_loops, "mode", None)
+    return mode is not None and mode[0]
+
+
+def _thread_mode() -> list[bool]:
+    """This thread's ``[inline]`` box (see :func:`runs_inline`), made at its first use."""
+    try:
+        mode: list[bool] = _loops.mode
+    except AttributeError:
+        mode = _loops.mode = [False]
+    return mode
 
 
 def _new_thread_loop() -> asyncio.AbstractEventLoop:
@@ -88,22 +105,26 @@ def _new_driver(
     loop: asyncio.AbstractEventLoop,
 ) -> tuple[_Driver, Callable[[Any], Any], list[Any]]:
     """A new driver for this thread (started: waiting for a coroutine), its bound ``send``
-    and its result box, kept with the thread's ``loop`` (one thread-local read a call finds
-    all four). PERF: ``send`` bound once, not at every call (a WSGI GET 83,758 → 83,427
-    instructions, bench/instructions.py)."""
+    and its result box, kept with the thread's ``loop`` and its inline box (one thread-local
+    read a call finds all five). PERF: ``send`` bound once, not at every call (a WSGI GET
+    83,758 → 83,427 instructions, bench/instructions.py)."""
     result: list[Any] = [None]
     driver = _driver(result)
     send = driver.send
     send(None)
-    _loops.state = loop, driver, send, result
+    _loops.state = loop, driver, send, result, _thread_mode()
     return driver, send, result
 
 
-def run_in_context(coroutine: Coroutine[Any, Any, Any], context: contextvars.Context) -> Any:
+def run_in_context(
+    coroutine: Coroutine[Any, Any, Any], context: contextvars.Context, inline: bool = False
+) -> Any:
     """Run ``coroutine`` to completion from sync code, in ``context``: a context made for it
     alone (e.g. a ``copy_context()``), so what it sets in context variables stays there, as
     with a Task. Also when this thread is already running an event loop (then in a helper
-    thread).
+    thread). ``inline``: offloaded functions are called in place while it runs (and in a
+    helper thread's run started inside it), not in the blocking pool: for a request that has
+    a server thread of its own (the WSGI adapter's).
 
     The coroutine is first driven without the event loop, and handed to the loop only when
     it waits for something real. PERF: a dispatch whose callbacks are all plain finishes in
@@ -115,34 +136,59 @@ def run_in_context(coroutine: Coroutine[Any, Any, Any], context: contextvars.Con
     # PERF: asks without raising (``get_running_loop`` raises a RuntimeError outside a loop).
     if _get_running_loop() is not None:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(context.run, asyncio.run, coroutine).result()
-    # PERF: the thread's loop, driver (and its ``send``) and result box in one thread-local
-    # read (two reads before: a WSGI GET 86,414 → 85,982 instructions, bench/instructions.py).
+            helper = pool.submit(_helper_run, coroutine, context, inline or runs_inline())
+            return helper.result()
+    # PERF: the thread's loop, driver (and its ``send``), result box and inline box in one
+    # thread-local read (two reads before: a WSGI GET 86,414 → 85,982 instructions,
+    # bench/instructions.py).
     try:
         loop: asyncio.AbstractEventLoop
-        loop, driver, send, result = _loops.state
+        loop, driver, send, result, mode = _loops.state
     except AttributeError:  # this thread's first call
         loop = _new_thread_loop()
         driver, send, result = _new_driver(loop)
+        mode = _thread_mode()
     if loop.is_closed():
         loop = _new_thread_loop()
-        _loops.state = loop, driver, send, result
-    _set_running_loop(loop)
+        _loops.state = loop, driver, send, result, mode
+    if inline:
+        # PERF: a box of the thread's run, not a context variable: the request's context
+        # holds only what the request sets (a WSGI GET 75,885 -> 74,851, bench/budget.py).
+        outer = mode[0]
+        mode[0] = True
     try:
-        waited_on = context.run(send, coroutine)
-    except BaseException:
-        _new_driver(loop)  # this one ended with the coroutine's exception
-        raise
+        _set_running_loop(loop)
+        try:
+            waited_on = context.run(send, coroutine)
+        except BaseException:
+            _new_driver(loop)  # this one ended with the coroutine's exception
+            raise
+        finally:
+            _set_running_loop(None)
+        if waited_on is _DONE:
+            value = result[0]
+            result[0] = None
+            return value
+        # The coroutine waits for something: the loop resumes it, through this driver.
+        _new_driver(loop)
+        task = loop.create_task(_resume(driver, result, waited_on), context=context)
+        return loop.run_until_complete(task)
     finally:
-        _set_running_loop(None)
-    if waited_on is _DONE:
-        value = result[0]
-        result[0] = None
-        return value
-    # The coroutine waits for something: the loop resumes it, through this driver.
-    _new_driver(loop)
-    task = loop.create_task(_resume(driver, result, waited_on), context=context)
-    return loop.run_until_complete(task)
+        if inline:
+            mode[0] = outer
+
+
+def _helper_run(
+    coroutine: Coroutine[Any, Any, Any], context: contextvars.Context, inline: bool
+) -> Any:
+    """``coroutine`` run to its end by ``asyncio.run`` in ``context`` (in a helper thread,
+    see :func:`run_in_context`), offloaded functions in place when ``inline``."""
+    mode = _thread_mode()
+    mode[0] = inline
+    try:
+        return context.run(asyncio.run, coroutine)
+    finally:
+        mode[0] = False
 
 
 async def _resume(driver: _Driver, result: list[Any], waited_on: Any) -> Any:

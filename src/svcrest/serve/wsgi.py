@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import http as http_status
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from contextvars import copy_context as _copy_context
 from typing import Any
 
-from svcrest.blocking import inline_context
 from svcrest.http.environ import Environ, EnvironHeaders
 from svcrest.http.errors import BodyReadError
 from svcrest.http.exchange import (
@@ -197,13 +197,13 @@ class WSGIAdapter:
             and headers_announce_body(http.method, http.headers)
         )
         reader = _body_reader(environ, host.max_body_size, self._body_reads) if announced else None
-        # This request has its own server thread: "blocking" callbacks run on it, in place.
-        # The pipeline runs in a context of its own (as a Task would), so what it sets in
-        # context variables never reaches the next request served by this thread.
-        context = inline_context()
+        # This request has its own server thread: "blocking" callbacks run on it, in place
+        # (``inline``). The pipeline runs in a context of its own (as a Task would), so what
+        # it sets in context variables never reaches the next request served by this thread.
+        context = _copy_context()
         # PERF: the client's request id read here (no header look-up call).
         sent_id = environ.get("HTTP_X_REQUEST_ID", "")
-        answer = run_in_context(respond(host, http, reader, sent_id), context)
+        answer = run_in_context(respond(host, http, reader, sent_id), context, True)
         if ACCESS_LOG.on:  # the request as respond named it, for the server's access-log line
             LOGGED_REQUEST.set(context.get(LOGGED_REQUEST))
         if type(answer) is SiteForward:
@@ -214,7 +214,7 @@ class WSGIAdapter:
                 answer = body_error_page(exc.error)
             else:
                 answer = run_in_context(
-                    self._site_response(http, environ, answer.lines), inline_context()
+                    self._site_response(http, environ, answer.lines), _copy_context(), True
                 )
         status = answer.status
         start_response(_STATUS_LINES.get(status) or _status_line(status), answer.safe_headers())
