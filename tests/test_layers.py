@@ -18,7 +18,6 @@ PACKAGE = SRC / "svcrest"
 LAYERS: list[tuple[str, ...]] = [
     (
         "svcrest.constants",
-        "svcrest.ctxvars",
         "svcrest.types",
         "svcrest.dates",
         "svcrest.syncrun",

@@ -7,9 +7,9 @@ context variables copied), so a callback that waits on a lock or a slow query de
 its own request while the event loop keeps answering the others. The WSGI adapter runs
 every request inline (``run_in_context(..., inline=True)``, a flag of the thread's run, not
 a context variable): there is no loop to keep free, and the function is called in place, on
-the server's own request thread. Internal dispatch driven
-from sync code (``rest_do_request`` outside a loop) runs the pipeline on a private loop, so
-the function goes to the pool as under ASGI: it works, at the cost of the hop.
+the server's own request thread. Internal dispatch driven from sync code
+(``rest_do_request`` outside a loop) runs the pipeline on a private loop, so the function
+goes to the pool as under ASGI: it works, at the cost of the hop.
 
 Inside :func:`inline` (an atomic batch's transaction, which belongs to its thread) the
 functions are called in place too.
@@ -30,7 +30,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
-from svcrest.ctxvars import context_variable
 from svcrest.syncrun import runs_inline
 
 __all__ = ["MAX_THREADS", "inline", "inline_context", "is_offloaded", "offload"]
@@ -38,7 +37,7 @@ __all__ = ["MAX_THREADS", "inline", "inline_context", "is_offloaded", "offload"]
 #: Threads of the pool that blocking callbacks run in (per process).
 MAX_THREADS: Final = 32
 
-_INLINE: contextvars.ContextVar[bool] = context_variable("svcrest_inline", False)
+_INLINE: contextvars.ContextVar[bool] = contextvars.ContextVar("svcrest_inline", default=False)
 #: ``_INLINE.set``, bound once (PERF: handed to ``Context.run``, it was bound at every call).
 _inline_set = _INLINE.set
 _pool: ThreadPoolExecutor | None = None

@@ -21,7 +21,6 @@ from typing import Any
 from svcrest.abilities.ability import Ability, AbilityCategory
 from svcrest.abilities.registry import AbilityRegistry
 from svcrest.chains import NOT_AWAITABLE, Pending
-from svcrest.ctxvars import context_variable
 from svcrest.http.context import (
     current_context,
     dispatch_user,
@@ -56,7 +55,7 @@ _MUTABLE = frozenset({dict, list})
 #: allowed, with the same input object and user, skips them; any other call checks all. The
 #: callback uses it up by clearing its request (PERF: no second write of the variable: an MCP
 #: ``tools/call`` 154,266 → 152,883 instructions, bench/mcp_call.py).
-_ALLOWED_RUN: ContextVar[list[Any] | None] = context_variable("svcrest_allowed_ability_run", None)
+_ALLOWED_RUN: ContextVar[list[Any] | None] = ContextVar("svcrest_allowed_ability_run", default=None)
 
 #: Which fields each ``context`` shows (WordPress's schema ``context`` lists).
 _ABILITY_EMBED = ("name", "label", "category")

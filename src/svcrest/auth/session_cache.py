@@ -57,7 +57,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from svcrest.bounded import BoundedDict
-from svcrest.ctxvars import context_variable
 from svcrest.http.user import User
 from svcrest.store.base import Connection, Listener, NotifyingStore, Store, StoreError
 
@@ -111,7 +110,7 @@ def announce(store: Store, conn: Connection, user_id: int | None) -> None:
 #: The monotonic time before which the current request's answer must not leave (a revoking
 #: write deferred its wait, see :func:`settle`); per request, as every asyncio task has its
 #: own context.
-SETTLE_UNTIL: ContextVar[float] = context_variable("svcrest_settle_until", 0.0)
+SETTLE_UNTIL: ContextVar[float] = ContextVar("svcrest_settle_until", default=0.0)
 
 
 def settle(store: Store) -> None:

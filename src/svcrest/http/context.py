@@ -13,7 +13,6 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from svcrest.ctxvars import context_variable
 from svcrest.http.exchange import HttpRequest
 from svcrest.http.scope import AppPasswordScope
 from svcrest.http.user import ANONYMOUS, User
@@ -114,8 +113,8 @@ class RequestContext:
 #: The context variable holding the :class:`RequestContext` of the request being served: the
 #: HTTP layer sets and resets it around each request; other layers read it with its ``get``
 #: (or :func:`current_context`, the same bound method).
-REQUEST_CONTEXT: ContextVar[RequestContext | None] = context_variable(
-    "svcrest_request_context", None
+REQUEST_CONTEXT: ContextVar[RequestContext | None] = ContextVar(
+    "svcrest_request_context", default=None
 )
 
 
@@ -138,7 +137,7 @@ def is_rest_request() -> bool:
 
 #: The user an internal dispatch (``rest_do_request``) or an ability run is running as, None
 #: outside one: it outranks the HTTP request's user in :func:`current_user`.
-DISPATCH_USER: ContextVar[User | None] = context_variable("svcrest_dispatch_user", None)
+DISPATCH_USER: ContextVar[User | None] = ContextVar("svcrest_dispatch_user", default=None)
 #: ``DISPATCH_USER``'s ``get``, ``set`` and ``reset``, bound once (PERF: see
 #: :data:`current_context`).
 dispatch_user = DISPATCH_USER.get

@@ -24,7 +24,6 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Final
 
-from svcrest.ctxvars import context_variable
 from svcrest.http.context import RequestContext, current_context
 
 __all__ = [
@@ -42,7 +41,7 @@ _VALID: Final = re.compile(r"[A-Za-z0-9._:\-]{1,128}")
 
 #: The context of the request whose answer an adapter is sending (None before any), for
 #: access logs.
-LOGGED_REQUEST: ContextVar[RequestContext | None] = context_variable("svcrest_logged", None)
+LOGGED_REQUEST: ContextVar[RequestContext | None] = ContextVar("svcrest_logged", default=None)
 
 #: The environment variable ``svcrest serve`` sets for its workers: "1" when the server writes
 #: access-log lines through the filter that reads :data:`LOGGED_REQUEST`.

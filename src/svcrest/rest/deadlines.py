@@ -15,12 +15,10 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from svcrest.ctxvars import context_variable
-
 __all__ = ["DB_TIMEOUT", "with_db_timeout"]
 
 #: Seconds a store statement may run in the current callback (None: no limit of its own).
-DB_TIMEOUT: ContextVar[float | None] = context_variable("svcrest_db_timeout", None)
+DB_TIMEOUT: ContextVar[float | None] = ContextVar("svcrest_db_timeout", default=None)
 
 
 def with_db_timeout(function: Callable[..., Any], seconds: float) -> Callable[..., Any]:
