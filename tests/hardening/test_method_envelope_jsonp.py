@@ -3,8 +3,10 @@ adapters (WordPress's ``serve_request``). An override counts on POST only; an un
 empty-looking, NUL or 5,000-character method answers 405 ``rest_no_route`` with ``Allow``
 and is never reflected. ``_envelope`` (any value, an array too) wraps every answer, errors
 included (a 404, 401, 405, 415, invalid JSON, a raising callback without its text), in a
-200. ``_jsonp`` is not offered: the answer stays JSON with ``nosniff`` and a callback name is
-never reflected. (The ordinary cases are in tests/test_serving.py and tests/rest/.)"""
+200. ``_jsonp`` is not offered: any request carrying it (empty, an array too) answers
+WordPress's 400 ``rest_callback_disabled`` in JSON with ``nosniff``, before authentication,
+the override and dispatch, and a callback name is never reflected. (The ordinary cases are
+in tests/test_serving.py and tests/rest/.)"""
 
 from __future__ import annotations
 
@@ -125,14 +127,67 @@ def test_an_override_to_options_answers_the_route_help(client_for: ClientFor) ->
     assert response.json()["endpoints"] == [{"methods": ALLOWED.split(", "), "args": {}}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="WordPress sends no body after an override to HEAD; the body is stripped by the "
-    "request line's method (site/respond.py: another helper's file).",
-)
 def test_an_override_to_head_sends_no_body(client_for: ClientFor) -> None:
     response = client_for(make_app()).post(ECHO, headers={"X-HTTP-Method-Override": "HEAD"})
     assert (response.status_code, response.content) == (200, b"")
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "status"),
+    [
+        (ECHO + "?_method=HEAD", {}, 200),
+        (ECHO + "?_method=head", {}, 200),
+        (ECHO, {"X-HTTP-Method-Override": " head "}, 200),
+        (ECHO + "?_method[]=GET", {"X-HTTP-Method-Override": "HEAD"}, 200),  # not a string
+        (ECHO + "?_method=HEAD&_envelope", {}, 200),
+        ("/svc-json/t/v1/teapot?_method=HEAD", {}, 418),
+        ("/svc-json/t/v1/nothing?_method=HEAD", {}, 404),
+        ("/svc-json/t/v1/secret", {"X-HTTP-Method-Override": "HEAD"}, 401),
+    ],
+    ids=[
+        "parameter",
+        "lower-case",
+        "header-padded",
+        "list-then-header",
+        "envelope",
+        "error",
+        "no-route",
+        "refused",
+    ],
+)
+def test_an_override_to_head_answers_the_post_without_a_body(
+    client_for: ClientFor, url: str, headers: dict[str, str], status: int
+) -> None:
+    # WordPress's serve_request sends nothing after the headers for HEAD, whatever the
+    # status. The request line is still a POST: its Content-Length is the body's, 0.
+    response = client_for(make_app()).post(url, headers=headers)
+    assert (response.status_code, response.content) == (status, b"")
+    assert response.headers["content-length"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("url", "headers"),
+    [
+        (ECHO + "?_method=GET", {"X-HTTP-Method-Override": "HEAD"}),  # the parameter wins
+        (ECHO + "?_method=HEADX", {}),
+        (ECHO, {"X-HTTP-Method-Override": "GET"}),
+    ],
+    ids=["parameter-over-header", "not-head", "get"],
+)
+def test_an_override_to_another_method_keeps_the_body(
+    client_for: ClientFor, url: str, headers: dict[str, str]
+) -> None:
+    response = client_for(make_app()).post(url, headers=headers)
+    if "HEADX" in url:
+        assert (response.status_code, response.json()) == (405, NOT_ALLOWED)
+    else:
+        assert (response.status_code, response.json()) == (200, {"method": "GET"})
+
+
+def test_head_on_the_request_line_keeps_the_get_length(client_for: ClientFor) -> None:
+    response = client_for(make_app()).request("HEAD", ECHO)
+    assert (response.status_code, response.content) == (200, b"")
+    assert response.headers["content-length"] == str(len(b'{"method":"HEAD"}'))
 
 
 # -- _envelope -----------------------------------------------------------------------------------
@@ -271,20 +326,100 @@ def test_jsonp_is_not_offered_and_a_callback_is_never_reflected(
     assert response.text.startswith("{")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="WordPress answers 400 rest_callback_disabled to any _jsonp when JSONP is off; "
-    "svcrest ignores the parameter. The check belongs in serve_rest "
-    "(rest/pipeline.py: another helper's file).",
-)
+CALLBACK_DISABLED = {
+    "code": "rest_callback_disabled",
+    "message": "JSONP support is disabled on this site.",
+    "data": {"status": 400},
+}
+
+
 @pytest.mark.parametrize("callback", ["cb", "alert(1)//"], ids=["plain", "hostile"])
 def test_jsonp_answers_wordpress_rest_callback_disabled(
     client_for: ClientFor, callback: str
 ) -> None:
     response = client_for(make_app()).get(ECHO, params={"_jsonp": callback})
     assert response.status_code == 400
-    assert response.json() == {
-        "code": "rest_callback_disabled",
-        "message": "JSONP support is disabled on this site.",
-        "data": {"status": 400},
-    }
+    assert response.json() == CALLBACK_DISABLED
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "headers"),
+    [
+        ("GET", ECHO + "?_jsonp=", {}),  # WordPress's isset: an empty value counts
+        ("GET", ECHO + "?_jsonp", {}),
+        ("GET", ECHO + "?_jsonp[]=cb", {}),
+        ("GET", ECHO + "?_jsonp[a]=cb", {}),
+        ("GET", ECHO + "?%5Fjsonp=cb", {}),
+        ("GET", "/?rest_route=/t/v1/echo&_jsonp=cb", {}),
+        ("GET", "/svc-json/t/v1/nothing?_jsonp=cb", {}),  # before routing
+        ("GET", "/svc-json/t/v1/boom?_jsonp=cb", {}),  # the callback never runs
+        ("GET", "/svc-json/t/v1/secret?_jsonp=cb", {}),  # before the permission check
+        # Before authentication: a wrong application password would be a 401.
+        ("GET", "/svc-json/t/v1/secret?_jsonp=cb", {"Authorization": "Basic YWRtaW46bm9wZQ=="}),
+        ("POST", ECHO + "?_jsonp=cb&_method=FOO", {}),  # before the override (a 405)
+        ("POST", ECHO + "?_jsonp=cb", {"X-HTTP-Method-Override": "FOO"}),
+        ("GET", ECHO + "?_jsonp=cb&_envelope", {}),  # not enveloped: WordPress returns first
+        ("GET", ECHO + "?_jsonp=cb&_embed", {}),
+        ("DELETE", ECHO + "?_jsonp=cb", {}),
+    ],
+    ids=[
+        "empty",
+        "no-value",
+        "list",
+        "map",
+        "encoded-name",
+        "rest_route",
+        "no-route",
+        "raising-callback",
+        "refused-permission",
+        "bad-basic-credentials",
+        "override-parameter",
+        "override-header",
+        "envelope",
+        "embed",
+        "delete",
+    ],
+)
+def test_any_jsonp_is_refused_before_authentication_and_dispatch(
+    client_for: ClientFor, method: str, url: str, headers: dict[str, str]
+) -> None:
+    response = client_for(make_app()).request(method, url, headers=headers)
+    assert (response.status_code, response.json()) == (400, CALLBACK_DISABLED)
+    assert response.headers["content-type"] == "application/json; charset=UTF-8"
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert "allow" not in response.headers
+
+
+def test_head_with_jsonp_is_a_bodiless_400(client_for: ClientFor) -> None:
+    response = client_for(make_app()).request("HEAD", ECHO + "?_jsonp=cb")
+    assert (response.status_code, response.content) == (400, b"")
+
+
+@pytest.mark.parametrize(
+    "query", ["?_JSONP=cb", "?jsonp=cb", "?callback=cb", "?_jsonpx=cb", "?x=_jsonp"]
+)
+def test_other_names_are_not_jsonp(client_for: ClientFor, query: str) -> None:
+    # PHP's $_GET keys are case-sensitive: only ``_jsonp`` itself is WordPress's parameter.
+    response = client_for(make_app()).get(ECHO + query)
+    assert (response.status_code, response.json()) == (200, {"method": "GET"})
+
+
+def test_a_batch_item_with_jsonp_is_served(client_for: ClientFor) -> None:
+    # WordPress checks ``_jsonp`` in serve_request only: a batch's own requests never see it.
+    app = make_app()
+    app.register_rest_route(
+        "t/v1",
+        "/batched",
+        {
+            "methods": "POST",
+            "callback": lambda request: {"method": request.method},
+            "permission_callback": public,
+            "allow_batch": {"v1": True},
+        },
+    )
+    response = client_for(app).post(
+        "/svc-json/batch/v1",
+        json={"requests": [{"method": "POST", "path": "/t/v1/batched?_jsonp=cb"}]},
+    )
+    assert response.status_code == 207
+    assert response.json()["responses"][0]["body"] == {"method": "POST"}

@@ -144,15 +144,30 @@ def test_head_of_a_nul_route_is_a_bodiless_404(client_for: ClientFor) -> None:
     assert (response.status_code, response.content) == (404, b"")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Route patterns compile with Python's Unicode \\d (any script's digits); "
-    "WordPress's PCRE \\d is [0-9]. re.ASCII would also end the Unicode case folding "
-    "tests/routing/test_routing_matcher.py pins: the lead's decision.",
-)
 @pytest.mark.parametrize(
     "digits", ["%EF%BC%91", "%D9%A1"], ids=["fullwidth-one", "arabic-indic-one"]
 )
-def test_digits_of_other_scripts_are_no_route(client_for: ClientFor, digits: str) -> None:
-    response = client_for(make_app()).get("/?rest_route=/t/v1/items/" + digits)
+@pytest.mark.parametrize("prefix", ["/?rest_route=", "/svc-json"], ids=["rest_route", "pretty"])
+def test_digits_of_other_scripts_are_no_route(
+    client_for: ClientFor, prefix: str, digits: str
+) -> None:
+    # WordPress's route regexes are PCRE without the ``u`` modifier: ``\d`` is 0-9 only.
+    client = client_for(make_app())
+    response = client.get(prefix + "/t/v1/items/" + digits)
     assert (response.status_code, response.json()) == (404, NO_ROUTE)
+    response = client.get(prefix + "/t/v1/items/1" + digits)
+    assert (response.status_code, response.json()) == (404, NO_ROUTE)
+
+
+def test_ascii_digits_still_route_and_the_index_shows_the_pattern_as_registered(
+    client_for: ClientFor,
+) -> None:
+    client = client_for(make_app())
+    response = client.get("/svc-json/t/v1/items/0123456789")
+    assert (response.status_code, response.json()) == (
+        200,
+        {"route": "/t/v1/items/0123456789", "id": "0123456789"},
+    )
+    for url in ("/svc-json/", "/svc-json/t/v1"):
+        routes = client.get(url).json()["routes"]
+        assert [route for route in routes if "items" in route] == ["/t/v1/items/(?P<id>\\d+)"]

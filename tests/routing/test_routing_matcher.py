@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from svcrest.rest.routing.matcher import CompiledMatcher, RoutePattern, literal_prefix
+from svcrest.rest.routing.definitions import RoutePatternError
+from svcrest.rest.routing.matcher import (
+    CompiledMatcher,
+    RoutePattern,
+    ascii_digits,
+    literal_prefix,
+)
+from svcrest.rest.routing.table import RouteTable
 
 
 def naive(patterns: list[str], path: str) -> tuple[int, dict[str, str]] | None:
@@ -133,6 +140,65 @@ def test_tail_matching_keeps_full_pattern_semantics(
 ) -> None:
     assert CompiledMatcher([RoutePattern(route)]).first_match(path) == expected
     assert naive([route], path) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "rewritten"),
+    [
+        ("(?P<id>\\d+)", "(?P<id>[0-9]+)"),
+        ("[\\d-]+", "[0-9-]+"),
+        ("\\\\d", "\\\\d"),  # an escaped backslash, then a plain d
+        ("\\\\\\d", "\\\\[0-9]"),  # an escaped backslash, then \d
+        ("[^\\d]", "[^0-9]"),
+        ("\\D", "[^0-9]"),
+        ("\\d{2,4}", "[0-9]{2,4}"),
+        ("[\\D_]", "[\\x00-/:-\\U0010ffff_]"),
+        ("[^\\D]", "[^\\x00-/:-\\U0010ffff]"),
+        ("[]\\d]", "[]0-9]"),  # a ] first in the class is a literal
+        ("[\\]\\d]\\d", "[\\]0-9][0-9]"),
+        ("/ns/v1/(?#\\d[)\\d", "/ns/v1/(?#\\d[)[0-9]"),  # a comment kept as written
+        ("(?x)/a # [\\d\n\\d", "(?x)/a # [\\d\n[0-9]"),
+        ("/ns/v1/items/(?P<id>\\w+)", "/ns/v1/items/(?P<id>\\w+)"),
+        ("/ns/v1/items", "/ns/v1/items"),
+    ],
+)
+def test_ascii_digits_rewrites_digit_escapes(pattern: str, rewritten: str) -> None:
+    assert ascii_digits(pattern) == rewritten
+
+
+@pytest.mark.parametrize(
+    ("route", "path", "expected"),
+    [
+        ("/ns/v1/items/(?P<id>\\d+)", "/ns/v1/items/\uff11", None),  # FULLWIDTH DIGIT ONE
+        ("/ns/v1/items/(?P<id>\\d+)", "/ns/v1/items/1\u0661", None),  # ARABIC-INDIC ONE
+        ("/ns/v1/items/(?P<id>\\d+)", "/ns/v1/items/19", (0, {"id": "19"})),
+        ("(?P<id>\\d+)", "\u0967", None),  # no literal prefix: DEVANAGARI DIGIT ONE
+        ("/ns/v1/(?P<id>[\\d-]+)", "/ns/v1/\uff11-2", None),
+        ("/ns/v1/(?P<id>[\\d-]+)", "/ns/v1/1-2", (0, {"id": "1-2"})),
+        ("/ns/v1/(?P<x>\\D+)", "/ns/v1/\uff11", (0, {"x": "\uff11"})),
+        ("/ns/v1/(?P<x>\\D+)", "/ns/v1/a1", None),
+        ("/ns/v1/(?P<x>[\\D_]+)", "/ns/v1/\uff11_a", (0, {"x": "\uff11_a"})),
+        ("/ns/v1/(?P<x>[\\D_]+)", "/ns/v1/a7", None),
+        ("/ns/v1/(?P<x>[^\\D]+)", "/ns/v1/42", (0, {"x": "42"})),
+        ("/ns/v1/(?P<x>[^\\D]+)", "/ns/v1/4\uff12", None),
+        ("/k/(?P<id>\\d+)", "/\u212a/7", (0, {"id": "7"})),  # case folding kept
+    ],
+)
+def test_digits_are_ascii_as_in_wordpress(
+    route: str, path: str, expected: tuple[int, dict[str, str]] | None
+) -> None:
+    assert CompiledMatcher([RoutePattern(route)]).first_match(path) == expected
+
+
+def test_a_pattern_error_after_a_digit_escape_is_placed_as_written() -> None:
+    table = RouteTable()
+    with pytest.raises(RoutePatternError) as raised:
+        table.add("ns/v1", "/ns/v1/items/(?P<id>\\d+)(", {"callback": lambda r: None})
+    assert (raised.value.reason, raised.value.position) == (
+        "missing ), unterminated subpattern",
+        len("/ns/v1/items/(?P<id>\\d+)"),
+    )
+    assert RoutePattern("/ns/v1/items/(?P<id>\\d+)").route == "/ns/v1/items/(?P<id>\\d+)"
 
 
 def test_routes_share_compiled_tails() -> None:

@@ -70,17 +70,32 @@ def _method_override(request: Request) -> bool:
     return False
 
 
+def _jsonp_disabled() -> RestError:
+    """WordPress's answer to ``_jsonp`` when the ``rest_jsonp_enabled`` filter says no:
+    svcrest never offers JSONP (a callback wrapping a cookie-authenticated answer would be
+    readable by any site that includes it as a script)."""
+    return RestError(
+        "rest_callback_disabled", "JSONP support is disabled on this site.", {"status": 400}
+    )
+
+
 def _refused_query(request: Request) -> RestError | None:
-    """The 400 of a query string past PHP's limits (``parse_query``), else None (with the
-    parameters parsed when the query string was long enough to break a limit: a shorter one
-    is parsed on first read)."""
+    """The 400 of a query string past PHP's limits (``parse_query``), or of one carrying
+    ``_jsonp`` (any value, empty or an array too, as WordPress's ``isset``), else None; the
+    parameters are parsed by then (by ``parse_query`` when the query string was long enough
+    to break a limit)."""
     query_string = request.query_string or ""
-    if len(query_string) < MIN_BOUNDED_LENGTH:
-        return None
-    try:
-        request.query_params = parse_query(query_string)
-    except RestError as refused:
-        return refused
+    if len(query_string) >= MIN_BOUNDED_LENGTH:
+        try:
+            request.query_params = parse_query(query_string)
+        except RestError as refused:
+            return refused
+    # SECURITY: refused before authentication, the method override and dispatch, as
+    # WordPress does with JSONP off; the callback is never reflected. PERF: the query
+    # string is parsed here instead of by ``_envelope``'s look-up later (every request with
+    # a query string parses it; one without never comes here).
+    if "_jsonp" in request.query_params:
+        return _jsonp_disabled()
     return None
 
 
@@ -201,9 +216,9 @@ async def serve_rest(
         body = http.body = read
     request = _request_of(http.method, route, http.query_string, http.headers, body)
     # SECURITY: a query string past PHP's limits (1000 parameters, 64 levels of brackets) is
-    # refused, never read truncated. PERF: asked only of a request with a query string (a
-    # plain GET without one: 112,186 instructions, 112,184 before; bench/instructions.py),
-    # and only one long enough to break a limit is parsed here.
+    # refused, never read truncated; so is ``_jsonp`` (WordPress's ``rest_callback_disabled``).
+    # PERF: asked only of a request with a query string (a plain GET without one: 112,186
+    # instructions, 112,184 before; bench/instructions.py).
     if request.may_have_query and (refused := _refused_query(request)):
         return error_answer(settings, ctx, refused, http.headers)
     ctx.method_overridden = request.method == "POST" and _method_override(request)
