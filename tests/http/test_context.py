@@ -107,7 +107,7 @@ def test_the_serving_factory_sets_every_field() -> None:
         "pending_headers": None,
         "secure": True,
         "host": "a.example",
-        "method_overridden": False,
+        "method_overridden": "",
         "client": "10.0.0.7",
         "auth_error": None,
         "request_id": "r-1",

@@ -55,7 +55,7 @@ class _WithoutLink:
 def _ctx(status_user: User = ANONYMOUS, overridden: bool = False) -> RequestContext:
     ctx = RequestContext()
     ctx.user = status_user
-    ctx.method_overridden = overridden
+    ctx.method_overridden = "PUT" if overridden else ""
     return ctx
 
 

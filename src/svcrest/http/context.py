@@ -48,7 +48,8 @@ class RequestContext:
     ``client``: the client's address as the server saw it ("" when unknown).
     ``auth_error``: an error an authentication scheme found while determining the user
     (application passwords), answered by its ``rest_authentication_errors`` callback.
-    ``method_overridden``: ``X-HTTP-Method-Override`` or ``?_method=`` changed the method.
+    ``method_overridden``: the method ``X-HTTP-Method-Override`` or ``?_method=`` gave a
+    POST ("" when neither did).
     ``request_id``: the request's ``X-Request-Id`` (docs/guides/operating.md).
     ``matched_route``: the pattern of the REST route that answered ("" when none did), as
     ``get_routes()`` names it, also when its handler raised: the ``route`` of the access and
@@ -69,7 +70,7 @@ class RequestContext:
     pending_headers: list[tuple[str, str]] | None = None
     secure: bool = False
     host: str = ""
-    method_overridden: bool = False
+    method_overridden: str = ""
     client: str = ""
     auth_error: Any = None
     request_id: str = ""
@@ -93,7 +94,7 @@ class RequestContext:
         ctx.pending_headers = None
         ctx.secure = http.scheme == "https"
         ctx.host = http.host
-        ctx.method_overridden = False
+        ctx.method_overridden = ""
         ctx.client = http.client
         ctx.auth_error = None
         ctx.request_id = request_id

@@ -58,16 +58,16 @@ __all__ = [
 _request_of = Request.from_http
 
 
-def _method_override(request: Request) -> bool:
-    """``X-HTTP-Method-Override`` or ``?_method=`` (the caller asks for a POST only); True
-    when one applied."""
+def _method_override(request: Request) -> str:
+    """``X-HTTP-Method-Override`` or ``?_method=`` (the caller asks for a POST only): the
+    method it gave the request, "" when none applied."""
     override = request.query_param("_method")
     if not isinstance(override, str) or not override:
         override = request.get_header("X-HTTP-Method-Override")
     if isinstance(override, str) and override.strip():
-        request.method = override.strip().upper()
-        return True
-    return False
+        method = request.method = override.strip().upper()
+        return method
+    return ""
 
 
 def _jsonp_disabled() -> RestError:
@@ -221,7 +221,7 @@ async def serve_rest(
     # instructions, 112,184 before; bench/instructions.py).
     if request.may_have_query and (refused := _refused_query(request)):
         return error_answer(settings, ctx, refused, http.headers)
-    ctx.method_overridden = request.method == "POST" and _method_override(request)
+    ctx.method_overridden = _method_override(request) if request.method == "POST" else ""
     plan = server.plan()
     error: RestError | None = None
     # ``determine_current_user``, then ``rest_authentication_errors`` (one chain): only the

@@ -187,7 +187,9 @@ def answer_lines(
     """
     user = ctx.user
     no_store = (
-        status >= 400 or ctx.method_overridden or (user is not ANONYMOUS and user.is_logged_in)
+        status >= 400
+        or ctx.method_overridden != ""
+        or (user is not ANONYMOUS and user.is_logged_in)
     )
     link = settings.rest_output_link_header()
     compat = settings.wordpress_compat

@@ -17,7 +17,6 @@ from svcrest.auth.session_cache import SETTLE_UNTIL, wait_settled
 from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.errors import BodyReadError, RestError
 from svcrest.http.exchange import HttpRequest, HttpResponse
-from svcrest.http.forms import parse_form
 from svcrest.http.headers import Headers
 from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST, REQUEST_IDS, checked_request_id
 from svcrest.rest.answer import error_answer
@@ -102,16 +101,6 @@ def _failed(host: SiteHost, ctx: RequestContext, http: HttpRequest, rest: bool) 
         return _plain_500()
 
 
-def _overridden_to_head(http: HttpRequest) -> bool:
-    """Whether the POST whose method was overridden asked for HEAD: ``?_method=`` when it is
-    a non-empty string, else ``X-HTTP-Method-Override``, as the REST pipeline reads them
-    (WordPress's ``serve_request`` then sends no body for HEAD)."""
-    override = parse_form(http.query_string).get("_method") if http.query_string else None
-    if not isinstance(override, str) or not override:
-        override = http.headers.get_joined("x-http-method-override")
-    return isinstance(override, str) and override.strip().upper() == "HEAD"
-
-
 async def respond(
     host: SiteHost, http: HttpRequest, read_body: BodyReader | None, sent_id: str = ""
 ) -> HttpResponse | SiteForward:
@@ -157,10 +146,10 @@ async def respond(
         await wait_settled()
     if http.method == "HEAD":
         response.strip_body_for_head()
-    elif ctx.method_overridden and _overridden_to_head(http):
+    elif ctx.method_overridden == "HEAD":
         # Still the answer to a POST: no body, and a Content-Length of 0, not the GET's
-        # length (the client reads the length it is told). PERF: only an overridden
-        # request asks (a flag the pipeline set), and nothing is kept per request.
+        # length (the client reads the length it is told). The pipeline's override decided
+        # the method; it is not read again here.
         response.body = b""
     response.request_id = request_id
     if started:
