@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from svcrest import App, current_user, public
+from svcrest.http.request_id import ACCESS_LOG
 from tests.conftest import raw_request
 
 
@@ -46,6 +47,13 @@ def _sets_of_one_get(
         sys.setprofile(None)
     assert status == 200
     return writes, body
+
+
+@pytest.fixture(autouse=True)
+def _no_access_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget's paths: no access log (``svcrest serve --access-log`` writes the logged
+    request too; a test of the launcher in this process may have left it on)."""
+    monkeypatch.setattr(ACCESS_LOG, "on", False)
 
 
 @pytest.mark.parametrize("adapter", ["asgi", "wsgi"])
