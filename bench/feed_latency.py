@@ -78,7 +78,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOKS = "/svc-json/shop/v1/books"
@@ -91,6 +91,9 @@ _BURST_GAP = 0.05
 #: The same for the gaps longer than a split send's (a wake's send that uvicorn's flow
 #: control or the socket's buffer cut in two): about host A's wakes of the stream alone.
 _WAKE_GAP = 0.3
+#: Seconds the subscriber process reads on after the writes (the longest hold of a wake is
+#: 1 s), before it counts what it received.
+_DRAIN = 1.5
 
 
 def raise_open_files() -> int:
@@ -332,37 +335,119 @@ async def latency(writer: str, reader: str, writes: int, pause: float) -> Latenc
 # The subscriber process ---------------------------------------------------------------
 
 
+#: An event's first bytes in a stream (each event has one ``event:`` line after its ``id:``).
+_EVENT = b"\nevent: "
+#: The bytes a read may end within an event's first bytes: kept for the next read.
+_CARRY = len(_EVENT) - 1
+#: Bytes a stream's socket is read into at once (a wake's send of ~600 events is ~150 kB).
+_READ_SIZE = 1 << 18
+#: The socket's receive buffer asked for (the kernel doubles it, up to ``rmem_max``).
+_RCVBUF = 1 << 20
+
+
+class RawStream(asyncio.BufferedProtocol):
+    """An SSE stream of the changes read off its socket into one preallocated buffer (no
+    HTTP client, no copy of what it reads: the kernel writes into the buffer and the events
+    are counted there), its events and reads added to ``received`` and ``chunks``."""
+
+    def __init__(
+        self,
+        request: bytes,
+        opened: Callable[[], None],
+        received: list[int],
+        chunks: list[int],
+        ended: asyncio.Future[int],
+    ) -> None:
+        self.request, self.opened, self.ended = request, opened, ended
+        self.received, self.chunks = received, chunks
+        self.buffer = bytearray(_READ_SIZE + _CARRY)
+        whole = memoryview(self.buffer)
+        self.views = [whole[start:] for start in range(_CARRY + 1)]
+        self.start = 0  # where the next read lands: after the bytes carried or the head's
+        self.status = 0  # 0 until the head is read
+        self.last = 0.0
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        # (uvloop's transports are not registered as asyncio's classes)
+        cast(asyncio.Transport, transport).write(self.request)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.status:
+            return self.views[self.start]
+        return memoryview(self.buffer)[self.start :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        buffer, end, begin = self.buffer, self.start + nbytes, 0
+        if not self.status:  # the head (and maybe the first events after it)
+            head = buffer.find(b"\r\n\r\n", 0, end)
+            if head < 0:
+                self.start = end
+                return
+            self.status = int(bytes(buffer[: buffer.find(b"\r\n")]).split(b" ", 2)[1])
+            if self.status != 200:
+                self.end()
+                return
+            self.opened()
+            begin = head + 4
+            nbytes = end - begin
+        chunks = self.chunks
+        # PERF: counted in the buffer the kernel wrote (``bytearray.count`` with bounds: no
+        # copy), one read a wake's send when the socket's buffer holds it (SO_RCVBUF)
+        self.received[0] += buffer.count(_EVENT, begin, end)
+        chunks[0] += 1
+        chunks[1] += nbytes
+        now = time.monotonic()
+        chunks[2] += now - self.last > _BURST_GAP
+        chunks[3] += now - self.last > _WAKE_GAP
+        self.last = now
+        keep = min(_CARRY, end - begin)
+        buffer[:keep] = buffer[end - keep : end]
+        self.start = keep
+
+    def end(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        if not self.ended.done():
+            self.ended.set_result(self.status)
+
+    def eof_received(self) -> bool:
+        self.end()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.ended.done():
+            self.ended.set_result(self.status)
+
+
 async def raw_stream(
     url: str, opened: Callable[[], None], received: list[int], chunks: list[int]
 ) -> int:
-    """Read an SSE stream of the changes on ``url`` over a socket of its own, without an
-    HTTP client, until it ends: ``opened`` is called once the answer is 200; its events
-    and reads are added to ``received`` and ``chunks`` as they come. The answer's status."""
+    """Read an SSE stream of the changes on ``url`` over a socket of its own
+    (:class:`RawStream`), until it ends: ``opened`` is called once the answer is 200; its
+    events and reads are added to ``received`` and ``chunks`` as they come. The answer's
+    status."""
     address = url.split("://", 1)[1].rstrip("/")
     host, port = address.rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
+    sock.setblocking(False)
+    loop = asyncio.get_running_loop()
     try:
-        head = f"GET {CHANGES} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream"
-        writer.write(head.encode() + b"\r\n\r\n")
-        status = int((await reader.readuntil(b"\r\n\r\n")).split(b" ", 2)[1])
-        if status != 200:
-            return status
-        opened()
-        carry = b""
-        last = 0.0
-        while data := await reader.read(65536):
-            data = carry + data
-            received[0] += data.count(b"\nevent: ")
-            chunks[0] += 1
-            chunks[1] += len(data) - len(carry)
-            now = time.monotonic()
-            chunks[2] += now - last > _BURST_GAP
-            chunks[3] += now - last > _WAKE_GAP
-            last = now
-            carry = data[-7:]
-        return status
+        await loop.sock_connect(sock, (host, int(port)))
+    except BaseException:
+        sock.close()
+        raise
+    head = f"GET {CHANGES} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream\r\n\r\n"
+    ended: asyncio.Future[int] = loop.create_future()
+    transport, _stream = await loop.create_connection(
+        lambda: RawStream(head.encode(), opened, received, chunks, ended), sock=sock
+    )
+    try:
+        return await ended
     finally:
-        writer.close()
+        transport.close()
 
 
 async def one_raw(
@@ -499,6 +584,9 @@ def subscribers(
             raise SystemExit(f"the subscriber process did not open its streams: {line!r}")
         held = Held(child.pid, refused=int(line.split()[1]))
         yield held
+        # the events of the last writes arrive up to a held wake later (~1 s): waited for,
+        # so that every write's event is counted (``lost`` below: none)
+        time.sleep(_DRAIN)
         child.stdin.close()
         counts = [*child.stdout.readline().split(), "0", "0", "0", "0", "0"][:5]
         held.received, held.chunks, held.bytes, held.bursts, held.spells = map(int, counts)
@@ -514,9 +602,10 @@ def subscribers(
 
 async def write_rate(
     url: str, writers: int, seconds: float, latencies: list[float] | None = None
-) -> tuple[float, int]:
-    """``writers`` connections POSTing for ``seconds``: writes per second, failures
-    (``latencies`` gets each POST's seconds from its send to its answer)."""
+) -> tuple[float, int, int]:
+    """``writers`` connections POSTing for ``seconds``: writes per second, failures, and
+    the writes made, a warm-up's first (``latencies`` gets each POST's seconds from its send
+    to its answer)."""
     import httpx
 
     done = [0, 0]
@@ -536,7 +625,7 @@ async def write_rate(
         began = time.monotonic()
         await asyncio.gather(*(loop(client) for _ in range(writers)))
         elapsed = time.monotonic() - began
-    return done[0] / elapsed, done[1]
+    return done[0] / elapsed, done[1], done[0] + 1
 
 
 @dataclass
@@ -567,7 +656,7 @@ def rates(
                 threads_before = threads_cpu(pids["host A"])
                 began = time.monotonic()
                 took: list[float] = []
-                rate, failed = asyncio.run(
+                rate, failed, made = asyncio.run(
                     write_rate(writer, options.writers, options.seconds, took)
                 )
                 elapsed = time.monotonic() - began
@@ -602,7 +691,8 @@ def rates(
                 f" in {held.bursts / elapsed / count:.2f} bursts/s"
                 f" ({held.spells / elapsed / count:.2f} after {_WAKE_GAP:.1f} s without),"
                 f" {held.bytes / elapsed / count / 1000:.0f} kB/s,"
-                f" {held.bytes / max(held.received, 1):.0f} B an event"
+                f" {held.bytes / max(held.received, 1):.0f} B an event,"
+                f" events lost {count * made - held.received}"
                 if count and held.bytes
                 else ""
             )
@@ -763,7 +853,14 @@ def main() -> None:
     options = parser.parse_args()
     limit = raise_open_files()
     if options.hold:
-        asyncio.run(hold_streams(options.hold, options.streams, options.parse, options.raw))
+        hold = hold_streams(options.hold, options.streams, options.parse, options.raw)
+        if options.raw:  # on uvloop, as a server's loop (its transports read into a buffer)
+            import uvloop
+
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(hold)
+            return
+        asyncio.run(hold)
         return
     options.subscribers = [int(n) for n in options.subscribers.split(",")]
     if max(options.subscribers) * 3 + 200 > limit:
