@@ -28,11 +28,17 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   The subscriber process counts the events in the bytes it receives (``--parse``: each
   event parsed by httpx-sse, a client that took as much CPU as host A on these cores;
   ``--raw``: each stream read off its socket without an HTTP client, the least CPU the
-  subscribers can take of the cores host A shares; ``--nice 19``: the subscriber process
+  subscribers can take of the cores host A shares: on uvloop, each socket read by a
+  ``BufferedProtocol`` straight into one preallocated buffer of its own, where the events
+  are counted in place, no copy of the bytes in Python; a stand-in for clients that would
+  run on other machines, whose CPU is reported apart; ``--nice 19``: the subscriber process
   runs at that niceness, on a core only when nothing else wants it, so that its CPU, which
   shares the 2 cores with the writers and host A, weighs less on the writes: not the
   default, whose figure is the honest one; the two side by side say how much of the
   ratio is the clients' share of the cores).
+  The subscriber process counts on for 1.5 s after the writes (a wake is held up to 1 s),
+  so that each round's line can give the *events lost*: every stream's events expected
+  (each write's, the warm-up's included) less those counted (0: none lost).
   Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), each POST's latency
   (p50 / p99 / max, send to answer: the writers are closed loops, so writes/s is writers
   over latency), the events the subscribers received per second, the CPU each process
