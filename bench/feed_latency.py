@@ -700,13 +700,16 @@ def rates(
             threads_line = ", ".join(
                 f"{n} {v * 100:.1f} %" for n, v in sorted(others.items()) if v >= 0.005
             )
+            # the subscriber process's CPU an event it counted (its reading's own cost)
+            client_cost = used.get("subscribers", 0.0) * elapsed / max(held.received, 1) * 1e6
             streamed = (
                 f"; a stream {held.chunks / elapsed / count:.1f} reads/s"
                 f" in {held.bursts / elapsed / count:.2f} bursts/s"
                 f" ({held.spells / elapsed / count:.2f} after {_WAKE_GAP:.1f} s without),"
                 f" {held.bytes / elapsed / count / 1000:.0f} kB/s,"
                 f" {held.bytes / max(held.received, 1):.0f} B an event,"
-                f" events lost {count * made - held.received}"
+                f" events lost {count * made - held.received};"
+                f" the subscriber process {client_cost:.3f} µs of CPU an event"
                 if count and held.bytes
                 else ""
             )
@@ -765,6 +768,13 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         "\nalone: 1 - fan-out, the ratio of the writes/s were host A alone on a core it keeps"
         "\nbusy, its streams' work a second being bounded by its wakes, not by the writes."
     )
+    for entry in found:
+        if entry.subscribers and entry.events_per_s and "subscribers" in entry.cpu:
+            cost = entry.cpu["subscribers"] / entry.events_per_s * 1e6
+            print(
+                f"the subscriber process, {entry.subscribers:,} streams: {cost:.3f} µs of CPU"
+                " an event received (best round)"
+            )
     print("\nPOST latency (send to answer, the writers' side) in each best round:")
     for entry in found:
         print(f"  {entry.subscribers:>5} subscribers: {entry.posts}")
