@@ -39,7 +39,9 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   The subscriber process counts on for 1.5 s after the writes (a wake is held up to 1 s),
   so that each round's line can give the *events lost*: every stream's events expected
   (each write's, the warm-up's included) less those counted (0: none lost).
-  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), each POST's latency
+  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9; and each round's writes/s
+  over the same round's without subscribers, seconds apart, and their median: the steadier
+  figure when the machine's load moves between rounds), each POST's latency
   (p50 / p99 / max, send to answer: the writers are closed loops, so writes/s is writers
   over latency), the events the subscribers received per second, the CPU each process
   used (a share of one core: the hosts, PostgreSQL's server when this script started it,
@@ -77,6 +79,7 @@ import random
 import resource
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -768,6 +771,17 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         "\nalone: 1 - fan-out, the ratio of the writes/s were host A alone on a core it keeps"
         "\nbusy, its streams' work a second being bounded by its wakes, not by the writes."
     )
+    if base:
+        # PERF: on a busy machine the load moves from round to round more than the
+        # subscribers move the writes: each round against the same round's without any
+        # (seconds apart) is the steadier ratio
+        for entry in found[1:]:
+            paired = [r / z for r, z in zip(entry.rounds, found[0].rounds, strict=False) if z]
+            print(
+                f"{entry.subscribers:,} subscribers, each round over the same round's 0: "
+                + ", ".join(f"{r:.2f}" for r in paired)
+                + f" (median {statistics.median(paired):.2f})"
+            )
     for entry in found:
         if entry.subscribers and entry.events_per_s and "subscribers" in entry.cpu:
             cost = entry.cpu["subscribers"] / entry.events_per_s * 1e6
