@@ -348,7 +348,8 @@ async def latency(writer: str, reader: str, writes: int, pause: float) -> Latenc
 _EVENT = b"\nevent: "
 #: The bytes a read may end within an event's first bytes: kept for the next read.
 _CARRY = len(_EVENT) - 1
-#: Bytes counted in one call (each span's last bytes counted again with the next's).
+#: Bytes counted in one call (each counted 7 bytes into the next: an event name across two
+#: spans counts once).
 _SPAN = 28_000
 #: Bytes a stream's socket is read into at once (a wake's send of ~600 events is ~150 kB).
 _READ_SIZE = 1 << 18
@@ -578,6 +579,7 @@ class Held:
     bursts: int = 0  # their reads after a gap (--raw): host A's sends, its wakes
     spells: int = 0  # their reads after a longer gap (--raw): the wakes, a send split or not
     refused: int = 0  # 503s while opening the streams (each opened again)
+    cpu: float = 0.0  # its CPU seconds so far, after the writes and the drain
 
 
 @contextlib.contextmanager
@@ -604,6 +606,7 @@ def subscribers(
         # the events of the last writes arrive up to a held wake later (~1 s): waited for,
         # so that every write's event is counted (``lost`` below: none)
         time.sleep(_DRAIN)
+        held.cpu = tree_cpu(child.pid)  # (its reading of the last events included)
         child.stdin.close()
         counts = [*child.stdout.readline().split(), "0", "0", "0", "0", "0"][:5]
         held.received, held.chunks, held.bytes, held.bursts, held.spells = map(int, counts)
@@ -650,6 +653,7 @@ class Rate:
     subscribers: int
     rounds: list[float] = field(default_factory=list)
     events_per_s: float = 0.0
+    client_cost: float = 0.0  # the subscriber process's CPU µs an event it counted
     sends_per_s: float = 0.0  # a stream's reads a second (~host A's wakes of it)
     bytes_per_s: float = 0.0  # a stream's bytes received a second
     posts: str = ""  # the POSTs' latency in the best round (p50 / p99 / max)
@@ -689,10 +693,15 @@ def rates(
                 }
             if failed:
                 print(f"  {failed} writes failed with {count} subscribers")
+            # the subscriber process's CPU an event it counted (its reading's own cost; the
+            # events read in the drain and their CPU both counted)
+            reading = held.cpu - before.get("subscribers", held.cpu)
+            client_cost = reading / max(held.received, 1) * 1e6
             entry = found[count]
             entry.rounds.append(rate)
             if rate == max(entry.rounds):
                 entry.events_per_s = held.received / elapsed
+                entry.client_cost = client_cost
                 entry.sends_per_s = held.chunks / elapsed / count if count else 0.0
                 entry.bytes_per_s = held.bytes / elapsed / count if count else 0.0
                 entry.cpu = used
@@ -703,8 +712,6 @@ def rates(
             threads_line = ", ".join(
                 f"{n} {v * 100:.1f} %" for n, v in sorted(others.items()) if v >= 0.005
             )
-            # the subscriber process's CPU an event it counted (its reading's own cost)
-            client_cost = used.get("subscribers", 0.0) * elapsed / max(held.received, 1) * 1e6
             streamed = (
                 f"; a stream {held.chunks / elapsed / count:.1f} reads/s"
                 f" in {held.bursts / elapsed / count:.2f} bursts/s"
@@ -783,11 +790,10 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
                 + f" (median {statistics.median(paired):.2f})"
             )
     for entry in found:
-        if entry.subscribers and entry.events_per_s and "subscribers" in entry.cpu:
-            cost = entry.cpu["subscribers"] / entry.events_per_s * 1e6
+        if entry.subscribers and entry.client_cost:
             print(
-                f"the subscriber process, {entry.subscribers:,} streams: {cost:.3f} µs of CPU"
-                " an event received (best round)"
+                f"the subscriber process, {entry.subscribers:,} streams:"
+                f" {entry.client_cost:.3f} µs of CPU an event received (best round)"
             )
     print("\nPOST latency (send to answer, the writers' side) in each best round:")
     for entry in found:
