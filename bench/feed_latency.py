@@ -28,12 +28,20 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   The subscriber process counts the events in the bytes it receives (``--parse``: each
   event parsed by httpx-sse, a client that took as much CPU as host A on these cores;
   ``--raw``: each stream read off its socket without an HTTP client, the least CPU the
-  subscribers can take of the cores host A shares; ``--nice 19``: the subscriber process
+  subscribers can take of the cores host A shares: on uvloop, each socket read by a
+  ``BufferedProtocol`` straight into one preallocated buffer of its own, where the events
+  are counted in place, no copy of the bytes in Python; a stand-in for clients that would
+  run on other machines, whose CPU is reported apart; ``--nice 19``: the subscriber process
   runs at that niceness, on a core only when nothing else wants it, so that its CPU, which
   shares the 2 cores with the writers and host A, weighs less on the writes: not the
   default, whose figure is the honest one; the two side by side say how much of the
   ratio is the clients' share of the cores).
-  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9), each POST's latency
+  The subscriber process counts on for 1.5 s after the writes (a wake is held up to 1 s),
+  so that each round's line can give the *events lost*: every stream's events expected
+  (each write's, the warm-up's included) less those counted (0: none lost).
+  Reported: writes/s, the ratio to 0 subscribers (goal >= 0.9; and each round's writes/s
+  over the same round's without subscribers, seconds apart, and their median: the steadier
+  figure when the machine's load moves between rounds), each POST's latency
   (p50 / p99 / max, send to answer: the writers are closed loops, so writes/s is writers
   over latency), the events the subscribers received per second, the CPU each process
   used (a share of one core: the hosts, PostgreSQL's server when this script started it,
@@ -71,6 +79,7 @@ import random
 import resource
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,7 +87,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOKS = "/svc-json/shop/v1/books"
@@ -91,6 +100,9 @@ _BURST_GAP = 0.05
 #: The same for the gaps longer than a split send's (a wake's send that uvicorn's flow
 #: control or the socket's buffer cut in two): about host A's wakes of the stream alone.
 _WAKE_GAP = 0.3
+#: Seconds the subscriber process reads on after the writes (the longest hold of a wake is
+#: 1 s), before it counts what it received.
+_DRAIN = 1.5
 
 
 def raise_open_files() -> int:
@@ -332,37 +344,128 @@ async def latency(writer: str, reader: str, writes: int, pause: float) -> Latenc
 # The subscriber process ---------------------------------------------------------------
 
 
+#: An event's first bytes in a stream (each event has one ``event:`` line after its ``id:``).
+_EVENT = b"\nevent: "
+#: The bytes a read may end within an event's first bytes: kept for the next read.
+_CARRY = len(_EVENT) - 1
+#: Bytes counted in one call (each counted 7 bytes into the next: an event name across two
+#: spans counts once).
+_SPAN = 28_000
+#: Bytes a stream's socket is read into at once (a wake's send of ~600 events is ~150 kB).
+_READ_SIZE = 1 << 18
+#: The socket's receive buffer asked for (the kernel doubles it, up to ``rmem_max``).
+_RCVBUF = 1 << 20
+
+
+class RawStream(asyncio.BufferedProtocol):
+    """An SSE stream of the changes read off its socket into one preallocated buffer (no
+    HTTP client, no copy of what it reads: the kernel writes into the buffer and the events
+    are counted there), its events and reads added to ``received`` and ``chunks``."""
+
+    def __init__(
+        self,
+        request: bytes,
+        opened: Callable[[], None],
+        received: list[int],
+        chunks: list[int],
+        ended: asyncio.Future[int],
+    ) -> None:
+        self.request, self.opened, self.ended = request, opened, ended
+        self.received, self.chunks = received, chunks
+        self.buffer = bytearray(_READ_SIZE + _CARRY)
+        whole = memoryview(self.buffer)
+        self.views = [whole[start:] for start in range(_CARRY + 1)]
+        self.start = 0  # where the next read lands: after the bytes carried or the head's
+        self.status = 0  # 0 until the head is read
+        self.last = 0.0
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+        # (uvloop's transports are not registered as asyncio's classes)
+        cast(asyncio.Transport, transport).write(self.request)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self.status:
+            return self.views[self.start]
+        return memoryview(self.buffer)[self.start :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        buffer, end, begin = self.buffer, self.start + nbytes, 0
+        if not self.status:  # the head (and maybe the first events after it)
+            head = buffer.find(b"\r\n\r\n", 0, end)
+            if head < 0:
+                self.start = end
+                return
+            self.status = int(bytes(buffer[: buffer.find(b"\r\n")]).split(b" ", 2)[1])
+            if self.status != 200:
+                self.end()
+                return
+            self.opened()
+            begin = head + 4
+            nbytes = end - begin
+        chunks = self.chunks
+        # PERF: counted in the buffer the kernel wrote (``bytearray.count`` with bounds: no
+        # copy), one read a wake's send when the socket's buffer holds it (SO_RCVBUF), in
+        # spans under 30,000 bytes: CPython 3.11 searches a longer one with its two-way
+        # algorithm, ~1-2.3 GB/s against ~2.5-3.4 in spans; the count took ~80 % of this
+        # process's CPU (perf)
+        count, events = buffer.count, 0
+        for span in range(begin, end, _SPAN):
+            events += count(_EVENT, span, min(end, span + _SPAN + _CARRY))
+        self.received[0] += events
+        chunks[0] += 1
+        chunks[1] += nbytes
+        now = time.monotonic()
+        chunks[2] += now - self.last > _BURST_GAP
+        chunks[3] += now - self.last > _WAKE_GAP
+        self.last = now
+        keep = min(_CARRY, end - begin)
+        buffer[:keep] = buffer[end - keep : end]
+        self.start = keep
+
+    def end(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        if not self.ended.done():
+            self.ended.set_result(self.status)
+
+    def eof_received(self) -> bool:
+        self.end()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.ended.done():
+            self.ended.set_result(self.status)
+
+
 async def raw_stream(
     url: str, opened: Callable[[], None], received: list[int], chunks: list[int]
 ) -> int:
-    """Read an SSE stream of the changes on ``url`` over a socket of its own, without an
-    HTTP client, until it ends: ``opened`` is called once the answer is 200; its events
-    and reads are added to ``received`` and ``chunks`` as they come. The answer's status."""
+    """Read an SSE stream of the changes on ``url`` over a socket of its own
+    (:class:`RawStream`), until it ends: ``opened`` is called once the answer is 200; its
+    events and reads are added to ``received`` and ``chunks`` as they come. The answer's
+    status."""
     address = url.split("://", 1)[1].rstrip("/")
     host, port = address.rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
+    sock.setblocking(False)
+    loop = asyncio.get_running_loop()
     try:
-        head = f"GET {CHANGES} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream"
-        writer.write(head.encode() + b"\r\n\r\n")
-        status = int((await reader.readuntil(b"\r\n\r\n")).split(b" ", 2)[1])
-        if status != 200:
-            return status
-        opened()
-        carry = b""
-        last = 0.0
-        while data := await reader.read(65536):
-            data = carry + data
-            received[0] += data.count(b"\nevent: ")
-            chunks[0] += 1
-            chunks[1] += len(data) - len(carry)
-            now = time.monotonic()
-            chunks[2] += now - last > _BURST_GAP
-            chunks[3] += now - last > _WAKE_GAP
-            last = now
-            carry = data[-7:]
-        return status
+        await loop.sock_connect(sock, (host, int(port)))
+    except BaseException:
+        sock.close()
+        raise
+    head = f"GET {CHANGES} HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream\r\n\r\n"
+    ended: asyncio.Future[int] = loop.create_future()
+    transport, _stream = await loop.create_connection(
+        lambda: RawStream(head.encode(), opened, received, chunks, ended), sock=sock
+    )
+    try:
+        return await ended
     finally:
-        writer.close()
+        transport.close()
 
 
 async def one_raw(
@@ -476,6 +579,7 @@ class Held:
     bursts: int = 0  # their reads after a gap (--raw): host A's sends, its wakes
     spells: int = 0  # their reads after a longer gap (--raw): the wakes, a send split or not
     refused: int = 0  # 503s while opening the streams (each opened again)
+    cpu: float = 0.0  # its CPU seconds so far, after the writes and the drain
 
 
 @contextlib.contextmanager
@@ -499,6 +603,10 @@ def subscribers(
             raise SystemExit(f"the subscriber process did not open its streams: {line!r}")
         held = Held(child.pid, refused=int(line.split()[1]))
         yield held
+        # the events of the last writes arrive up to a held wake later (~1 s): waited for,
+        # so that every write's event is counted (``lost`` below: none)
+        time.sleep(_DRAIN)
+        held.cpu = tree_cpu(child.pid)  # (its reading of the last events included)
         child.stdin.close()
         counts = [*child.stdout.readline().split(), "0", "0", "0", "0", "0"][:5]
         held.received, held.chunks, held.bytes, held.bursts, held.spells = map(int, counts)
@@ -514,9 +622,10 @@ def subscribers(
 
 async def write_rate(
     url: str, writers: int, seconds: float, latencies: list[float] | None = None
-) -> tuple[float, int]:
-    """``writers`` connections POSTing for ``seconds``: writes per second, failures
-    (``latencies`` gets each POST's seconds from its send to its answer)."""
+) -> tuple[float, int, int]:
+    """``writers`` connections POSTing for ``seconds``: writes per second, failures, and
+    the writes made, a warm-up's first (``latencies`` gets each POST's seconds from its send
+    to its answer)."""
     import httpx
 
     done = [0, 0]
@@ -536,7 +645,7 @@ async def write_rate(
         began = time.monotonic()
         await asyncio.gather(*(loop(client) for _ in range(writers)))
         elapsed = time.monotonic() - began
-    return done[0] / elapsed, done[1]
+    return done[0] / elapsed, done[1], done[0] + 1
 
 
 @dataclass
@@ -544,6 +653,7 @@ class Rate:
     subscribers: int
     rounds: list[float] = field(default_factory=list)
     events_per_s: float = 0.0
+    client_cost: float = 0.0  # the subscriber process's CPU µs an event it counted
     sends_per_s: float = 0.0  # a stream's reads a second (~host A's wakes of it)
     bytes_per_s: float = 0.0  # a stream's bytes received a second
     posts: str = ""  # the POSTs' latency in the best round (p50 / p99 / max)
@@ -567,7 +677,7 @@ def rates(
                 threads_before = threads_cpu(pids["host A"])
                 began = time.monotonic()
                 took: list[float] = []
-                rate, failed = asyncio.run(
+                rate, failed, made = asyncio.run(
                     write_rate(writer, options.writers, options.seconds, took)
                 )
                 elapsed = time.monotonic() - began
@@ -583,10 +693,15 @@ def rates(
                 }
             if failed:
                 print(f"  {failed} writes failed with {count} subscribers")
+            # the subscriber process's CPU an event it counted (its reading's own cost; the
+            # events read in the drain and their CPU both counted)
+            reading = held.cpu - before.get("subscribers", held.cpu)
+            client_cost = reading / max(held.received, 1) * 1e6
             entry = found[count]
             entry.rounds.append(rate)
             if rate == max(entry.rounds):
                 entry.events_per_s = held.received / elapsed
+                entry.client_cost = client_cost
                 entry.sends_per_s = held.chunks / elapsed / count if count else 0.0
                 entry.bytes_per_s = held.bytes / elapsed / count if count else 0.0
                 entry.cpu = used
@@ -602,7 +717,9 @@ def rates(
                 f" in {held.bursts / elapsed / count:.2f} bursts/s"
                 f" ({held.spells / elapsed / count:.2f} after {_WAKE_GAP:.1f} s without),"
                 f" {held.bytes / elapsed / count / 1000:.0f} kB/s,"
-                f" {held.bytes / max(held.received, 1):.0f} B an event"
+                f" {held.bytes / max(held.received, 1):.0f} B an event,"
+                f" events lost {count * made - held.received};"
+                f" the subscriber process {client_cost:.3f} µs of CPU an event"
                 if count and held.bytes
                 else ""
             )
@@ -661,6 +778,23 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         "\nalone: 1 - fan-out, the ratio of the writes/s were host A alone on a core it keeps"
         "\nbusy, its streams' work a second being bounded by its wakes, not by the writes."
     )
+    if base:
+        # PERF: on a busy machine the load moves from round to round more than the
+        # subscribers move the writes: each round against the same round's without any
+        # (seconds apart) is the steadier ratio
+        for entry in found[1:]:
+            paired = [r / z for r, z in zip(entry.rounds, found[0].rounds, strict=False) if z]
+            print(
+                f"{entry.subscribers:,} subscribers, each round over the same round's 0: "
+                + ", ".join(f"{r:.2f}" for r in paired)
+                + f" (median {statistics.median(paired):.2f})"
+            )
+    for entry in found:
+        if entry.subscribers and entry.client_cost:
+            print(
+                f"the subscriber process, {entry.subscribers:,} streams:"
+                f" {entry.client_cost:.3f} µs of CPU an event received (best round)"
+            )
     print("\nPOST latency (send to answer, the writers' side) in each best round:")
     for entry in found:
         print(f"  {entry.subscribers:>5} subscribers: {entry.posts}")
@@ -763,7 +897,14 @@ def main() -> None:
     options = parser.parse_args()
     limit = raise_open_files()
     if options.hold:
-        asyncio.run(hold_streams(options.hold, options.streams, options.parse, options.raw))
+        hold = hold_streams(options.hold, options.streams, options.parse, options.raw)
+        if options.raw:  # on uvloop, as a server's loop (its transports read into a buffer)
+            import uvloop
+
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                runner.run(hold)
+            return
+        asyncio.run(hold)
         return
     options.subscribers = [int(n) for n in options.subscribers.split(",")]
     if max(options.subscribers) * 3 + 200 > limit:
