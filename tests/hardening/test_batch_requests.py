@@ -224,6 +224,11 @@ def _failed(body: dict[str, Any], headers: dict[str, str] | None = None) -> dict
     return {"body": body, "status": body["data"]["status"], "headers": headers or {}}
 
 
+NOT_IN_BATCH = {
+    "code": "rest_batch_not_allowed",
+    "message": "The requested route does not support batch requests.",
+    "data": {"status": 400},
+}
 TOO_MANY_PARAMETERS = {
     "code": "rest_invalid_query_string",
     "message": "Invalid query string.",
@@ -262,26 +267,12 @@ TOO_DEEP = {
         ({"path": "http://[::1" + W}, _failed(PARSE_FAILED), False),
         (
             {"path": "/batch/v1", "body": {"requests": [{"path": W}]}},
-            _failed(
-                {
-                    "code": "rest_batch_not_allowed",
-                    "message": "The requested route does not support batch requests.",
-                    "data": {"status": 400},
-                },
-                {"Allow": "POST"},
-            ),
+            _failed(NOT_IN_BATCH, {"Allow": "POST"}),
             False,
         ),
         (
             {"path": "/t/v1/solo"},
-            _failed(
-                {
-                    "code": "rest_batch_not_allowed",
-                    "message": "The requested route does not support batch requests.",
-                    "data": {"status": 400},
-                },
-                {"Allow": "POST"},
-            ),
+            _failed(NOT_IN_BATCH, {"Allow": "POST"}),
             False,
         ),
         (
