@@ -23,7 +23,7 @@ from svcrest.http.response import Response
 from svcrest.http.user import User
 from svcrest.store import change_feed
 from svcrest.store.change_feed import ChangeFeed
-from svcrest.store.change_waker import WAKE_SLICE, change_waker
+from svcrest.store.change_waker import WAKE_SLICE, ChangeWaker, change_waker
 from svcrest.store.store_collection import StoreCollection
 from tests.rest.conftest import Clock, cursor
 from tests.rest.feed_sites import (
@@ -35,7 +35,7 @@ from tests.rest.feed_sites import (
     run,
     until_waiting,
 )
-from tests.rest.test_change_streams import SSE
+from tests.rest.test_change_streams import SSE, Stream
 from tests.rest.test_store_collection import TASKS, Site, view
 
 
@@ -187,6 +187,20 @@ def test_the_window_finds_a_page_by_position(site: Site) -> None:
     run(check())
 
 
+async def waiting_past_a_first_write(site: Site, count: int) -> tuple[list[Stream], ChangeWaker]:
+    """``count`` SSE streams of the tasks' feed, each past the event of a first write (task 1's
+    priority 1, ``cursor(2)``) and waiting again, and the store's waker, made to gather the
+    next writes into one wake."""
+    streams = await opened(site, [(SSE, "")] * count)
+    waker = change_waker(site.app.store)
+    waker.coalesce = 1.0  # the first write wakes at once, the next ones together
+    await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
+    for one in streams:
+        assert [event["id"] for event in await one.events(1)] == [cursor(2)]
+    await until_waiting(site, count)
+    return streams, waker
+
+
 def reads_alone(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The positions from which a stream reads the log by itself (``ChangeFeed._read``,
     behind the window), recorded from now on."""
@@ -260,13 +274,7 @@ def test_a_wake_of_more_changes_than_the_window_leaves_no_stream_behind_it(
     count, writes = WAKE_SLICE * 3 + 5, 30
 
     async def check() -> None:
-        streams = await opened(site, [(SSE, "")] * count)
-        waker = change_waker(site.app.store)
-        waker.coalesce = 1.0  # the first write wakes at once, the next ones together
-        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
-        for one in streams:
-            assert [event["id"] for event in await one.events(1)] == [cursor(2)]
-        await until_waiting(site, count)
+        streams, waker = await waiting_past_a_first_write(site, count)
         wakes = waker.wakes
 
         def write() -> None:
@@ -304,13 +312,7 @@ def test_a_wake_of_more_changes_than_a_read_brings_is_read_ahead_whole_and_sent_
     count, writes = 5, 10
 
     async def check() -> None:
-        streams = await opened(site, [(SSE, "")] * count)
-        waker = change_waker(site.app.store)
-        waker.coalesce = 1.0  # the first write wakes at once, the next ones together
-        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
-        for one in streams:
-            assert [event["id"] for event in await one.events(1)] == [cursor(2)]
-        await until_waiting(site, count)
+        streams, waker = await waiting_past_a_first_write(site, count)
         tail = site.tasks.feed.tail(site.app.store)
         wakes, before = waker.wakes, reads.calls
         ahead, joined, begun = tail.ahead, tail.joined, tail.begun
@@ -372,13 +374,7 @@ def test_a_wake_of_many_changes_is_rendered_in_pieces_the_loop_let_go_between(
     writes = 20
 
     async def check() -> None:
-        streams = await opened(site, [(SSE, "")] * 3)
-        waker = change_waker(site.app.store)
-        waker.coalesce = 1.0  # the first write wakes at once, the next ones together
-        await asyncio.to_thread(site.tasks.table.update, 1, {"priority": 1})
-        for one in streams:
-            assert [event["id"] for event in await one.events(1)] == [cursor(2)]
-        await until_waiting(site, 3)
+        streams, waker = await waiting_past_a_first_write(site, 3)
         tail = site.tasks.feed.tail(site.app.store)
         seen: list[int] = []
         done = asyncio.Event()

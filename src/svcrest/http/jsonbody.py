@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from svcrest.constants import INT64_MIN
 from svcrest.http.errors import RestError
 from svcrest.types import JSON
 
@@ -38,7 +39,6 @@ _ORJSON_MAX_DEPTH = 1024
 _WRAPPERS = _ORJSON_MAX_DEPTH - MAX_JSON_DEPTH
 _OPEN = b"[" * _WRAPPERS
 _CLOSE = b"]" * _WRAPPERS
-_INT64_MIN = -(2**63)
 _UINT64_MAX = 2**64 - 1
 
 
@@ -47,12 +47,12 @@ _UINT64_MAX = 2**64 - 1
 _DIGIT_MAP = bytes(
     0x31 if 0x30 <= byte <= 0x39 else 0x2D if byte == 0x2D else 0x30 for byte in range(256)
 )
-_SHORTEST = len(str(-_INT64_MIN))  # 19: the digits of the shortest lossy literal ("-" aside)
+_SHORTEST = len(str(-INT64_MIN))  # 19: the digits of the shortest lossy literal ("-" aside)
 _RUN_START = b"1" * _SHORTEST
 #: A run of digits long enough to be a lossy integer, in the translated body.
 _LONG_RUN = re.compile(rb"1{%d,}" % _SHORTEST)
 _UINT64_DIGITS = str(_UINT64_MAX).encode()
-_INT64_MIN_DIGITS = str(-_INT64_MIN).encode()
+_INT64_MIN_DIGITS = str(-INT64_MIN).encode()
 #: What JSON puts before a value in an array or object (or whitespace), and what may not
 #: follow an integer's digits.
 _BEFORE_VALUE = frozenset(b" \t\n\r,:[")

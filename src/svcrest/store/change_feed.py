@@ -1060,10 +1060,10 @@ class ChangeFeed:
         finally:
             if whole is not None and shared.making.get(whole) is mine:
                 del shared.making[whole]
-            spent = functools.partial(waker.spent, self.object_type)
             if later:  # the wake's work too, outside the step its slice counted
-                spent(later)
+                waker.spent(self.object_type, later)
             if mine[1]:  # PERF: a slice at a time, as a wake (a thousand streams wait)
+                spent = functools.partial(waker.spent, self.object_type)
                 wake_in_slices(mine[1], None, spent, pace=waker.pace)
 
     @staticmethod

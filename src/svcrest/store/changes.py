@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from svcrest.constants import INT64_MAX
 from svcrest.store.base import Connection, NotifyingStore, Step, Store
 from svcrest.store.webhooks import ensure_webhook_tables, queue_deliveries
 
@@ -85,8 +86,6 @@ _MAX_READ: Final = 1000
 #: The text of a cursor, before base64url: ``<seq>.<time in milliseconds>``.
 _CURSOR_TEXT: Final = re.compile(rb"(0|[1-9][0-9]{0,18})\.(0|[1-9][0-9]{0,15})")
 _CURSOR_LONGEST: Final = 64
-#: The largest position of the log (its id column is a signed 64-bit integer on both engines).
-_MAX_SEQ: Final = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,10 +201,12 @@ def decode_cursor(cursor: str) -> tuple[int, float] | None:
     except (binascii.Error, ValueError):
         return None
     found = _CURSOR_TEXT.fullmatch(raw)
-    # SECURITY: a forged position past the log's column range would reach the store's
-    # driver, which cannot bind it (an OverflowError, a 500): it is no cursor.
-    if found is None or int(found[1]) > _MAX_SEQ:
+    if found is None:
         return None
-    if encode_cursor(int(found[1]), int(found[2]) / 1000) != cursor:
+    seq, issued = int(found[1]), int(found[2]) / 1000
+    # SECURITY: a forged position past the log's id column (a signed 64-bit integer on both
+    # engines) would reach the store's driver, which cannot bind it (an OverflowError, a
+    # 500): it is no cursor.
+    if seq > INT64_MAX or encode_cursor(seq, issued) != cursor:
         return None
-    return int(found[1]), int(found[2]) / 1000
+    return seq, issued

@@ -35,6 +35,7 @@ from typing import Any, Final, Literal
 
 import orjson
 
+from svcrest.constants import INT64_MAX, INT64_MIN
 from svcrest.dates import rest_parse_date
 from svcrest.http.errors import RestError
 from svcrest.store.base import Dialect
@@ -56,8 +57,8 @@ __all__ = [
 #: at most 63 characters (PostgreSQL's limit). SECURITY: names are also double-quoted.
 IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}\Z")
 #: The range of an integer column on both engines (a signed 64-bit integer).
-MIN_INT: Final = -(2**63)
-MAX_INT: Final = 2**63 - 1
+MIN_INT: Final = INT64_MIN
+MAX_INT: Final = INT64_MAX
 #: The columns every collection table has besides its properties' own.
 RESERVED: Final = ("id", "version")
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeAlias, TypeGuard
 
+from svcrest.constants import INT64_MAX, INT64_MIN
 from svcrest.http.errors import RestError
 
 __all__ = [
@@ -40,10 +41,6 @@ __all__ = [
     "values_equal",
     "within_64_bits",
 ]
-
-#: The range of an ``integer``: PHP's, 64-bit, as WordPress's integers are.
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 
 #: The JSON-schema type names WordPress knows.
 TYPES = ("array", "object", "string", "number", "integer", "boolean", "null")
