@@ -12,6 +12,7 @@ import os
 import pytest
 
 from svcrest.cli import DEFAULT_DB, ENV_DB, CliError, build_parser, main
+from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
 
 USING = "svcrest: using database "
 
@@ -46,3 +47,12 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     status = main(list(argv))
     captured = capsys.readouterr()
     return status, captured.out, without_using_line(captured.err, argv)
+
+
+def keep_access_log_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have ``monkeypatch`` put back, after the test, the access-log switch ``svcrest serve``
+    turns on for the whole process: ``ACCESS_LOG.on``, and ``SVCREST_ACCESS_LOG`` for its
+    workers (the test starts without the variable)."""
+    monkeypatch.setattr(ACCESS_LOG, "on", ACCESS_LOG.on)
+    monkeypatch.setenv(ENV_ACCESS_LOG, "")  # recorded, so that the test ends without it too
+    monkeypatch.delenv(ENV_ACCESS_LOG)

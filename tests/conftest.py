@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from svcrest import App
+from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
 from tests.pg import PostgresServer
 
 ADAPTERS = ["asgi", "wsgi"]
@@ -61,6 +62,18 @@ class SiteClient:
             self._loop.close()
         else:
             self._sync.close()
+
+
+@pytest.fixture(autouse=True)
+def access_log_flag_kept() -> Iterator[None]:
+    """Fails a test that leaves the access-log switch changed. ``svcrest serve`` turns it on
+    for the whole process (``ACCESS_LOG.on``, and ``SVCREST_ACCESS_LOG`` for its workers),
+    so a test that serves in-process must put both back (``monkeypatch``): left on, every
+    later test's requests would run the naming the access log needs."""
+    before = (ACCESS_LOG.on, os.environ.get(ENV_ACCESS_LOG))
+    yield
+    after = (ACCESS_LOG.on, os.environ.get(ENV_ACCESS_LOG))
+    assert after == before, f"the access-log switch was left changed: {before} -> {after}"
 
 
 @pytest.fixture(params=ADAPTERS)

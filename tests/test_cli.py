@@ -30,7 +30,7 @@ from svcrest.demo import register as register_demo
 from svcrest.http.user import User
 from svcrest.serve import accesslog, forwarded, launcher
 from svcrest.site.processes import ENV_WORKERS
-from tests.cli_run import USING, run
+from tests.cli_run import USING, keep_access_log_switch, run
 
 PLUGIN = "svcrest_cli_test_plugin"
 DOES_NOT_EXIST = (
@@ -132,6 +132,7 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ):
         monkeypatch.setenv(name, "")  # recorded, so that the test ends without it too
         monkeypatch.delenv(name)
+    keep_access_log_switch(monkeypatch)
     yield
 
 

@@ -25,7 +25,7 @@ from svcrest import App, cli
 from svcrest.cli import ENV_DB, ENV_DEMO, ENV_HOME, ENV_PLUGINS, ENV_WORDPRESS_COMPAT, main
 from svcrest.cli import site as cli_site
 from svcrest.serve import accesslog, launcher
-from tests.cli_run import USING
+from tests.cli_run import USING, keep_access_log_switch
 
 DEFAULT_LINE = f"{USING}var/svcrest.db (the default; --db or SVCREST_DB chooses another)\n"
 #: The routes of a site without the demo: the index, batch and the application passwords.
@@ -84,6 +84,7 @@ def empty_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
     ):
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
+    keep_access_log_switch(monkeypatch)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading adds the cwd
     monkeypatch.chdir(tmp_path)

@@ -2,13 +2,14 @@
 ``If-Match`` lists that are empty, malformed, unquoted, lower-case ``w/``, tags buried in
 junk, thousands of members or a long run of blanks (the parse stays linear in the header's
 length: the servers take heads up to 128 KiB); ``Idempotency-Key`` values out of the draft's
-form (empty, tabs, control characters, non-ASCII bytes) answer 400
-``rest_idempotency_key_invalid`` and run nothing. (The ordinary cases are in
+form (empty, tabs, control characters, non-ASCII bytes, two header lines, not one sf-string)
+answer 400 ``rest_idempotency_key_invalid`` and run nothing. (The ordinary cases are in
 tests/rest/test_conditional.py and tests/rest/test_guard.py; the tag grammar's unit cases in
 tests/http/test_tags.py.)"""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -187,6 +188,65 @@ def test_an_idempotency_key_of_bytes_no_client_sends_is_a_400(adapter: str, valu
         b'{"code":"rest_idempotency_key_invalid","message":"The Idempotency-Key header must be'
         b' 1 to 255 printable ASCII characters.","data":{"status":400}}'
     )
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [b'"k-1"', b'"k-2"'],
+        [b'"k-1"', b'"k-1"'],  # even the same key twice
+        [b"k-1", b"k-2"],
+        [b'"k-1"', b"k-2"],
+        [b"k-1", b""],
+    ],
+    ids=["two-quoted", "same-twice", "two-bare", "quoted-then-bare", "one-empty"],
+)
+@pytest.mark.parametrize("join", [", ", ","], ids=["comma-space", "comma"])
+def test_two_idempotency_key_lines_are_a_400(adapter: str, lines: list[bytes], join: str) -> None:
+    # The header is one Structured Field Item (an sf-string): two lines combine into a List,
+    # which is not one. ASGI hands the lines over apart; a WSGI server joins them into one
+    # environ value with a comma (", " or ","), which is what the site sees.
+    calls: list[Any] = []
+    app: App = guard_app({"idempotency": "optional"}, calls)
+    sent = (
+        [(b"idempotency-key", line) for line in lines]
+        if adapter == "asgi"
+        else [(b"idempotency-key", join.encode().join(lines))]
+    )
+    status, _, body = raw_request(app, adapter, "POST", THINGS, sent)
+    assert (status, json.loads(body), calls) == (400, INVALID_KEY, [])
+
+
+@pytest.mark.parametrize(
+    "key",
+    ['"k-1", "k-2"', '"k-1","k-1"', "k-1, k-2", "k-1,k-2", '"k"1"', '"k\\x"', '"k-1" ;a=1'],
+    ids=[
+        "two-quoted",
+        "same-twice",
+        "two-bare",
+        "two-bare-tight",
+        "quote-inside",
+        "bad-escape",
+        "parameters",
+    ],
+)
+def test_a_key_that_is_not_one_sf_string_is_a_400(client_for: ClientFor, key: str) -> None:
+    calls: list[Any] = []
+    client = client_for(guard_app({"idempotency": "optional"}, calls))
+    answer = client.post(THINGS, json={"title": "milk"}, headers={"Idempotency-Key": key})
+    assert (answer.status_code, answer.json(), calls) == (400, INVALID_KEY, [])
+
+
+def test_a_comma_and_escapes_inside_quotes_are_one_key(client_for: ClientFor) -> None:
+    calls: list[Any] = []
+    client = client_for(guard_app({"idempotency": "required"}, calls))
+    first = client.post(THINGS, json={"title": "milk"}, headers={"Idempotency-Key": '"a,b"'})
+    assert first.status_code == 201
+    escaped = client.post(THINGS, json={"title": "tea"}, headers={"Idempotency-Key": '"q\\"\\\\"'})
+    again = client.post(THINGS, json={"title": "tea"}, headers={"Idempotency-Key": 'q"\\'})
+    assert (escaped.status_code, again.status_code) == (201, 201)
+    assert again.headers["idempotent-replayed"] == "true"  # \" and \\ unescaped: one key
+    assert calls == ["milk", "tea"]
 
 
 def test_the_longest_key_and_its_quoted_spelling_are_one_key(client_for: ClientFor) -> None:

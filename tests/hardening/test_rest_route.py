@@ -8,12 +8,14 @@ cases are in tests/test_serving.py and tests/test_urls.py.)"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from urllib.parse import unquote
 
 import pytest
 
 from svcrest import App, Request, public
-from tests.conftest import SiteClient
+from tests.conftest import SiteClient, raw_request
 
 ClientFor = Callable[..., SiteClient]
 NO_ROUTE = {
@@ -171,3 +173,76 @@ def test_ascii_digits_still_route_and_the_index_shows_the_pattern_as_registered(
     for url in ("/svc-json/", "/svc-json/t/v1"):
         routes = client.get(url).json()["routes"]
         assert [route for route in routes if "items" in route] == ["/t/v1/items/(?P<id>\\d+)"]
+
+
+def make_class_app() -> App:
+    app = App("http://127.0.0.1:8000")
+
+    def params(request: Request) -> dict[str, str]:
+        return dict(request.url_params)
+
+    for route in (
+        r"/word/(?P<w>\w+)",
+        r"/nonword/(?P<w>\W+)",
+        r"/space/(?P<s>\s+)",
+        r"/nonspace/(?P<s>\S+)",
+        r"/bound/x\b(?P<rest>.*)",
+        r"/nobound/x\B(?P<rest>.*)",
+        "/caf\u00e9",
+        r"/tags/(?P<slug>[\w-]+)",
+        "/key",
+    ):
+        app.register_rest_route("t/v1", route, {"callback": params, "permission_callback": public})
+    return app
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("/word/abc_9", {"w": "abc_9"}),
+        ("/word/%C3%A9t%C3%A9", None),  # été: é is no word character without PCRE's u
+        ("/word/%EF%BC%A1", None),  # FULLWIDTH LATIN CAPITAL LETTER A
+        ("/nonword/%C3%A9", {"w": "\u00e9"}),
+        ("/nonword/a", None),
+        ("/space/%20%09%0B%0C", {"s": " \t\x0b\x0c"}),  # space, tab, VT, FF
+        ("/space/%C2%A0", None),  # NO-BREAK SPACE
+        ("/space/%1C", None),  # FILE SEPARATOR: Python's Unicode \s, not PCRE's
+        ("/space/%C2%85", None),  # NEXT LINE
+        ("/nonspace/%C2%A0", {"s": "\u00a0"}),
+        ("/nonspace/a%20", None),
+        ("/bound/x%C3%A9", {"rest": "\u00e9"}),  # a boundary between x and é
+        ("/bound/xa", None),
+        ("/nobound/xa", {"rest": "a"}),
+        ("/nobound/x%C3%A9", None),
+        ("/caf%C3%A9", {}),
+        ("/CAF%C3%A9", {}),  # ASCII letters match their other case
+        ("/CAF%C3%89", None),  # É is not é: only ASCII letters fold
+        ("/tags/ete-1", {"slug": "ete-1"}),
+        ("/tags/%C3%A9t%C3%A9", None),
+        ("/KEY", {}),
+        ("/%E2%84%AAey", None),  # KELVIN SIGN is not k
+    ],
+)
+def test_classes_and_case_are_pcre_without_u(
+    adapter: str, client_for: ClientFor, path: str, expected: dict[str, str] | None
+) -> None:
+    # WordPress matches ``@^route$@i`` on the decoded UTF-8 path: no ``u`` modifier, so
+    # ``\w \s \b`` and their negations are ASCII classes and ``i`` folds ASCII letters only.
+    app = make_class_app()
+    response = client_for(app).get("/?rest_route=/t/v1" + path)
+    # The pretty path as a server hands it over: ASGI's ``path`` decoded UTF-8, WSGI's
+    # ``PATH_INFO`` the bytes as Latin-1 (PEP 3333; httpx's WSGITransport decodes it as UTF-8).
+    decoded = unquote("/svc-json/t/v1" + path)
+    status, _, body = raw_request(
+        app,
+        adapter,
+        "GET",
+        decoded if adapter == "asgi" else decoded.encode().decode("latin-1"),
+        [],
+    )
+    if expected is None:
+        assert (response.status_code, response.json()) == (404, NO_ROUTE)
+        assert (status, json.loads(body)) == (404, NO_ROUTE)
+    else:
+        assert (response.status_code, response.json()) == (200, expected)
+        assert (status, json.loads(body)) == (200, expected)

@@ -12,15 +12,17 @@ from svcrest.rest.routing.definitions import RoutePatternError
 from svcrest.rest.routing.matcher import (
     CompiledMatcher,
     RoutePattern,
-    ascii_digits,
     literal_prefix,
 )
 from svcrest.rest.routing.table import RouteTable
 
+#: PCRE's ``i`` without ``u`` (WordPress's route regexes): ASCII classes, ASCII case folding.
+WORDPRESS_FLAGS = re.ASCII | re.IGNORECASE
+
 
 def naive(patterns: list[str], path: str) -> tuple[int, dict[str, str]] | None:
     for index, pattern in enumerate(patterns):
-        match = re.fullmatch(pattern, path, re.IGNORECASE)
+        match = re.fullmatch(pattern, path, WORDPRESS_FLAGS)
         if match is not None:
             return index, {k: v for k, v in match.groupdict().items() if v is not None}
     return None
@@ -49,7 +51,9 @@ def test_literal_prefix(pattern: str, prefix: tuple[str, ...]) -> None:
     assert literal_prefix(pattern) == prefix
 
 
-SEGMENTS = st.sampled_from(["demo", "DEMO", "v1", "V2", "items", "a", "b", "", "x1", "\u212a"])
+SEGMENTS = st.sampled_from(
+    ["demo", "DEMO", "v1", "V2", "items", "a", "b", "", "x1", "\u212a", "\u212aey", "caf\u00e9"]
+)
 PATTERN_PARTS = st.sampled_from(
     [
         "demo",
@@ -70,6 +74,10 @@ PATTERN_PARTS = st.sampled_from(
         "d.mo",
         "\\d",
         "items(?P<n>\\d*)",
+        "key",
+        "caf\u00c9",
+        "(?P<w>\\w+)",
+        "\\W",
     ]
 )
 
@@ -112,13 +120,27 @@ def test_compiled_matcher_equals_naive_scan(table: list[str], requests: list[str
 @given(st.lists(patterns(), min_size=1, max_size=15), paths())
 def test_every_match_in_order(table: list[str], path: str) -> None:
     matcher = CompiledMatcher([RoutePattern(p) for p in table])
-    expected = [i for i, p in enumerate(table) if re.fullmatch(p, path, re.IGNORECASE)]
+    expected = [i for i, p in enumerate(table) if re.fullmatch(p, path, WORDPRESS_FLAGS)]
     assert [index for index, _ in matcher.iter_matches(path)] == expected
 
 
-def test_unicode_case_folding_falls_back_to_the_regex_engine() -> None:
-    matcher = CompiledMatcher([RoutePattern("/key")])
-    assert matcher.first_match("/\u212aey") == (0, {})  # KELVIN SIGN folds to k
+@pytest.mark.parametrize(
+    ("route", "path", "expected"),
+    [
+        ("/key", "/\u212aey", None),  # KELVIN SIGN: not k without PCRE's u
+        ("/key", "/KEY", (0, {})),
+        ("/caf\u00e9", "/CAF\u00c9", None),  # only ASCII letters match their other case
+        ("/caf\u00e9", "/CAF\u00e9", (0, {})),
+        ("/ns/v1/caf\u00e9", "/NS/V1/caf\u00e9", (0, {})),
+        ("(?u)/key", "/\u212aey", (0, {})),  # a leading (?u) asks for Unicode
+        ("/ns/(?u:(?P<w>\\w+))", "/ns/\u00e9t\u00e9", (0, {"w": "\u00e9t\u00e9"})),
+        ("/ns/(?P<w>\\w+)", "/ns/\u00e9t\u00e9", None),
+    ],
+)
+def test_case_folds_ascii_letters_only_unless_the_pattern_asks(
+    route: str, path: str, expected: tuple[int, dict[str, str]] | None
+) -> None:
+    assert CompiledMatcher([RoutePattern(route)]).first_match(path) == expected
 
 
 @pytest.mark.parametrize(
@@ -143,30 +165,6 @@ def test_tail_matching_keeps_full_pattern_semantics(
 
 
 @pytest.mark.parametrize(
-    ("pattern", "rewritten"),
-    [
-        ("(?P<id>\\d+)", "(?P<id>[0-9]+)"),
-        ("[\\d-]+", "[0-9-]+"),
-        ("\\\\d", "\\\\d"),  # an escaped backslash, then a plain d
-        ("\\\\\\d", "\\\\[0-9]"),  # an escaped backslash, then \d
-        ("[^\\d]", "[^0-9]"),
-        ("\\D", "[^0-9]"),
-        ("\\d{2,4}", "[0-9]{2,4}"),
-        ("[\\D_]", "[\\x00-/:-\\U0010ffff_]"),
-        ("[^\\D]", "[^\\x00-/:-\\U0010ffff]"),
-        ("[]\\d]", "[]0-9]"),  # a ] first in the class is a literal
-        ("[\\]\\d]\\d", "[\\]0-9][0-9]"),
-        ("/ns/v1/(?#\\d[)\\d", "/ns/v1/(?#\\d[)[0-9]"),  # a comment kept as written
-        ("(?x)/a # [\\d\n\\d", "(?x)/a # [\\d\n[0-9]"),
-        ("/ns/v1/items/(?P<id>\\w+)", "/ns/v1/items/(?P<id>\\w+)"),
-        ("/ns/v1/items", "/ns/v1/items"),
-    ],
-)
-def test_ascii_digits_rewrites_digit_escapes(pattern: str, rewritten: str) -> None:
-    assert ascii_digits(pattern) == rewritten
-
-
-@pytest.mark.parametrize(
     ("route", "path", "expected"),
     [
         ("/ns/v1/items/(?P<id>\\d+)", "/ns/v1/items/\uff11", None),  # FULLWIDTH DIGIT ONE
@@ -181,7 +179,11 @@ def test_ascii_digits_rewrites_digit_escapes(pattern: str, rewritten: str) -> No
         ("/ns/v1/(?P<x>[\\D_]+)", "/ns/v1/a7", None),
         ("/ns/v1/(?P<x>[^\\D]+)", "/ns/v1/42", (0, {"x": "42"})),
         ("/ns/v1/(?P<x>[^\\D]+)", "/ns/v1/4\uff12", None),
-        ("/k/(?P<id>\\d+)", "/\u212a/7", (0, {"id": "7"})),  # case folding kept
+        ("/k/(?P<id>\\d+)", "/\u212a/7", None),  # no KELVIN SIGN folding either
+        ("/ns/v1/(?#\\d[)(?P<id>\\d)", "/ns/v1/7", (0, {"id": "7"})),  # a comment
+        ("(?x)/a # [\\d\n(?P<id>\\d)", "/a7", (0, {"id": "7"})),  # a verbose comment
+        ("/ns/v1/(?P<x>[]\\d]+)", "/ns/v1/]1", (0, {"x": "]1"})),  # ] first is literal
+        ("/ns/v1/(?P<x>\\\\d)", "/ns/v1/\\d", (0, {"x": "\\d"})),  # escaped backslash
     ],
 )
 def test_digits_are_ascii_as_in_wordpress(
@@ -213,3 +215,14 @@ def test_many_routes_only_walks_candidates() -> None:
     assert matcher.first_match("/ns99/v1/items99/42") == (9999, {"id": "42"})
     assert list(matcher._candidates("/ns99/v1/items99/42")) == [9999]
     assert matcher.first_match("/ns99/v1/nothing") is None
+
+
+def test_non_ascii_paths_walk_the_trie_folding_ascii_letters_only() -> None:
+    table = [f"/ns{n}/v1/items{r}/(?P<id>[^/]+)" for n in range(10) for r in range(10)]
+    table.append("/key/(?P<id>[^/]+)")
+    matcher = CompiledMatcher([RoutePattern(p) for p in table])
+    assert list(matcher._candidates("/NS9/V1/ITEMS9/\u00e9")) == [99]
+    assert matcher.first_match("/NS9/V1/ITEMS9/\u00e9") == (99, {"id": "\u00e9"})
+    assert list(matcher._candidates("/\u212aey/1")) == []  # the KELVIN SIGN is not k
+    assert matcher.first_match("/\u212aey/1") is None
+    assert matcher.first_match("/KEY/\u212a") == (100, {"id": "\u212a"})

@@ -49,7 +49,7 @@ class RequestContext:
     ``auth_error``: an error an authentication scheme found while determining the user
     (application passwords), answered by its ``rest_authentication_errors`` callback.
     ``method_overridden``: the method ``X-HTTP-Method-Override`` or ``?_method=`` gave a
-    POST ("" when neither did).
+    POST ("" when neither did, or when the one there was empty: the 405 of a method "").
     ``request_id``: the request's ``X-Request-Id`` (docs/guides/operating.md).
     ``matched_route``: the pattern of the REST route that answered ("" when none did), as
     ``get_routes()`` names it, also when its handler raised: the ``route`` of the access and

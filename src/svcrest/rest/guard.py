@@ -264,15 +264,45 @@ def _replayed(answer: str) -> Response:
     return response
 
 
+def _sf_string(quoted: str) -> str | None:
+    """The text of ``quoted``, one Structured Field String (RFC 8941 §3.3.3: ``"`` ... ``"``
+    with ``\\"`` and ``\\\\`` its only escapes), or None when it is not exactly one."""
+    out: list[str] = []
+    index = 1
+    end = len(quoted) - 1
+    while index < end:
+        char = quoted[index]
+        if char == "\\":
+            escaped = quoted[index + 1] if index + 1 < end else ""
+            if escaped not in ('"', "\\"):
+                return None
+            out.append(escaped)
+            index += 2
+            continue
+        if char == '"':  # a string closed before the end: something follows it
+            return None
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
 def _key_of(request: Request) -> str | Response | None:
     """The request's ``Idempotency-Key`` (a structured-field string: quotes optional), None
-    without one, or the 400 of a malformed one."""
+    without one, or the 400 of a malformed one.
+
+    The header is one Structured Field Item, so a key sent on two lines is malformed: the
+    lines reach the site joined with a comma (a WSGI server joins them in the environ), and
+    a comma outside the quotes is refused for that reason, as is anything after the closing
+    quote. Inside the quotes, ``\\"`` and ``\\\\`` stand for ``"`` and ``\\``."""
     raw = request.headers.get_joined("idempotency-key")
     if raw is None:
         return None
-    key = raw.strip()
-    if len(key) >= 2 and key[0] == key[-1] == '"':
-        key = key[1:-1]
+    text = raw.strip()
+    key: str | None = text
+    if text[:1] == '"':
+        key = _sf_string(text) if len(text) >= 2 and text[-1] == '"' else None
+    elif "," in text:
+        key = None
     if not key or len(key) > MAX_KEY_LENGTH or not key.isascii() or not key.isprintable():
         return _error(
             "rest_idempotency_key_invalid",

@@ -59,15 +59,18 @@ _request_of = Request.from_http
 
 
 def _method_override(request: Request) -> str:
-    """``X-HTTP-Method-Override`` or ``?_method=`` (the caller asks for a POST only): the
-    method it gave the request, "" when none applied."""
+    """``?_method=``, else ``X-HTTP-Method-Override`` (the caller asks for a POST only): the
+    method it gave the request, "" when none did. As WordPress's ``isset``, one that is there
+    applies even when it is empty or blank, and then the header is not read: the request's
+    method becomes "", which no handler has (405 ``rest_no_route``), so a form's empty
+    ``_method`` field never runs the POST handler. A ``_method`` array is no override."""
     override = request.query_param("_method")
-    if not isinstance(override, str) or not override:
+    if not isinstance(override, str):
         override = request.get_header("X-HTTP-Method-Override")
-    if isinstance(override, str) and override.strip():
-        method = request.method = override.strip().upper()
-        return method
-    return ""
+        if override is None:
+            return ""
+    method = request.method = override.strip().upper()
+    return method
 
 
 def _jsonp_disabled() -> RestError:

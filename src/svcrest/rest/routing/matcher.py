@@ -6,10 +6,12 @@ that can match: each route is filed in a trie under the literal path segments it
 starts with (``/ns/v1/items/(?P<id>\\d+)`` under ``ns`` → ``v1`` → ``items``); a path walks
 the trie by its own segments and only the routes on that walk are tried, in registration
 order. Patterns whose literal prefix cannot be read safely (top-level alternation, inline
-flags, quantified slashes, non-ASCII) sit at the root and are always tried. A path with
-non-ASCII characters is matched by a full in-order scan, because Unicode case folding
-(``K`` vs ``k``) is the regex engine's business. A pattern's ``\\d`` is WordPress's (PCRE
-without the ``u`` modifier): the ASCII digits only, see :func:`ascii_digits`.
+flags, quantified slashes, non-ASCII) sit at the root and are always tried.
+
+The regex dialect is WordPress's: PHP's PCRE without the ``u`` modifier, in the C locale.
+``\\d``, ``\\w``, ``\\s`` and ``\\b`` (and ``\\D``, ``\\W``, ``\\S``, ``\\B``) are ASCII
+classes, and case-insensitivity folds the ASCII letters only (``/café`` is not ``/CAFÉ``, the
+KELVIN SIGN is not ``k``): Python's ``re.ASCII``, see :func:`compile_route_pattern`.
 
 PERF: with 10,000 routes over 100 namespaces, the last route costs the same as with 10
 (one trie walk of 3 dict lookups plus one regex); ``bench/scaling.py`` measures it.
@@ -26,7 +28,6 @@ from dataclasses import dataclass, field
 __all__ = [
     "CompiledMatcher",
     "RoutePattern",
-    "ascii_digits",
     "compile_route_pattern",
     "literal_length",
     "literal_prefix",
@@ -35,124 +36,32 @@ __all__ = [
 _META = frozenset(".^$*+?{}[]\\|()")
 _QUANTIFIERS = frozenset("?*+{")
 _INLINE_FLAG = re.compile(r"\(\?[aiLmsux-]")
-#: An inline flag group turning on verbose mode (``(?x)``, ``(?ix:``): ``#`` then starts a
-#: comment outside a character class.
-_VERBOSE_FLAG = re.compile(r"\(\?[aiLmsu]*x")
-#: ``\D`` inside a character class: every code point but ``0``-``9``, as two ranges (so that
-#: ``[^\D]`` is ``0``-``9`` again and ``[\D_]`` stays one class).
-_NOT_DIGIT_RANGES = "\\x00-/:-\\U0010ffff"
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """The index just past the character class opened at ``pattern[start]`` (``[``), or
-    ``len(pattern)`` when it is never closed. A ``]`` first in the class (after an optional
-    ``^``) is a literal, as in PCRE and Python."""
-    index = start + 1
-    if pattern.startswith("^", index):
-        index += 1
-    if pattern.startswith("]", index):
-        index += 1
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "]":
-            return index + 1
-        index += 1
-    return len(pattern)
-
-
-def _digit_escapes(part: str, in_class: bool) -> str:
-    """``part`` (a run of the pattern, wholly inside or wholly outside a character class)
-    with its ``\\d`` and ``\\D`` escapes spelled as ASCII ranges; other escapes kept."""
-    if "\\" not in part:
-        return part
-    out: list[str] = []
-    index = 0
-    while index < len(part):
-        char = part[index]
-        if char != "\\":
-            out.append(char)
-            index += 1
-            continue
-        escaped = part[index + 1 : index + 2]
-        if escaped == "d":
-            out.append("0-9" if in_class else "[0-9]")
-        elif escaped == "D":
-            out.append(_NOT_DIGIT_RANGES if in_class else "[^0-9]")
-        else:
-            out.append(char + escaped)
-        index += 2
-    return "".join(out)
-
-
-def _comment_end(pattern: str, index: int, verbose: bool) -> int:
-    """The index just past the comment starting at ``pattern[index]`` (``(?#...)``, or a
-    verbose ``#`` to the end of the line), or ``index`` when none starts there."""
-    if pattern.startswith("(?#", index):
-        close = pattern.find(")", index)
-        return len(pattern) if close < 0 else close + 1
-    if verbose and pattern[index] == "#":
-        newline = pattern.find("\n", index)
-        return len(pattern) if newline < 0 else newline + 1
-    return index
-
-
-def ascii_digits(pattern: str) -> str:
-    """``pattern`` with ``\\d`` matching the ASCII digits only, as WordPress's route regexes
-    do (PCRE without the ``u`` modifier): Python's ``\\d`` matches every script's digits,
-    so ``/items/(?P<id>\\d+)`` would take FULLWIDTH DIGIT ONE or ARABIC-INDIC DIGIT ONE.
-
-    ``\\d`` becomes ``[0-9]`` (``0-9`` inside a character class), ``\\D`` becomes
-    ``[^0-9]`` (inside a class, the ranges of every other code point); an escaped backslash
-    (``\\\\d``), comments and every other escape are kept as they are. (Compiling with
-    ``re.ASCII`` instead would also end the Unicode case folding the matcher keeps: the
-    KELVIN SIGN matching ``k``.)"""
-    if "\\" not in pattern:
-        return pattern
-    verbose = _VERBOSE_FLAG.search(pattern) is not None
-    out: list[str] = []
-    index = start = 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\":
-            index += 2
-            continue
-        skip = _comment_end(pattern, index, verbose)
-        if skip == index and char != "[":
-            index += 1
-            continue
-        out.append(_digit_escapes(pattern[start:index], in_class=False))
-        if skip != index:  # a comment: kept as written
-            out.append(pattern[index:skip])
-            index = start = skip
-            continue
-        end = _class_end(pattern, index)
-        out.append(_digit_escapes(pattern[index:end], in_class=True))
-        index = start = end
-    out.append(_digit_escapes(pattern[start:], in_class=False))
-    return "".join(out)
+#: ``str.lower`` for the ASCII letters only: the trie's keys are ASCII, and ``str.lower``
+#: would also fold a path's KELVIN SIGN to ``k``, which WordPress's matching does not.
+_ASCII_LOWER = {ord(upper): ord(upper.lower()) for upper in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"}
 
 
 def compile_route_pattern(route: str) -> re.Pattern[str]:
-    """The route's regex, case-insensitive; used with ``fullmatch`` (anchored at both ends).
-    ``\\d`` matches the ASCII digits only (:func:`ascii_digits`).
+    """The route's regex as WordPress reads it; used with ``fullmatch`` (anchored at both
+    ends). WordPress matches with PCRE's ``i`` flag and without ``u``, so the classes
+    ``\\d \\w \\s \\b`` and their negations are ASCII only (``\\s`` is space, tab, LF, VT,
+    FF, CR) and only ASCII letters match their other case: ``re.ASCII | re.IGNORECASE``.
+
+    A pattern may still ask for Python's Unicode classes itself, for a group with
+    ``(?u:...)`` or for the whole pattern with a leading ``(?u)``.
 
     Raises ``re.error`` for an invalid pattern.
     """
-    return re.compile(ascii_digits(route), re.IGNORECASE)
+    try:
+        return re.compile(route, re.ASCII | re.IGNORECASE)
+    except ValueError:  # "ASCII and UNICODE flags are incompatible": a leading ``(?u)``
+        return re.compile(route, re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=8192)
 def _compile_tail(tail: str) -> re.Pattern[str]:
-    """The regex of a pattern's tail (:func:`ascii_digits` applied); raises ``re.error`` with
-    the position in ``tail`` as written (the rewrite moves what follows a ``\\d``)."""
-    try:
-        return re.compile(ascii_digits(tail), re.IGNORECASE)
-    except re.error as rewritten:
-        re.compile(tail, re.IGNORECASE)  # raises the error where the plugin wrote it
-        raise re.error(rewritten.msg) from None
+    """The regex of a pattern's tail (:func:`compile_route_pattern`), shared between routes."""
+    return compile_route_pattern(tail)
 
 
 def literal_length(segments: tuple[str, ...], route: str) -> int:
@@ -174,7 +83,7 @@ class RoutePattern:
     a route).
     """
 
-    __slots__ = ("_full", "offset", "route", "segments", "tail")
+    __slots__ = ("offset", "route", "segments", "tail")
 
     def __init__(self, route: str) -> None:
         self.route = route
@@ -182,14 +91,6 @@ class RoutePattern:
         self.offset = literal_length(self.segments, route)
         #: Raises ``re.error`` for an invalid pattern: the literal prefix is always valid.
         self.tail = _compile_tail(route[self.offset :])
-        self._full: re.Pattern[str] | None = None
-
-    @property
-    def full(self) -> re.Pattern[str]:
-        """The whole pattern, compiled on first use (paths with non-ASCII characters)."""
-        if self._full is None:
-            self._full = compile_route_pattern(self.route)
-        return self._full
 
 
 def _has_top_level_alternation(pattern: str) -> bool:
@@ -278,7 +179,8 @@ class CompiledMatcher:
 
     def _candidates(self, path: str) -> tuple[int, ...]:
         node = self._root
-        for segment in path.lower().split("/")[1:]:
+        lowered = path.lower() if path.isascii() else path.translate(_ASCII_LOWER)
+        for segment in lowered.split("/")[1:]:
             child = node.children.get(segment)
             if child is None:
                 break
@@ -289,13 +191,6 @@ class CompiledMatcher:
         """Every route (index) whose pattern matches ``path`` fully, in registration order,
         with its named groups (groups that did not take part are left out)."""
         patterns = self._patterns
-        if not path.isascii():
-            # Unicode case folding: the whole pattern decides, for every route in order.
-            for index, pattern in enumerate(patterns):
-                match = pattern.full.fullmatch(path)
-                if match is not None:
-                    yield index, {k: v for k, v in match.groupdict().items() if v is not None}
-            return
         length = len(path)
         for index in self._candidates(path):
             pattern = patterns[index]
