@@ -6,8 +6,8 @@ Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
     python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--pause 0.05]
                                  [--subscribers 0,100,1000] [--subscribers-on a|b]
                                  [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
-                                 [--parse] [--raw] [--nice N] [--profile FILE]
-                                 [--switch S]
+                                 [--parse] [--raw] [--httpx-writers] [--nice N]
+                                 [--profile FILE] [--switch S]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -21,9 +21,21 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   book's title carries its send time. Reported:
   p50 / p99 / max of *event received - POST answered* (the commit is answered; negative when
   the event came first) and of *event received - POST sent*.
-- **writes/s**: ``--writers`` connections POST books on host A in a loop for ``--seconds``,
-  while ``--subscribers`` SSE streams of the same collection (each receiving every write) are
-  held by one asyncio client process (a child of this one) on host ``--subscribers-on``;
+- **writes/s**: ``--writers`` connections POST books on host A in a loop for ``--seconds``
+  (closed loops: each POSTs its next book once the last one is answered), from this
+  process: httpx clients (one ``AsyncClient``, a keep-alive connection a writer), or with
+  ``--raw`` *raw writers*, the least CPU a writer can take of the cores host A shares (it
+  stands in for clients on other machines, as the subscribers do): on uvloop, each writer
+  a keep-alive HTTP/1.1 connection of its own and an ``asyncio.Protocol``, the request's
+  bytes prepared once (the same method, path, headers, Content-Length and JSON body as
+  httpx sends), each answer framed in the bytes read (its head's end, then Content-Length,
+  or a chunked body; uvicorn sends these 201s with Content-Length) and only its status
+  line read; an answer other than 201 counts as a failed write, as with httpx, bytes that
+  are no answer stop the run. ``--httpx-writers`` keeps the httpx writers with ``--raw``
+  (the figures of ``--raw`` before the raw writers, to compare); the latency's writer
+  stays httpx. Meanwhile ``--subscribers`` SSE streams of the same collection (each
+  receiving every write) are held by one asyncio client process (a child of this one) on
+  host ``--subscribers-on``;
   the configurations are interleaved over ``--rounds`` and the best round of each is kept.
   The subscriber process counts the events in the bytes it receives (``--parse``: each
   event parsed by httpx-sse, a client that took as much CPU as host A on these cores;
@@ -45,8 +57,12 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   (p50 / p99 / max, send to answer: the writers are closed loops, so writes/s is writers
   over latency), the events the subscribers received per second, the CPU each process
   used (a share of one core: the hosts, PostgreSQL's server when this script started it,
-  the subscriber process, this one;
-  *host A loop*: host A's event loop's thread alone, its other threads apart)
+  the subscriber process, this one: *writer*;
+  *host A loop*: host A's event loop's thread alone, its other threads apart),
+  *the writers' µs of CPU a POST* (this process's CPU over the run, the writers' opening
+  and the warm-up included, its reads of ``/proc`` not, over the POSTs made: httpx's were
+  ~730-890 µs, more than host A's own CPU a write; the raw writers' ~30-45 µs, about
+  half of it in the kernel: their sockets' sends and reads on the loopback)
   and host A's CPU milliseconds per write; and the server's side of the goal, from host A's
   own process CPU (``/proc``; the clients', which share this machine's cores, apart):
   *host A vs 0*, its CPU a write without subscribers over that with them, and *host A
@@ -783,6 +799,10 @@ async def raw_write_rate(
     took = latencies if latencies is not None else []
     connections = [await open_writer(url, request) for _ in range(writers)]
 
+    # PERF: a coroutine a writer awaiting a future a POST, not the next POST written from
+    # ``data_received``: that callback loop took 12.7 µs of user CPU a POST against this
+    # one's 15.7-18.2 (SQLite, 4 writers, ~2,500 POSTs a second, 06:04 UTC), ~0.4 % of a
+    # core at host A's 1,000 writes a second with PostgreSQL, for the reconnection in line
     async def loop(connection: RawWriter) -> None:
         while time.monotonic() < end:
             if connection.closing:  # the server ends it after its last answer
