@@ -1121,8 +1121,8 @@ def main() -> None:
     parser.add_argument(
         "--httpx-writers",
         action="store_true",
-        help="with --raw, the writers still httpx clients (the writers before --raw had"
-        " them raw too: for comparison)",
+        help="with --raw, keep the writers httpx clients (as --raw ran before its raw"
+        " writers), to compare",
     )
     parser.add_argument(
         "--nice",
