@@ -61,7 +61,7 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   *host A loop*: host A's event loop's thread alone, its other threads apart),
   *the writers' µs of CPU a POST* (this process's CPU over the run, the writers' opening
   and the warm-up included, its reads of ``/proc`` not, over the POSTs made: httpx's were
-  ~730-890 µs, more than host A's own CPU a write; the raw writers' ~40-55 µs, about
+  ~720-890 µs, more than host A's own CPU a write; the raw writers' ~40-57 µs, about
   half of it in the kernel: their sockets' sends and reads on the loopback)
   and host A's CPU milliseconds per write; and the server's side of the goal, from host A's
   own process CPU (``/proc``; the clients', which share this machine's cores, apart):
