@@ -6,8 +6,8 @@ Usage (from the repository root, with the dev dependencies: ``httpx-sse``)::
     python bench/feed_latency.py [--store pg,sqlite] [--writes 200] [--pause 0.05]
                                  [--subscribers 0,100,1000] [--subscribers-on a|b]
                                  [--seconds 8] [--rounds 2] [--writers 4] [--postgres URL]
-                                 [--parse] [--raw] [--nice N] [--profile FILE]
-                                 [--switch S]
+                                 [--parse] [--raw] [--httpx-writers] [--nice N]
+                                 [--profile FILE] [--switch S]
 
 Each host is ``svcrest serve --server uvicorn`` (one worker) with the books collection of the
 end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may write).
@@ -21,9 +21,21 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   book's title carries its send time. Reported:
   p50 / p99 / max of *event received - POST answered* (the commit is answered; negative when
   the event came first) and of *event received - POST sent*.
-- **writes/s**: ``--writers`` connections POST books on host A in a loop for ``--seconds``,
-  while ``--subscribers`` SSE streams of the same collection (each receiving every write) are
-  held by one asyncio client process (a child of this one) on host ``--subscribers-on``;
+- **writes/s**: ``--writers`` connections POST books on host A in a loop for ``--seconds``
+  (closed loops: each POSTs its next book once the last one is answered), from this
+  process: httpx clients (one ``AsyncClient``, a keep-alive connection a writer), or with
+  ``--raw`` *raw writers*, the least CPU a writer can take of the cores host A shares (it
+  stands in for clients on other machines, as the subscribers do): on uvloop, each writer
+  a keep-alive HTTP/1.1 connection of its own and an ``asyncio.Protocol``, the request's
+  bytes prepared once (the same method, path, headers, Content-Length and JSON body as
+  httpx sends), each answer framed in the bytes read (its head's end, then Content-Length,
+  or a chunked body; uvicorn sends these 201s with Content-Length) and only its status
+  line read; an answer other than 201 counts as a failed write, as with httpx, bytes that
+  are no answer stop the run. ``--httpx-writers`` keeps the httpx writers with ``--raw``
+  (the figures of ``--raw`` before the raw writers, to compare); the latency's writer
+  stays httpx. Meanwhile ``--subscribers`` SSE streams of the same collection (each
+  receiving every write) are held by one asyncio client process (a child of this one) on
+  host ``--subscribers-on``;
   the configurations are interleaved over ``--rounds`` and the best round of each is kept.
   The subscriber process counts the events in the bytes it receives (``--parse``: each
   event parsed by httpx-sse, a client that took as much CPU as host A on these cores;
@@ -45,8 +57,12 @@ end-to-end tests (``tests/e2e/store_site.py``, a ``StoreCollection`` anyone may 
   (p50 / p99 / max, send to answer: the writers are closed loops, so writes/s is writers
   over latency), the events the subscribers received per second, the CPU each process
   used (a share of one core: the hosts, PostgreSQL's server when this script started it,
-  the subscriber process, this one;
-  *host A loop*: host A's event loop's thread alone, its other threads apart)
+  the subscriber process, this one: *writer*;
+  *host A loop*: host A's event loop's thread alone, its other threads apart),
+  *the writers' µs of CPU a POST* (this process's CPU over the run, the writers' opening
+  and the warm-up included, its reads of ``/proc`` not, over the POSTs made: httpx's were
+  ~720-890 µs, more than host A's own CPU a write; the raw writers' ~40-57 µs, about
+  half of it in the kernel: their sockets' sends and reads on the loopback)
   and host A's CPU milliseconds per write; and the server's side of the goal, from host A's
   own process CPU (``/proc``; the clients', which share this machine's cores, apart):
   *host A vs 0*, its CPU a write without subscribers over that with them, and *host A
@@ -620,6 +636,197 @@ def subscribers(
 # Writes per second -------------------------------------------------------------------
 
 
+#: Most bytes an answer's head may take before the raw writers call it broken.
+_HEAD_LIMIT = 1 << 16
+
+
+def _header(head: bytes, name: bytes) -> bytes | None:
+    """The value of header ``name`` (lower case) in an answer's lowered ``head``; None when
+    it is absent."""
+    at = head.find(b"\r\n" + name + b":")
+    if at < 0:
+        return None
+    at += len(name) + 3
+    stop = head.find(b"\r\n", at)
+    return head[at : stop if stop >= 0 else len(head)].strip()
+
+
+def _chunked_end(buffer: bytes | bytearray, at: int) -> int | None:
+    """The index just past a chunked body starting at ``at`` (its last chunk and trailers
+    included); None while it is incomplete."""
+    while True:
+        line = buffer.find(b"\r\n", at)
+        if line < 0:
+            return None
+        size = int(bytes(buffer[at:line]).split(b";", 1)[0].strip(), 16)
+        at = line + 2
+        if size == 0:
+            break
+        at += size + 2
+        if at > len(buffer):
+            return None
+        if buffer[at - 2 : at] != b"\r\n":
+            raise ValueError("a chunk without its CRLF")
+    while True:  # the trailers, up to an empty line
+        line = buffer.find(b"\r\n", at)
+        if line < 0:
+            return None
+        if line == at:
+            return at + 2
+        at = line + 2
+
+
+def parse_answer(buffer: bytes | bytearray) -> tuple[int, int, bool] | None:
+    """The first whole HTTP/1.1 answer at the start of ``buffer``: its status, the index just
+    past it (its body framed by Content-Length or chunked; none for 1xx, 204 and 304) and
+    whether the server closes the connection after it; None while it is incomplete.
+    ``ValueError`` for bytes that are no answer, or one whose end cannot be told on a kept
+    connection (neither length nor chunked)."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buffer) > _HEAD_LIMIT:
+            raise ValueError(f"no answer's head in {len(buffer)} bytes")
+        return None
+    head = bytes(buffer[:end]).lower()
+    if head[:9] not in (b"http/1.1 ", b"http/1.0 ") or not head[9:12].isdigit():
+        raise ValueError(f"not an answer: {bytes(buffer[:40])!r}")
+    status = int(head[9:12])
+    connection = _header(head, b"connection")
+    close = connection == b"close" if head[5:8] == b"1.1" else connection != b"keep-alive"
+    body = end + 4
+    if status < 200 or status in (204, 304):
+        return status, body, close
+    coding = _header(head, b"transfer-encoding")
+    if coding is not None and coding.endswith(b"chunked"):
+        stop = _chunked_end(buffer, body)
+        return None if stop is None else (status, stop, close)
+    length = _header(head, b"content-length")
+    if length is None or not length.isdigit():
+        raise ValueError(f"an answer {status} without a length on a kept connection")
+    stop = body + int(length)
+    return (status, stop, close) if stop <= len(buffer) else None
+
+
+class RawWriter(asyncio.Protocol):
+    """One writer's keep-alive HTTP/1.1 connection without an HTTP client: :meth:`post`
+    writes the request's prepared bytes, and the answer's status resolves its future once
+    :func:`parse_answer` finds the answer whole in the bytes read (1xx answers skipped)."""
+
+    def __init__(self, request: bytes) -> None:
+        self.request = request
+        self.buffer = bytearray()
+        self.waiter: asyncio.Future[int] | None = None
+        self.transport: asyncio.Transport | None = None
+        self.closing = False  # the last answer said the server closes the connection
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (uvloop's transports are not registered as asyncio's classes)
+        self.transport = cast(asyncio.Transport, transport)
+
+    def post(self) -> asyncio.Future[int]:
+        """Send the request; a future of its answer's status."""
+        if self.transport is None or self.closing or self.waiter is not None:
+            raise RuntimeError("a writer's connection is closed or busy")
+        self.waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(self.request)
+        return self.waiter
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        buffer += data
+        try:
+            while (found := parse_answer(buffer)) is not None:
+                status, used, self.closing = found
+                del buffer[:used]
+                if status < 200:
+                    continue
+                waiter, self.waiter = self.waiter, None
+                if waiter is None:
+                    raise ValueError(f"an answer {status} to no request")
+                if not waiter.done():
+                    waiter.set_result(status)
+        except ValueError as error:
+            self.fail(error)
+
+    def fail(self, error: Exception) -> None:
+        """End the connection; its pending request gets ``error``."""
+        self.closing = True
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(error)
+        self.waiter = None
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        if self.waiter is not None:
+            self.fail(ConnectionError("the server closed a writer's connection mid-request"))
+
+
+def post_request(url: str) -> bytes:
+    """The bytes of the writers' POST on ``url``: the method, path and headers httpx sends
+    for ``post(BOOKS, json={"title": "rate"})`` (its Content-Length, keep-alive) and the
+    same JSON body, prepared once."""
+    import httpx
+
+    with httpx.Client(base_url=url) as client:
+        request = client.build_request("POST", BOOKS, json={"title": "rate"})
+    lines = [b"POST " + request.url.raw_path + b" HTTP/1.1"]
+    lines += [name + b": " + value for name, value in request.headers.raw]
+    return b"\r\n".join([*lines, b"", b""]) + request.content
+
+
+async def open_writer(url: str, request: bytes) -> RawWriter:
+    """A :class:`RawWriter` connected to ``url`` (``http://host:port``)."""
+    host, port = url.split("://", 1)[1].rstrip("/").rsplit(":", 1)
+    loop = asyncio.get_running_loop()
+    _transport, writer = await loop.create_connection(lambda: RawWriter(request), host, int(port))
+    return writer
+
+
+async def raw_write_rate(
+    url: str,
+    request: bytes,
+    writers: int,
+    seconds: float,
+    latencies: list[float] | None = None,
+) -> tuple[float, int, int]:
+    """:func:`write_rate` without an HTTP client: each writer a :class:`RawWriter` of its
+    own posting ``request`` (:func:`post_request`'s bytes) and awaiting its status, a new
+    connection only when the server closes one."""
+    done = [0, 0]
+    end = time.monotonic() + seconds
+    took = latencies if latencies is not None else []
+    connections = [await open_writer(url, request) for _ in range(writers)]
+
+    # PERF: a coroutine a writer awaiting a future a POST, not the next POST written from
+    # ``data_received``: that callback loop took 12.7 µs of user CPU a POST against this
+    # one's 15.7-18.2 (SQLite, 4 writers, ~2,500 POSTs a second, 06:04 UTC), ~0.4 % of a
+    # core at host A's 1,000 writes a second with PostgreSQL: the plainer loop kept (its
+    # reconnection after a closing answer is two lines)
+    async def loop(connection: RawWriter) -> None:
+        while time.monotonic() < end:
+            if connection.closing:  # the server ends it after its last answer
+                if connection.transport is not None:
+                    connection.transport.close()
+                connection = await open_writer(url, request)
+            began = time.perf_counter()
+            status = await connection.post()
+            took.append(time.perf_counter() - began)
+            done[0 if status == 201 else 1] += 1
+        if connection.transport is not None:
+            connection.transport.close()
+
+    warm = await connections[0].post() == 201
+    began = time.monotonic()
+    try:
+        await asyncio.gather(*(loop(connection) for connection in connections))
+    except (ConnectionError, ValueError) as error:
+        raise SystemExit(f"a raw writer's connection failed: {error}") from error
+    elapsed = time.monotonic() - began
+    return done[0] / elapsed, done[1], done[0] + warm
+
+
 async def write_rate(
     url: str, writers: int, seconds: float, latencies: list[float] | None = None
 ) -> tuple[float, int, int]:
@@ -641,11 +848,26 @@ async def write_rate(
 
     limits = httpx.Limits(max_connections=writers)
     async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
-        await client.post(BOOKS, json={"title": "warm-up"})
+        warm = (await client.post(BOOKS, json={"title": "warm-up"})).status_code == 201
         began = time.monotonic()
         await asyncio.gather(*(loop(client) for _ in range(writers)))
         elapsed = time.monotonic() - began
-    return done[0] / elapsed, done[1], done[0] + 1
+    return done[0] / elapsed, done[1], done[0] + warm
+
+
+def run_writers(
+    options: argparse.Namespace, url: str, request: bytes, latencies: list[float]
+) -> tuple[float, int, int]:
+    """One writes/s run on ``url`` (:func:`raw_write_rate` on uvloop with
+    ``options.raw_writers``, else :func:`write_rate`, httpx on asyncio's loop)."""
+    if options.raw_writers:
+        import uvloop
+
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(
+                raw_write_rate(url, request, options.writers, options.seconds, latencies)
+            )
+    return asyncio.run(write_rate(url, options.writers, options.seconds, latencies))
 
 
 @dataclass
@@ -654,6 +876,7 @@ class Rate:
     rounds: list[float] = field(default_factory=list)
     events_per_s: float = 0.0
     client_cost: float = 0.0  # the subscriber process's CPU µs an event it counted
+    writer_cost: float = 0.0  # the writers' process's CPU µs a POST it made
     sends_per_s: float = 0.0  # a stream's reads a second (~host A's wakes of it)
     bytes_per_s: float = 0.0  # a stream's bytes received a second
     posts: str = ""  # the POSTs' latency in the best round (p50 / p99 / max)
@@ -667,21 +890,24 @@ def rates(
     """Writes/s on ``writer`` with each subscriber count on ``holder``, interleaved; the CPU
     of each process (``pids``: name to id; their descendants count) in each run."""
     found = {count: Rate(count) for count in options.subscribers}
+    request = post_request(writer)  # (the raw writers' bytes, prepared once)
     for _ in range(options.rounds):
         for count in options.subscribers:
             held_by = subscribers(holder, count, options.parse, options.raw, options.nice)
             with held_by as held:
-                watched = {**pids, "subscribers": held.pid, "writer": -1}
+                watched = {**pids, "subscribers": held.pid}
                 before = {name: tree_cpu(pid) for name, pid in watched.items() if pid}
                 loop_before = thread_times(pids["host A"])
                 threads_before = threads_cpu(pids["host A"])
                 began = time.monotonic()
                 took: list[float] = []
-                rate, failed, made = asyncio.run(
-                    write_rate(writer, options.writers, options.seconds, took)
-                )
+                # (this process's CPU read next to its writes: its reads of /proc apart)
+                own = tree_cpu(-1)
+                rate, failed, made = run_writers(options, writer, request, took)
+                own = tree_cpu(-1) - own
                 elapsed = time.monotonic() - began
                 used = {n: (tree_cpu(watched[n]) - b) / elapsed for n, b in before.items()}
+                used["writer"] = own / elapsed
                 loop_user, loop_sys = thread_times(pids["host A"])
                 used["host A loop"] = (loop_user + loop_sys - sum(loop_before)) / elapsed
                 # the loop's thread in the kernel (its sockets' sends): grows with the bytes
@@ -697,11 +923,15 @@ def rates(
             # events read in the drain and their CPU both counted)
             reading = held.cpu - before.get("subscribers", held.cpu)
             client_cost = reading / max(held.received, 1) * 1e6
+            # this process's CPU a POST (the warm-up's and the failed ones included): the
+            # writers' own cost, the connections' opening and the loop's start in it
+            writer_cost = own / max(made + failed, 1) * 1e6
             entry = found[count]
             entry.rounds.append(rate)
             if rate == max(entry.rounds):
                 entry.events_per_s = held.received / elapsed
                 entry.client_cost = client_cost
+                entry.writer_cost = writer_cost
                 entry.sends_per_s = held.chunks / elapsed / count if count else 0.0
                 entry.bytes_per_s = held.bytes / elapsed / count if count else 0.0
                 entry.cpu = used
@@ -725,6 +955,7 @@ def rates(
             )
             print(
                 f"  {count:>5} subscribers: {rate:7.1f} writes/s; POST {posts}; CPU {cpu};"
+                f" the writers {writer_cost:.1f} µs of CPU a POST;"
                 f" load {load()}; 503s while opening: {held.refused}{streamed};"
                 f" host A's other threads: {threads_line}",
                 flush=True,
@@ -732,9 +963,11 @@ def rates(
     return list(found.values())
 
 
-def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: str) -> None:
+def report(
+    name: str, where: str, lat: Latency, found: list[Rate], began_load: str, writers: str
+) -> None:
     print(f"\n## {name}\n")
-    print(f"load average at the start: {began_load}; now: {load()}")
+    print(f"load average at the start: {began_load}; now: {load()}; the writers: {writers}")
     print(f"latency over {len(lat.after_answer)} writes ({lat.lost} events lost):")
     print(f"  event received - POST answered: {spread(lat.after_answer)}")
     print(f"  event received - POST sent:     {spread(lat.after_send)}")
@@ -745,11 +978,12 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         "| subscribers | writes/s (best) | each round | vs 0 | events received/s |"
         " reads a stream/s | kB a stream/s | "
         + " | ".join(f"CPU {n}" for n in names)
-        + " | host A CPU ms/write | host A vs 0 | fan-out | host A alone | load |"
+        + " | writers µs/POST | host A CPU ms/write | host A vs 0 | fan-out | host A alone"
+        + " | load |"
     )
     print(
         "| ---: | ---: | --- | ---: | ---: | ---: | ---: | "
-        + "---: | " * (len(names) + 4)
+        + "---: | " * (len(names) + 5)
         + "--- |"
     )
     base = max(found[0].rounds) if found and found[0].subscribers == 0 else None
@@ -767,7 +1001,7 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
         print(
             f"| {entry.subscribers:,} | {best:.1f} | {each} | {ratio} |"
             f" {entry.events_per_s:,.0f} | {entry.sends_per_s:.1f} |"
-            f" {entry.bytes_per_s / 1000:.0f} | {cpu} |"
+            f" {entry.bytes_per_s / 1000:.0f} | {cpu} | {entry.writer_cost:.1f} |"
             f" {per_write:.2f} | {own} |"
             f" {fan_out * 100:.1f} % | {alone} | {entry.load} |"
         )
@@ -795,6 +1029,11 @@ def report(name: str, where: str, lat: Latency, found: list[Rate], began_load: s
                 f"the subscriber process, {entry.subscribers:,} streams:"
                 f" {entry.client_cost:.3f} µs of CPU an event received (best round)"
             )
+    for entry in found:
+        print(
+            f"the writers ({writers}), {entry.subscribers:,} subscribers:"
+            f" {entry.writer_cost:.1f} µs of CPU a POST (best round)"
+        )
     print("\nPOST latency (send to answer, the writers' side) in each best round:")
     for entry in found:
         print(f"  {entry.subscribers:>5} subscribers: {entry.posts}")
@@ -844,7 +1083,8 @@ def run_store(options: argparse.Namespace, store: str, logs: Path, tmp: Path) ->
             server.stop()
     where = "host B" if options.subscribers_on == "b" and len(addresses) > 1 else "host A"
     name = "PostgreSQL, two uvicorn hosts" if store == "pg" else "SQLite file, one uvicorn host"
-    report(name, where, lat, found, began_load)
+    writers = "raw (uvloop, no HTTP client)" if options.raw_writers else "httpx"
+    report(name, where, lat, found, began_load, f"{options.writers} {writers}")
 
 
 def main() -> None:
@@ -875,7 +1115,14 @@ def main() -> None:
     parser.add_argument(
         "--raw",
         action="store_true",
-        help="the subscribers read their sockets without an HTTP client (the least CPU)",
+        help="the subscribers read their sockets and the writers POST on theirs without an"
+        " HTTP client (the least CPU the clients can take)",
+    )
+    parser.add_argument(
+        "--httpx-writers",
+        action="store_true",
+        help="with --raw, keep the writers httpx clients (as --raw ran before its raw"
+        " writers), to compare",
     )
     parser.add_argument(
         "--nice",
@@ -907,10 +1154,14 @@ def main() -> None:
         asyncio.run(hold)
         return
     options.subscribers = [int(n) for n in options.subscribers.split(",")]
+    options.raw_writers = options.raw and not options.httpx_writers
+    if options.raw_writers:  # (imported now, not in the first run's CPU)
+        import uvloop
     if max(options.subscribers) * 3 + 200 > limit:
         raise SystemExit(f"open files limited to {limit}: raise `ulimit -n`")
     print(f"load average: {load()}; CPUs: {os.cpu_count()}; open files: {limit}", end="")
-    print(f"; the subscriber process's niceness: {options.nice}")
+    print(f"; the subscriber process's niceness: {options.nice}", end="")
+    print(f"; the writers: {'raw' if options.raw_writers else 'httpx'}")
     logs = ROOT / "bench" / "out" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="svcrest-feed-") as tmp:
