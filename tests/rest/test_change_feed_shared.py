@@ -391,6 +391,65 @@ def test_a_reader_that_leaves_takes_no_shared_read_with_it(
     run(check())
 
 
+def test_a_fresh_window_is_handed_over_at_once_else_none(site: Site) -> None:
+    # What a woken stream asks first, with no await: the window when a read begun after
+    # its token (and after the read it came after) holds its changes, else None (it then
+    # awaits ``fresh``, which reads the log or says it is behind).
+    site.seed("a", "b")
+    feed, store = site.tasks.feed, site.app.store
+    tail = feed.tail(store)
+    render = site.tasks._feed_render
+    token = change_waker(store).token(feed.object_type)
+
+    async def check() -> None:
+        assert tail.current(0, token, render, tail.begun) is None  # no window yet
+        window = await tail.fresh(feed, store, 0, token, render, tail.begun)
+        assert window is not None and window.at_end
+        assert (window.base, window.end, window.number) == (0, 2, 1)
+        assert tail.current(0, token, render) is window
+        assert tail.current(2, token, render, 0) is window  # at the end: nothing new
+        assert tail.current(0, token + 1, render) is None  # a wake since its read began
+        assert tail.current(0, token, render, 1) is None  # not a read begun after the first
+        assert tail.current(-1, token, render) is None  # behind the window
+        assert tail.render is render
+
+    run(check())
+
+
+def test_a_chunk_made_for_a_viewer_at_a_position_is_taken_as_it_is_else_left_to_make(
+    site: Site,
+) -> None:
+    # What a stream asks before it makes a chunk, with no await: the chunk the streams of
+    # its viewer key at its position share once one of them made it; else the page to
+    # make it of (and nothing to make past the window's end).
+    site.seed("a", "b")
+    feed, store = site.tasks.feed, site.app.store
+    tail = feed.tail(store)
+    render = site.tasks._feed_render
+    frame = change_feed._sse_frame
+    token = change_waker(store).token(feed.object_type)
+
+    async def check() -> None:
+        window = await tail.fresh(feed, store, 0, token, render, tail.begun)
+        assert window is not None
+        unmade = feed._kept_chunk(window, 0, render, frame, "viewer")
+        assert isinstance(unmade, change_feed._Unmade)
+        assert ([change.seq for change in unmade.page], unmade.more) == ([1, 2], False)
+        assert unmade.whole is not None and unmade.shared is window.shared
+        window.shared.keep_chunk(unmade.whole, b"made once")
+        assert feed._kept_chunk(window, 0, render, frame, "viewer") == (b"made once", 2, False)
+        other = feed._kept_chunk(window, 0, render, frame, "another viewer")
+        assert isinstance(other, change_feed._Unmade)
+        later = feed._kept_chunk(window, 1, render, frame, "viewer")  # another position
+        assert isinstance(later, change_feed._Unmade)
+        assert [change.seq for change in later.page] == [2]
+        unkeyed = feed._kept_chunk(window, 0, render, frame, None)
+        assert isinstance(unkeyed, change_feed._Unmade) and unkeyed.whole is None
+        assert feed._kept_chunk(window, 2, render, frame, "viewer") == (b"", 2, False)
+
+    run(check())
+
+
 class Memos(StoreCollection):
     """Items shown with the language the request asks for: a rendering of its own."""
 

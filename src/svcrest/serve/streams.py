@@ -52,8 +52,12 @@ async def send_stream(
         start = {"type": "http.response.start", "status": answer.status}
         await send({**start, "headers": answer.wire_headers()})
 
-        async def send_chunk(chunk: bytes) -> None:
-            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        def send_chunk(chunk: bytes) -> Awaitable[None]:
+            # PERF: the server's send itself, not a coroutine around it: one frame less a
+            # stream's chunk a wake (with the kept chunk taken as it is, change_feed.py:
+            # 72,813 / 73,731 -> 69,142 / 71,519 instructions a stream a wake;
+            # bench/stream_steps.py, 100 streams).
+            return send({"type": "http.response.body", "body": chunk, "more_body": True})
 
         tail = await pump_stream(answer, send_chunk, _left(receive), slots)
         if tail is not None:

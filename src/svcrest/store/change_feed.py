@@ -478,6 +478,13 @@ class _Window:
         return changes[first:], self.next_time, True
 
 
+def _holds(window: _Window, seq: int, token: int, after: int) -> bool:
+    """Whether ``window`` (``seq`` not behind it) holds what a reader at ``seq`` waits
+    for: a read begun after the waker's ``token`` was taken and after the ``after``-th
+    read began, with the changes after ``seq`` (the log's end, or changes left in it)."""
+    return window.token >= token and window.number > after and (window.at_end or seq < window.end)
+
+
 class _Tail:
     """A feed's shared reader of the log of one store: its current window, and the read
     under way (one at a time, awaited by every reader that needs it, on any event loop)."""
@@ -544,6 +551,21 @@ class _Tail:
             self.ahead += 1
         self._read(feed, store, window.end, token, number, render)
 
+    def current(self, seq: int, token: int, render: FeedRender, after: int = -1) -> _Window | None:
+        """The window when it already holds what :meth:`fresh` would wait for (a read
+        begun after ``token`` was taken and after the ``after``-th read began, with the
+        changes after ``seq``), else None (then :meth:`fresh` says what to do). No
+        suspension and no lock: a window never changes once in place.
+
+        PERF: a stream woken after the waker's read ahead finds the window fresh; the
+        coroutine and the lock of :meth:`fresh` were a part of its step: 77,596 / 78,491 ->
+        73,731 / 72,813 instructions a stream a wake (bench/stream_steps.py, 100 streams)."""
+        self.render = render
+        window = self.window
+        if window is not None and window.base <= seq and _holds(window, seq, token, after):
+            return window
+        return None
+
     async def fresh(
         self,
         feed: ChangeFeed,
@@ -569,11 +591,7 @@ class _Tail:
                 if window is not None:
                     if seq < window.base:
                         return None
-                    if (
-                        window.token >= token
-                        and window.number > after
-                        and (window.at_end or seq < window.end)
-                    ):
+                    if _holds(window, seq, token, after):
                         return window
                 pending = self._pending
                 if pending is None:
@@ -696,6 +714,30 @@ class _Tail:
                 loop.call_soon_threadsafe(_settle, waiting, failed, spent, waker.pace)
             except RuntimeError:  # the loop was closed: its readers are gone
                 continue
+
+
+class _Unmade:
+    """A page of a window whose chunk a stream makes (see ``ChangeFeed._kept_chunk``):
+    its changes, whether more are left to read, the time and cursors its events are
+    issued at, the key of its whole chunk (None: not shared) and the window's shares."""
+
+    __slots__ = ("cursors", "more", "page", "shared", "when", "whole")
+
+    def __init__(
+        self,
+        page: Sequence[Change],
+        more: bool,
+        when: float,
+        cursors: dict[int, str] | None,
+        whole: Hashable | None,
+        shared: _Shared,
+    ) -> None:
+        self.page = page
+        self.more = more
+        self.when = when
+        self.cursors = cursors
+        self.whole = whole
+        self.shared = shared
 
 
 class _Slot:
@@ -937,7 +979,9 @@ class ChangeFeed:
             key: Hashable | None = None
             while True:
                 token = waker.token(self.object_type)
-                window = await tail.fresh(self, store, seq, token, render, after)
+                window = tail.current(seq, token, render, after)
+                if window is None:
+                    window = await tail.fresh(self, store, seq, token, render, after)
                 after = -1
                 if window is None:  # behind the window: read the log itself, by pages
                     positions.pop(mine, None)
@@ -947,8 +991,15 @@ class ChangeFeed:
                     now_stamp = render.viewer_stamp()
                     if now_stamp is None or now_stamp != stamp:
                         stamp, key = now_stamp, render.viewer(request)
-                    chunk, seq, more = await self._window_chunk(
-                        window, seq, request, render, frame, key, waker
+                    # PERF: the chunk another stream of its viewer made is taken without a
+                    # coroutine (with the server's send called as it is, streams.py: 72,813 /
+                    # 73,731 -> 69,142 / 71,519 instructions a stream a wake;
+                    # bench/stream_steps.py, 100 streams).
+                    ready = self._kept_chunk(window, seq, render, frame, key)
+                    chunk, seq, more = (
+                        await self._window_chunk(ready, request, render, frame, key, waker)
+                        if isinstance(ready, _Unmade)
+                        else ready
                     )
                     positions[mine] = seq  # the window keeps what comes after it
                     # Read to the window's end: what a wake up to its token brought is read.
@@ -973,38 +1024,67 @@ class ChangeFeed:
             positions.pop(mine, None)
             slot.give_back()
 
-    async def _window_chunk(
+    def _kept_chunk(
         self,
         window: _Window,
         seq: int,
+        render: FeedRender,
+        frame: Callable[[str, str, bytes], bytes],
+        key: Hashable | None,
+    ) -> tuple[bytes, int, bool] | _Unmade:
+        """A stream's chunk of the changes after ``seq`` in ``window`` (``key``: its
+        render's viewer key), the position read up to and whether changes are left to read,
+        when there is nothing to send or the streams of its viewer at its position share
+        a chunk already made; else what :meth:`_window_chunk` makes it of."""
+        page, issued, more = window.page(seq, WINDOW)
+        if not page:
+            return b"", seq, more
+        shared = window.shared
+        when, cursors = self._when(issued, shared)
+        whole = self._whole(render, key, frame, page, when, cursors, issued)
+        chunk = shared.chunks.get(whole) if whole is not None else None
+        if chunk is not None:
+            return chunk, page[-1].seq, more
+        return _Unmade(page, more, when, cursors, whole, shared)
+
+    async def _window_chunk(
+        self,
+        unmade: _Unmade,
         request: Request,
         render: FeedRender,
         frame: Callable[[str, str, bytes], bytes],
         key: Hashable | None,
         waker: ChangeWaker,
     ) -> tuple[bytes, int, bool]:
-        """A stream's chunk of the changes after ``seq`` in ``window`` (``key``: its
-        render's viewer key), the position read up to and whether changes are left to
-        read. On the event loop (as a GET of the item), unless the render blocks: then in
-        the blocking pool."""
-        page, issued, more = window.page(seq, WINDOW)
-        if not page:
-            return b"", seq, more
-        shared = window.shared
+        """The chunk of ``unmade`` for ``request``'s subscriber (``key``: its render's
+        viewer key), the position read up to and whether changes are left to read. On the
+        event loop (as a GET of the item), unless the render blocks: then in the blocking
+        pool."""
+        page, when, cursors, whole, shared = (
+            unmade.page,
+            unmade.when,
+            unmade.cursors,
+            unmade.whole,
+            unmade.shared,
+        )
         if render.blocking:
-            chunk = await offload(self._chunk)(page, issued, shared, request, render, frame, key)
+            chunk: bytes = await offload(self._chunk)(
+                page, when, cursors, whole, shared, request, render, frame, key
+            )
         elif len(page) <= _RENDER_PIECE:
-            chunk = self._chunk(page, issued, shared, request, render, frame, key)
+            chunk = self._chunk(page, when, cursors, whole, shared, request, render, frame, key)
         else:
             chunk = await self._chunk_in_pieces(
-                page, issued, shared, request, render, frame, key, waker
+                page, when, cursors, whole, shared, request, render, frame, key, waker
             )
-        return chunk, page[-1].seq, more
+        return chunk, page[-1].seq, unmade.more
 
     async def _chunk_in_pieces(
         self,
         page: Sequence[Change],
-        issued: float | None,
+        when: float,
+        cursors: dict[int, str] | None,
+        whole: Hashable | None,
         shared: _Shared,
         request: Request,
         render: FeedRender,
@@ -1025,8 +1105,6 @@ class ChangeFeed:
         at ~700 writes a second the loop's longest stretch 20.8-23.8 ms, 9.5-11.4 with the
         pieces and the sized slices (bench/idle_streams.py --posters 4 --post-pause 4
         --send-cost 46)."""
-        when, cursors = self._when(issued, shared)
-        whole = self._whole(render, key, frame, page, when, cursors, issued)
         loop = asyncio.get_running_loop()
         if whole is not None:
             chunk = await self._made_elsewhere(shared, whole, loop)
@@ -1114,7 +1192,9 @@ class ChangeFeed:
     def _chunk(
         self,
         page: Sequence[Change],
-        issued: float | None,
+        when: float,
+        cursors: dict[int, str] | None,
+        whole: Hashable | None,
         shared: _Shared,
         request: Request,
         render: FeedRender,
@@ -1125,9 +1205,8 @@ class ChangeFeed:
         in one chunk: each change it may read now (asked of ``render`` for this
         subscriber), its view rendered once per viewer key for every stream of this read
         (``shared``); the whole chunk made once per viewer key for the streams at the same
-        position, when every permission of the page is the key's."""
-        when, cursors = self._when(issued, shared)
-        whole = self._whole(render, key, frame, page, when, cursors, issued)
+        position, when every permission of the page is the key's (``when``, ``cursors``
+        and ``whole``: :meth:`_when` and :meth:`_whole` of the page)."""
         if whole is not None:
             chunk = shared.chunks.get(whole)
             if chunk is not None:
