@@ -30,7 +30,7 @@ from svcrest.demo import register as register_demo
 from svcrest.http.user import User
 from svcrest.serve import accesslog, forwarded, launcher
 from svcrest.site.processes import ENV_WORKERS
-from tests.cli_run import USING, keep_access_log_switch, run
+from tests.cli_run import USING, keep_serve_state, run
 
 PLUGIN = "svcrest_cli_test_plugin"
 DOES_NOT_EXIST = (
@@ -112,27 +112,9 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setitem(sys.modules, PLUGIN, module)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
-    # The serve command sets these for its workers: each test starts and ends without them
-    # (set first, so that monkeypatch records them and removes what serve sets).
-    for name in (
-        ENV_DB,
-        ENV_HOME,
-        ENV_PLUGINS,
-        cli.ENV_DEMO,
-        cli.ENV_WORDPRESS_COMPAT,
-        cli.ENV_TITLE,
-        cli.ENV_API_VERSION,
-        launcher.ENV_HEADER_TIMEOUT,
-        ENV_WORKERS,
-        forwarded.ENV_TARGET,
-        forwarded.ENV_ALLOW_IPS,
-        accesslog.ENV_ACCESS_TARGET,
-        launcher.ENV_BODY_TIMEOUT,
-        launcher.ENV_BODY_READERS,
-    ):
-        monkeypatch.setenv(name, "")  # recorded, so that the test ends without it too
-        monkeypatch.delenv(name)
-    keep_access_log_switch(monkeypatch)
+    # The serve command sets variables for its workers and turns the access log on: each
+    # test starts without the variables and ends as it began.
+    keep_serve_state(monkeypatch)
     yield
 
 
