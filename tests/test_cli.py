@@ -28,9 +28,10 @@ from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
-from svcrest.serve import accesslog, forwarded, launcher
+from svcrest.serve import accesslog, forwarded, launcher, uvicorn_wsgi
+from svcrest.serve.metrics import ENV_ADMIN_PORT, ENV_METRICS_DIR
 from svcrest.site.processes import ENV_WORKERS
-from tests.cli_run import USING, keep_serve_state, run
+from tests.cli_run import USING, env_names, keep_serve_state, run
 
 PLUGIN = "svcrest_cli_test_plugin"
 DOES_NOT_EXIST = (
@@ -1521,6 +1522,20 @@ def test_proxy_headers_trust_localhost_by_default(
     argv = ["serve", "--port", str(free_port()), "--db", db, "--proxy-headers"]
     assert run(capsys, *argv)[0] == 0
     assert os.environ[forwarded.ENV_ALLOW_IPS] == "127.0.0.1"
+
+
+def test_every_variable_serve_sets_is_one_the_tests_put_back(
+    capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
+) -> None:
+    """``keep_serve_state`` puts back the variables named by svcrest's ``ENV_*`` constants: a
+    variable ``serve`` set under another name would outlive the test."""
+    argv = ["serve", "--server", "uvicorn", "--interface", "wsgi", "--workers", "2", "--db", db]
+    argv += ["--port", str(free_port()), "--admin-port", str(free_port()), "--title", "T"]
+    assert run(capsys, *argv)[0] == 0
+    assert len(uvicorn_calls) == 1
+    set_now = {name for name in os.environ if name.startswith("SVCREST_")}
+    assert {cli.ENV_MCP, launcher.ENV_RELOAD, uvicorn_wsgi.ENV_TARGET, ENV_ADMIN_PORT} <= set_now
+    assert set_now | {ENV_METRICS_DIR} <= env_names()
 
 
 def test_threads_and_max_concurrency_reach_granian(

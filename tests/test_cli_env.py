@@ -69,8 +69,8 @@ def register(app):
 
 @pytest.fixture(autouse=True)
 def empty_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """Each test runs in an empty folder, without the SVCREST_* variables (set first, so that
-    whatever ``serve`` sets for its workers is removed afterwards) or entry-point plugins."""
+    """Each test runs in an empty folder, without the variables ``serve`` sets for its workers
+    (put back afterwards, with the access-log switch) or entry-point plugins."""
     keep_serve_state(monkeypatch)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading adds the cwd

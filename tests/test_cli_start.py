@@ -50,7 +50,7 @@ def store_plugin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     module.register = register  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, PLUGIN, module)
-    keep_serve_state(monkeypatch)  # the serve tests turn it on in this process
+    keep_serve_state(monkeypatch)  # what the serve tests change for the whole process
     yield
 
 
