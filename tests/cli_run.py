@@ -8,11 +8,12 @@ standard error; :func:`run` checks that line (it names the ``--db`` given, else
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 from svcrest.cli import DEFAULT_DB, ENV_DB, CliError, build_parser, main
-from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
+from svcrest.http.request_id import ACCESS_LOG
 
 USING = "svcrest: using database "
 
@@ -49,10 +50,26 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return status, captured.out, without_using_line(captured.err, argv)
 
 
-def keep_access_log_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Have ``monkeypatch`` put back, after the test, the access-log switch ``svcrest serve``
-    turns on for the whole process: ``ACCESS_LOG.on``, and ``SVCREST_ACCESS_LOG`` for its
-    workers (the test starts without the variable)."""
+def env_names() -> frozenset[str]:
+    """Every environment variable named by an ``ENV_*`` constant of a loaded ``svcrest``
+    module: the variables ``svcrest serve`` sets for its workers (and those its workers
+    read), taken from the constants themselves so that a new one is covered."""
+    names: set[str] = set()
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not (module_name == "svcrest" or module_name.startswith("svcrest.")):
+            continue
+        for key, value in list(vars(module).items()):
+            if key.startswith("ENV_") and isinstance(value, str):
+                names.add(value)
+    return frozenset(names)
+
+
+def keep_serve_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Have ``monkeypatch`` put back, after the test, what ``svcrest serve`` changes for the
+    whole process: the environment variables it sets for its workers (every one of
+    :func:`env_names`; the test starts without them) and the access-log switch
+    (``ACCESS_LOG.on``, which it turns on)."""
     monkeypatch.setattr(ACCESS_LOG, "on", ACCESS_LOG.on)
-    monkeypatch.setenv(ENV_ACCESS_LOG, "")  # recorded, so that the test ends without it too
-    monkeypatch.delenv(ENV_ACCESS_LOG)
+    for name in sorted(env_names()):
+        monkeypatch.setenv(name, "")  # recorded, so that the test ends as it began
+        monkeypatch.delenv(name)

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import multiprocessing
 import os
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 import httpx
 import pytest
 
 from svcrest import App
-from svcrest.http.request_id import ACCESS_LOG, ENV_ACCESS_LOG
+from svcrest.http.request_id import ACCESS_LOG
+from tests.cli_run import env_names
 from tests.pg import PostgresServer
 
 ADAPTERS = ["asgi", "wsgi"]
 #: The store engines the store, auth and demo suites run on.
 ENGINES = ["sqlite", "postgresql"]
+_UNSET: Final = object()
 
 
 class SiteClient:
@@ -64,16 +68,52 @@ class SiteClient:
             self._sync.close()
 
 
+#: The environment variables svcrest names outside ``SVCREST_*`` (the metrics directory).
+_OTHER_ENV: Final = tuple(sorted(name for name in env_names() if not name.startswith("SVCREST_")))
+
+
+def process_state() -> dict[str, object]:
+    """What a test must leave as it found it: every ``SVCREST_*`` environment variable (and
+    the others svcrest names), and the switches ``svcrest serve`` flips for the whole
+    process: the access log, the start method of ``multiprocessing`` (``--reload``) and the
+    root logger (``--log-format json``)."""
+    state: dict[str, object] = {k: v for k, v in os.environ.items() if k.startswith("SVCREST_")}
+    for name in _OTHER_ENV:
+        state[name] = os.environ.get(name)
+    root = logging.getLogger()
+    state["ACCESS_LOG.on"] = ACCESS_LOG.on
+    state["multiprocessing start method"] = multiprocessing.get_start_method(allow_none=True)
+    state["root logger level"] = root.level
+    # pytest's own capturing handlers change between a test's phases: left out.
+    state["root logger handlers"] = [
+        handler for handler in root.handlers if type(handler).__module__ != "_pytest.logging"
+    ]
+    return state
+
+
+def _shown(state: dict[str, object], name: str) -> str:
+    return repr(state[name]) if name in state else "(unset)"
+
+
 @pytest.fixture(autouse=True)
-def access_log_flag_kept() -> Iterator[None]:
-    """Fails a test that leaves the access-log switch changed. ``svcrest serve`` turns it on
-    for the whole process (``ACCESS_LOG.on``, and ``SVCREST_ACCESS_LOG`` for its workers),
-    so a test that serves in-process must put both back (``monkeypatch``): left on, every
-    later test's requests would run the naming the access log needs."""
-    before = (ACCESS_LOG.on, os.environ.get(ENV_ACCESS_LOG))
+def process_state_kept() -> Iterator[None]:
+    """Fails a test that leaves process-wide state changed (:func:`process_state`), naming
+    each change with its value before and after. ``svcrest serve`` run in-process sets
+    environment variables for its workers and turns the access log on for the whole
+    process: left behind, they would change every later test (with the access log on, each
+    request runs the naming the access log needs; a later ``serve`` or site would read the
+    variables). A test that serves in-process puts them back with ``monkeypatch``
+    (``tests.cli_run.keep_serve_state``)."""
+    before = process_state()
     yield
-    after = (ACCESS_LOG.on, os.environ.get(ENV_ACCESS_LOG))
-    assert after == before, f"the access-log switch was left changed: {before} -> {after}"
+    after = process_state()
+    if after != before:
+        changed = [
+            f"{name}: {_shown(before, name)} -> {_shown(after, name)}"
+            for name in sorted(before.keys() | after.keys())
+            if before.get(name, _UNSET) != after.get(name, _UNSET)
+        ]
+        pytest.fail("the test left process state changed: " + "; ".join(changed), pytrace=False)
 
 
 @pytest.fixture(params=ADAPTERS)

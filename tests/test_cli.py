@@ -28,9 +28,10 @@ from svcrest.cli import ENV_DB, ENV_HOME, ENV_PLUGINS, app_from_env, main
 from svcrest.cli import site as cli_site
 from svcrest.demo import register as register_demo
 from svcrest.http.user import User
-from svcrest.serve import accesslog, forwarded, launcher
+from svcrest.serve import accesslog, forwarded, launcher, uvicorn_wsgi
+from svcrest.serve.metrics import ENV_ADMIN_PORT, ENV_METRICS_DIR
 from svcrest.site.processes import ENV_WORKERS
-from tests.cli_run import USING, keep_access_log_switch, run
+from tests.cli_run import USING, env_names, keep_serve_state, run
 
 PLUGIN = "svcrest_cli_test_plugin"
 DOES_NOT_EXIST = (
@@ -112,27 +113,9 @@ def plugin_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setitem(sys.modules, PLUGIN, module)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading may add the cwd
-    # The serve command sets these for its workers: each test starts and ends without them
-    # (set first, so that monkeypatch records them and removes what serve sets).
-    for name in (
-        ENV_DB,
-        ENV_HOME,
-        ENV_PLUGINS,
-        cli.ENV_DEMO,
-        cli.ENV_WORDPRESS_COMPAT,
-        cli.ENV_TITLE,
-        cli.ENV_API_VERSION,
-        launcher.ENV_HEADER_TIMEOUT,
-        ENV_WORKERS,
-        forwarded.ENV_TARGET,
-        forwarded.ENV_ALLOW_IPS,
-        accesslog.ENV_ACCESS_TARGET,
-        launcher.ENV_BODY_TIMEOUT,
-        launcher.ENV_BODY_READERS,
-    ):
-        monkeypatch.setenv(name, "")  # recorded, so that the test ends without it too
-        monkeypatch.delenv(name)
-    keep_access_log_switch(monkeypatch)
+    # The serve command sets variables for its workers and turns the access log on: each
+    # test starts without the variables and ends as it began.
+    keep_serve_state(monkeypatch)
     yield
 
 
@@ -1539,6 +1522,20 @@ def test_proxy_headers_trust_localhost_by_default(
     argv = ["serve", "--port", str(free_port()), "--db", db, "--proxy-headers"]
     assert run(capsys, *argv)[0] == 0
     assert os.environ[forwarded.ENV_ALLOW_IPS] == "127.0.0.1"
+
+
+def test_every_variable_serve_sets_is_one_the_tests_put_back(
+    capsys: pytest.CaptureFixture[str], db: str, uvicorn_calls: list[tuple[Any, dict[str, Any]]]
+) -> None:
+    """``keep_serve_state`` puts back the variables named by svcrest's ``ENV_*`` constants: a
+    variable ``serve`` set under another name would outlive the test."""
+    argv = ["serve", "--server", "uvicorn", "--interface", "wsgi", "--workers", "2", "--db", db]
+    argv += ["--port", str(free_port()), "--admin-port", str(free_port()), "--title", "T"]
+    assert run(capsys, *argv)[0] == 0
+    assert len(uvicorn_calls) == 1
+    set_now = {name for name in os.environ if name.startswith("SVCREST_")}
+    assert {cli.ENV_MCP, launcher.ENV_RELOAD, uvicorn_wsgi.ENV_TARGET, ENV_ADMIN_PORT} <= set_now
+    assert set_now | {ENV_METRICS_DIR} <= env_names()
 
 
 def test_threads_and_max_concurrency_reach_granian(

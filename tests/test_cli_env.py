@@ -22,10 +22,10 @@ import pytest
 import uvicorn
 
 from svcrest import App, cli
-from svcrest.cli import ENV_DB, ENV_DEMO, ENV_HOME, ENV_PLUGINS, ENV_WORDPRESS_COMPAT, main
+from svcrest.cli import ENV_DB, ENV_DEMO, ENV_HOME, ENV_PLUGINS, main
 from svcrest.cli import site as cli_site
-from svcrest.serve import accesslog, launcher
-from tests.cli_run import USING, keep_access_log_switch
+from svcrest.serve import accesslog
+from tests.cli_run import USING, keep_serve_state
 
 DEFAULT_LINE = f"{USING}var/svcrest.db (the default; --db or SVCREST_DB chooses another)\n"
 #: The routes of a site without the demo: the index, batch and the application passwords.
@@ -69,22 +69,9 @@ def register(app):
 
 @pytest.fixture(autouse=True)
 def empty_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """Each test runs in an empty folder, without the SVCREST_* variables (set first, so that
-    whatever ``serve`` sets for its workers is removed afterwards) or entry-point plugins."""
-    for name in (
-        ENV_DB,
-        ENV_HOME,
-        ENV_PLUGINS,
-        ENV_DEMO,
-        ENV_WORDPRESS_COMPAT,
-        cli.ENV_TITLE,
-        cli.ENV_API_VERSION,
-        launcher.ENV_HEADER_TIMEOUT,
-        accesslog.ENV_ACCESS_TARGET,
-    ):
-        monkeypatch.setenv(name, "")
-        monkeypatch.delenv(name)
-    keep_access_log_switch(monkeypatch)
+    """Each test runs in an empty folder, without the variables ``serve`` sets for its workers
+    (put back afterwards, with the access-log switch) or entry-point plugins."""
+    keep_serve_state(monkeypatch)
     monkeypatch.setattr(cli_site, "entry_points", lambda group: [])
     monkeypatch.setattr(sys, "path", list(sys.path))  # plugin loading adds the cwd
     monkeypatch.chdir(tmp_path)

@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 
 from svcrest.cli import main
-from tests.cli_run import keep_access_log_switch, run
+from tests.cli_run import keep_serve_state, run
 
 UVICORN_ASGI = ("--server", "uvicorn", "--interface", "asgi")
 PLUGIN = "svcrest_cli_start_plugin"
@@ -50,7 +50,7 @@ def store_plugin(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
     module.register = register  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, PLUGIN, module)
-    keep_access_log_switch(monkeypatch)  # the serve tests turn it on in this process
+    keep_serve_state(monkeypatch)  # what the serve tests change for the whole process
     yield
 
 

@@ -70,9 +70,13 @@ def _scope(
 @pytest.fixture
 def access_stream(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """``configure(log_format)``: the launcher's logging configuration for granian applied,
-    its access handler writing to a ``StringIO`` it returns; the clocks fixed."""
+    its access handler writing to a ``StringIO`` it returns; the clocks fixed. The root
+    logger is put back afterwards (the JSON configuration gives it a handler and a level)."""
     from granian.log import LOGGING_CONFIG
 
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", root.handlers[:])
+    monkeypatch.setattr(root, "level", root.level)
     monkeypatch.setattr(time, "perf_counter", lambda: ANSWERED)
     monkeypatch.setattr(time, "time", lambda: WRITTEN)
     monkeypatch.setattr(accesslog, "perf_counter", lambda: ANSWERED)

@@ -21,6 +21,7 @@ import svcrest
 from svcrest import App, Request
 from svcrest.auth.throttle import MAX_FAILURES, WINDOW, LoginThrottle
 from svcrest.serve.metrics import (
+    ENV_METRICS_DIR,
     Figures,
     OperatingMetrics,
     keep_metrics,
@@ -299,7 +300,9 @@ def test_a_new_server_removes_the_metrics_dirs_of_dead_servers(
 ) -> None:
     """A SIGKILLed server left its figures' directory in the temp folder for ever."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    # Set first, so that monkeypatch records it and removes what make_metrics_dir sets.
+    monkeypatch.setenv(ENV_METRICS_DIR, "")
+    monkeypatch.delenv(ENV_METRICS_DIR)
     gone = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"],
         check=True,
