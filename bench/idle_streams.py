@@ -65,6 +65,22 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def books_site(folder: str, streams: int) -> tuple[App, StoreCollection]:
+    """A site on a SQLite file in ``folder`` holding up to ``streams`` streams, with the
+    books collection anyone may write (its change feed at :data:`PATH`) and one book."""
+    app = App(store=str(Path(folder) / "site.db"), max_streams=streams)
+    books = app.register_controller(
+        StoreCollection(
+            "shop/v1",
+            "books",
+            {"title": "book", "type": "object", "properties": {"title": {"type": "string"}}},
+            write=lambda user, item: True,
+        )
+    )
+    books.table.insert({"title": "warm"})
+    return app, books
+
+
 async def main(
     count: int,
     seconds: float,
@@ -78,16 +94,7 @@ async def main(
     post_pause: float = 0.0,
 ) -> None:
     folder = tempfile.mkdtemp(prefix="svcrest-idle-")
-    app = App(store=str(Path(folder) / "site.db"), max_streams=max(count, 1))
-    books = app.register_controller(
-        StoreCollection(
-            "shop/v1",
-            "books",
-            {"title": "book", "type": "object", "properties": {"title": {"type": "string"}}},
-            write=lambda user, item: True,
-        )
-    )
-    books.table.insert({"title": "warm"})
+    app, books = books_site(folder, max(count, 1))
     if share is not None:
         change_waker(books.table.store).share = share
     received: list[asyncio.Queue[Any]] = []

@@ -38,22 +38,12 @@ WARM = 10
 async def steps(count: int, wakes: int, changes: int = 1) -> None:
     """``count`` streams woken ``wakes`` times (``changes`` changes each), each wake's
     changes read ahead of it; returns once every stream has sent them and waits again."""
-    from idle_streams import left, opened
+    from idle_streams import books_site, left, opened
 
-    from svcrest import App, StoreCollection
     from svcrest.store.change_waker import change_waker
 
     folder = tempfile.mkdtemp(prefix="svcrest-steps-")
-    app = App(store=str(Path(folder) / "site.db"), max_streams=count)
-    books = app.register_controller(
-        StoreCollection(
-            "shop/v1",
-            "books",
-            {"title": "book", "type": "object", "properties": {"title": {"type": "string"}}},
-            write=lambda user, item: True,
-        )
-    )
-    books.table.insert({"title": "warm"})
+    app, books = books_site(folder, count)
     books.feed.heartbeat = 86_400.0  # no keep-alive within the run
     waker = change_waker(books.table.store)
     waker.share = 1000.0  # no wake held back
