@@ -1,9 +1,9 @@
 """WordPress's own PHPUnit cases about route matching, registration, HEAD, OPTIONS, ``Allow``
 and the answer for no route or a wrong method, ported to HTTP on both adapters. Each test's
 docstring names the PHPUnit method it ports (class ``Tests_REST_Server`` unless it says
-``Tests_REST_API``); the inputs and expected answers are WordPress's. (The in-process cases are in tests/test_dispatch.py and
-tests/test_defaults.py; hostile overrides and ``?rest_route=`` in the other hardening
-modules.)"""
+``Tests_REST_API``); the inputs and expected answers are WordPress's. (The in-process cases
+are in tests/test_dispatch.py, tests/test_defaults.py and tests/test_registration.py;
+hostile overrides and ``?rest_route=`` in the other hardening modules.)"""
 
 from __future__ import annotations
 
@@ -322,3 +322,51 @@ def test_route_reject_empty_namespace_or_route(
         )
     response = client_for(app).post("/svc-json" + path)
     assert (registered, response.status_code, response.json()) == (False, 404, NO_ROUTE)
+
+
+def test_invalid_handler(client_for: ClientFor) -> None:
+    """Ports ``test_invalid_handler``: a handler without a callback answers 500
+    ``rest_invalid_handler``, and ``rest_request_after_callbacks`` receives that error once."""
+    app = App()
+    seen: list[object] = []
+
+    def after(response: object, *rest: object) -> object:
+        seen.append(response)
+        return response
+
+    app.hooks.add_filter("rest_request_after_callbacks", after)
+    app.register_rest_route(
+        "test-ns/v1", "/test", {"callback": None, "permission_callback": public}
+    )
+    response = client_for(app).get("/svc-json/test-ns/v1/test")
+    assert (response.status_code, response.json()) == (
+        500,
+        {
+            "code": "rest_invalid_handler",
+            "message": "The handler for the route is invalid.",
+            "data": {"status": 500},
+        },
+    )
+    assert [error.code for error in seen if isinstance(error, RestError)] == [
+        "rest_invalid_handler"
+    ]
+    assert len(seen) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="svcrest refuses a callback that is not callable when it is registered "
+    "(False and DoingItWrong, docs/guides/routes.md 'mistakes surface when you register'), "
+    "so the path answers 404 rest_no_route where WordPress registers it and answers 500 "
+    "rest_invalid_handler at request time",
+)
+def test_invalid_handler_of_a_name_that_is_not_callable(client_for: ClientFor) -> None:
+    """Ports ``test_invalid_handler`` as WordPress writes it: a callback given as the name of
+    a function that does not exist is registered, and answers 500 ``rest_invalid_handler``."""
+    app = App()
+    with pytest.warns(DoingItWrong):
+        app.register_rest_route(
+            "test-ns/v1", "/test", {"callback": "invalid_callback", "permission_callback": public}
+        )
+    response = client_for(app).get("/svc-json/test-ns/v1/test")
+    assert (response.status_code, response.json()["code"]) == (500, "rest_invalid_handler")
