@@ -370,3 +370,26 @@ def test_invalid_handler_of_a_name_that_is_not_callable(client_for: ClientFor) -
         )
     response = client_for(app).get("/svc-json/test-ns/v1/test")
     assert (response.status_code, response.json()["code"]) == (500, "rest_invalid_handler")
+
+
+@pytest.mark.parametrize(
+    "query", ["rest_route[]=invalid", "rest_route[a]=invalid"], ids=["list", "map"]
+)
+def test_should_return_error_if_rest_route_not_string(client_for: ClientFor, query: str) -> None:
+    """Ports ``test_should_return_error_if_rest_route_not_string`` (``Tests_REST_API``,
+    ticket 62932): a ``rest_route`` query variable that is an array is refused with 400
+    ``rest_path_invalid_type``, "The REST route parameter must be a string.", before any
+    route is looked up."""
+    app = App()
+    app.register_rest_route(
+        "t/v1", "/echo", {"callback": lambda r: "echo", "permission_callback": public}
+    )
+    response = client_for(app).get("/?" + query)
+    assert (response.status_code, response.json()) == (
+        400,
+        {
+            "code": "rest_path_invalid_type",
+            "message": "The REST route parameter must be a string.",
+            "data": {"status": 400},
+        },
+    )
