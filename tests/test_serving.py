@@ -98,7 +98,7 @@ def test_empty_rest_route_is_not_rest(client_for: ClientFor) -> None:
 def test_non_string_rest_route_is_400(client_for: ClientFor) -> None:
     response = client_for(make_app()).get("/?rest_route[]=/a")
     assert response.status_code == 400
-    assert response.json()["code"] == "rest_invalid_route"
+    assert response.json()["code"] == "rest_path_invalid_type"
 
 
 def test_default_rest_headers_each_on_its_own_line(client_for: ClientFor) -> None:

@@ -3,7 +3,7 @@ paths on both adapters: encoded slashes, NUL, invalid UTF-8, a trailing newline,
 routes, the prefix or a whole URL inside the parameter, a query string or fragment inside
 it, the parameter repeated or sent as a PHP array, and the pretty path and the parameter
 together. Each answers the route the parameter names or 404 ``rest_no_route`` (400
-``rest_invalid_route`` for an array), never a 500 and never another route. (The ordinary
+``rest_path_invalid_type`` for an array), never a 500 and never another route. (The ordinary
 cases are in tests/test_serving.py and tests/test_urls.py.)"""
 
 from __future__ import annotations
@@ -131,12 +131,12 @@ def test_anything_else_is_no_route(client_for: ClientFor, url: str) -> None:
     ["/?rest_route[]=/t/v1/echo", "/?rest_route[a]=x", "/?rest_route=/t/v1/echo&rest_route[]=x"],
     ids=["list", "map", "string-then-array"],
 )
-def test_an_array_is_rest_invalid_route(client_for: ClientFor, url: str) -> None:
+def test_an_array_is_rest_path_invalid_type(client_for: ClientFor, url: str) -> None:
     response = client_for(make_app()).get(url)
     assert response.status_code == 400
     assert response.json() == {
-        "code": "rest_invalid_route",
-        "message": "The rest_route parameter must be a string.",
+        "code": "rest_path_invalid_type",
+        "message": "The REST route parameter must be a string.",
         "data": {"status": 400},
     }
 

@@ -107,8 +107,11 @@ def rest_route_of(base_path: str, path: str, query_string: str) -> str | RestErr
         if value is None or value == "":
             return None
         if not isinstance(value, str):
+            # WordPress's ``rest_api_loaded`` answer to an array (its ticket 62932).
             return RestError(
-                "rest_invalid_route", "The rest_route parameter must be a string.", {"status": 400}
+                "rest_path_invalid_type",
+                "The REST route parameter must be a string.",
+                {"status": 400},
             )
         route = "/" + value.lstrip("/")
     else:
