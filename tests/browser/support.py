@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import httpx
+
+from tests.processes import GRACEFUL_TIMEOUT, STOP_TIMEOUT, stop_server
 
 if TYPE_CHECKING:
     from playwright.sync_api import Page
@@ -108,14 +109,17 @@ def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> No
     )
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+def _stop(process: subprocess.Popen[bytes]) -> bool:
+    """Stop a server :func:`_serve_command` started (in a session of its own): SIGTERM, then
+    its whole process group killed when it is not gone within its graceful time-out and
+    more; whether it stopped by itself (see :func:`tests.processes.stop_server`)."""
+    return stop_server(process, STOP_TIMEOUT)
+
+
+def _serve_command(*args: str) -> list[str]:
+    """``svcrest serve`` with ``args``, with the tests' graceful time-out (so that
+    :func:`_stop` waits longer than it)."""
+    return _svcrest("serve", "--graceful-timeout", str(GRACEFUL_TIMEOUT), *args)
 
 
 @contextmanager
@@ -138,8 +142,7 @@ def running_site(workdir: Path, *serve_args: str) -> Iterator[Site]:
     log = workdir / "server.log"
     with log.open("wb") as output:
         process = subprocess.Popen(
-            _svcrest(
-                "serve",
+            _serve_command(
                 "--host",
                 "127.0.0.1",
                 "--port",
@@ -154,6 +157,7 @@ def running_site(workdir: Path, *serve_args: str) -> Iterator[Site]:
             stderr=subprocess.STDOUT,
             cwd=workdir,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,  # its workers in its process group: _stop ends them all
         )
     try:
         _wait_for_port(port, process, log)

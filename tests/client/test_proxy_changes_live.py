@@ -1,13 +1,16 @@
 """``changes()`` of both proxies against real ``svcrest serve`` processes (granian over WSGI,
 uvicorn over ASGI): the feed follows the demo's notes while the server is stopped, written to
 behind its back and started again on the same port; it resumes with its last cursor and hands
-out every change once, in order. Fails (not skips) under ``CI`` when a server cannot start."""
+out every change once, in order. The first server is gone, all its processes, before the
+second starts, and the second answers the writes (its own access log has them). Fails (not
+skips) under ``CI`` when a server cannot start."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import queue
+import re
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -23,6 +26,7 @@ from tests.browser.support import (
     HOME_PLUGIN,
     PASSWORD,
     USER,
+    _serve_command,
     _stop,
     _svcrest,
     _wait_for_port,
@@ -39,19 +43,36 @@ SERVERS = {
 EVENT_TIMEOUT = 20.0
 
 
+class Served:
+    """A ``svcrest serve`` of :func:`serving`: its notes URL, its log, and whether it
+    stopped by itself (every process gone within its graceful time-out and more)."""
+
+    def __init__(self, url: str, log: Path) -> None:
+        self.url = url
+        self.log = log
+        self.stopped: bool | None = None
+
+    def requests(self) -> str:
+        """The server's output (its access log)."""
+        return self.log.read_text(errors="replace")
+
+
 @contextmanager
-def serving(workdir: Path, db: Path, port: int, options: tuple[str, ...]) -> Iterator[str]:
-    """``svcrest serve`` on ``port`` over ``db``; yields the notes URL."""
+def serving(workdir: Path, db: Path, port: int, options: tuple[str, ...]) -> Iterator[Served]:
+    """``svcrest serve`` on ``port`` over ``db``, in a session of its own (stopped with its
+    whole process group: no worker outlives it)."""
     log = workdir / f"server-{port}-{len(list(workdir.glob('server-*.log')))}.log"
-    argv = ["serve", "--host", "127.0.0.1", "--port", str(port), "--db", str(db)]
+    argv = ["--host", "127.0.0.1", "--port", str(port), "--db", str(db)]
     with log.open("wb") as output:
         process = subprocess.Popen(
-            _svcrest(*argv, "--plugin", HOME_PLUGIN, *options),
+            _serve_command(*argv, "--plugin", HOME_PLUGIN, *options),
             stdout=output,
             stderr=subprocess.STDOUT,
             cwd=workdir,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            start_new_session=True,
         )
+    served = Served(f"http://127.0.0.1:{port}/svc-json/demo/v1/notes", log)
     try:
         try:
             _wait_for_port(port, process, log)
@@ -59,9 +80,9 @@ def serving(workdir: Path, db: Path, port: int, options: tuple[str, ...]) -> Ite
             if os.environ.get("CI"):
                 raise
             pytest.skip(f"the server did not start: {error}")
-        yield f"http://127.0.0.1:{port}/svc-json/demo/v1/notes"
+        yield served
     finally:
-        _stop(process)
+        served.stopped = _stop(process)
 
 
 def make_db(workdir: Path) -> Path:
@@ -146,7 +167,8 @@ def test_a_feed_resumes_after_the_server_restarts_without_losing_or_repeating(
     db = make_db(tmp_path)
     port = free_port()
     options = SERVERS[server]
-    with serving(tmp_path, db, port, options) as url:
+    with serving(tmp_path, db, port, options) as first_server:
+        url = first_server.url
         writer = RestProxy(url)
         writer.login(USER, PASSWORD)
         writer.create({"title": "Before"})
@@ -156,12 +178,19 @@ def test_a_feed_resumes_after_the_server_restarts_without_losing_or_repeating(
         event = follower.next()
         assert (event.event, event.data["title"]) == ("created", "One")
         # The follower is now waiting in its next long-poll: the stop cuts it.
+    # Every process of the first server is gone (none answers for the second one).
+    assert first_server.stopped, first_server.requests()
     write_behind(db, "Two")  # while no server runs
-    with serving(tmp_path, db, port, options):
+    with serving(tmp_path, db, port, options) as second_server:
         writer.update({"id": first["id"], "title": "One, edited"})
         writer.create({"title": "Three"})
         seen = [follower.next() for _ in range(3)]
         writer.close()
+    assert second_server.stopped, second_server.requests()
+    # The second server answered the writes, not a worker of the first one.
+    edit = re.compile(rf'"PUT /svc-json/demo/v1/notes/{first["id"]}[? ]')
+    assert edit.search(second_server.requests()), second_server.requests()
+    assert not edit.search(first_server.requests()), first_server.requests()
     assert [(event.event, event.data["title"]) for event in seen] == [
         ("created", "Two"),
         ("updated", "One, edited"),

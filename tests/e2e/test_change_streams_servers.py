@@ -9,7 +9,10 @@
 - A stopping server (SIGTERM to ``svcrest serve``, uvicorn and granian, one worker and two):
   an open stream ends at once and cleanly (its chunked body finished, Server-Sent Events
   after a last comment) and a waiting long-poll answers what it has, so the server exits
-  within seconds instead of its 30 s graceful time-out.
+  within seconds instead of its 30 s graceful time-out; on WSGI (granian, one worker and
+  two, and uvicorn) a client long-polling on one kept-alive connection gets its waiting
+  long-poll answered at once with ``Connection: close``, and every process of the server
+  is gone within seconds.
 - Two uvicorn hosts on one PostgreSQL: a write on one reaches a subscriber (stream and
   long-poll) on the other, and revoking an application password on one ends the stream it
   opened on the other within 5 seconds.
@@ -35,6 +38,7 @@ from svcrest.serve.streams import STOPPING_COMMENT
 from tests.e2e.test_e2e_server import free_port, wait_for_port
 from tests.e2e.test_many_hosts import Host, admin_password, log_in, nonce_of, serving
 from tests.pg import PostgresServer
+from tests.processes import end_group, group_processes
 
 BOOKS = "/svc-json/shop/v1/books"
 CHANGES = f"{BOOKS}/changes"
@@ -171,7 +175,11 @@ def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
     command += ["--interface", interface, "--workers", str(workers)]
     command += ["--db", str(tmp_path / "s.db"), *PLUGIN]
     process = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its workers in its process group: all ended after
     )
     url = f"http://127.0.0.1:{port}"
     received: dict[str, bytes] = {}
@@ -226,6 +234,7 @@ def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
         if process.poll() is None:
             process.kill()
             process.wait()
+        end_group(process.pid)  # a worker its main left behind
         assert process.stderr is not None
         log = process.stderr.read()
         process.stderr.close()
@@ -236,6 +245,85 @@ def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
     assert polled[0].status_code == 200
     answer = polled[0].json()
     assert answer["changes"] == [] and answer["cursor"]
+
+
+@pytest.mark.parametrize(
+    ("server", "workers"),
+    [("granian", 1), ("granian", 2), ("uvicorn", 1)],
+    ids=["granian", "granian-2-workers", "uvicorn"],
+)
+def test_a_stopping_wsgi_server_ends_a_polling_clients_long_poll_and_connection_at_once(
+    server: str, workers: int, tmp_path: Path
+) -> None:
+    """A client long-polls (``wait=30``) one request after another on one kept-alive
+    connection, as ``RestProxy.changes()`` does; SIGTERM to ``svcrest serve`` on WSGI: the
+    waiting long-poll answers at once (an empty page, its cursor, ``Connection: close``), and
+    every process of the server is gone within seconds, not after its graceful time-out
+    (30 s) with a worker still answering the client."""
+    port = free_port()
+    command = [sys.executable, "-m", "svcrest", "serve", "--server", server, "--port", str(port)]
+    command += ["--interface", "wsgi", "--workers", str(workers)]
+    command += ["--db", str(tmp_path / "s.db"), *PLUGIN]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its workers in its process group, which is watched
+    )
+    url = f"http://127.0.0.1:{port}"
+    answers: list[tuple[float, httpx.Response]] = []
+    failures: list[BaseException] = []
+    stopping = threading.Event()
+
+    def poll() -> None:
+        with httpx.Client(base_url=url, timeout=60) as client:
+            while True:
+                try:
+                    answer = client.get(CHANGES, params={"wait": 30})
+                except httpx.TransportError:  # the server is gone: the poller leaves
+                    return
+                except BaseException as exc:
+                    failures.append(exc)
+                    return
+                answers.append((time.monotonic(), answer))
+                if stopping.is_set() and answer.headers.get("connection") == "close":
+                    return
+
+    gone_in = None
+    try:
+        wait_for_port(port, process)
+        poller = threading.Thread(target=poll)
+        poller.start()
+        time.sleep(1.0)  # the long-poll waits
+        assert not answers
+        began = time.monotonic()
+        stopping.set()
+        process.send_signal(signal.SIGTERM)
+        while time.monotonic() - began < 25:
+            process.poll()
+            if process.returncode is not None and not group_processes(process.pid):
+                gone_in = time.monotonic() - began
+                break
+            time.sleep(0.05)
+        poller.join(10)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        end_group(process.pid)
+        assert process.stderr is not None
+        log = process.stderr.read()
+        process.stderr.close()
+    assert not failures, (failures, log)
+    assert gone_in is not None and gone_in < 5.0, (gone_in, log)
+    assert len(answers) == 1, [(answer.headers, answer.text) for _, answer in answers]
+    answered_at, answer = answers[0]
+    assert answered_at - began < 2.0
+    assert answer.status_code == 200
+    assert answer.headers["connection"] == "close"
+    body = answer.json()
+    assert body["changes"] == [] and body["cursor"]
 
 
 @pytest.fixture(scope="module")

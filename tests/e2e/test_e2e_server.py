@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from svcrest.client import ProxyError, RestProxy
+from tests.processes import end_group
 
 PASSWORD = "correct horse battery"
 
@@ -88,13 +89,17 @@ def served_site(db: str, *serve_args: str) -> Iterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its workers in its process group: all ended after
     )
     try:
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
-        process.communicate(timeout=10)
+        try:
+            process.communicate(timeout=10)
+        finally:
+            end_group(process.pid)  # a worker its main left behind, even on a time-out
 
 
 @pytest.fixture(scope="module")

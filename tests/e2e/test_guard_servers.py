@@ -22,6 +22,7 @@ import pytest
 
 from tests.e2e.test_e2e_server import free_port, wait_for_port
 from tests.pg import PostgresServer
+from tests.processes import end_group
 
 pytestmark = pytest.mark.slow
 
@@ -48,6 +49,7 @@ def _serving(db: str, count: int = 1) -> Iterator[list[str]]:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
+                start_new_session=True,  # its workers in its process group: all ended after
             )
             started.append((port, process))
         for port, process in started:
@@ -62,6 +64,7 @@ def _serving(db: str, count: int = 1) -> Iterator[list[str]]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.communicate()
+            end_group(process.pid)  # a worker its main left behind
 
 
 def _count(client: httpx.Client) -> int:

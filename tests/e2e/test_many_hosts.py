@@ -17,6 +17,7 @@ import pytest
 
 from tests.e2e.test_e2e_server import free_port
 from tests.pg import PostgresServer
+from tests.processes import end_group
 
 NOTES = "/svc-json/demo/v1/notes"
 
@@ -66,7 +67,12 @@ def serving(
         command = [sys.executable, "-m", "svcrest", "serve", "--host", address]
         command += ["--port", str(port), *options]
         process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            start_new_session=True,  # its workers in its process group: all ended after
         )
         processes.append((address, port, process))
     try:
@@ -85,6 +91,7 @@ def serving(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.communicate()
+            end_group(process.pid)  # a worker its main left behind
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.processes import end_group
+
 pytestmark = pytest.mark.slow
 
 PASSWORD = "correct horse battery"
@@ -73,6 +75,7 @@ def running(
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
+            start_new_session=True,  # its workers in its process group: all ended after
         )
     server = Server(f"http://127.0.0.1:{port}", process, log)
     try:
@@ -93,6 +96,7 @@ def running(
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        end_group(process.pid)  # a worker its main left behind
 
 
 def add_editor(db: str) -> None:

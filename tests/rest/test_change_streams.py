@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import io
+import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -402,6 +404,7 @@ def test_a_stopping_server_ends_its_streams_and_waiting_long_polls_at_once(site:
             answered = orjson.loads(await poll.body(1))
             assert time.monotonic() - began < 1.0
             assert (poll.status, answered) == (200, {"changes": [], "cursor": cursor(0)})
+            assert poll.headers["connection"] == "close"  # polled again on a new connection
             await asyncio.wait_for(asyncio.gather(events.task, lines.task, poll.task), 2)
             assert site.app.streams.open == 0
         # a stream begun while the server stops ends at once, after its first line
@@ -419,3 +422,57 @@ def test_a_stopping_server_ends_its_streams_and_waiting_long_polls_at_once(site:
             assert [event["data"]["title"] for event in await again.events(1)] == ["again"]
 
     run(check())
+
+
+def test_on_wsgi_a_waiting_long_poll_answers_at_once_and_closes_when_the_server_stops(
+    site: Site,
+) -> None:
+    """Granian's WSGI worker closes the App's streams at SIGTERM (through the signals'
+    wake-up descriptor): a long-poll waiting in a server thread then answers at once, an
+    empty page and its cursor, with ``Connection: close`` so that its client polls again on
+    a new connection (to a worker still serving); an answer before the stop has no such
+    line."""
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "SCRIPT_NAME": "",
+        "PATH_INFO": CHANGES,
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "HTTP_HOST": "127.0.0.1:8000",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(b""),
+    }
+    answers: list[tuple[str, dict[str, str], bytes]] = []
+
+    def call(query: str) -> None:
+        started: list[tuple[str, dict[str, str]]] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]]) -> None:
+            started.append((status, {name.lower(): value for name, value in headers}))
+
+        body = b"".join(site.app.wsgi({**environ, "QUERY_STRING": query}, start_response))
+        answers.append((*started[0], body))
+
+    call(f"since={cursor(0)}&wait=0")
+    status, headers, body = answers.pop()
+    assert (status, orjson.loads(body)) == ("200 OK", {"changes": [], "cursor": cursor(0)})
+    assert "connection" not in headers
+    poll = threading.Thread(target=call, args=(f"since={cursor(0)}&wait=30",))
+    poll.start()
+    time.sleep(0.3)
+    assert poll.is_alive()  # it waits for a change
+    began = time.monotonic()
+    site.app.streams.close()
+    poll.join(5)
+    assert not poll.is_alive()
+    assert time.monotonic() - began < 1.0
+    status, headers, body = answers.pop()
+    assert (status, orjson.loads(body)) == ("200 OK", {"changes": [], "cursor": cursor(0)})
+    assert headers["connection"] == "close"
+    # a long-poll begun while the server stops answers at once too
+    began = time.monotonic()
+    call(f"since={cursor(0)}&wait=30")
+    assert time.monotonic() - began < 1.0
+    status, headers, body = answers.pop()
+    assert (status, headers["connection"]) == ("200 OK", "close")

@@ -1,12 +1,16 @@
 """Ending the streams when the server stops (svcrest.serve.streams): the App's ASGI
 lifespan reopens its streams at the startup and has SIGTERM and SIGINT close them before the
-handler the server set runs, and closes them at the shutdown. Real servers:
-tests/e2e/test_change_streams_servers.py."""
+handler the server set runs, and closes them at the shutdown; granian's WSGI worker (no
+lifespan, its handlers set after the site is built) closes them through the signals' wake-up
+descriptor. Real servers: tests/e2e/test_change_streams_servers.py."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 from typing import Any
 
@@ -14,7 +18,7 @@ import pytest
 
 from svcrest import App
 from svcrest.http.streams import StreamSlots
-from svcrest.serve.streams import close_on_signals
+from svcrest.serve.streams import close_on_signal_wakeup, close_on_signals
 
 _Lifespan = tuple["asyncio.Queue[dict[str, Any]]", "asyncio.Queue[Any]", "asyncio.Future[None]"]
 
@@ -85,3 +89,63 @@ def test_off_the_main_thread_no_handler_is_set(handlers: list[tuple[int, str]]) 
     thread.join(5)
     assert results == [False]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+#: Run in a process of its own (the wake-up descriptor and its thread are the process's):
+#: a descriptor set before, the slots watched, then the server's own handlers set (as
+#: granian's WSGI worker sets them after the factory ran), then SIGUSR1 and SIGTERM.
+_WAKEUP_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, time
+    from svcrest.http.streams import StreamSlots
+    from svcrest.serve.streams import close_on_signal_wakeup
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write)
+    slots = StreamSlots()
+    print(close_on_signal_wakeup(slots))
+    handled = []
+    for signum in (signal.SIGTERM, signal.SIGUSR1):
+        signal.signal(signum, lambda number, frame: handled.append(number))
+    os.kill(os.getpid(), signal.SIGUSR1)
+    time.sleep(0.3)
+    print(slots.closing, handled)
+    os.kill(os.getpid(), signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while not slots.closing and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    print(slots.closing, handled, list(os.read(read, 16)))
+    """
+)
+
+
+def test_a_signal_read_from_the_wakeup_descriptor_closes_the_streams() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WAKEUP_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    usr1, term = int(signal.SIGUSR1), int(signal.SIGTERM)
+    assert done.stdout.splitlines() == [
+        "True",
+        f"False [{usr1}]",  # another signal closes nothing
+        # the server's handler ran too; the descriptor set before got both numbers
+        f"True [{usr1}, {term}] [{usr1}, {term}]",
+    ]
+
+
+def test_off_the_main_thread_no_wakeup_descriptor_is_set() -> None:
+    before = signal.set_wakeup_fd(-1)
+    signal.set_wakeup_fd(before)
+    results: list[bool] = []
+    thread = threading.Thread(target=lambda: results.append(close_on_signal_wakeup(StreamSlots())))
+    thread.start()
+    thread.join(5)
+    assert results == [False]
+    after = signal.set_wakeup_fd(before)
+    assert after == before

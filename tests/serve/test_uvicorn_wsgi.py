@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def test_a_chunked_body_is_read_up_to_the_limit_and_one_byte(tmp_path: Path) -> 
     assert (status, body) == (200, b'{"size":99}')
 
 
-def test_lifespan_events_are_answered(tmp_path: Path) -> None:
+def test_lifespan_events_are_answered(tmp_path: Path, handlers: list[tuple[int, str]]) -> None:
     bridge = WSGIBridge(_site(tmp_path).wsgi)
     events = [{"type": "lifespan.startup"}, {"type": "lifespan.shutdown"}]
     sent: list[Message] = []
@@ -155,6 +156,37 @@ def test_lifespan_events_are_answered(tmp_path: Path) -> None:
 
     asyncio.run(bridge({"type": "lifespan"}, receive, send))
     assert sent == [{"type": "lifespan.startup.complete"}, {"type": "lifespan.shutdown.complete"}]
+
+
+def test_a_signal_ends_the_bridged_sites_long_polls_then_the_servers_handler_runs(
+    tmp_path: Path, handlers: list[tuple[int, str]]
+) -> None:
+    """The bridge's lifespan does what the App's does: at the startup the site's streams
+    serve again and SIGTERM closes them (its waiting long-polls answer at once) before
+    uvicorn's handler runs; the shutdown closes them too."""
+    app = _site(tmp_path)
+    app.streams.close()  # stopped before: the startup serves streams again
+    bridge = WSGIBridge(app.wsgi)
+
+    async def check() -> None:
+        inbox: asyncio.Queue[Message] = asyncio.Queue()
+        outbox: asyncio.Queue[Message] = asyncio.Queue()
+        running = asyncio.ensure_future(bridge({"type": "lifespan"}, inbox.get, outbox.put))
+        await inbox.put({"type": "lifespan.startup"})
+        assert await asyncio.wait_for(outbox.get(), 2) == {"type": "lifespan.startup.complete"}
+        assert app.streams.closing is False
+        stopped = app.streams.stopped()
+        signal.raise_signal(signal.SIGTERM)
+        await asyncio.wait_for(stopped, 1)
+        assert app.streams.closing is True
+        assert handlers == [(signal.SIGTERM, "server")]
+        app.streams.reopen()
+        await inbox.put({"type": "lifespan.shutdown"})
+        assert await asyncio.wait_for(outbox.get(), 2) == {"type": "lifespan.shutdown.complete"}
+        assert app.streams.closing is True
+        await asyncio.wait_for(running, 1)
+
+    asyncio.run(check())
 
 
 def test_a_body_not_sent_in_time_is_answered_408(

@@ -46,6 +46,7 @@ from svcrest.http.streams import DEFAULT_MAX_STREAMS
 from svcrest.serve.jsonlog import ENV_LOG_FORMAT
 from svcrest.serve.launcher import ENV_RELOAD
 from svcrest.serve.metrics import keep_metrics
+from svcrest.serve.streams import ENV_SIGNAL_WAKEUP, close_on_signal_wakeup
 from svcrest.serve.webhooks import WebhookDeliverer
 from svcrest.store.base import Store, StoreError
 from svcrest.store.locations import is_memory
@@ -334,8 +335,13 @@ def _max_streams(value: str | None) -> int:
 
 def wsgi_from_env() -> Any:
     """The WSGI factory of the servers' workers (``svcrest.cli:wsgi_from_env``): the WSGI
-    callable of :func:`app_from_env`'s App."""
-    return app_from_env().wsgi
+    callable of :func:`app_from_env`'s App. With ``SVCREST_SIGNAL_WAKEUP`` ``1`` (granian's
+    WSGI workers, which have no lifespan), SIGTERM and SIGINT end the App's streams and
+    waiting long-polls at once (:func:`svcrest.serve.streams.close_on_signal_wakeup`)."""
+    app = app_from_env()
+    if os.environ.get(ENV_SIGNAL_WAKEUP) == "1":
+        close_on_signal_wakeup(app.streams)
+    return app.wsgi
 
 
 def open_store(app: App, db: str | None) -> None:

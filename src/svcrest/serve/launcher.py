@@ -71,6 +71,7 @@ from svcrest.serve.metrics import (
     make_metrics_dir,
     remove_metrics_dir,
 )
+from svcrest.serve.streams import ENV_SIGNAL_WAKEUP
 from svcrest.site.processes import ENV_WORKERS
 from svcrest.store.locations import is_postgres_url
 
@@ -456,6 +457,10 @@ def serve(config: ServeConfig) -> int:
     os.environ[ENV_LOG_FORMAT] = config.log_format
     os.environ[ENV_RELOAD] = "1" if config.reload else "0"
     os.environ[ENV_WORKERS] = str(config.workers)
+    # granian's WSGI workers have no lifespan and set their signal handlers after the site
+    # is built: their factory ends the streams and long-polls through the wake-up descriptor.
+    wakeup = config.server == "granian" and config.interface == "wsgi"
+    os.environ[ENV_SIGNAL_WAKEUP] = "1" if wakeup else "0"
     # The access log's lines name the request (its id, route, user) through the adapters.
     os.environ[ENV_ACCESS_LOG] = "1" if config.access_log else "0"
     ACCESS_LOG.on = config.access_log

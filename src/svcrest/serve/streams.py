@@ -15,6 +15,14 @@ closed by the process's SIGTERM and SIGINT first (:func:`close_on_signals`: the 
 handler still runs after), and by the lifespan's shutdown: each stream then finishes its
 body at once, a Server-Sent Events one after a last comment, and its client reconnects
 (with ``Last-Event-ID``) to a worker still serving.
+
+Granian's WSGI worker has no lifespan, and sets its own SIGTERM and SIGINT handlers after it
+built the site (replacing any set while building it), so a long-poll waiting there would hold
+the stopping worker until its wait ends, and a client polling on a kept-alive connection
+would keep it serving. There the factory calls :func:`close_on_signal_wakeup` instead (when
+the launcher asks, :data:`ENV_SIGNAL_WAKEUP`): CPython writes each caught signal's number to
+the process's wake-up descriptor (``signal.set_wakeup_fd``) whatever handler runs, and a
+thread reading it closes the slots; the handlers are left as the server sets them.
 """
 
 from __future__ import annotations
@@ -31,7 +39,14 @@ from typing import Any, Final
 from svcrest.http.exchange import HttpStream
 from svcrest.http.streams import SSE_TYPE, StreamSlots
 
-__all__ = ["STOPPING_COMMENT", "close_on_signals", "pump_stream", "send_stream"]
+__all__ = [
+    "ENV_SIGNAL_WAKEUP",
+    "STOPPING_COMMENT",
+    "close_on_signal_wakeup",
+    "close_on_signals",
+    "pump_stream",
+    "send_stream",
+]
 
 _Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -41,6 +56,9 @@ _Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 STOPPING_COMMENT: Final = b": the server is stopping; reconnect\n\n"
 #: The signals after which a server stops gracefully.
 _SIGNALS: Final = (signal.SIGTERM, signal.SIGINT)
+#: ``1`` in the workers whose WSGI factory ends the streams through the signals' wake-up
+#: descriptor (:func:`close_on_signal_wakeup`: granian's WSGI interface).
+ENV_SIGNAL_WAKEUP: Final = "SVCREST_SIGNAL_WAKEUP"
 
 
 async def send_stream(
@@ -167,3 +185,48 @@ def close_on_signals(slots: StreamSlots, loop: asyncio.AbstractEventLoop | None 
             continue
         signal.signal(signum, _CloseOnSignal(slots, loop, previous))
     return True
+
+
+def close_on_signal_wakeup(slots: StreamSlots) -> bool:
+    """Close ``slots`` when SIGTERM or SIGINT arrives, from a thread reading the process's
+    signal wake-up descriptor (``signal.set_wakeup_fd``, set here from the main thread): for
+    a server that sets its own handlers after the site is built (granian's WSGI worker),
+    whose handlers are left alone and still run. A wake-up descriptor set before keeps
+    receiving every signal number. Whether the descriptor was set (not from another
+    thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    read, write = os.pipe()
+    os.set_blocking(write, False)  # set_wakeup_fd wants a non-blocking descriptor
+    try:
+        previous = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except (ValueError, OSError):
+        os.close(read)
+        os.close(write)
+        return False
+    watch = threading.Thread(
+        target=_watch_wakeups,
+        args=(read, previous, slots),
+        name="svcrest-signal-wakeup",
+        daemon=True,  # one a process; it ends with it
+    )
+    watch.start()
+    return True
+
+
+def _watch_wakeups(read: int, previous: int, slots: StreamSlots) -> None:
+    """Read the wake-up descriptor until it closes: ``slots`` close at the first SIGTERM or
+    SIGINT; every signal number read is passed on to ``previous`` (when one was set)."""
+    stopping = {int(signum) for signum in _SIGNALS}
+    while True:
+        try:
+            numbers = os.read(read, 512)  # PEP 475: retried after a signal
+        except OSError:
+            return
+        if not numbers:
+            return
+        if previous >= 0:
+            with contextlib.suppress(OSError):  # full or closed: as CPython, drop it
+                os.write(previous, numbers)
+        if not stopping.isdisjoint(numbers):
+            slots.close()

@@ -13,7 +13,8 @@ It reads a body only as far as the site accepts one (``max_body_size`` plus one 
 site then answers 413) and within the body time-out (``SVCREST_BODY_TIMEOUT``: the site
 then answers 408 ``svc_body_timeout``, as on ASGI), where uvicorn's bridge kept any body
 whole in memory, however long it took. The environ is uvicorn's own
-(``uvicorn.middleware.wsgi.build_environ``).
+(``uvicorn.middleware.wsgi.build_environ``). Its lifespan is the App's: SIGTERM and SIGINT
+end the site's waiting long-polls at once (:func:`svcrest.serve.asgi.answer_lifespan`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final
 
 from svcrest.http.request_id import ACCESS_LOG, LOGGED_REQUEST
+from svcrest.http.streams import StreamSlots
 from svcrest.serve.asgi import answer_lifespan
 from svcrest.serve.bodies import body_timeout, body_timeout_error
 
@@ -60,10 +62,14 @@ class WSGIBridge:
         self.max_body_size = max_body_size
         self._threads = ThreadPoolExecutor(threads, thread_name_prefix="svcrest-wsgi")
         self._body_timeout = body_timeout()
+        # The site's streams: SIGTERM and SIGINT end its waiting long-polls at once (the
+        # lifespan, as on the ASGI interface), not after uvicorn's graceful time-out.
+        streams = getattr(getattr(wsgi, "host", None), "streams", None)
+        self._streams = streams if isinstance(streams, StreamSlots) else None
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await answer_lifespan(receive, send)
+            await answer_lifespan(receive, send, self._streams)
             return
         if scope["type"] != "http":  # websockets: not served
             return

@@ -138,6 +138,10 @@ HEARTBEAT: Final = 15.0
 #: Seconds between two checks of a stream's session.
 SESSION_CHECK: Final = 1.0
 _SSE_KEEP_ALIVE: Final = b": keep-alive\n\n"
+#: The header line of a long-poll the stopping server answered early: its client polls again
+#: on a new connection, to a worker still serving, not on this one (which a server keeps
+#: serving until it closes, a polling client's requests coming one after another).
+_CLOSE_CONNECTION: Final = (("Connection", "close"),)
 _JSONL_KEEP_ALIVE: Final = b"\n"
 _JSON_OPTIONS: Final = orjson.OPT_NON_STR_KEYS
 #: How often (in seconds of the feed's clock) a feed purges the changes past retention.
@@ -849,7 +853,8 @@ class ChangeFeed:
     ) -> Response | RestError:
         """The answer to ``request`` (its ``since`` and ``wait``), each change rendered for
         its user by ``render``; a wait ends at once when ``slots`` close (the server is
-        stopping: the answer holds what there is, maybe no change, and the cursor)."""
+        stopping: the answer holds what there is, maybe no change, and the cursor, with
+        ``Connection: close``)."""
         store = self._get_store()
         now = self._clock()
         retention = await self._retained(now)
@@ -881,6 +886,8 @@ class ChangeFeed:
                 waiting_for = waker.wait(self.object_type, token, left)
                 stopping = await unless_closing(slots, waiting_for)
         cursor = entries[-1]["id"] if entries else encode_cursor(seq, issued)
+        if stopping:
+            return Response({"changes": entries, "cursor": cursor}, headers=_CLOSE_CONNECTION)
         return Response({"changes": entries, "cursor": cursor})
 
     def _start(
