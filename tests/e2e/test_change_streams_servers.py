@@ -47,6 +47,26 @@ PLUGIN = ["--plugin", "tests.e2e.store_site:register", "--no-demo"]
 pytestmark = pytest.mark.slow
 
 
+def _started(
+    server: str, interface: str, workers: int, tmp_path: Path
+) -> tuple[subprocess.Popen[str], int, str]:
+    """``svcrest serve`` with the books site on a free port, in a session of its own (its
+    workers in its process group, which the tests watch and end); the process, its port and
+    its URL (not waited for)."""
+    port = free_port()
+    command = [sys.executable, "-m", "svcrest", "serve", "--server", server, "--port", str(port)]
+    command += ["--interface", interface, "--workers", str(workers)]
+    command += ["--db", str(tmp_path / "s.db"), *PLUGIN]
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    return process, port, f"http://127.0.0.1:{port}"
+
+
 def _later(seconds: float, action: object) -> threading.Thread:
     """Run ``action()`` after ``seconds`` on a thread of its own (started)."""
 
@@ -170,18 +190,7 @@ def test_wsgi_answers_every_accept_with_the_long_poll(server: str, tmp_path: Pat
 def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
     server: str, workers: int, interface: str, tmp_path: Path
 ) -> None:
-    port = free_port()
-    command = [sys.executable, "-m", "svcrest", "serve", "--server", server, "--port", str(port)]
-    command += ["--interface", interface, "--workers", str(workers)]
-    command += ["--db", str(tmp_path / "s.db"), *PLUGIN]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its workers in its process group: all ended after
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, port, url = _started(server, interface, workers, tmp_path)
     received: dict[str, bytes] = {}
     polled: list[httpx.Response] = []
     failures: list[BaseException] = []
@@ -260,18 +269,7 @@ def test_a_stopping_wsgi_server_ends_a_polling_clients_long_poll_and_connection_
     waiting long-poll answers at once (an empty page, its cursor, ``Connection: close``), and
     every process of the server is gone within seconds, not after its graceful time-out
     (30 s) with a worker still answering the client."""
-    port = free_port()
-    command = [sys.executable, "-m", "svcrest", "serve", "--server", server, "--port", str(port)]
-    command += ["--interface", "wsgi", "--workers", str(workers)]
-    command += ["--db", str(tmp_path / "s.db"), *PLUGIN]
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its workers in its process group, which is watched
-    )
-    url = f"http://127.0.0.1:{port}"
+    process, port, url = _started(server, "wsgi", workers, tmp_path)
     answers: list[tuple[float, httpx.Response]] = []
     failures: list[BaseException] = []
     stopping = threading.Event()

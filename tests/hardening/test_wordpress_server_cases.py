@@ -227,11 +227,9 @@ def test_get_routes_no_namespace_overriding(client_for: ClientFor) -> None:
     assert (first.status_code, first.json()) == (200, "first")
 
 
-def test_no_route(client_for: ClientFor) -> None:
-    """Ports ``test_no_route``: a path no route matches answers 404 ``rest_no_route``, and the
-    ``rest_request_after_callbacks`` filter is not run for it (it is for a route that
-    matches)."""
-    app = App()
+def answers_after_callbacks(app: App) -> list[object]:
+    """The answers ``app``'s ``rest_request_after_callbacks`` filter is given, as a list
+    that fills as requests run (the filter returns each unchanged)."""
     seen: list[object] = []
 
     def after(response: object, *rest: object) -> object:
@@ -239,6 +237,15 @@ def test_no_route(client_for: ClientFor) -> None:
         return response
 
     app.hooks.add_filter("rest_request_after_callbacks", after)
+    return seen
+
+
+def test_no_route(client_for: ClientFor) -> None:
+    """Ports ``test_no_route``: a path no route matches answers 404 ``rest_no_route``, and the
+    ``rest_request_after_callbacks`` filter is not run for it (it is for a route that
+    matches)."""
+    app = App()
+    seen = answers_after_callbacks(app)
     app.register_rest_route(
         "test-ns/v1", "/other", {"callback": lambda r: "other", "permission_callback": public}
     )
@@ -328,13 +335,7 @@ def test_invalid_handler(client_for: ClientFor) -> None:
     """Ports ``test_invalid_handler``: a handler without a callback answers 500
     ``rest_invalid_handler``, and ``rest_request_after_callbacks`` receives that error once."""
     app = App()
-    seen: list[object] = []
-
-    def after(response: object, *rest: object) -> object:
-        seen.append(response)
-        return response
-
-    app.hooks.add_filter("rest_request_after_callbacks", after)
+    seen = answers_after_callbacks(app)
     app.register_rest_route(
         "test-ns/v1", "/test", {"callback": None, "permission_callback": public}
     )
