@@ -57,14 +57,15 @@ class WSGIBridge:
         self, wsgi: WSGIApp, max_body_size: int | None = None, threads: int = THREADS
     ) -> None:
         self.wsgi = wsgi
+        host: Any = getattr(wsgi, "host", None)  # the site of a svcrest WSGI adapter (app.wsgi)
         if max_body_size is None:
-            max_body_size = int(wsgi.host.max_body_size)  # type: ignore[attr-defined]
+            max_body_size = int(host.max_body_size)
         self.max_body_size = max_body_size
         self._threads = ThreadPoolExecutor(threads, thread_name_prefix="svcrest-wsgi")
         self._body_timeout = body_timeout()
         # The site's streams: SIGTERM and SIGINT end its waiting long-polls at once (the
         # lifespan, as on the ASGI interface), not after uvicorn's graceful time-out.
-        streams = getattr(getattr(wsgi, "host", None), "streams", None)
+        streams = getattr(host, "streams", None)
         self._streams = streams if isinstance(streams, StreamSlots) else None
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:

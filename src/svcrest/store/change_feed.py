@@ -886,9 +886,8 @@ class ChangeFeed:
                 waiting_for = waker.wait(self.object_type, token, left)
                 stopping = await unless_closing(slots, waiting_for)
         cursor = entries[-1]["id"] if entries else encode_cursor(seq, issued)
-        if stopping:
-            return Response({"changes": entries, "cursor": cursor}, headers=_CLOSE_CONNECTION)
-        return Response({"changes": entries, "cursor": cursor})
+        closing = _CLOSE_CONNECTION if stopping else None
+        return Response({"changes": entries, "cursor": cursor}, headers=closing)
 
     def _start(
         self, store: Store, since: object, name: str, now: float, retention: float
