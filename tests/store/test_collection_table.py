@@ -953,3 +953,43 @@ def test_get_makes_the_item_as_item_makes_it_from_its_row(
     if wordpress_dates:
         assert table.get(ids[0])["due"] == "2024-01-02T03:04:05"  # type: ignore[index]
     assert table.get(999) is None
+
+
+def test_items_read_together_are_each_as_read_alone(table: CollectionTable) -> None:
+    """``get_many`` over more ids than one query takes: each item exactly as ``get`` reads
+    it (every column's type, nulls kept), by id; ids that are no item's (a bool, a text, out
+    of range, deleted) left out, an int subclass's id read as its number."""
+    for number in range(1, 251):
+        table.insert(
+            {
+                "title": f"t{number}",
+                "priority": number,
+                "score": number / 4 if number % 3 else None,
+                "done": number % 2 == 0,
+                "due": "2024-05-06T07:08:09Z" if number % 5 == 0 else None,
+                "tags": ["a", str(number)] if number % 7 == 0 else None,
+                "meta": {"n": number} if number % 11 == 0 else None,
+            }
+        )
+    table.delete(200)
+    asked: list[Any] = [*range(250, 0, -1), 7, True, "5", 0, -2, MAX_INT + 1, _Number.ONE]
+    found = table.get_many(asked)
+    assert sorted(found) == [number for number in range(1, 251) if number != 200]
+    for number, item in found.items():
+        alone = table.get(number)
+        assert item == alone
+        assert list(item) == list(alone or {})  # the same keys in the same order
+    assert found[35] == {
+        "id": 35,
+        "title": "t35",
+        "priority": 35,
+        "score": 8.75,
+        "done": False,
+        "due": "2024-05-06T07:08:09Z",
+        "status": "open",
+        "tags": ["a", "35"],
+        "meta": None,
+        "version": 1,
+    }
+    assert table.get_many([True, "5", 0, 2.0]) == {}  # type: ignore[list-item]
+    assert table.get_many([_Number.ONE, 3]) == {1: table.get(1), 3: table.get(3)}

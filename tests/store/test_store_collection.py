@@ -16,6 +16,7 @@ from svcrest.http.context import REQUEST_CONTEXT, RequestContext
 from svcrest.http.request import Request
 from svcrest.http.response import Response
 from svcrest.http.user import User
+from svcrest.store.changes import Change
 from tests.conftest import SiteClient
 
 SCHEMA = {"title": "task", "type": "object", "properties": {"title": {"type": "string"}}}
@@ -472,4 +473,81 @@ def test_an_item_get_answers_as_prepare_item_for_response_without_its_call(
         assert called == [kind.__name__]
         assert dict(answer.header_tuple())["ETag"] == ('"1-1"' if kind is Tagged else '"1"')
         assert answer.data.get("shown") is (True if kind is Shown else None)
+    app.store.close()
+
+
+def test_a_feeds_view_worked_out_once_a_read_is_the_views_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The feed's view of a change for one subscriber, worked out once for the changes of
+    a read (``viewing``), is exactly what ``view`` gives (the GET's answer: the keys of
+    the ``view`` context, ``_fields`` applied, ``_links`` unless ``_fields`` leaves them
+    out), without asking ``prepare_item_for_response``; a deletion shows its id. None
+    (``view`` asked per change) when the answer is not the class's own."""
+    app = App()
+    schema = SCHEMA | {
+        "properties": {
+            "title": {"type": "string", "context": ["view", "edit", "embed"]},
+            "note": {"type": "string", "default": "", "context": ["edit"]},
+            "tags": {
+                "type": "object",
+                "context": ["view", "edit"],
+                "properties": {
+                    "a": {"type": "string", "context": ["view"]},
+                    "b": {"type": "string", "context": ["edit"]},
+                },
+            },
+        }
+    }
+    tasks = app.register_controller(StoreCollection("todo/v1", "tasks", schema, read=None))
+    item = tasks.table.insert({"title": "one", "note": "n", "tags": {"a": "x", "b": "y"}})
+    render = tasks._feed_render
+    created = Change(1, "task", item["id"], "created", 1.0)
+    deleted = Change(2, "task", 99, "deleted", 2.0)
+    general = StoreCollection.prepare_item_for_response
+    called: list[int] = []
+
+    def counted(self: StoreCollection, item: Any, request: Request) -> Any:
+        called.append(1)
+        return general(self, item, request)
+
+    url = f"http://127.0.0.1:8000/svc-json/todo/v1/tasks/{item['id']}"
+    links = {
+        "self": [{"href": url}],
+        "collection": [{"href": "http://127.0.0.1:8000/svc-json/todo/v1/tasks"}],
+    }
+    expected = {
+        None: {"id": item["id"], "title": "one", "tags": {"a": "x"}, "_links": links},
+        "id,note": {"id": item["id"]},
+        "title,_links": {"title": "one", "_links": links},
+        "tags.a": {"tags": {"a": "x"}},
+    }
+    for fields, shown in expected.items():
+        request = Request("GET", "/todo/v1/tasks/changes")
+        request.site = app
+        if fields is not None:
+            request.set_param("_fields", fields)
+        monkeypatch.setattr(StoreCollection, "prepare_item_for_response", general)
+        assert render.view(created, item, request) == shown, fields
+        view = render.viewing(request)
+        assert view is not None
+        monkeypatch.setattr(StoreCollection, "prepare_item_for_response", counted)
+        assert view(created, item) == shown, fields
+        assert view(deleted, None) == {"id": 99}
+        assert called == []
+    monkeypatch.setattr(StoreCollection, "prepare_item_for_response", general)
+    request = Request("GET", "/todo/v1/tasks/changes")
+    request.site = app
+    monkeypatch.setattr(tasks, "prepare_item_for_response", counted)  # this instance's own
+    assert render.viewing(request) is None
+    monkeypatch.undo()
+    app.hooks.add_filter("rest_prepare_task", lambda response, *_: response)
+    assert render.viewing(request) is None
+
+    class Linked(StoreCollection):
+        def prepare_links(self, item: Any) -> dict[str, list[dict[str, Any]]]:
+            return {"up": [{"href": "/"}]}
+
+    linked = app.register_controller(Linked("todo/v1", "linked", SCHEMA, table="linked"))
+    assert linked._feed_render.viewing(request) is None
     app.store.close()

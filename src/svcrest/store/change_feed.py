@@ -102,6 +102,7 @@ from svcrest.store.change_waker import (
 from svcrest.store.changes import (
     Change,
     changes_after,
+    cursor_encoder,
     decode_cursor,
     encode_cursor,
     last_change,
@@ -301,6 +302,14 @@ class FeedRender:
         item's answer), or None to leave the change out."""
         raise NotImplementedError
 
+    def viewing(self, request: Request) -> Callable[[Change, Any], Any] | None:
+        """:meth:`view` for ``request`` as a function of a change and what :meth:`load`
+        gave, worked out once for the changes of one read (a wake of a busy feed carries
+        hundreds), or None to ask :meth:`view` of each change (this one). The function
+        gives what :meth:`view` would, and is used only while the feed renders those
+        changes, one after another, without letting the event loop go."""
+        return None
+
     def viewer(self, request: Request) -> Hashable | None:
         """A key of everything in ``request`` that :meth:`view` depends on: subscribers
         with equal keys are shown one rendering of a change. None (this one): never shared.
@@ -361,24 +370,59 @@ _Making = tuple[asyncio.AbstractEventLoop, list["asyncio.Future[None]"]]
 
 class _Shared:
     """What the readers of one shared read of the log share: the items it loaded (per
-    render and change) and the views rendered of them (per render, change and viewer key;
-    bounded in count and bytes: past the bounds each reader renders its own)."""
+    render and change) and, per render and viewer key, the views rendered of them and the
+    read permissions answered (per change; bounded in count and bytes: past the bounds
+    each reader renders its own)."""
 
-    __slots__ = ("allowed", "chunks", "cursors", "loaded", "making", "read_at", "size", "views")
+    __slots__ = (
+        "answered",
+        "chunks",
+        "cursors",
+        "loaded",
+        "making",
+        "read_at",
+        "size",
+        "viewed",
+        "viewers",
+    )
 
     def __init__(self, read_at: float) -> None:
         #: When the read was made (the feed's clock), and the cursors issued at that time.
         self.read_at = read_at
         self.cursors: dict[int, str] = {}
         self.loaded: dict[tuple[FeedRender, int], Any] = {}
-        self.views: dict[tuple[FeedRender, int, Hashable], bytes | None] = {}
-        self.allowed: dict[tuple[FeedRender, int, Hashable], bool] = {}
+        #: Per render and viewer key: its views (JSON, None: left out) and its read
+        #: permissions, by change.
+        # PERF: a viewer's key (its user a frozen dataclass, hashed in Python) is hashed
+        # once a chunk, not twice a change for its view and twice for its permission
+        # (with the view worked out once a chunk and one cursor encoder, a change rendered
+        # for its first viewer 63,570 -> 31,509 instructions; bench/feed_render.py).
+        self.viewers: dict[tuple[FeedRender, Hashable], _Viewer] = {}
+        #: How many views and permissions the viewers keep (each bounded by _VIEWS).
+        self.viewed = 0
+        self.answered = 0
         #: Whole chunks per render, viewer key, frame, first and last change and time.
         self.chunks: dict[Hashable, bytes] = {}
         #: The whole chunks being rendered in pieces (their keys as in ``chunks``): what the
         #: streams needing one await (on the loop of the stream rendering it).
         self.making: dict[Hashable, _Making] = {}
         self.size = 0
+
+    @property
+    def views(self) -> dict[tuple[FeedRender, int, Hashable], bytes | None]:
+        """Every view kept, by render, change and viewer key (a copy: tests, diagnostics)."""
+        return {
+            (render, seq, key): data
+            for (render, key), (views, _answers) in list(self.viewers.items())
+            for seq, data in list(views.items())
+        }
+
+    def viewer(self, render: FeedRender, key: Hashable) -> _Viewer:
+        """The views and permissions kept for ``render``'s viewer ``key``."""
+        found = self.viewers.get((render, key))
+        if found is None:
+            found = self.viewers.setdefault((render, key), ({}, {}))
+        return found
 
     def load(self, render: FeedRender, change: Change) -> Any:
         """What ``render`` loads for ``change`` (a change of an earlier read, which a
@@ -388,22 +432,30 @@ class _Shared:
             self.loaded[(render, change.seq)] = loaded
         return loaded
 
-    def allow(self, key: tuple[FeedRender, int, Hashable], answer: bool) -> None:
-        if len(self.allowed) < _VIEWS:
-            self.allowed[key] = answer
+    def allow(self, answers: dict[int, bool], seq: int, answer: bool) -> None:
+        """Keep a viewer's read permission of change ``seq`` (``answers``: the viewer's)."""
+        if self.answered < _VIEWS:
+            answers[seq] = answer
+            self.answered += 1
 
     def keep_chunk(self, key: Hashable, chunk: bytes) -> None:
         if len(self.chunks) < _VIEWS and self.size + len(chunk) <= _VIEW_BYTES:
             self.chunks[key] = chunk
             self.size += len(chunk)
 
-    def keep(self, key: tuple[FeedRender, int, Hashable], data: bytes | None) -> None:
+    def keep(self, views: dict[int, bytes | None], seq: int, data: bytes | None) -> None:
+        """Keep a viewer's view of change ``seq`` (``views``: the viewer's)."""
         # (Readers on the blocking pool's threads may keep views at once: dict operations
-        # are atomic; the byte count may then be off by a view, which the bound tolerates.)
+        # are atomic; the counts may then be off by a view, which the bounds tolerate.)
         size = 0 if data is None else len(data)
-        if len(self.views) < _VIEWS and self.size + size <= _VIEW_BYTES:
-            self.views[key] = data
+        if self.viewed < _VIEWS and self.size + size <= _VIEW_BYTES:
+            views[seq] = data
+            self.viewed += 1
             self.size += size
+
+
+#: A viewer's views (by change: its JSON, None when left out) and read permissions.
+_Viewer = tuple[dict[int, "bytes | None"], dict[int, bool]]
 
 
 _Ended = asyncio.Future[BaseException | None]
@@ -1239,40 +1291,51 @@ class ChangeFeed:
         # roles and the arguments shaping the answer), and only once this subscriber's
         # read permission for the change holds: asked for it, or answered for its key when
         # the render says the permission depends on nothing the key does not hold.
-        loaded_items, views, answers = shared.loaded, shared.views, shared.allowed
+        loaded_items = shared.loaded
+        views: dict[int, bytes | None] | None = None
+        answers: dict[int, bool] = {}
+        if key is not None:
+            views, answers = shared.viewer(render, key)
+        view: Callable[[Change, Any], Any] | None = _MISSING
+        # PERF: the cursors of one time made by one encoder (7,964 -> 4,573 instructions a
+        # cursor, bench/feed_render.py --parts cursor).
+        encode = cursor_encoder(when)
         parts: list[bytes] = []
         by_viewer = True
         for change in page:
-            loaded = loaded_items.get((render, change.seq), _MISSING)
+            seq = change.seq
+            loaded = loaded_items.get((render, seq), _MISSING)
             if loaded is _MISSING:  # a change of an earlier read: loaded once for this one
                 loaded = shared.load(render, change)
             if key is None or not render.allowed_by_viewer(change):
                 by_viewer = False
                 answer = render.allowed(change, loaded, request)
             else:
-                answer = answers.get((render, change.seq, key), _MISSING)
+                answer = answers.get(seq, _MISSING)
                 if answer is _MISSING:
                     answer = render.allowed(change, loaded, request)
-                    shared.allow((render, change.seq, key), answer)
+                    shared.allow(answers, seq, answer)
             if not answer:
                 continue
-            data = _MISSING if key is None else views.get((render, change.seq, key), _MISSING)
+            data = _MISSING if views is None else views.get(seq, _MISSING)
             if data is _MISSING:
-                value = render.view(change, loaded, request)
+                if view is _MISSING:  # PERF: worked out once a chunk (FeedRender.viewing)
+                    view = render.viewing(request)
+                value = (
+                    render.view(change, loaded, request) if view is None else view(change, loaded)
+                )
                 data = (
                     None
                     if value is None
                     else orjson.dumps(value, default=encode_default, option=_JSON_OPTIONS)
                 )
-                if key is not None:
-                    shared.keep((render, change.seq, key), data)
+                if views is not None:
+                    shared.keep(views, seq, data)
             if data is not None:
                 if cursors is None:
-                    cursor = encode_cursor(change.seq, when)
+                    cursor = encode(seq)
                 else:
-                    cursor = cursors.get(change.seq) or cursors.setdefault(
-                        change.seq, encode_cursor(change.seq, when)
-                    )
+                    cursor = cursors.get(seq) or cursors.setdefault(seq, encode(seq))
                 parts.append(frame(cursor, change.event, data))
         return b"".join(parts), by_viewer
 
@@ -1284,6 +1347,8 @@ class ChangeFeed:
         when = self._clock() if issued is None else issued
         loaded_items = window.shared.loaded
         entries: list[dict[str, Any]] = []
+        view = render.viewing(request) if page else None
+        encode = cursor_encoder(when)
         for change in page:
             seq = change.seq
             loaded = loaded_items.get((render, change.seq), _MISSING)
@@ -1291,11 +1356,9 @@ class ChangeFeed:
                 loaded = window.shared.load(render, change)
             if not render.allowed(change, loaded, request):
                 continue
-            data = render.view(change, loaded, request)
+            data = render.view(change, loaded, request) if view is None else view(change, loaded)
             if data is not None:
-                entries.append(
-                    {"id": encode_cursor(change.seq, when), "event": change.event, "data": data}
-                )
+                entries.append({"id": encode(seq), "event": change.event, "data": data})
         return entries, seq, when, more
 
     def _read(
