@@ -255,6 +255,13 @@ def _shaped_data(item: Mapping[str, Any], shape: _Shape) -> dict[str, Any]:
     return data
 
 
+def _plain_links(collection: str, item_id: Any) -> dict[str, list[dict[str, Any]]]:
+    """The ``self`` and ``collection`` links of item ``item_id`` of the collection at URL
+    ``collection``, as :meth:`StoreCollection.prepare_links` gives them when no ``rest_url``
+    filter changes a URL (a list answer's items, an item's answer and its feed view)."""
+    return {"self": [{"href": f"{collection}/{item_id}"}], "collection": [{"href": collection}]}
+
+
 class _Unbound:
     """The site of a collection not bound to one yet: any read of it raises what
     :attr:`~svcrest.rest.resources.controller.RestController.app` raises."""
@@ -578,11 +585,7 @@ class StoreCollection(RestController):
                 data = filter_response_fields(data, fields)
             if item_id is None or not with_links or not isinstance(data, dict):
                 return data
-            links = {
-                "self": [{"href": f"{collection}/{item_id}"}],
-                "collection": [{"href": collection}],
-            }
-            return {**data, "_links": links}
+            return {**data, "_links": _plain_links(collection, item_id)}
 
         return view
 
@@ -680,10 +683,7 @@ class StoreCollection(RestController):
         if self._own_links:
             data["_links"] = self.prepare_links(item)
         elif item_id is not None:
-            data["_links"] = {
-                "self": [{"href": f"{collection}/{item_id}"}],
-                "collection": [{"href": collection}],
-            }
+            data["_links"] = _plain_links(collection, item_id)
         return data
 
     def _shaped(
@@ -699,10 +699,7 @@ class StoreCollection(RestController):
                 response.add_link("self", self.app.rest_url(f"{base}/{item_id}"))
                 response.add_link("collection", self.app.rest_url(base))
             else:  # the links rest_url would give (no rest_url filter)
-                response.links = {
-                    "self": [{"href": f"{collection}/{item_id}"}],
-                    "collection": [{"href": collection}],
-                }
+                response.links = _plain_links(collection, item_id)
         hooks = self._bound_site.hooks  # bound: the shape was worked out with the site
         name = self._prepare_hook
         if hooks.has_callbacks(name):
