@@ -4,8 +4,9 @@ A server started with ``start_new_session=True`` leads a process group of its ow
 workers (granian's, uvicorn's) are in it too. :func:`stop_server` sends SIGTERM to the
 server's main process, as a process manager does, waits until the whole group is gone, and
 kills the group when it is not gone in time, so that a worker whose main process died first
-(then a child of init, still holding the port) never outlives the test. A helper that stops
-its server its own way ends with :func:`end_group`.
+(then a child of init, still holding the port) never outlives the test. Tests stop their
+servers only through :func:`stop_server` or :func:`stop_servers` (``tests/test_processes.py``
+holds them to it).
 
 The test run itself makes sure of it: :func:`become_subreaper` makes the pytest process the
 parent of every orphan among its descendants (instead of init), so that what a test leaves
@@ -29,7 +30,6 @@ __all__ = [
     "STOP_TIMEOUT",
     "become_subreaper",
     "descendants",
-    "end_group",
     "end_processes",
     "group_processes",
     "port_free",
@@ -129,19 +129,6 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
         return True
-
-
-def end_group(group: int) -> list[int]:
-    """Kill what is left of process group ``group`` (a server started in a session of its
-    own, whose main process was stopped or killed); the processes that were left."""
-    left = group_processes(group)
-    if left:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while group_processes(group) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    return left
 
 
 #: ``prctl`` option of Linux (``<linux/prctl.h>``): the caller adopts its orphaned descendants.

@@ -5,10 +5,12 @@ ended; a server stopped with its whole process group passes."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from tests.processes import descendants, end_processes, port_free
@@ -119,3 +121,124 @@ def test_port_free() -> None:
     while not port_free(port):
         assert time.monotonic() < deadline
         time.sleep(0.05)
+
+
+#: The calls that start or signal a process outside :mod:`tests.processes` and need not go
+#: through it, by (file, function, call), with the reason: none is a server left to run.
+NOT_SERVERS: dict[tuple[str, str, str], str] = {
+    (
+        "tests/auth/test_session_cache_pg.py",
+        "test_a_broken_listener_turns_the_cache_off_until_it_listens_again",
+        "kill",
+    ): "SIGSTOP then SIGCONT to the relay: pauses it, stops nothing",
+    ("tests/e2e/test_admin_port.py", "test_sigterm_drains_then_exits", "send_signal"): (
+        "SIGTERM's drain is the subject; running() stops the group after"
+    ),
+    (
+        "tests/e2e/test_admin_port.py",
+        "test_the_admin_port_is_loopback_bound_holds_off_slow_clients_and_stops_promptly",
+        "send_signal",
+    ): "SIGTERM's prompt stop is the subject; running() stops the group after",
+    (
+        "tests/e2e/test_admin_port.py",
+        "test_a_killed_servers_metrics_directory_is_removed_by_the_next",
+        "killpg",
+    ): "a server killed with its whole process group is the subject",
+    (
+        "tests/e2e/test_host_listener.py",
+        "test_when_the_listening_worker_dies_the_other_takes_over",
+        "kill",
+    ): "one worker SIGKILLed is the subject; running() stops the group after",
+    ("tests/e2e/test_serving_bounds.py", "_write_lock_held", "Popen"): (
+        "a process holding a SQLite write lock, ended by the end of its input"
+    ),
+    (
+        "tests/serve/test_accesslog.py",
+        "test_the_last_lines_are_written_at_sigterm",
+        "send_signal",
+    ): "the lines written at SIGTERM are the subject; running() stops the group after",
+    ("tests/serve/test_operating_metrics.py", "_dead_pid", "Popen"): (
+        "`python -c pass`, waited for: a process id that is gone"
+    ),
+    (
+        "tests/store/test_pg_relay.py",
+        "test_when_the_relay_process_dies_another_process_takes_over",
+        "Popen",
+    ): "a store holding the relay's lock, SIGKILLed: its death is the subject",
+    (
+        "tests/store/test_pg_relay.py",
+        "test_when_the_relay_process_dies_another_process_takes_over",
+        "kill",
+    ): "SIGKILL to the relay's holder is the subject (the relay ends when its parent is gone)",
+    ("tests/store/test_pg_relay.py", "test_a_forked_child_does_not_keep_the_relays_lock", "kill"): (
+        "a child forked by the test, killed and waited for"
+    ),
+    (
+        "tests/store/test_pg_relay.py",
+        "test_the_relay_is_a_process_of_its_own_and_a_killed_one_is_started_again",
+        "kill",
+    ): "SIGKILL to the relay process is the subject",
+    (
+        "tests/store/test_store_sqlite.py",
+        "test_processes_starting_at_once_migrate_once_and_share_the_secret",
+        "Popen",
+    ): "short-lived processes that migrate a store, waited for with communicate()",
+    ("tests/test_cli.py", "test_request_into_a_closed_pipe_ends_quietly", "Popen"): (
+        "`svcrest request`: one request, then it exits"
+    ),
+    ("tests/test_processes.py", "test_descendants_names_an_orphan_of_this_run", "Popen"): (
+        "makes an orphan on purpose and ends it"
+    ),
+}
+
+_SIGNALLING = frozenset({"terminate", "kill", "send_signal", "killpg"})
+
+
+def _process_calls(path: Path) -> Iterator[tuple[str, str, int]]:
+    """Each ``Popen(...)`` without ``start_new_session=True``, and each ``.terminate()``,
+    ``.kill()``, ``.send_signal()`` or ``.killpg()`` in ``path``: (enclosing function, call,
+    line)."""
+
+    def visit(node: ast.AST, function: str) -> Iterator[tuple[str, str, int]]:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        if isinstance(node, ast.Call):
+            called = node.func
+            name = (
+                called.attr
+                if isinstance(called, ast.Attribute)
+                else called.id
+                if isinstance(called, ast.Name)
+                else ""
+            )
+            in_session = any(
+                keyword.arg == "start_new_session"
+                and isinstance(keyword.value, ast.Constant)
+                and keyword.value.value is True
+                for keyword in node.keywords
+            )
+            if (name == "Popen" and not in_session) or (
+                name in _SIGNALLING and isinstance(called, ast.Attribute)
+            ):
+                yield function, name, node.lineno
+        for child in ast.iter_child_nodes(node):
+            yield from visit(child, function)
+
+    yield from visit(ast.parse(path.read_text()), "<module>")
+
+
+def test_servers_start_in_a_session_of_their_own_and_stop_through_processes() -> None:
+    """Every process a test starts is started in a session of its own (its workers in its
+    process group), and none is signalled outside :mod:`tests.processes` (which stops a
+    server with its whole group), except the listed ones, which are not servers left to run
+    (or whose signal is the subject of the test); the list holds no stale entry."""
+    found: dict[tuple[str, str, str], list[int]] = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative == "tests/processes.py":
+            continue
+        for function, call, line in _process_calls(path):
+            found.setdefault((relative, function, call), []).append(line)
+    unlisted = {key: lines for key, lines in found.items() if key not in NOT_SERVERS}
+    assert unlisted == {}
+    assert sorted(NOT_SERVERS.keys() - found.keys()) == []
