@@ -138,18 +138,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session", autouse=True)
 def no_process_left(
     pytestconfig: pytest.Config,
-) -> Iterator[dict[tuple[int, int], tuple[str, str]]]:
+) -> Iterator[dict[tuple[int, int], str]]:
     """Fails the run when a process it started is still running at its end, after every
     other fixture is torn down (and a grace time, :data:`LEFT_GRACE`): a server, or a worker
     of one, that a test did not stop with its whole process group would otherwise keep its
     port, and answer a later test's requests in place of the server that test started. The
     pytest process becomes a child subreaper first, so that an orphaned worker stays a
     descendant of it instead of passing to init. Yields the ledger
-    :func:`processes_noted` fills: each process seen, to the test after which it was first
-    seen and its command line. What is left is killed (with its process group), then
+    :func:`processes_noted` fills: each process seen (its id and start time) to the test
+    after which it was first seen. What is left is killed (with its process group), then
     named."""
     become_subreaper()
-    seen: dict[tuple[int, int], tuple[str, str]] = {}
+    seen: dict[tuple[int, int], str] = {}
     yield seen
     deadline = time.monotonic() + float(pytestconfig.getoption("left_grace"))
     left = descendants()
@@ -160,22 +160,21 @@ def no_process_left(
         return
     end_processes([pid for pid, _start in left])
     named = [
-        f"{pid} `{command}` (first seen after {seen.get(key, ('the last test', ''))[0]})"
+        f"{key[0]} `{command}` (first seen after {seen.get(key, 'the last test')})"
         for key, command in sorted(left.items())
-        for pid, _start in [key]
     ]
     pytest.fail("processes the test run started are still running: " + "; ".join(named))
 
 
 @pytest.fixture(autouse=True)
 def processes_noted(
-    request: pytest.FixtureRequest, no_process_left: dict[tuple[int, int], tuple[str, str]]
+    request: pytest.FixtureRequest, no_process_left: dict[tuple[int, int], str]
 ) -> Iterator[None]:
     """Notes the processes running after each test (:func:`no_process_left` names, for what
     the run leaves, the test that started it)."""
     yield
-    for key, command in descendants().items():
-        no_process_left.setdefault(key, (request.node.nodeid, command))
+    for key in descendants():
+        no_process_left.setdefault(key, request.node.nodeid)
 
 
 @pytest.fixture(params=ADAPTERS)

@@ -118,14 +118,14 @@ def _kill_group(process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> Non
     assert not left, f"processes {left} of group {group} outlived SIGKILL"
 
 
-def port_free(port: int) -> bool:
-    """Whether nothing holds TCP ``port`` on 127.0.0.1 any more (a server's listening socket,
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether nothing holds TCP ``port`` on ``host`` any more (a server's listening socket,
     or a worker's copy of it): a bind succeeds. ``SO_REUSEADDR`` so that connections of the
     stopped server still in TIME_WAIT do not count."""
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind(("127.0.0.1", port))
+            probe.bind((host, port))
         except OSError:
             return False
         return True

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from svcrest.client import ProxyError, RestProxy
-from tests.processes import STOP_TIMEOUT, stop_server
+from tests.processes import STOP_TIMEOUT, port_free, stop_server
 
 PASSWORD = "correct horse battery"
 
@@ -98,6 +98,7 @@ def served_site(db: str, *serve_args: str) -> Iterator[str]:
         stopped = stop_server(process, STOP_TIMEOUT)
         output = process.communicate(timeout=10)
     assert stopped, output
+    assert port_free(port)
 
 
 @pytest.fixture(scope="module")

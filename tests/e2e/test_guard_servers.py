@@ -22,7 +22,7 @@ import pytest
 
 from tests.e2e.test_e2e_server import free_port, wait_for_port
 from tests.pg import PostgresServer
-from tests.processes import STOP_TIMEOUT, stop_servers
+from tests.processes import STOP_TIMEOUT, port_free, stop_servers
 
 pytestmark = pytest.mark.slow
 
@@ -59,6 +59,7 @@ def _serving(db: str, count: int = 1) -> Iterator[list[str]]:
         stopped = stop_servers([process for _, process in started], STOP_TIMEOUT)
         errors = [process.communicate(timeout=10)[1] for _, process in started]
     assert all(stopped), errors
+    assert all(port_free(port) for port, _ in started)
 
 
 def _count(client: httpx.Client) -> int:

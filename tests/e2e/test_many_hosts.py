@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.test_e2e_server import free_port
 from tests.pg import PostgresServer
-from tests.processes import STOP_TIMEOUT, stop_servers
+from tests.processes import STOP_TIMEOUT, port_free, stop_servers
 
 NOTES = "/svc-json/demo/v1/notes"
 
@@ -87,6 +87,7 @@ def serving(
         for _address, _port, process in processes:
             process.communicate(timeout=10)
     assert all(stopped)
+    assert all(port_free(port, address) for address, port, _ in processes)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import STOP_TIMEOUT, stop_server
+from tests.processes import STOP_TIMEOUT, port_free, stop_server
 
 pytestmark = pytest.mark.slow
 
@@ -93,6 +93,7 @@ def running(
     finally:
         stopped = stop_server(process, STOP_TIMEOUT)
     assert stopped, server.output()
+    assert port_free(port)
 
 
 def add_editor(db: str) -> None:
