@@ -6,6 +6,7 @@ import asyncio
 import logging
 import multiprocessing
 import os
+import time
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, Final
 
@@ -14,8 +15,10 @@ import pytest
 
 from svcrest import App
 from svcrest.http.request_id import ACCESS_LOG
+from svcrest.store.pg_relay_process import FIRST_CLIENT
 from tests.cli_run import env_names
 from tests.pg import PostgresServer
+from tests.processes import become_subreaper, descendants, end_processes
 
 ADAPTERS = ["asgi", "wsgi"]
 #: The store engines the store, auth and demo suites run on.
@@ -114,6 +117,64 @@ def process_state_kept() -> Iterator[None]:
             if before.get(name, _UNSET) != after.get(name, _UNSET)
         ]
         pytest.fail("the test left process state changed: " + "; ".join(changed), pytrace=False)
+
+
+#: Seconds the processes a test run leaves have to end by themselves once every fixture is
+#: torn down: a PostgreSQL relay nobody connected to waits ``FIRST_CLIENT`` seconds.
+LEFT_GRACE: Final = FIRST_CLIENT + 5.0
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--left-grace``: :data:`LEFT_GRACE` for one run (a test of the check runs pytest with
+    less)."""
+    parser.addoption(
+        "--left-grace",
+        type=float,
+        default=LEFT_GRACE,
+        help="seconds the processes a test run leaves have to end by themselves",
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left(
+    pytestconfig: pytest.Config,
+) -> Iterator[dict[tuple[int, int], str]]:
+    """Fails the run when a process it started is still running at its end, after every
+    other fixture is torn down (and a grace time, :data:`LEFT_GRACE`): a server, or a worker
+    of one, that a test did not stop with its whole process group would otherwise keep its
+    port, and answer a later test's requests in place of the server that test started. The
+    pytest process becomes a child subreaper first, so that an orphaned worker stays a
+    descendant of it instead of passing to init. Yields the ledger
+    :func:`processes_noted` fills: each process seen (its id and start time) to the test
+    after which it was first seen. What is left is killed (with its process group), then
+    named."""
+    become_subreaper()
+    seen: dict[tuple[int, int], str] = {}
+    yield seen
+    deadline = time.monotonic() + float(pytestconfig.getoption("left_grace"))
+    left = descendants()
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = descendants()
+    if not left:
+        return
+    end_processes([pid for pid, _start in left])
+    named = [
+        f"{key[0]} `{command}` (first seen after {seen.get(key, 'the last test')})"
+        for key, command in sorted(left.items())
+    ]
+    pytest.fail("processes the test run started are still running: " + "; ".join(named))
+
+
+@pytest.fixture(autouse=True)
+def processes_noted(
+    request: pytest.FixtureRequest, no_process_left: dict[tuple[int, int], str]
+) -> Iterator[None]:
+    """Notes the processes running after each test (:func:`no_process_left` names, for what
+    the run leaves, the test that started it)."""
+    yield
+    for key in descendants():
+        no_process_left.setdefault(key, request.node.nodeid)
 
 
 @pytest.fixture(params=ADAPTERS)

@@ -1,6 +1,7 @@
 """A throw-away PgBouncer (Debian's ``pgbouncer``) in transaction mode in front of a test
 PostgreSQL server: run as ``postgres`` (it refuses root) in a temporary directory, listening
-only on a unix socket there."""
+only on a unix socket there. It starts in a session of its own (as ``runuser``'s child when
+run as root) and stops with its whole process group (:func:`tests.processes.stop_server`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from tests.pg import PostgresServer
+from tests.processes import STOP_TIMEOUT, stop_server
 
 __all__ = ["PgBouncer"]
 
@@ -61,7 +63,10 @@ class PgBouncer:
                 os.chown(path, entry.pw_uid, entry.pw_gid)
             command = server._as_postgres(command)
         self._process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # runuser and PgBouncer in its process group
         )
         deadline = time.monotonic() + 20
         while not (self.root / f".s.PGSQL.{PORT}").exists():
@@ -79,11 +84,11 @@ class PgBouncer:
             f"&port={PORT}&pgbouncer=1"
         )
 
-    def stop(self) -> None:
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
+    def stop(self) -> bool:
+        """SIGTERM (``runuser`` passes it on, and kills PgBouncer 2 s later if it is still
+        there), its whole process group killed if it is not gone in time; whether it stopped
+        by itself. No process of it is left either way."""
+        try:
+            return stop_server(self._process, STOP_TIMEOUT)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -32,6 +32,7 @@ from svcrest.serve import accesslog, forwarded, launcher, uvicorn_wsgi
 from svcrest.serve.metrics import ENV_ADMIN_PORT, ENV_METRICS_DIR
 from svcrest.site.processes import ENV_WORKERS
 from tests.cli_run import USING, env_names, keep_serve_state, run
+from tests.processes import GRACEFUL_TIMEOUT, STOP_TIMEOUT, port_free, stop_server
 
 PLUGIN = "svcrest_cli_test_plugin"
 DOES_NOT_EXIST = (
@@ -806,9 +807,14 @@ def test_serve_subprocess(tmp_path: Path) -> None:
         "--port",
         str(port),
     ]
-    command += ["--db", str(tmp_path / "site.db")]
+    command += ["--db", str(tmp_path / "site.db"), "--graceful-timeout", str(GRACEFUL_TIMEOUT)]
     process = subprocess.Popen(
-        command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # stopped with its whole process group
     )
     try:
         _wait_for_port(port, process, timeout=10)
@@ -817,8 +823,10 @@ def test_serve_subprocess(tmp_path: Path) -> None:
         assert response.headers["X-SVC-Total"] == "0"
         assert response.json() == []
     finally:
-        process.terminate()
+        stopped = stop_server(process, STOP_TIMEOUT)
         output = process.communicate(timeout=10)[0]
+    assert stopped, output
+    assert port_free(port)
     # uvicorn shuts down gracefully, then re-raises the signal it caught.
     assert process.returncode == -signal.SIGTERM
     assert "Application shutdown complete." in output

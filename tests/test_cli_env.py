@@ -26,6 +26,7 @@ from svcrest.cli import ENV_DB, ENV_DEMO, ENV_HOME, ENV_PLUGINS, main
 from svcrest.cli import site as cli_site
 from svcrest.serve import accesslog
 from tests.cli_run import USING, keep_serve_state
+from tests.processes import GRACEFUL_TIMEOUT, STOP_TIMEOUT, port_free, stop_server
 
 DEFAULT_LINE = f"{USING}var/svcrest.db (the default; --db or SVCREST_DB chooses another)\n"
 #: The routes of a site without the demo: the index, batch and the application passwords.
@@ -483,8 +484,14 @@ def test_serve_bookshelf_in_an_empty_folder(empty_folder: Path) -> None:
     port = free_port()
     command = [sys.executable, "-m", "svcrest", "serve", "--port", str(port),
                "--plugin", "bookshelf:register", "--db", "var/bookshelf.db"]  # fmt: skip
+    command += ["--graceful-timeout", str(GRACEFUL_TIMEOUT)]
     process = subprocess.Popen(
-        command, cwd=empty_folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        cwd=empty_folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its workers in its process group: stopped with it
     )
     try:
         deadline = 30.0
@@ -503,9 +510,11 @@ def test_serve_bookshelf_in_an_empty_folder(empty_folder: Path) -> None:
                 time.sleep(0.1)
         assert response is not None, "svcrest serve did not answer"
         assert (response.status_code, response.json()) == (200, [])
-    finally:
-        process.send_signal(signal.SIGINT)
+    finally:  # Ctrl-C, as the tutorial's reader stops it
+        stopped = stop_server(process, STOP_TIMEOUT, stop_signal=signal.SIGINT)
         output = process.communicate(timeout=30)[0]
+    assert stopped, output
+    assert port_free(port)
     assert "Created the directory var\nCreated the database var/bookshelf.db\n" in output
     assert (empty_folder / "var" / "bookshelf.db").is_file()
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from svcrest import App
+from tests.processes import GRACEFUL_TIMEOUT, STOP_TIMEOUT, port_free, stop_server
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 MARKER = "<!-- runnable -->"
@@ -106,10 +107,12 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = str(tmp_path_factory.mktemp("readme") / "svcrest.db")
     port = _free_port()
     command = [sys.executable, "-m", "svcrest"]
+    serve = ["serve", "--host", "127.0.0.1", "--port", str(port), "--db", db]
     server = subprocess.Popen(
-        [*command, "serve", "--host", "127.0.0.1", "--port", str(port), "--db", db],
+        [*command, *serve, "--graceful-timeout", str(GRACEFUL_TIMEOUT)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its workers in its process group: stopped with it
     )
     try:
         deadline = time.monotonic() + 30
@@ -132,8 +135,9 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         )
         yield f"http://127.0.0.1:{port}"
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        stopped = stop_server(server, STOP_TIMEOUT)
+    assert stopped
+    assert port_free(port)
 
 
 def test_client_blocks_run_against_the_served_demo(demo: str) -> None:

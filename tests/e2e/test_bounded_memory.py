@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.e2e.test_e2e_server import free_port, wait_for_port
+from tests.processes import GRACEFUL_TIMEOUT, STOP_TIMEOUT, port_free, stop_server
 
 LIMIT_BYTES = 50 * 1024 * 1024
 
@@ -55,18 +56,22 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
             str(port),
             "--db",
             db,
+            "--graceful-timeout",
+            str(GRACEFUL_TIMEOUT),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        start_new_session=True,  # its worker in its process group: stopped with it
     )
     try:
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}", process.pid
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stopped = stop_server(process, STOP_TIMEOUT)
+    assert stopped
+    assert port_free(port)
 
 
 def test_distinct_origins_and_query_strings_do_not_grow_the_server(

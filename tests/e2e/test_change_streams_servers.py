@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -38,7 +37,7 @@ from svcrest.serve.streams import STOPPING_COMMENT
 from tests.e2e.test_e2e_server import free_port, wait_for_port
 from tests.e2e.test_many_hosts import Host, admin_password, log_in, nonce_of, serving
 from tests.pg import PostgresServer
-from tests.processes import end_group, group_processes
+from tests.processes import STOP_TIMEOUT, stop_server
 
 BOOKS = "/svc-json/shop/v1/books"
 CHANGES = f"{BOOKS}/changes"
@@ -234,20 +233,17 @@ def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
                 opened.clear()
         time.sleep(1.0)  # the long-poll waits
         began = time.monotonic()
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=25)
+        stopped = stop_server(process, 25)  # SIGTERM, then its whole process group gone
         stopped_in = time.monotonic() - began
         for reader in readers:
             reader.join(10)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        end_group(process.pid)  # a worker its main left behind
+        stop_server(process, STOP_TIMEOUT)  # at once when stopped above
         assert process.stderr is not None
         log = process.stderr.read()
         process.stderr.close()
     assert not failures, (failures, log)
+    assert stopped, log
     assert stopped_in < 5.0, log
     assert received["text/event-stream"] == b": keep-alive\n\n" + STOPPING_COMMENT
     assert received["application/jsonl"] == b"\n"
@@ -297,19 +293,11 @@ def test_a_stopping_wsgi_server_ends_a_polling_clients_long_poll_and_connection_
         assert not answers
         began = time.monotonic()
         stopping.set()
-        process.send_signal(signal.SIGTERM)
-        while time.monotonic() - began < 25:
-            process.poll()
-            if process.returncode is not None and not group_processes(process.pid):
-                gone_in = time.monotonic() - began
-                break
-            time.sleep(0.05)
+        if stop_server(process, 25):  # SIGTERM, then its whole process group gone
+            gone_in = time.monotonic() - began
         poller.join(10)
     finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        end_group(process.pid)
+        stop_server(process, STOP_TIMEOUT)  # at once when stopped above
         assert process.stderr is not None
         log = process.stderr.read()
         process.stderr.close()

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from svcrest.client import ProxyError, RestProxy
-from tests.processes import end_group
+from tests.processes import STOP_TIMEOUT, port_free, stop_server
 
 PASSWORD = "correct horse battery"
 
@@ -89,17 +89,16 @@ def served_site(db: str, *serve_args: str) -> Iterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,  # its workers in its process group: all ended after
+        start_new_session=True,  # its workers in its process group: stopped with it
     )
     try:
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        try:
-            process.communicate(timeout=10)
-        finally:
-            end_group(process.pid)  # a worker its main left behind, even on a time-out
+        stopped = stop_server(process, STOP_TIMEOUT)
+        output = process.communicate(timeout=10)
+    assert stopped, output
+    assert port_free(port)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ import pytest
 
 from tests.e2e.test_e2e_server import free_port, wait_for_port
 from tests.pg import PostgresServer
-from tests.processes import end_group
+from tests.processes import STOP_TIMEOUT, port_free, stop_servers
 
 pytestmark = pytest.mark.slow
 
@@ -49,22 +49,17 @@ def _serving(db: str, count: int = 1) -> Iterator[list[str]]:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
-                start_new_session=True,  # its workers in its process group: all ended after
+                start_new_session=True,  # its workers in its process group: stopped with it
             )
             started.append((port, process))
         for port, process in started:
             wait_for_port(port, process, timeout=60)
         yield [f"http://127.0.0.1:{port}" for port, _ in started]
     finally:
-        for _, process in started:
-            process.terminate()
-        for _, process in started:
-            try:
-                process.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()
-            end_group(process.pid)  # a worker its main left behind
+        stopped = stop_servers([process for _, process in started], STOP_TIMEOUT)
+        errors = [process.communicate(timeout=10)[1] for _, process in started]
+    assert all(stopped), errors
+    assert all(port_free(port) for port, _ in started)
 
 
 def _count(client: httpx.Client) -> int:

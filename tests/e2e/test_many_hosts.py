@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.test_e2e_server import free_port
 from tests.pg import PostgresServer
-from tests.processes import end_group
+from tests.processes import STOP_TIMEOUT, port_free, stop_servers
 
 NOTES = "/svc-json/demo/v1/notes"
 
@@ -72,7 +72,7 @@ def serving(
             stderr=subprocess.DEVNULL,
             text=True,
             env=env,
-            start_new_session=True,  # its workers in its process group: all ended after
+            start_new_session=True,  # its workers in its process group: stopped with it
         )
         processes.append((address, port, process))
     try:
@@ -83,15 +83,11 @@ def serving(
             found.append(Host(f"http://{address}:{port}", banner))
         yield found
     finally:
+        stopped = stop_servers([process for _, _, process in processes], STOP_TIMEOUT)
         for _address, _port, process in processes:
-            process.terminate()
-        for _address, _port, process in processes:
-            try:
-                process.communicate(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()
-            end_group(process.pid)  # a worker its main left behind
+            process.communicate(timeout=10)
+    assert all(stopped)
+    assert all(port_free(port, address) for address, port, _ in processes)
 
 
 @pytest.fixture(scope="module")

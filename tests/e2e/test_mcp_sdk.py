@@ -23,6 +23,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.test_e2e_server import PASSWORD, free_port, svcrest, wait_for_port
+from tests.processes import GRACEFUL_TIMEOUT, STOP_TIMEOUT, port_free, stop_server
 from tests.site.mcp_site import SUBSCRIBER_TOKEN
 
 pytestmark = pytest.mark.slow
@@ -58,6 +59,7 @@ def serving_mcp(db: str, *extra: str) -> Iterator[str]:
     port = free_port()
     command = [sys.executable, "-m", "svcrest", "serve", "--port", str(port), "--db", db]
     command += ["--mcp", "--plugin", PLUGIN, "--no-access-log", *extra]
+    command += ["--graceful-timeout", str(GRACEFUL_TIMEOUT)]
     process = subprocess.Popen(
         command,
         cwd=ROOT,
@@ -65,13 +67,16 @@ def serving_mcp(db: str, *extra: str) -> Iterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its workers in its process group: stopped with it
     )
     try:
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}"
     finally:
-        process.terminate()
-        process.communicate(timeout=10)
+        stopped = stop_server(process, STOP_TIMEOUT)
+        output = process.communicate(timeout=10)
+    assert stopped, output
+    assert port_free(port)
 
 
 @pytest.fixture(

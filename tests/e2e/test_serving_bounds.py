@@ -18,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.processes import GRACEFUL_TIMEOUT, STOP_TIMEOUT, port_free, stop_server
+
 pytestmark = pytest.mark.slow
 
 TIMEOUT = 2.0  # --header-timeout and --keep-alive-timeout of the servers under test
@@ -111,17 +113,25 @@ def _serve(
     (directory / "blocking_routes.py").write_text(plugin)
     command = [sys.executable, "-m", "svcrest", "serve", *choice]
     command += ["--port", str(port), "--db", str(directory / "s.db")]
+    command += ["--graceful-timeout", str(GRACEFUL_TIMEOUT)]
     command += ["--header-timeout", str(TIMEOUT), "--keep-alive-timeout", str(TIMEOUT)]
     command += ["--plugin", "blocking_routes:register"]
     with log.open("wb") as out:
-        process = subprocess.Popen(command, cwd=directory, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command,
+            cwd=directory,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its workers in its process group: stopped with it
+        )
     try:
         _wait_for_port(port, process, log)
         url = f"http://127.0.0.1:{port}"
         yield Server(name, interface, url, port, process, log, directory / "s.db")
     finally:
-        process.terminate()
-        process.wait(timeout=15)
+        stopped = stop_server(process, STOP_TIMEOUT)
+    assert stopped, log.read_text(errors="replace")
+    assert port_free(port)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.processes import end_group
+from tests.processes import STOP_TIMEOUT, port_free, stop_server
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,8 @@ def running(
     command: list[str], directory: Path, port: int, env: dict[str, str] | None = None
 ) -> Iterator[Server]:
     """``command`` started in ``directory``, its output in ``directory/server.log``, until
-    the block ends; fails when nothing listens on ``port`` within 30 s."""
+    the block ends (stopped with its whole process group, which must stop by itself); fails
+    when nothing listens on ``port`` within 30 s."""
     log = directory / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -75,7 +76,7 @@ def running(
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})},
-            start_new_session=True,  # its workers in its process group: all ended after
+            start_new_session=True,  # its workers in its process group: stopped with it
         )
     server = Server(f"http://127.0.0.1:{port}", process, log)
     try:
@@ -90,13 +91,9 @@ def running(
                 time.sleep(0.05)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        end_group(process.pid)  # a worker its main left behind
+        stopped = stop_server(process, STOP_TIMEOUT)
+    assert stopped, server.output()
+    assert port_free(port)
 
 
 def add_editor(db: str) -> None:

@@ -27,7 +27,7 @@ def bouncer(postgres: PostgresServer) -> Iterator[PgBouncer]:
             pytest.fail(f"PgBouncer cannot start: {exc}")
         pytest.skip(f"PgBouncer cannot start: {exc}")
     yield pooler
-    pooler.stop()
+    assert pooler.stop()
 
 
 @pytest.fixture

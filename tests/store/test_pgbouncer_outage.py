@@ -49,8 +49,11 @@ def bounced() -> Iterator[tuple[PostgresServer, PgBouncer]]:
             pytest.fail(f"PgBouncer cannot start: {exc}")
         pytest.skip(f"PgBouncer cannot start: {exc}")
     yield server, pooler
-    pooler.stop()
-    server.stop()
+    try:
+        stopped = pooler.stop()
+    finally:
+        server.stop()
+    assert stopped
 
 
 Answer = tuple[float, float, int, object]  # sent at, seconds taken, status, body
