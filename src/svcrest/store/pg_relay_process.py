@@ -60,12 +60,15 @@ FIRST_CLIENT: Final = 10.0
 #: next batch goes (the first after a quiet spell goes at once; an answer, ``up`` or
 #: ``down`` takes them along at once).
 # PERF: each batch wakes the client's reading thread, which takes its worker's interpreter
-# lock from the event loop and the pool's threads: one wake per notification at ~1,000
-# writes/s was ~5 % user + ~3 % sys of a core per listener (bench/feed_latency.py). At most
-# 1 / HOLD batches a second whatever the rate. Bounded: at 10,000 notifications/s a hold
-# queues at most 100 lines (an object type's, ~20-40 bytes; a payload's longest, 8,000
-# bytes, escaped at most 6 times over: 48 KB), ~4 KB and at worst 4.8 MB, under the 8 MiB a
-# client may have queued before it is dropped; repeats merged, a few hundred bytes.
+# lock from the event loop and the pool's threads. At 1,000 NOTIFYs/s a listener read
+# 0.91-0.99 times a notification, its thread 7.2-25.1 us of CPU a notification; with the
+# hold 0.095 reads, 1.1-5.1 us; the relay serving 8 clients 48-88 -> 26-46 us a
+# notification (bench/relay_batches.py). bench/feed_latency.py (--raw, 5 pairs): host A's
+# listener thread 2.5-5.1 % of a core -> under 1 %, host B (one stream) 4-8 % -> 3-5 %;
+# the latency's p50 unchanged (18.6-24.1 ms before, 19.1-24.0 after). Bounded: at 10,000
+# notifications/s a hold queues at most 100 lines (an object type's ~13-30 bytes; the
+# longest payload, 8,000 bytes, escaped at most 6 times over: 48 KB), ~3 KB and at worst
+# 4.8 MB, under the 8 MiB a client may have queued before it is dropped; repeats merged.
 HOLD: Final = 0.01
 #: Bounds: bytes the relay queues for a client before dropping it; a message's length;
 #: clients of one relay.
