@@ -74,14 +74,14 @@ def eventually(check: Callable[[], Any], timeout: float = 15.0) -> Any:
         time.sleep(0.02)
 
 
-def receive(listener: Any, count: int) -> list[str]:
+def receive(listener: Any, count: int, timeout: float = 5) -> list[str]:
     got: list[str] = []
 
     def enough() -> bool:
         got.extend(listener.poll() or [])
         return len(got) >= count
 
-    eventually(enough, 5)
+    eventually(enough, timeout)
     return got
 
 
@@ -380,3 +380,129 @@ def test_the_relay_is_a_process_of_its_own_and_a_killed_one_is_started_again(
         store.publish(CHANNEL, "9")
         assert first.ping(1) and first.poll() == ["9"]
         assert second.ping(1) and second.poll() == ["9"]
+
+
+# -- batches: a relayed notification does not wake the reading thread each time --------------
+
+
+def holding(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """The relays started from now on hold their clients' notifications ``seconds``."""
+    import svcrest.store.pg_relay_process as relay_process
+
+    monkeypatch.setattr(relay_process, "HOLD", seconds)
+
+
+def test_a_burst_reaches_poll_complete_in_a_few_reads(
+    postgres: PostgresServer, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """500 notifications committed a millisecond apart (as ~1,000 writes a second send
+    them): the relay sends the first at once and then one batch a hold at most, so the
+    listener reads them in at most one read a hold (and one more should the kernel split
+    a batch), far fewer than 500 (one read each without the hold)."""
+    hold = 0.25
+    holding(monkeypatch, hold)
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen("svc_feed_test")
+        assert isinstance(listener, RelayListener)
+        before = listener._reads
+        began = time.monotonic()
+        for number in range(500):
+            store.publish("svc_feed_test", str(number))
+            time.sleep(0.001)
+        got = receive(listener, 500)
+        elapsed = time.monotonic() - began
+        assert got == [str(number) for number in range(500)]  # none lost, none merged
+        reads = listener._reads - before
+        assert reads <= 2 + elapsed / hold
+        assert reads <= 50
+        store.publish("svc_feed_test", "after")
+        assert receive(listener, 1) == ["after"]
+
+
+def test_repeats_waiting_in_a_batch_are_merged_but_never_across_an_answer(
+    postgres: PostgresServer, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holding(monkeypatch, 30.0)
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen("svc_feed_test")
+        assert isinstance(listener, RelayListener)
+        before = listener._reads
+        for _ in range(500):
+            store.publish("svc_feed_test", "post")
+        store.publish("svc_feed_test", "page")
+        # The first at once (a quiet spell before it); the 499 repeats held as one line,
+        # sent with the ping's answer, which comes in the same read.
+        assert listener.ping(1, timeout=2)
+        assert listener.poll() == ["post", "post", "page"]
+        assert listener._reads - before <= 3
+        # A repeat after the answer is not merged into one sent before it.
+        store.publish("svc_feed_test", "post")
+        assert listener.ping(2, timeout=2)
+        assert listener.poll() == ["post"]
+
+
+def test_a_ping_during_a_hold_is_answered_with_what_was_held(
+    postgres: PostgresServer, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holding(monkeypatch, 30.0)
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen(CHANNEL)
+        store.publish(CHANNEL, "1")
+        assert receive(listener, 1) == ["1"]  # at once: the first after a quiet spell
+        store.publish(CHANNEL, "2")
+        time.sleep(0.2)
+        assert listener.poll() == []  # held: its batch is due in 30 s
+        assert listener.ping(1, timeout=2)  # long before that
+        assert listener.poll() == ["2"]
+
+
+def test_a_single_notification_after_a_quiet_spell_is_read_at_once(
+    postgres: PostgresServer, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holding(monkeypatch, 30.0)
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen("svc_feed_test")
+        store.publish("svc_feed_test", "lone")
+        assert receive(listener, 1, timeout=2) == ["lone"]
+
+
+def test_closing_a_listener_during_a_hold_returns_at_once(
+    postgres: PostgresServer, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    holding(monkeypatch, 30.0)
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen("svc_feed_test")
+        assert isinstance(listener, RelayListener)
+        store.publish("svc_feed_test", "1")
+        assert receive(listener, 1) == ["1"]
+        store.publish("svc_feed_test", "2")  # held
+        began = time.monotonic()
+        listener.close()
+        assert time.monotonic() - began < 2
+        assert not listener._thread.is_alive()
+        assert listener.poll() is None
+
+
+def test_a_hold_does_not_delay_down_nor_up(
+    postgres: PostgresServer, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The relay's connection killed while notifications are held: the client is told at
+    once (not 30 s later), and listens anew with a new epoch."""
+    holding(monkeypatch, 30.0)
+    url = postgres.new_schema()
+    with PostgresStore(url, run_dir=run_dir) as store:
+        listener = store.listen("svc_feed_test")
+        assert isinstance(listener, RelayListener)
+        store.publish("svc_feed_test", "1")
+        assert receive(listener, 1) == ["1"]
+        store.publish("svc_feed_test", "2")  # held
+        postgres.psql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE application_name = 'svcrest-listen'"
+        )
+        eventually(lambda: listener.epoch == 2 and listener.listening, 5)

@@ -129,7 +129,8 @@ class Listener(Protocol):
     ``ping(number)`` makes one round trip on the listening connection (no commit): once it
     returns True, ``answered`` is ``number`` and every notification committed before the
     call is among what ``poll()`` returns next (or returned already); False when not
-    listening or the round trip failed.
+    listening or the round trip failed. A payload says what changed, not how many times:
+    repeats of a payload received close together may come merged into one.
     """
 
     @property

@@ -16,7 +16,11 @@ of a host that listen on the same database share one connection:
   finalize the worker's other threads' event loops, whose closing unregisters their
   descriptors from the epoll instance it shares with its parent, whose loop then waits
   forever).
-- The relay sends each client the notifications of its channel as they arrive, and answers
+- The relay sends each client the notifications of its channel in batches (the first after a
+  quiet spell at once, the next at most every
+  :data:`~svcrest.store.pg_relay_process.HOLD` seconds, repeats of a payload waiting in a
+  batch merged), so that a client's reading thread wakes at most about a hundred times a
+  second however fast the writes come; it answers
   a client's ping with a ``SELECT 1`` of its own, sent after the ping reached it, whose
   answer it relays only after every notification that arrived before it: the client's
   ping keeps the promise of :meth:`svcrest.store.pg_listen.PostgresListener.ping` (every
@@ -35,7 +39,8 @@ of a host that listen on the same database share one connection:
 PERF: a relay of its own answers pings whatever its starter does: 200 pings 17 ms apart
 through a relay whose starter spins on a second thread took 0.3 / 8.1 / 12.2 ms (p50 / p99 /
 max) on a loaded 2-core machine, against 10.7 / 28.2 / 41.5 when the relay was a thread of
-the starter, waiting for its GIL (``bench/relay_ping.py``). It costs a process per host and
+the starter, waiting for its GIL (``bench/relay_ping.py``). A ping's answer is never held
+back by a batch: it takes the held notifications along. It costs a process per host and
 database and, when the first worker listens, the start of an interpreter (about half a
 second; a fork would be at once, but see above).
 
@@ -244,6 +249,7 @@ def _settings(url: str, path: str, lock_fd: int, retry_interval: float) -> dict[
         "retry_interval": retry_interval,
         "connect_options": CONNECT_OPTIONS,
         "parent": os.getpid(),
+        "hold": pg_relay_process.HOLD,
     }
 
 
@@ -280,7 +286,9 @@ class RelayListener(ListenerState):
 
     A thread reads what the relay sends: notifications are held for :meth:`poll` (at most
     100,000: past it they are dropped and a new epoch begins) and passed to the callbacks
-    added with :meth:`add_callback`, in that thread, as they arrive."""
+    added with :meth:`add_callback`, in that thread, as they arrive. The relay sends them
+    in batches (the first after a quiet spell at once; a ping's answer, ``up`` and ``down``
+    at once, with what was held), merging repeats of a payload within a batch."""
 
     def __init__(
         self,
@@ -304,6 +312,8 @@ class RelayListener(ListenerState):
         self._listening = False
         self._callbacks: list[ListenerCallback] = []
         self._stop = threading.Event()
+        #: The reads of the relay's socket that brought data (a test counts the batches).
+        self._reads = 0
         _use(path, +1)
         _LISTENERS.add(self)
         self._thread = threading.Thread(target=self._run, name="svcrest-listen", daemon=True)
@@ -325,7 +335,9 @@ class RelayListener(ListenerState):
             self._callbacks.append(callback)
 
     def poll(self) -> list[str] | None:
-        """The payloads received since the last call, or None when not listening."""
+        """The payloads received since the last call, or None when not listening. Repeats of
+        a payload received in one batch of the relay may come merged into one (a payload
+        says what changed, not how many times)."""
         with self._cond:
             if self._closed or not self._listening:
                 return None
@@ -423,6 +435,7 @@ class RelayListener(ListenerState):
                 return
             if not data:
                 return
+            self._reads += 1
             pending += data
             *lines, pending = pending.split(b"\n")
             if len(pending) > MAX_LINE:
