@@ -450,6 +450,57 @@ def test_a_chunk_made_for_a_viewer_at_a_position_is_taken_as_it_is_else_left_to_
     run(check())
 
 
+def test_a_kept_chunk_is_taken_by_one_look_up_while_its_read_time_holds(
+    site: Site, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The streams of one viewer at one position after the first to find the chunk kept
+    # take it from the window as it was found (its page, time and key not worked out
+    # again); not once the read's time no longer holds for the cursors (the feed's clock
+    # past _READ_TIME_KEPT): then the page is made anew, at the time of now.
+    site.seed("a", "b")
+    feed, store = site.tasks.feed, site.app.store
+    tail = feed.tail(store)
+    render = site.tasks._feed_render
+    frame = change_feed._sse_frame
+    token = change_waker(store).token(feed.object_type)
+    pages: list[int] = []
+    page = change_feed._Window.page
+
+    def counted_page(window: Any, seq: int, limit: int) -> Any:
+        pages.append(seq)
+        return page(window, seq, limit)
+
+    monkeypatch.setattr(change_feed._Window, "page", counted_page)
+
+    async def check() -> None:
+        window = await tail.fresh(feed, store, 0, token, render, tail.begun)
+        assert window is not None
+        now = window.shared.read_at
+        feed._clock = lambda: now
+        unmade = feed._kept_chunk(window, 0, render, frame, "viewer")
+        assert isinstance(unmade, change_feed._Unmade) and unmade.whole is not None
+        window.shared.keep_chunk(unmade.whole, b"made once")
+        assert window.ready == {}  # made, not found kept: nothing taken yet
+        assert feed._kept_chunk(window, 0, render, frame, "viewer") == (b"made once", 2, False)
+        assert window.ready == {(0, "viewer", frame, render): (b"made once", 2, False, now)}
+        assert pages == [0, 0]
+        for _ in range(3):  # the next streams of the viewer: one look-up each
+            assert feed._kept_chunk(window, 0, render, frame, "viewer") == (b"made once", 2, False)
+        assert pages == [0, 0]
+        other = feed._kept_chunk(window, 0, render, frame, "another viewer")
+        assert isinstance(other, change_feed._Unmade)
+        assert pages == [0, 0, 0]
+        unkeyed = feed._kept_chunk(window, 0, render, frame, None)
+        assert isinstance(unkeyed, change_feed._Unmade) and unkeyed.whole is None
+        feed._clock = lambda: now + change_feed._READ_TIME_KEPT
+        late = feed._kept_chunk(window, 0, render, frame, "viewer")
+        assert isinstance(late, change_feed._Unmade) and late.whole is None
+        assert late.when == now + change_feed._READ_TIME_KEPT
+        assert pages == [0, 0, 0, 0, 0]
+
+    run(check())
+
+
 class Memos(StoreCollection):
     """Items shown with the language the request asks for: a rendering of its own."""
 

@@ -736,3 +736,29 @@ def test_a_read_ahead_is_held_weakly_and_never_from_another_thread() -> None:
 
     asyncio.run(check())
     store.close()
+
+
+def test_the_slices_of_a_wake_count_what_the_loop_ran_between_them() -> None:
+    # A wake's stretch is its whole work: after the first slice, each one counts the loop's
+    # CPU from the end of the slice before, so the work the loop does between two slices
+    # (a socket's buffered bytes written, other requests let through) counts too.
+    counted: list[float] = []
+    readers = WAKE_SLICE + 1
+
+    async def reader(future: asyncio.Future[bool]) -> None:
+        await future
+
+    async def check() -> None:
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(readers)]
+        tasks = [asyncio.ensure_future(reader(future)) for future in futures]
+        await asyncio.sleep(0)
+        wake_in_slices(futures, True, counted.append)
+        loop.call_soon(busy, 0.05)  # between the first slice and the second
+        await asyncio.gather(*tasks)
+        await asyncio.sleep(0.01)
+
+    asyncio.run(check())
+    assert len(counted) == 2
+    assert counted[0] < 0.02  # the first slice's readers: nothing of their own
+    assert 0.05 <= counted[1] < 0.1  # the stretch between the slices and the last one

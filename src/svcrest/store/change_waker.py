@@ -39,12 +39,23 @@ next look), unless the readers' work on a wake is long: the feeds report how lon
 readers of a type kept their event loop busy after its last wake (:meth:`ChangeWaker.spent`),
 and while changes keep coming the next wake waits until that work is at most ``share``
 (:data:`FAN_OUT_SHARE`, a twenty-fifth) of the time since the last wake, and at most
-:data:`LONGEST_HOLD` seconds (the work is the CPU time of the loop's thread). A handful of
-readers never reach it; a thousand streams on one worker do, and are then woken less
-often, each wake carrying more changes: the writes served by the same worker keep the rest
-of its time. The loop's time is the wall time less the time its thread waited for a core
-(Linux: the thread's ``schedstat``): on a busy machine, where the worker gets a fraction of
-a core, the wakes' work stays that share of what the worker gets, not of the wall clock.
+:data:`LONGEST_HOLD` seconds (the work is the CPU time of the loop's thread, from a wake's
+first reader's step to its last one's, what the loop ran between two slices included: the
+bytes of the readers' sends it writes as their sockets take them, and the other requests'
+turns the slices let through). A handful of readers never reach it; a thousand streams on
+one worker do, and are then woken less often, each wake carrying more changes: the writes
+served by the same worker keep the rest of its time. The loop's time is the wall time less
+the time its thread waited for a core (Linux: the thread's ``schedstat``): on a busy
+machine, where the worker gets a fraction of a core, the wakes' work stays that share of
+what the worker gets, not of the wall clock.
+
+PERF: a wake's work is counted as its whole stretch, not as its slices' steps alone: on the
+writing worker of bench/feed_latency.py with 1,000 streams under sustained writes, 52-141 ms
+a wake counted with the steps alone, 74-108 ms with the stretches between the slices (the
+loop's thread ~0.3 s of CPU a second either way). Both are past the twenty-fifth of
+:data:`LONGEST_HOLD`: those streams wake once a second in both counts (the waker's own
+wakes, a second apart; the subscribers' bursts of bytes, 1.2-1.4 a second, split a wake's
+send in two now and then).
 """
 
 from __future__ import annotations
@@ -156,9 +167,15 @@ def wake_in_slices(
     first slice is :data:`WAKE_SLICE` readers (or ``pace[0]``: the size the last wake
     ended with, which this one updates), each next one as many as the last one's steps
     say fit in :data:`SLICE_TIME` of the loop (at least one, at most :data:`WAKE_SLICE`).
-    ``spent`` is told the CPU time of each slice's wake and steps (:func:`count_steps`)."""
+
+    ``spent`` is told the CPU time of the loop's thread each slice took: the first one's
+    wake and steps (:func:`count_steps`), each next one's from the end of the slice before
+    to its own end. So the wake's whole stretch is counted, from its first reader's step to
+    its last one's, what the loop ran between two slices included: the bytes of the
+    readers' sends that the loop writes as their sockets take them, and the turns of other
+    requests that the slices let through (PERF: see the module's docstring)."""
     size = WAKE_SLICE if pace is None else pace[0]
-    _wake_slice(futures, result, spent, start, size, pace)
+    _wake_slice(futures, result, spent, start, size, pace, None)
 
 
 def _wake_slice(
@@ -168,13 +185,17 @@ def _wake_slice(
     start: int,
     size: int,
     pace: list[int] | None,
+    since: float | None,
 ) -> None:
+    """Resolve ``futures[start:start + size]`` and count their steps; ``since``: the loop
+    thread's CPU clock at the end of the slice before (None: the first)."""
     end = start + size
-    took = [0.0]
+    took = [0.0, 0.0]  # the slice's wake and steps (CPU seconds), the clock at their end
 
     def counted(seconds: float) -> None:
-        took[0] = seconds
-        spent(seconds)
+        now = time.thread_time()
+        took[0], took[1] = seconds, now
+        spent(seconds if since is None else max(seconds, now - since))
 
     count_steps(lambda: _resolve_each(futures, result, start, end), counted)
     if end < len(futures):
@@ -192,13 +213,13 @@ def _next_slice(
     took: list[float],
     pace: list[int] | None,
 ) -> None:
-    """The last slice's steps ran (``took``: their CPU time, counted just before this
-    call): the next slice, sized by them."""
+    """The last slice's steps ran (``took``: their CPU time and the clock at their end,
+    counted just before this call): the next slice, sized by its steps alone."""
     if took[0] > 0:
         size = max(1, min(WAKE_SLICE, int(size * SLICE_TIME / took[0])))
         if pace is not None:
             pace[0] = size
-    _wake_slice(futures, result, spent, start, size, pace)
+    _wake_slice(futures, result, spent, start, size, pace, took[1])
 
 
 def _resolve_each(futures: Sequence[asyncio.Future[_T]], result: _T, start: int, end: int) -> None:
@@ -299,10 +320,13 @@ class _Deadlines:
     on uvloop against 5.6-6.1 with a timer each (asyncio's loop: 5.1-5.3 against 6.6-7.3);
     13.8 KiB of Python heap an idle stream on uvloop against 14.1 (bench/idle_streams.py)."""
 
-    __slots__ = ("_armed", "_context", "_heap", "_loop", "_number", "_timer", "live")
+    __slots__ = ("_armed", "_context", "_heap", "_loop", "_number", "_timer", "live", "thread")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        #: The native id of the thread running the loop (PERF: a system call each time it
+        #: is asked, ~0.2 µs: asked once a loop, not once a wait).
+        self.thread = threading.get_native_id()
         self._heap: list[list[Any]] = []
         self._timer: asyncio.TimerHandle | None = None
         #: When the timer fires (infinity: none).
@@ -528,6 +552,8 @@ class ChangeWaker:
             return self.token(object_type) != token
         loop = asyncio.get_running_loop()
         future: asyncio.Future[bool] = loop.create_future()
+        deadlines = self._deadlines.get(loop)
+        thread = threading.get_native_id() if deadlines is None else deadlines.thread
         with self._lock:
             if self._counts.get(object_type, 0) + self._everyone != token:  # (token, inlined)
                 return True
@@ -539,13 +565,12 @@ class ChangeWaker:
                 futures = loops[loop] = set()
             futures.add(future)
             self._waiters += 1
-            self._loop_thread = threading.get_native_id()
+            self._loop_thread = thread
             if self._thread is None or self._idling:
                 self._start()
         # PERF: a future and a place in the loop's deadlines (one timer a loop), not a timer
         # of its own nor asyncio.wait (a waiter, a set and callbacks more): 1,000 streams
         # wait again after every wake.
-        deadlines = self._deadlines.get(loop)
         if deadlines is None:
             deadlines = self._deadlines[loop] = _Deadlines(loop)
         entry = deadlines.add(loop.time() + timeout, future)
