@@ -66,6 +66,16 @@ def _started(
     return process, port, f"http://127.0.0.1:{port}"
 
 
+def _stopped_log(process: subprocess.Popen[str]) -> str:
+    """Stop a server of :func:`_started` (with its process group; at once when it stopped
+    already) and read what it logged."""
+    stop_server(process, STOP_TIMEOUT)
+    assert process.stderr is not None
+    log = process.stderr.read()
+    process.stderr.close()
+    return log
+
+
 def _later(seconds: float, action: object) -> threading.Thread:
     """Run ``action()`` after ``seconds`` on a thread of its own (started)."""
 
@@ -238,10 +248,7 @@ def test_a_stopping_server_ends_its_streams_and_long_polls_at_once(
         for reader in readers:
             reader.join(10)
     finally:
-        stop_server(process, STOP_TIMEOUT)  # at once when stopped above
-        assert process.stderr is not None
-        log = process.stderr.read()
-        process.stderr.close()
+        log = _stopped_log(process)  # at once when stopped above
     assert not failures, (failures, log)
     assert stopped, log
     assert stopped_in < 5.0, log
@@ -297,10 +304,7 @@ def test_a_stopping_wsgi_server_ends_a_polling_clients_long_poll_and_connection_
             gone_in = time.monotonic() - began
         poller.join(10)
     finally:
-        stop_server(process, STOP_TIMEOUT)  # at once when stopped above
-        assert process.stderr is not None
-        log = process.stderr.read()
-        process.stderr.close()
+        log = _stopped_log(process)  # at once when stopped above
     assert not failures, (failures, log)
     assert gone_in is not None and gone_in < 5.0, (gone_in, log)
     assert len(answers) == 1, [(answer.headers, answer.text) for _, answer in answers]
